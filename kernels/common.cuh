@@ -1,0 +1,79 @@
+// Shared pieces of every bitonic kernel.
+//
+// The network is in its all-ascending form (see src/network.rs): the first step of the stage
+// with merge size `size` pairs i with its mirror i ^ (size - 1), later steps pair i with
+// i ^ stride, and every comparator leaves the smaller key at the lower index. A length n that
+// is not a power of two is padded, virtually, with +inf keys; such keys never move, so any
+// comparator whose upper index is >= n is skipped (or, in shared memory, the tile is padded
+// with the largest key). Keys are unsigned words: src/key.rs maps every key type to them.
+#pragma once
+
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+#define FULL_WARP_MASK 0xffffffffu
+#define WARP_SIZE 32
+
+template <typename K> __device__ __forceinline__ K largest_key();
+template <> __device__ __forceinline__ u32 largest_key<u32>() { return 0xffffffffu; }
+template <> __device__ __forceinline__ u64 largest_key<u64>() { return 0xffffffffffffffffull; }
+
+// The partner of index i in the step (size, stride).
+__device__ __forceinline__ u32 partner(u32 i, u32 size, u32 stride) {
+    bool first_step_of_stage = stride * 2 == size;
+    return first_step_of_stage ? i ^ (size - 1) : i ^ stride;
+}
+
+// The lower index of comparator t: a zero bit inserted at the stride's position.
+// This is the report's get_lower_partner (V4).
+__device__ __forceinline__ u32 lower_index(u32 t, u32 stride) {
+    u32 low = stride - 1;
+    return ((t & ~low) << 1) | (t & low);
+}
+
+// Smaller key to keys[i], larger to keys[j] (i < j).
+template <typename K> __device__ __forceinline__ void compare_exchange(K *keys, u32 i, u32 j) {
+    K a = keys[i], b = keys[j];
+    if (b < a) {
+        keys[i] = b;
+        keys[j] = a;
+    }
+}
+
+// One network step over global memory, one thread per key (V0, and V1-V3's steps that span
+// blocks). Half the threads find their partner below them and do nothing.
+template <typename K>
+__device__ __forceinline__ void global_step_per_key(K *keys, u32 n, u32 size, u32 stride) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    u32 j = partner(i, size, stride);
+    if (j > i && j < n) compare_exchange(keys, i, j);
+}
+
+// One network step over global memory, one thread per comparator (V4, V5). The grid covers
+// padded_n / 2 comparators.
+template <typename K>
+__device__ __forceinline__ void global_step_per_pair(K *keys, u32 n, u32 size, u32 stride) {
+    u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    u32 i = lower_index(t, stride);
+    u32 j = stride * 2 == size ? i ^ (size - 1) : i + stride;
+    if (j < n) compare_exchange(keys, i, j);
+}
+
+// Shared memory as an array of K (extern __shared__ cannot be declared per template type).
+template <typename K> __device__ __forceinline__ K *shared_tile() {
+    extern __shared__ __align__(16) unsigned char shared_bytes[];
+    return reinterpret_cast<K *>(shared_bytes);
+}
+
+// Declares name_u32 and name_u64 kernels that call the template name<K>.
+#define EXPORT_FOR_BOTH_WIDTHS(name, PARAMS, ARGS)                                           \
+    extern "C" __global__ void name##_u32 PARAMS(u32) { name<u32> ARGS; }                   \
+    extern "C" __global__ void name##_u64 PARAMS(u64) { name<u64> ARGS; }
+
+#define STEP_PARAMS(K) (K * keys, u32 n, u32 size, u32 stride)
+#define STEP_ARGS (keys, n, size, stride)
+#define SORT_PARAMS(K) (K * keys, u32 n)
+#define SORT_ARGS (keys, n)
+#define MERGE_PARAMS(K) (K * keys, u32 n, u32 size)
+#define MERGE_ARGS (keys, n, size)

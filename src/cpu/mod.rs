@@ -1,0 +1,65 @@
+//! The CPU backend: the bitonic network run serially (the reference, and the analogue of the
+//! report's serial baseline) and in parallel with rayon.
+//!
+//! Both sort `u32`/`u64` words ascending; [`crate::Sorter`] maps keys to those words and back.
+
+mod parallel;
+mod serial;
+
+pub use parallel::sort_parallel;
+pub use serial::sort_serial;
+
+use crate::key::Bits;
+
+/// Compare-exchange: the smaller word goes to `lo`.
+#[inline(always)]
+fn compare_exchange<B: Bits>(lo: &mut B, hi: &mut B) {
+    let (a, b) = (*lo, *hi);
+    *lo = a.min(b);
+    *hi = a.max(b);
+}
+
+/// The first step of a stage on `data`, whose start is aligned to `size`: each index meets its
+/// mirror in its block. Pairs whose upper index is past the end are skipped (virtual `+inf`).
+fn flip_step<B: Bits>(data: &mut [B], size: usize) {
+    for block in data.chunks_mut(size) {
+        let half = size / 2;
+        if block.len() <= half {
+            continue;
+        }
+        let (lo, hi) = block.split_at_mut(half);
+        // lo[half-1-m] meets hi[m]: walk hi forwards and lo backwards.
+        for (a, b) in lo.iter_mut().rev().zip(hi.iter_mut()) {
+            compare_exchange(a, b);
+        }
+    }
+}
+
+/// A later step of a stage on `data`, whose start is aligned to `2 * stride`: index `i` meets
+/// `i + stride` in each block of `2 * stride`.
+fn half_step<B: Bits>(data: &mut [B], stride: usize) {
+    for block in data.chunks_mut(2 * stride) {
+        if block.len() <= stride {
+            continue;
+        }
+        let (lo, hi) = block.split_at_mut(stride);
+        for (a, b) in lo.iter_mut().zip(hi.iter_mut()) {
+            compare_exchange(a, b);
+        }
+    }
+}
+
+/// Runs the steps of stage `size` whose stride is below `max_stride` (all of them when
+/// `max_stride > size / 2`).
+fn stage_below<B: Bits>(data: &mut [B], size: usize, max_stride: usize) {
+    for step in crate::network::stage_steps(size) {
+        if step.stride >= max_stride {
+            continue;
+        }
+        if step.is_flip() {
+            flip_step(data, size);
+        } else {
+            half_step(data, step.stride);
+        }
+    }
+}

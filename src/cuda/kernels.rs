@@ -1,0 +1,47 @@
+//! The CUDA C++ sources under `kernels/`, embedded in the binary.
+//!
+//! Every `.cu` file starts with `#include "common.cuh"`; NVRTC gets the header spliced in place
+//! of that line, so the files also compile unchanged with `nvcc -I kernels`.
+
+/// One kernel file: one NVRTC compile, one CUDA module.
+#[derive(Debug)]
+pub struct KernelModule {
+    /// The file name under `kernels/`.
+    pub name: &'static str,
+    source: &'static str,
+}
+
+const COMMON: &str = include_str!("../../kernels/common.cuh");
+const INCLUDE_LINE: &str = "#include \"common.cuh\"";
+
+macro_rules! kernel_module {
+    ($file:literal) => {
+        KernelModule {
+            name: $file,
+            source: include_str!(concat!("../../kernels/", $file)),
+        }
+    };
+}
+
+pub static MAP_KEYS: KernelModule = kernel_module!("map_keys.cu");
+pub static V0: KernelModule = kernel_module!("v0_naive.cu");
+pub static V1: KernelModule = kernel_module!("v1_fused.cu");
+pub static V2: KernelModule = kernel_module!("v2_shared.cu");
+pub static V3: KernelModule = kernel_module!("v3_warp_shuffle.cu");
+pub static V4: KernelModule = kernel_module!("v4_half_threads.cu");
+pub static V5: KernelModule = kernel_module!("v5_conflict_free.cu");
+
+/// Every kernel file, for the compile-everything test.
+pub static ALL: [&KernelModule; 7] = [&MAP_KEYS, &V0, &V1, &V2, &V3, &V4, &V5];
+
+impl KernelModule {
+    /// The source NVRTC compiles: the file with `common.cuh` spliced in.
+    pub fn full_source(&self) -> String {
+        assert!(
+            self.source.contains(INCLUDE_LINE),
+            "{} must include common.cuh",
+            self.name
+        );
+        self.source.replacen(INCLUDE_LINE, COMMON, 1)
+    }
+}

@@ -1,0 +1,300 @@
+//! The CUDA backend: device probe, kernel modules, and the sorts on host or device data.
+//!
+//! Nothing here panics when CUDA is missing: [`Gpu::get`] probes for the driver, NVRTC and a
+//! device once per process and says why it cannot run. The device is ordinal 0 unless
+//! `BITONIC_DEVICE` names another.
+
+pub mod kernels;
+pub mod nvrtc;
+mod plan;
+
+pub use cudarc;
+
+use crate::error::{CudaContext as _, Error, GpuUnavailable, Result};
+use crate::key::{Bits, MapKind};
+use crate::{Order, SortKey, Version};
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, DeviceRepr,
+    PushKernelArg,
+};
+use kernels::KernelModule;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// The most keys one sort takes: the kernels index with 32-bit integers over the padded length.
+pub const MAX_LEN: usize = 1 << 31;
+
+/// What the probe learnt about the device and the CUDA libraries.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    pub ordinal: usize,
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub multiprocessors: i32,
+    pub max_threads_per_block: i32,
+    pub warp_size: i32,
+    /// Shared memory a block gets without opting in.
+    pub shared_per_block: usize,
+    /// Shared memory a block can get after raising its dynamic limit.
+    pub shared_per_block_optin: usize,
+    pub l2_bytes: usize,
+    pub total_memory: usize,
+    /// The driver's CUDA version, as (major, minor).
+    pub driver_version: (i32, i32),
+    pub nvrtc_version: (i32, i32),
+}
+
+impl DeviceInfo {
+    /// The `sm_XY` architecture NVRTC compiles for.
+    pub fn arch(&self) -> String {
+        format!(
+            "sm_{}{}",
+            self.compute_capability.0, self.compute_capability.1
+        )
+    }
+}
+
+/// One GPU with its context, its stream and its loaded kernel modules.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    info: DeviceInfo,
+    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu").field("info", &self.info).finish()
+    }
+}
+
+static GPU: OnceLock<std::result::Result<Gpu, GpuUnavailable>> = OnceLock::new();
+
+impl Gpu {
+    /// The process's GPU, probed on first use; the reason when there is none.
+    pub fn get() -> std::result::Result<&'static Gpu, GpuUnavailable> {
+        GPU.get_or_init(Gpu::probe).as_ref().map_err(Clone::clone)
+    }
+
+    fn probe() -> std::result::Result<Gpu, GpuUnavailable> {
+        // cudarc panics when a library is missing; ask first, and contain any other panic.
+        let driver_present =
+            std::panic::catch_unwind(|| unsafe { cudarc::driver::sys::is_culib_present() });
+        if !driver_present.unwrap_or(false) {
+            return Err(GpuUnavailable::NoDriver);
+        }
+        if !nvrtc::nvrtc_present() {
+            return Err(GpuUnavailable::NoNvrtc);
+        }
+        std::panic::catch_unwind(Gpu::open).unwrap_or_else(|_| {
+            Err(GpuUnavailable::InitFailed(
+                "the CUDA bindings panicked".into(),
+            ))
+        })
+    }
+
+    fn open() -> std::result::Result<Gpu, GpuUnavailable> {
+        let init = |e: cudarc::driver::DriverError| GpuUnavailable::InitFailed(e.to_string());
+        let count = CudaContext::device_count().map_err(|e| match e.0 {
+            cudarc::driver::sys::CUresult::CUDA_ERROR_NO_DEVICE => GpuUnavailable::NoDevice,
+            _ => init(e),
+        })? as usize;
+        if count == 0 {
+            return Err(GpuUnavailable::NoDevice);
+        }
+        let ordinal = std::env::var("BITONIC_DEVICE")
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .unwrap_or(0);
+        if ordinal >= count {
+            return Err(GpuUnavailable::BadOrdinal { ordinal, count });
+        }
+        let ctx = CudaContext::new(ordinal).map_err(init)?;
+        let attr = |a: Attr| ctx.attribute(a).map_err(init);
+        let mut driver = 0;
+        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) }
+            .result()
+            .map_err(init)?;
+        let info = DeviceInfo {
+            ordinal,
+            name: ctx.name().map_err(init)?,
+            compute_capability: ctx.compute_capability().map_err(init)?,
+            multiprocessors: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            max_threads_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            warp_size: attr(Attr::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
+            shared_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as usize,
+            shared_per_block_optin: attr(
+                Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )? as usize,
+            l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
+            total_memory: ctx.total_mem().map_err(init)?,
+            driver_version: (driver / 1000, (driver % 1000) / 10),
+            nvrtc_version: nvrtc::version().map_err(|_| GpuUnavailable::NoNvrtc)?,
+        };
+        if info.warp_size != 32 {
+            return Err(GpuUnavailable::UnsupportedWarpSize(info.warp_size));
+        }
+        let stream = ctx.default_stream();
+        Ok(Gpu {
+            ctx,
+            stream,
+            info,
+            modules: Mutex::new(HashMap::new()),
+        })
+    }
+
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The stream every sort of this `Gpu` is queued on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// A kernel of one of the embedded modules, compiling and loading the module on first use.
+    pub(crate) fn function(
+        &self,
+        module: &'static KernelModule,
+        name: &str,
+    ) -> Result<CudaFunction> {
+        let loaded = {
+            let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+            match modules.get(module.name) {
+                Some(m) => m.clone(),
+                None => {
+                    let cubin = nvrtc::compile(module, &self.info.arch())?;
+                    let m = self
+                        .ctx
+                        .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+                        .during(|| format!("loading kernels/{}", module.name))?;
+                    modules.insert(module.name, m.clone());
+                    m
+                }
+            }
+        };
+        loaded
+            .load_function(name)
+            .during(|| format!("finding kernel {name} in kernels/{}", module.name))
+    }
+
+    /// Sorts a host slice: copies it to the device, sorts there, copies it back.
+    pub fn sort_host<K: SortKey>(
+        &self,
+        keys: &mut [K],
+        version: Version,
+        order: Order,
+    ) -> Result<()> {
+        check_len(keys.len())?;
+        if keys.len() < 2 {
+            return Ok(());
+        }
+        let words: &mut [K::Bits] = bytemuck::cast_slice_mut(keys);
+        let mut device = self
+            .stream
+            .clone_htod(&*words)
+            .during(|| format!("copying {} keys to the GPU", words.len()))?;
+        self.sort_words::<K>(&mut device.as_view_mut(), version, order)?;
+        self.stream
+            .memcpy_dtoh(&device, words)
+            .during(|| "copying the sorted keys back".into())?;
+        self.stream
+            .synchronize()
+            .during(|| format!("sorting with {version}"))
+    }
+
+    /// Sorts keys already on this GPU, in place, queued on [`Gpu::stream`]. Returns when the
+    /// work is queued; errors raised by the kernels surface at the next synchronizing call.
+    pub fn sort_device<K: SortKey + DeviceRepr>(
+        &self,
+        keys: &mut CudaSlice<K>,
+        version: Version,
+        order: Order,
+    ) -> Result<()> {
+        let (buffer, sorter) = (keys.context().ordinal(), self.info.ordinal);
+        if buffer != sorter {
+            return Err(Error::WrongDevice { buffer, sorter });
+        }
+        let len = keys.len();
+        check_len(len)?;
+        // SAFETY: every key type has the size and alignment of its Bits word, and every bit
+        // pattern of one is a valid value of the other.
+        let mut words = unsafe { keys.transmute_mut::<K::Bits>(len) }.expect("same size");
+        self.sort_words::<K>(&mut words, version, order)
+    }
+
+    fn sort_words<K: SortKey>(
+        &self,
+        words: &mut CudaViewMut<K::Bits>,
+        version: Version,
+        order: Order,
+    ) -> Result<()> {
+        let n = words.len() as u32;
+        if n < 2 {
+            return Ok(());
+        }
+        let map = K::DTYPE.map_kind() != MapKind::Unsigned || order == Order::Descending;
+        if map {
+            self.map_keys(words, K::DTYPE.map_kind(), order, false)?;
+        }
+        plan::run(self, words, version)?;
+        if map {
+            self.map_keys(words, K::DTYPE.map_kind(), order, true)?;
+        }
+        Ok(())
+    }
+
+    /// Turns keys into ascending-sortable words (`inverse` false) or back.
+    fn map_keys<B: Bits>(
+        &self,
+        words: &mut CudaViewMut<B>,
+        kind: MapKind,
+        order: Order,
+        inverse: bool,
+    ) -> Result<()> {
+        let f = self.function(&kernels::MAP_KEYS, &kernel_name::<B>("map_keys"))?;
+        let n = words.len() as u32;
+        let (kind, desc, inverse) = (
+            kind as u32,
+            (order == Order::Descending) as u32,
+            inverse as u32,
+        );
+        let threads = 256u32;
+        let blocks = n
+            .div_ceil(threads)
+            .min(self.info.multiprocessors as u32 * 32);
+        let mut launch = self.stream.launch_builder(&f);
+        launch
+            .arg(words)
+            .arg(&n)
+            .arg(&kind)
+            .arg(&desc)
+            .arg(&inverse);
+        unsafe { launch.launch(plan::config(blocks, threads, 0)) }
+            .map(drop)
+            .during(|| "launching map_keys".into())
+    }
+}
+
+fn check_len(len: usize) -> Result<()> {
+    if len > MAX_LEN {
+        Err(Error::TooLong { len, max: MAX_LEN })
+    } else {
+        Ok(())
+    }
+}
+
+/// Kernels come in a `_u32` and a `_u64` flavour.
+fn kernel_name<B: Bits>(base: &str) -> String {
+    let width = if std::mem::size_of::<B>() == 4 {
+        "u32"
+    } else {
+        "u64"
+    };
+    format!("{base}_{width}")
+}

@@ -1,0 +1,148 @@
+//! Run-time compilation of the kernels with NVRTC, with a disk cache.
+//!
+//! Each kernel file is compiled straight to a CUBIN for the device's own architecture
+//! (`sm_XY`), so the driver never JIT-compiles PTX, and a CUBIN from a newer NVRTC still loads on
+//! an older driver. CUBINs are cached on disk under a key made of the source text, the
+//! architecture, the options and NVRTC's version; a cache that cannot be written is skipped.
+
+use super::kernels::KernelModule;
+use crate::error::{Error, GpuUnavailable, Result};
+use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys};
+use std::ffi::{CStr, CString};
+use std::path::PathBuf;
+
+/// NVRTC's version as (major, minor), or why NVRTC cannot be used.
+pub fn version() -> Result<(i32, i32)> {
+    if !nvrtc_present() {
+        return Err(GpuUnavailable::NoNvrtc.into());
+    }
+    let (mut major, mut minor) = (0, 0);
+    let status = unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) };
+    check(status, "nvrtcVersion", "")?;
+    Ok((major, minor))
+}
+
+/// Whether libnvrtc can be loaded. cudarc panics on first use when it cannot, so ask first.
+pub fn nvrtc_present() -> bool {
+    std::panic::catch_unwind(|| unsafe { nvrtc_sys::is_culib_present() }).unwrap_or(false)
+}
+
+fn options(arch: &str) -> Vec<String> {
+    vec![
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".into(),
+        "--extra-device-vectorization".into(),
+    ]
+}
+
+/// Compiles one kernel module to a CUBIN for `arch` (such as `"sm_90"`), from the disk cache
+/// when an identical compile was done before.
+pub fn compile(module: &KernelModule, arch: &str) -> Result<Vec<u8>> {
+    let nvrtc = version()?;
+    let source = module.full_source();
+    let opts = options(arch);
+    let key = cache_key(&source, &opts, nvrtc);
+    let cached = cache_dir().map(|d| d.join(format!("{}-{arch}-{key:016x}.cubin", module.name)));
+    if let Some(bytes) = cached.as_ref().and_then(|p| std::fs::read(p).ok()) {
+        return Ok(bytes);
+    }
+    let cubin = compile_source(module.name, &source, arch)?;
+    if let Some(path) = cached {
+        store_atomically(&path, &cubin);
+    }
+    Ok(cubin)
+}
+
+/// Compiles CUDA C++ `source` (named `name` in messages) to a CUBIN for `arch`, uncached.
+/// A compile error carries NVRTC's log.
+pub fn compile_source(name: &str, source: &str, arch: &str) -> Result<Vec<u8>> {
+    version()?;
+    let opts = options(arch);
+    let fail = |message: String, log: String| Error::Compile {
+        module: name.to_string(),
+        arch: arch.to_string(),
+        message,
+        log,
+    };
+    let src = CString::new(source).map_err(|e| fail(e.to_string(), String::new()))?;
+    let file = CString::new(name).expect("module names have no NUL");
+    let prog = nvrtc_result::create_program(&src, Some(&file))
+        .map_err(|e| fail(format!("{e:?}"), String::new()))?;
+    let compiled = unsafe { nvrtc_result::compile_program(prog, &opts) };
+    let log = unsafe { nvrtc_result::get_program_log(prog) }
+        .map(|raw| {
+            unsafe { CStr::from_ptr(raw.as_ptr()) }
+                .to_string_lossy()
+                .into_owned()
+        })
+        .unwrap_or_default();
+    let cubin = compiled
+        .map_err(|e| fail(format!("{e:?}"), log.clone()))
+        .and_then(|()| unsafe { get_cubin(prog) }.map_err(|e| fail(e, log)));
+    unsafe { nvrtc_result::destroy_program(prog) }.ok();
+    cubin
+}
+
+unsafe fn get_cubin(prog: nvrtc_sys::nvrtcProgram) -> std::result::Result<Vec<u8>, String> {
+    let mut size = 0usize;
+    let status = unsafe { nvrtc_sys::nvrtcGetCUBINSize(prog, &mut size) };
+    if status != nvrtc_sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(format!("nvrtcGetCUBINSize: {status:?}"));
+    }
+    let mut cubin = vec![0u8; size];
+    let status = unsafe { nvrtc_sys::nvrtcGetCUBIN(prog, cubin.as_mut_ptr().cast()) };
+    if status != nvrtc_sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(format!("nvrtcGetCUBIN: {status:?}"));
+    }
+    Ok(cubin)
+}
+
+fn check(status: nvrtc_sys::nvrtcResult, call: &str, module: &str) -> Result<()> {
+    if status == nvrtc_sys::nvrtcResult::NVRTC_SUCCESS {
+        Ok(())
+    } else {
+        Err(Error::Compile {
+            module: module.to_string(),
+            arch: String::new(),
+            message: format!("{call}: {status:?}"),
+            log: String::new(),
+        })
+    }
+}
+
+/// `$BITONIC_CACHE_DIR`, else `$XDG_CACHE_HOME/bitonic`, else `~/.cache/bitonic`; `None` when
+/// caching is off (`BITONIC_CACHE_DIR=` set empty) or no folder can be made.
+fn cache_dir() -> Option<PathBuf> {
+    let dir = match std::env::var_os("BITONIC_CACHE_DIR") {
+        Some(d) if d.is_empty() => return None,
+        Some(d) => PathBuf::from(d),
+        None => std::env::var_os("XDG_CACHE_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?
+            .join("bitonic"),
+    };
+    std::fs::create_dir_all(&dir).ok()?;
+    Some(dir)
+}
+
+fn store_atomically(path: &std::path::Path, bytes: &[u8]) {
+    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+    if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
+        std::fs::remove_file(&tmp).ok();
+    }
+}
+
+/// FNV-1a over everything that changes the CUBIN: stable across runs and Rust versions.
+fn cache_key(source: &str, opts: &[String], nvrtc: (i32, i32)) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    let nvrtc = format!("nvrtc {}.{}", nvrtc.0, nvrtc.1);
+    let parts = std::iter::once(source)
+        .chain(opts.iter().map(String::as_str))
+        .chain([nvrtc.as_str()]);
+    for part in parts {
+        for byte in part.bytes().chain([0]) {
+            hash = (hash ^ byte as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
+}

@@ -1,0 +1,70 @@
+//! The library's one error type.
+
+use crate::Version;
+
+/// Why no GPU can be used. Each variant says what to install or check.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum GpuUnavailable {
+    #[error("no CUDA driver: libcuda.so could not be loaded (install the NVIDIA driver)")]
+    NoDriver,
+    #[error(
+        "no NVRTC: libnvrtc.so could not be loaded (install the CUDA toolkit or the \
+         `nvidia-cuda-nvrtc` wheel, and put the folder holding libnvrtc.so on LD_LIBRARY_PATH)"
+    )]
+    NoNvrtc,
+    #[error("the CUDA driver found no GPU")]
+    NoDevice,
+    #[error("device {ordinal} was asked for (BITONIC_DEVICE) but only {count} exist")]
+    BadOrdinal { ordinal: usize, count: usize },
+    #[error("the CUDA driver failed to start: {0}")]
+    InitFailed(String),
+    #[error("the GPU's warp size is {0}; the kernels are written for 32")]
+    UnsupportedWarpSize(i32),
+}
+
+/// Everything that can go wrong in a sort.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("the CUDA backend is unavailable: {0}")]
+    GpuUnavailable(#[from] GpuUnavailable),
+
+    #[error("CUDA error while {context}: {source}")]
+    Cuda {
+        context: String,
+        #[source]
+        source: cudarc::driver::DriverError,
+    },
+
+    #[error("NVRTC failed to compile kernels/{module} for {arch}: {message}\n{log}")]
+    Compile {
+        module: String,
+        arch: String,
+        message: String,
+        log: String,
+    },
+
+    #[error("{len} keys is more than the {max} keys the CUDA backend indexes")]
+    TooLong { len: usize, max: usize },
+
+    #[error("version {0} is not implemented yet")]
+    VersionUnavailable(Version),
+
+    #[error("keys on device {buffer} cannot be sorted by the sorter of device {sorter}")]
+    WrongDevice { buffer: usize, sorter: usize },
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Attaches what was being done to a driver error.
+pub(crate) trait CudaContext<T> {
+    fn during(self, context: impl FnOnce() -> String) -> Result<T>;
+}
+
+impl<T> CudaContext<T> for std::result::Result<T, cudarc::driver::DriverError> {
+    fn during(self, context: impl FnOnce() -> String) -> Result<T> {
+        self.map_err(|source| Error::Cuda {
+            context: context(),
+            source,
+        })
+    }
+}

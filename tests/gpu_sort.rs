@@ -1,0 +1,135 @@
+//! Every GPU version × key type × order against std's sort, at the sizes of issue 3 and on
+//! every pattern. Skips without a GPU; fails under BITONIC_REQUIRE_GPU=1.
+
+mod common;
+
+use bitonic::{cuda::Gpu, Backend, Order, SortKey, Sorter, Version};
+use common::{assert_same_bits, gpu_or_skip, make_keys, reference, TestKey, PATTERNS};
+
+const SIZES: [usize; 19] = [
+    0,
+    1,
+    2,
+    3,
+    31,
+    32,
+    33,
+    511,
+    512,
+    513,
+    1023,
+    1024,
+    1025,
+    4097,
+    65535,
+    65537,
+    1_000_003,
+    1 << 20,
+    1 << 24,
+];
+
+fn all_versions_one_type<K: TestKey>(test: &str) {
+    let Some(gpu) = gpu_or_skip(test) else { return };
+    eprintln!("{test} on {}", gpu.info().name);
+    for (round, len) in SIZES.into_iter().enumerate() {
+        for pattern in PATTERNS {
+            let keys = make_keys::<K>(len, pattern, round as u64);
+            for order in [Order::Ascending, Order::Descending] {
+                let want = reference(&keys, order);
+                for version in Version::ALL {
+                    let mut got = keys.clone();
+                    let sorter = Sorter::new()
+                        .backend(Backend::Cuda)
+                        .version(version)
+                        .order(order);
+                    sorter.sort(&mut got).unwrap();
+                    let what = format!("{:?} {version} {order:?} {pattern:?} len {len}", K::DTYPE);
+                    assert_same_bits(&got, &want, &what);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn gpu_u32() {
+    all_versions_one_type::<u32>("gpu_u32");
+}
+#[test]
+fn gpu_i32() {
+    all_versions_one_type::<i32>("gpu_i32");
+}
+#[test]
+fn gpu_u64() {
+    all_versions_one_type::<u64>("gpu_u64");
+}
+#[test]
+fn gpu_i64() {
+    all_versions_one_type::<i64>("gpu_i64");
+}
+#[test]
+fn gpu_f32() {
+    all_versions_one_type::<f32>("gpu_f32");
+}
+#[test]
+fn gpu_f64() {
+    all_versions_one_type::<f64>("gpu_f64");
+}
+
+/// The device-buffer API sorts in place with no host round trip, and agrees with the host API.
+#[test]
+fn device_buffer_api() {
+    let Some(gpu) = gpu_or_skip("device_buffer_api") else {
+        return;
+    };
+    let keys = make_keys::<f32>(100_003, common::Pattern::Random, 5);
+    for version in Version::ALL {
+        let mut device = gpu.stream().clone_htod(&keys).unwrap();
+        gpu.sort_device(&mut device, version, Order::Descending)
+            .unwrap();
+        let got = gpu.stream().clone_dtoh(&device).unwrap();
+        assert_same_bits(
+            &got,
+            &reference(&keys, Order::Descending),
+            &format!("device {version}"),
+        );
+    }
+}
+
+/// Auto picks the GPU for large inputs when one works, the CPU for small ones.
+#[test]
+fn auto_backend_uses_the_gpu() {
+    let Some(_) = gpu_or_skip("auto_backend_uses_the_gpu") else {
+        return;
+    };
+    let mut big = make_keys::<u32>(1 << 17, common::Pattern::Random, 1);
+    assert_eq!(Sorter::new().sort(&mut big).unwrap().backend, Backend::Cuda);
+    let mut small = make_keys::<u32>(10, common::Pattern::Random, 1);
+    assert_eq!(
+        Sorter::new().sort(&mut small).unwrap().backend,
+        Backend::Cpu
+    );
+}
+
+/// Without a GPU, asking for CUDA is an error that says why, never a panic.
+#[test]
+fn cuda_request_without_gpu_is_a_clear_error() {
+    if Gpu::get().is_ok() {
+        return; // covered by the tests above
+    }
+    let mut v = vec![3u32, 1, 2];
+    let err = Sorter::new()
+        .backend(Backend::Cuda)
+        .sort(&mut v)
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("CUDA backend is unavailable"),
+        "{err}"
+    );
+    assert_eq!(v, [3, 1, 2], "a failed sort must leave the input alone");
+    // Auto falls back to the CPU.
+    let mut big: Vec<u32> = (0..100_000u32).rev().collect();
+    assert_eq!(Sorter::new().sort(&mut big).unwrap().backend, Backend::Cpu);
+    assert!(big.windows(2).all(|w| w[0] <= w[1]));
+    let _ = u32::DTYPE;
+}
