@@ -25,14 +25,15 @@ pub enum GpuUnavailable {
 /// Everything that can go wrong in a sort.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    // The reasons are part of the message rather than error sources, so that a report of the
+    // whole chain (`{:#}` in anyhow) says each thing once.
     #[error("the CUDA backend is unavailable: {0}")]
-    GpuUnavailable(#[from] GpuUnavailable),
+    GpuUnavailable(GpuUnavailable),
 
-    #[error("CUDA error while {context}: {source}")]
+    #[error("CUDA error while {context}: {cause}")]
     Cuda {
         context: String,
-        #[source]
-        source: cudarc::driver::DriverError,
+        cause: cudarc::driver::DriverError,
     },
 
     #[error("NVRTC failed to compile kernels/{module} for {arch}: {message}\n{log}")]
@@ -53,6 +54,12 @@ pub enum Error {
     WrongDevice { buffer: usize, sorter: usize },
 }
 
+impl From<GpuUnavailable> for Error {
+    fn from(why: GpuUnavailable) -> Self {
+        Error::GpuUnavailable(why)
+    }
+}
+
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Attaches what was being done to a driver error.
@@ -62,9 +69,9 @@ pub(crate) trait CudaContext<T> {
 
 impl<T> CudaContext<T> for std::result::Result<T, cudarc::driver::DriverError> {
     fn during(self, context: impl FnOnce() -> String) -> Result<T> {
-        self.map_err(|source| Error::Cuda {
+        self.map_err(|cause| Error::Cuda {
             context: context(),
-            source,
+            cause,
         })
     }
 }

@@ -31,6 +31,8 @@
 pub mod cpu;
 pub mod cuda;
 mod error;
+pub mod gen;
+pub mod io;
 pub mod key;
 pub mod network;
 
@@ -64,7 +66,7 @@ pub enum Backend {
 pub const AUTO_GPU_MIN_LEN: usize = 1 << 16;
 
 /// The GPU algorithm: the report's six versions, each adding one idea to the one before.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
 pub enum Version {
     /// One thread per key, global memory, one launch per network step.
     V0,
@@ -76,7 +78,8 @@ pub enum Version {
     V3,
     /// Half as many threads: one per compare-exchange.
     V4,
-    /// V4 with the 2-way shared-memory bank conflict removed.
+    /// V4 with the 2-way shared-memory bank conflict removed. The default.
+    #[default]
     V5,
 }
 
@@ -99,12 +102,6 @@ impl Version {
             Version::V4 => "v4",
             Version::V5 => "v5",
         }
-    }
-}
-
-impl Default for Version {
-    fn default() -> Self {
-        Version::V5
     }
 }
 

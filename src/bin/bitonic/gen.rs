@@ -1,0 +1,37 @@
+//! `bitonic gen OUT --len N`: seeded test and benchmark data.
+
+use crate::ui;
+use anyhow::Result;
+use bitonic::gen::{generate, Pattern};
+use bitonic::io::{check_output, write_keys, Format};
+use bitonic::{with_key_type, DType};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Output: .npy when the name ends in .npy, raw otherwise; `-` for stdout.
+    output: PathBuf,
+    /// Number of keys: 1000, 2^20, 16M …
+    #[arg(short = 'n', long, value_parser = ui::parse_len)]
+    len: usize,
+    #[arg(long, value_enum, default_value_t = DType::U32)]
+    dtype: DType,
+    #[arg(long, value_enum, default_value_t = Pattern::Random)]
+    pattern: Pattern,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Overwrite OUTPUT if it exists.
+    #[arg(long)]
+    force: bool,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    check_output(&args.output, None, args.force)?;
+    let format = Format::from_path(&args.output);
+    with_key_type!(args.dtype, K => {
+        let keys = generate::<K>(args.len, args.pattern, args.seed);
+        write_keys(&args.output, format, &keys)?;
+    });
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,58 @@
+//! `bitonic`: sort key files on the GPU or the CPU, generate and verify data, run the demo
+//! and the benchmarks.
+
+mod bench;
+mod demo;
+mod gen;
+mod info;
+mod sort;
+mod ui;
+mod verify;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(
+    name = "bitonic",
+    version,
+    about = "Bitonic sorting networks on NVIDIA GPUs and on the CPU"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Sort a raw or .npy key file into another file.
+    Sort(sort::Args),
+    /// Write random, sorted, reversed, few-distinct or all-equal keys.
+    Gen(gen::Args),
+    /// Check that a file is sorted (and optionally a permutation of another).
+    Verify(verify::Args),
+    /// Generate keys, sort them on the best backend, verify, and report the speed.
+    Demo(demo::Args),
+    /// Show which backends work here: GPU, driver and NVRTC, or why there is none.
+    Info,
+    /// Time every version and backend over a range of sizes; write CSV, table and figure.
+    Bench(bench::Args),
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Sort(args) => sort::run(args),
+        Command::Gen(args) => gen::run(args),
+        Command::Verify(args) => verify::run(args),
+        Command::Demo(args) => demo::run(args),
+        Command::Info => info::run(),
+        Command::Bench(args) => bench::run(args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("bitonic: error: {err:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

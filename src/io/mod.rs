@@ -1,0 +1,248 @@
+//! Key files: raw little-endian binary and NumPy `.npy`, read memory-mapped (or from stdin) and
+//! written atomically (a temporary file in the destination folder, renamed into place).
+
+mod npy;
+
+use crate::{DType, SortKey};
+use memmap2::Mmap;
+use std::fs::File;
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+/// Problems with a key file. Every message names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum IoError {
+    #[error("{path}: no such file")]
+    NotFound { path: PathBuf },
+    #[error("{path}: {source}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: {bytes} bytes is not a whole number of {dtype} keys ({size} bytes each)")]
+    RaggedLength {
+        path: PathBuf,
+        bytes: usize,
+        dtype: DType,
+        size: usize,
+    },
+    #[error("{path}: not a valid .npy file: {reason}")]
+    BadNpy { path: PathBuf, reason: String },
+    #[error("{path}: .npy dtype {descr:?} is not supported (use one of <u4 <i4 <u8 <i8 <f4 <f8)")]
+    UnsupportedNpyDtype { path: PathBuf, descr: String },
+    #[error("{path}: the file holds {found} keys but --dtype {given} was given")]
+    DtypeMismatch {
+        path: PathBuf,
+        found: DType,
+        given: DType,
+    },
+    #[error("{path}: a .npy array of shape {shape:?} is not one-dimensional")]
+    NotOneDimensional { path: PathBuf, shape: Vec<u64> },
+    #[error("{path} exists; pass --force to overwrite it")]
+    WouldOverwrite { path: PathBuf },
+    #[error("{path} is the input file; pass --force to sort it in place")]
+    OutputIsInput { path: PathBuf },
+}
+
+/// How keys are laid out in a file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    /// Keys back to back, little-endian, no header.
+    Raw,
+    /// NumPy's `.npy`, one-dimensional, little-endian.
+    Npy,
+}
+
+impl Format {
+    /// `.npy` files are NumPy, everything else (and `-`) raw.
+    pub fn from_path(path: &Path) -> Format {
+        match path.extension() {
+            Some(ext) if ext.eq_ignore_ascii_case("npy") => Format::Npy,
+            _ => Format::Raw,
+        }
+    }
+}
+
+enum Bytes {
+    Mapped(Mmap),
+    Owned(Vec<u8>),
+}
+
+/// An opened key file: its type and its key bytes (mapped, not yet copied).
+pub struct KeyFile {
+    pub path: PathBuf,
+    pub dtype: DType,
+    pub format: Format,
+    bytes: Bytes,
+    /// Where the keys start (after a .npy header).
+    offset: usize,
+}
+
+fn is_stdio(path: &Path) -> bool {
+    path.as_os_str() == "-"
+}
+
+impl KeyFile {
+    /// Opens `path` (`-` for stdin, raw only). A `.npy` header gives the dtype; `dtype` must
+    /// then agree with it. Raw data takes `dtype`, `u32` when none is given.
+    pub fn open(path: &Path, dtype: Option<DType>) -> Result<KeyFile, IoError> {
+        let io = |source| IoError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let bytes = if is_stdio(path) {
+            let mut all = Vec::new();
+            std::io::stdin().lock().read_to_end(&mut all).map_err(io)?;
+            Bytes::Owned(all)
+        } else {
+            let file = File::open(path).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => IoError::NotFound {
+                    path: path.to_path_buf(),
+                },
+                _ => io(e),
+            })?;
+            if file.metadata().map_err(io)?.len() == 0 {
+                Bytes::Owned(Vec::new()) // an empty file cannot be mapped
+            } else {
+                // SAFETY: the map is only read; a file truncated under us would fault, as any
+                // reader of a file changed concurrently can expect.
+                Bytes::Mapped(unsafe { Mmap::map(&file) }.map_err(io)?)
+            }
+        };
+        let all: &[u8] = match &bytes {
+            Bytes::Mapped(m) => m,
+            Bytes::Owned(v) => v,
+        };
+        let npy_header = if all.starts_with(npy::MAGIC) {
+            Some(npy::parse_header(path, all)?)
+        } else {
+            None
+        };
+        let (format, found, offset) = match &npy_header {
+            Some(h) => (Format::Npy, Some(h.dtype), h.data_offset),
+            None => (Format::Raw, None, 0),
+        };
+        let dtype = match (found, dtype) {
+            (Some(found), Some(given)) if found != given => {
+                return Err(IoError::DtypeMismatch {
+                    path: path.to_path_buf(),
+                    found,
+                    given,
+                })
+            }
+            (Some(found), _) => found,
+            (None, given) => given.unwrap_or(DType::U32),
+        };
+        let data_bytes = all.len() - offset;
+        if data_bytes % dtype.size() != 0 {
+            return Err(IoError::RaggedLength {
+                path: path.to_path_buf(),
+                bytes: data_bytes,
+                dtype,
+                size: dtype.size(),
+            });
+        }
+        if let Some(promised) = npy_header.map(|h| h.len) {
+            let held = (data_bytes / dtype.size()) as u64;
+            if promised != held {
+                let reason =
+                    format!("the header promises {promised} keys but the file holds {held}");
+                return Err(IoError::BadNpy {
+                    path: path.to_path_buf(),
+                    reason,
+                });
+            }
+        }
+        Ok(KeyFile {
+            path: path.to_path_buf(),
+            dtype,
+            format,
+            bytes,
+            offset,
+        })
+    }
+
+    /// The key bytes, little-endian.
+    pub fn data(&self) -> &[u8] {
+        let all: &[u8] = match &self.bytes {
+            Bytes::Mapped(m) => m,
+            Bytes::Owned(v) => v,
+        };
+        &all[self.offset..]
+    }
+
+    pub fn len(&self) -> usize {
+        self.data().len() / self.dtype.size()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The keys, copied into an aligned vector. Panics if `K` is not the file's dtype.
+    pub fn keys<K: SortKey>(&self) -> Vec<K> {
+        assert_eq!(
+            K::DTYPE,
+            self.dtype,
+            "KeyFile::keys called with the wrong type"
+        );
+        let mut keys = vec![K::zeroed(); self.len()];
+        bytemuck::cast_slice_mut::<K, u8>(&mut keys).copy_from_slice(self.data());
+        keys
+    }
+}
+
+/// Refuses to write over an existing file, or over the input, unless `force`.
+pub fn check_output(output: &Path, input: Option<&Path>, force: bool) -> Result<(), IoError> {
+    if is_stdio(output) || force {
+        return Ok(());
+    }
+    if let (Some(input), Ok(out)) = (input, output.canonicalize()) {
+        if !is_stdio(input) && input.canonicalize().is_ok_and(|i| i == out) {
+            return Err(IoError::OutputIsInput {
+                path: output.to_path_buf(),
+            });
+        }
+    }
+    if output.exists() {
+        return Err(IoError::WouldOverwrite {
+            path: output.to_path_buf(),
+        });
+    }
+    Ok(())
+}
+
+/// Writes keys to `path` (`-` for stdout, raw) in `format`, atomically: readers see the old
+/// file or the whole new one, and a failure leaves nothing behind.
+pub fn write_keys<K: SortKey>(path: &Path, format: Format, keys: &[K]) -> Result<(), IoError> {
+    let io = |source| IoError::Io {
+        path: path.to_path_buf(),
+        source,
+    };
+    let write = |out: &mut dyn Write| -> std::io::Result<()> {
+        if format == Format::Npy {
+            out.write_all(&npy::header(K::DTYPE, keys.len()))?;
+        }
+        out.write_all(bytemuck::cast_slice(keys))?;
+        out.flush()
+    };
+    if is_stdio(path) {
+        return write(&mut std::io::stdout().lock()).map_err(io);
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".bitonic-")
+        .tempfile_in(dir)
+        .map_err(io)?;
+    {
+        let mut buffered = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        write(&mut buffered).map_err(io)?;
+    }
+    tmp.as_file().sync_all().map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}
