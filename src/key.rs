@@ -118,7 +118,9 @@ pub enum MapKind {
 /// assert!((-0.0f64).to_bits_ordered() < 0.0f64.to_bits_ordered());
 /// assert_eq!(i32::from_bits_ordered((-7i32).to_bits_ordered()), -7);
 /// ```
-pub trait SortKey: Copy + Send + Sync + bytemuck::Pod + std::fmt::Debug + 'static {
+pub trait SortKey:
+    Copy + Send + Sync + bytemuck::Pod + cudarc::driver::DeviceRepr + std::fmt::Debug + 'static
+{
     /// The unsigned word of the same width.
     type Bits: Bits;
     const DTYPE: DType;

@@ -28,6 +28,7 @@
 //! assert_eq!(ran.backend, Backend::Cpu);
 //! ```
 
+pub mod bench;
 pub mod cpu;
 pub mod cuda;
 mod error;

@@ -15,8 +15,7 @@ use crate::key::{Bits, MapKind};
 use crate::{Order, SortKey, Version};
 use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, DeviceRepr,
-    PushKernelArg,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, PushKernelArg,
 };
 use kernels::KernelModule;
 use std::collections::HashMap;
@@ -210,7 +209,7 @@ impl Gpu {
 
     /// Sorts keys already on this GPU, in place, queued on [`Gpu::stream`]. Returns when the
     /// work is queued; errors raised by the kernels surface at the next synchronizing call.
-    pub fn sort_device<K: SortKey + DeviceRepr>(
+    pub fn sort_device<K: SortKey>(
         &self,
         keys: &mut CudaSlice<K>,
         version: Version,
@@ -226,6 +225,29 @@ impl Gpu {
         // pattern of one is a valid value of the other.
         let mut words = unsafe { keys.transmute_mut::<K::Bits>(len) }.expect("same size");
         self.sort_words::<K>(&mut words, version, order)
+    }
+
+    /// Bytes `version` moves through device memory to sort `n` keys of `dtype`: a read and a
+    /// write of every key per pass over the array, plus the two key-map passes when the type
+    /// or the order needs them. The yardstick for achieved bandwidth.
+    pub fn bytes_moved(
+        &self,
+        version: Version,
+        n: usize,
+        dtype: crate::DType,
+        order: Order,
+    ) -> u64 {
+        let passes = if dtype.size() == 4 {
+            plan::passes::<u32>(self, version, n)
+        } else {
+            plan::passes::<u64>(self, version, n)
+        };
+        let maps = if dtype.map_kind() != MapKind::Unsigned || order == Order::Descending {
+            2
+        } else {
+            0
+        };
+        ((passes + maps) * 2 * n * dtype.size()) as u64
     }
 
     fn sort_words<K: SortKey>(

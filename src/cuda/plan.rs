@@ -168,3 +168,22 @@ fn launch_step<B: Bits>(
         .map(drop)
         .during(|| format!("launching a global step (size {size}, stride {stride})"))
 }
+
+/// How many times `version` reads and writes the whole array for `n` keys: one per launch that
+/// covers it (block kernels and global steps alike), not counting the key maps.
+pub(super) fn passes<B: Bits>(gpu: &Gpu, version: Version, n: usize) -> usize {
+    let v = match version {
+        Version::V0 => return crate::network::step_count(n),
+        Version::V1 => &V1,
+        Version::V2 => &V2,
+        Version::V3 => &V3,
+        Version::V4 => &V4,
+        Version::V5 => &V5,
+    };
+    let chunk =
+        (block_threads::<B>(gpu, v.keys_per_thread, v.shared_tile) * v.keys_per_thread) as usize;
+    let later_stages = stage_sizes(n).filter(|&s| s > chunk);
+    1 + later_stages
+        .map(|size| stage_steps(size).filter(|s| s.stride >= chunk).count() + 1)
+        .sum::<usize>()
+}

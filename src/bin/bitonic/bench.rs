@@ -1,7 +1,158 @@
-use anyhow::Result;
+//! `bitonic bench`: measure; `bitonic report`: merge CSVs (ours and the peers') into the
+//! Markdown report and the figures.
+
+use anyhow::{Context, Result};
+use bitonic::bench::{self, figure, measure, table, Metric, Row};
+use bitonic::{DType, Version};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+
 #[derive(clap::Args)]
-pub struct Args {}
-pub fn run(_a: Args) -> Result<ExitCode> {
-    anyhow::bail!("not yet")
+pub struct Args {
+    #[arg(long, value_enum, default_value_t = DType::U32)]
+    dtype: DType,
+    /// Smallest size, as a power of two.
+    #[arg(long, default_value_t = 15)]
+    min_exp: u32,
+    /// Largest size, as a power of two.
+    #[arg(long, default_value_t = 29)]
+    max_exp: u32,
+    /// GPU versions to time (comma-separated); none with --no-gpu.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = Version::ALL)]
+    versions: Vec<Version>,
+    /// Skip the GPU.
+    #[arg(long)]
+    no_gpu: bool,
+    /// Skip the host-to-host timings of the GPU versions.
+    #[arg(long)]
+    no_end_to_end: bool,
+    /// Skip the CPU sorts.
+    #[arg(long)]
+    no_cpu: bool,
+    /// Timed repeats per GPU measurement (after one warm-up); the median is reported.
+    #[arg(long, default_value_t = 5)]
+    repeats: u32,
+    /// Timed repeats per CPU measurement.
+    #[arg(long, default_value_t = 1)]
+    cpu_repeats: u32,
+    /// Largest size at which the serial network is measured; larger ones are extrapolated.
+    #[arg(long, default_value_t = 22)]
+    serial_max_exp: u32,
+    /// Largest size at which the other CPU sorts are measured.
+    #[arg(long, default_value_t = 29)]
+    cpu_max_exp: u32,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Peer CSVs (bench/peers/) to merge into the report.
+    #[arg(long, value_delimiter = ',')]
+    peers: Vec<PathBuf>,
+    /// Folder for bitonic.csv, report.md and the figures.
+    #[arg(short, long, default_value = "bench-results")]
+    out: PathBuf,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let plan = measure::Plan {
+        dtype: args.dtype,
+        exps: (args.min_exp..=args.max_exp).collect(),
+        versions: if args.no_gpu {
+            Vec::new()
+        } else {
+            args.versions.clone()
+        },
+        end_to_end: !args.no_end_to_end,
+        cpu: !args.no_cpu,
+        repeats: args.repeats.max(1),
+        cpu_repeats: args.cpu_repeats.max(1),
+        serial_max_exp: args.serial_max_exp,
+        cpu_max_exp: args.cpu_max_exp,
+        seed: args.seed,
+    };
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let who = measure::Provenance::here();
+    eprintln!(
+        "benchmarking on {} ({}), commit {}",
+        who.device, who.driver, who.commit
+    );
+    let bar = ProgressBar::new(measure::count(&plan) as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")
+            .expect("valid template"),
+    );
+    let rows = measure::run(&plan, &who, &|what| {
+        bar.inc(1);
+        bar.set_message(what.to_string());
+    })?;
+    bar.finish_and_clear();
+    let csv = args.out.join("bitonic.csv");
+    bench::write_csv(&csv, &rows).with_context(|| format!("writing {}", csv.display()))?;
+    eprintln!("wrote {}", csv.display());
+    let mut all = rows;
+    for peer in &args.peers {
+        all.extend(bench::read_csv(peer).map_err(anyhow::Error::msg)?);
+    }
+    write_report(&all, &args.out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[derive(clap::Args)]
+pub struct ReportArgs {
+    /// Bench CSVs to merge (ours and the peers').
+    #[arg(required_unless_present = "csv_header")]
+    csv: Vec<PathBuf>,
+    /// Only print the CSV header line (for the peer programs' output) and exit.
+    #[arg(long)]
+    csv_header: bool,
+    /// Folder for results.csv, report.md and the figures.
+    #[arg(short, long, default_value = "bench-results")]
+    out: PathBuf,
+}
+
+pub fn report(args: ReportArgs) -> Result<ExitCode> {
+    if args.csv_header {
+        println!("{}", bench::CSV_HEADER);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut rows = Vec::new();
+    for path in &args.csv {
+        rows.extend(bench::read_csv(path).map_err(anyhow::Error::msg)?);
+    }
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let merged = args.out.join("results.csv");
+    bench::write_csv(&merged, &rows).with_context(|| format!("writing {}", merged.display()))?;
+    write_report(&rows, &args.out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// report.md and the two figures; prints the report too.
+fn write_report(rows: &[Row], out: &Path) -> Result<()> {
+    let markdown = table::report(rows);
+    let path = out.join("report.md");
+    std::fs::write(&path, &markdown).with_context(|| format!("writing {}", path.display()))?;
+    println!("{markdown}");
+    let device = rows
+        .iter()
+        .find(|r| r.name.starts_with("bitonic-"))
+        .map(|r| r.device.clone())
+        .unwrap_or_default();
+    for (metric, stem, what) in [
+        (Metric::Device, "device_time", "keys already on the GPU"),
+        (
+            Metric::EndToEnd,
+            "end_to_end_time",
+            "host memory in and out",
+        ),
+    ] {
+        let title = format!("Sort time vs size, {what} ({device})");
+        match figure::time_vs_size(rows, metric, &title, out, stem) {
+            Ok(files) => files
+                .iter()
+                .for_each(|f| eprintln!("wrote {}", f.display())),
+            Err(why) => eprintln!("no {stem} figure: {why}"),
+        }
+    }
+    Ok(())
 }

@@ -14,7 +14,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     name = "bitonic",
-    version,
+    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("BITONIC_GIT_COMMIT"), ")"),
     about = "Bitonic sorting networks on NVIDIA GPUs and on the CPU"
 )]
 struct Cli {
@@ -34,8 +34,10 @@ enum Command {
     Demo(demo::Args),
     /// Show which backends work here: GPU, driver and NVRTC, or why there is none.
     Info,
-    /// Time every version and backend over a range of sizes; write CSV, table and figure.
+    /// Time every version and backend over a range of sizes; write CSV, table and figures.
     Bench(bench::Args),
+    /// Merge bench CSVs (ours and the peers') into one table and figures.
+    Report(bench::ReportArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -47,6 +49,7 @@ fn main() -> std::process::ExitCode {
         Command::Demo(args) => demo::run(args),
         Command::Info => info::run(),
         Command::Bench(args) => bench::run(args),
+        Command::Report(args) => bench::report(args),
     };
     match result {
         Ok(code) => code,

@@ -1,0 +1,103 @@
+// CUB's DeviceRadixSort and DeviceMergeSort on u32 keys, timed like `bitonic bench` times ours:
+// fresh random keys for every repeat, one warm-up, CUDA events around the sort call alone,
+// the median of the repeats. Prints rows in bitonic's bench CSV format (src/bench/mod.rs).
+//
+//   nvcc -O3 -std=c++17 -arch=sm_90 -o cub_sort bench/peers/cub_sort.cu
+//   ./cub_sort MIN_EXP MAX_EXP REPEATS COMMIT DATE > cub.csv
+#include <cub/cub.cuh>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+#define CHECK(call)                                                                              \
+    do {                                                                                         \
+        cudaError_t err_ = (call);                                                               \
+        if (err_ != cudaSuccess) {                                                               \
+            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_)); \
+            std::exit(1);                                                                        \
+        }                                                                                        \
+    } while (0)
+
+// splitmix64 of (index, seed): a fresh random key per element and repeat.
+__global__ void fill_random(unsigned *keys, size_t n, unsigned long long seed) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i >= n) return;
+    unsigned long long z = (i + 1) * 0x9e3779b97f4a7c15ull + seed * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    keys[i] = (unsigned)(z ^ (z >> 31));
+}
+
+struct Less {
+    __device__ bool operator()(unsigned a, unsigned b) const { return a < b; }
+};
+
+struct Timer {
+    cudaEvent_t start, stop;
+    Timer() { CHECK(cudaEventCreate(&start)); CHECK(cudaEventCreate(&stop)); }
+    template <typename F> float time(F work) {
+        CHECK(cudaEventRecord(start));
+        work();
+        CHECK(cudaGetLastError());
+        CHECK(cudaEventRecord(stop));
+        CHECK(cudaEventSynchronize(stop));
+        float ms = 0;
+        CHECK(cudaEventElapsedTime(&ms, start, stop));
+        return ms;
+    }
+};
+
+static void print_row(const char *name, const char *device, int driver, const char *commit, const char *date,
+                      size_t n, std::vector<float> t) {
+    std::sort(t.begin(), t.end());
+    size_t m = t.size();
+    double median = m % 2 ? t[m / 2] : 0.5 * (t[m / 2 - 1] + t[m / 2]);
+    std::printf("%s,%s,CUDA %d.%d,%s,%s,u32,%zu,device,%.6f,%.6f,%.6f,%zu,,false\n", name, device, driver / 1000,
+                (driver % 1000) / 10, commit, date, n, median, (double)t.front(), (double)t.back(), m);
+    std::fflush(stdout);
+}
+
+int main(int argc, char **argv) {
+    if (argc != 6) {
+        std::fprintf(stderr, "usage: %s MIN_EXP MAX_EXP REPEATS COMMIT DATE\n", argv[0]);
+        return 2;
+    }
+    int min_exp = std::atoi(argv[1]), max_exp = std::atoi(argv[2]), repeats = std::atoi(argv[3]);
+    cudaDeviceProp prop;
+    CHECK(cudaGetDeviceProperties(&prop, 0));
+    int driver = 0;
+    CHECK(cudaDriverGetVersion(&driver));
+    Timer timer;
+    for (int exp = min_exp; exp <= max_exp; ++exp) {
+        size_t n = size_t(1) << exp;
+        unsigned *in, *out;
+        CHECK(cudaMalloc(&in, n * sizeof(unsigned)));
+        CHECK(cudaMalloc(&out, n * sizeof(unsigned)));
+        size_t radix_bytes = 0, merge_bytes = 0;
+        CHECK(cub::DeviceRadixSort::SortKeys(nullptr, radix_bytes, in, out, n));
+        CHECK(cub::DeviceMergeSort::SortKeys(nullptr, merge_bytes, in, n, Less()));
+        size_t temp_bytes = std::max(radix_bytes, merge_bytes);
+        void *temp;
+        CHECK(cudaMalloc(&temp, temp_bytes));
+        unsigned blocks = (unsigned)((n + 255) / 256);
+        std::vector<float> radix, merge;
+        for (int r = 0; r <= repeats; ++r) {
+            fill_random<<<blocks, 256>>>(in, n, 2 * r + 1);
+            size_t bytes = radix_bytes;
+            float t = timer.time([&] { CHECK(cub::DeviceRadixSort::SortKeys(temp, bytes, in, out, n)); });
+            if (r > 0) radix.push_back(t);
+            fill_random<<<blocks, 256>>>(in, n, 2 * r + 2);
+            bytes = merge_bytes;
+            t = timer.time([&] { CHECK(cub::DeviceMergeSort::SortKeys(temp, bytes, in, n, Less())); });
+            if (r > 0) merge.push_back(t);
+        }
+        print_row("cub-radix", prop.name, driver, argv[4], argv[5], n, radix);
+        print_row("cub-merge", prop.name, driver, argv[4], argv[5], n, merge);
+        CHECK(cudaFree(in));
+        CHECK(cudaFree(out));
+        CHECK(cudaFree(temp));
+    }
+    return 0;
+}

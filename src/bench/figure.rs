@@ -1,0 +1,153 @@
+//! Time-against-size figures (log-log, one line per implementation), like the report's
+//! Figures 1 and 2, as SVG and PNG.
+
+use super::{table, Metric, Row};
+use plotters::coord::Shift;
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+
+/// Fonts tried in turn; `BITONIC_FONT` names another TrueType file.
+const FONT_PATHS: [&str; 3] = [
+    "/usr/share/fonts/truetype/dejavu/DejaVuSans.ttf",
+    "/usr/share/fonts/TTF/DejaVuSans.ttf",
+    "/usr/share/fonts/dejavu/DejaVuSans.ttf",
+];
+
+/// Registers a font for the figures' text; an error says where fonts were looked for.
+fn load_font() -> Result<(), String> {
+    static LOADED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    LOADED
+        .get_or_init(|| {
+            let candidates: Vec<PathBuf> = std::env::var_os("BITONIC_FONT")
+                .map(PathBuf::from)
+                .into_iter()
+                .chain(FONT_PATHS.iter().map(PathBuf::from))
+                .collect();
+            let bytes = candidates
+                .iter()
+                .find_map(|p| std::fs::read(p).ok())
+                .ok_or_else(|| {
+                    format!("no TrueType font found (set BITONIC_FONT; looked in {candidates:?})")
+                })?;
+            let bytes: &'static [u8] = Box::leak(bytes.into_boxed_slice());
+            plotters::style::register_font("sans-serif", FontStyle::Normal, bytes)
+                .map_err(|_| "the font file is not TrueType".to_string())
+        })
+        .clone()
+}
+
+/// Writes `<stem>.svg` and `<stem>.png` in `dir` for one metric; returns the files written.
+pub fn time_vs_size(
+    rows: &[Row],
+    metric: Metric,
+    title: &str,
+    dir: &Path,
+    stem: &str,
+) -> Result<Vec<PathBuf>, String> {
+    load_font()?;
+    let svg = dir.join(format!("{stem}.svg"));
+    let png = dir.join(format!("{stem}.png"));
+    draw(
+        SVGBackend::new(&svg, (1000, 680)).into_drawing_area(),
+        rows,
+        metric,
+        title,
+    )?;
+    draw(
+        BitMapBackend::new(&png, (1000, 680)).into_drawing_area(),
+        rows,
+        metric,
+        title,
+    )?;
+    Ok(vec![svg, png])
+}
+
+fn draw<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    rows: &[Row],
+    metric: Metric,
+    title: &str,
+) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let series: Vec<(String, Vec<(f64, f64)>)> = table::names(rows)
+        .into_iter()
+        .map(|name| {
+            let mut points: Vec<(f64, f64)> = rows
+                .iter()
+                .filter(|r| r.name == name && r.metric == metric && !r.extrapolated)
+                .map(|r| (r.n as f64, r.median_ms))
+                .collect();
+            points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            (name, points)
+        })
+        .filter(|(_, p)| !p.is_empty())
+        .collect();
+    if series.is_empty() {
+        return Err(format!("no {} rows to plot", metric.name()));
+    }
+    let all = series.iter().flat_map(|(_, p)| p.iter());
+    let (x0, x1) = all
+        .clone()
+        .fold((f64::MAX, 0f64), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    let (y0, y1) = all.fold((f64::MAX, 0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
+
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 24))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(72)
+        .build_cartesian_2d(
+            (x0 / 1.3..x1 * 1.3)
+                .log_scale()
+                .with_key_points(powers_of_two(x0, x1)),
+            (y0 / 1.5..y1 * 1.5).log_scale(),
+        )
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("keys (n)")
+        .y_desc("median time (ms)")
+        .x_label_formatter(&|x| format!("2^{}", x.log2().round()))
+        .y_label_formatter(&|y| {
+            if *y >= 1.0 {
+                format!("{y:.0}")
+            } else {
+                format!("{y:.3}")
+            }
+        })
+        .label_style(("sans-serif", 15))
+        .draw()
+        .map_err(err)?;
+    for (i, (name, points)) in series.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let dashed = !name.starts_with("bitonic-");
+        let style = color.stroke_width(if dashed { 1 } else { 2 });
+        chart
+            .draw_series(LineSeries::new(points.iter().copied(), style))
+            .map_err(err)?
+            .label(name.as_str())
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)
+}
+
+/// Axis ticks at every power of two between `lo` and `hi`.
+fn powers_of_two(lo: f64, hi: f64) -> Vec<f64> {
+    (lo.log2().round() as i32..=hi.log2().round() as i32)
+        .map(|e| 2f64.powi(e))
+        .collect()
+}

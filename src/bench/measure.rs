@@ -1,0 +1,305 @@
+//! Taking the measurements: every implementation at every size, on fresh random keys for
+//! every repeat, after a warm-up run that also compiles and loads the kernels.
+
+use super::{summarize, Metric, Row};
+use crate::cuda::Gpu;
+use crate::error::{CudaContext as _, Result};
+use crate::gen::{fill, Pattern, RandomKey};
+use crate::network::step_count;
+use crate::{with_key_type, Backend, DType, Order, Sorter, Version};
+use cudarc::driver::sys::CUevent_flags;
+use rayon::prelude::*;
+use std::time::Instant;
+
+/// What to measure.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub dtype: DType,
+    /// Sizes, as powers of two.
+    pub exps: Vec<u32>,
+    /// GPU versions (none: no GPU rows).
+    pub versions: Vec<Version>,
+    /// Also time the host-to-host sort of every GPU version.
+    pub end_to_end: bool,
+    /// Also time the CPU sorts: bitonic serial and parallel, std and rayon's sort_unstable.
+    pub cpu: bool,
+    pub repeats: u32,
+    pub cpu_repeats: u32,
+    /// The serial bitonic network is measured up to 2^serial_max_exp keys and extrapolated
+    /// above (it needs minutes at 2^29); such rows are marked `extrapolated`.
+    pub serial_max_exp: u32,
+    /// The other CPU sorts are measured up to 2^cpu_max_exp keys.
+    pub cpu_max_exp: u32,
+    pub seed: u64,
+}
+
+/// Who measured what, where: written into every row.
+#[derive(Clone, Debug)]
+pub struct Provenance {
+    pub device: String,
+    pub driver: String,
+    pub commit: String,
+    pub date: String,
+}
+
+impl Provenance {
+    /// This machine's GPU (or "cpu only"), the commit the binary was built from, and today.
+    pub fn here() -> Provenance {
+        let (device, driver) = match Gpu::get() {
+            Ok(gpu) => {
+                let i = gpu.info();
+                (
+                    i.name.clone(),
+                    format!("CUDA {}.{}", i.driver_version.0, i.driver_version.1),
+                )
+            }
+            Err(_) => ("cpu only".into(), String::new()),
+        };
+        Provenance {
+            device,
+            driver,
+            commit: env!("BITONIC_GIT_COMMIT").into(),
+            date: today_utc(),
+        }
+    }
+}
+
+/// The measurements `plan` will take, for a progress bar.
+pub fn count(plan: &Plan) -> usize {
+    let gpu = plan.versions.len() * if plan.end_to_end { 2 } else { 1 };
+    let cpu = if plan.cpu { 4 } else { 0 };
+    plan.exps.len() * (gpu + cpu) + usize::from(Gpu::get().is_ok())
+}
+
+/// Runs the plan; `progress` hears the name of each measurement as it starts.
+pub fn run(plan: &Plan, who: &Provenance, progress: &dyn Fn(&str)) -> Result<Vec<Row>> {
+    with_key_type!(plan.dtype, K => run_typed::<K>(plan, who, progress))
+}
+
+fn run_typed<K: RandomKey>(
+    plan: &Plan,
+    who: &Provenance,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<Row>> {
+    let mut rows = Vec::new();
+    let row = |name: &str, n: usize, metric, times: &mut Vec<f64>, bytes, extrapolated| {
+        let (median_ms, min_ms, max_ms) = summarize(times);
+        Row {
+            name: name.into(),
+            device: who.device.clone(),
+            driver: who.driver.clone(),
+            commit: who.commit.clone(),
+            date: who.date.clone(),
+            dtype: plan.dtype.name().into(),
+            n: n as u64,
+            metric,
+            median_ms,
+            min_ms,
+            max_ms,
+            repeats: times.len() as u32,
+            bytes_moved: bytes,
+            extrapolated,
+        }
+    };
+    let gpu = if plan.versions.is_empty() {
+        None
+    } else {
+        Some(Gpu::get()?)
+    };
+    if let Some(gpu) = gpu {
+        progress("device-to-device copy");
+        let mut times = copy_times(gpu, 1 << 28, plan.repeats)?;
+        rows.push(row(
+            "memcpy-d2d",
+            1 << 28,
+            Metric::Device,
+            &mut times,
+            Some(2 << 28),
+            false,
+        ));
+    }
+    for &exp in &plan.exps {
+        let n = 1usize << exp;
+        let mut host = vec![K::zeroed(); n];
+        if let Some(gpu) = gpu {
+            let mut device = gpu
+                .stream()
+                .clone_htod(&host)
+                .during(|| format!("allocating {n} keys"))?;
+            for &version in &plan.versions {
+                let name = format!("bitonic-{version}");
+                progress(&format!("{name} device 2^{exp}"));
+                let mut times = Vec::new();
+                for r in 0..=plan.repeats {
+                    fill(&mut host, Pattern::Random, plan.seed + r as u64);
+                    gpu.stream()
+                        .memcpy_htod(&host, &mut device)
+                        .during(|| "uploading keys".into())?;
+                    let t = time_on_stream(gpu, || {
+                        gpu.sort_device(&mut device, version, Order::Ascending)
+                    })?;
+                    if r > 0 {
+                        times.push(t); // repeat 0 is the warm-up
+                    }
+                }
+                let bytes = gpu.bytes_moved(version, n, plan.dtype, Order::Ascending);
+                rows.push(row(
+                    &name,
+                    n,
+                    Metric::Device,
+                    &mut times,
+                    Some(bytes),
+                    false,
+                ));
+                if plan.end_to_end {
+                    progress(&format!("{name} end-to-end 2^{exp}"));
+                    let sorter = Sorter::new().backend(Backend::Cuda).version(version);
+                    let mut times = host_times(&mut host, plan, plan.repeats, |keys| {
+                        sorter.sort(keys).map(drop)
+                    })?;
+                    rows.push(row(&name, n, Metric::EndToEnd, &mut times, None, false));
+                }
+            }
+        }
+        if plan.cpu {
+            let cpu_sorts: [(&str, u32, fn(&mut [K])); 4] = [
+                ("cpu-serial-bitonic", plan.serial_max_exp, |k| {
+                    Sorter::new()
+                        .backend(Backend::CpuSerial)
+                        .sort(k)
+                        .map(drop)
+                        .expect("CPU sorts do not fail")
+                }),
+                ("cpu-parallel-bitonic", plan.cpu_max_exp, |k| {
+                    Sorter::new()
+                        .backend(Backend::Cpu)
+                        .sort(k)
+                        .map(drop)
+                        .expect("CPU sorts do not fail")
+                }),
+                ("std-sort_unstable", plan.cpu_max_exp, |k| {
+                    k.sort_unstable_by(crate::key::cmp_keys)
+                }),
+                ("rayon-par_sort_unstable", plan.cpu_max_exp, |k| {
+                    k.par_sort_unstable_by(crate::key::cmp_keys)
+                }),
+            ];
+            for (name, max_exp, sort) in cpu_sorts {
+                if exp <= max_exp {
+                    progress(&format!("{name} 2^{exp}"));
+                    let mut times = host_times(&mut host, plan, plan.cpu_repeats, |k| {
+                        sort(k);
+                        Ok(())
+                    })?;
+                    rows.push(row(name, n, Metric::EndToEnd, &mut times, None, false));
+                } else if let Some(base) = rows
+                    .iter()
+                    .rev()
+                    .find(|r| r.name == name && !r.extrapolated)
+                {
+                    rows.push(extrapolate(base, n));
+                }
+            }
+        }
+    }
+    Ok(rows)
+}
+
+/// A network's time grows with its comparator count, n·k(k+1)/4 for n = 2^k.
+fn extrapolate(base: &Row, n: usize) -> Row {
+    let work = |n: usize| n as f64 * step_count(n) as f64;
+    let scale = work(n) / work(base.n as usize);
+    Row {
+        n: n as u64,
+        median_ms: base.median_ms * scale,
+        min_ms: base.min_ms * scale,
+        max_ms: base.max_ms * scale,
+        extrapolated: true,
+        ..base.clone()
+    }
+}
+
+/// Host-clock times of `sort` on fresh random keys, after one warm-up.
+fn host_times<K: RandomKey>(
+    keys: &mut [K],
+    plan: &Plan,
+    repeats: u32,
+    mut sort: impl FnMut(&mut [K]) -> Result<()>,
+) -> Result<Vec<f64>> {
+    let mut times = Vec::new();
+    for r in 0..=repeats {
+        fill(keys, Pattern::Random, plan.seed + 1000 + r as u64);
+        let start = Instant::now();
+        sort(keys)?;
+        if r > 0 {
+            times.push(start.elapsed().as_secs_f64() * 1e3);
+        }
+    }
+    Ok(times)
+}
+
+/// Milliseconds between CUDA events recorded before and after the work `queue` puts on the
+/// GPU's stream.
+fn time_on_stream(gpu: &Gpu, queue: impl FnOnce() -> Result<()>) -> Result<f64> {
+    let ctx = gpu.context();
+    let start = ctx
+        .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+        .during(|| "creating an event".into())?;
+    let end = ctx
+        .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+        .during(|| "creating an event".into())?;
+    start
+        .record(gpu.stream())
+        .during(|| "recording an event".into())?;
+    queue()?;
+    end.record(gpu.stream())
+        .during(|| "recording an event".into())?;
+    end.synchronize()
+        .during(|| "waiting for the timed work".into())?;
+    start
+        .elapsed_ms(&end)
+        .map(f64::from)
+        .during(|| "reading the event timer".into())
+}
+
+/// Times a device-to-device copy of `n` u32 words: the bandwidth ceiling (read + write).
+fn copy_times(gpu: &Gpu, n: usize, repeats: u32) -> Result<Vec<f64>> {
+    let stream = gpu.stream();
+    let src = stream
+        .alloc_zeros::<u32>(n)
+        .during(|| "allocating the copy source".into())?;
+    let mut dst = stream
+        .alloc_zeros::<u32>(n)
+        .during(|| "allocating the copy target".into())?;
+    let mut times = Vec::new();
+    for r in 0..=repeats {
+        let t = time_on_stream(gpu, || {
+            stream
+                .memcpy_dtod(&src, &mut dst)
+                .during(|| "copying".into())
+        })?;
+        if r > 0 {
+            times.push(t);
+        }
+    }
+    Ok(times)
+}
+
+/// Today's date (UTC) as YYYY-MM-DD, from the system clock.
+pub fn today_utc() -> String {
+    let secs = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    // Howard Hinnant's days-to-civil conversion.
+    let z = (secs / 86_400) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}")
+}

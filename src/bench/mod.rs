@@ -1,0 +1,204 @@
+//! The benchmark harness behind `bitonic bench` and `bitonic report`: timing (CUDA events for
+//! device work, host clocks for host-to-host sorts), one CSV format shared with the peer
+//! programs under `bench/peers/`, the report's Markdown tables, and time-vs-size figures.
+
+pub mod figure;
+pub mod measure;
+pub mod table;
+
+use std::path::Path;
+
+/// What a time covers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Metric {
+    /// Keys already on the GPU: CUDA events around the sort alone.
+    Device,
+    /// A host slice in, the sorted host slice out: allocation, copies and sort (host clock).
+    /// CPU sorts are timed this way too.
+    EndToEnd,
+}
+
+impl Metric {
+    pub fn name(self) -> &'static str {
+        match self {
+            Metric::Device => "device",
+            Metric::EndToEnd => "end_to_end",
+        }
+    }
+
+    fn parse(text: &str) -> Option<Metric> {
+        match text {
+            "device" => Some(Metric::Device),
+            "end_to_end" => Some(Metric::EndToEnd),
+            _ => None,
+        }
+    }
+}
+
+/// One measurement: an implementation at one size, summarised over its repeats.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    /// Short label, unique per implementation: `bitonic-v5`, `cub-radix`, `torch.sort`, …
+    pub name: String,
+    pub device: String,
+    pub driver: String,
+    pub commit: String,
+    pub date: String,
+    pub dtype: String,
+    pub n: u64,
+    pub metric: Metric,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub repeats: u32,
+    /// Bytes the implementation must move through device memory (ours only), for bandwidth.
+    pub bytes_moved: Option<u64>,
+    /// The time is a model's estimate from a smaller measured size, not a measurement.
+    pub extrapolated: bool,
+}
+
+pub const CSV_HEADER: &str =
+    "name,device,driver,commit,date,dtype,n,metric,median_ms,min_ms,max_ms,repeats,bytes_moved,extrapolated";
+
+impl Row {
+    pub fn to_csv(&self) -> String {
+        let clean = |s: &str| s.replace(',', ";");
+        format!(
+            "{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{},{},{}",
+            clean(&self.name),
+            clean(&self.device),
+            clean(&self.driver),
+            clean(&self.commit),
+            clean(&self.date),
+            self.dtype,
+            self.n,
+            self.metric.name(),
+            self.median_ms,
+            self.min_ms,
+            self.max_ms,
+            self.repeats,
+            self.bytes_moved.map(|b| b.to_string()).unwrap_or_default(),
+            self.extrapolated,
+        )
+    }
+
+    fn from_csv(line: &str) -> Result<Row, String> {
+        let f: Vec<&str> = line.split(',').map(str::trim).collect();
+        if f.len() != 14 {
+            return Err(format!("expected 14 fields, found {}", f.len()));
+        }
+        let num = |i: usize| {
+            f[i].parse::<f64>()
+                .map_err(|e| format!("field {}: {e}", i + 1))
+        };
+        Ok(Row {
+            name: f[0].into(),
+            device: f[1].into(),
+            driver: f[2].into(),
+            commit: f[3].into(),
+            date: f[4].into(),
+            dtype: f[5].into(),
+            n: f[6].parse().map_err(|e| format!("n: {e}"))?,
+            metric: Metric::parse(f[7]).ok_or_else(|| format!("unknown metric {:?}", f[7]))?,
+            median_ms: num(8)?,
+            min_ms: num(9)?,
+            max_ms: num(10)?,
+            repeats: f[11].parse().map_err(|e| format!("repeats: {e}"))?,
+            bytes_moved: if f[12].is_empty() {
+                None
+            } else {
+                Some(f[12].parse().map_err(|e| format!("bytes: {e}"))?)
+            },
+            extrapolated: f[13] == "true",
+        })
+    }
+
+    pub fn keys_per_second(&self) -> f64 {
+        self.n as f64 / (self.median_ms / 1e3)
+    }
+}
+
+/// Writes rows as CSV (atomically).
+pub fn write_csv(path: &Path, rows: &[Row]) -> std::io::Result<()> {
+    let mut text = String::from(CSV_HEADER);
+    text.push('\n');
+    for row in rows {
+        text.push_str(&row.to_csv());
+        text.push('\n');
+    }
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut tmp, text.as_bytes())?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Reads rows from a CSV written by `write_csv` or a peer program.
+pub fn read_csv(path: &Path) -> Result<Vec<Row>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    match lines.next() {
+        Some(h) if h.trim() == CSV_HEADER => {}
+        _ => {
+            return Err(format!(
+                "{}: the first line is not the bench CSV header",
+                path.display()
+            ))
+        }
+    }
+    lines
+        .enumerate()
+        .map(|(i, l)| Row::from_csv(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 2)))
+        .collect()
+}
+
+/// Median, min and max of a non-empty sample of times.
+pub fn summarize(times_ms: &mut [f64]) -> (f64, f64, f64) {
+    times_ms.sort_by(f64::total_cmp);
+    let n = times_ms.len();
+    let median = if n % 2 == 1 {
+        times_ms[n / 2]
+    } else {
+        (times_ms[n / 2 - 1] + times_ms[n / 2]) / 2.0
+    };
+    (median, times_ms[0], times_ms[n - 1])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_round_trip() {
+        let row = Row {
+            name: "bitonic-v5".into(),
+            device: "NVIDIA H100, 80GB".into(),
+            driver: "13.0".into(),
+            commit: "abc".into(),
+            date: "2026-11-22".into(),
+            dtype: "u32".into(),
+            n: 1 << 20,
+            metric: Metric::Device,
+            median_ms: 1.5,
+            min_ms: 1.25,
+            max_ms: 2.0,
+            repeats: 5,
+            bytes_moved: Some(123),
+            extrapolated: false,
+        };
+        let back = Row::from_csv(&row.to_csv()).unwrap();
+        assert_eq!(back.device, "NVIDIA H100; 80GB");
+        assert_eq!(
+            Row {
+                device: row.device.clone(),
+                ..back
+            },
+            row
+        );
+        assert_eq!(summarize(&mut [3.0, 1.0, 2.0]), (2.0, 1.0, 3.0));
+        assert_eq!(summarize(&mut [4.0, 1.0, 2.0, 3.0]), (2.5, 1.0, 4.0));
+    }
+}
