@@ -9,19 +9,21 @@ tmp=$(mktemp -d)
 status=0
 "$bin" gen "$tmp/u32.bin" -n 10007 --dtype u32 --seed 3
 "$bin" gen "$tmp/f64.npy" -n 5003 --dtype f64 --seed 4
-for version in v0 v1 v2 v3 v4 v5; do
+# name, input, options for sort and verify
+cases=("u32-asc $tmp/u32.bin --dtype=u32" "f64-desc $tmp/f64.npy --desc")
+for version in ${VERSIONS:-v0 v1 v2 v3 v4 v5}; do
   for tool in memcheck racecheck; do
-    for input in "u32.bin --dtype u32" "f64.npy --desc"; do
-      set -- $input
-      log="$tmp/$version-$tool-${1%%.*}.log"
-      if compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin" sort "$tmp/$1" "${@:2}" \
-          -o "$tmp/out-$version-${1}" --force --backend cuda --version "$version" --quiet > "$log" 2>&1; then
-        printf '%-4s %-10s %-8s %s\n' "$version" "$tool" "${1%%.*}" "$(grep -h 'ERROR SUMMARY\|RACECHECK SUMMARY' "$log" | tr '\n' ' ')"
+    for case in "${cases[@]}"; do
+      read -r name input options <<< "$case"
+      out="$tmp/out-$version-$name"
+      log="$out.$tool.log"
+      if compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin" sort "$input" $options \
+          -o "$out" --force --backend cuda --version "$version" --quiet > "$log" 2>&1 \
+          && "$bin" verify "$out" $options --permutation-of "$input" > /dev/null; then
+        printf '%-4s %-10s %-9s %s\n' "$version" "$tool" "$name" "$(grep -h 'SUMMARY' "$log" | tr '\n' ' ')"
       else
-        echo "$version $tool ${1%%.*}: FAILED"; cat "$log"; status=1
+        echo "$version $tool $name: FAILED"; cat "$log"; status=1
       fi
-      desc=""; [ "${2:-}" = "--desc" ] && desc="--desc"
-      "$bin" verify "$tmp/out-$version-${1}" $desc --permutation-of "$tmp/$1" ${2:+$( [ "$2" = "--dtype" ] && echo "--dtype u32")} >/dev/null || { echo "$version ${1}: wrong result"; status=1; }
     done
   done
 done

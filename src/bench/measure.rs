@@ -162,7 +162,7 @@ fn run_typed<K: RandomKey>(
             }
         }
         if plan.cpu {
-            let cpu_sorts: [(&str, u32, fn(&mut [K])); 4] = [
+            let cpu_sorts: [CpuSort<K>; 4] = [
                 ("cpu-serial-bitonic", plan.serial_max_exp, |k| {
                     Sorter::new()
                         .backend(Backend::CpuSerial)
@@ -204,6 +204,9 @@ fn run_typed<K: RandomKey>(
     }
     Ok(rows)
 }
+
+/// A CPU sort in the bench: its name, the largest size it runs at, and the sort.
+type CpuSort<K> = (&'static str, u32, fn(&mut [K]));
 
 /// A network's time grows with its comparator count, n·k(k+1)/4 for n = 2^k.
 fn extrapolate(base: &Row, n: usize) -> Row {
