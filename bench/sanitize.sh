@@ -15,7 +15,7 @@ for version in ${VERSIONS:-v0 v1 v2 v3 v4 v5}; do
   for tool in memcheck racecheck; do
     for case in "${cases[@]}"; do
       read -r name input options <<< "$case"
-      out="$tmp/out-$version-$name"
+      out="$tmp/out-$version-$name.${input##*.}"
       log="$out.$tool.log"
       if compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin" sort "$input" $options \
           -o "$out" --force --backend cuda --version "$version" --quiet > "$log" 2>&1 \

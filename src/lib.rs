@@ -79,19 +79,23 @@ pub enum Version {
     V3,
     /// Half as many threads: one per compare-exchange.
     V4,
-    /// V4 with the 2-way shared-memory bank conflict removed. The default.
-    #[default]
+    /// V4 with the 2-way shared-memory bank conflict removed.
     V5,
+    /// Beyond the report: multi-step passes over shared-memory tiles with the keys in
+    /// registers, the key map fused in. The default. See `docs/notes/tuned.md`.
+    #[default]
+    Tuned,
 }
 
 impl Version {
-    pub const ALL: [Version; 6] = [
+    pub const ALL: [Version; 7] = [
         Version::V0,
         Version::V1,
         Version::V2,
         Version::V3,
         Version::V4,
         Version::V5,
+        Version::Tuned,
     ];
 
     pub fn name(self) -> &'static str {
@@ -102,6 +106,7 @@ impl Version {
             Version::V3 => "v3",
             Version::V4 => "v4",
             Version::V5 => "v5",
+            Version::Tuned => "tuned",
         }
     }
 }

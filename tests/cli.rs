@@ -5,8 +5,19 @@ use assert_cmd::Command;
 use predicates::prelude::*;
 use std::path::{Path, PathBuf};
 
+/// The binary under test: `BITONIC_BIN`, else `../bin/bitonic` beside this test executable (the
+/// layout of a `.gpu/` bundle on a GPU host), else the one cargo built.
 fn bitonic() -> Command {
-    let mut cmd = Command::cargo_bin("bitonic").unwrap();
+    let bundled = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("bin/bitonic")));
+    let mut cmd = match std::env::var_os("BITONIC_BIN")
+        .map(PathBuf::from)
+        .or(bundled.filter(|p| p.exists()))
+    {
+        Some(path) => Command::new(path),
+        None => Command::cargo_bin("bitonic").unwrap(),
+    };
     // Keep the tests on the CPU unless a test asks otherwise, and NVRTC's cache private.
     cmd.env("BITONIC_CACHE_DIR", "");
     cmd

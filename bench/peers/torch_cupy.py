@@ -7,6 +7,7 @@ format (src/bench/mod.rs).
 
 torch sorts int32 (its uint32 support on CUDA is partial); cupy sorts uint32.
 """
+import ctypes
 import statistics
 import sys
 import time
@@ -35,7 +36,9 @@ def main():
     min_exp, max_exp, repeats = (int(a) for a in sys.argv[1:4])
     commit, date = sys.argv[4:6]
     device = torch.cuda.get_device_name(0)
-    major, minor = divmod(torch._C._cuda_getDriverVersion(), 1000)
+    version = ctypes.c_int()
+    ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(version))
+    major, minor = divmod(version.value, 1000)
     driver = f"{major}.{minor // 10}"
     try:
         import cupy

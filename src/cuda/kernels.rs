@@ -30,9 +30,10 @@ pub static V2: KernelModule = kernel_module!("v2_shared.cu");
 pub static V3: KernelModule = kernel_module!("v3_warp_shuffle.cu");
 pub static V4: KernelModule = kernel_module!("v4_half_threads.cu");
 pub static V5: KernelModule = kernel_module!("v5_conflict_free.cu");
+pub static TUNED: KernelModule = kernel_module!("tuned.cu");
 
 /// Every kernel file, for the compile-everything test.
-pub static ALL: [&KernelModule; 7] = [&MAP_KEYS, &V0, &V1, &V2, &V3, &V4, &V5];
+pub static ALL: [&KernelModule; 8] = [&MAP_KEYS, &V0, &V1, &V2, &V3, &V4, &V5, &TUNED];
 
 impl KernelModule {
     /// The source NVRTC compiles: the file with `common.cuh` spliced in.

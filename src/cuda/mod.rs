@@ -261,6 +261,15 @@ impl Gpu {
             return Ok(());
         }
         let map = K::DTYPE.map_kind() != MapKind::Unsigned || order == Order::Descending;
+        if version == Version::Tuned {
+            // The tuned passes fold the key map into their first load and last store.
+            let desc = if order == Order::Descending {
+                plan::MAP_DESCENDING
+            } else {
+                0
+            };
+            return plan::tuned(self, words, K::DTYPE.map_kind() as u32 | desc);
+        }
         if map {
             self.map_keys(words, K::DTYPE.map_kind(), order, false)?;
         }

@@ -73,6 +73,7 @@ pub(super) fn run<B: Bits>(gpu: &Gpu, keys: &mut CudaViewMut<B>, version: Versio
         Version::V3 => blocked::<B>(gpu, keys, &V3),
         Version::V4 => blocked::<B>(gpu, keys, &V4),
         Version::V5 => blocked::<B>(gpu, keys, &V5),
+        Version::Tuned => tuned::<B>(gpu, keys, 0),
     }
 }
 
@@ -174,6 +175,7 @@ fn launch_step<B: Bits>(
 pub(super) fn passes<B: Bits>(gpu: &Gpu, version: Version, n: usize) -> usize {
     let v = match version {
         Version::V0 => return crate::network::step_count(n),
+        Version::Tuned => return tuned_passes(&tuned_shape::<B>(gpu, n), n).len(),
         Version::V1 => &V1,
         Version::V2 => &V2,
         Version::V3 => &V3,
@@ -186,4 +188,155 @@ pub(super) fn passes<B: Bits>(gpu: &Gpu, version: Version, n: usize) -> usize {
     1 + later_stages
         .map(|size| stage_steps(size).filter(|s| s.stride >= chunk).count() + 1)
         .sum::<usize>()
+}
+
+/// The tuned version's launch shape for `n` keys of type `B`.
+struct TunedShape {
+    /// log2 of the keys in one tile (one block).
+    tile_bits: u32,
+    threads: u32,
+}
+
+/// Tiles of 2^14 keys by default: a u32 tile (64 KiB) leaves room for a second block on the SM,
+/// so one block's loads overlap another's register work (docs/notes/tuned.md measures 2^15
+/// too). `BITONIC_TUNED_TILE_BITS` overrides it for experiments. Shrunk to what the device's
+/// shared memory and thread limit allow (1024 threads hold 32 u32 or 16 u64 keys each), and to
+/// what a small input needs.
+fn tuned_shape<B: Bits>(gpu: &Gpu, n: usize) -> TunedShape {
+    let key_bytes = std::mem::size_of::<B>();
+    let register_bits = if key_bytes == 4 { 5 } else { 4 }; // TunedTraits<K>::E_BITS
+    let max_threads = (gpu.info().max_threads_per_block as u32).min(1024);
+    let fits = |bits: u32| (1usize << bits) * key_bytes <= gpu.info().shared_per_block_optin;
+    let wanted = std::env::var("BITONIC_TUNED_TILE_BITS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(14);
+    let mut tile_bits =
+        (register_bits + 31 - max_threads.leading_zeros()).min(wanted.max(register_bits + 5));
+    while tile_bits > register_bits + 5 && !fits(tile_bits) {
+        tile_bits -= 1;
+    }
+    // A small input gets a tile just big enough (at least one warp of threads).
+    let needed = padded_len(n).trailing_zeros().max(register_bits + 5);
+    tile_bits = tile_bits.min(needed);
+    TunedShape {
+        tile_bits,
+        threads: 1 << (tile_bits - register_bits),
+    }
+}
+
+/// One launch of `tuned_pass` (see kernels/tuned.cu for the meaning of the fields).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct TunedPass {
+    lo: u32,
+    b_first: u32,
+    b_last: u32,
+    hi_first: u32,
+    stop: u32,
+}
+
+/// The passes that sort `n` keys: a tile sort, then for every larger stage one or more strided
+/// passes over the step bits at or above the tile, and a tile merge for the bits below.
+fn tuned_passes(shape: &TunedShape, n: usize) -> Vec<TunedPass> {
+    let tb = shape.tile_bits;
+    let log_p = padded_len(n).trailing_zeros();
+    let mut passes = vec![TunedPass {
+        lo: 5,
+        b_first: 0,
+        b_last: log_p.min(tb) - 1,
+        hi_first: 0,
+        stop: 0,
+    }];
+    for b in tb..log_p {
+        let mut hi = b;
+        while hi >= tb {
+            // Rows of the strided tile cover global bits lo .. hi (tb - 5 of them).
+            let lo = (hi + 6).saturating_sub(tb).max(6);
+            let stop = lo.max(tb);
+            passes.push(TunedPass {
+                lo,
+                b_first: b,
+                b_last: b,
+                hi_first: hi,
+                stop,
+            });
+            hi = stop - 1;
+        }
+        passes.push(TunedPass {
+            lo: 5,
+            b_first: b,
+            b_last: b,
+            hi_first: tb - 1,
+            stop: 0,
+        });
+    }
+    passes
+}
+
+/// Kernel map flags (kernels/tuned.cu): the key map folded into the first and last passes.
+pub(super) const MAP_DESCENDING: u32 = 4;
+const MAP_ON_LOAD: u32 = 8;
+const MAP_ON_STORE: u32 = 16;
+
+/// Sorts with the tuned passes; `map` is `MapKind | MAP_DESCENDING` (0 for plain ascending
+/// unsigned words), applied on the first load and undone on the last store.
+pub(super) fn tuned<B: Bits>(gpu: &Gpu, keys: &mut CudaViewMut<B>, map: u32) -> Result<()> {
+    let n = keys.len() as u32;
+    let shape = tuned_shape::<B>(gpu, n as usize);
+    let kernel = gpu.function(&kernels::TUNED, &kernel_name::<B>("tuned_pass"))?;
+    let shared = (1u32 << shape.tile_bits) * std::mem::size_of::<B>() as u32;
+    kernel
+        .set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            shared as i32,
+        )
+        .during(|| format!("allowing {shared} bytes of shared memory for tuned_pass"))?;
+    let blocks = (padded_len(n as usize) >> shape.tile_bits).max(1) as u32;
+    let cfg = config(blocks, shape.threads, shared);
+    let passes = tuned_passes(&shape, n as usize);
+    let last = passes.len() - 1;
+    for (i, p) in passes.iter().enumerate() {
+        let flags = if map == 0 {
+            0
+        } else {
+            map | if i == 0 { MAP_ON_LOAD } else { 0 } | if i == last { MAP_ON_STORE } else { 0 }
+        };
+        let mut launch = gpu.stream().launch_builder(&kernel);
+        launch
+            .arg(&mut *keys)
+            .arg(&n)
+            .arg(&shape.tile_bits)
+            .arg(&p.lo)
+            .arg(&p.b_first)
+            .arg(&p.b_last)
+            .arg(&p.hi_first)
+            .arg(&p.stop)
+            .arg(&flags);
+        unsafe { launch.launch(cfg) }.during(|| format!("launching tuned pass {p:?}"))?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tuned_pass_count_for_2_pow_29() {
+        let shape = TunedShape {
+            tile_bits: 15,
+            threads: 1024,
+        };
+        let passes = tuned_passes(&shape, 1 << 29);
+        assert_eq!(passes.len(), 33);
+        // Each stage's steps are covered exactly once, in order.
+        for b in 15..29 {
+            let mut bits: Vec<u32> = Vec::new();
+            for p in passes.iter().filter(|p| p.b_first == b) {
+                let low = if p.lo == 5 { 0 } else { p.stop };
+                bits.extend((low..=p.hi_first).rev());
+            }
+            assert_eq!(bits, (0..=b).rev().collect::<Vec<_>>(), "stage {b}");
+        }
+    }
 }

@@ -13,7 +13,7 @@ pub struct SortOptions {
     /// Where to sort: auto (GPU when one works), cpu, cpu-serial or cuda.
     #[arg(long, value_enum, default_value_t = Backend::Auto)]
     pub backend: Backend,
-    /// GPU algorithm version (v0 … v5).
+    /// GPU algorithm: the report's v0 … v5, or tuned (the default).
     #[arg(long = "version", visible_alias = "algo", value_enum, default_value_t = Version::default())]
     pub version: Version,
 }

@@ -1,0 +1,283 @@
+// The tuned sort: every launch is one *pass* that reads a tile of 2^tile_bits keys into shared
+// memory, runs as many network steps on it as the tile's index bits allow, and writes it back.
+// docs/notes/tuned.md explains the design and its measurements; src/cuda/plan.rs builds the
+// list of passes. Three shapes of pass, all this one kernel:
+//
+//  * tile sort: a contiguous tile (tile bit i = global bit i) runs whole stages 0 .. b_last;
+//  * strided pass: tile bits 0..4 are global bits 0..4 (so each warp still reads 32 adjacent
+//    keys) and tile bits 5.. are global bits lo..; it runs the steps of one stage whose bits
+//    lie in lo .. hi_first. A pass that starts a stage starts with its *flip* step (i meets
+//    i ^ (size-1)), which also flips bits 5 .. lo-1 outside the tile: so the tile's upper rows
+//    are loaded with those bits (and the column bits) complemented, which makes each key's flip
+//    partner land in the same tile, one row-mirror away;
+//  * tile merge: a contiguous tile runs the last steps (bits tile_bits-1 .. 0) of one stage.
+//
+// Inside the tile, a thread holds E = 2^E_BITS keys in registers whose tile indices differ in
+// one aligned group of E_BITS bits; the steps on those bits run in registers (compile-time
+// indices, branch-free min/max), then the keys go back to shared memory (XOR-swizzled against
+// bank conflicts) and the next group of bits comes out. The key map (src/key.rs) is fused
+// into the first pass's loads and the last pass's stores.
+#include "common.cuh"
+
+template <typename K> struct TunedTraits;
+// u32: 32 keys a thread, 1024 threads -> up to 2^15 keys (128 KiB) per tile.
+template <> struct TunedTraits<u32> { static const u32 E_BITS = 5, SWIZZLE_BITS = 5; };
+// u64: 16 keys a thread -> 2^14 keys (128 KiB) per tile with 1024 threads.
+template <> struct TunedTraits<u64> { static const u32 E_BITS = 4, SWIZZLE_BITS = 4; };
+
+// Flags of the map argument: the MapKind of src/key.rs in the low bits, then options.
+#define MAP_KIND_MASK 3u
+#define MAP_DESCENDING 4u
+#define MAP_ON_LOAD 8u
+#define MAP_ON_STORE 16u
+
+template <typename K> __device__ __forceinline__ K to_sortable(K w, u32 map) {
+    const K sign = K(1) << (sizeof(K) * 8 - 1);
+    u32 kind = map & MAP_KIND_MASK;
+    if (kind == 1) w ^= sign;                               // signed
+    if (kind == 2) w = (w & sign) ? ~w : w ^ sign;          // float
+    return (map & MAP_DESCENDING) ? ~w : w;
+}
+
+template <typename K> __device__ __forceinline__ K from_sortable(K w, u32 map) {
+    const K sign = K(1) << (sizeof(K) * 8 - 1);
+    if (map & MAP_DESCENDING) w = ~w;
+    u32 kind = map & MAP_KIND_MASK;
+    if (kind == 1) w ^= sign;
+    if (kind == 2) w = (w & sign) ? w ^ sign : ~w;
+    return w;
+}
+
+// Shared-memory slot of tile index i: the low SWIZZLE_BITS bits XORed with the next ones, so
+// that a warp reading one key per lane at any power-of-two stride hits distinct banks.
+template <typename K> __device__ __forceinline__ u32 slot(u32 i) {
+    const u32 S = TunedTraits<K>::SWIZZLE_BITS;
+    return i ^ ((i >> S) & ((1u << S) - 1));
+}
+
+// Register steps. min/max on unsigned words compile to branch-free instructions.
+template <typename K> __device__ __forceinline__ void order_pair(K &lo, K &hi) {
+    K a = lo, b = hi;
+    lo = min(a, b);
+    hi = max(a, b);
+}
+
+// A half-cleaner step on register bit J: k[r] meets k[r | 2^J].
+template <typename K, int J> __device__ __forceinline__ void register_step(K *k) {
+    const int E = 1 << TunedTraits<K>::E_BITS;
+#pragma unroll
+    for (int r = 0; r < E; ++r)
+        if (!(r & (1 << J))) order_pair(k[r], k[r | (1 << J)]);
+}
+
+// A flip step whose mirror covers register bits J0 .. JT: k[r] meets k[r ^ mask].
+template <typename K, int J0, int JT> __device__ __forceinline__ void register_flip(K *k) {
+    const int E = 1 << TunedTraits<K>::E_BITS;
+    const int mask = (2 << JT) - (1 << J0);
+#pragma unroll
+    for (int r = 0; r < E; ++r)
+        if (!(r & (1 << JT))) order_pair(k[r], k[r ^ mask]);
+}
+
+template <typename K> __device__ __forceinline__ void step_on_bit(K *k, u32 j) {
+    switch (j) {
+    case 0: register_step<K, 0>(k); break;
+    case 1: register_step<K, 1>(k); break;
+    case 2: register_step<K, 2>(k); break;
+    case 3: register_step<K, 3>(k); break;
+    case 4: if (TunedTraits<K>::E_BITS > 4) register_step<K, (TunedTraits<K>::E_BITS > 4 ? 4 : 0)>(k); break;
+    }
+}
+
+// j0 is 0, or 1 when the mirror starts at tile bit 5 and the group starts at bit 4 (u64).
+template <typename K> __device__ __forceinline__ void flip_on_bits(K *k, u32 j0, u32 jt) {
+    const int T = TunedTraits<K>::E_BITS > 4 ? 4 : 3; // the top register bit
+    if (j0 == 0) {
+        switch (jt) {
+        case 0: register_flip<K, 0, 0>(k); break;
+        case 1: register_flip<K, 0, 1>(k); break;
+        case 2: register_flip<K, 0, 2>(k); break;
+        case 3: register_flip<K, 0, 3>(k); break;
+        case 4: register_flip<K, 0, T>(k); break;
+        }
+    } else {
+        switch (jt) {
+        case 1: register_flip<K, 1, 1>(k); break;
+        case 2: register_flip<K, 1, 2>(k); break;
+        case 3: register_flip<K, 1, 3>(k); break;
+        case 4: register_flip<K, 1, T>(k); break;
+        }
+    }
+}
+
+// Where tile index i lives in the array. Contiguous tiles (lo == 5) are plain; in a strided
+// tile, bits 0..4 are the column, the rest the row, at global bit lo; `mirror_row_bit` >= 0
+// marks a pass starting with a flip: rows with that bit set take bits 0 .. lo-1 complemented.
+__device__ __forceinline__ u32 global_index(u32 i, u32 block, u32 tile_bits, u32 lo, int mirror_row_bit) {
+    if (lo == 5) return (block << tile_bits) | i;
+    u32 col = i & 31, row = i >> 5, mid_bits = lo - 5;
+    u32 mid = block & ((1u << mid_bits) - 1), high = block >> mid_bits;
+    u32 g = (high << (lo + tile_bits - 5)) | (row << lo) | (mid << 5) | col;
+    if (mirror_row_bit >= 0 && ((row >> mirror_row_bit) & 1)) g ^= (1u << lo) - 1;
+    return g;
+}
+
+// The tile bit holding global bit g.
+__device__ __forceinline__ u32 tile_bit(u32 g, u32 lo) { return g < 5 ? g : g - lo + 5; }
+
+// What every register group of one pass needs to know.
+template <typename K> struct Pass {
+    K *keys;
+    u32 n, tile_bits, lo, b_last, stop, map;
+    bool contiguous;
+    int mirror_row_bit; // >= 0 when the pass starts with a flip over bits outside the tile
+};
+
+// One key by tile index, for the staging loops.
+template <typename K> __device__ __forceinline__ K load_key(const Pass<K> &p, u32 i) {
+    u32 g = global_index(i, blockIdx.x, p.tile_bits, p.lo, p.mirror_row_bit);
+    K key = g < p.n ? p.keys[g] : largest_key<K>(); // padding past n acts as +inf and never moves
+    if ((p.map & MAP_ON_LOAD) && g < p.n) key = to_sortable(key, p.map);
+    return key;
+}
+
+template <typename K> __device__ __forceinline__ void store_key(const Pass<K> &p, u32 i, K key) {
+    u32 g = global_index(i, blockIdx.x, p.tile_bits, p.lo, p.mirror_row_bit);
+    if (g < p.n) p.keys[g] = (p.map & MAP_ON_STORE) ? from_sortable(key, p.map) : key;
+}
+
+// One register group: each thread takes the E keys whose tile indices differ in bits
+// Q0 .. Q0+E_BITS-1 (a compile-time Q0 makes every shared-memory address a constant offset),
+// runs the steps of stage b from global bit g down while their tile bit stays in the group,
+// and puts the keys back. The first group of a pass reads straight from global memory and the
+// last writes straight back when Q0 >= 5 (the lanes then cover the 32 adjacent columns).
+// Returns the global bit of the next step; sets `*stored` when the keys went to global memory.
+template <typename K, u32 Q0>
+__device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, bool first, bool *stored) {
+    const u32 E_BITS = TunedTraits<K>::E_BITS, E = 1u << E_BITS;
+    const u32 t = threadIdx.x;
+    const u32 tb = tile_bit(u32(g), p.lo);
+    const u32 thread_part = (t & ((1u << Q0) - 1)) | ((t >> Q0) << (Q0 + E_BITS));
+    // A flip's mirror in tile bits: all bits up to tb (contiguous tile), or the row bits only
+    // (strided tile, whose column and middle bits were mirrored at load). Its part below Q0
+    // belongs to the thread index: the upper half of the registers comes from the mirrored
+    // thread, so that every pair of the flip meets inside this thread.
+    const u32 mirror = u32(g) == b ? ((2u << tb) - (p.contiguous ? 1u : 32u)) : 0;
+    const u32 thread_mirror = mirror & ((1u << Q0) - 1);
+    const u32 upper_bit = tb - Q0;
+    const bool direct_in = first && Q0 >= 5;
+    const u32 slot_lo = slot<K>(thread_part), slot_hi = slot<K>(thread_part ^ thread_mirror);
+
+    // Global index of register r for the direct reads and writes (Q0 >= 5): the index of
+    // register 0 of the thread's half, with r's bits (less the half bit) at rshift.
+    const u32 rshift = p.contiguous ? Q0 : Q0 - 5 + p.lo;
+    const u32 half_bit = 1u << upper_bit;
+    const u32 g_lo = Q0 >= 5 ? global_index(thread_part, blockIdx.x, p.tile_bits, p.lo, p.mirror_row_bit) : 0;
+    const u32 g_hi = Q0 >= 5 ? global_index((thread_part ^ thread_mirror) | (half_bit << Q0), blockIdx.x,
+                                            p.tile_bits, p.lo, p.mirror_row_bit)
+                             : 0;
+
+    K k[E];
+    if (direct_in) {
+#pragma unroll
+        for (u32 r = 0; r < E; ++r) {
+            u32 g_r = ((r & half_bit) ? g_hi : g_lo) ^ ((r & ~half_bit) << rshift);
+            K key = g_r < p.n ? p.keys[g_r] : largest_key<K>();
+            k[r] = (p.map & MAP_ON_LOAD) && g_r < p.n ? to_sortable(key, p.map) : key;
+        }
+    } else if (thread_mirror == 0) { // most groups: every address a constant offset
+#pragma unroll
+        for (u32 r = 0; r < E; ++r) k[r] = tile[slot_lo ^ slot<K>(r << Q0)];
+    } else {
+#pragma unroll
+        for (u32 r = 0; r < E; ++r) k[r] = tile[((r & half_bit) ? slot_hi : slot_lo) ^ slot<K>(r << Q0)];
+    }
+    while (g >= int(p.stop) && tile_bit(u32(g), p.lo) >= Q0) {
+        u32 j = tile_bit(u32(g), p.lo) - Q0;
+        if (u32(g) == b) {
+            flip_on_bits(k, __ffs((mirror >> Q0) & (E - 1)) - 1, j);
+        } else {
+            step_on_bit(k, j);
+        }
+        g -= 1;
+    }
+    const bool direct_out = g < int(p.stop) && b == p.b_last && Q0 >= 5;
+    if (direct_out) {
+#pragma unroll
+        for (u32 r = 0; r < E; ++r) {
+            u32 g_r = ((r & half_bit) ? g_hi : g_lo) ^ ((r & ~half_bit) << rshift);
+            if (g_r < p.n) p.keys[g_r] = (p.map & MAP_ON_STORE) ? from_sortable(k[r], p.map) : k[r];
+        }
+    } else if (thread_mirror == 0) {
+#pragma unroll
+        for (u32 r = 0; r < E; ++r) tile[slot_lo ^ slot<K>(r << Q0)] = k[r];
+    } else {
+#pragma unroll
+        for (u32 r = 0; r < E; ++r) tile[((r & half_bit) ? slot_hi : slot_lo) ^ slot<K>(r << Q0)] = k[r];
+    }
+    if (!direct_out) __syncthreads();
+    *stored = direct_out;
+    return g;
+}
+
+// The register group holding tile bit tb: aligned groups of E_BITS bits, the last one
+// shifted down to end at the tile's top bit.
+template <typename K> __device__ __forceinline__ u32 group_start(u32 tb, u32 tile_bits) {
+    const u32 E_BITS = TunedTraits<K>::E_BITS;
+    return min(E_BITS * (tb / E_BITS), tile_bits - E_BITS);
+}
+
+template <typename K>
+__device__ void tuned_pass(K *keys, u32 n, u32 tile_bits, u32 lo, u32 b_first, u32 b_last, u32 hi_first,
+                           u32 stop, u32 map) {
+    K *tile = shared_tile<K>();
+    Pass<K> p;
+    p.keys = keys;
+    p.n = n;
+    p.tile_bits = tile_bits;
+    p.lo = lo;
+    p.b_last = b_last;
+    p.stop = stop;
+    p.map = map;
+    p.contiguous = lo == 5;
+    p.mirror_row_bit = (!p.contiguous && hi_first == b_first) ? int(tile_bit(b_first, lo) - 5) : -1;
+    const u32 tile_len = 1u << tile_bits;
+
+    // A first group with Q0 < 5 cannot read global memory coalesced: stage the tile in shared
+    // memory first, consecutive threads taking consecutive indices (whole rows per warp).
+    if (group_start<K>(tile_bit(hi_first, lo), tile_bits) < 5) {
+        for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) tile[slot<K>(i)] = load_key(p, i);
+        __syncthreads();
+    }
+    bool first = true, stored = false;
+    for (u32 b = b_first; b <= b_last; ++b) {
+        int g = int(b == b_first ? hi_first : b); // global bit of the next step
+        while (g >= int(stop)) {
+            switch (group_start<K>(tile_bit(u32(g), lo), tile_bits)) {
+            case 0: g = register_group<K, 0>(p, tile, b, g, first, &stored); break;
+            case 4: g = register_group<K, 4>(p, tile, b, g, first, &stored); break;
+            case 5: g = register_group<K, 5>(p, tile, b, g, first, &stored); break;
+            case 6: g = register_group<K, 6>(p, tile, b, g, first, &stored); break;
+            case 7: g = register_group<K, 7>(p, tile, b, g, first, &stored); break;
+            case 8: g = register_group<K, 8>(p, tile, b, g, first, &stored); break;
+            case 9: g = register_group<K, 9>(p, tile, b, g, first, &stored); break;
+            case 10: g = register_group<K, 10>(p, tile, b, g, first, &stored); break;
+            default: __trap(); // the host never asks for another group
+            }
+            first = false;
+        }
+    }
+    if (!stored) {
+        for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) store_key(p, i, tile[slot<K>(i)]);
+    }
+}
+
+// At most 1024 threads: the compiler keeps each thread within 64 registers, so a full block
+// fits an SM's register file.
+#define TUNED_PASS(K)                                                                            \
+    extern "C" __global__ void __launch_bounds__(1024) tuned_pass_##K(                           \
+        K *keys, u32 n, u32 tile_bits, u32 lo, u32 b_first, u32 b_last, u32 hi_first, u32 stop, u32 map) { \
+        tuned_pass<K>(keys, n, tile_bits, lo, b_first, b_last, hi_first, stop, map);             \
+    }
+TUNED_PASS(u32)
+TUNED_PASS(u64)
