@@ -272,8 +272,10 @@ __device__ void tuned_pass(K *keys, u32 n, u32 tile_bits, u32 lo, u32 b_first, u
     }
 }
 
-// At most 1024 threads: the compiler keeps each thread within 64 registers, so a full block
-// fits an SM's register file.
+// Capped at 64 registers a thread (the bound a 1024-thread block implies): a few values spill,
+// but two 512-thread blocks of 64 KiB tiles then share an SM, and one block's loads and
+// barriers overlap the other's register work. 128 spill-free registers with one block per SM
+// measured slower, for the first pass too (docs/notes/tuned.md).
 #define TUNED_PASS(K)                                                                            \
     extern "C" __global__ void __launch_bounds__(1024) tuned_pass_##K(                           \
         K *keys, u32 n, u32 tile_bits, u32 lo, u32 b_first, u32 b_last, u32 hi_first, u32 stop, u32 map) { \

@@ -142,7 +142,7 @@ fn run_typed<K: RandomKey>(
                         times.push(t); // repeat 0 is the warm-up
                     }
                 }
-                let bytes = gpu.bytes_moved(version, n, plan.dtype, Order::Ascending);
+                let bytes = gpu.bytes_moved(version, n, plan.dtype, Order::Ascending)?;
                 rows.push(row(
                     &name,
                     n,

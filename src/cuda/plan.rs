@@ -172,10 +172,14 @@ fn launch_step<B: Bits>(
 
 /// How many times `version` reads and writes the whole array for `n` keys: one per launch that
 /// covers it (block kernels and global steps alike), not counting the key maps.
-pub(super) fn passes<B: Bits>(gpu: &Gpu, version: Version, n: usize) -> usize {
+pub(super) fn passes<B: Bits>(gpu: &Gpu, version: Version, n: usize) -> Result<usize> {
     let v = match version {
-        Version::V0 => return crate::network::step_count(n),
-        Version::Tuned => return tuned_passes(&tuned_shape::<B>(gpu, n), n).len(),
+        Version::V0 => return Ok(crate::network::step_count(n)),
+        Version::Tuned => {
+            let kernel = gpu.function(&kernels::TUNED, &kernel_name::<B>("tuned_pass"))?;
+            let shape = tuned_shape::<B>(gpu, &kernel, n)?;
+            return Ok(tuned_passes(&shape, n).len());
+        }
         Version::V1 => &V1,
         Version::V2 => &V2,
         Version::V3 => &V3,
@@ -185,9 +189,9 @@ pub(super) fn passes<B: Bits>(gpu: &Gpu, version: Version, n: usize) -> usize {
     let chunk =
         (block_threads::<B>(gpu, v.keys_per_thread, v.shared_tile) * v.keys_per_thread) as usize;
     let later_stages = stage_sizes(n).filter(|&s| s > chunk);
-    1 + later_stages
+    Ok(1 + later_stages
         .map(|size| stage_steps(size).filter(|s| s.stride >= chunk).count() + 1)
-        .sum::<usize>()
+        .sum::<usize>())
 }
 
 /// The tuned version's launch shape for `n` keys of type `B`.
@@ -197,20 +201,25 @@ struct TunedShape {
     threads: u32,
 }
 
-/// Tiles of 2^14 keys by default: a u32 tile (64 KiB) leaves room for a second block on the SM,
-/// so one block's loads overlap another's register work (docs/notes/tuned.md measures 2^15
-/// too). `BITONIC_TUNED_TILE_BITS` overrides it for experiments. Shrunk to what the device's
-/// shared memory and thread limit allow (1024 threads hold 32 u32 or 16 u64 keys each), and to
-/// what a small input needs.
-fn tuned_shape<B: Bits>(gpu: &Gpu, n: usize) -> TunedShape {
+/// Tiles of 64 KiB by default (2^14 u32 or 2^13 u64 keys): two blocks then share an SM, so one
+/// block's loads overlap another's register work (docs/notes/tuned.md measures other sizes).
+/// `BITONIC_TUNED_TILE_BITS` overrides it for experiments. Shrunk to what the device's shared
+/// memory and the kernel's thread limit allow (each thread holds 32 u32 or 16 u64 keys), and
+/// to what a small input needs.
+fn tuned_shape<B: Bits>(gpu: &Gpu, kernel: &CudaFunction, n: usize) -> Result<TunedShape> {
     let key_bytes = std::mem::size_of::<B>();
     let register_bits = if key_bytes == 4 { 5 } else { 4 }; // TunedTraits<K>::E_BITS
-    let max_threads = (gpu.info().max_threads_per_block as u32).min(1024);
+                                                            // The kernel's own limit (its __launch_bounds__ and register use) and the device's.
+    let kernel_limit = kernel
+        .max_threads_per_block()
+        .during(|| "reading tuned_pass's thread limit".into())?;
+    let max_threads = (gpu.info().max_threads_per_block as u32).min(kernel_limit as u32);
     let fits = |bits: u32| (1usize << bits) * key_bytes <= gpu.info().shared_per_block_optin;
+    let default_bits = (64 * 1024 / key_bytes).trailing_zeros(); // 64 KiB: 2^14 u32 or 2^13 u64
     let wanted = std::env::var("BITONIC_TUNED_TILE_BITS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(14);
+        .unwrap_or(default_bits);
     let mut tile_bits =
         (register_bits + 31 - max_threads.leading_zeros()).min(wanted.max(register_bits + 5));
     while tile_bits > register_bits + 5 && !fits(tile_bits) {
@@ -219,10 +228,10 @@ fn tuned_shape<B: Bits>(gpu: &Gpu, n: usize) -> TunedShape {
     // A small input gets a tile just big enough (at least one warp of threads).
     let needed = padded_len(n).trailing_zeros().max(register_bits + 5);
     tile_bits = tile_bits.min(needed);
-    TunedShape {
+    Ok(TunedShape {
         tile_bits,
         threads: 1 << (tile_bits - register_bits),
-    }
+    })
 }
 
 /// One launch of `tuned_pass` (see kernels/tuned.cu for the meaning of the fields).
@@ -282,9 +291,10 @@ const MAP_ON_STORE: u32 = 16;
 /// unsigned words), applied on the first load and undone on the last store.
 pub(super) fn tuned<B: Bits>(gpu: &Gpu, keys: &mut CudaViewMut<B>, map: u32) -> Result<()> {
     let n = keys.len() as u32;
-    let shape = tuned_shape::<B>(gpu, n as usize);
     let kernel = gpu.function(&kernels::TUNED, &kernel_name::<B>("tuned_pass"))?;
+    let shape = tuned_shape::<B>(gpu, &kernel, n as usize)?;
     let shared = (1u32 << shape.tile_bits) * std::mem::size_of::<B>() as u32;
+    // Above 48 KiB a block gets its dynamic shared memory only by asking.
     kernel
         .set_attribute(
             cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
