@@ -11,7 +11,7 @@ status=0
 "$bin" gen "$tmp/f64.npy" -n 5003 --dtype f64 --seed 4
 # name, input, options for sort and verify
 cases=("u32-asc $tmp/u32.bin --dtype=u32" "f64-desc $tmp/f64.npy --desc")
-for version in ${VERSIONS:-v0 v1 v2 v3 v4 v5}; do
+for version in ${VERSIONS:-v0 v1 v2 v3 v4 v5 tuned}; do
   for tool in memcheck racecheck; do
     for case in "${cases[@]}"; do
       read -r name input options <<< "$case"
@@ -20,7 +20,7 @@ for version in ${VERSIONS:-v0 v1 v2 v3 v4 v5}; do
       if compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin" sort "$input" $options \
           -o "$out" --force --backend cuda --version "$version" --quiet > "$log" 2>&1 \
           && "$bin" verify "$out" $options --permutation-of "$input" > /dev/null; then
-        printf '%-4s %-10s %-9s %s\n' "$version" "$tool" "$name" "$(grep -h 'SUMMARY' "$log" | tr '\n' ' ')"
+        printf "%-6s %-10s %-9s %s\n" "$version" "$tool" "$name" "$(grep -h 'SUMMARY' "$log" | tr '\n' ' ')"
       else
         echo "$version $tool $name: FAILED"; cat "$log"; status=1
       fi

@@ -79,13 +79,29 @@ template <typename K, int J0, int JT> __device__ __forceinline__ void register_f
         if (!(r & (1 << JT))) order_pair(k[r], k[r ^ mask]);
 }
 
-template <typename K> __device__ __forceinline__ void step_on_bit(K *k, u32 j) {
+// Half-cleaner steps on register bits j, j-1, ... (count of them): straight-line code entered
+// at bit j, so the keys stay in the same registers from one step to the next.
+template <typename K> __device__ __forceinline__ void steps_down(K *k, u32 j, u32 count) {
+    const int TOP = TunedTraits<K>::E_BITS > 4 ? 4 : 0; // u64 groups have no bit 4
     switch (j) {
-    case 0: register_step<K, 0>(k); break;
-    case 1: register_step<K, 1>(k); break;
-    case 2: register_step<K, 2>(k); break;
-    case 3: register_step<K, 3>(k); break;
-    case 4: if (TunedTraits<K>::E_BITS > 4) register_step<K, (TunedTraits<K>::E_BITS > 4 ? 4 : 0)>(k); break;
+    case 4:
+        register_step<K, TOP>(k);
+        if (--count == 0) return;
+        [[fallthrough]];
+    case 3:
+        register_step<K, 3>(k);
+        if (--count == 0) return;
+        [[fallthrough]];
+    case 2:
+        register_step<K, 2>(k);
+        if (--count == 0) return;
+        [[fallthrough]];
+    case 1:
+        register_step<K, 1>(k);
+        if (--count == 0) return;
+        [[fallthrough]];
+    case 0:
+        register_step<K, 0>(k);
     }
 }
 
@@ -192,15 +208,17 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, bool firs
 #pragma unroll
         for (u32 r = 0; r < E; ++r) k[r] = tile[((r & half_bit) ? slot_hi : slot_lo) ^ slot<K>(r << Q0)];
     }
-    while (g >= int(p.stop) && tile_bit(u32(g), p.lo) >= Q0) {
-        u32 j = tile_bit(u32(g), p.lo) - Q0;
-        if (u32(g) == b) {
-            flip_on_bits(k, __ffs((mirror >> Q0) & (E - 1)) - 1, j);
-        } else {
-            step_on_bit(k, j);
-        }
-        g -= 1;
+    // The steps whose tile bits lie in this group, from the top: a flip first if the group
+    // starts a stage, then half-cleaners.
+    const u32 j_top = tb - Q0;
+    const u32 count = tb - max(Q0, tile_bit(p.stop, p.lo)) + 1;
+    if (u32(g) == b) {
+        flip_on_bits(k, __ffs((mirror >> Q0) & (E - 1)) - 1, j_top);
+        if (count > 1) steps_down(k, j_top - 1, count - 1);
+    } else {
+        steps_down(k, j_top, count);
     }
+    g -= int(count);
     const bool direct_out = g < int(p.stop) && b == p.b_last && Q0 >= 5;
     if (direct_out) {
 #pragma unroll

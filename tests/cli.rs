@@ -455,7 +455,7 @@ fn gpu_cli_reaches_every_version() {
         .assert()
         .success()
         .stdout(predicate::str::contains("cuda: available"));
-    for version in ["v0", "v1", "v2", "v3", "v4", "v5"] {
+    for version in ["v0", "v1", "v2", "v3", "v4", "v5", "tuned"] {
         let output = dir.path(&format!("{version}.npy"));
         bitonic()
             .args(["sort", "--backend", "cuda", "--version", version])
