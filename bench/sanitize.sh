@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # compute-sanitizer (memcheck and racecheck) over every version's kernels, on a GPU host:
 #   bash bench/sanitize.sh [BIN]
-# Sizes are not powers of two and larger than a block's chunk, so the block sort, the global
-# steps and the block merges all run; f64 descending also runs the key-map kernels on u64 words.
+# Sizes are not powers of two and span several blocks (and several tuned tiles), so the block
+# sorts, global steps, block merges and the tuned strided and merge passes all run; f64
+# descending also runs the key-map kernels (and the tuned fused maps) on u64 words.
 set -uo pipefail
 bin=${1:-.gpu/bin/bitonic}
 tmp=$(mktemp -d)
 status=0
-"$bin" gen "$tmp/u32.bin" -n 10007 --dtype u32 --seed 3
-"$bin" gen "$tmp/f64.npy" -n 5003 --dtype f64 --seed 4
+"$bin" gen "$tmp/u32.bin" -n 70001 --dtype u32 --seed 3
+"$bin" gen "$tmp/f64.npy" -n 20011 --dtype f64 --seed 4
 # name, input, options for sort and verify
 cases=("u32-asc $tmp/u32.bin --dtype=u32" "f64-desc $tmp/f64.npy --desc")
 for version in ${VERSIONS:-v0 v1 v2 v3 v4 v5 tuned}; do
