@@ -108,13 +108,15 @@ fn run_typed<K: RandomKey>(
     };
     if let Some(gpu) = gpu {
         progress("device-to-device copy");
-        let mut times = copy_times(gpu, 1 << 28, plan.repeats)?;
+        let words = 1 << 28; // 1 GiB of u32, read once and written once
+        let mut times = copy_times(gpu, words, plan.repeats)?;
+        let bytes = (2 * words * std::mem::size_of::<u32>()) as u64;
         rows.push(row(
             "memcpy-d2d",
-            1 << 28,
+            words,
             Metric::Device,
             &mut times,
-            Some(2 << 28),
+            Some(bytes),
             false,
         ));
     }
