@@ -33,47 +33,44 @@ struct Blocked {
     shared_tile: bool,
 }
 
-const V1: Blocked = Blocked {
-    module: &kernels::V1,
-    prefix: "v1",
-    keys_per_thread: 1,
-    shared_tile: false,
-};
-const V2: Blocked = Blocked {
-    module: &kernels::V2,
-    prefix: "v2",
-    keys_per_thread: 1,
-    shared_tile: true,
-};
-const V3: Blocked = Blocked {
-    module: &kernels::V3,
-    prefix: "v3",
-    keys_per_thread: 1,
-    shared_tile: true,
-};
-const V4: Blocked = Blocked {
-    module: &kernels::V4,
-    prefix: "v4",
-    keys_per_thread: 2,
-    shared_tile: true,
-};
-const V5: Blocked = Blocked {
-    module: &kernels::V5,
-    prefix: "v5",
-    keys_per_thread: 2,
-    shared_tile: true,
-};
+const fn blocked_spec(
+    module: &'static KernelModule,
+    prefix: &'static str,
+    keys_per_thread: u32,
+    shared_tile: bool,
+) -> Blocked {
+    Blocked {
+        module,
+        prefix,
+        keys_per_thread,
+        shared_tile,
+    }
+}
+
+const V1: Blocked = blocked_spec(&kernels::V1, "v1", 1, false);
+const V2: Blocked = blocked_spec(&kernels::V2, "v2", 1, true);
+const V3: Blocked = blocked_spec(&kernels::V3, "v3", 1, true);
+const V4: Blocked = blocked_spec(&kernels::V4, "v4", 2, true);
+const V5: Blocked = blocked_spec(&kernels::V5, "v5", 2, true);
+
+/// The blocked-plan description of V1–V5 (`None` for V0 and the tuned version).
+fn blocked_version(version: Version) -> Option<&'static Blocked> {
+    match version {
+        Version::V0 | Version::Tuned => None,
+        Version::V1 => Some(&V1),
+        Version::V2 => Some(&V2),
+        Version::V3 => Some(&V3),
+        Version::V4 => Some(&V4),
+        Version::V5 => Some(&V5),
+    }
+}
 
 /// Sorts `keys` (at least 2, at most `MAX_LEN`) ascending with `version`.
 pub(super) fn run<B: Bits>(gpu: &Gpu, keys: &mut CudaViewMut<B>, version: Version) -> Result<()> {
-    match version {
-        Version::V0 => naive::<B>(gpu, keys),
-        Version::V1 => blocked::<B>(gpu, keys, &V1),
-        Version::V2 => blocked::<B>(gpu, keys, &V2),
-        Version::V3 => blocked::<B>(gpu, keys, &V3),
-        Version::V4 => blocked::<B>(gpu, keys, &V4),
-        Version::V5 => blocked::<B>(gpu, keys, &V5),
-        Version::Tuned => tuned::<B>(gpu, keys, 0),
+    match (version, blocked_version(version)) {
+        (_, Some(v)) => blocked::<B>(gpu, keys, v),
+        (Version::V0, None) => naive::<B>(gpu, keys),
+        (_, None) => tuned::<B>(gpu, keys, 0),
     }
 }
 
@@ -173,18 +170,14 @@ fn launch_step<B: Bits>(
 /// How many times `version` reads and writes the whole array for `n` keys: one per launch that
 /// covers it (block kernels and global steps alike), not counting the key maps.
 pub(super) fn passes<B: Bits>(gpu: &Gpu, version: Version, n: usize) -> Result<usize> {
-    let v = match version {
-        Version::V0 => return Ok(crate::network::step_count(n)),
-        Version::Tuned => {
+    let v = match (version, blocked_version(version)) {
+        (_, Some(v)) => v,
+        (Version::V0, None) => return Ok(crate::network::step_count(n)),
+        (_, None) => {
             let kernel = gpu.function(&kernels::TUNED, &kernel_name::<B>("tuned_pass"))?;
             let shape = tuned_shape::<B>(gpu, &kernel, n)?;
             return Ok(tuned_passes(&shape, n).len());
         }
-        Version::V1 => &V1,
-        Version::V2 => &V2,
-        Version::V3 => &V3,
-        Version::V4 => &V4,
-        Version::V5 => &V5,
     };
     let chunk =
         (block_threads::<B>(gpu, v.keys_per_thread, v.shared_tile) * v.keys_per_thread) as usize;
