@@ -7,6 +7,7 @@
 pub mod kernels;
 pub mod nvrtc;
 mod plan;
+mod staging;
 
 pub use cudarc;
 
@@ -15,7 +16,8 @@ use crate::key::{Bits, MapKind};
 use crate::{Order, SortKey, Version};
 use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, PushKernelArg,
+    CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, CudaViewMut, DevicePtr,
+    DevicePtrMut, PushKernelArg,
 };
 use kernels::KernelModule;
 use std::collections::HashMap;
@@ -60,6 +62,8 @@ pub struct Gpu {
     stream: Arc<CudaStream>,
     info: DeviceInfo,
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    /// Pinned buffers for host transfers, made on first use of a large host sort.
+    staging: Mutex<Option<staging::Staging>>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -140,6 +144,7 @@ impl Gpu {
             stream,
             info,
             modules: Mutex::new(HashMap::new()),
+            staging: Mutex::new(None),
         })
     }
 
@@ -182,7 +187,10 @@ impl Gpu {
             .during(|| format!("finding kernel {name} in kernels/{}", module.name))
     }
 
-    /// Sorts a host slice: copies it to the device, sorts there, copies it back.
+    /// Sorts a host slice: copies it to the device, sorts there, copies it back. Large slices
+    /// go through pinned staging buffers, chunk by chunk (see `staging.rs`). If the GPU fails
+    /// while the sorted keys are being copied back, the slice may hold a mix of sorted and
+    /// original keys; the error says so.
     pub fn sort_host<K: SortKey>(
         &self,
         keys: &mut [K],
@@ -194,14 +202,42 @@ impl Gpu {
             return Ok(());
         }
         let words: &mut [K::Bits] = bytemuck::cast_slice_mut(keys);
-        let mut device = self
-            .stream
-            .clone_htod(&*words)
-            .during(|| format!("copying {} keys to the GPU", words.len()))?;
-        self.sort_words::<K>(&mut device.as_view_mut(), version, order)?;
-        self.stream
-            .memcpy_dtoh(&device, words)
-            .during(|| "copying the sorted keys back".into())?;
+        let bytes = std::mem::size_of_val(words);
+        if bytes < staging::MIN_STAGED_BYTES {
+            let mut device = self
+                .stream
+                .clone_htod(&*words)
+                .during(|| format!("copying {} keys to the GPU", words.len()))?;
+            self.sort_words::<K>(&mut device.as_view_mut(), version, order)?;
+            self.stream
+                .memcpy_dtoh(&device, words)
+                .during(|| "copying the sorted keys back".into())?;
+        } else {
+            let mut device = unsafe { self.stream.alloc::<K::Bits>(words.len()) }
+                .during(|| format!("allocating {} keys on the GPU", words.len()))?;
+            let mut guard = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+            if guard.is_none() {
+                *guard = Some(staging::Staging::new(self)?);
+            }
+            let stage = guard.as_mut().expect("made above");
+            {
+                let (ptr, _sync) = device.device_ptr_mut(&self.stream);
+                stage.upload(self, bytemuck::cast_slice(words), ptr)?;
+            }
+            self.sort_words::<K>(&mut device.as_view_mut(), version, order)?;
+            let (ptr, _sync) = device.device_ptr(&self.stream);
+            stage
+                .download(self, ptr, bytemuck::cast_slice_mut(words))
+                .map_err(|e| match e {
+                    Error::Cuda { context, cause } => Error::Cuda {
+                        context: format!(
+                            "{context} (the slice may now mix sorted and original keys)"
+                        ),
+                        cause,
+                    },
+                    other => other,
+                })?;
+        }
         self.stream
             .synchronize()
             .during(|| format!("sorting with {version}"))

@@ -1,0 +1,113 @@
+//! Host slices to and from the GPU through two pinned staging buffers.
+//!
+//! A copy from pageable memory runs at a fraction of the bus speed (the driver stages it
+//! itself); pinned memory is read by the GPU's copy engine directly. Allocating and pinning a
+//! whole input would cost more than the copy, so two fixed buffers of `CHUNK_BYTES` take turns:
+//! while the copy engine moves one chunk, all CPU cores fill (or drain) the other.
+//! The buffers are page-locked without the write-combined flag, since the CPU reads them back.
+
+use super::Gpu;
+use crate::error::{CudaContext as _, Result};
+use cudarc::driver::sys::{CUdeviceptr, CUevent_flags};
+use cudarc::driver::{result, CudaEvent, PinnedHostSlice};
+use rayon::prelude::*;
+
+/// Bytes per staging chunk.
+const CHUNK_BYTES: usize = 32 << 20;
+/// Smaller inputs take one plain copy each way: staging cannot pay for itself.
+pub(super) const MIN_STAGED_BYTES: usize = 16 << 20;
+
+pub(super) struct Staging {
+    buffers: [PinnedHostSlice<u8>; 2],
+    /// Recorded after the copy that last used each buffer.
+    done: [CudaEvent; 2],
+}
+
+impl Staging {
+    pub(super) fn new(gpu: &Gpu) -> Result<Staging> {
+        let ctx = gpu.context();
+        let pinned = || unsafe { ctx.alloc_pinned_with_flags::<u8>(CHUNK_BYTES, 0) };
+        let event = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING));
+        let during = || {
+            format!(
+                "allocating {} MiB of pinned staging memory",
+                2 * (CHUNK_BYTES >> 20)
+            )
+        };
+        Ok(Staging {
+            buffers: [pinned().during(during)?, pinned().during(during)?],
+            done: [event().during(during)?, event().during(during)?],
+        })
+    }
+
+    /// Copies `host` to device memory starting at `dst`, queued on the GPU's stream.
+    pub(super) fn upload(&mut self, gpu: &Gpu, host: &[u8], dst: CUdeviceptr) -> Result<()> {
+        let stream = gpu.stream();
+        for (i, chunk) in host.chunks(CHUNK_BYTES).enumerate() {
+            let b = i % 2;
+            // Wait until the copy engine has finished reading this buffer's previous chunk.
+            let buffer = self.buffers[b]
+                .as_mut_slice()
+                .during(|| "waiting for a staging buffer".into())?;
+            self.done[b]
+                .synchronize()
+                .during(|| "waiting for a staging buffer".into())?;
+            parallel_copy(&mut buffer[..chunk.len()], chunk);
+            let at = dst + (i * CHUNK_BYTES) as CUdeviceptr;
+            unsafe { result::memcpy_htod_async(at, &buffer[..chunk.len()], stream.cu_stream()) }
+                .during(|| "copying keys to the GPU".into())?;
+            self.done[b]
+                .record(stream)
+                .during(|| "recording a copy".into())?;
+        }
+        Ok(())
+    }
+
+    /// Copies device memory starting at `src` into `host`, after the work queued so far.
+    pub(super) fn download(&mut self, gpu: &Gpu, src: CUdeviceptr, host: &mut [u8]) -> Result<()> {
+        let stream = gpu.stream();
+        let total = host.len();
+        let chunks = total.div_ceil(CHUNK_BYTES);
+        let queue = |this: &mut Self, i: usize| -> Result<()> {
+            let b = i % 2;
+            let len = CHUNK_BYTES.min(total - i * CHUNK_BYTES);
+            let buffer = this.buffers[b]
+                .as_mut_slice()
+                .during(|| "waiting for a staging buffer".into())?;
+            let from = src + (i * CHUNK_BYTES) as CUdeviceptr;
+            unsafe { result::memcpy_dtoh_async(&mut buffer[..len], from, stream.cu_stream()) }
+                .during(|| "copying sorted keys back".into())?;
+            this.done[b]
+                .record(stream)
+                .during(|| "recording a copy".into())
+        };
+        if chunks > 0 {
+            queue(self, 0)?;
+        }
+        for i in 0..chunks {
+            // Keep the copy engine busy with the next chunk while the CPU drains this one.
+            if i + 1 < chunks {
+                queue(self, i + 1)?;
+            }
+            let b = i % 2;
+            self.done[b]
+                .synchronize()
+                .during(|| "copying sorted keys back".into())?;
+            let buffer = self.buffers[b]
+                .as_mut_slice()
+                .during(|| "reading a staging buffer".into())?;
+            let target = &mut host[i * CHUNK_BYTES..(i * CHUNK_BYTES + CHUNK_BYTES).min(total)];
+            let len = target.len();
+            parallel_copy(target, &buffer[..len]);
+        }
+        Ok(())
+    }
+}
+
+/// memcpy on all cores: one core cannot keep up with the copy engine.
+fn parallel_copy(dst: &mut [u8], src: &[u8]) {
+    const PIECE: usize = 1 << 20;
+    dst.par_chunks_mut(PIECE)
+        .zip(src.par_chunks(PIECE))
+        .for_each(|(d, s)| d.copy_from_slice(s));
+}
