@@ -50,6 +50,18 @@ pub enum Error {
     #[error("version {0} is not implemented yet")]
     VersionUnavailable(Version),
 
+    #[error("{0} runs on the CPU backends only so far; use Backend::Cpu or Backend::Auto")]
+    NotOnGpu(&'static str),
+
+    #[error("{keys} keys but {values} values: a key-value sort needs one value per key")]
+    LengthMismatch { keys: usize, values: usize },
+
+    #[error("{len} keys do not split into rows of {row_len}")]
+    BadRows { len: usize, row_len: usize },
+
+    #[error("segment offsets must start at 0, never decrease, and end at the length {len}")]
+    BadSegments { len: usize },
+
     #[error("keys on device {buffer} cannot be sorted by the sorter of device {sorter}")]
     WrongDevice { buffer: usize, sorter: usize },
 }

@@ -35,6 +35,7 @@ mod error;
 pub mod gen;
 pub mod io;
 pub mod key;
+mod kv;
 pub mod network;
 
 pub use error::{Error, GpuUnavailable, Result};
@@ -190,7 +191,7 @@ impl Sorter {
 }
 
 /// Maps keys to ordered bits in place, runs the CPU network, maps back.
-fn sort_on_cpu<K: SortKey>(keys: &mut [K], order: Order, serial: bool) {
+pub(crate) fn sort_on_cpu<K: SortKey>(keys: &mut [K], order: Order, serial: bool) {
     let bits: &mut [K::Bits] = bytemuck::cast_slice_mut(keys);
     let needs_map = K::DTYPE.map_kind() != key::MapKind::Unsigned || order == Order::Descending;
     if needs_map {

@@ -9,11 +9,14 @@ mod serial;
 pub use parallel::sort_parallel;
 pub use serial::sort_serial;
 
-use crate::key::Bits;
+/// What the CPU networks sort: any totally ordered plain value (the `u32`/`u64` words of
+/// [`crate::key`], or `(word, index)` pairs for stable key-value sorts).
+pub trait Word: Copy + Ord + Send + Sync {}
+impl<T: Copy + Ord + Send + Sync> Word for T {}
 
 /// Compare-exchange: the smaller word goes to `lo`.
 #[inline(always)]
-fn compare_exchange<B: Bits>(lo: &mut B, hi: &mut B) {
+fn compare_exchange<B: Word>(lo: &mut B, hi: &mut B) {
     let (a, b) = (*lo, *hi);
     *lo = a.min(b);
     *hi = a.max(b);
@@ -21,7 +24,7 @@ fn compare_exchange<B: Bits>(lo: &mut B, hi: &mut B) {
 
 /// The first step of a stage on `data`, whose start is aligned to `size`: each index meets its
 /// mirror in its block. Pairs whose upper index is past the end are skipped (virtual `+inf`).
-fn flip_step<B: Bits>(data: &mut [B], size: usize) {
+fn flip_step<B: Word>(data: &mut [B], size: usize) {
     for block in data.chunks_mut(size) {
         let half = size / 2;
         if block.len() <= half {
@@ -37,7 +40,7 @@ fn flip_step<B: Bits>(data: &mut [B], size: usize) {
 
 /// A later step of a stage on `data`, whose start is aligned to `2 * stride`: index `i` meets
 /// `i + stride` in each block of `2 * stride`.
-fn half_step<B: Bits>(data: &mut [B], stride: usize) {
+fn half_step<B: Word>(data: &mut [B], stride: usize) {
     for block in data.chunks_mut(2 * stride) {
         if block.len() <= stride {
             continue;
@@ -51,7 +54,7 @@ fn half_step<B: Bits>(data: &mut [B], stride: usize) {
 
 /// Runs the steps of stage `size` whose stride is below `max_stride` (all of them when
 /// `max_stride > size / 2`).
-fn stage_below<B: Bits>(data: &mut [B], size: usize, max_stride: usize) {
+fn stage_below<B: Word>(data: &mut [B], size: usize, max_stride: usize) {
     for step in crate::network::stage_steps(size) {
         if step.stride >= max_stride {
             continue;

@@ -2,8 +2,7 @@
 //! enough for the L2 cache run all their steps locally; only steps whose stride spans tiles
 //! are done as a parallel sweep over the whole array.
 
-use super::{compare_exchange, stage_below};
-use crate::key::Bits;
+use super::{compare_exchange, stage_below, Word};
 use crate::network::{padded_len, stage_sizes, stage_steps};
 use rayon::prelude::*;
 
@@ -19,7 +18,7 @@ const GRAIN: usize = 1 << 12;
 /// bitonic::cpu::sort_parallel(&mut v);
 /// assert!(v.windows(2).all(|w| w[0] <= w[1]));
 /// ```
-pub fn sort_parallel<B: Bits>(data: &mut [B]) {
+pub fn sort_parallel<B: Word>(data: &mut [B]) {
     let n = data.len();
     let tile = TILE.min(padded_len(n));
     // Stages that fit a tile: every tile runs them on its own. Tiles start at multiples of
@@ -43,7 +42,7 @@ pub fn sort_parallel<B: Bits>(data: &mut [B]) {
     }
 }
 
-fn flip_par<B: Bits>(block: &mut [B], size: usize) {
+fn flip_par<B: Word>(block: &mut [B], size: usize) {
     let half = size / 2;
     if block.len() <= half {
         return;
@@ -60,7 +59,7 @@ fn flip_par<B: Bits>(block: &mut [B], size: usize) {
         });
 }
 
-fn half_par<B: Bits>(block: &mut [B], stride: usize) {
+fn half_par<B: Word>(block: &mut [B], stride: usize) {
     if block.len() <= stride {
         return;
     }

@@ -1,0 +1,168 @@
+//! Key-value sorting, argsort, and sorting rows or segments of one buffer independently.
+//!
+//! **Stability.** A bitonic network is not stable by itself. These sorts are, because they sort
+//! `(key, original index)` pairs: where keys are equal the smaller index comes first, in both
+//! orders. So `argsort` is deterministic, and `sort_by_key` keeps equal keys' values in their
+//! original order.
+//!
+//! These run on the CPU backends for now; asking for `Backend::Cuda` is an error that says so.
+
+use crate::error::{Error, Result};
+use crate::key::{key_from_ordered_bits, ordered_bits};
+use crate::{cpu, Backend, Order, Ran, SortKey, Sorter};
+use rayon::prelude::*;
+
+impl Sorter {
+    fn kv_backend(&self, what: &'static str) -> Result<Backend> {
+        match self.backend {
+            Backend::Cuda => Err(Error::NotOnGpu(what)),
+            Backend::CpuSerial => Ok(Backend::CpuSerial),
+            Backend::Auto | Backend::Cpu => Ok(Backend::Cpu),
+        }
+    }
+
+    /// Sorts `keys` and applies the same permutation to `values` (equal keys keep their
+    /// values' original order).
+    ///
+    /// ```
+    /// let mut keys = vec![3u32, 1, 3, 2];
+    /// let mut ids = vec![0u64, 1, 2, 3];
+    /// bitonic::Sorter::new().sort_by_key(&mut keys, &mut ids).unwrap();
+    /// assert_eq!((keys, ids), (vec![1, 2, 3, 3], vec![1, 3, 0, 2]));
+    /// ```
+    pub fn sort_by_key<K: SortKey, V: Copy + Send + Sync>(
+        &self,
+        keys: &mut [K],
+        values: &mut [V],
+    ) -> Result<Ran> {
+        if keys.len() != values.len() {
+            return Err(Error::LengthMismatch {
+                keys: keys.len(),
+                values: values.len(),
+            });
+        }
+        let backend = self.kv_backend("key-value sorting")?;
+        let pairs = sorted_pairs(keys, self.order, backend);
+        let old_values = values.to_vec();
+        keys.par_iter_mut()
+            .zip(values.par_iter_mut())
+            .zip(pairs.par_iter())
+            .for_each(|((k, v), &(bits, i))| {
+                *k = key_from_ordered_bits::<K>(bits, self.order);
+                *v = old_values[i];
+            });
+        Ok(Ran {
+            backend,
+            version: None,
+        })
+    }
+
+    /// The permutation that sorts `keys`: `keys[p[0]], keys[p[1]], …` is sorted, ties in index
+    /// order. Indices are `u32`; slices of more than `u32::MAX` keys need [`Sorter::argsort_u64`].
+    ///
+    /// ```
+    /// let p = bitonic::Sorter::new().argsort(&[2.5f32, -1.0, 2.5, 0.0]).unwrap();
+    /// assert_eq!(p, [1, 3, 0, 2]);
+    /// ```
+    pub fn argsort<K: SortKey>(&self, keys: &[K]) -> Result<Vec<u32>> {
+        if keys.len() > u32::MAX as usize {
+            return Err(Error::TooLong {
+                len: keys.len(),
+                max: u32::MAX as usize,
+            });
+        }
+        let backend = self.kv_backend("argsort")?;
+        Ok(sorted_pairs(keys, self.order, backend)
+            .into_par_iter()
+            .map(|(_, i)| i as u32)
+            .collect())
+    }
+
+    /// [`Sorter::argsort`] with `u64` indices, for any length.
+    pub fn argsort_u64<K: SortKey>(&self, keys: &[K]) -> Result<Vec<u64>> {
+        let backend = self.kv_backend("argsort")?;
+        Ok(sorted_pairs(keys, self.order, backend)
+            .into_par_iter()
+            .map(|(_, i)| i as u64)
+            .collect())
+    }
+
+    /// Sorts every row of a row-major matrix of rows of `row_len` keys, independently.
+    ///
+    /// ```
+    /// let mut m = vec![3u32, 1, 2, /* next row */ 9, 7, 8];
+    /// bitonic::Sorter::new().sort_rows(&mut m, 3).unwrap();
+    /// assert_eq!(m, [1, 2, 3, 7, 8, 9]);
+    /// ```
+    pub fn sort_rows<K: SortKey>(&self, data: &mut [K], row_len: usize) -> Result<Ran> {
+        if row_len == 0 || data.len() % row_len != 0 {
+            return Err(Error::BadRows {
+                len: data.len(),
+                row_len,
+            });
+        }
+        let backend = self.kv_backend("row sorting")?;
+        let order = self.order;
+        let sort_row = |row: &mut [K]| crate::sort_on_cpu(row, order, true);
+        match backend {
+            Backend::CpuSerial => data.chunks_mut(row_len).for_each(sort_row),
+            _ => data.par_chunks_mut(row_len).for_each(sort_row),
+        }
+        Ok(Ran {
+            backend,
+            version: None,
+        })
+    }
+
+    /// Sorts each segment `data[offsets[i]..offsets[i + 1]]` independently. `offsets` must start
+    /// at 0, never decrease, and end at `data.len()`.
+    ///
+    /// ```
+    /// let mut v = vec![2i64, 1, 5, 4, 3];
+    /// bitonic::Sorter::new().sort_segments(&mut v, &[0, 2, 2, 5]).unwrap();
+    /// assert_eq!(v, [1, 2, 3, 4, 5]);
+    /// ```
+    pub fn sort_segments<K: SortKey>(&self, data: &mut [K], offsets: &[usize]) -> Result<Ran> {
+        let valid = offsets.first() == Some(&0)
+            && offsets.last() == Some(&data.len())
+            && offsets.windows(2).all(|w| w[0] <= w[1]);
+        if !valid {
+            return Err(Error::BadSegments { len: data.len() });
+        }
+        let backend = self.kv_backend("segmented sorting")?;
+        let mut segments = Vec::with_capacity(offsets.len().saturating_sub(1));
+        let mut rest = data;
+        for w in offsets.windows(2) {
+            let (segment, tail) = rest.split_at_mut(w[1] - w[0]);
+            segments.push(segment);
+            rest = tail;
+        }
+        let order = self.order;
+        match backend {
+            Backend::CpuSerial => segments
+                .into_iter()
+                .for_each(|s| crate::sort_on_cpu(s, order, true)),
+            _ => segments
+                .into_par_iter()
+                .for_each(|s| crate::sort_on_cpu(s, order, true)),
+        }
+        Ok(Ran {
+            backend,
+            version: None,
+        })
+    }
+}
+
+/// `(ordered bits, original index)` pairs, sorted by the network: equal keys end in index order.
+fn sorted_pairs<K: SortKey>(keys: &[K], order: Order, backend: Backend) -> Vec<(K::Bits, usize)> {
+    let mut pairs: Vec<(K::Bits, usize)> = keys
+        .par_iter()
+        .enumerate()
+        .map(|(i, &k)| (ordered_bits(k, order), i))
+        .collect();
+    match backend {
+        Backend::CpuSerial => cpu::sort_serial(&mut pairs),
+        _ => cpu::sort_parallel(&mut pairs),
+    }
+    pairs
+}
