@@ -330,7 +330,11 @@ fn unsupported_npy_dtypes_and_shapes() {
         ("<f2", "(8,)", "dtype \"<f2\" is not supported"),
         (">u4", "(4,)", "dtype \">u4\" is not supported"),
         ("|u1", "(16,)", "dtype \"|u1\" is not supported"),
-        ("<u4", "(2, 2)", "is not one-dimensional"),
+        (
+            "<u4",
+            "(2, 2, 2)",
+            "is not supported (one or two dimensions)",
+        ),
     ] {
         let input = dir.path("x.npy");
         std::fs::write(&input, npy_with_descr(descr, shape)).unwrap();
@@ -473,4 +477,75 @@ fn gpu_cli_reaches_every_version() {
             .assert()
             .success();
     }
+}
+
+fn read_npy_u32(path: &Path) -> (String, Vec<u32>) {
+    let bytes = std::fs::read(path).unwrap();
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let header = String::from_utf8(bytes[10..10 + header_len].to_vec()).unwrap();
+    (
+        header,
+        bytemuck::pod_collect_to_vec(&bytes[10 + header_len..]),
+    )
+}
+
+#[test]
+fn rows_and_two_dimensional_npy() {
+    let dir = Dir::new();
+    let (flat, by_rows) = (dir.path("flat.u32"), dir.path("rows.npy"));
+    write_raw_u32(&flat, &[3, 1, 2, 9, 7, 8]);
+    bitonic()
+        .args(["sort", "--rows", "2"])
+        .arg(&flat)
+        .arg("-o")
+        .arg(&by_rows)
+        .assert()
+        .success();
+    let (header, keys) = read_npy_u32(&by_rows);
+    assert!(header.contains("'shape': (2, 3)"), "{header}");
+    assert_eq!(keys, [1, 2, 3, 7, 8, 9]);
+    // A 2-D .npy input sorts along its last axis and keeps its shape.
+    let again = dir.path("again.npy");
+    bitonic()
+        .args(["sort", "--desc"])
+        .arg(&by_rows)
+        .arg("-o")
+        .arg(&again)
+        .assert()
+        .success();
+    let (header, keys) = read_npy_u32(&again);
+    assert!(header.contains("'shape': (2, 3)"), "{header}");
+    assert_eq!(keys, [3, 2, 1, 9, 8, 7]);
+    fails_without_output(
+        &["sort", "--rows", "4"],
+        Some(&flat),
+        &dir.path("bad"),
+        "6 keys do not split into 4 equal rows",
+    );
+}
+
+#[test]
+fn argsort_writes_the_permutation() {
+    let dir = Dir::new();
+    let (input, output) = (dir.path("in.u32"), dir.path("perm.npy"));
+    write_raw_u32(&input, &[30, 10, 20, 10, 5, 6]);
+    bitonic()
+        .args(["sort", "--argsort"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .assert()
+        .success();
+    let (header, perm) = read_npy_u32(&output);
+    assert!(header.contains("'descr': '<u4'"), "{header}");
+    assert_eq!(perm, [4, 5, 1, 3, 2, 0], "ties keep their original order");
+    let per_row = dir.path("per_row.npy");
+    bitonic()
+        .args(["sort", "--argsort", "--rows", "2", "--desc"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&per_row)
+        .assert()
+        .success();
+    assert_eq!(read_npy_u32(&per_row).1, [0, 2, 1, 0, 2, 1]);
 }

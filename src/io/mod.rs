@@ -37,8 +37,8 @@ pub enum IoError {
         found: DType,
         given: DType,
     },
-    #[error("{path}: a .npy array of shape {shape:?} is not one-dimensional")]
-    NotOneDimensional { path: PathBuf, shape: Vec<u64> },
+    #[error("{path}: a .npy array of shape {shape:?} is not supported (one or two dimensions)")]
+    UnsupportedShape { path: PathBuf, shape: Vec<u64> },
     #[error("{path} exists; pass --force to overwrite it")]
     WouldOverwrite { path: PathBuf },
     #[error("{path} is the input file; pass --force to sort it in place")]
@@ -74,6 +74,8 @@ pub struct KeyFile {
     pub path: PathBuf,
     pub dtype: DType,
     pub format: Format,
+    /// `[len]`, or `[rows, keys per row]` for a 2-D .npy array.
+    pub shape: Vec<usize>,
     bytes: Bytes,
     /// Where the keys start (after a .npy header).
     offset: usize,
@@ -143,6 +145,10 @@ impl KeyFile {
                 size: dtype.size(),
             });
         }
+        let shape = match &npy_header {
+            Some(h) => h.shape.clone(),
+            None => vec![data_bytes / dtype.size()],
+        };
         if let Some(promised) = npy_header.map(|h| h.len) {
             let held = (data_bytes / dtype.size()) as u64;
             if promised != held {
@@ -158,6 +164,7 @@ impl KeyFile {
             path: path.to_path_buf(),
             dtype,
             format,
+            shape,
             bytes,
             offset,
         })
@@ -215,14 +222,20 @@ pub fn check_output(output: &Path, input: Option<&Path>, force: bool) -> Result<
 
 /// Writes keys to `path` (`-` for stdout, raw) in `format`, atomically: readers see the old
 /// file or the whole new one, and a failure leaves nothing behind.
-pub fn write_keys<K: SortKey>(path: &Path, format: Format, keys: &[K]) -> Result<(), IoError> {
+/// `shape` is `[keys.len()]` or `[rows, keys per row]`; raw files ignore it.
+pub fn write_keys<K: SortKey>(
+    path: &Path,
+    format: Format,
+    keys: &[K],
+    shape: &[usize],
+) -> Result<(), IoError> {
     let io = |source| IoError::Io {
         path: path.to_path_buf(),
         source,
     };
     let write = |out: &mut dyn Write| -> std::io::Result<()> {
         if format == Format::Npy {
-            out.write_all(&npy::header(K::DTYPE, keys.len()))?;
+            out.write_all(&npy::header(K::DTYPE, shape))?;
         }
         out.write_all(bytemuck::cast_slice(keys))?;
         out.flush()

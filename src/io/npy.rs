@@ -12,6 +12,8 @@ pub struct Header {
     pub data_offset: usize,
     /// Keys the shape promises.
     pub len: u64,
+    /// One or two dimensions (rows, keys per row), row-major.
+    pub shape: Vec<usize>,
 }
 
 fn bad(path: &Path, reason: impl Into<String>) -> IoError {
@@ -47,20 +49,27 @@ pub fn parse_header(path: &Path, bytes: &[u8]) -> Result<Header, IoError> {
             })
         }
     };
-    if header.shape().len() != 1 {
-        return Err(IoError::NotOneDimensional {
+    let shape = header.shape().to_vec();
+    if shape.is_empty() || shape.len() > 2 {
+        return Err(IoError::UnsupportedShape {
             path: path.to_path_buf(),
-            shape: header.shape().to_vec(),
+            shape,
         });
+    }
+    if shape.len() == 2 && header.order() == npyz::Order::Fortran {
+        let reason = "a 2-D array in Fortran (column-major) order: rows would not be contiguous";
+        return Err(bad(path, reason));
     }
     Ok(Header {
         dtype,
         data_offset: cursor.position() as usize,
-        len: header.shape()[0],
+        len: shape.iter().product(),
+        shape: shape.iter().map(|&d| d as usize).collect(),
     })
 }
 
-pub fn header(dtype: DType, len: usize) -> Vec<u8> {
+/// The header of a row-major array of `shape` (one or two dimensions).
+pub fn header(dtype: DType, shape: &[usize]) -> Vec<u8> {
     let descr = match dtype {
         DType::U32 => "<u4",
         DType::I32 => "<i4",
@@ -69,7 +78,18 @@ pub fn header(dtype: DType, len: usize) -> Vec<u8> {
         DType::F32 => "<f4",
         DType::F64 => "<f8",
     };
-    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': ({len},), }}");
+    let dims = match shape {
+        [len] => format!("({len},)"),
+        _ => format!(
+            "({})",
+            shape
+                .iter()
+                .map(usize::to_string)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {dims}, }}");
     // Magic (6) + version (2) + length (2) + dict + '\n', padded with spaces to 64 bytes.
     let unpadded = 10 + dict.len() + 1;
     dict.push_str(&" ".repeat(unpadded.next_multiple_of(64) - unpadded));

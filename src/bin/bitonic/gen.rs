@@ -31,7 +31,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let format = Format::from_path(&args.output);
     with_key_type!(args.dtype, K => {
         let keys = generate::<K>(args.len, args.pattern, args.seed);
-        write_keys(&args.output, format, &keys)?;
+        write_keys(&args.output, format, &keys, &[keys.len()])?;
     });
     Ok(ExitCode::SUCCESS)
 }

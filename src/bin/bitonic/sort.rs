@@ -20,6 +20,14 @@ pub struct Args {
     dtype: Option<DType>,
     #[command(flatten)]
     options: SortOptions,
+    /// Sort each of R equal rows independently (a 2-D .npy input is sorted along its last axis
+    /// without this).
+    #[arg(long, value_name = "R")]
+    rows: Option<usize>,
+    /// Write the sorting permutation (u32 indices, u64 past 2^32 keys; per row with rows)
+    /// instead of the sorted keys. Ties keep their original order.
+    #[arg(long)]
+    argsort: bool,
     /// Overwrite OUTPUT if it exists, even when it is the input.
     #[arg(long)]
     force: bool,
@@ -36,16 +44,40 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // Resolve the backend before touching the output, so a refused `--backend cuda` writes nothing.
     args.options.sorter().resolve_backend(file.len())?;
     let format = Format::from_path(&args.output);
+    let shape = output_shape(&file, args.rows)?;
+    let sorter = args.options.sorter();
     let started = Instant::now();
     let (ran, sort_time) = with_key_type!(file.dtype, K => {
         let mut keys = file.keys::<K>();
         progress.set_message(format!("sorting {} {} keys", keys.len(), file.dtype));
         let sort_start = Instant::now();
-        let ran = args.options.sorter().sort(&mut keys)?;
-        let sort_time = sort_start.elapsed();
-        progress.set_message(format!("writing {}", args.output.display()));
-        write_keys(&args.output, format, &keys)?;
-        (ran, sort_time)
+        let row_len = shape.get(1).copied();
+        if args.argsort {
+            let len = row_len.unwrap_or(keys.len()).max(1);
+            let perm = argsort_rows(&sorter, &keys, len)?;
+            let sort_time = sort_start.elapsed();
+            progress.set_message(format!("writing {}", args.output.display()));
+            if len <= u32::MAX as usize {
+                let narrow: Vec<u32> = perm.iter().map(|&i| i as u32).collect();
+                write_keys(&args.output, format, &narrow, &shape)?;
+            } else {
+                write_keys(&args.output, format, &perm, &shape)?;
+            }
+            let backend = match sorter.backend {
+                bitonic::Backend::CpuSerial => bitonic::Backend::CpuSerial,
+                _ => bitonic::Backend::Cpu, // argsort runs on the CPU backends so far
+            };
+            (bitonic::Ran { backend, version: None }, sort_time)
+        } else {
+            let ran = match row_len {
+                Some(len) => sorter.sort_rows(&mut keys, len)?,
+                None => sorter.sort(&mut keys)?,
+            };
+            let sort_time = sort_start.elapsed();
+            progress.set_message(format!("writing {}", args.output.display()));
+            write_keys(&args.output, format, &keys, &shape)?;
+            (ran, sort_time)
+        }
     });
     progress.finish_and_clear();
     if !args.quiet {
@@ -60,4 +92,29 @@ pub fn run(args: Args) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `[len]` for one sort, `[rows, keys per row]` for independent rows: from `--rows`, else from a
+/// 2-D .npy input.
+fn output_shape(file: &KeyFile, rows: Option<usize>) -> Result<Vec<usize>> {
+    let len = file.len();
+    match rows {
+        Some(0) => anyhow::bail!("--rows must be at least 1"),
+        Some(r) if len % r != 0 => anyhow::bail!("{len} keys do not split into {r} equal rows"),
+        Some(r) => Ok(vec![r, len / r]),
+        None => Ok(file.shape.clone()),
+    }
+}
+
+/// The permutation of every row of `row_len` keys (indices within the row).
+fn argsort_rows<K: bitonic::SortKey>(
+    sorter: &bitonic::Sorter,
+    keys: &[K],
+    row_len: usize,
+) -> Result<Vec<u64>> {
+    let mut perm = Vec::with_capacity(keys.len());
+    for row in keys.chunks(row_len) {
+        perm.extend(sorter.argsort_u64(row)?);
+    }
+    Ok(perm)
 }
