@@ -62,6 +62,9 @@ pub enum Error {
     #[error("segment offsets must start at 0, never decrease, and end at the length {len}")]
     BadSegments { len: usize },
 
+    #[error("another rank of a multi-GPU sort failed, so this one stopped")]
+    PeerFailed,
+
     #[error("keys on device {buffer} cannot be sorted by the sorter of device {sorter}")]
     WrongDevice { buffer: usize, sorter: usize },
 }

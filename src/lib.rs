@@ -36,6 +36,7 @@ pub mod gen;
 pub mod io;
 pub mod key;
 mod kv;
+pub mod multi;
 pub mod network;
 
 pub use error::{Error, GpuUnavailable, Result};
