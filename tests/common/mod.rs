@@ -25,22 +25,8 @@ pub fn require_env(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v == "1")
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Pattern {
-    Random,
-    Sorted,
-    Reversed,
-    AllEqual,
-    FewDistinct,
-}
-
-pub const PATTERNS: [Pattern; 5] = [
-    Pattern::Random,
-    Pattern::Sorted,
-    Pattern::Reversed,
-    Pattern::AllEqual,
-    Pattern::FewDistinct,
-];
+pub use bitonic::gen::Pattern;
+pub const PATTERNS: [Pattern; 5] = Pattern::ALL;
 
 /// Builds keys from random words; floats also get NaNs of both signs, ±0.0 and ±inf mixed in.
 pub trait TestKey: SortKey {
