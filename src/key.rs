@@ -82,6 +82,12 @@ impl DType {
         }
     }
 
+    /// Whether sorting this type in `order` needs the key map at all: everything but ascending
+    /// unsigned keys does.
+    pub fn needs_map(self, order: Order) -> bool {
+        self.map_kind() != MapKind::Unsigned || order == Order::Descending
+    }
+
     /// How a key of this type is turned into its sort bits; the GPU map kernels take this code.
     pub fn map_kind(self) -> MapKind {
         match self {

@@ -194,7 +194,7 @@ impl Sorter {
 /// Maps keys to ordered bits in place, runs the CPU network, maps back.
 pub(crate) fn sort_on_cpu<K: SortKey>(keys: &mut [K], order: Order, serial: bool) {
     let bits: &mut [K::Bits] = bytemuck::cast_slice_mut(keys);
-    let needs_map = K::DTYPE.map_kind() != key::MapKind::Unsigned || order == Order::Descending;
+    let needs_map = K::DTYPE.needs_map(order);
     if needs_map {
         for_each_word(bits, serial, |b| {
             *b = key::ordered_bits(bytemuck::cast::<_, K>(*b), order)

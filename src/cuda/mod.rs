@@ -279,7 +279,7 @@ impl Gpu {
             plan::passes::<u64>(self, version, n)?
         };
         // The tuned passes fold the key map into their first load and last store.
-        let needs_map = dtype.map_kind() != MapKind::Unsigned || order == Order::Descending;
+        let needs_map = dtype.needs_map(order);
         let maps = if needs_map && version != Version::Tuned {
             2
         } else {
@@ -298,7 +298,7 @@ impl Gpu {
         if n < 2 {
             return Ok(());
         }
-        let map = K::DTYPE.map_kind() != MapKind::Unsigned || order == Order::Descending;
+        let map = K::DTYPE.needs_map(order);
         if version == Version::Tuned {
             // The tuned passes fold the key map into their first load and last store.
             let desc = if order == Order::Descending {
