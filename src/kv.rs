@@ -13,6 +13,12 @@ use crate::{cpu, Backend, Order, Ran, SortKey, Sorter};
 use rayon::prelude::*;
 
 impl Sorter {
+    /// The backend the key-value sorts, argsorts and row sorts of this sorter run on: `Cpu` or
+    /// `CpuSerial`; an error for `Cuda`, which they do not support yet.
+    pub fn key_value_backend(&self) -> Result<Backend> {
+        self.kv_backend("key-value, argsort and row sorting")
+    }
+
     fn kv_backend(&self, what: &'static str) -> Result<Backend> {
         match self.backend {
             Backend::Cuda => Err(Error::NotOnGpu(what)),
@@ -85,6 +91,33 @@ impl Sorter {
             .into_par_iter()
             .map(|(_, i)| i as u64)
             .collect())
+    }
+
+    /// The permutation of every row of `row_len` keys, each row's indices counted from its
+    /// start (`u64`, for rows of any length). The last row may be shorter.
+    ///
+    /// ```
+    /// let p = bitonic::Sorter::new().argsort_rows(&[3u32, 1, 2, 9, 7, 8], 3).unwrap();
+    /// assert_eq!(p, [1, 2, 0, 1, 2, 0]);
+    /// ```
+    pub fn argsort_rows<K: SortKey>(&self, keys: &[K], row_len: usize) -> Result<Vec<u64>> {
+        if row_len == 0 {
+            return Err(Error::BadRows {
+                len: keys.len(),
+                row_len,
+            });
+        }
+        let backend = self.kv_backend("argsort")?;
+        let rows: Vec<Vec<u64>> = keys
+            .par_chunks(row_len)
+            .map(|row| {
+                sorted_pairs(row, self.order, backend)
+                    .into_iter()
+                    .map(|(_, i)| i as u64)
+                    .collect()
+            })
+            .collect();
+        Ok(rows.concat())
     }
 
     /// Sorts every row of a row-major matrix of rows of `row_len` keys, independently.

@@ -41,11 +41,11 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let progress = ui::spinner(args.quiet);
     progress.set_message(format!("reading {}", args.input.display()));
     let file = KeyFile::open(&args.input, args.dtype)?;
+    let sorter = args.options.sorter();
     // Resolve the backend before touching the output, so a refused `--backend cuda` writes nothing.
-    args.options.sorter().resolve_backend(file.len())?;
+    sorter.resolve_backend(file.len())?;
     let format = Format::from_path(&args.output);
     let shape = output_shape(&file, args.rows)?;
-    let sorter = args.options.sorter();
     let started = Instant::now();
     let (ran, sort_time) = with_key_type!(file.dtype, K => {
         let mut keys = file.keys::<K>();
@@ -54,7 +54,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let row_len = shape.get(1).copied();
         if args.argsort {
             let len = row_len.unwrap_or(keys.len()).max(1);
-            let perm = argsort_rows(&sorter, &keys, len)?;
+            let backend = sorter.key_value_backend()?;
+            let perm = sorter.argsort_rows(&keys, len)?;
             let sort_time = sort_start.elapsed();
             progress.set_message(format!("writing {}", args.output.display()));
             if len <= u32::MAX as usize {
@@ -63,10 +64,6 @@ pub fn run(args: Args) -> Result<ExitCode> {
             } else {
                 write_keys(&args.output, format, &perm, &shape)?;
             }
-            let backend = match sorter.backend {
-                bitonic::Backend::CpuSerial => bitonic::Backend::CpuSerial,
-                _ => bitonic::Backend::Cpu, // argsort runs on the CPU backends so far
-            };
             (bitonic::Ran { backend, version: None }, sort_time)
         } else {
             let ran = match row_len {
@@ -104,17 +101,4 @@ fn output_shape(file: &KeyFile, rows: Option<usize>) -> Result<Vec<usize>> {
         Some(r) => Ok(vec![r, len / r]),
         None => Ok(file.shape.clone()),
     }
-}
-
-/// The permutation of every row of `row_len` keys (indices within the row).
-fn argsort_rows<K: bitonic::SortKey>(
-    sorter: &bitonic::Sorter,
-    keys: &[K],
-    row_len: usize,
-) -> Result<Vec<u64>> {
-    let mut perm = Vec::with_capacity(keys.len());
-    for row in keys.chunks(row_len) {
-        perm.extend(sorter.argsort_u64(row)?);
-    }
-    Ok(perm)
 }
