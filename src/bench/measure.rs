@@ -166,18 +166,10 @@ fn run_typed<K: RandomKey>(
         if plan.cpu {
             let cpu_sorts: [CpuSort<K>; 4] = [
                 ("cpu-serial-bitonic", plan.serial_max_exp, |k| {
-                    Sorter::new()
-                        .backend(Backend::CpuSerial)
-                        .sort(k)
-                        .map(drop)
-                        .expect("CPU sorts do not fail")
+                    crate::sort_on_cpu(k, Order::Ascending, true)
                 }),
                 ("cpu-parallel-bitonic", plan.cpu_max_exp, |k| {
-                    Sorter::new()
-                        .backend(Backend::Cpu)
-                        .sort(k)
-                        .map(drop)
-                        .expect("CPU sorts do not fail")
+                    crate::sort_on_cpu(k, Order::Ascending, false)
                 }),
                 ("std-sort_unstable", plan.cpu_max_exp, |k| {
                     k.sort_unstable_by(crate::key::cmp_keys)

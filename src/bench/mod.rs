@@ -113,6 +113,11 @@ impl Row {
         })
     }
 
+    /// Achieved bandwidth over `bytes_moved`, in GB/s.
+    pub fn bandwidth_gbs(&self) -> Option<f64> {
+        Some(self.bytes_moved? as f64 / (self.median_ms / 1e3) / 1e9)
+    }
+
     pub fn keys_per_second(&self) -> f64 {
         self.n as f64 / (self.median_ms / 1e3)
     }

@@ -57,7 +57,7 @@ fn ratio(a: Option<&Row>, b: Option<&Row>) -> String {
 pub fn copy_bandwidth(rows: &[Row]) -> Option<f64> {
     rows.iter()
         .find(|r| r.name == COPY)
-        .and_then(|r| Some(r.bytes_moved? as f64 / (r.median_ms / 1e3) / 1e9))
+        .and_then(Row::bandwidth_gbs)
 }
 
 /// The report's table at size `n`.
@@ -81,23 +81,17 @@ pub fn speedup_table(rows: &[Row], n: u64) -> String {
         }
         let ours = name.starts_with("bitonic-v");
         let fastest = dev.or(e2e).unwrap();
-        let gbs = dev.and_then(|d| Some(d.bytes_moved? as f64 / (d.median_ms / 1e3) / 1e9));
+        let gbs = dev.and_then(Row::bandwidth_gbs);
+        // Step speed-ups only along our versions' progression.
+        let step = |prev, cur| if ours { ratio(prev, cur) } else { "–".into() };
         let _ = writeln!(
             out,
             "| {name} | {} | {} | {} | {} | {} | {} | {:.2} | {} | {} |",
             ms(dev),
-            if ours {
-                ratio(prev_dev, dev)
-            } else {
-                "–".into()
-            },
+            step(prev_dev, dev),
             ratio(serial, dev),
             ms(e2e),
-            if ours {
-                ratio(prev_e2e, e2e)
-            } else {
-                "–".into()
-            },
+            step(prev_e2e, e2e),
             ratio(serial, e2e),
             fastest.keys_per_second() / 1e9,
             gbs.map(|g| format!("{g:.0}")).unwrap_or("–".into()),
