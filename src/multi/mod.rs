@@ -110,19 +110,29 @@ fn decode<B: Bits>(bytes: &[u8]) -> Result<Vec<Tagged<B>>> {
         .collect())
 }
 
+/// One message to every other rank and one from each, in p-1 rounds around the ring (round k:
+/// send to r+k, receive from r-k). Returns `(sender, message)` pairs.
+fn ring_all_to_all<T: Transport>(
+    t: &T,
+    mut message_for: impl FnMut(usize) -> Vec<u8>,
+) -> Result<Vec<(usize, Vec<u8>)>> {
+    let (p, r) = (t.ranks(), t.rank());
+    (1..p)
+        .map(|k| {
+            let (to, from) = ((r + k) % p, (r + p - k) % p);
+            Ok((from, t.exchange(to, message_for(to), from)?))
+        })
+        .collect()
+}
+
 /// Every rank's shard length, in rank order (p-1 rounds of the ring).
 fn all_gather_sizes<T: Transport>(t: &T, mine: usize) -> Result<Vec<usize>> {
     let (p, r) = (t.ranks(), t.rank());
     let mut sizes = vec![0usize; p];
     sizes[r] = mine;
-    for k in 1..p {
-        let got = t.exchange(
-            (r + k) % p,
-            (mine as u64).to_le_bytes().to_vec(),
-            (r + p - k) % p,
-        )?;
+    for (from, got) in ring_all_to_all(t, |_| (mine as u64).to_le_bytes().to_vec())? {
         let bytes: [u8; 8] = got.as_slice().try_into().map_err(|_| Error::PeerFailed)?;
-        sizes[(r + p - k) % p] = u64::from_le_bytes(bytes) as usize;
+        sizes[from] = u64::from_le_bytes(bytes) as usize;
     }
     Ok(sizes)
 }
@@ -183,12 +193,8 @@ fn partition<B: Bits, T: Transport>(
     let count = (32 * p * words.len()).div_ceil(total);
     let sample: Vec<Tagged<B>> = (0..count).map(|k| words[k * words.len() / count]).collect();
     let mut samples = sample.clone();
-    for k in 1..p {
-        samples.extend(decode::<B>(&t.exchange(
-            (r + k) % p,
-            encode(&sample),
-            (r + p - k) % p,
-        )?)?);
+    for (_, got) in ring_all_to_all(t, |_| encode(&sample))? {
+        samples.extend(decode::<B>(&got)?);
     }
     samples.sort_unstable();
     let splitters: Vec<Tagged<B>> = (1..p)
@@ -201,10 +207,8 @@ fn partition<B: Bits, T: Transport>(
     cuts.resize(p, words.len());
     cuts.push(words.len());
     let mut received = words[cuts[r]..cuts[r + 1]].to_vec();
-    for k in 1..p {
-        let to = (r + k) % p;
-        let send = encode(&words[cuts[to]..cuts[to + 1]]);
-        received.extend(decode::<B>(&t.exchange(to, send, (r + p - k) % p)?)?);
+    for (_, got) in ring_all_to_all(t, |to| encode(&words[cuts[to]..cuts[to + 1]]))? {
+        received.extend(decode::<B>(&got)?);
     }
     local_sort(&mut received);
     Ok(received)
