@@ -28,5 +28,21 @@ for version in ${VERSIONS:-v0 v1 v2 v3 v4 v5 tuned}; do
     done
   done
 done
+# Row sorts and argsorts run the tuned passes over row layouts and key-index pairs (u64 words
+# for 32-bit keys, 16-byte pairs for 64-bit keys); tests/kv_sort.rs checks their results.
+kv_cases=("rows-u32 $tmp/u32.bin --dtype=u32 --rows 7" "rows-argsort-u32 $tmp/u32.bin --dtype=u32 --rows 7 --argsort"
+          "argsort-f64-desc $tmp/f64.npy --argsort --desc")
+for tool in memcheck racecheck; do
+  for case in "${kv_cases[@]}"; do
+    read -r name input options <<< "$case"
+    log="$tmp/$name.$tool.log"
+    if compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin" sort "$input" $options \
+        -o "$tmp/out-$name.npy" --force --backend cuda --quiet > "$log" 2>&1; then
+      printf "%-6s %-10s %-16s %s\n" tuned "$tool" "$name" "$(grep -h 'SUMMARY' "$log" | tr '\n' ' ')"
+    else
+      echo "tuned $tool $name: FAILED"; cat "$log"; status=1
+    fi
+  done
+done
 rm -rf "$tmp"
 exit $status

@@ -18,6 +18,43 @@ template <typename K> __device__ __forceinline__ K largest_key();
 template <> __device__ __forceinline__ u32 largest_key<u32>() { return 0xffffffffu; }
 template <> __device__ __forceinline__ u64 largest_key<u64>() { return 0xffffffffffffffffull; }
 
+// Flags of a key-map argument: src/key.rs's MapKind in the low bits, then options.
+#define MAP_KIND_MASK 3u
+#define MAP_SIGNED 1u
+#define MAP_FLOAT 2u
+#define MAP_DESCENDING 4u
+
+// The order-preserving map of src/key.rs: key bits to the unsigned word the networks sort
+// ascending (descending order sorts the complement), and back.
+template <typename K> __device__ __forceinline__ K to_sortable(K w, u32 map) {
+    const K sign = K(1) << (sizeof(K) * 8 - 1);
+    u32 kind = map & MAP_KIND_MASK;
+    if (kind == MAP_SIGNED) w ^= sign;
+    if (kind == MAP_FLOAT) w = (w & sign) ? ~w : w ^ sign;
+    return (map & MAP_DESCENDING) ? ~w : w;
+}
+
+template <typename K> __device__ __forceinline__ K from_sortable(K w, u32 map) {
+    const K sign = K(1) << (sizeof(K) * 8 - 1);
+    if (map & MAP_DESCENDING) w = ~w;
+    u32 kind = map & MAP_KIND_MASK;
+    if (kind == MAP_SIGNED) w ^= sign;
+    if (kind == MAP_FLOAT) w = (w & sign) ? w ^ sign : ~w;
+    return w;
+}
+
+// A 64-bit sortable key with the index that makes it unique (key-value sorts and argsort of
+// 64-bit keys; 32-bit keys pack both into one u64 instead). Ordered by key, then index.
+struct KeyIndex {
+    u64 key;
+    u32 index;
+    u32 unused; // 16 bytes: one vector load or store
+};
+
+__device__ __forceinline__ bool operator<(const KeyIndex &a, const KeyIndex &b) {
+    return a.key < b.key || (a.key == b.key && a.index < b.index);
+}
+
 // The partner of index i in the step (size, stride).
 __device__ __forceinline__ u32 partner(u32 i, u32 size, u32 stride) {
     bool first_step_of_stage = stride * 2 == size;

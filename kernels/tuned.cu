@@ -17,6 +17,10 @@
 // indices, branch-free min/max), then the keys go back to shared memory (XOR-swizzled against
 // bank conflicts) and the next group of bits comes out. The key map (src/key.rs) is fused
 // into the first pass's loads and the last pass's stores.
+//
+// The passes index slots, not keys: a RowLayout says where each slot's key lives, so the same
+// passes sort one array, rows of a matrix (each padded to a power of two) or segments
+// (src/cuda/pairs.rs). Keys are u32 or u64 words, or 16-byte key-index pairs.
 #include "common.cuh"
 
 template <typename K> struct TunedTraits;
@@ -25,27 +29,51 @@ template <> struct TunedTraits<u32> { static const u32 E_BITS = 5, SWIZZLE_BITS 
 // u64: 16 keys a thread -> 2^14 keys (128 KiB) per tile with 1024 threads.
 template <> struct TunedTraits<u64> { static const u32 E_BITS = 4, SWIZZLE_BITS = 4; };
 
-// Flags of the map argument: the MapKind of src/key.rs in the low bits, then options.
-#define MAP_KIND_MASK 3u
-#define MAP_DESCENDING 4u
+// Options of the map argument, above the key-map flags of common.cuh.
 #define MAP_ON_LOAD 8u
 #define MAP_ON_STORE 16u
 
-template <typename K> __device__ __forceinline__ K to_sortable(K w, u32 map) {
-    const K sign = K(1) << (sizeof(K) * 8 - 1);
-    u32 kind = map & MAP_KIND_MASK;
-    if (kind == 1) w ^= sign;                               // signed
-    if (kind == 2) w = (w & sign) ? ~w : w ^ sign;          // float
-    return (map & MAP_DESCENDING) ? ~w : w;
+// Key-index pairs (common.cuh) sort by key, then index; 16 a thread, 256 threads.
+template <> struct TunedTraits<KeyIndex> { static const u32 E_BITS = 4, SWIZZLE_BITS = 3; };
+template <> __device__ __forceinline__ KeyIndex largest_key<KeyIndex>() {
+    KeyIndex k;
+    k.key = largest_key<u64>();
+    k.index = largest_key<u32>(); // above every real index: padding stays last
+    k.unused = 0;
+    return k;
+}
+__device__ __forceinline__ KeyIndex to_sortable(KeyIndex w, u32 map) {
+    w.key = to_sortable(w.key, map);
+    return w;
+}
+__device__ __forceinline__ KeyIndex from_sortable(KeyIndex w, u32 map) {
+    w.key = from_sortable(w.key, map);
+    return w;
 }
 
-template <typename K> __device__ __forceinline__ K from_sortable(K w, u32 map) {
-    const K sign = K(1) << (sizeof(K) * 8 - 1);
-    if (map & MAP_DESCENDING) w = ~w;
-    u32 kind = map & MAP_KIND_MASK;
-    if (kind == 1) w ^= sign;
-    if (kind == 2) w = (w & sign) ? w ^ sign : ~w;
-    return w;
+// Where the slots of the passes' index space live. The passes sort rows of 2^row_bits slots
+// each; slot `col` of row `row` holds key start(row) + col while col < the row's length, and
+// is padding (+inf, never moved) past it. A plain sort of n keys is one row.
+struct RowLayout {
+    const u32 *segment_start; // per row, or null: rows of row_len keys back to back
+    const u32 *segment_len;
+    u32 n;          // keys in all
+    u32 row_bits;
+    u32 row_len;
+    u32 rows;
+    u32 contiguous; // slot g is key g (one row, or rows of exactly 2^row_bits keys)
+};
+
+#define PADDING 0xffffffffu
+
+// The key index of slot g, or PADDING.
+__device__ __forceinline__ u32 key_index(const RowLayout &layout, u32 g) {
+    if (layout.contiguous) return g < layout.n ? g : PADDING;
+    u32 row = g >> layout.row_bits, col = g & ((1u << layout.row_bits) - 1);
+    if (row >= layout.rows) return PADDING;
+    if (layout.segment_start)
+        return col < layout.segment_len[row] ? layout.segment_start[row] + col : PADDING;
+    return col < layout.row_len ? row * layout.row_len + col : PADDING;
 }
 
 // Shared-memory slot of tile index i: the low SWIZZLE_BITS bits XORed with the next ones, so
@@ -60,6 +88,13 @@ template <typename K> __device__ __forceinline__ void order_pair(K &lo, K &hi) {
     K a = lo, b = hi;
     lo = min(a, b);
     hi = max(a, b);
+}
+
+__device__ __forceinline__ void order_pair(KeyIndex &lo, KeyIndex &hi) {
+    KeyIndex a = lo, b = hi;
+    bool swap = b < a;
+    lo = swap ? b : a;
+    hi = swap ? a : b;
 }
 
 // A half-cleaner step on register bit J: k[r] meets k[r | 2^J].
@@ -144,23 +179,53 @@ __device__ __forceinline__ u32 tile_bit(u32 g, u32 lo) { return g < 5 ? g : g - 
 // What every register group of one pass needs to know.
 template <typename K> struct Pass {
     K *keys;
-    u32 n, tile_bits, lo, b_last, stop, map;
+    RowLayout layout;
+    u32 tile_bits, lo, b_last, stop, map;
     bool contiguous;
+    bool aligned; // keys start on a 16-byte boundary (vector accesses allowed)
     int mirror_row_bit; // >= 0 when the pass starts with a flip over bits outside the tile
 };
 
 // One key by tile index, for the staging loops.
 template <typename K> __device__ __forceinline__ K load_key(const Pass<K> &p, u32 i) {
-    u32 g = global_index(i, blockIdx.x, p.tile_bits, p.lo, p.mirror_row_bit);
-    K key = g < p.n ? p.keys[g] : largest_key<K>(); // padding past n acts as +inf and never moves
-    if ((p.map & MAP_ON_LOAD) && g < p.n) key = to_sortable(key, p.map);
-    return key;
+    u32 at = key_index(p.layout, global_index(i, blockIdx.x, p.tile_bits, p.lo, p.mirror_row_bit));
+    if (at == PADDING) return largest_key<K>(); // acts as +inf and never moves
+    K key = p.keys[at];
+    return (p.map & MAP_ON_LOAD) ? to_sortable(key, p.map) : key;
 }
 
 template <typename K> __device__ __forceinline__ void store_key(const Pass<K> &p, u32 i, K key) {
-    u32 g = global_index(i, blockIdx.x, p.tile_bits, p.lo, p.mirror_row_bit);
-    if (g < p.n) p.keys[g] = (p.map & MAP_ON_STORE) ? from_sortable(key, p.map) : key;
+    u32 at = key_index(p.layout, global_index(i, blockIdx.x, p.tile_bits, p.lo, p.mirror_row_bit));
+    if (at != PADDING) p.keys[at] = (p.map & MAP_ON_STORE) ? from_sortable(key, p.map) : key;
 }
+
+// 16 bytes of keys (4 u32, 2 u64 or one KeyIndex) in one vector access.
+template <typename K> struct Vector16;
+template <> struct Vector16<u32> {
+    static const u32 KEYS = 4;
+    static __device__ __forceinline__ void load(const u32 *src, u32 *k) {
+        uint4 q = *reinterpret_cast<const uint4 *>(src);
+        k[0] = q.x, k[1] = q.y, k[2] = q.z, k[3] = q.w;
+    }
+    static __device__ __forceinline__ void store(u32 *dst, const u32 *k) {
+        *reinterpret_cast<uint4 *>(dst) = make_uint4(k[0], k[1], k[2], k[3]);
+    }
+};
+template <> struct Vector16<u64> {
+    static const u32 KEYS = 2;
+    static __device__ __forceinline__ void load(const u64 *src, u64 *k) {
+        ulonglong2 q = *reinterpret_cast<const ulonglong2 *>(src);
+        k[0] = q.x, k[1] = q.y;
+    }
+    static __device__ __forceinline__ void store(u64 *dst, const u64 *k) {
+        *reinterpret_cast<ulonglong2 *>(dst) = make_ulonglong2(k[0], k[1]);
+    }
+};
+template <> struct Vector16<KeyIndex> {
+    static const u32 KEYS = 1;
+    static __device__ __forceinline__ void load(const KeyIndex *src, KeyIndex *k) { k[0] = *src; }
+    static __device__ __forceinline__ void store(KeyIndex *dst, const KeyIndex *k) { *dst = k[0]; }
+};
 
 // One register group: each thread takes the E keys whose tile indices differ in bits
 // Q0 .. Q0+E_BITS-1 (a compile-time Q0 makes every shared-memory address a constant offset),
@@ -181,15 +246,18 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, bool firs
     const u32 mirror = u32(g) == b ? ((2u << tb) - (p.contiguous ? 1u : 32u)) : 0;
     const u32 thread_mirror = mirror & ((1u << Q0) - 1);
     const u32 upper_bit = tb - Q0;
-    const bool direct_in = first && Q0 >= 5;
+    // Direct reads and writes only where slot g is key g: the other layouts go through the
+    // staging loops, which keeps this unrolled code small.
+    const bool direct = Q0 >= 5 && p.layout.contiguous;
+    const bool direct_in = first && direct;
     const u32 slot_lo = slot<K>(thread_part), slot_hi = slot<K>(thread_part ^ thread_mirror);
 
     // Global index of register r for the direct reads and writes (Q0 >= 5): the index of
     // register 0 of the thread's half, with r's bits (less the half bit) at rshift.
     const u32 rshift = p.contiguous ? Q0 : Q0 - 5 + p.lo;
     const u32 half_bit = 1u << upper_bit;
-    const u32 g_lo = Q0 >= 5 ? global_index(thread_part, blockIdx.x, p.tile_bits, p.lo, p.mirror_row_bit) : 0;
-    const u32 g_hi = Q0 >= 5 ? global_index((thread_part ^ thread_mirror) | (half_bit << Q0), blockIdx.x,
+    const u32 g_lo = direct ? global_index(thread_part, blockIdx.x, p.tile_bits, p.lo, p.mirror_row_bit) : 0;
+    const u32 g_hi = direct ? global_index((thread_part ^ thread_mirror) | (half_bit << Q0), blockIdx.x,
                                             p.tile_bits, p.lo, p.mirror_row_bit)
                              : 0;
 
@@ -198,8 +266,8 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, bool firs
 #pragma unroll
         for (u32 r = 0; r < E; ++r) {
             u32 g_r = ((r & half_bit) ? g_hi : g_lo) ^ ((r & ~half_bit) << rshift);
-            K key = g_r < p.n ? p.keys[g_r] : largest_key<K>();
-            k[r] = (p.map & MAP_ON_LOAD) && g_r < p.n ? to_sortable(key, p.map) : key;
+            K key = g_r < p.layout.n ? p.keys[g_r] : largest_key<K>();
+            k[r] = (p.map & MAP_ON_LOAD) && g_r < p.layout.n ? to_sortable(key, p.map) : key;
         }
     } else if (thread_mirror == 0) { // most groups: every address a constant offset
 #pragma unroll
@@ -219,12 +287,12 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, bool firs
         steps_down(k, j_top, count);
     }
     g -= int(count);
-    const bool direct_out = g < int(p.stop) && b == p.b_last && Q0 >= 5;
+    const bool direct_out = g < int(p.stop) && b == p.b_last && direct;
     if (direct_out) {
 #pragma unroll
         for (u32 r = 0; r < E; ++r) {
             u32 g_r = ((r & half_bit) ? g_hi : g_lo) ^ ((r & ~half_bit) << rshift);
-            if (g_r < p.n) p.keys[g_r] = (p.map & MAP_ON_STORE) ? from_sortable(k[r], p.map) : k[r];
+            if (g_r < p.layout.n) p.keys[g_r] = (p.map & MAP_ON_STORE) ? from_sortable(k[r], p.map) : k[r];
         }
     } else if (thread_mirror == 0) {
 #pragma unroll
@@ -246,25 +314,41 @@ template <typename K> __device__ __forceinline__ u32 group_start(u32 tb, u32 til
 }
 
 template <typename K>
-__device__ void tuned_pass(K *keys, u32 n, u32 tile_bits, u32 lo, u32 b_first, u32 b_last, u32 hi_first,
+__device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 lo, u32 b_first, u32 b_last, u32 hi_first,
                            u32 stop, u32 map) {
     K *tile = shared_tile<K>();
     Pass<K> p;
     p.keys = keys;
-    p.n = n;
+    p.layout = layout;
     p.tile_bits = tile_bits;
     p.lo = lo;
     p.b_last = b_last;
     p.stop = stop;
     p.map = map;
     p.contiguous = lo == 5;
+    p.aligned = (reinterpret_cast<size_t>(keys) & 15) == 0;
     p.mirror_row_bit = (!p.contiguous && hi_first == b_first) ? int(tile_bit(b_first, lo) - 5) : -1;
     const u32 tile_len = 1u << tile_bits;
 
-    // A first group with Q0 < 5 cannot read global memory coalesced: stage the tile in shared
-    // memory first, consecutive threads taking consecutive indices (whole rows per warp).
-    if (group_start<K>(tile_bit(hi_first, lo), tile_bits) < 5) {
-        for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) tile[slot<K>(i)] = load_key(p, i);
+    // A first group with 0 < Q0 < 5 cannot read global memory coalesced (nor can any group of
+    // a layout with gaps): stage the tile in shared memory first, consecutive threads taking
+    // consecutive indices (whole rows per warp).
+    const u32 first_group = group_start<K>(tile_bit(hi_first, lo), tile_bits);
+    // A contiguous tile wholly inside the keys stages with 16-byte vectors (fewer instructions:
+    // the tile sort and the row sorts are instruction-bound; docs/notes/tuned.md, step 8).
+    const u32 V = Vector16<K>::KEYS, base = blockIdx.x << tile_bits;
+    const bool vectors = p.contiguous && layout.contiguous && p.aligned && base + tile_len <= layout.n;
+    if (first_group < 5 || !layout.contiguous) {
+        if (vectors) {
+            for (u32 i = threadIdx.x * V; i < tile_len; i += blockDim.x * V) {
+                K k[V];
+                Vector16<K>::load(keys + base + i, k);
+#pragma unroll
+                for (u32 e = 0; e < V; ++e) tile[slot<K>(i + e)] = (map & MAP_ON_LOAD) ? to_sortable(k[e], map) : k[e];
+            }
+        } else {
+            for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) tile[slot<K>(i)] = load_key(p, i);
+        }
         __syncthreads();
     }
     bool first = true, stored = false;
@@ -285,7 +369,17 @@ __device__ void tuned_pass(K *keys, u32 n, u32 tile_bits, u32 lo, u32 b_first, u
             first = false;
         }
     }
-    if (!stored) {
+    if (!stored && vectors) {
+        for (u32 i = threadIdx.x * V; i < tile_len; i += blockDim.x * V) {
+            K k[V];
+#pragma unroll
+            for (u32 e = 0; e < V; ++e) {
+                k[e] = tile[slot<K>(i + e)];
+                if (map & MAP_ON_STORE) k[e] = from_sortable(k[e], map);
+            }
+            Vector16<K>::store(keys + base + i, k);
+        }
+    } else if (!stored) {
         for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) store_key(p, i, tile[slot<K>(i)]);
     }
 }
@@ -293,11 +387,14 @@ __device__ void tuned_pass(K *keys, u32 n, u32 tile_bits, u32 lo, u32 b_first, u
 // Capped at 64 registers a thread (the bound a 1024-thread block implies): a few values spill,
 // but two 512-thread blocks of 64 KiB tiles then share an SM, and one block's loads and
 // barriers overlap the other's register work. 128 spill-free registers with one block per SM
-// measured slower, for the first pass too (docs/notes/tuned.md).
-#define TUNED_PASS(K)                                                                            \
-    extern "C" __global__ void __launch_bounds__(1024) tuned_pass_##K(                           \
-        K *keys, u32 n, u32 tile_bits, u32 lo, u32 b_first, u32 b_last, u32 hi_first, u32 stop, u32 map) { \
-        tuned_pass<K>(keys, n, tile_bits, lo, b_first, b_last, hi_first, stop, map);             \
+// measured slower, for the first pass too (docs/notes/tuned.md). Key-index pairs take three
+// registers a key: 256 threads.
+#define TUNED_PASS(K, NAME, MAX_THREADS)                                                         \
+    extern "C" __global__ void __launch_bounds__(MAX_THREADS) tuned_pass_##NAME(                 \
+        K *keys, RowLayout layout, u32 tile_bits, u32 lo, u32 b_first, u32 b_last, u32 hi_first, \
+        u32 stop, u32 map) {                                                                     \
+        tuned_pass<K>(keys, layout, tile_bits, lo, b_first, b_last, hi_first, stop, map);        \
     }
-TUNED_PASS(u32)
-TUNED_PASS(u64)
+TUNED_PASS(u32, u32, 1024)
+TUNED_PASS(u64, u64, 1024)
+TUNED_PASS(KeyIndex, kv64, 256)

@@ -50,11 +50,14 @@ pub enum Error {
     #[error("version {0} is not implemented yet")]
     VersionUnavailable(Version),
 
-    #[error("{0} runs on the CPU backends only so far; use Backend::Cpu or Backend::Auto")]
-    NotOnGpu(&'static str),
-
     #[error("{keys} keys but {values} values: a key-value sort needs one value per key")]
     LengthMismatch { keys: usize, values: usize },
+
+    #[error("values of {0} bytes: the GPU moves values of 4 or 8 bytes")]
+    UnsupportedValue(usize),
+
+    #[error("benchmark result is not sorted: {0}")]
+    BenchUnsorted(String),
 
     #[error("{len} keys do not split into rows of {row_len}")]
     BadRows { len: usize, row_len: usize },

@@ -5,26 +5,24 @@
 //! orders. So `argsort` is deterministic, and `sort_by_key` keeps equal keys' values in their
 //! original order.
 //!
-//! These run on the CPU backends for now; asking for `Backend::Cuda` is an error that says so.
+//! On the GPU (`Backend::Cuda`, or `Auto` from 2^16 keys) they always use the tuned version,
+//! whatever the sorter's `version` (src/cuda/pairs.rs); the permutation is computed there and
+//! host values follow it on the CPU, so values of any type work.
 
 use crate::error::{Error, Result};
 use crate::key::{key_from_ordered_bits, ordered_bits};
-use crate::{cpu, Backend, Order, Ran, SortKey, Sorter};
+use crate::{cpu, cuda::Gpu, Backend, Order, Ran, SortKey, Sorter, Version};
 use rayon::prelude::*;
 
 impl Sorter {
-    /// The backend the key-value sorts, argsorts and row sorts of this sorter run on: `Cpu` or
-    /// `CpuSerial`; an error for `Cuda`, which they do not support yet.
-    pub fn key_value_backend(&self) -> Result<Backend> {
-        self.kv_backend("key-value, argsort and row sorting")
-    }
-
-    fn kv_backend(&self, what: &'static str) -> Result<Backend> {
-        match self.backend {
-            Backend::Cuda => Err(Error::NotOnGpu(what)),
-            Backend::CpuSerial => Ok(Backend::CpuSerial),
-            Backend::Auto | Backend::Cpu => Ok(Backend::Cpu),
-        }
+    /// What the key-value sorts, argsorts and row sorts of this sorter run on for `len` keys:
+    /// a CPU backend, or the GPU with the tuned version.
+    pub fn key_value_ran(&self, len: usize) -> Result<Ran> {
+        let backend = self.resolve_backend(len)?;
+        Ok(Ran {
+            backend,
+            version: (backend == Backend::Cuda).then_some(Version::Tuned),
+        })
     }
 
     /// Sorts `keys` and applies the same permutation to `values` (equal keys keep their
@@ -47,8 +45,20 @@ impl Sorter {
                 values: values.len(),
             });
         }
-        let backend = self.kv_backend("key-value sorting")?;
-        let pairs = sorted_pairs(keys, self.order, backend);
+        let ran = self.key_value_ran(keys.len())?;
+        if ran.backend == Backend::Cuda {
+            let perm = Gpu::get()?.argsort_rows_host(keys, keys.len(), self.order)?;
+            let (old_keys, old_values) = (keys.to_vec(), values.to_vec());
+            keys.par_iter_mut()
+                .zip(values.par_iter_mut())
+                .zip(perm.par_iter())
+                .for_each(|((k, v), &i)| {
+                    *k = old_keys[i as usize];
+                    *v = old_values[i as usize];
+                });
+            return Ok(ran);
+        }
+        let pairs = sorted_pairs(keys, self.order, ran.backend);
         let old_values = values.to_vec();
         keys.par_iter_mut()
             .zip(values.par_iter_mut())
@@ -57,10 +67,7 @@ impl Sorter {
                 *k = key_from_ordered_bits::<K>(bits, self.order);
                 *v = old_values[i];
             });
-        Ok(Ran {
-            backend,
-            version: None,
-        })
+        Ok(ran)
     }
 
     /// The permutation that sorts `keys`: `keys[p[0]], keys[p[1]], …` is sorted, ties in index
@@ -77,7 +84,10 @@ impl Sorter {
                 max: u32::MAX as usize,
             });
         }
-        let backend = self.kv_backend("argsort")?;
+        let backend = self.key_value_ran(keys.len())?.backend;
+        if backend == Backend::Cuda {
+            return Gpu::get()?.argsort_rows_host(keys, keys.len(), self.order);
+        }
         Ok(sorted_pairs(keys, self.order, backend)
             .into_par_iter()
             .map(|(_, i)| i as u32)
@@ -86,28 +96,28 @@ impl Sorter {
 
     /// [`Sorter::argsort`] with `u64` indices, for any length.
     pub fn argsort_u64<K: SortKey>(&self, keys: &[K]) -> Result<Vec<u64>> {
-        let backend = self.kv_backend("argsort")?;
-        Ok(sorted_pairs(keys, self.order, backend)
-            .into_par_iter()
-            .map(|(_, i)| i as u64)
-            .collect())
+        self.argsort_rows(keys, keys.len().max(1))
     }
 
     /// The permutation of every row of `row_len` keys, each row's indices counted from its
-    /// start (`u64`, for rows of any length). The last row may be shorter.
+    /// start (`u64`, for rows of any length). `keys.len()` must be a multiple of `row_len`.
     ///
     /// ```
     /// let p = bitonic::Sorter::new().argsort_rows(&[3u32, 1, 2, 9, 7, 8], 3).unwrap();
     /// assert_eq!(p, [1, 2, 0, 1, 2, 0]);
     /// ```
     pub fn argsort_rows<K: SortKey>(&self, keys: &[K], row_len: usize) -> Result<Vec<u64>> {
-        if row_len == 0 {
+        if row_len == 0 || keys.len() % row_len != 0 {
             return Err(Error::BadRows {
                 len: keys.len(),
                 row_len,
             });
         }
-        let backend = self.kv_backend("argsort")?;
+        let backend = self.key_value_ran(keys.len())?.backend;
+        if backend == Backend::Cuda && row_len <= u32::MAX as usize {
+            let perm = Gpu::get()?.argsort_rows_host(keys, row_len, self.order)?;
+            return Ok(perm.into_par_iter().map(u64::from).collect());
+        }
         let rows: Vec<Vec<u64>> = keys
             .par_chunks(row_len)
             .map(|row| {
@@ -134,17 +144,18 @@ impl Sorter {
                 row_len,
             });
         }
-        let backend = self.kv_backend("row sorting")?;
-        let order = self.order;
+        let ran = self.key_value_ran(data.len())?;
+        if ran.backend == Backend::Cuda {
+            Gpu::get()?.sort_rows_host(data, row_len, self.order)?;
+            return Ok(ran);
+        }
+        let (backend, order) = (ran.backend, self.order);
         let sort_row = |row: &mut [K]| crate::sort_on_cpu(row, order, true);
         match backend {
             Backend::CpuSerial => data.chunks_mut(row_len).for_each(sort_row),
             _ => data.par_chunks_mut(row_len).for_each(sort_row),
         }
-        Ok(Ran {
-            backend,
-            version: None,
-        })
+        Ok(ran)
     }
 
     /// Sorts each segment `data[offsets[i]..offsets[i + 1]]` independently. `offsets` must start
@@ -162,7 +173,12 @@ impl Sorter {
         if !valid {
             return Err(Error::BadSegments { len: data.len() });
         }
-        let backend = self.kv_backend("segmented sorting")?;
+        let ran = self.key_value_ran(data.len())?;
+        if ran.backend == Backend::Cuda {
+            Gpu::get()?.sort_segments_host(data, offsets, self.order)?;
+            return Ok(ran);
+        }
+        let backend = ran.backend;
         let mut segments = Vec::with_capacity(offsets.len().saturating_sub(1));
         let mut rest = data;
         for w in offsets.windows(2) {
@@ -179,10 +195,7 @@ impl Sorter {
                 .into_par_iter()
                 .for_each(|s| crate::sort_on_cpu(s, order, true)),
         }
-        Ok(Ran {
-            backend,
-            version: None,
-        })
+        Ok(ran)
     }
 }
 

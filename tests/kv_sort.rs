@@ -1,14 +1,16 @@
 //! Key-value sorts, argsort, rows and segments against a stable std sort of (key, index)
-//! pairs, for every key type, both orders and both CPU backends.
+//! pairs, for every key type, both orders, both CPU backends and the GPU (whose tests skip
+//! without one, and fail under BITONIC_REQUIRE_GPU=1).
 
 mod common;
 
 use bitonic::key::cmp_keys;
 use bitonic::{Backend, Order, Sorter};
-use common::{assert_same_bits, make_keys, Pattern, TestKey, PATTERNS};
+use common::{assert_same_bits, gpu_or_skip, make_keys, Pattern, TestKey, PATTERNS};
 use proptest::prelude::*;
 
-const BACKENDS: [Backend; 2] = [Backend::CpuSerial, Backend::Cpu];
+const CPU: &[Backend] = &[Backend::CpuSerial, Backend::Cpu];
+const GPU: &[Backend] = &[Backend::Cuda];
 const ORDERS: [Order; 2] = [Order::Ascending, Order::Descending];
 
 /// The stable reference: indices ordered by key (total order), ties by index.
@@ -21,8 +23,8 @@ fn reference_permutation<K: TestKey>(keys: &[K], order: Order) -> Vec<usize> {
     idx
 }
 
-fn check_kv<K: TestKey>(keys: &[K]) {
-    for backend in BACKENDS {
+fn check_kv<K: TestKey>(keys: &[K], backends: &[Backend]) {
+    for &backend in backends {
         for order in ORDERS {
             let sorter = Sorter::new().backend(backend).order(order);
             let want = reference_permutation(keys, order);
@@ -55,83 +57,210 @@ fn check_kv<K: TestKey>(keys: &[K]) {
     }
 }
 
-fn check_rows<K: TestKey>(rows: usize, row_len: usize) {
+fn check_rows<K: TestKey>(rows: usize, row_len: usize, backends: &[Backend]) {
     let data = make_keys::<K>(
         rows * row_len,
         Pattern::Random,
         (rows * 31 + row_len) as u64,
     );
-    for backend in BACKENDS {
+    let len = row_len.max(1);
+    for &backend in backends {
         for order in ORDERS {
+            let sorter = Sorter::new().backend(backend).order(order);
             let mut got = data.clone();
-            Sorter::new()
-                .backend(backend)
-                .order(order)
-                .sort_rows(&mut got, row_len.max(1))
-                .unwrap();
-            for (r, (got_row, row)) in got
-                .chunks(row_len.max(1))
-                .zip(data.chunks(row_len.max(1)))
+            sorter.sort_rows(&mut got, len).unwrap();
+            let perm = sorter.argsort_rows(&data, len).unwrap();
+            for (r, ((got_row, row), perm_row)) in got
+                .chunks(len)
+                .zip(data.chunks(len))
+                .zip(perm.chunks(len))
                 .enumerate()
             {
-                let want = common::reference(row, order);
-                assert_same_bits(
-                    got_row,
-                    &want,
-                    &format!("{:?} row {r} of {rows}x{row_len} {order:?}", K::DTYPE),
+                let what = format!(
+                    "{:?} {backend:?} row {r} of {rows}x{row_len} {order:?}",
+                    K::DTYPE
+                );
+                assert_same_bits(got_row, &common::reference(row, order), &what);
+                let want = reference_permutation(row, order);
+                assert!(
+                    perm_row
+                        .iter()
+                        .map(|&i| i as usize)
+                        .eq(want.iter().copied()),
+                    "argsort {what}"
                 );
             }
         }
     }
 }
 
+fn check_segments<K: TestKey>(len: usize, offsets: &[usize], backends: &[Backend]) {
+    let data = make_keys::<K>(len, Pattern::Random, offsets.len() as u64);
+    for &backend in backends {
+        for order in ORDERS {
+            let mut got = data.clone();
+            Sorter::new()
+                .backend(backend)
+                .order(order)
+                .sort_segments(&mut got, offsets)
+                .unwrap();
+            for w in offsets.windows(2) {
+                let want = common::reference(&data[w[0]..w[1]], order);
+                let what = format!("{:?} {backend:?} segment {w:?} {order:?}", K::DTYPE);
+                assert_same_bits(&got[w[0]..w[1]], &want, &what);
+            }
+        }
+    }
+}
+
+/// Lengths around every tile of the GPU plans (2^14 u32, 2^13 u64 and 2^12 key-index pairs).
+const KV_LENGTHS: [usize; 14] = [
+    0, 1, 2, 3, 31, 33, 1000, 1025, 4095, 4097, 8193, 16_383, 16_389, 70_001,
+];
+
+fn key_value_every_type_and_pattern_on(backends: &[Backend]) {
+    for len in KV_LENGTHS {
+        for pattern in PATTERNS {
+            check_kv(&make_keys::<u32>(len, pattern, 1), backends);
+            check_kv(&make_keys::<f64>(len, pattern, 2), backends);
+        }
+        check_kv(&make_keys::<i32>(len, Pattern::FewDistinct, 3), backends);
+        check_kv(&make_keys::<u64>(len, Pattern::Random, 4), backends);
+        check_kv(&make_keys::<i64>(len, Pattern::AllEqual, 5), backends);
+        check_kv(&make_keys::<f32>(len, Pattern::FewDistinct, 6), backends);
+    }
+}
+
+const ROW_SHAPES: [(usize, usize); 9] = [
+    (1, 0),
+    (5, 1),
+    (7, 3),
+    (64, 32),
+    (100, 33),
+    (9, 1023),
+    (3, 4096),
+    (2, 20_001),
+    (5, 1 << 15),
+];
+
+fn rows_of_many_lengths_on(backends: &[Backend]) {
+    for (rows, row_len) in ROW_SHAPES {
+        check_rows::<u32>(rows, row_len, backends);
+        check_rows::<f32>(rows, row_len, backends);
+        check_rows::<i64>(rows, row_len, backends);
+    }
+    check_rows::<f64>(300, 256, backends);
+    check_rows::<u64>(1, 1 << 16, backends);
+}
+
+const SEGMENT_OFFSETS: [usize; 11] = [0, 0, 1, 3, 100, 1124, 1124, 5000, 10_000, 50_001, 50_002];
+
+fn segments_of_different_lengths_on(backends: &[Backend]) {
+    check_segments::<f32>(50_002, &SEGMENT_OFFSETS, backends);
+    check_segments::<u64>(50_002, &SEGMENT_OFFSETS, backends);
+    check_segments::<i32>(0, &[0], backends);
+}
+
 #[test]
 fn key_value_every_type_and_pattern() {
-    for len in [0, 1, 2, 3, 31, 33, 1000, 1025, 4097, (1 << 14) + 5, 70_001] {
-        for pattern in PATTERNS {
-            check_kv(&make_keys::<u32>(len, pattern, 1));
-            check_kv(&make_keys::<f64>(len, pattern, 2));
-        }
-        check_kv(&make_keys::<i32>(len, Pattern::FewDistinct, 3));
-        check_kv(&make_keys::<u64>(len, Pattern::Random, 4));
-        check_kv(&make_keys::<i64>(len, Pattern::AllEqual, 5));
-        check_kv(&make_keys::<f32>(len, Pattern::FewDistinct, 6));
-    }
+    key_value_every_type_and_pattern_on(CPU);
 }
 
 #[test]
 fn rows_of_many_lengths() {
-    for (rows, row_len) in [
-        (1, 0),
-        (5, 1),
-        (7, 3),
-        (64, 32),
-        (100, 33),
-        (9, 1023),
-        (3, 4096),
-        (2, 20_001),
-    ] {
-        check_rows::<u32>(rows, row_len);
-        check_rows::<f32>(rows, row_len);
-        check_rows::<i64>(rows, row_len);
-    }
-    check_rows::<f64>(300, 256);
-    check_rows::<u64>(1, 1 << 16);
+    rows_of_many_lengths_on(CPU);
 }
 
 #[test]
 fn segments_of_different_lengths() {
-    let data = make_keys::<f32>(10_000, Pattern::Random, 9);
-    let offsets = [0, 0, 1, 3, 100, 1124, 1124, 5000, 10_000];
-    for order in ORDERS {
-        let mut got = data.clone();
-        Sorter::new()
-            .order(order)
-            .sort_segments(&mut got, &offsets)
-            .unwrap();
-        for w in offsets.windows(2) {
-            let want = common::reference(&data[w[0]..w[1]], order);
-            assert_same_bits(&got[w[0]..w[1]], &want, &format!("segment {w:?} {order:?}"));
+    segments_of_different_lengths_on(CPU);
+}
+
+#[test]
+fn gpu_key_value_every_type_and_pattern() {
+    if gpu_or_skip("gpu_key_value_every_type_and_pattern").is_some() {
+        key_value_every_type_and_pattern_on(GPU);
+        // Past 2^20 keys the host slices stream through the pinned staging buffers.
+        check_kv(
+            &make_keys::<f32>((1 << 22) + 3, Pattern::FewDistinct, 7),
+            GPU,
+        );
+        check_kv(&make_keys::<i64>((1 << 21) + 5, Pattern::Random, 8), GPU);
+    }
+}
+
+#[test]
+fn gpu_rows_of_many_lengths() {
+    if gpu_or_skip("gpu_rows_of_many_lengths").is_some() {
+        rows_of_many_lengths_on(GPU);
+        check_rows::<u32>(16, 1 << 16, GPU);
+        check_rows::<f64>(3, 100_003, GPU);
+    }
+}
+
+#[test]
+fn gpu_segments_of_different_lengths() {
+    if gpu_or_skip("gpu_segments_of_different_lengths").is_some() {
+        segments_of_different_lengths_on(GPU);
+    }
+}
+
+/// Device-resident key-value sort: the values move on the GPU.
+#[test]
+fn gpu_sort_by_key_device() {
+    let Some(gpu) = gpu_or_skip("gpu_sort_by_key_device") else {
+        return;
+    };
+    for (rows, row_len) in [(1, 1 << 20), (1, 1_000_003), (300, 1000), (4, 65_536)] {
+        let n = rows * row_len;
+        let keys = make_keys::<u32>(n, Pattern::FewDistinct, 11);
+        let wide = make_keys::<f64>(n, Pattern::Random, 12);
+        for order in ORDERS {
+            let mut keys_d = gpu.stream().clone_htod(&keys).unwrap();
+            let values: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(3)).collect();
+            let mut values_d = gpu.stream().clone_htod(&values).unwrap();
+            gpu.sort_by_key_device(&mut keys_d, &mut values_d, row_len, order)
+                .unwrap();
+            let got_keys = gpu.stream().clone_dtoh(&keys_d).unwrap();
+            let got_values = gpu.stream().clone_dtoh(&values_d).unwrap();
+            let mut wide_d = gpu.stream().clone_htod(&wide).unwrap();
+            let mut ids_d = gpu
+                .stream()
+                .clone_htod(&(0..n as u64).collect::<Vec<_>>())
+                .unwrap();
+            gpu.sort_by_key_device(&mut wide_d, &mut ids_d, row_len, order)
+                .unwrap();
+            let got_wide = gpu.stream().clone_dtoh(&wide_d).unwrap();
+            let got_ids = gpu.stream().clone_dtoh(&ids_d).unwrap();
+            for r in 0..rows {
+                let row = r * row_len..(r + 1) * row_len;
+                let what = format!("{rows}x{row_len} {order:?} row {r}");
+                let want = reference_permutation(&keys[row.clone()], order);
+                let want_keys: Vec<u32> = want.iter().map(|&i| keys[row.start + i]).collect();
+                assert_eq!(&got_keys[row.clone()], &want_keys[..], "keys {what}");
+                assert!(
+                    got_values[row.clone()].iter().eq(want
+                        .iter()
+                        .map(|&i| ((row.start + i) as u32).wrapping_mul(3))
+                        .collect::<Vec<_>>()
+                        .iter()),
+                    "values {what}"
+                );
+                let want = reference_permutation(&wide[row.clone()], order);
+                let want_wide: Vec<f64> = want.iter().map(|&i| wide[row.start + i]).collect();
+                assert_same_bits(
+                    &got_wide[row.clone()],
+                    &want_wide,
+                    &format!("f64 keys {what}"),
+                );
+                assert!(
+                    got_ids[row.clone()]
+                        .iter()
+                        .map(|&i| i as usize)
+                        .eq(want.iter().map(|&i| row.start + i)),
+                    "u64 values {what}"
+                );
+            }
         }
     }
 }
@@ -162,12 +291,9 @@ fn bad_shapes_are_errors_not_panics() {
         .to_string()
         .contains("3 keys but 2 values"));
     assert_eq!(v, [1, 2, 3], "a refused sort leaves the data alone");
-    let gpu = Sorter::new().backend(Backend::Cuda);
-    assert!(gpu
-        .argsort(&v)
-        .unwrap_err()
-        .to_string()
-        .contains("CPU backends only"));
+    if bitonic::cuda::Gpu::get().is_err() {
+        assert!(Sorter::new().backend(Backend::Cuda).argsort(&v).is_err());
+    }
 }
 
 proptest! {
@@ -175,11 +301,11 @@ proptest! {
 
     #[test]
     fn argsort_is_stable_on_any_floats(bits in prop::collection::vec(any::<u32>(), 0..3000)) {
-        check_kv(&bits.into_iter().map(f32::from_bits).collect::<Vec<_>>());
+        check_kv(&bits.into_iter().map(f32::from_bits).collect::<Vec<_>>(), CPU);
     }
 
     #[test]
     fn argsort_is_stable_with_many_ties(keys in prop::collection::vec(0i64..5, 0..3000)) {
-        check_kv(&keys);
+        check_kv(&keys, CPU);
     }
 }

@@ -3,10 +3,10 @@
 
 use super::{summarize, Metric, Row};
 use crate::cuda::Gpu;
-use crate::error::{CudaContext as _, Result};
-use crate::gen::{fill, Pattern, RandomKey};
+use crate::error::{CudaContext as _, Error, Result};
+use crate::gen::{fill, first_unsorted, Pattern, RandomKey};
 use crate::network::step_count;
-use crate::{with_key_type, Backend, DType, Order, Sorter, Version};
+use crate::{with_key_type, Backend, DType, Order, SortKey, Sorter, Version};
 use cudarc::driver::sys::CUevent_flags;
 use rayon::prelude::*;
 use std::time::Instant;
@@ -34,7 +34,7 @@ pub struct Plan {
 }
 
 /// Who measured what, where: written into every row.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Provenance {
     pub device: String,
     pub driver: String,
@@ -144,6 +144,7 @@ fn run_typed<K: RandomKey>(
                         times.push(t); // repeat 0 is the warm-up
                     }
                 }
+                check_sorted(gpu, &device, n, &name)?;
                 let bytes = gpu.bytes_moved(version, n, plan.dtype, Order::Ascending)?;
                 rows.push(row(
                     &name,
@@ -199,6 +200,29 @@ fn run_typed<K: RandomKey>(
     Ok(rows)
 }
 
+/// A timing is only worth keeping if the sort worked: checks the last repeat's output, every
+/// row of `row_len` keys (the whole slice for a plain sort).
+pub(super) fn check_sorted<K: SortKey>(
+    gpu: &Gpu,
+    device: &cudarc::driver::CudaSlice<K>,
+    row_len: usize,
+    what: &str,
+) -> Result<()> {
+    let keys = gpu
+        .stream()
+        .clone_dtoh(device)
+        .during(|| "copying the sorted keys back to check them".into())?;
+    for (r, row) in keys.chunks(row_len.max(1)).enumerate() {
+        if let Some(i) = first_unsorted(row, Order::Ascending) {
+            return Err(Error::BenchUnsorted(format!(
+                "{what}: row {r}, keys {i} and {} out of order",
+                i + 1
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// A CPU sort in the bench: its name, the largest size it runs at, and the sort.
 type CpuSort<K> = (&'static str, u32, fn(&mut [K]));
 
@@ -237,7 +261,7 @@ fn host_times<K: RandomKey>(
 
 /// Milliseconds between CUDA events recorded before and after the work `queue` puts on the
 /// GPU's stream.
-fn time_on_stream(gpu: &Gpu, queue: impl FnOnce() -> Result<()>) -> Result<f64> {
+pub(super) fn time_on_stream(gpu: &Gpu, queue: impl FnOnce() -> Result<()>) -> Result<f64> {
     let ctx = gpu.context();
     let start = ctx
         .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))

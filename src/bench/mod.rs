@@ -4,6 +4,7 @@
 
 pub mod figure;
 pub mod measure;
+pub mod rows;
 pub mod table;
 
 use std::path::Path;
@@ -131,6 +132,11 @@ pub fn write_csv(path: &Path, rows: &[Row]) -> std::io::Result<()> {
         text.push_str(&row.to_csv());
         text.push('\n');
     }
+    write_atomically(path, &text)
+}
+
+/// Writes `text` to a temporary file beside `path`, then renames it over `path`.
+fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())

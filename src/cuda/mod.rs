@@ -6,6 +6,7 @@
 
 pub mod kernels;
 pub mod nvrtc;
+mod pairs;
 mod plan;
 mod staging;
 
@@ -198,49 +199,76 @@ impl Gpu {
         order: Order,
     ) -> Result<()> {
         check_len(keys.len())?;
+        self.on_device(keys, |words| self.sort_words::<K>(words, version, order))
+    }
+
+    /// Copies `keys` to the device, runs `work` on them there, and copies them back.
+    fn on_device<K: SortKey>(
+        &self,
+        keys: &mut [K],
+        work: impl FnOnce(&mut CudaViewMut<K::Bits>) -> Result<()>,
+    ) -> Result<()> {
         if keys.len() < 2 {
             return Ok(());
         }
         let words: &mut [K::Bits] = bytemuck::cast_slice_mut(keys);
-        let bytes = std::mem::size_of_val(words);
+        let mut device = self.upload(words)?;
+        work(&mut device.as_view_mut())?;
+        self.download(&device, words).map_err(|e| match e {
+            Error::Cuda { context, cause } => Error::Cuda {
+                context: format!("{context} (the slice may now mix sorted and original keys)"),
+                cause,
+            },
+            other => other,
+        })
+    }
+
+    /// A device copy of `host`. Large slices stream through the pinned staging buffers.
+    fn upload<T: bytemuck::Pod + cudarc::driver::DeviceRepr>(
+        &self,
+        host: &[T],
+    ) -> Result<CudaSlice<T>> {
+        let bytes = std::mem::size_of_val(host);
         if bytes < staging::MIN_STAGED_BYTES {
-            let mut device = self
+            return self
                 .stream
-                .clone_htod(&*words)
-                .during(|| format!("copying {} keys to the GPU", words.len()))?;
-            self.sort_words::<K>(&mut device.as_view_mut(), version, order)?;
+                .clone_htod(host)
+                .during(|| format!("copying {} keys to the GPU", host.len()));
+        }
+        let mut device = unsafe { self.stream.alloc::<T>(host.len()) }
+            .during(|| format!("allocating {} keys on the GPU", host.len()))?;
+        let (ptr, _sync) = device.device_ptr_mut(&self.stream);
+        self.with_staging(|stage| stage.upload(self, bytemuck::cast_slice(host), ptr))?;
+        drop(_sync);
+        Ok(device)
+    }
+
+    /// Copies `device` into `host` (same length) and waits for the copy.
+    fn download<T: bytemuck::Pod + cudarc::driver::DeviceRepr>(
+        &self,
+        device: &CudaSlice<T>,
+        host: &mut [T],
+    ) -> Result<()> {
+        if std::mem::size_of_val(host) < staging::MIN_STAGED_BYTES {
             self.stream
-                .memcpy_dtoh(&device, words)
-                .during(|| "copying the sorted keys back".into())?;
+                .memcpy_dtoh(device, host)
+                .during(|| "copying the results back".into())?;
         } else {
-            let mut device = unsafe { self.stream.alloc::<K::Bits>(words.len()) }
-                .during(|| format!("allocating {} keys on the GPU", words.len()))?;
-            let mut guard = self.staging.lock().unwrap_or_else(|e| e.into_inner());
-            if guard.is_none() {
-                *guard = Some(staging::Staging::new(self)?);
-            }
-            let stage = guard.as_mut().expect("made above");
-            {
-                let (ptr, _sync) = device.device_ptr_mut(&self.stream);
-                stage.upload(self, bytemuck::cast_slice(words), ptr)?;
-            }
-            self.sort_words::<K>(&mut device.as_view_mut(), version, order)?;
             let (ptr, _sync) = device.device_ptr(&self.stream);
-            stage
-                .download(self, ptr, bytemuck::cast_slice_mut(words))
-                .map_err(|e| match e {
-                    Error::Cuda { context, cause } => Error::Cuda {
-                        context: format!(
-                            "{context} (the slice may now mix sorted and original keys)"
-                        ),
-                        cause,
-                    },
-                    other => other,
-                })?;
+            self.with_staging(|stage| stage.download(self, ptr, bytemuck::cast_slice_mut(host)))?;
         }
         self.stream
             .synchronize()
-            .during(|| format!("sorting with {version}"))
+            .during(|| "waiting for the GPU".into())
+    }
+
+    /// The pinned staging buffers, made on first use.
+    fn with_staging<R>(&self, f: impl FnOnce(&mut staging::Staging) -> Result<R>) -> Result<R> {
+        let mut guard = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            *guard = Some(staging::Staging::new(self)?);
+        }
+        f(guard.as_mut().expect("made above"))
     }
 
     /// Sorts keys already on this GPU, in place, queued on [`Gpu::stream`]. Returns when the
@@ -306,7 +334,8 @@ impl Gpu {
             } else {
                 0
             };
-            return plan::tuned(self, words, K::DTYPE.map_kind() as u32 | desc);
+            let layout = plan::RowLayout::rows(words.len(), words.len());
+            return plan::tuned(self, words, layout, K::DTYPE.map_kind() as u32 | desc);
         }
         if map {
             self.map_keys(words, K::DTYPE.map_kind(), order, false)?;
@@ -358,12 +387,13 @@ fn check_len(len: usize) -> Result<()> {
     }
 }
 
-/// Kernels come in a `_u32` and a `_u64` flavour.
-fn kernel_name<B: Bits>(base: &str) -> String {
-    let width = if std::mem::size_of::<B>() == 4 {
-        "u32"
-    } else {
-        "u64"
+/// Kernels come in a `_u32` and a `_u64` flavour (and the tuned pass in `_kv64`, for the
+/// 16-byte key-index pairs), named by the width of the words they sort.
+fn kernel_name<T>(base: &str) -> String {
+    let width = match std::mem::size_of::<T>() {
+        4 => "u32",
+        8 => "u64",
+        _ => "kv64",
     };
     format!("{base}_{width}")
 }

@@ -13,7 +13,7 @@ use crate::error::{CudaContext as _, Result};
 use crate::key::Bits;
 use crate::network::{padded_len, stage_sizes, stage_steps, steps};
 use crate::Version;
-use cudarc::driver::{CudaFunction, CudaViewMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg};
 
 pub(super) fn config(blocks: u32, threads: u32, shared_bytes: u32) -> LaunchConfig {
     LaunchConfig {
@@ -70,7 +70,10 @@ pub(super) fn run<B: Bits>(gpu: &Gpu, keys: &mut CudaViewMut<B>, version: Versio
     match (version, blocked_version(version)) {
         (_, Some(v)) => blocked::<B>(gpu, keys, v),
         (Version::V0, None) => naive::<B>(gpu, keys),
-        (_, None) => tuned::<B>(gpu, keys, 0),
+        (_, None) => {
+            let layout = RowLayout::rows(keys.len(), keys.len());
+            tuned::<B>(gpu, keys, layout, 0)
+        }
     }
 }
 
@@ -87,9 +90,15 @@ fn block_threads<B: Bits>(gpu: &Gpu, keys_per_thread: u32, shared_tile: bool) ->
     threads
 }
 
+/// V0's block size. Measured at 2^29 u32 keys on the H100 (bench/peers/v0_forms.cu,
+/// docs/notes/seed-comparison.md): 256 threads 664 ms, 512 680, 1024 763, 128 1103. Its
+/// small-stride launches leave half the threads idle, and a big block holds its SM slot until
+/// its slowest warp is done.
+const NAIVE_THREADS: u32 = 256;
+
 fn naive<B: Bits>(gpu: &Gpu, keys: &mut CudaViewMut<B>) -> Result<()> {
     let n = keys.len() as u32;
-    let threads = block_threads::<B>(gpu, 1, false);
+    let threads = NAIVE_THREADS.min(block_threads::<B>(gpu, 1, false));
     let step_kernel = gpu.function(&kernels::V0, &kernel_name::<B>("v0_step"))?;
     let cfg = config(n.div_ceil(threads), threads, 0);
     for step in steps(n as usize) {
@@ -199,8 +208,8 @@ struct TunedShape {
 /// `BITONIC_TUNED_TILE_BITS` overrides it for experiments. Shrunk to what the device's shared
 /// memory and the kernel's thread limit allow (each thread holds 32 u32 or 16 u64 keys), and
 /// to what a small input needs.
-fn tuned_shape<B: Bits>(gpu: &Gpu, kernel: &CudaFunction, n: usize) -> Result<TunedShape> {
-    let key_bytes = std::mem::size_of::<B>();
+fn tuned_shape<T>(gpu: &Gpu, kernel: &CudaFunction, n: usize) -> Result<TunedShape> {
+    let key_bytes = std::mem::size_of::<T>();
     let register_bits = if key_bytes == 4 { 5 } else { 4 }; // TunedTraits<K>::E_BITS
                                                             // The kernel's own limit (its __launch_bounds__ and register use) and the device's.
     let kernel_limit = kernel
@@ -208,7 +217,7 @@ fn tuned_shape<B: Bits>(gpu: &Gpu, kernel: &CudaFunction, n: usize) -> Result<Tu
         .during(|| "reading tuned_pass's thread limit".into())?;
     let max_threads = (gpu.info().max_threads_per_block as u32).min(kernel_limit as u32);
     let fits = |bits: u32| (1usize << bits) * key_bytes <= gpu.info().shared_per_block_optin;
-    let default_bits = (64 * 1024 / key_bytes).trailing_zeros(); // 64 KiB: 2^14 u32 or 2^13 u64
+    let default_bits = (64 * 1024 / key_bytes).trailing_zeros(); // 64 KiB: 2^14 u32, 2^13 u64
     let wanted = std::env::var("BITONIC_TUNED_TILE_BITS")
         .ok()
         .and_then(|s| s.parse().ok())
@@ -280,13 +289,80 @@ pub(super) const MAP_DESCENDING: u32 = 4;
 const MAP_ON_LOAD: u32 = 8;
 const MAP_ON_STORE: u32 = 16;
 
-/// Sorts with the tuned passes; `map` is `MapKind | MAP_DESCENDING` (0 for plain ascending
-/// unsigned words), applied on the first load and undone on the last store.
-pub(super) fn tuned<B: Bits>(gpu: &Gpu, keys: &mut CudaViewMut<B>, map: u32) -> Result<()> {
-    let n = keys.len() as u32;
-    let kernel = gpu.function(&kernels::TUNED, &kernel_name::<B>("tuned_pass"))?;
-    let shape = tuned_shape::<B>(gpu, &kernel, n as usize)?;
-    let shared = (1u32 << shape.tile_bits) * std::mem::size_of::<B>() as u32;
+/// Where the keys of the tuned passes' slots live: kernels/tuned.cu's `RowLayout`, field for
+/// field. The passes sort rows of 2^row_bits slots; a row's slots past its length are padding.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub(super) struct RowLayout {
+    /// Device arrays of each row's first key and length (segments), or 0: uniform rows.
+    segment_start: u64,
+    segment_len: u64,
+    n: u32,
+    row_bits: u32,
+    row_len: u32,
+    rows: u32,
+    contiguous: u32,
+}
+
+// SAFETY: a plain C struct of integers, laid out as the kernel's.
+unsafe impl DeviceRepr for RowLayout {}
+
+impl RowLayout {
+    /// `n` keys in rows of `row_len` (`n` a multiple of it; a plain sort is one row of `n`).
+    pub(super) fn rows(n: usize, row_len: usize) -> RowLayout {
+        let row_bits = padded_len(row_len.max(1)).trailing_zeros();
+        let rows = n.checked_div(row_len).unwrap_or(0) as u32;
+        RowLayout {
+            segment_start: 0,
+            segment_len: 0,
+            n: n as u32,
+            row_bits,
+            row_len: row_len as u32,
+            rows,
+            contiguous: (rows <= 1 || row_len == 1 << row_bits) as u32,
+        }
+    }
+
+    /// `rows` segments of at most 2^row_bits keys, their starts and lengths in device arrays.
+    pub(super) fn segments(
+        n: usize,
+        row_bits: u32,
+        rows: usize,
+        starts: u64,
+        lens: u64,
+    ) -> RowLayout {
+        RowLayout {
+            segment_start: starts,
+            segment_len: lens,
+            n: n as u32,
+            row_bits,
+            row_len: 0,
+            rows: rows as u32,
+            contiguous: 0,
+        }
+    }
+
+    /// Slots of all rows: the passes' index space (at most 2^32 for at most `MAX_LEN` keys).
+    fn slots(&self) -> usize {
+        (self.rows as usize) << self.row_bits
+    }
+}
+
+/// Sorts every row of `layout` with the tuned passes; `map` is `MapKind | MAP_DESCENDING`
+/// (0 for plain ascending words, and for pairs the pack kernel already mapped), applied on the
+/// first load and undone on the last store. `T` is a u32 or u64 word or a 16-byte KeyIndex.
+pub(super) fn tuned<T: DeviceRepr>(
+    gpu: &Gpu,
+    keys: &mut CudaViewMut<T>,
+    layout: RowLayout,
+    map: u32,
+) -> Result<()> {
+    if layout.row_bits == 0 || layout.rows == 0 {
+        return Ok(()); // rows of one key
+    }
+    let kernel = gpu.function(&kernels::TUNED, &kernel_name::<T>("tuned_pass"))?;
+    let shape = tuned_shape::<T>(gpu, &kernel, layout.slots())?;
+    let shared = (1u32 << shape.tile_bits) * std::mem::size_of::<T>() as u32;
     // Above 48 KiB a block gets its dynamic shared memory only by asking.
     kernel
         .set_attribute(
@@ -294,9 +370,9 @@ pub(super) fn tuned<B: Bits>(gpu: &Gpu, keys: &mut CudaViewMut<B>, map: u32) -> 
             shared as i32,
         )
         .during(|| format!("allowing {shared} bytes of shared memory for tuned_pass"))?;
-    let blocks = (padded_len(n as usize) >> shape.tile_bits).max(1) as u32;
+    let blocks = layout.slots().div_ceil(1 << shape.tile_bits) as u32;
     let cfg = config(blocks, shape.threads, shared);
-    let passes = tuned_passes(&shape, n as usize);
+    let passes = tuned_passes(&shape, 1 << layout.row_bits);
     let last = passes.len() - 1;
     for (i, p) in passes.iter().enumerate() {
         let flags = if map == 0 {
@@ -307,7 +383,7 @@ pub(super) fn tuned<B: Bits>(gpu: &Gpu, keys: &mut CudaViewMut<B>, map: u32) -> 
         let mut launch = gpu.stream().launch_builder(&kernel);
         launch
             .arg(&mut *keys)
-            .arg(&n)
+            .arg(&layout)
             .arg(&shape.tile_bits)
             .arg(&p.lo)
             .arg(&p.b_first)

@@ -156,3 +156,73 @@ fn write_report(rows: &[Row], out: &Path) -> Result<()> {
     }
     Ok(())
 }
+
+#[derive(clap::Args)]
+pub struct RowsArgs {
+    /// Shapes as ROWSxLEN (comma-separated); default: issue 6's table and one row of 2^24.
+    #[arg(long, value_delimiter = ',', value_parser = parse_shape)]
+    shapes: Vec<(usize, usize)>,
+    /// Timed repeats per measurement (after one warm-up); the median is reported.
+    #[arg(long, default_value_t = 10)]
+    repeats: u32,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Peer CSVs in the row-bench format (bench/peers/) to merge into the report.
+    #[arg(long, value_delimiter = ',')]
+    peers: Vec<PathBuf>,
+    /// Folder for rows.csv and rows.md.
+    #[arg(short, long, default_value = "bench-results")]
+    out: PathBuf,
+    /// Only print the CSV header line (for the peer programs' output) and exit.
+    #[arg(long)]
+    csv_header: bool,
+}
+
+fn parse_shape(text: &str) -> std::result::Result<(usize, usize), String> {
+    let (rows, len) = text
+        .split_once('x')
+        .ok_or_else(|| format!("{text:?} is not ROWSxLEN"))?;
+    let int = |s: &str| s.trim().parse::<usize>().map_err(|e| format!("{s:?}: {e}"));
+    Ok((int(rows)?, int(len)?))
+}
+
+/// `bitonic bench-rows`: row sorts, argsorts and key-value sorts on the GPU, beside the peers.
+pub fn rows(args: RowsArgs) -> Result<ExitCode> {
+    if args.csv_header {
+        println!("{}", bench::rows::CSV_HEADER);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let shapes = if args.shapes.is_empty() {
+        bench::rows::SHAPES.to_vec()
+    } else {
+        args.shapes.clone()
+    };
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let who = measure::Provenance::here();
+    eprintln!(
+        "benchmarking rows on {} ({}), commit {}",
+        who.device, who.driver, who.commit
+    );
+    let bar = ProgressBar::new((shapes.len() * bench::rows::TASKS.len()) as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")
+            .expect("valid template"),
+    );
+    let mut measured = bench::rows::run(&shapes, args.repeats.max(1), args.seed, &who, &|what| {
+        bar.inc(1);
+        bar.set_message(what.to_string());
+    })?;
+    bar.finish_and_clear();
+    let csv = args.out.join("rows.csv");
+    bench::rows::write_csv(&csv, &measured)
+        .with_context(|| format!("writing {}", csv.display()))?;
+    for peer in &args.peers {
+        measured.extend(bench::rows::read_csv(peer).map_err(anyhow::Error::msg)?);
+    }
+    let markdown = bench::rows::report(&measured);
+    let path = args.out.join("rows.md");
+    std::fs::write(&path, &markdown).with_context(|| format!("writing {}", path.display()))?;
+    println!("{markdown}");
+    Ok(ExitCode::SUCCESS)
+}

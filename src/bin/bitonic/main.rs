@@ -38,6 +38,8 @@ enum Command {
     Bench(bench::Args),
     /// Merge bench CSVs (ours and the peers') into one table and figures.
     Report(bench::ReportArgs),
+    /// Time row sorts, argsorts and key-value sorts on the GPU (u32 keys); write CSV and table.
+    BenchRows(bench::RowsArgs),
 }
 
 fn main() -> std::process::ExitCode {
@@ -50,6 +52,7 @@ fn main() -> std::process::ExitCode {
         Command::Info => info::run(),
         Command::Bench(args) => bench::run(args),
         Command::Report(args) => bench::report(args),
+        Command::BenchRows(args) => bench::rows(args),
     };
     match result {
         Ok(code) => code,

@@ -54,7 +54,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let row_len = shape.get(1).copied();
         if args.argsort {
             let len = row_len.unwrap_or(keys.len()).max(1);
-            let backend = sorter.key_value_backend()?;
+            let ran = sorter.key_value_ran(keys.len())?;
             let perm = sorter.argsort_rows(&keys, len)?;
             let sort_time = sort_start.elapsed();
             progress.set_message(format!("writing {}", args.output.display()));
@@ -64,7 +64,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             } else {
                 write_keys(&args.output, format, &perm, &shape)?;
             }
-            (bitonic::Ran { backend, version: None }, sort_time)
+            (ran, sort_time)
         } else {
             let ran = match row_len {
                 Some(len) => sorter.sort_rows(&mut keys, len)?,

@@ -1,0 +1,271 @@
+//! The row-sort benchmark behind `bitonic bench-rows` (issue 6): independent rows of u32 keys,
+//! device-resident, sorted keys-only, argsorted, and sorted with u32 values, beside
+//! `torch.sort(dim=-1)`, `torch.argsort` and CUB's `DeviceSegmentedSort` (bench/peers/).
+//! Its CSV has a shape (rows × row length) and a task instead of the size of `Row`.
+
+use super::measure::{check_sorted, time_on_stream, Provenance};
+use super::summarize;
+use crate::cuda::Gpu;
+use crate::error::{CudaContext as _, Result};
+use crate::gen::{fill, Pattern};
+use crate::Order;
+use std::fmt::Write;
+use std::path::Path;
+
+pub const CSV_HEADER: &str =
+    "name,device,driver,commit,date,dtype,rows,row_len,task,median_ms,min_ms,max_ms,repeats";
+
+/// The shapes of issue 6's table, then the key-value case (one row of 2^24 keys).
+pub const SHAPES: [(usize, usize); 5] = [
+    (16384, 1024),
+    (65536, 256),
+    (4096, 4096),
+    (1024, 16384),
+    (1, 1 << 24),
+];
+
+/// What was timed: keys only, the permutation (keys sorted too), or keys moving u32 values.
+pub const TASKS: [&str; 3] = ["sort", "argsort", "sort_by_key"];
+
+/// One measurement of one implementation on one shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    pub name: String,
+    pub who: Provenance,
+    pub dtype: String,
+    pub rows: usize,
+    pub row_len: usize,
+    pub task: String,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub repeats: u32,
+}
+
+impl Measured {
+    pub fn to_csv(&self) -> String {
+        let clean = |s: &str| s.replace(',', ";");
+        format!(
+            "{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{}",
+            clean(&self.name),
+            clean(&self.who.device),
+            clean(&self.who.driver),
+            clean(&self.who.commit),
+            clean(&self.who.date),
+            self.dtype,
+            self.rows,
+            self.row_len,
+            self.task,
+            self.median_ms,
+            self.min_ms,
+            self.max_ms,
+            self.repeats
+        )
+    }
+
+    fn from_csv(line: &str) -> std::result::Result<Measured, String> {
+        let f: Vec<&str> = line.split(',').map(str::trim).collect();
+        if f.len() != 13 {
+            return Err(format!("expected 13 fields, found {}", f.len()));
+        }
+        let int = |i: usize| {
+            f[i].parse::<usize>()
+                .map_err(|e| format!("field {}: {e}", i + 1))
+        };
+        let num = |i: usize| {
+            f[i].parse::<f64>()
+                .map_err(|e| format!("field {}: {e}", i + 1))
+        };
+        Ok(Measured {
+            name: f[0].into(),
+            who: Provenance {
+                device: f[1].into(),
+                driver: f[2].into(),
+                commit: f[3].into(),
+                date: f[4].into(),
+            },
+            dtype: f[5].into(),
+            rows: int(6)?,
+            row_len: int(7)?,
+            task: f[8].into(),
+            median_ms: num(9)?,
+            min_ms: num(10)?,
+            max_ms: num(11)?,
+            repeats: int(12)? as u32,
+        })
+    }
+}
+
+/// Times every task on every shape: fresh random keys for each repeat, one warm-up, CUDA
+/// events around the sort call alone (allocations of its scratch buffers included).
+pub fn run(
+    shapes: &[(usize, usize)],
+    repeats: u32,
+    seed: u64,
+    who: &Provenance,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<Measured>> {
+    let gpu = Gpu::get()?;
+    let stream = gpu.stream();
+    let mut out = Vec::new();
+    for &(rows, row_len) in shapes {
+        let n = rows * row_len;
+        let mut host = vec![0u32; n];
+        let mut keys = stream
+            .clone_htod(&host)
+            .during(|| format!("allocating {n} keys"))?;
+        let values_host: Vec<u32> = (0..n as u32).collect();
+        let mut values = stream
+            .clone_htod(&values_host)
+            .during(|| format!("allocating {n} values"))?;
+        for task in TASKS {
+            progress(&format!("{task} {rows}x{row_len}"));
+            let mut times = Vec::new();
+            for r in 0..=repeats {
+                fill(&mut host, Pattern::Random, seed + r as u64);
+                stream
+                    .memcpy_htod(&host, &mut keys)
+                    .during(|| "uploading keys".into())?;
+                let t = time_on_stream(gpu, || match task {
+                    "sort" => gpu.sort_rows_device(&mut keys, row_len, Order::Ascending),
+                    "argsort" => gpu
+                        .argsort_rows_device(&mut keys, row_len, Order::Ascending)
+                        .map(drop),
+                    _ => gpu.sort_by_key_device(&mut keys, &mut values, row_len, Order::Ascending),
+                })?;
+                if r > 0 {
+                    times.push(t);
+                }
+            }
+            check_sorted(gpu, &keys, row_len, &format!("{task} {rows}x{row_len}"))?;
+            let (median_ms, min_ms, max_ms) = summarize(&mut times);
+            out.push(Measured {
+                name: "bitonic-tuned".into(),
+                who: who.clone(),
+                dtype: "u32".into(),
+                rows,
+                row_len,
+                task: task.into(),
+                median_ms,
+                min_ms,
+                max_ms,
+                repeats,
+            });
+        }
+    }
+    Ok(out)
+}
+
+pub fn write_csv(path: &Path, rows: &[Measured]) -> std::io::Result<()> {
+    let mut text = String::from(CSV_HEADER);
+    text.push('\n');
+    for row in rows {
+        text.push_str(&row.to_csv());
+        text.push('\n');
+    }
+    super::write_atomically(path, &text)
+}
+
+pub fn read_csv(path: &Path) -> std::result::Result<Vec<Measured>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
+    if lines.next().map(str::trim) != Some(CSV_HEADER) {
+        return Err(format!(
+            "{}: the first line is not the row-bench CSV header",
+            path.display()
+        ));
+    }
+    lines
+        .enumerate()
+        .map(|(i, l)| {
+            Measured::from_csv(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 2))
+        })
+        .collect()
+}
+
+/// Issue 6's targets in ms for keys-only row sorts: (rows, row_len, must reach, aim).
+const TARGETS: [(usize, usize, f64, f64); 4] = [
+    (16384, 1024, 0.20, 0.10),
+    (65536, 256, 0.20, 0.08),
+    (4096, 4096, 0.25, 0.15),
+    (1024, 16384, 0.35, 0.20),
+];
+
+/// The Markdown report: one table per task with every implementation's median per shape, the
+/// targets beside the keys-only sort, and the key-value to keys-only ratio.
+pub fn report(rows: &[Measured]) -> String {
+    let mut md = String::new();
+    if let Some(r) = rows.iter().find(|r| r.name.starts_with("bitonic")) {
+        let _ = writeln!(
+            md,
+            "Row sorts, u32 keys, device-resident, median of {} (CUDA events) — {}, {}, commit {}, {}.\n",
+            r.repeats, r.who.device, r.who.driver, r.who.commit, r.who.date
+        );
+    }
+    let mut names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+    names.sort_by_key(|n| (!n.starts_with("bitonic"), n.to_string()));
+    names.dedup();
+    let mut shapes: Vec<(usize, usize)> = rows.iter().map(|r| (r.rows, r.row_len)).collect();
+    shapes.dedup();
+    shapes.sort_by_key(|&(r, l)| (r == 1, std::cmp::Reverse(r), l));
+    shapes.dedup();
+    let time = |name: &str, shape: (usize, usize), task: &str| {
+        rows.iter()
+            .find(|r| r.name == name && (r.rows, r.row_len) == shape && r.task == task)
+            .map(|r| format!("{:.3}", r.median_ms))
+            .unwrap_or_else(|| "–".into())
+    };
+    for task in TASKS {
+        let present: Vec<&str> = names
+            .iter()
+            .copied()
+            .filter(|n| rows.iter().any(|r| r.name == *n && r.task == task))
+            .collect();
+        if present.is_empty() {
+            continue;
+        }
+        let _ = writeln!(md, "### {task} (ms)\n");
+        let targets = task == "sort";
+        let mut header = String::from("| rows × len |");
+        for n in &present {
+            let _ = write!(header, " {n} |");
+        }
+        if targets {
+            header.push_str(" must reach | aim |");
+        }
+        let _ = writeln!(md, "{header}");
+        let columns = present.len() + 1 + if targets { 2 } else { 0 };
+        let _ = writeln!(md, "|{}", "---|".repeat(columns));
+        for &shape in &shapes {
+            let mut line = format!("| {} × {} |", shape.0, shape.1);
+            for n in &present {
+                let _ = write!(line, " {} |", time(n, shape, task));
+            }
+            if targets {
+                match TARGETS.iter().find(|t| (t.0, t.1) == shape) {
+                    Some(t) => {
+                        let _ = write!(line, " ≤ {:.2} | ≤ {:.2} |", t.2, t.3);
+                    }
+                    None => line.push_str(" | |"),
+                }
+            }
+            let _ = writeln!(md, "{line}");
+        }
+        md.push('\n');
+    }
+    let ours = |task: &str| {
+        rows.iter()
+            .find(|r| {
+                r.name == "bitonic-tuned" && (r.rows, r.row_len) == (1, 1 << 24) && r.task == task
+            })
+            .map(|r| r.median_ms)
+    };
+    if let (Some(keys), Some(kv)) = (ours("sort"), ours("sort_by_key")) {
+        let _ = writeln!(
+            md,
+            "Key-value 2^24 (u32 → u32): {kv:.3} ms against {keys:.3} ms keys-only = **{:.2}×** (must reach ≤ 2×, aim ≤ 1.5×).",
+            kv / keys
+        );
+    }
+    md
+}
