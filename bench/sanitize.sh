@@ -10,6 +10,7 @@ tmp=$(mktemp -d)
 status=0
 "$bin" gen "$tmp/u32.bin" -n 70001 --dtype u32 --seed 3
 "$bin" gen "$tmp/f64.npy" -n 20011 --dtype f64 --seed 4
+"$bin" gen "$tmp/u32rows.bin" -n 70007 --dtype u32 --seed 5 # 7 rows of 10001
 # name, input, options for sort and verify
 cases=("u32-asc $tmp/u32.bin --dtype=u32" "f64-desc $tmp/f64.npy --desc")
 for version in ${VERSIONS:-v0 v1 v2 v3 v4 v5 tuned}; do
@@ -30,7 +31,7 @@ for version in ${VERSIONS:-v0 v1 v2 v3 v4 v5 tuned}; do
 done
 # Row sorts and argsorts run the tuned passes over row layouts and key-index pairs (u64 words
 # for 32-bit keys, 16-byte pairs for 64-bit keys); tests/kv_sort.rs checks their results.
-kv_cases=("rows-u32 $tmp/u32.bin --dtype=u32 --rows 7" "rows-argsort-u32 $tmp/u32.bin --dtype=u32 --rows 7 --argsort"
+kv_cases=("rows-u32 $tmp/u32rows.bin --dtype=u32 --rows 7" "rows-argsort-u32 $tmp/u32rows.bin --dtype=u32 --rows 7 --argsort"
           "argsort-f64-desc $tmp/f64.npy --argsort --desc")
 for tool in memcheck racecheck; do
   for case in "${kv_cases[@]}"; do

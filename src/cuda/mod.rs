@@ -139,6 +139,7 @@ impl Gpu {
         if info.warp_size != 32 {
             return Err(GpuUnavailable::UnsupportedWarpSize(info.warp_size));
         }
+        keep_freed_memory(&ctx, info.total_memory);
         let stream = ctx.default_stream();
         Ok(Gpu {
             ctx,
@@ -376,6 +377,31 @@ impl Gpu {
         unsafe { launch.launch(plan::config(blocks, threads, 0)) }
             .map(drop)
             .during(|| "launching map_keys".into())
+    }
+}
+
+/// Lets the device's default memory pool keep up to a quarter of the device's memory after it
+/// is freed, instead of handing it back to the driver at every synchronisation (the default).
+/// Argsort and key-value sorts allocate scratch pairs each call; mapping fresh pages for them
+/// cost more than the sort (docs/notes/tuned.md). Best effort: a device without memory pools
+/// simply keeps the driver's default, so failures here are ignored on purpose.
+fn keep_freed_memory(ctx: &CudaContext, total_memory: usize) {
+    use cudarc::driver::sys;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: plain driver calls on a valid device, with pointers to live locals.
+    unsafe {
+        if sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
+            .result()
+            .is_ok()
+        {
+            let mut threshold = (total_memory / 4) as u64;
+            let _ = sys::cuMemPoolSetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&mut threshold as *mut u64).cast(),
+            )
+            .result();
+        }
     }
 }
 
