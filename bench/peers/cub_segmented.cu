@@ -15,23 +15,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(call)                                                                              \
-    do {                                                                                         \
-        cudaError_t err_ = (call);                                                               \
-        if (err_ != cudaSuccess) {                                                               \
-            std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_)); \
-            std::exit(1);                                                                        \
-        }                                                                                        \
-    } while (0)
-
-__global__ void fill_random(unsigned *keys, size_t n, unsigned long long seed) {
-    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    unsigned long long z = (i + 1) * 0x9e3779b97f4a7c15ull + seed * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    keys[i] = (unsigned)(z ^ (z >> 31));
-}
+#include "peer_common.cuh"
 
 __global__ void fill_index_in_row(unsigned *values, size_t n, unsigned row_len) {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;

@@ -7,7 +7,6 @@ format (src/bench/mod.rs).
 
 torch sorts int32 (its uint32 support on CUDA is partial); cupy sorts uint32.
 """
-import ctypes
 import statistics
 import sys
 import time
@@ -15,31 +14,22 @@ import time
 import numpy as np
 import torch
 
+from peer_timing import device_and_driver, event_time
+
 
 def row(name, device, driver, commit, date, dtype, n, metric, times_ms):
     times_ms = sorted(times_ms)
-    print(f"{name},{device.replace(',', ';')},CUDA {driver},{commit},{date},{dtype},{n},{metric},"
+    print(f"{name},{device},CUDA {driver},{commit},{date},{dtype},{n},{metric},"
           f"{statistics.median(times_ms):.6f},{times_ms[0]:.6f},{times_ms[-1]:.6f},{len(times_ms)},,false",
           flush=True)
 
 
-def event_time(work):
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    work()
-    stop.record()
-    stop.synchronize()
-    return start.elapsed_time(stop)
 
 
 def main():
     min_exp, max_exp, repeats = (int(a) for a in sys.argv[1:4])
     commit, date = sys.argv[4:6]
-    device = torch.cuda.get_device_name(0)
-    version = ctypes.c_int()
-    ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(version))
-    major, minor = divmod(version.value, 1000)
-    driver = f"{major}.{minor // 10}"
+    device, driver = device_and_driver()
     try:
         import cupy
     except ImportError:

@@ -10,30 +10,21 @@ format (src/bench/rows.rs), all named "torch":
 
 Keys are int32 (torch's uint32 support on CUDA is partial).
 """
-import ctypes
 import statistics
 import sys
 
 import torch
 
+from peer_timing import device_and_driver, event_time
 
-def event_time(work):
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    work()
-    stop.record()
-    stop.synchronize()
-    return start.elapsed_time(stop)
+
 
 
 def main():
     repeats = int(sys.argv[1])
     commit, date = sys.argv[2:4]
     shapes = [tuple(int(v) for v in s.split("x")) for s in sys.argv[4:]]
-    device = torch.cuda.get_device_name(0).replace(",", ";")
-    version = ctypes.c_int()
-    ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(version))
-    major, minor = divmod(version.value, 1000)
+    device, driver = device_and_driver()
     info = torch.iinfo(torch.int32)
     for rows, row_len in shapes:
         values = torch.arange(rows * row_len, dtype=torch.int32, device="cuda").reshape(rows, row_len)
@@ -50,7 +41,7 @@ def main():
                 if r:
                     times.append(t)
             times.sort()
-            print(f"torch,{device},CUDA {major}.{minor // 10},{commit},{date},i32,{rows},{row_len},{task},"
+            print(f"torch,{device},CUDA {driver},{commit},{date},i32,{rows},{row_len},{task},"
                   f"{statistics.median(times):.6f},{times[0]:.6f},{times[-1]:.6f},{len(times)}", flush=True)
 
 

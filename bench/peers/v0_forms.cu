@@ -14,14 +14,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CHECK(call)                                                                           \
-    do {                                                                                      \
-        cudaError_t err_ = (call);                                                               \
-        if (err_ != cudaSuccess) {                                                               \
-            fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(err_)); \
-            exit(1);                                                                          \
-        }                                                                                     \
-    } while (0)
+#include "peer_common.cuh"
 
 typedef unsigned int u32;
 
@@ -52,14 +45,6 @@ __global__ void ours_step(u32 *d, u32 n, u32 size, u32 stride) {
     }
 }
 
-__global__ void fill_random(u32 *keys, u32 n, unsigned long long seed) {
-    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
-    unsigned long long z = (i + 1) * 0x9e3779b97f4a7c15ull + seed * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    keys[i] = u32(z ^ (z >> 31));
-}
 
 int main(int argc, char **argv) {
     int exp = argc > 1 ? atoi(argv[1]) : 29;
@@ -79,6 +64,7 @@ int main(int argc, char **argv) {
             std::vector<double> total, small, mid, large;
             for (int r = 0; r < repeats + 1; ++r) { // the first run is a warm-up
                 fill_random<<<(n + 255) / 256, 256>>>(d, n, r + 1);
+                CHECK(cudaGetLastError());
                 u32 grid = (n + block - 1) / block;
                 CHECK(cudaEventRecord(ev[0]));
                 for (size_t s = 0; s < steps.size(); ++s) {
