@@ -161,6 +161,37 @@ template <typename K> __device__ __forceinline__ void flip_on_bits(K *k, u32 j0,
     }
 }
 
+// Stages 0 .. E_BITS-1 on the E keys of tile indices t*E .. t*E+E-1, which each thread takes
+// from and returns to shared memory (the slot map is linear in XOR, so slot(t*E | r) =
+// slot(t*E) ^ slot(r), and lanes hit distinct banks).
+template <typename K> __device__ __forceinline__ void sort_adjacent_keys(K *tile) {
+    const u32 E_BITS = TunedTraits<K>::E_BITS, E = 1u << E_BITS;
+    const u32 base = slot<K>(threadIdx.x << E_BITS);
+    K k[E];
+#pragma unroll
+    for (u32 r = 0; r < E; ++r) k[r] = tile[base ^ slot<K>(r)];
+    register_flip<K, 0, 0>(k);
+    register_flip<K, 0, 1>(k);
+    register_step<K, 0>(k);
+    register_flip<K, 0, 2>(k);
+    register_step<K, 1>(k);
+    register_step<K, 0>(k);
+    register_flip<K, 0, 3>(k);
+    register_step<K, 2>(k);
+    register_step<K, 1>(k);
+    register_step<K, 0>(k);
+    if constexpr (TunedTraits<K>::E_BITS > 4) {
+        register_flip<K, 0, 4>(k);
+        register_step<K, 3>(k);
+        register_step<K, 2>(k);
+        register_step<K, 1>(k);
+        register_step<K, 0>(k);
+    }
+#pragma unroll
+    for (u32 r = 0; r < E; ++r) tile[base ^ slot<K>(r)] = k[r];
+    __syncthreads();
+}
+
 // Where tile index i lives in the array. Contiguous tiles (lo == 5) are plain; in a strided
 // tile, bits 0..4 are the column, the rest the row, at global bit lo; `mirror_row_bit` >= 0
 // marks a pass starting with a flip: rows with that bit set take bits 0 .. lo-1 complemented.
@@ -352,7 +383,15 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
         __syncthreads();
     }
     bool first = true, stored = false;
-    for (u32 b = b_first; b <= b_last; ++b) {
+    u32 b_next = b_first;
+    // A tile sort's first E_BITS stages lie whole in each thread's E adjacent keys: one trip
+    // through shared memory for all of them, in straight-line code.
+    if (b_first == 0 && p.contiguous && b_last + 1 >= TunedTraits<K>::E_BITS) {
+        sort_adjacent_keys(tile);
+        b_next = TunedTraits<K>::E_BITS;
+        first = false;
+    }
+    for (u32 b = b_next; b <= b_last; ++b) {
         int g = int(b == b_first ? hi_first : b); // global bit of the next step
         while (g >= int(stop)) {
             switch (group_start<K>(tile_bit(u32(g), lo), tile_bits)) {
