@@ -342,7 +342,8 @@ impl RowLayout {
         }
     }
 
-    /// Slots of all rows: the passes' index space (at most 2^32 for at most `MAX_LEN` keys).
+    /// Slots of all rows: the passes' index space: under 2^32 for at most `MAX_LEN` keys,
+    /// since padding less than doubles each row.
     fn slots(&self) -> usize {
         (self.rows as usize) << self.row_bits
     }
@@ -399,6 +400,25 @@ pub(super) fn tuned<T: DeviceRepr>(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn row_layouts() {
+        // One row: slot g is key g, padded to a power of two.
+        let plain = RowLayout::rows(1000, 1000);
+        assert_eq!((plain.row_bits, plain.rows, plain.contiguous), (10, 1, 1));
+        assert_eq!(plain.slots(), 1024);
+        // Rows of a power-of-two length stay contiguous; others get padded slots per row.
+        let pow2 = RowLayout::rows(64 * 256, 256);
+        assert_eq!((pow2.row_bits, pow2.rows, pow2.contiguous), (8, 64, 1));
+        let odd = RowLayout::rows(7 * 10_001, 10_001);
+        assert_eq!((odd.row_bits, odd.rows, odd.contiguous), (14, 7, 0));
+        assert_eq!(odd.slots(), 7 << 14);
+        // Padding can almost double a large input's slots; they still fit 32-bit indices.
+        let big = RowLayout::rows(3 * ((1 << 29) + 1), (1 << 29) + 1);
+        assert_eq!((big.row_bits, big.rows), (30, 3));
+        assert!(big.slots() <= u32::MAX as usize);
+        assert_eq!(RowLayout::rows(0, 0).rows, 0);
+    }
 
     #[test]
     fn tuned_pass_count_for_2_pow_29() {
