@@ -126,17 +126,27 @@ impl Row {
 
 /// Writes rows as CSV (atomically).
 pub fn write_csv(path: &Path, rows: &[Row]) -> std::io::Result<()> {
-    let mut text = String::from(CSV_HEADER);
-    text.push('\n');
-    for row in rows {
-        text.push_str(&row.to_csv());
-        text.push('\n');
-    }
-    write_atomically(path, &text)
+    write_table(path, CSV_HEADER, rows.iter().map(Row::to_csv))
 }
 
-/// Writes `text` to a temporary file beside `path`, then renames it over `path`.
-fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
+/// Reads rows from a CSV written by `write_csv` or a peer program.
+pub fn read_csv(path: &Path) -> Result<Vec<Row>, String> {
+    read_table(path, CSV_HEADER, "bench", Row::from_csv)
+}
+
+/// Writes `header` and then one line each (atomically: a temporary file beside `path`,
+/// renamed over it), the CSV files of both benchmarks.
+fn write_table(
+    path: &Path,
+    header: &str,
+    lines: impl Iterator<Item = String>,
+) -> std::io::Result<()> {
+    let mut text = String::from(header);
+    text.push('\n');
+    for line in lines {
+        text.push_str(&line);
+        text.push('\n');
+    }
     let dir = path
         .parent()
         .filter(|p| !p.as_os_str().is_empty())
@@ -147,22 +157,25 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Reads rows from a CSV written by `write_csv` or a peer program.
-pub fn read_csv(path: &Path) -> Result<Vec<Row>, String> {
+/// Reads a CSV whose first non-empty line must be `header` (the `what` CSV header), parsing
+/// every further non-empty line; errors name the file and line.
+fn read_table<T>(
+    path: &Path,
+    header: &str,
+    what: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
     let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
     let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    match lines.next() {
-        Some(h) if h.trim() == CSV_HEADER => {}
-        _ => {
-            return Err(format!(
-                "{}: the first line is not the bench CSV header",
-                path.display()
-            ))
-        }
+    if lines.next().map(str::trim) != Some(header) {
+        return Err(format!(
+            "{}: the first line is not the {what} CSV header",
+            path.display()
+        ));
     }
     lines
         .enumerate()
-        .map(|(i, l)| Row::from_csv(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 2)))
+        .map(|(i, l)| parse(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 2)))
         .collect()
 }
 

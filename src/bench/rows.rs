@@ -157,30 +157,11 @@ pub fn run(
 }
 
 pub fn write_csv(path: &Path, rows: &[Measured]) -> std::io::Result<()> {
-    let mut text = String::from(CSV_HEADER);
-    text.push('\n');
-    for row in rows {
-        text.push_str(&row.to_csv());
-        text.push('\n');
-    }
-    super::write_atomically(path, &text)
+    super::write_table(path, CSV_HEADER, rows.iter().map(Measured::to_csv))
 }
 
 pub fn read_csv(path: &Path) -> std::result::Result<Vec<Measured>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    let mut lines = text.lines().filter(|l| !l.trim().is_empty());
-    if lines.next().map(str::trim) != Some(CSV_HEADER) {
-        return Err(format!(
-            "{}: the first line is not the row-bench CSV header",
-            path.display()
-        ));
-    }
-    lines
-        .enumerate()
-        .map(|(i, l)| {
-            Measured::from_csv(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 2))
-        })
-        .collect()
+    super::read_table(path, CSV_HEADER, "row-bench", Measured::from_csv)
 }
 
 /// Issue 6's targets in ms for keys-only row sorts: (rows, row_len, must reach, aim).
@@ -268,4 +249,45 @@ pub fn report(rows: &[Measured]) -> String {
         );
     }
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_file_round_trip_and_header_check() {
+        let row = Measured {
+            name: "bitonic-tuned".into(),
+            who: Provenance {
+                device: "NVIDIA H100, 80GB".into(),
+                driver: "CUDA 13.0".into(),
+                commit: "abc".into(),
+                date: "2026-11-22".into(),
+            },
+            dtype: "u32".into(),
+            rows: 16384,
+            row_len: 1024,
+            task: "argsort".into(),
+            median_ms: 0.625,
+            min_ms: 0.5,
+            max_ms: 0.75,
+            repeats: 10,
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("rows.csv");
+        write_csv(&path, &[row.clone(), row.clone()]).unwrap();
+        let back = read_csv(&path).unwrap();
+        let mut want = row;
+        want.who.device = "NVIDIA H100; 80GB".into(); // commas cannot live in a CSV field
+        assert_eq!(back, [want.clone(), want]);
+
+        let other = dir.path().join("bench.csv");
+        super::super::write_csv(&other, &[]).unwrap();
+        let err = read_csv(&other).unwrap_err();
+        assert!(
+            err.ends_with("the first line is not the row-bench CSV header"),
+            "{err}"
+        );
+    }
 }
