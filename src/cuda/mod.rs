@@ -383,7 +383,7 @@ impl Gpu {
 /// Lets the device's default memory pool keep up to a quarter of the device's memory after it
 /// is freed, instead of handing it back to the driver at every synchronisation (the default).
 /// Argsort and key-value sorts allocate scratch pairs each call; mapping fresh pages for them
-/// cost more than the sort (docs/notes/tuned.md). Best effort: a device without memory pools
+/// cost more than the sort (docs/notes/rows.md). Best effort: a device without memory pools
 /// simply keeps the driver's default, so failures here are ignored on purpose.
 fn keep_freed_memory(ctx: &CudaContext, total_memory: usize) {
     use cudarc::driver::sys;

@@ -210,8 +210,9 @@ struct TunedShape {
 /// to what a small input needs.
 fn tuned_shape<T>(gpu: &Gpu, kernel: &CudaFunction, n: usize) -> Result<TunedShape> {
     let key_bytes = std::mem::size_of::<T>();
-    let register_bits = if key_bytes == 4 { 5 } else { 4 }; // TunedTraits<K>::E_BITS
-                                                            // The kernel's own limit (its __launch_bounds__ and register use) and the device's.
+    // TunedTraits<K>::E_BITS: 32 keys a thread for u32, 16 for u64 and key-index pairs.
+    let register_bits = if key_bytes == 4 { 5 } else { 4 };
+    // The kernel's own limit (its __launch_bounds__ and register use) and the device's.
     let kernel_limit = kernel
         .max_threads_per_block()
         .during(|| "reading tuned_pass's thread limit".into())?;
