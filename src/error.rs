@@ -14,8 +14,13 @@ pub enum GpuUnavailable {
     NoNvrtc,
     #[error("the CUDA driver found no GPU")]
     NoDevice,
-    #[error("device {ordinal} was asked for (BITONIC_DEVICE) but only {count} exist")]
+    #[error("device {ordinal} was asked for but only {count} exist")]
     BadOrdinal { ordinal: usize, count: usize },
+    #[error(
+        "no NCCL: libnccl.so.2 could not be loaded, and a sort across GPUs needs it (install \
+         the `nvidia-nccl-cu13` wheel and put the folder holding libnccl.so.2 on LD_LIBRARY_PATH)"
+    )]
+    NoNccl,
     #[error("the CUDA driver failed to start: {0}")]
     InitFailed(String),
     #[error("the GPU's warp size is {0}; the kernels are written for 32")]
@@ -64,6 +69,15 @@ pub enum Error {
 
     #[error("segment offsets must start at 0, never decrease, and end at the length {len}")]
     BadSegments { len: usize },
+
+    #[error("NCCL error while {context}: {cause}")]
+    Nccl { context: String, cause: String },
+
+    #[error("{shards} shards for {ranks} ranks: a multi-GPU sort takes one shard per rank")]
+    ShardCount { shards: usize, ranks: usize },
+
+    #[error("no devices were given to the multi-GPU sorter")]
+    NoRanks,
 
     #[error("another rank of a multi-GPU sort failed, so this one stopped")]
     PeerFailed,

@@ -4,7 +4,9 @@
 
 mod common;
 
-use bitonic::multi::{simulate, sort_sharded, Algorithm, ThreadTransport, Transport};
+use bitonic::multi::{
+    merge_split_share, simulate, sort_sharded, Algorithm, ThreadTransport, Transport,
+};
 use bitonic::{Order, SortKey};
 use common::{assert_same_bits, make_keys, reference, Pattern, TestKey};
 
@@ -22,6 +24,14 @@ fn check<K: TestKey>(shard_lens: &[usize], pattern: Pattern, seed: u64) {
         for order in [Order::Ascending, Order::Descending] {
             let parts = simulate(&shards, order, algorithm).unwrap();
             assert_eq!(parts.len(), shard_lens.len());
+            if algorithm == Algorithm::MergeSplit {
+                // The GPUs return the same shares (src/cuda/multi.rs).
+                let (m, n) = (*shard_lens.iter().max().unwrap(), all.len());
+                let shares: Vec<usize> = (0..parts.len())
+                    .map(|r| merge_split_share(r, m, n))
+                    .collect();
+                assert_eq!(parts.iter().map(Vec::len).collect::<Vec<_>>(), shares);
+            }
             let joined: Vec<K> = parts.concat();
             let what = format!(
                 "{:?} {algorithm:?} {order:?} shards {shard_lens:?} {pattern:?}",
@@ -68,7 +78,7 @@ fn a_failing_rank_stops_every_rank() {
     for algorithm in ALGORITHMS {
         let ends = ThreadTransport::group(4);
         let shard: Vec<u32> = (0..1000).rev().collect();
-        let local = |w: &mut [(u32, u64)]| w.sort_unstable();
+        let local = |w: &mut [u32]| w.sort_unstable();
         let results: Vec<_> = std::thread::scope(|scope| {
             let handles: Vec<_> = ends
                 .iter()

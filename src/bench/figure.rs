@@ -151,3 +151,98 @@ fn powers_of_two(lo: f64, hi: f64) -> Vec<f64> {
         .map(|e| 2f64.powi(e))
         .collect()
 }
+
+/// Writes `<stem>.svg` and `<stem>.png`: speed-up over one GPU against the GPU count, one line
+/// per algorithm, and the ideal (linear) line.
+pub fn scaling(
+    rows: &[super::gpus::ScalingRow],
+    title: &str,
+    dir: &Path,
+    stem: &str,
+) -> Result<Vec<PathBuf>, String> {
+    load_font()?;
+    let svg = dir.join(format!("{stem}.svg"));
+    let png = dir.join(format!("{stem}.png"));
+    draw_scaling(
+        SVGBackend::new(&svg, (900, 620)).into_drawing_area(),
+        rows,
+        title,
+    )?;
+    draw_scaling(
+        BitMapBackend::new(&png, (900, 620)).into_drawing_area(),
+        rows,
+        title,
+    )?;
+    Ok(vec![svg, png])
+}
+
+fn draw_scaling<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    rows: &[super::gpus::ScalingRow],
+    title: &str,
+) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let mut algorithms: Vec<&str> = rows.iter().map(|r| r.algorithm.as_str()).collect();
+    algorithms.dedup();
+    let max_gpus = rows.iter().map(|r| r.gpus).max().ok_or("no rows to plot")? as f64;
+    let max_speedup = rows
+        .iter()
+        .filter_map(|r| r.speedup)
+        .fold(max_gpus, f64::max);
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.5..max_gpus + 0.5, 0.0..max_speedup * 1.15)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("GPUs")
+        .y_desc("speed-up over the best 1-GPU time")
+        .x_labels(max_gpus as usize)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .label_style(("sans-serif", 15))
+        .draw()
+        .map_err(err)?;
+    chart
+        .draw_series(LineSeries::new(
+            [(1.0, 1.0), (max_gpus, max_gpus)],
+            BLACK.mix(0.4).stroke_width(1),
+        ))
+        .map_err(err)?
+        .label("linear")
+        .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.4)));
+    for (i, algorithm) in algorithms.iter().enumerate() {
+        let color = Palette99::pick(i).to_rgba();
+        let mut points: Vec<(f64, f64)> = rows
+            .iter()
+            .filter(|r| r.algorithm == *algorithm)
+            .filter_map(|r| Some((r.gpus as f64, r.speedup?)))
+            .collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().copied(),
+                color.stroke_width(2),
+            ))
+            .map_err(err)?
+            .label(*algorithm)
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))
+            .map_err(err)?;
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .label_font(("sans-serif", 14))
+        .draw()
+        .map_err(err)?;
+    root.present().map_err(err)
+}

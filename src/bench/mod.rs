@@ -3,6 +3,7 @@
 //! programs under `bench/peers/`, the report's Markdown tables, and time-vs-size figures.
 
 pub mod figure;
+pub mod gpus;
 pub mod measure;
 pub mod rows;
 pub mod table;

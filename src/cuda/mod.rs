@@ -5,6 +5,7 @@
 //! `BITONIC_DEVICE` names another.
 
 pub mod kernels;
+pub mod multi;
 pub mod nvrtc;
 mod pairs;
 mod plan;
@@ -82,38 +83,46 @@ impl Gpu {
     }
 
     fn probe() -> std::result::Result<Gpu, GpuUnavailable> {
-        // cudarc panics when a library is missing; ask first, and contain any other panic.
-        let driver_present =
-            std::panic::catch_unwind(|| unsafe { cudarc::driver::sys::is_culib_present() });
-        if !driver_present.unwrap_or(false) {
-            return Err(GpuUnavailable::NoDriver);
-        }
-        if !nvrtc::nvrtc_present() {
-            return Err(GpuUnavailable::NoNvrtc);
-        }
-        std::panic::catch_unwind(Gpu::open).unwrap_or_else(|_| {
-            Err(GpuUnavailable::InitFailed(
-                "the CUDA bindings panicked".into(),
-            ))
-        })
-    }
-
-    fn open() -> std::result::Result<Gpu, GpuUnavailable> {
-        let init = |e: cudarc::driver::DriverError| GpuUnavailable::InitFailed(e.to_string());
-        let count = CudaContext::device_count().map_err(|e| match e.0 {
-            cudarc::driver::sys::CUresult::CUDA_ERROR_NO_DEVICE => GpuUnavailable::NoDevice,
-            _ => init(e),
-        })? as usize;
-        if count == 0 {
-            return Err(GpuUnavailable::NoDevice);
-        }
         let ordinal = std::env::var("BITONIC_DEVICE")
             .ok()
             .and_then(|s| s.trim().parse().ok())
             .unwrap_or(0);
+        Gpu::open_checked(ordinal, false)
+    }
+
+    /// A `Gpu` of its own for device `ordinal`, with its own stream (the multi-GPU sorter holds
+    /// one per device). Kernels compile once per process and architecture (cached on disk).
+    pub fn new(ordinal: usize) -> std::result::Result<Gpu, GpuUnavailable> {
+        Gpu::open_checked(ordinal, true)
+    }
+
+    /// How many CUDA devices there are, or why none can be used.
+    pub fn device_count() -> std::result::Result<usize, GpuUnavailable> {
+        check_libraries()?;
+        std::panic::catch_unwind(|| {
+            let count = CudaContext::device_count().map_err(|e| match e.0 {
+                cudarc::driver::sys::CUresult::CUDA_ERROR_NO_DEVICE => GpuUnavailable::NoDevice,
+                _ => GpuUnavailable::InitFailed(e.to_string()),
+            })?;
+            match count {
+                0 => Err(GpuUnavailable::NoDevice),
+                n => Ok(n as usize),
+            }
+        })
+        .unwrap_or_else(|_| Err(panicked()))
+    }
+
+    fn open_checked(ordinal: usize, own_stream: bool) -> std::result::Result<Gpu, GpuUnavailable> {
+        let count = Gpu::device_count()?;
         if ordinal >= count {
             return Err(GpuUnavailable::BadOrdinal { ordinal, count });
         }
+        std::panic::catch_unwind(|| Gpu::open(ordinal, own_stream))
+            .unwrap_or_else(|_| Err(panicked()))
+    }
+
+    fn open(ordinal: usize, own_stream: bool) -> std::result::Result<Gpu, GpuUnavailable> {
+        let init = |e: cudarc::driver::DriverError| GpuUnavailable::InitFailed(e.to_string());
         let ctx = CudaContext::new(ordinal).map_err(init)?;
         let attr = |a: Attr| ctx.attribute(a).map_err(init);
         let mut driver = 0;
@@ -140,7 +149,11 @@ impl Gpu {
             return Err(GpuUnavailable::UnsupportedWarpSize(info.warp_size));
         }
         keep_freed_memory(&ctx, info.total_memory);
-        let stream = ctx.default_stream();
+        let stream = if own_stream {
+            ctx.new_stream().map_err(init)?
+        } else {
+            ctx.default_stream()
+        };
         Ok(Gpu {
             ctx,
             stream,
@@ -403,6 +416,23 @@ fn keep_freed_memory(ctx: &CudaContext, total_memory: usize) {
             .result();
         }
     }
+}
+
+/// cudarc panics when a library is missing: ask first, and contain any other panic.
+fn check_libraries() -> std::result::Result<(), GpuUnavailable> {
+    let driver_present =
+        std::panic::catch_unwind(|| unsafe { cudarc::driver::sys::is_culib_present() });
+    if !driver_present.unwrap_or(false) {
+        return Err(GpuUnavailable::NoDriver);
+    }
+    if !nvrtc::nvrtc_present() {
+        return Err(GpuUnavailable::NoNvrtc);
+    }
+    Ok(())
+}
+
+fn panicked() -> GpuUnavailable {
+    GpuUnavailable::InitFailed("the CUDA bindings panicked".into())
 }
 
 fn check_len(len: usize) -> Result<()> {

@@ -8,8 +8,10 @@
 use super::kernels::KernelModule;
 use crate::error::{Error, GpuUnavailable, Result};
 use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys};
+use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::path::PathBuf;
+use std::sync::{LazyLock, Mutex};
 
 /// NVRTC's version as (major, minor), or why NVRTC cannot be used.
 pub fn version() -> Result<(i32, i32)> {
@@ -35,9 +37,23 @@ fn options(arch: &str) -> Vec<String> {
     ]
 }
 
-/// Compiles one kernel module to a CUBIN for `arch` (such as `"sm_90"`), from the disk cache
-/// when an identical compile was done before.
+/// Compiles one kernel module to a CUBIN for `arch` (such as `"sm_90"`): once per process
+/// (several GPUs of one architecture share it), and from the disk cache when an identical
+/// compile was done before.
 pub fn compile(module: &KernelModule, arch: &str) -> Result<Vec<u8>> {
+    type Compiled = HashMap<(&'static str, String), Vec<u8>>;
+    static IN_PROCESS: LazyLock<Mutex<Compiled>> = LazyLock::new(Default::default);
+    // Held across the compile, so that GPUs asking at once wait for one compile.
+    let mut done = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(cubin) = done.get(&(module.name, arch.to_string())) {
+        return Ok(cubin.clone());
+    }
+    let cubin = compile_cached(module, arch)?;
+    done.insert((module.name, arch.to_string()), cubin.clone());
+    Ok(cubin)
+}
+
+fn compile_cached(module: &KernelModule, arch: &str) -> Result<Vec<u8>> {
     let nvrtc = version()?;
     let source = module.full_source();
     let opts = options(arch);

@@ -260,28 +260,43 @@ fn tuned_passes(shape: &TunedShape, n: usize) -> Vec<TunedPass> {
         stop: 0,
     }];
     for b in tb..log_p {
-        let mut hi = b;
-        while hi >= tb {
-            // Rows of the strided tile cover global bits lo .. hi (tb - 5 of them).
-            let lo = (hi + 6).saturating_sub(tb).max(6);
-            let stop = lo.max(tb);
-            passes.push(TunedPass {
-                lo,
-                b_first: b,
-                b_last: b,
-                hi_first: hi,
-                stop,
-            });
-            hi = stop - 1;
-        }
+        passes.extend(stage_from(tb, b, b));
+    }
+    passes
+}
+
+/// The passes that sort a *bitonic* sequence of `n` keys (`n` a power of two): the
+/// half-cleaner steps on bits log n - 1 … 0, which are the steps of a stage log n after its
+/// flip. The multi-GPU merge-split ends with them (src/cuda/multi.rs).
+fn tuned_merge_passes(shape: &TunedShape, n: usize) -> Vec<TunedPass> {
+    let log_n = n.trailing_zeros();
+    stage_from(shape.tile_bits, log_n, log_n - 1)
+}
+
+/// The steps of stage `b` from global bit `hi` down: strided passes while the bits lie at or
+/// above the tile's `tb` bits, then one contiguous tile pass for the rest.
+fn stage_from(tb: u32, b: u32, mut hi: u32) -> Vec<TunedPass> {
+    let mut passes = Vec::new();
+    while hi >= tb {
+        // Rows of the strided tile cover global bits lo .. hi (tb - 5 of them).
+        let lo = (hi + 6).saturating_sub(tb).max(6);
+        let stop = lo.max(tb);
         passes.push(TunedPass {
-            lo: 5,
+            lo,
             b_first: b,
             b_last: b,
-            hi_first: tb - 1,
-            stop: 0,
+            hi_first: hi,
+            stop,
         });
+        hi = stop - 1;
     }
+    passes.push(TunedPass {
+        lo: 5,
+        b_first: b,
+        b_last: b,
+        hi_first: hi,
+        stop: 0,
+    });
     passes
 }
 
@@ -362,6 +377,27 @@ pub(super) fn tuned<T: DeviceRepr>(
     if layout.row_bits == 0 || layout.rows == 0 {
         return Ok(()); // rows of one key
     }
+    launch_tuned(gpu, keys, layout, map, tuned_passes)
+}
+
+/// Sorts `keys`, a bitonic sequence of ascending sortable words whose length is a power of two.
+pub(super) fn tuned_merge<T: DeviceRepr>(gpu: &Gpu, keys: &mut CudaViewMut<T>) -> Result<()> {
+    let n = keys.len();
+    assert!(n.is_power_of_two(), "a bitonic merge of {n} keys");
+    if n < 2 {
+        return Ok(());
+    }
+    launch_tuned(gpu, keys, RowLayout::rows(n, n), 0, tuned_merge_passes)
+}
+
+/// Launches the tuned passes that `plan` lists for the row length of `layout`.
+fn launch_tuned<T: DeviceRepr>(
+    gpu: &Gpu,
+    keys: &mut CudaViewMut<T>,
+    layout: RowLayout,
+    map: u32,
+    plan: fn(&TunedShape, usize) -> Vec<TunedPass>,
+) -> Result<()> {
     let kernel = gpu.function(&kernels::TUNED, &kernel_name::<T>("tuned_pass"))?;
     let shape = tuned_shape::<T>(gpu, &kernel, layout.slots())?;
     let shared = (1u32 << shape.tile_bits) * std::mem::size_of::<T>() as u32;
@@ -374,7 +410,7 @@ pub(super) fn tuned<T: DeviceRepr>(
         .during(|| format!("allowing {shared} bytes of shared memory for tuned_pass"))?;
     let blocks = layout.slots().div_ceil(1 << shape.tile_bits) as u32;
     let cfg = config(blocks, shape.threads, shared);
-    let passes = tuned_passes(&shape, 1 << layout.row_bits);
+    let passes = plan(&shape, 1 << layout.row_bits);
     let last = passes.len() - 1;
     for (i, p) in passes.iter().enumerate() {
         let flags = if map == 0 {
@@ -437,6 +473,26 @@ mod tests {
                 bits.extend((low..=p.hi_first).rev());
             }
             assert_eq!(bits, (0..=b).rev().collect::<Vec<_>>(), "stage {b}");
+        }
+    }
+
+    #[test]
+    fn tuned_merge_covers_the_half_cleaners_once() {
+        let shape = TunedShape {
+            tile_bits: 15,
+            threads: 1024,
+        };
+        for log_n in [1u32, 5, 15, 16, 20, 31] {
+            let passes = tuned_merge_passes(&shape, 1 << log_n);
+            let mut bits: Vec<u32> = Vec::new();
+            for p in &passes {
+                // Stage log n, entered below its flip: every step is a half-cleaner.
+                assert_eq!((p.b_first, p.b_last), (log_n, log_n));
+                assert!(p.hi_first < log_n);
+                let low = if p.lo == 5 { 0 } else { p.stop };
+                bits.extend((low..=p.hi_first).rev());
+            }
+            assert_eq!(bits, (0..log_n).rev().collect::<Vec<_>>(), "2^{log_n}");
         }
     }
 }

@@ -1,6 +1,7 @@
 //! Sorting keys sharded over several ranks (GPUs): the exchange schedules and the merge logic,
 //! written above a [`Transport`] so that the same code runs over simulated ranks (threads, in
-//! the tests and on machines without GPUs) and, later, over NCCL between GPUs.
+//! the tests and on machines without GPUs); the GPUs run the same schedule and splitter rules
+//! over NCCL (src/cuda/multi.rs).
 //!
 //! Two algorithms, both ending with the keys in global order across ranks (rank 0 holds the
 //! smallest):
@@ -12,8 +13,8 @@
 //!   virtual. Any `p` works, in `log p (log p + 1) / 2` rounds, each moving every shard.
 //! * [`Algorithm::Partition`]: sample sort. Every rank sorts locally, the ranks agree on `p-1`
 //!   splitters from a regular sample, and one all-to-all sends each key to its rank; a final
-//!   local sort merges what arrived. Keys are made distinct by their global position first, so
-//!   equal keys still split evenly.
+//!   local sort merges what arrived. Splitters are ordered by (key, rank, index), so equal keys
+//!   still split evenly without tagging any key.
 //!
 //! Errors: a rank that fails calls [`Transport::abort`]; every rank waiting on it then returns
 //! [`Error::PeerFailed`] instead of hanging, and no rank passes off a partial result.
@@ -28,7 +29,10 @@ use crate::key::{key_from_ordered_bits, ordered_bits};
 use crate::network::{stage_sizes, stage_steps};
 use crate::{Order, SortKey};
 
-/// Moves bytes between ranks. Implemented by [`ThreadTransport`]; an NCCL one is to come.
+/// Moves bytes between ranks: [`ThreadTransport`] between simulated ranks. The GPUs
+/// (src/cuda/multi.rs) run the same schedule, [`merge_split_rounds`], and the same splitter
+/// rules from one host thread over NCCL, since NCCL wants all ranks' calls of a round in one
+/// group.
 pub trait Transport: Sync {
     fn rank(&self) -> usize;
     fn ranks(&self) -> usize;
@@ -47,7 +51,8 @@ pub enum Algorithm {
 }
 
 /// Sorts the keys of all ranks into global order; each rank passes its shard and gets its
-/// part of the result back (sizes may change). `local_sort` sorts one rank's words ascending.
+/// part of the result back (sizes may change: see [`merge_split_share`] and the splitters).
+/// `local_sort` sorts one rank's words ascending.
 pub fn sort_sharded<K: SortKey, T: Transport>(
     transport: &T,
     shard: &[K],
@@ -56,14 +61,8 @@ pub fn sort_sharded<K: SortKey, T: Transport>(
     local_sort: LocalSort<K::Bits>,
 ) -> Result<Vec<K>> {
     let result = (|| {
-        // Global positions make every key distinct: equal keys split evenly and stay stable.
         let sizes = all_gather_sizes(transport, shard.len())?;
-        let first = sizes[..transport.rank()].iter().sum::<usize>() as u64;
-        let mut words: Vec<Tagged<K::Bits>> = shard
-            .iter()
-            .enumerate()
-            .map(|(i, &k)| (ordered_bits(k, order), first + i as u64))
-            .collect();
+        let mut words: Vec<K::Bits> = shard.iter().map(|&k| ordered_bits(k, order)).collect();
         local_sort(&mut words);
         let sorted = match algorithm {
             Algorithm::MergeSplit => merge_split(transport, words, &sizes)?,
@@ -71,7 +70,7 @@ pub fn sort_sharded<K: SortKey, T: Transport>(
         };
         Ok(sorted
             .into_iter()
-            .map(|(bits, _)| key_from_ordered_bits::<K>(bits, order))
+            .map(|bits| key_from_ordered_bits::<K>(bits, order))
             .collect())
     })();
     if result.is_err() {
@@ -80,33 +79,108 @@ pub fn sort_sharded<K: SortKey, T: Transport>(
     result
 }
 
-/// A key's ordered bits and its global position: distinct, so every order below is total.
-pub type Tagged<B> = (B, u64);
+/// Sorts one rank's words ascending (the CPU network in simulations).
+pub type LocalSort<'a, B> = &'a (dyn Fn(&mut [B]) + Sync);
 
-/// Sorts one rank's tagged words ascending (the CPU network in simulations, the tuned GPU sort
-/// on a GPU).
-pub type LocalSort<'a, B> = &'a (dyn Fn(&mut [Tagged<B>]) + Sync);
+// ---- The schedule and the splitter rules, shared with the GPUs (src/cuda/multi.rs) ----
 
-fn encode<B: Bits>(words: &[Tagged<B>]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(words.len() * (std::mem::size_of::<B>() + 8));
-    for (bits, position) in words {
-        out.extend_from_slice(bytemuck::bytes_of(bits));
-        out.extend_from_slice(&position.to_le_bytes());
-    }
-    out
+/// The rounds of the bitonic network over `p` ranks, each a list of `(lower, upper)` rank pairs
+/// that merge-split: the lower keeps the smaller half of the two shards, the upper the larger.
+/// Ranks past `p` (up to the next power of two) hold only `+inf` padding: their comparators
+/// leave the real rank's shard as it is and are left out. `log p (log p + 1) / 2` rounds.
+pub fn merge_split_rounds(p: usize) -> Vec<Vec<(usize, usize)>> {
+    stage_sizes(p)
+        .flat_map(stage_steps)
+        .map(|step| {
+            (0..p)
+                .map(|r| (r, step.partner(r)))
+                .filter(|&(r, partner)| r < partner && partner < p)
+                .collect()
+        })
+        .collect()
 }
 
-fn decode<B: Bits>(bytes: &[u8]) -> Result<Vec<Tagged<B>>> {
-    let width = std::mem::size_of::<B>();
-    if bytes.len() % (width + 8) != 0 {
+/// How many of the `n` sorted keys rank `rank` holds after a merge-split sort of `p` shards:
+/// the shards count as padded to the longest (`m` keys) with `+inf`, so rank r ends with the
+/// keys at global positions `r m .. (r + 1) m`, and the padding falls to the last ranks.
+pub fn merge_split_share(rank: usize, m: usize, n: usize) -> usize {
+    n.saturating_sub(rank * m).min(m)
+}
+
+/// A sampled key with the rank and position in its sorted shard that it came from. Ordered by
+/// (key, rank, index): a total order over all keys of all ranks that agrees with every sorted
+/// shard, so that equal keys, too, split evenly between ranks with no tags to send.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Splitter<B> {
+    pub key: B,
+    pub rank: usize,
+    pub index: usize,
+}
+
+/// The positions of its sorted shard of `len` keys that a rank offers as samples: evenly
+/// spaced, as many as its share of all `total` keys (32 per rank on average), so that every
+/// key stands the same chance.
+pub fn sample_positions(len: usize, total: usize, p: usize) -> Vec<usize> {
+    let count = (32 * p * len).div_ceil(total.max(1));
+    (0..count).map(|k| k * len / count).collect()
+}
+
+/// The `p - 1` splitters, evenly spaced through all ranks' samples.
+pub fn choose_splitters<B: Ord + Copy>(
+    mut samples: Vec<Splitter<B>>,
+    p: usize,
+) -> Vec<Splitter<B>> {
+    samples.sort_unstable();
+    (1..p)
+        .filter_map(|k| samples.get(k * samples.len() / p))
+        .copied()
+        .collect()
+}
+
+/// How rank `rank` finds where `splitter` cuts its sorted shard: the keys before the cut are
+/// those below the splitter in (key, rank, index) order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cut<B> {
+    /// The splitter's own rank: the cut is at the splitter's index.
+    At(usize),
+    /// Count the keys below `key`, or at or below it when `or_equal` (a rank before the
+    /// splitter's, whose equal keys come first).
+    Below { key: B, or_equal: bool },
+}
+
+/// The bounds of the `p` buckets of a rank's sorted `len` keys: 0, where each splitter cuts,
+/// `len` (with no splitters, when no rank had a key, every bucket but the last is empty).
+pub fn bucket_bounds(cuts: impl IntoIterator<Item = usize>, len: usize, p: usize) -> Vec<usize> {
+    let mut bounds = vec![0];
+    bounds.extend(cuts);
+    bounds.resize(p + 1, len);
+    bounds
+}
+
+pub fn cut_for<B: Copy>(splitter: &Splitter<B>, rank: usize) -> Cut<B> {
+    if rank == splitter.rank {
+        Cut::At(splitter.index)
+    } else {
+        Cut::Below {
+            key: splitter.key,
+            or_equal: rank < splitter.rank,
+        }
+    }
+}
+
+// ---- The algorithms over a transport (simulated ranks) ----
+
+fn encode<B: Bits>(words: &[B]) -> Vec<u8> {
+    bytemuck::cast_slice(words).to_vec()
+}
+
+fn decode<B: Bits>(bytes: &[u8]) -> Result<Vec<B>> {
+    if bytes.len() % std::mem::size_of::<B>() != 0 {
         return Err(Error::PeerFailed);
     }
     Ok(bytes
-        .chunks_exact(width + 8)
-        .map(|c| {
-            let position = u64::from_le_bytes(c[width..].try_into().expect("8 bytes"));
-            (bytemuck::pod_read_unaligned(&c[..width]), position)
-        })
+        .chunks_exact(std::mem::size_of::<B>())
+        .map(bytemuck::pod_read_unaligned)
         .collect())
 }
 
@@ -137,79 +211,176 @@ fn all_gather_sizes<T: Transport>(t: &T, mine: usize) -> Result<Vec<usize>> {
     Ok(sizes)
 }
 
-/// The bitonic network over ranks, every comparator a merge-split of two sorted shards. Shards
-/// count as padded to the longest one with +inf keys, which are never sent: a rank holding
-/// fewer real keys simply has its padding at the end.
-fn merge_split<B: Bits, T: Transport>(
-    t: &T,
-    mut mine: Vec<Tagged<B>>,
-    sizes: &[usize],
-) -> Result<Vec<Tagged<B>>> {
-    let (p, r) = (t.ranks(), t.rank());
+/// The bitonic network over ranks, every comparator a merge-split of two sorted shards. The
+/// `+inf` padding up to the longest shard is never sent: the lower rank keeps the `m` smallest
+/// real keys of the two, the upper the rest.
+fn merge_split<B: Bits, T: Transport>(t: &T, mut mine: Vec<B>, sizes: &[usize]) -> Result<Vec<B>> {
+    let r = t.rank();
     let m = sizes.iter().copied().max().unwrap_or(0);
-    for size in stage_sizes(p) {
-        for step in stage_steps(size) {
-            let partner = step.partner(r);
-            if partner >= p {
-                continue; // a virtual rank of +inf keys: nothing moves
-            }
-            let theirs = decode::<B>(&t.exchange(partner, encode(&mine), partner)?)?;
-            let mut merged = Vec::with_capacity(mine.len() + theirs.len());
-            let (mut i, mut j) = (0, 0);
-            while i < mine.len() || j < theirs.len() {
-                if j == theirs.len() || (i < mine.len() && mine[i] <= theirs[j]) {
-                    merged.push(mine[i]);
-                    i += 1;
-                } else {
-                    merged.push(theirs[j]);
-                    j += 1;
-                }
-            }
-            // The lower rank keeps the m smallest of the (padded) 2m, the upper the m largest.
-            mine = if r < partner {
-                merged[..m.min(merged.len())].to_vec()
+    for round in merge_split_rounds(t.ranks()) {
+        let Some(&(lower, upper)) = round.iter().find(|&&(l, u)| l == r || u == r) else {
+            continue;
+        };
+        let partner = if lower == r { upper } else { lower };
+        let theirs = decode::<B>(&t.exchange(partner, encode(&mine), partner)?)?;
+        let mut merged = Vec::with_capacity(mine.len() + theirs.len());
+        let (mut i, mut j) = (0, 0);
+        while i < mine.len() || j < theirs.len() {
+            if j == theirs.len() || (i < mine.len() && mine[i] <= theirs[j]) {
+                merged.push(mine[i]);
+                i += 1;
             } else {
-                merged.split_off(m.min(merged.len()))
-            };
+                merged.push(theirs[j]);
+                j += 1;
+            }
         }
+        let keep = m.min(merged.len());
+        mine = if r == lower {
+            merged[..keep].to_vec()
+        } else {
+            merged.split_off(keep)
+        };
     }
     Ok(mine)
 }
 
-/// Sample sort: regular sample, p-1 splitters, one all-to-all, a local sort.
+/// Sample sort: regular samples, p-1 splitters, one all-to-all, a local sort.
 fn partition<B: Bits, T: Transport>(
     t: &T,
-    words: Vec<Tagged<B>>,
+    words: Vec<B>,
     sizes: &[usize],
     local_sort: LocalSort<B>,
-) -> Result<Vec<Tagged<B>>> {
+) -> Result<Vec<B>> {
     let (p, r) = (t.ranks(), t.rank());
     if p == 1 {
         return Ok(words);
     }
-    // Each rank offers evenly spaced keys of its sorted shard, as many as its share of all keys
-    // (32 per rank on average), so that the samples stand for every key equally.
-    let total = sizes.iter().sum::<usize>().max(1);
-    let count = (32 * p * words.len()).div_ceil(total);
-    let sample: Vec<Tagged<B>> = (0..count).map(|k| words[k * words.len() / count]).collect();
-    let mut samples = sample.clone();
-    for (_, got) in ring_all_to_all(t, |_| encode(&sample))? {
-        samples.extend(decode::<B>(&got)?);
-    }
-    samples.sort_unstable();
-    let splitters: Vec<Tagged<B>> = (1..p)
-        .filter_map(|k| samples.get(k * samples.len() / p))
-        .copied()
+    let total = sizes.iter().sum::<usize>();
+    let sample: Vec<Splitter<B>> = sample_positions(words.len(), total, p)
+        .into_iter()
+        .map(|index| Splitter {
+            key: words[index],
+            rank: r,
+            index,
+        })
         .collect();
-    // Bucket j takes the keys below splitter j (the last bucket the rest); the shard is sorted.
-    let mut cuts = vec![0usize];
-    cuts.extend(splitters.iter().map(|s| words.partition_point(|w| w < s)));
-    cuts.resize(p, words.len());
-    cuts.push(words.len());
+    let mut samples = sample.clone();
+    for (_, got) in ring_all_to_all(t, |_| encode_splitters(&sample))? {
+        samples.extend(decode_splitters::<B>(&got)?);
+    }
+    let splitters = choose_splitters(samples, p);
+    // Bucket j takes the keys between splitters j-1 and j; the shard is sorted.
+    let cuts = splitters.iter().map(|s| match cut_for(s, r) {
+        Cut::At(index) => index,
+        Cut::Below { key, or_equal } => {
+            words.partition_point(|&w| w < key || (or_equal && w == key))
+        }
+    });
+    let cuts = bucket_bounds(cuts, words.len(), p);
     let mut received = words[cuts[r]..cuts[r + 1]].to_vec();
     for (_, got) in ring_all_to_all(t, |to| encode(&words[cuts[to]..cuts[to + 1]]))? {
         received.extend(decode::<B>(&got)?);
     }
     local_sort(&mut received);
     Ok(received)
+}
+
+fn encode_splitters<B: Bits>(splitters: &[Splitter<B>]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for s in splitters {
+        out.extend_from_slice(bytemuck::bytes_of(&s.key));
+        out.extend_from_slice(&(s.rank as u64).to_le_bytes());
+        out.extend_from_slice(&(s.index as u64).to_le_bytes());
+    }
+    out
+}
+
+fn decode_splitters<B: Bits>(bytes: &[u8]) -> Result<Vec<Splitter<B>>> {
+    let width = std::mem::size_of::<B>();
+    if bytes.len() % (width + 16) != 0 {
+        return Err(Error::PeerFailed);
+    }
+    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes")) as usize;
+    Ok(bytes
+        .chunks_exact(width + 16)
+        .map(|c| Splitter {
+            key: bytemuck::pod_read_unaligned(&c[..width]),
+            rank: word(&c[width..width + 8]),
+            index: word(&c[width + 8..]),
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rounds_of_the_network_over_ranks() {
+        assert!(merge_split_rounds(1).is_empty());
+        assert_eq!(merge_split_rounds(2), vec![vec![(0, 1)]]);
+        // p = 4: stage 2 (0-1, 2-3), stage 4 flip (0-3, 1-2), then 0-1, 2-3.
+        assert_eq!(
+            merge_split_rounds(4),
+            vec![
+                vec![(0, 1), (2, 3)],
+                vec![(0, 3), (1, 2)],
+                vec![(0, 1), (2, 3)]
+            ]
+        );
+        // p = 3: rank 3 is virtual; its comparators drop out.
+        assert_eq!(
+            merge_split_rounds(3),
+            vec![vec![(0, 1)], vec![(1, 2)], vec![(0, 1)]]
+        );
+        for p in 1..=16usize {
+            let log = p.next_power_of_two().trailing_zeros() as usize;
+            assert_eq!(merge_split_rounds(p).len(), log * (log + 1) / 2);
+        }
+    }
+
+    #[test]
+    fn shares_after_a_merge_split() {
+        assert_eq!(
+            (0..4)
+                .map(|r| merge_split_share(r, 10, 35))
+                .collect::<Vec<_>>(),
+            [10, 10, 10, 5]
+        );
+        assert_eq!(
+            (0..3)
+                .map(|r| merge_split_share(r, 7, 8))
+                .collect::<Vec<_>>(),
+            [7, 1, 0]
+        );
+    }
+
+    #[test]
+    fn splitters_cut_equal_keys_by_rank_then_index() {
+        let s = Splitter {
+            key: 5u32,
+            rank: 1,
+            index: 3,
+        };
+        assert_eq!(cut_for(&s, 1), Cut::At(3));
+        assert_eq!(
+            cut_for(&s, 0),
+            Cut::Below {
+                key: 5,
+                or_equal: true
+            }
+        );
+        assert_eq!(
+            cut_for(&s, 2),
+            Cut::Below {
+                key: 5,
+                or_equal: false
+            }
+        );
+        assert_eq!(sample_positions(0, 100, 4), Vec::<usize>::new());
+        assert_eq!(
+            sample_positions(100, 100, 1),
+            (0..32).map(|k| k * 100 / 32).collect::<Vec<_>>()
+        );
+    }
 }

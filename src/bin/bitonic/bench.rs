@@ -2,7 +2,8 @@
 //! Markdown report and the figures.
 
 use anyhow::{Context, Result};
-use bitonic::bench::{self, figure, measure, table, Metric, Row};
+use bitonic::bench::{self, figure, gpus, measure, table, Metric, Row};
+use bitonic::multi::Algorithm;
 use bitonic::{DType, Version};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
@@ -50,9 +51,22 @@ pub struct Args {
     /// Folder for bitonic.csv, report.md and the figures.
     #[arg(short, long, default_value = "bench-results")]
     out: PathBuf,
+    /// Multi-GPU scaling instead of the version sweep: the GPU counts to compare, e.g. 1,2,4
+    /// (writes multi_gpu.csv and the scaling figure).
+    #[arg(long, value_delimiter = ',')]
+    gpus: Vec<usize>,
+    /// Keys sorted by each --gpus measurement (u32, made on the GPUs).
+    #[arg(long, value_parser = crate::ui::parse_len, default_value = "2^32")]
+    gpus_len: usize,
+    /// Algorithms for --gpus.
+    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Algorithm::MergeSplit, Algorithm::Partition])]
+    algorithms: Vec<Algorithm>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    if !args.gpus.is_empty() {
+        return run_gpus(args);
+    }
     let plan = measure::Plan {
         dtype: args.dtype,
         exps: (args.min_exp..=args.max_exp).collect(),
@@ -94,6 +108,43 @@ pub fn run(args: Args) -> Result<ExitCode> {
         all.extend(bench::read_csv(peer).map_err(anyhow::Error::msg)?);
     }
     write_report(&all, &args.out)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bitonic bench --gpus 1,2,4`: the multi-GPU scaling table and figure.
+fn run_gpus(args: Args) -> Result<ExitCode> {
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let plan = gpus::ScalingPlan {
+        gpu_counts: args.gpus.clone(),
+        n: args.gpus_len,
+        algorithms: args.algorithms.clone(),
+        repeats: args.repeats.max(1),
+        seed: args.seed,
+    };
+    let who = measure::Provenance::here();
+    eprintln!(
+        "multi-GPU benchmark of {} keys, commit {}",
+        plan.n, who.commit
+    );
+    let rows = gpus::measure(&plan, &who.commit, &who.date, |line| eprintln!("  {line}"))?;
+    let csv = args.out.join("multi_gpu.csv");
+    gpus::write_scaling_csv(&csv, &rows).with_context(|| format!("writing {}", csv.display()))?;
+    println!("| GPUs | ranks | algorithm | median ms | min ms | speed-up over 1 GPU |");
+    println!("|---|---|---|---|---|---|");
+    for r in &rows {
+        let speedup = r.speedup.map(|s| format!("{s:.2}x")).unwrap_or_default();
+        println!(
+            "| {} | {} | {} | {:.1} | {:.1} | {speedup} |",
+            r.gpus, r.ranks, r.algorithm, r.median_ms, r.min_ms
+        );
+    }
+    let title = format!(
+        "bitonic across GPUs: {} u32 keys, {}",
+        rows[0].n, rows[0].device
+    );
+    figure::scaling(&rows, &title, &args.out, "multi_gpu_scaling").map_err(anyhow::Error::msg)?;
+    eprintln!("wrote {} and the scaling figure", csv.display());
     Ok(ExitCode::SUCCESS)
 }
 

@@ -1,0 +1,124 @@
+// Kernels of the multi-GPU sort (src/cuda/multi.rs) and its benchmark: the merge-split between
+// two ranks' sorted shards, the binary searches that cut shards at splitters, and on-device
+// random keys with an order-free checksum, so that 16 GiB of keys never cross the PCIe bus.
+// Words are sortable u32 or u64 (src/key.rs); lengths and indices are 64-bit.
+#include "common.cuh"
+
+#define GRID_STRIDE_LOOP64(i, n) \
+    for (u64 i = u64(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += u64(gridDim.x) * blockDim.x)
+
+// A merge-split keeps, of two sorted shards `mine` and `theirs` of m words each, the m smallest
+// (lower rank) or the m largest (upper rank). Against the partner's shard read backwards, the
+// elementwise min is the smaller half and the max the larger (the first step of a bitonic
+// merge); the kept words are ascending then descending (min) or descending then ascending
+// (max). `split` is where they turn: the first i at which the kept word stops coming from the
+// same side as at i = 0. The predicate below is monotone in i, so one binary search finds it.
+template <typename W> __device__ __forceinline__ bool past_turn(const W *mine, const W *theirs, u64 m, u64 i, u32 lower) {
+    W a = mine[i], b = theirs[m - 1 - i];
+    return lower ? b < a : !(a < b);
+}
+
+template <typename W> __device__ void merge_split_turn(const W *mine, const W *theirs, u64 m, u32 lower, u64 *split) {
+    if (blockIdx.x != 0 || threadIdx.x != 0) return;
+    u64 lo = 0, hi = m; // the answer lies in [lo, hi]
+    while (lo < hi) {
+        u64 mid = lo + (hi - lo) / 2;
+        if (past_turn(mine, theirs, m, mid, lower)) hi = mid;
+        else lo = mid + 1;
+    }
+    *split = lo;
+}
+
+// Writes the kept words into `out` (M words, M the power of two at or above m) as one bitonic
+// sequence that the tuned merge passes then sort: the part before the turn at the front, the
+// part after it at the back, and M - m filler words between them. The filler is the largest
+// word for the lower rank (the sequence rises, plateaus, falls) and the smallest for the upper
+// (falls, plateaus, rises); after the merge it sits at the top (lower) or bottom (upper) end.
+template <typename W>
+__device__ void merge_split_keep(const W *mine, const W *theirs, W *out, u64 m, u64 padded_m, u32 lower, const u64 *split) {
+    const u64 turn = *split, gap = padded_m - m;
+    const W filler = lower ? largest_key<W>() : W(0);
+    GRID_STRIDE_LOOP64(i, padded_m) {
+        if (i < m) {
+            W a = mine[i], b = theirs[m - 1 - i];
+            W kept = lower ? min(a, b) : max(a, b);
+            out[i < turn ? i : i + gap] = kept;
+        }
+        if (i < gap) out[turn + i] = filler;
+    }
+}
+
+// For each query q: the number of words of the sorted `keys` below q (lower bound) or at or
+// below q (upper bound, when upper[q] is set). A splitter cuts every shard this way.
+template <typename W> __device__ void count_below(const W *keys, u64 n, const W *queries, const u32 *upper, u64 *out, u32 count) {
+    u32 q = blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= count) return;
+    const W x = queries[q];
+    u64 lo = 0, hi = n;
+    while (lo < hi) {
+        u64 mid = lo + (hi - lo) / 2;
+        bool left = upper[q] ? !(x < keys[mid]) : keys[mid] < x;
+        if (left) lo = mid + 1;
+        else hi = mid;
+    }
+    out[q] = lo;
+}
+
+// keys[i] = the largest word: the +inf padding of a shard shorter than the longest.
+template <typename W> __device__ void fill_largest(W *keys, u64 n) {
+    GRID_STRIDE_LOOP64(i, n) keys[i] = largest_key<W>();
+}
+
+// out[i] = keys[positions[i]]: a rank's samples.
+template <typename W> __device__ void take(const W *keys, const u64 *positions, W *out, u32 count) {
+    u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < count) out[i] = keys[positions[i]];
+}
+
+// SplitMix64: a well-mixed 64-bit word from any 64-bit input.
+__device__ __forceinline__ u64 mix64(u64 z) {
+    z += 0x9e3779b97f4a7c15ull;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+// keys[i] = random word of global index first + i: the same data whatever the sharding.
+template <typename W> __device__ void fill_random(W *keys, u64 n, u64 first, u64 seed) {
+    GRID_STRIDE_LOOP64(i, n) keys[i] = W(mix64(seed ^ mix64(first + i)));
+}
+
+// Adds to sums[0] the wrapping sum of mix64(word) over the keys (equal before and after a sort
+// if and only if, up to a 2^-64 chance, the sort kept the multiset), and to sums[1] the count
+// of descents keys[i] > keys[i + 1].
+template <typename W> __device__ void check_sorted(const W *keys, u64 n, u64 *sums) {
+    u64 hash = 0, descents = 0;
+    GRID_STRIDE_LOOP64(i, n) {
+        W k = keys[i];
+        hash += mix64(u64(k));
+        if (i + 1 < n && keys[i + 1] < k) ++descents;
+    }
+    for (int offset = WARP_SIZE / 2; offset > 0; offset /= 2) {
+        hash += __shfl_down_sync(FULL_WARP_MASK, hash, offset);
+        descents += __shfl_down_sync(FULL_WARP_MASK, descents, offset);
+    }
+    if ((threadIdx.x & (WARP_SIZE - 1)) == 0) {
+        atomicAdd(&sums[0], hash);
+        atomicAdd(&sums[1], descents);
+    }
+}
+
+#define TURN_PARAMS(W) (const W *mine, const W *theirs, u64 m, u32 lower, u64 *split)
+EXPORT_FOR_BOTH_WIDTHS(merge_split_turn, TURN_PARAMS, (mine, theirs, m, lower, split))
+#define KEEP_PARAMS(W) (const W *mine, const W *theirs, W *out, u64 m, u64 padded_m, u32 lower, const u64 *split)
+EXPORT_FOR_BOTH_WIDTHS(merge_split_keep, KEEP_PARAMS, (mine, theirs, out, m, padded_m, lower, split))
+#define COUNT_PARAMS(W) (const W *keys, u64 n, const W *queries, const u32 *upper, u64 *out, u32 count)
+EXPORT_FOR_BOTH_WIDTHS(count_below, COUNT_PARAMS, (keys, n, queries, upper, out, count))
+#define LARGEST_PARAMS(W) (W * keys, u64 n)
+EXPORT_FOR_BOTH_WIDTHS(fill_largest, LARGEST_PARAMS, (keys, n))
+#define TAKE_PARAMS(W) (const W *keys, const u64 *positions, W *out, u32 count)
+EXPORT_FOR_BOTH_WIDTHS(take, TAKE_PARAMS, (keys, positions, out, count))
+#define FILL_PARAMS(W) (W * keys, u64 n, u64 first, u64 seed)
+EXPORT_FOR_BOTH_WIDTHS(fill_random, FILL_PARAMS, (keys, n, first, seed))
+#define CHECK_PARAMS(W) (const W *keys, u64 n, u64 *sums)
+EXPORT_FOR_BOTH_WIDTHS(check_sorted, CHECK_PARAMS, (keys, n, sums))

@@ -1,0 +1,801 @@
+//! Sorting across the GPUs of one host, through NCCL.
+//!
+//! Each *rank* holds one shard on one GPU. Every rank sorts its shard with the tuned passes;
+//! then the shards are merged across ranks by one of the two algorithms of [`crate::multi`],
+//! which also runs them over simulated ranks on the CPU with the same schedule
+//! ([`merge_split_rounds`]) and the same splitter rules ([`choose_splitters`], [`cut_for`]):
+//!
+//! * merge-split: in each round of the bitonic network over ranks, partners swap whole shards
+//!   (`ncclSend`/`ncclRecv` in one group); each takes the elementwise min (lower rank) or max
+//!   (upper) of its shard and the partner's read backwards — a bitonic sequence holding its half
+//!   — and sorts it with the tuned *merge* passes (the half-cleaner steps alone);
+//! * partition: sample, p-1 splitters, one all-to-all, then a local sort of what arrived.
+//!
+//! One host thread drives all GPUs: NCCL wants every rank's sends and receives of a round in one
+//! group when one thread owns several GPUs, and the kernels of all GPUs run concurrently since
+//! every launch is asynchronous. Several ranks may share a GPU (an input larger than one sort's
+//! [`MAX_LEN`] on one GPU is sorted as two ranks there); they swap shards with device copies.
+//!
+//! Failures: every allocation of a round is made before any of its transfers is queued, and
+//! any error aborts the communicators (`ncclCommAbort`), so a failing GPU turns into this
+//! library's error for the whole sort — no hang, and no partial result returned as sorted.
+
+use super::{check_len, kernel_name, kernels, plan, Gpu, MAX_LEN};
+use crate::error::{CudaContext as _, Error, GpuUnavailable, Result};
+use crate::key::Bits;
+use crate::multi::{
+    bucket_bounds, choose_splitters, cut_for, merge_split_rounds, merge_split_share,
+    sample_positions, Algorithm, Cut, Splitter,
+};
+use crate::network::padded_len;
+use crate::{Order, SortKey};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceSlice, LaunchConfig, PushKernelArg};
+use cudarc::nccl::{result as nccl, safe::Comm};
+use std::cell::RefCell;
+
+/// Sorts keys spread over several GPUs (or several ranks of one GPU). Not `Sync`: one thread
+/// drives all of its GPUs.
+pub struct MultiGpu {
+    /// One per distinct device, in the order first named.
+    gpus: Vec<Gpu>,
+    /// Rank r's shard lives on `gpus[device_of[r]]`.
+    device_of: Vec<usize>,
+    /// One NCCL communicator per GPU when there are several; `None` once a failure aborted
+    /// them (a new `MultiGpu` makes new ones).
+    comms: RefCell<Option<Vec<Comm>>>,
+}
+
+impl std::fmt::Debug for MultiGpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ordinals: Vec<usize> = self
+            .device_of
+            .iter()
+            .map(|&d| self.gpus[d].info().ordinal)
+            .collect();
+        f.debug_struct("MultiGpu")
+            .field("rank_devices", &ordinals)
+            .finish()
+    }
+}
+
+/// Whether libnccl can be loaded (cudarc panics on first use when it cannot).
+pub fn nccl_present() -> bool {
+    std::panic::catch_unwind(|| unsafe { cudarc::nccl::sys::is_culib_present() }).unwrap_or(false)
+}
+
+fn nccl_error(context: &str) -> impl FnOnce(nccl::NcclError) -> Error + '_ {
+    move |e| Error::Nccl {
+        context: context.to_string(),
+        cause: format!("{:?}", e.0),
+    }
+}
+
+impl MultiGpu {
+    /// One rank per entry of `ordinals`, on that device. A device may appear more than once:
+    /// its ranks then exchange shards by device copies.
+    pub fn new(ordinals: &[usize]) -> Result<MultiGpu> {
+        if ordinals.is_empty() {
+            return Err(Error::NoRanks);
+        }
+        let mut distinct: Vec<usize> = Vec::new();
+        let device_of = ordinals
+            .iter()
+            .map(|o| match distinct.iter().position(|d| d == o) {
+                Some(i) => i,
+                None => {
+                    distinct.push(*o);
+                    distinct.len() - 1
+                }
+            })
+            .collect();
+        let gpus = distinct
+            .iter()
+            .map(|&o| Gpu::new(o))
+            .collect::<std::result::Result<Vec<_>, GpuUnavailable>>()?;
+        let comms = if gpus.len() > 1 {
+            if !nccl_present() {
+                return Err(GpuUnavailable::NoNccl.into());
+            }
+            let streams = gpus.iter().map(|g| g.stream().clone()).collect();
+            Some(
+                Comm::from_devices(streams)
+                    .map_err(nccl_error("creating the NCCL communicators"))?,
+            )
+        } else {
+            None
+        };
+        Ok(MultiGpu {
+            gpus,
+            device_of,
+            comms: RefCell::new(comms),
+        })
+    }
+
+    /// One rank on each visible device.
+    pub fn all() -> Result<MultiGpu> {
+        let count = Gpu::device_count()?;
+        MultiGpu::new(&(0..count).collect::<Vec<_>>())
+    }
+
+    pub fn ranks(&self) -> usize {
+        self.device_of.len()
+    }
+
+    /// The GPU of rank `rank`.
+    pub fn gpu(&self, rank: usize) -> &Gpu {
+        &self.gpus[self.device_of[rank]]
+    }
+
+    /// Copies `keys` to the ranks, split as evenly as possible.
+    pub fn upload<K: SortKey>(&self, keys: &[K]) -> Result<Vec<DeviceShard<K>>> {
+        even_split(keys.len(), self.ranks())
+            .into_iter()
+            .enumerate()
+            .map(|(rank, range)| {
+                let gpu = self.gpu(rank);
+                let mut buf = alloc::<K>(gpu, range.len())?;
+                if !range.is_empty() {
+                    gpu.stream()
+                        .memcpy_htod(&keys[range.clone()], &mut buf.slice_mut(0..range.len()))
+                        .during(|| format!("copying rank {rank}'s keys to its GPU"))?;
+                }
+                Ok(DeviceShard {
+                    buf,
+                    start: 0,
+                    len: range.len(),
+                })
+            })
+            .collect()
+    }
+
+    /// Copies shards back into `out` (their total length), one after the other.
+    pub fn download<K: SortKey>(&self, shards: &[DeviceShard<K>], out: &mut [K]) -> Result<()> {
+        let total: usize = shards.iter().map(DeviceShard::len).sum();
+        assert_eq!(total, out.len(), "the shards hold {total} keys");
+        let mut at = 0;
+        for (rank, shard) in shards.iter().enumerate() {
+            if !shard.is_empty() {
+                self.gpu(rank)
+                    .stream()
+                    .memcpy_dtoh(&shard.view(), &mut out[at..at + shard.len()])
+                    .during(|| format!("copying rank {rank}'s keys back"))?;
+            }
+            at += shard.len();
+        }
+        self.synchronize()
+    }
+
+    /// Sorts a host slice across the ranks: split, copied over, sorted, copied back.
+    pub fn sort_host<K: SortKey>(
+        &self,
+        keys: &mut [K],
+        order: Order,
+        algorithm: Algorithm,
+    ) -> Result<()> {
+        let shards = self.upload(keys)?;
+        let sorted = self.sort_shards(&DeviceShard::views(&shards), order, algorithm)?;
+        drop(shards);
+        self.download(&sorted, keys)
+    }
+
+    /// Sorts keys already on the GPUs, one shard per rank (any lengths, empty ones too), and
+    /// returns new shards in global order: rank 0 holds the smallest keys. The inputs are left
+    /// as they are. Merge-split returns `m` keys on each rank (`m` the longest input shard) but
+    /// fewer on the last ones ([`merge_split_share`]); partition returns each rank its bucket.
+    /// Returns when the sort is done (all GPUs synchronized).
+    pub fn sort_shards<K: SortKey>(
+        &self,
+        shards: &[CudaView<K>],
+        order: Order,
+        algorithm: Algorithm,
+    ) -> Result<Vec<DeviceShard<K>>> {
+        if shards.len() != self.ranks() {
+            return Err(Error::ShardCount {
+                shards: shards.len(),
+                ranks: self.ranks(),
+            });
+        }
+        for (rank, shard) in shards.iter().enumerate() {
+            let (buffer, sorter) = (
+                shard.stream().context().ordinal(),
+                self.gpu(rank).info().ordinal,
+            );
+            if buffer != sorter {
+                return Err(Error::WrongDevice { buffer, sorter });
+            }
+            check_len(shard.len())?;
+        }
+        if self.comms.borrow().is_none() && self.gpus.len() > 1 {
+            return Err(Error::Nccl {
+                context: "starting a sort".into(),
+                cause:
+                    "the communicators were aborted after an earlier failure; make a new MultiGpu"
+                        .into(),
+            });
+        }
+        let result = match algorithm {
+            Algorithm::MergeSplit => self.merge_split(shards, order),
+            Algorithm::Partition => self.partition(shards, order),
+        }
+        .and_then(|sorted| self.synchronize().map(|()| sorted));
+        if result.is_err() {
+            // Peers may wait on transfers that will never come: abort them all.
+            drop(self.comms.borrow_mut().take());
+        }
+        result
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        for gpu in &self.gpus {
+            gpu.stream()
+                .synchronize()
+                .during(|| format!("waiting for GPU {}", gpu.info().ordinal))?;
+        }
+        Ok(())
+    }
+
+    /// The bitonic network over ranks with merge-split comparators.
+    fn merge_split<K: SortKey>(
+        &self,
+        inputs: &[CudaView<K>],
+        order: Order,
+    ) -> Result<Vec<DeviceShard<K>>> {
+        let p = self.ranks();
+        let n: usize = inputs.iter().map(CudaView::len).sum();
+        let m = inputs.iter().map(CudaView::len).max().unwrap_or(0);
+        if m == 0 {
+            return (0..p)
+                .map(|rank| {
+                    Ok(DeviceShard {
+                        buf: alloc(self.gpu(rank), 0)?,
+                        start: 0,
+                        len: 0,
+                    })
+                })
+                .collect();
+        }
+        // Every rank's shard of m words (its keys, then +inf padding) at the front of a buffer
+        // of M = m rounded up to a power of two: the merge runs over M.
+        let padded_m = padded_len(m);
+        let mut shards: Vec<Shard<K::Bits>> = Vec::with_capacity(p);
+        for (rank, input) in inputs.iter().enumerate() {
+            let gpu = self.gpu(rank);
+            let mut buf = alloc::<K::Bits>(gpu, padded_m)?;
+            copy_in(gpu, input, &mut buf)?;
+            let mut keys = buf.slice_mut(0..input.len());
+            map_to_words::<K>(gpu, &mut keys, order, false)?;
+            launch_fill_largest(gpu, &mut buf.slice_mut(input.len()..m))?;
+            plan::tuned(
+                gpu,
+                &mut buf.slice_mut(0..m),
+                plan::RowLayout::rows(m, m),
+                0,
+            )?;
+            shards.push(Shard { buf, start: 0 });
+        }
+        // Receive and output buffers, all made before the first transfer.
+        let mut received = Vec::with_capacity(p);
+        let mut spare = Vec::with_capacity(p);
+        let mut turns = Vec::with_capacity(p);
+        for rank in 0..p {
+            let gpu = self.gpu(rank);
+            received.push(alloc::<K::Bits>(gpu, m)?);
+            spare.push(alloc::<K::Bits>(gpu, padded_m)?);
+            turns.push(alloc::<u64>(gpu, 1)?);
+        }
+        for round in merge_split_rounds(p) {
+            self.exchange_round(&round, &shards, m, &mut received)?;
+            for &(lower, upper) in &round {
+                for (rank, keep_lower) in [(lower, true), (upper, false)] {
+                    let gpu = self.gpu(rank);
+                    let mine = shards[rank]
+                        .buf
+                        .slice(shards[rank].start..shards[rank].start + m);
+                    launch_merge_split(
+                        gpu,
+                        &mine,
+                        &received[rank],
+                        &mut spare[rank],
+                        m,
+                        keep_lower,
+                        &mut turns[rank],
+                    )?;
+                    plan::tuned_merge(gpu, &mut spare[rank].slice_mut(..))?;
+                    std::mem::swap(&mut shards[rank].buf, &mut spare[rank]);
+                    // The lower rank's filler went to the top, the upper's to the bottom.
+                    shards[rank].start = if keep_lower { 0 } else { padded_m - m };
+                }
+            }
+        }
+        drop((received, spare));
+        shards
+            .into_iter()
+            .enumerate()
+            .map(|(rank, mut shard)| {
+                let share = merge_split_share(rank, m, n);
+                let gpu = self.gpu(rank);
+                map_to_words::<K>(
+                    gpu,
+                    &mut shard.buf.slice_mut(shard.start..shard.start + share),
+                    order,
+                    true,
+                )?;
+                Ok(DeviceShard::of_words::<K::Bits>(
+                    gpu,
+                    shard.buf,
+                    shard.start,
+                    share,
+                ))
+            })
+            .collect()
+    }
+
+    /// Every pair of the round swaps shards (m words each way) into `received`.
+    fn exchange_round<B: Bits>(
+        &self,
+        round: &[(usize, usize)],
+        shards: &[Shard<B>],
+        m: usize,
+        received: &mut [CudaSlice<B>],
+    ) -> Result<()> {
+        let mut transfers = Vec::new();
+        for &(lower, upper) in round {
+            transfers.push((lower, upper));
+            transfers.push((upper, lower));
+        }
+        let sources: Vec<(usize, CudaView<B>)> = transfers
+            .iter()
+            .map(|&(from, _)| {
+                (
+                    from,
+                    shards[from]
+                        .buf
+                        .slice(shards[from].start..shards[from].start + m),
+                )
+            })
+            .collect();
+        let mut targets: Vec<Option<CudaViewMut<B>>> =
+            received.iter_mut().map(|r| Some(r.slice_mut(..))).collect();
+        let plan: Vec<Transfer<B>> = transfers
+            .iter()
+            .zip(sources)
+            .map(|(&(from, to), (_, src))| Transfer {
+                from,
+                to,
+                src,
+                dst: targets[to]
+                    .take()
+                    .expect("one message to each rank a round"),
+            })
+            .collect();
+        self.transfer(plan)
+    }
+
+    /// Queues `transfers` (each from a view on rank `from` into a view on rank `to`): device
+    /// copies between ranks of one GPU, and NCCL sends and receives, all in one group.
+    fn transfer<B: Bits>(&self, mut transfers: Vec<Transfer<B>>) -> Result<()> {
+        let comms = self.comms.borrow();
+        let mut grouped = false;
+        let mut result = Ok(());
+        for t in transfers.iter_mut() {
+            if t.src.is_empty() {
+                continue;
+            }
+            let (from_dev, to_dev) = (self.device_of[t.from], self.device_of[t.to]);
+            if from_dev == to_dev {
+                result = self.gpus[from_dev]
+                    .stream()
+                    .memcpy_dtod(&t.src, &mut t.dst)
+                    .during(|| format!("copying rank {}'s shard to rank {}", t.from, t.to));
+            } else {
+                let comms = comms.as_ref().expect("several GPUs have communicators");
+                if !grouped {
+                    nccl::group_start().map_err(nccl_error("starting an NCCL group"))?;
+                    grouped = true;
+                }
+                // NCCL matches the k-th send from one GPU to another with the k-th receive
+                // there: both are queued here in the same order.
+                let bytes = t.src.len() * std::mem::size_of::<B>();
+                let src = unsafe { t.src.transmute::<u8>(bytes) }.expect("same bytes");
+                let mut dst = unsafe { t.dst.transmute_mut::<u8>(bytes) }.expect("same bytes");
+                result = comms[from_dev]
+                    .send(&src, to_dev as i32)
+                    .map_err(nccl_error("queuing a send"))
+                    .and_then(|()| {
+                        comms[to_dev]
+                            .recv(&mut dst, from_dev as i32)
+                            .map(drop)
+                            .map_err(nccl_error("queuing a receive"))
+                    });
+            }
+            if result.is_err() {
+                break;
+            }
+        }
+        if grouped {
+            let ended = nccl::group_end()
+                .map(drop)
+                .map_err(nccl_error("ending an NCCL group"));
+            result = result.and(ended);
+        }
+        result
+    }
+
+    /// Sample sort: local sorts, splitters, one all-to-all, local sorts of what arrived.
+    fn partition<K: SortKey>(
+        &self,
+        inputs: &[CudaView<K>],
+        order: Order,
+    ) -> Result<Vec<DeviceShard<K>>> {
+        let p = self.ranks();
+        let total: usize = inputs.iter().map(CudaView::len).sum();
+        let mut words = Vec::with_capacity(p);
+        let mut samples = Vec::new();
+        for (rank, input) in inputs.iter().enumerate() {
+            let gpu = self.gpu(rank);
+            let len = input.len();
+            let mut buf = alloc::<K::Bits>(gpu, len)?;
+            copy_in(gpu, input, &mut buf)?;
+            let mut keys = buf.slice_mut(0..len);
+            map_to_words::<K>(gpu, &mut keys, order, false)?;
+            plan::tuned(gpu, &mut keys, plan::RowLayout::rows(len, len), 0)?;
+            let positions = sample_positions(len, total, p);
+            let keys = take(gpu, &buf, &positions)?;
+            samples.extend(
+                keys.into_iter()
+                    .zip(positions)
+                    .map(|(key, index)| Splitter { key, rank, index }),
+            );
+            words.push(buf);
+        }
+        let splitters = choose_splitters(samples, p);
+        // cuts[r][j] .. cuts[r][j + 1]: the keys rank r sends to rank j.
+        let mut cuts = Vec::with_capacity(p);
+        for (rank, input) in inputs.iter().enumerate() {
+            let found = count_below(self.gpu(rank), &words[rank], input.len(), &splitters, rank)?;
+            cuts.push(bucket_bounds(found, input.len(), p));
+        }
+        let arriving: Vec<usize> = (0..p)
+            .map(|j| (0..p).map(|r| cuts[r][j + 1] - cuts[r][j]).sum())
+            .collect();
+        let mut received = Vec::with_capacity(p);
+        for (rank, &len) in arriving.iter().enumerate() {
+            received.push(alloc::<K::Bits>(self.gpu(rank), len)?);
+        }
+        // Rank j's buffer takes the senders' parts in rank order, in p rounds around the ring
+        // (round k: every rank j receives from j - k), as the simulated ranks do.
+        for k in 0..p {
+            let transfers: Vec<Transfer<K::Bits>> = received
+                .iter_mut()
+                .enumerate()
+                .map(|(to, buf)| {
+                    let from = (to + p - k) % p;
+                    let at: usize = (0..from).map(|r| cuts[r][to + 1] - cuts[r][to]).sum();
+                    let (lo, hi) = (cuts[from][to], cuts[from][to + 1]);
+                    Transfer {
+                        from,
+                        to,
+                        src: words[from].slice(lo..hi),
+                        dst: buf.slice_mut(at..at + (hi - lo)),
+                    }
+                })
+                .collect();
+            self.transfer(transfers)?;
+        }
+        drop(words);
+        received
+            .into_iter()
+            .enumerate()
+            .map(|(rank, mut buf)| {
+                let len = arriving[rank];
+                let gpu = self.gpu(rank);
+                let mut keys = buf.slice_mut(0..len);
+                plan::tuned(gpu, &mut keys, plan::RowLayout::rows(len, len), 0)?;
+                map_to_words::<K>(gpu, &mut keys, order, true)?;
+                Ok(DeviceShard::of_words::<K::Bits>(gpu, buf, 0, len))
+            })
+            .collect()
+    }
+}
+
+/// A rank's keys on its GPU: `len` of them from `start` in `buf`. The multi-GPU sort returns
+/// its result so, without copying it out of its working buffers.
+pub struct DeviceShard<K> {
+    buf: CudaSlice<K>,
+    start: usize,
+    len: usize,
+}
+
+impl<K> std::fmt::Debug for DeviceShard<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceShard")
+            .field("start", &self.start)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<K: cudarc::driver::DeviceRepr> DeviceShard<K> {
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    pub fn view(&self) -> CudaView<'_, K> {
+        self.buf.slice(self.start..self.start + self.len)
+    }
+
+    /// The views of all shards, to sort them again, for instance.
+    pub fn views(shards: &[DeviceShard<K>]) -> Vec<CudaView<'_, K>> {
+        shards.iter().map(DeviceShard::view).collect()
+    }
+
+    /// The buffer and where the keys lie in it.
+    pub fn into_parts(self) -> (CudaSlice<K>, std::ops::Range<usize>) {
+        (self.buf, self.start..self.start + self.len)
+    }
+
+    /// Hands a buffer of sortable words over as a buffer of keys of the same width.
+    fn of_words<B: Bits>(
+        gpu: &Gpu,
+        words: CudaSlice<B>,
+        start: usize,
+        len: usize,
+    ) -> DeviceShard<K> {
+        assert_eq!(std::mem::size_of::<B>(), std::mem::size_of::<K>());
+        let count = words.len();
+        // SAFETY: the allocation holds `count` words of K's size, and every bit pattern of a
+        // word is a valid key (SortKey's contract).
+        let buf = unsafe { gpu.stream().upgrade_device_ptr::<K>(words.leak(), count) };
+        DeviceShard { buf, start, len }
+    }
+}
+
+/// A rank's sorted words: `m` of them from `start` in `buf`.
+struct Shard<B> {
+    buf: CudaSlice<B>,
+    start: usize,
+}
+
+/// One message of a round: a view on rank `from` into a view on rank `to`.
+struct Transfer<'a, B> {
+    from: usize,
+    to: usize,
+    src: CudaView<'a, B>,
+    dst: CudaViewMut<'a, B>,
+}
+
+/// `len` keys split into `parts` ranges as evenly as possible.
+pub fn even_split(len: usize, parts: usize) -> Vec<std::ops::Range<usize>> {
+    (0..parts)
+        .map(|r| (r * len / parts)..((r + 1) * len / parts))
+        .collect()
+}
+
+/// An uninitialised buffer of `len` values, or of one when `len` is 0 (CUDA makes no empty
+/// allocation; an empty shard's buffer is then unused).
+fn alloc<T: cudarc::driver::DeviceRepr>(gpu: &Gpu, len: usize) -> Result<CudaSlice<T>> {
+    unsafe { gpu.stream().alloc::<T>(len.max(1)) }.during(|| {
+        format!(
+            "allocating {} MiB on GPU {}",
+            (len * std::mem::size_of::<T>()) >> 20,
+            gpu.info().ordinal
+        )
+    })
+}
+
+/// Copies a shard of keys into the front of a word buffer of the same GPU.
+fn copy_in<K: SortKey>(gpu: &Gpu, input: &CudaView<K>, buf: &mut CudaSlice<K::Bits>) -> Result<()> {
+    if input.is_empty() {
+        return Ok(());
+    }
+    let src = unsafe { input.transmute::<K::Bits>(input.len()) }.expect("same size");
+    gpu.stream()
+        .memcpy_dtod(&src, &mut buf.slice_mut(0..input.len()))
+        .during(|| "copying a shard".into())
+}
+
+fn map_to_words<K: SortKey>(
+    gpu: &Gpu,
+    words: &mut CudaViewMut<K::Bits>,
+    order: Order,
+    inverse: bool,
+) -> Result<()> {
+    if K::DTYPE.needs_map(order) && !words.is_empty() {
+        gpu.map_keys(words, K::DTYPE.map_kind(), order, inverse)?;
+    }
+    Ok(())
+}
+
+fn launch_fill_largest<B: Bits>(gpu: &Gpu, words: &mut CudaViewMut<B>) -> Result<()> {
+    let n = words.len() as u64;
+    if n == 0 {
+        return Ok(());
+    }
+    let f = gpu.function(&kernels::MULTI, &kernel_name::<B>("fill_largest"))?;
+    let mut launch = gpu.stream().launch_builder(&f);
+    launch.arg(words).arg(&n);
+    unsafe { launch.launch(gpu.elementwise(n as usize)) }
+        .map(drop)
+        .during(|| "launching fill_largest".into())
+}
+
+/// Writes into `out` the bitonic sequence of the half that `keep_lower` says (see
+/// kernels/multi.cu): first the turn, then the kept words around the filler.
+fn launch_merge_split<B: Bits>(
+    gpu: &Gpu,
+    mine: &CudaView<B>,
+    theirs: &CudaSlice<B>,
+    out: &mut CudaSlice<B>,
+    m: usize,
+    keep_lower: bool,
+    turn: &mut CudaSlice<u64>,
+) -> Result<()> {
+    let (m64, padded, lower) = (m as u64, out.len() as u64, keep_lower as u32);
+    let find = gpu.function(&kernels::MULTI, &kernel_name::<B>("merge_split_turn"))?;
+    let mut launch = gpu.stream().launch_builder(&find);
+    launch
+        .arg(mine)
+        .arg(theirs)
+        .arg(&m64)
+        .arg(&lower)
+        .arg(&mut *turn);
+    unsafe { launch.launch(plan::config(1, 1, 0)) }
+        .during(|| "launching merge_split_turn".into())?;
+    let keep = gpu.function(&kernels::MULTI, &kernel_name::<B>("merge_split_keep"))?;
+    let mut launch = gpu.stream().launch_builder(&keep);
+    launch
+        .arg(mine)
+        .arg(theirs)
+        .arg(out)
+        .arg(&m64)
+        .arg(&padded)
+        .arg(&lower)
+        .arg(&*turn);
+    unsafe { launch.launch(gpu.elementwise(padded as usize)) }
+        .map(drop)
+        .during(|| "launching merge_split_keep".into())
+}
+
+/// The words of `buf` at `positions` (a few dozen), copied to the host.
+fn take<B: Bits>(gpu: &Gpu, buf: &CudaSlice<B>, positions: &[usize]) -> Result<Vec<B>> {
+    if positions.is_empty() {
+        return Ok(Vec::new());
+    }
+    let stream = gpu.stream();
+    let at: Vec<u64> = positions.iter().map(|&p| p as u64).collect();
+    let at = stream
+        .clone_htod(&at)
+        .during(|| "copying sample positions".into())?;
+    let mut out = alloc::<B>(gpu, positions.len())?;
+    let f = gpu.function(&kernels::MULTI, &kernel_name::<B>("take"))?;
+    let count = positions.len() as u32;
+    let mut launch = stream.launch_builder(&f);
+    launch.arg(buf).arg(&at).arg(&mut out).arg(&count);
+    unsafe { launch.launch(small_grid(count)) }.during(|| "launching take".into())?;
+    stream
+        .clone_dtoh(&out)
+        .during(|| "copying samples back".into())
+}
+
+/// Where each splitter cuts rank `rank`'s sorted `len` words: `splitters.len()` positions.
+fn count_below<B: Bits>(
+    gpu: &Gpu,
+    buf: &CudaSlice<B>,
+    len: usize,
+    splitters: &[Splitter<B>],
+    rank: usize,
+) -> Result<Vec<usize>> {
+    let cuts: Vec<Cut<B>> = splitters.iter().map(|s| cut_for(s, rank)).collect();
+    let queries: Vec<(B, u32)> = cuts
+        .iter()
+        .filter_map(|c| match *c {
+            Cut::Below { key, or_equal } => Some((key, or_equal as u32)),
+            Cut::At(_) => None,
+        })
+        .collect();
+    let mut found = Vec::new();
+    if !queries.is_empty() {
+        let stream = gpu.stream();
+        let keys: Vec<B> = queries.iter().map(|q| q.0).collect();
+        let upper: Vec<u32> = queries.iter().map(|q| q.1).collect();
+        let keys = stream
+            .clone_htod(&keys)
+            .during(|| "copying splitters".into())?;
+        let upper = stream
+            .clone_htod(&upper)
+            .during(|| "copying splitters".into())?;
+        let mut out = alloc::<u64>(gpu, queries.len())?;
+        let f = gpu.function(&kernels::MULTI, &kernel_name::<B>("count_below"))?;
+        let (n, count) = (len as u64, queries.len() as u32);
+        let mut launch = stream.launch_builder(&f);
+        launch
+            .arg(buf)
+            .arg(&n)
+            .arg(&keys)
+            .arg(&upper)
+            .arg(&mut out)
+            .arg(&count);
+        unsafe { launch.launch(small_grid(count)) }.during(|| "launching count_below".into())?;
+        found = stream
+            .clone_dtoh(&out)
+            .during(|| "copying cuts back".into())?;
+    }
+    let mut found = found.into_iter();
+    Ok(cuts
+        .iter()
+        .map(|c| match *c {
+            Cut::At(index) => index,
+            Cut::Below { .. } => found.next().expect("one answer a query") as usize,
+        })
+        .collect())
+}
+
+fn small_grid(count: u32) -> LaunchConfig {
+    plan::config(count.div_ceil(128).max(1), 128, 0)
+}
+
+/// The multi-GPU benchmark's device-side helpers: random shards and their checks.
+pub mod bench {
+    use super::*;
+
+    /// Fills `keys` with the random words of global positions `first ..`: the same data
+    /// whatever the split.
+    pub fn fill_random<B: Bits>(
+        gpu: &Gpu,
+        keys: &mut CudaViewMut<B>,
+        first: u64,
+        seed: u64,
+    ) -> Result<()> {
+        let n = keys.len() as u64;
+        if n == 0 {
+            return Ok(());
+        }
+        let f = gpu.function(&kernels::MULTI, &kernel_name::<B>("fill_random"))?;
+        let mut launch = gpu.stream().launch_builder(&f);
+        launch.arg(keys).arg(&n).arg(&first).arg(&seed);
+        unsafe { launch.launch(gpu.elementwise(n as usize)) }
+            .map(drop)
+            .during(|| "launching fill_random".into())
+    }
+
+    /// (sum of a hash of every word, count of descents) of `keys`: the hash sum is the same
+    /// for any order of the same words; a sorted shard has no descent.
+    pub fn checksum<B: Bits>(gpu: &Gpu, keys: &CudaView<B>) -> Result<(u64, u64)> {
+        let stream = gpu.stream();
+        let mut sums = stream
+            .alloc_zeros::<u64>(2)
+            .during(|| "allocating a checksum".into())?;
+        let n = keys.len() as u64;
+        if n > 0 {
+            let f = gpu.function(&kernels::MULTI, &kernel_name::<B>("check_sorted"))?;
+            let mut launch = stream.launch_builder(&f);
+            launch.arg(keys).arg(&n).arg(&mut sums);
+            unsafe { launch.launch(gpu.elementwise(n as usize)) }
+                .during(|| "launching check_sorted".into())?;
+        }
+        let sums = stream
+            .clone_dtoh(&sums)
+            .during(|| "copying a checksum back".into())?;
+        Ok((sums[0], sums[1]))
+    }
+
+    /// The first and last word of a non-empty shard.
+    pub fn ends<B: Bits>(gpu: &Gpu, keys: &CudaView<B>) -> Result<Option<(B, B)>> {
+        if keys.is_empty() {
+            return Ok(None);
+        }
+        let read = |at: usize| {
+            gpu.stream()
+                .clone_dtoh(&keys.slice(at..at + 1))
+                .during(|| "reading a shard's ends".into())
+        };
+        Ok(Some((read(0)?[0], read(keys.len() - 1)?[0])))
+    }
+
+    /// The most keys a rank sorts.
+    pub const RANK_MAX: usize = MAX_LEN;
+}

@@ -1,0 +1,248 @@
+//! The multi-GPU sort on real GPUs, against std's sort: every key type, both orders, both
+//! algorithms, uneven and empty shards, several ranks on one GPU, and failures.
+//!
+//! Tests that need more GPUs than the machine has skip with a note, unless
+//! `BITONIC_REQUIRE_GPUS=N` asks for N of them (then they fail); with no GPU at all they fail
+//! under `BITONIC_REQUIRE_GPU=1`, like every GPU test.
+
+mod common;
+
+use bitonic::cuda::multi::{DeviceShard, MultiGpu};
+use bitonic::cuda::Gpu;
+use bitonic::multi::{merge_split_share, Algorithm};
+use bitonic::Order;
+use common::{assert_same_bits, make_keys, reference, require_env, Pattern, TestKey, PATTERNS};
+
+const ALGORITHMS: [Algorithm; 2] = [Algorithm::MergeSplit, Algorithm::Partition];
+
+/// A sorter with one rank per entry of `ordinals`, or `None` (with a note) when the machine
+/// has too few GPUs and nothing requires them.
+fn multi_or_skip(test: &str, ordinals: &[usize]) -> Option<MultiGpu> {
+    let needed = ordinals.iter().max().map_or(1, |o| o + 1);
+    let required: usize = std::env::var("BITONIC_REQUIRE_GPUS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(if require_env("BITONIC_REQUIRE_GPU") {
+            1
+        } else {
+            0
+        });
+    let have = match Gpu::device_count() {
+        Ok(count) => count,
+        Err(why) if required > 0 => panic!("{test}: a GPU is required but there is none: {why}"),
+        Err(why) => {
+            eprintln!("SKIPPED {test}: {why}");
+            return None;
+        }
+    };
+    if have < needed {
+        assert!(
+            required < needed,
+            "{test}: BITONIC_REQUIRE_GPUS={required} but only {have} GPUs"
+        );
+        eprintln!("SKIPPED {test}: needs {needed} GPUs, found {have}");
+        return None;
+    }
+    Some(MultiGpu::new(ordinals).unwrap_or_else(|e| panic!("{test}: {e}")))
+}
+
+/// Sorts shards of `lens` keys (one per rank) with both algorithms and orders and compares
+/// the joined result with std's sort.
+fn check<K: TestKey>(multi: &MultiGpu, lens: &[usize], pattern: Pattern, seed: u64) {
+    let all = make_keys::<K>(lens.iter().sum(), pattern, seed);
+    let mut buffers = Vec::new();
+    let mut at = 0;
+    for (rank, &len) in lens.iter().enumerate() {
+        // CUDA makes no empty buffer: an empty shard is an empty view of a one-key buffer.
+        let host = if len == 0 {
+            vec![K::from_random(1)]
+        } else {
+            all[at..at + len].to_vec()
+        };
+        buffers.push(multi.gpu(rank).stream().clone_htod(&host).unwrap());
+        at += len;
+    }
+    let views: Vec<_> = buffers
+        .iter()
+        .zip(lens)
+        .map(|(b, &len)| b.slice(0..len))
+        .collect();
+    for algorithm in ALGORITHMS {
+        for order in [Order::Ascending, Order::Descending] {
+            let what = format!(
+                "{:?} {algorithm:?} {order:?} shards {lens:?} {pattern:?}",
+                K::DTYPE
+            );
+            let sorted = multi
+                .sort_shards(&views, order, algorithm)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let mut joined = vec![K::from_random(0); all.len()];
+            multi.download(&sorted, &mut joined).unwrap();
+            assert_same_bits(&joined, &reference(&all, order), &what);
+            if algorithm == Algorithm::MergeSplit {
+                let m = *lens.iter().max().unwrap();
+                let shares: Vec<usize> = (0..lens.len())
+                    .map(|r| merge_split_share(r, m, all.len()))
+                    .collect();
+                assert_eq!(
+                    sorted.iter().map(DeviceShard::len).collect::<Vec<_>>(),
+                    shares,
+                    "{what}"
+                );
+            }
+        }
+    }
+    // The inputs are left as they were.
+    let mut after = vec![K::from_random(0); all.len()];
+    let mut at = 0;
+    for (rank, view) in views.iter().enumerate() {
+        if !view.is_empty() {
+            let stream = multi.gpu(rank).stream();
+            stream
+                .memcpy_dtoh(view, &mut after[at..at + view.len()])
+                .unwrap();
+            stream.synchronize().unwrap();
+        }
+        at += view.len();
+    }
+    assert_same_bits(&after, &all, "inputs after the sort");
+}
+
+/// Shard lengths for `p` ranks: even, uneven, with empty ones, around the tile sizes.
+fn shard_sets(p: usize) -> Vec<Vec<usize>> {
+    vec![
+        vec![4096; p],
+        (0..p).map(|r| (r * 7919 + 1001) % 20_000).collect(),
+        (0..p)
+            .map(|r| if r % 2 == 1 { 0 } else { 32_769 + r })
+            .collect(),
+        (0..p).map(|r| [1, 2, 3, 16_383][r % 4]).collect(),
+        vec![0; p],
+    ]
+}
+
+fn check_all_types(multi: &MultiGpu, p: usize) {
+    for (i, lens) in shard_sets(p).iter().enumerate() {
+        for (j, &pattern) in PATTERNS.iter().enumerate() {
+            let seed = (i * 10 + j) as u64;
+            check::<u32>(multi, lens, pattern, seed);
+            check::<f32>(multi, lens, pattern, seed);
+            check::<i64>(multi, lens, pattern, seed);
+        }
+        check::<i32>(multi, lens, Pattern::Random, 7);
+        check::<u64>(multi, lens, Pattern::FewDistinct, 8);
+        check::<f64>(multi, lens, Pattern::Random, 9);
+    }
+}
+
+#[test]
+fn ranks_sharing_one_gpu() {
+    for ordinals in [vec![0], vec![0, 0], vec![0, 0, 0]] {
+        let Some(multi) = multi_or_skip("ranks_sharing_one_gpu", &ordinals) else {
+            return;
+        };
+        check_all_types(&multi, ordinals.len());
+    }
+}
+
+#[test]
+fn two_gpus() {
+    if let Some(multi) = multi_or_skip("two_gpus", &[0, 1]) {
+        check_all_types(&multi, 2);
+        // Larger shards: several tiles and strided passes in every merge.
+        check::<u32>(&multi, &[(1 << 21) + 5, 1 << 21], Pattern::Random, 1);
+    }
+}
+
+#[test]
+fn four_gpus() {
+    if let Some(multi) = multi_or_skip("four_gpus", &[0, 1, 2, 3]) {
+        check_all_types(&multi, 4);
+        check::<f32>(
+            &multi,
+            &[1 << 20, (1 << 20) - 1, 3, 1 << 19],
+            Pattern::Random,
+            2,
+        );
+    }
+}
+
+#[test]
+fn two_ranks_on_each_of_two_gpus() {
+    if let Some(multi) = multi_or_skip("two_ranks_on_each_of_two_gpus", &[0, 1, 0, 1]) {
+        check_all_types(&multi, 4);
+    }
+}
+
+#[test]
+fn three_gpus_and_a_host_slice() {
+    if let Some(multi) = multi_or_skip("three_gpus_and_a_host_slice", &[0, 1, 2]) {
+        check_all_types(&multi, 3);
+    }
+    let Some(multi) = multi_or_skip("three_gpus_and_a_host_slice", &[0]) else {
+        return;
+    };
+    let multi = MultiGpu::all().unwrap_or(multi);
+    let all = make_keys::<f64>((1 << 20) + 7, Pattern::Random, 3);
+    for algorithm in ALGORITHMS {
+        let mut keys = all.clone();
+        multi
+            .sort_host(&mut keys, Order::Descending, algorithm)
+            .unwrap();
+        assert_same_bits(&keys, &reference(&all, Order::Descending), "sort_host");
+    }
+}
+
+#[test]
+fn wrong_shards_are_errors() {
+    let Some(multi) = multi_or_skip("wrong_shards_are_errors", &[0, 0]) else {
+        return;
+    };
+    let keys = multi.gpu(0).stream().clone_htod(&[3u32, 1, 2]).unwrap();
+    let err = multi
+        .sort_shards(&[keys.slice(..)], Order::Ascending, Algorithm::MergeSplit)
+        .unwrap_err();
+    assert!(err.to_string().contains("one shard per rank"), "{err}");
+}
+
+/// A GPU without memory for the sort's buffers: the sort returns the library's error (no hang,
+/// no result), and the sorter refuses later sorts instead of waiting on aborted peers.
+#[test]
+fn out_of_memory_is_an_error_for_the_whole_sort() {
+    let two = Gpu::device_count().is_ok_and(|c| c >= 2);
+    let ordinals = if two { vec![0, 1] } else { vec![0, 0] };
+    let Some(multi) = multi_or_skip("out_of_memory_is_an_error_for_the_whole_sort", &ordinals)
+    else {
+        return;
+    };
+    let victim = multi.gpu(1);
+    let (free, _) = victim.context().mem_get_info().unwrap();
+    // Leave 640 MiB: room for the upload of a 256 MiB shard (two on one GPU), not for the
+    // three 256 MiB buffers each rank's merge-split then needs.
+    let hog = unsafe { victim.stream().alloc::<u8>(free - (640 << 20)) }.unwrap();
+    let all: Vec<u32> = make_keys((1 << 27) - 64, Pattern::Random, 5);
+    let err = multi.sort_host(&mut all.clone(), Order::Ascending, Algorithm::MergeSplit);
+    drop(hog);
+    let err = err.expect_err("the sort cannot have had the memory it needs");
+    assert!(err.to_string().contains("allocating"), "{err}");
+    if two {
+        let again = multi.sort_host(
+            &mut all[..1000].to_vec(),
+            Order::Ascending,
+            Algorithm::Partition,
+        );
+        let again = again.expect_err("the communicators were aborted");
+        assert!(again.to_string().contains("aborted"), "{again}");
+    }
+    // A new sorter works.
+    let multi = MultiGpu::new(&ordinals).unwrap();
+    let mut keys = all[..100_000].to_vec();
+    multi
+        .sort_host(&mut keys, Order::Ascending, Algorithm::MergeSplit)
+        .unwrap();
+    assert_same_bits(
+        &keys,
+        &reference(&all[..100_000], Order::Ascending),
+        "after the failure",
+    );
+}
