@@ -106,9 +106,14 @@ pub fn read_scaling_csv(path: &Path) -> std::result::Result<Vec<ScalingRow>, Str
 }
 
 /// The rank devices for `n` keys on `gpus` GPUs: as many ranks as GPUs, or a multiple of that
-/// when one rank per GPU would exceed [`RANK_MAX`].
-pub fn rank_devices(n: usize, gpus: usize) -> Vec<usize> {
-    let per_gpu = n.div_ceil(RANK_MAX * gpus).max(1);
+/// when one rank per GPU would exceed [`RANK_MAX`]. Partition's buckets vary in size around
+/// their share, so it keeps an eighth of each rank free for that.
+pub fn rank_devices(n: usize, gpus: usize, algorithm: Algorithm) -> Vec<usize> {
+    let rank_max = match algorithm {
+        Algorithm::MergeSplit => RANK_MAX,
+        Algorithm::Partition => RANK_MAX / 8 * 7,
+    };
+    let per_gpu = n.div_ceil(rank_max * gpus).max(1);
     (0..gpus * per_gpu).map(|r| r % gpus).collect()
 }
 
@@ -133,25 +138,25 @@ pub fn measure(
     } = *plan;
     let mut rows = Vec::new();
     for &gpus in &plan.gpu_counts {
-        let ordinals = rank_devices(n, gpus);
-        let multi = MultiGpu::new(&ordinals)?;
-        let device = format!("{} x{gpus}", multi.gpu(0).info().name);
-        // The input shards stay allocated across repeats; each repeat refills them.
-        let ranges = even_split(n, ordinals.len());
-        let mut inputs = Vec::new();
-        for (rank, range) in ranges.iter().enumerate() {
-            let stream = multi.gpu(rank).stream();
-            let buf = unsafe { stream.alloc::<u32>(range.len().max(1)) }.map_err(|cause| {
-                Error::Cuda {
-                    context: format!("allocating rank {rank}'s input"),
-                    cause,
-                }
-            })?;
-            inputs.push(buf);
-        }
         for &algorithm in &plan.algorithms {
+            let ordinals = rank_devices(n, gpus, algorithm);
+            let multi = MultiGpu::new(&ordinals)?;
+            let device = format!("{} x{gpus}", multi.gpu(0).info().name);
+            let ranges = even_split(n, ordinals.len());
+            let mut inputs = Vec::new();
+            for (rank, range) in ranges.iter().enumerate() {
+                let stream = multi.gpu(rank).stream();
+                let buf = unsafe { stream.alloc::<u32>(range.len().max(1)) }.map_err(|cause| {
+                    Error::Cuda {
+                        context: format!("allocating rank {rank}'s input"),
+                        cause,
+                    }
+                })?;
+                inputs.push(buf);
+            }
             let mut times = Vec::new();
             for rep in 0..=repeats {
+                // Fresh keys each repeat; the same keys for every GPU count.
                 let mut hash_in = 0u64;
                 for (rank, (buf, range)) in inputs.iter_mut().zip(&ranges).enumerate() {
                     let gpu = multi.gpu(rank);
@@ -186,7 +191,7 @@ pub fn measure(
                 gpus,
                 ranks: ordinals.len(),
                 algorithm: algorithm_name(algorithm).into(),
-                device: device.clone(),
+                device,
                 commit: commit.into(),
                 date: date.into(),
                 n: n as u64,
@@ -254,4 +259,46 @@ fn check_result(
         )));
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_for_large_inputs() {
+        let big = 1usize << 32;
+        assert_eq!(rank_devices(big, 1, Algorithm::MergeSplit), vec![0, 0]);
+        assert_eq!(rank_devices(big, 2, Algorithm::MergeSplit), vec![0, 1]);
+        assert_eq!(rank_devices(big, 1, Algorithm::Partition), vec![0, 0, 0]);
+        assert_eq!(rank_devices(big, 2, Algorithm::Partition), vec![0, 1, 0, 1]);
+        assert_eq!(rank_devices(big, 4, Algorithm::Partition), vec![0, 1, 2, 3]);
+        assert_eq!(
+            rank_devices(1000, 4, Algorithm::MergeSplit),
+            vec![0, 1, 2, 3]
+        );
+    }
+
+    #[test]
+    fn scaling_csv_round_trip() {
+        let row = ScalingRow {
+            gpus: 2,
+            ranks: 2,
+            algorithm: "merge-split".into(),
+            device: "NVIDIA H200 x2".into(),
+            commit: "abc".into(),
+            date: "2026-11-22".into(),
+            n: 1 << 32,
+            median_ms: 300.5,
+            min_ms: 299.0,
+            max_ms: 301.0,
+            repeats: 5,
+            speedup: Some(1.95),
+        };
+        assert_eq!(ScalingRow::from_csv(&row.to_csv()).unwrap(), row);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("multi_gpu.csv");
+        write_scaling_csv(&path, std::slice::from_ref(&row)).unwrap();
+        assert_eq!(read_scaling_csv(&path).unwrap(), vec![row]);
+    }
 }

@@ -243,6 +243,7 @@ impl MultiGpu {
         let p = self.ranks();
         let n: usize = inputs.iter().map(CudaView::len).sum();
         let m = inputs.iter().map(CudaView::len).max().unwrap_or(0);
+        let mut phases = Phases::new(self);
         if m == 0 {
             return (0..p)
                 .map(|rank| {
@@ -274,6 +275,7 @@ impl MultiGpu {
             shards.push(Shard { buf, start: 0 });
         }
         // Receive and output buffers, all made before the first transfer.
+        phases.end("local sorts")?;
         let mut received = Vec::with_capacity(p);
         let mut spare = Vec::with_capacity(p);
         let mut turns = Vec::with_capacity(p);
@@ -285,6 +287,7 @@ impl MultiGpu {
         }
         for round in merge_split_rounds(p) {
             self.exchange_round(&round, &shards, m, &mut received)?;
+            phases.end("exchange")?;
             for &(lower, upper) in &round {
                 for (rank, keep_lower) in [(lower, true), (upper, false)] {
                     let gpu = self.gpu(rank);
@@ -306,6 +309,7 @@ impl MultiGpu {
                     shards[rank].start = if keep_lower { 0 } else { padded_m - m };
                 }
             }
+            phases.end("merge")?;
         }
         drop((received, spare));
         shards
@@ -429,6 +433,7 @@ impl MultiGpu {
     ) -> Result<Vec<DeviceShard<K>>> {
         let p = self.ranks();
         let total: usize = inputs.iter().map(CudaView::len).sum();
+        let mut phases = Phases::new(self);
         let mut words = Vec::with_capacity(p);
         let mut samples = Vec::new();
         for (rank, input) in inputs.iter().enumerate() {
@@ -448,6 +453,7 @@ impl MultiGpu {
             );
             words.push(buf);
         }
+        phases.end("local sorts and samples")?;
         let splitters = choose_splitters(samples, p);
         // cuts[r][j] .. cuts[r][j + 1]: the keys rank r sends to rank j.
         let mut cuts = Vec::with_capacity(p);
@@ -458,6 +464,11 @@ impl MultiGpu {
         let arriving: Vec<usize> = (0..p)
             .map(|j| (0..p).map(|r| cuts[r][j + 1] - cuts[r][j]).sum())
             .collect();
+        // A bucket can outgrow its rank's share (by up to twice it, with regular samples):
+        // refuse one that one sort cannot take, before anything moves.
+        if let Some(&len) = arriving.iter().find(|&&len| len > MAX_LEN) {
+            return Err(Error::TooLong { len, max: MAX_LEN });
+        }
         let mut received = Vec::with_capacity(p);
         for (rank, &len) in arriving.iter().enumerate() {
             received.push(alloc::<K::Bits>(self.gpu(rank), len)?);
@@ -482,8 +493,9 @@ impl MultiGpu {
                 .collect();
             self.transfer(transfers)?;
         }
+        phases.end("cuts and all-to-all")?;
         drop(words);
-        received
+        let sorted = received
             .into_iter()
             .enumerate()
             .map(|(rank, mut buf)| {
@@ -494,7 +506,9 @@ impl MultiGpu {
                 map_to_words::<K>(gpu, &mut keys, order, true)?;
                 Ok(DeviceShard::of_words::<K::Bits>(gpu, buf, 0, len))
             })
-            .collect()
+            .collect();
+        phases.end("local sorts of the buckets")?;
+        sorted
     }
 }
 
@@ -551,6 +565,35 @@ impl<K: cudarc::driver::DeviceRepr> DeviceShard<K> {
         // word is a valid key (SortKey's contract).
         let buf = unsafe { gpu.stream().upgrade_device_ptr::<K>(words.leak(), count) };
         DeviceShard { buf, start, len }
+    }
+}
+
+/// With `BITONIC_MULTI_PHASES=1`, prints how long each phase of a sort took (synchronizing
+/// every GPU at each phase's end, which costs a little): for the notes, not for timings.
+struct Phases<'a> {
+    multi: Option<&'a MultiGpu>,
+    since: std::time::Instant,
+}
+
+impl<'a> Phases<'a> {
+    fn new(multi: &'a MultiGpu) -> Phases<'a> {
+        let on = std::env::var("BITONIC_MULTI_PHASES").is_ok_and(|v| v == "1");
+        Phases {
+            multi: on.then_some(multi),
+            since: std::time::Instant::now(),
+        }
+    }
+
+    fn end(&mut self, phase: &str) -> Result<()> {
+        if let Some(multi) = self.multi {
+            multi.synchronize()?;
+            eprintln!(
+                "    phase {phase}: {:.1} ms",
+                self.since.elapsed().as_secs_f64() * 1e3
+            );
+            self.since = std::time::Instant::now();
+        }
+        Ok(())
     }
 }
 
