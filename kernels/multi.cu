@@ -7,41 +7,31 @@
 #define GRID_STRIDE_LOOP64(i, n) \
     for (u64 i = u64(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += u64(gridDim.x) * blockDim.x)
 
-// A merge-split keeps, of two sorted shards `mine` and `theirs` of m words each, the m smallest
-// (lower rank) or the m largest (upper rank). Against the partner's shard read backwards, the
+// A merge-split keeps, of two sorted shards A (lower rank) and B (upper) of m words each, the m
+// smallest (lower) or the m largest (upper). Against the partner's shard read backwards, the
 // elementwise min is the smaller half and the max the larger (the first step of a bitonic
 // merge); the kept words are ascending then descending (min) or descending then ascending
-// (max). `split` is where they turn: the first i at which the kept word stops coming from the
-// same side as at i = 0. The predicate below is monotone in i, so one binary search finds it.
-template <typename W> __device__ __forceinline__ bool past_turn(const W *mine, const W *theirs, u64 m, u64 i, u32 lower) {
-    W a = mine[i], b = theirs[m - 1 - i];
-    return lower ? b < a : !(a < b);
-}
-
-template <typename W> __device__ void merge_split_turn(const W *mine, const W *theirs, u64 m, u32 lower, u64 *split) {
-    if (blockIdx.x != 0 || threadIdx.x != 0) return;
-    u64 lo = 0, hi = m; // the answer lies in [lo, hi]
-    while (lo < hi) {
-        u64 mid = lo + (hi - lo) / 2;
-        if (past_turn(mine, theirs, m, mid, lower)) hi = mid;
-        else lo = mid + 1;
-    }
-    *split = lo;
-}
-
-// Writes the kept words into `out` (M words, M the power of two at or above m) as one bitonic
-// sequence that the tuned merge passes then sort: the part before the turn at the front, the
-// part after it at the back, and M - m filler words between them. The filler is the largest
-// word for the lower rank (the sequence rises, plateaus, falls) and the smallest for the upper
-// (falls, plateaus, rises); after the merge it sits at the top (lower) or bottom (upper) end.
+// (max). The host finds the *turn* between the two parts (src/cuda/multi.rs) and sends each
+// rank only the partner's words it keeps, so the kernel places words instead of comparing:
+//
+//   lower: i < turn: A[i] (its own);  i >= turn: B[m-1-i] (received from B's front)
+//   upper: i < turn: A[m-1-i] (received from A's back); i >= turn: B[i] (its own)
+//
+// into `out` (M words, M the power of two at or above m) as one bitonic sequence that the tuned
+// merge passes then sort: the part before the turn at the front, the part after it at the
+// back, and M - m filler words between them. The filler is the largest word for the lower rank
+// (the sequence rises, plateaus, falls) and the smallest for the upper (falls, plateaus,
+// rises); after the merge it sits at the top (lower) or bottom (upper) end. `received[t -
+// received_from]` is the partner's word t.
 template <typename W>
-__device__ void merge_split_keep(const W *mine, const W *theirs, W *out, u64 m, u64 padded_m, u32 lower, const u64 *split) {
-    const u64 turn = *split, gap = padded_m - m;
+__device__ void merge_split_place(const W *mine, const W *received, W *out, u64 m, u64 padded_m, u32 lower, u64 turn,
+                                  u64 received_from) {
+    const u64 gap = padded_m - m;
     const W filler = lower ? largest_key<W>() : W(0);
     GRID_STRIDE_LOOP64(i, padded_m) {
         if (i < m) {
-            W a = mine[i], b = theirs[m - 1 - i];
-            W kept = lower ? min(a, b) : max(a, b);
+            bool own = lower ? i < turn : i >= turn;
+            W kept = own ? mine[i] : received[m - 1 - i - received_from];
             out[i < turn ? i : i + gap] = kept;
         }
         if (i < gap) out[turn + i] = filler;
@@ -108,10 +98,9 @@ template <typename W> __device__ void check_sorted(const W *keys, u64 n, u64 *su
     }
 }
 
-#define TURN_PARAMS(W) (const W *mine, const W *theirs, u64 m, u32 lower, u64 *split)
-EXPORT_FOR_BOTH_WIDTHS(merge_split_turn, TURN_PARAMS, (mine, theirs, m, lower, split))
-#define KEEP_PARAMS(W) (const W *mine, const W *theirs, W *out, u64 m, u64 padded_m, u32 lower, const u64 *split)
-EXPORT_FOR_BOTH_WIDTHS(merge_split_keep, KEEP_PARAMS, (mine, theirs, out, m, padded_m, lower, split))
+#define PLACE_PARAMS(W) \
+    (const W *mine, const W *received, W *out, u64 m, u64 padded_m, u32 lower, u64 turn, u64 received_from)
+EXPORT_FOR_BOTH_WIDTHS(merge_split_place, PLACE_PARAMS, (mine, received, out, m, padded_m, lower, turn, received_from))
 #define COUNT_PARAMS(W) (const W *keys, u64 n, const W *queries, const u32 *upper, u64 *out, u32 count)
 EXPORT_FOR_BOTH_WIDTHS(count_below, COUNT_PARAMS, (keys, n, queries, upper, out, count))
 #define LARGEST_PARAMS(W) (W * keys, u64 n)

@@ -399,6 +399,12 @@ impl Gpu {
 /// cost more than the sort (docs/notes/rows.md). Best effort: a device without memory pools
 /// simply keeps the driver's default, so failures here are ignored on purpose.
 fn keep_freed_memory(ctx: &CudaContext, total_memory: usize) {
+    set_pool_threshold(ctx, total_memory / 4, false);
+}
+
+/// Sets how much freed memory the device's default pool keeps, trimming it to that when
+/// `trim`. Best effort, as [`keep_freed_memory`].
+fn set_pool_threshold(ctx: &CudaContext, bytes: usize, trim: bool) {
     use cudarc::driver::sys;
     let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
     // SAFETY: plain driver calls on a valid device, with pointers to live locals.
@@ -407,13 +413,16 @@ fn keep_freed_memory(ctx: &CudaContext, total_memory: usize) {
             .result()
             .is_ok()
         {
-            let mut threshold = (total_memory / 4) as u64;
+            let mut threshold = bytes as u64;
             let _ = sys::cuMemPoolSetAttribute(
                 pool,
                 sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
                 (&mut threshold as *mut u64).cast(),
             )
             .result();
+            if trim {
+                let _ = sys::cuMemPoolTrimTo(pool, bytes).result();
+            }
         }
     }
 }

@@ -20,7 +20,7 @@
 //! any error aborts the communicators (`ncclCommAbort`), so a failing GPU turns into this
 //! library's error for the whole sort — no hang, and no partial result returned as sorted.
 
-use super::{check_len, kernel_name, kernels, plan, Gpu, MAX_LEN};
+use super::{check_len, kernel_name, kernels, plan, set_pool_threshold, Gpu, MAX_LEN};
 use crate::error::{CudaContext as _, Error, GpuUnavailable, Result};
 use crate::key::Bits;
 use crate::multi::{
@@ -58,6 +58,15 @@ impl std::fmt::Debug for MultiGpu {
     }
 }
 
+impl Drop for MultiGpu {
+    fn drop(&mut self) {
+        // Hand back what the pools kept beyond the usual quarter.
+        for gpu in &self.gpus {
+            set_pool_threshold(gpu.context(), gpu.info().total_memory / 4, true);
+        }
+    }
+}
+
 /// Whether libnccl can be loaded (cudarc panics on first use when it cannot).
 pub fn nccl_present() -> bool {
     std::panic::catch_unwind(|| unsafe { cudarc::nccl::sys::is_culib_present() }).unwrap_or(false)
@@ -92,6 +101,11 @@ impl MultiGpu {
             .iter()
             .map(|&o| Gpu::new(o))
             .collect::<std::result::Result<Vec<_>, GpuUnavailable>>()?;
+        // A large sort's buffers outgrow the quarter of memory a Gpu's pool keeps; each sort
+        // would map them afresh (~50 ms for 2^32 keys on one GPU). Keep them while this lives.
+        for gpu in &gpus {
+            set_pool_threshold(gpu.context(), gpu.info().total_memory, false);
+        }
         let comms = if gpus.len() > 1 {
             if !nccl_present() {
                 return Err(GpuUnavailable::NoNccl.into());
@@ -278,22 +292,32 @@ impl MultiGpu {
         phases.end("local sorts")?;
         let mut received = Vec::with_capacity(p);
         let mut spare = Vec::with_capacity(p);
-        let mut turns = Vec::with_capacity(p);
         for rank in 0..p {
             let gpu = self.gpu(rank);
             received.push(alloc::<K::Bits>(gpu, m)?);
             spare.push(alloc::<K::Bits>(gpu, padded_m)?);
-            turns.push(alloc::<u64>(gpu, 1)?);
         }
         for round in merge_split_rounds(p) {
-            self.exchange_round(&round, &shards, m, &mut received)?;
-            phases.end("exchange")?;
-            for &(lower, upper) in &round {
+            // Where each pair's halves turn: the lower rank keeps its first `turn` keys and the
+            // upper's first m - turn; the upper keeps the rest. Only those move.
+            let turns: Vec<usize> = round
+                .iter()
+                .map(|&(lower, upper)| {
+                    self.find_turn(&shards[lower], &shards[upper], lower, upper, m)
+                })
+                .collect::<Result<_>>()?;
+            let moving: Vec<(usize, usize, usize)> = round
+                .iter()
+                .zip(&turns)
+                .filter(|&(_, &turn)| turn < m) // turn == m: each keeps its own keys
+                .map(|(&(lower, upper), &turn)| (lower, upper, turn))
+                .collect();
+            self.exchange_round(&moving, &shards, m, &mut received)?;
+            phases.end("turns and exchange")?;
+            for &(lower, upper, turn) in &moving {
                 for (rank, keep_lower) in [(lower, true), (upper, false)] {
                     let gpu = self.gpu(rank);
-                    let mine = shards[rank]
-                        .buf
-                        .slice(shards[rank].start..shards[rank].start + m);
+                    let mine = shards[rank].view(m);
                     launch_merge_split(
                         gpu,
                         &mine,
@@ -301,7 +325,7 @@ impl MultiGpu {
                         &mut spare[rank],
                         m,
                         keep_lower,
-                        &mut turns[rank],
+                        turn,
                     )?;
                     plan::tuned_merge(gpu, &mut spare[rank].slice_mut(..))?;
                     std::mem::swap(&mut shards[rank].buf, &mut spare[rank]);
@@ -334,45 +358,92 @@ impl MultiGpu {
             .collect()
     }
 
-    /// Every pair of the round swaps shards (m words each way) into `received`.
+    /// Every moving pair `(lower, upper, turn)` swaps the keys that change sides: the lower
+    /// rank gets the upper's first m - turn keys, the upper the lower's last m - turn.
     fn exchange_round<B: Bits>(
         &self,
-        round: &[(usize, usize)],
+        moving: &[(usize, usize, usize)],
         shards: &[Shard<B>],
         m: usize,
         received: &mut [CudaSlice<B>],
     ) -> Result<()> {
+        let mut targets: Vec<Option<&mut CudaSlice<B>>> = received.iter_mut().map(Some).collect();
         let mut transfers = Vec::new();
-        for &(lower, upper) in round {
-            transfers.push((lower, upper));
-            transfers.push((upper, lower));
+        for &(lower, upper, turn) in moving {
+            let count = m - turn;
+            let (to_lower, to_upper) = (
+                targets[lower].take().expect("one pair a rank"),
+                targets[upper].take().expect("one pair a rank"),
+            );
+            transfers.push(Transfer {
+                from: upper,
+                to: lower,
+                src: shards[upper]
+                    .buf
+                    .slice(shards[upper].start..shards[upper].start + count),
+                dst: to_lower.slice_mut(0..count),
+            });
+            transfers.push(Transfer {
+                from: lower,
+                to: upper,
+                src: shards[lower]
+                    .buf
+                    .slice(shards[lower].start + turn..shards[lower].start + m),
+                dst: to_upper.slice_mut(0..count),
+            });
         }
-        let sources: Vec<(usize, CudaView<B>)> = transfers
-            .iter()
-            .map(|&(from, _)| {
-                (
-                    from,
-                    shards[from]
-                        .buf
-                        .slice(shards[from].start..shards[from].start + m),
-                )
-            })
-            .collect();
-        let mut targets: Vec<Option<CudaViewMut<B>>> =
-            received.iter_mut().map(|r| Some(r.slice_mut(..))).collect();
-        let plan: Vec<Transfer<B>> = transfers
-            .iter()
-            .zip(sources)
-            .map(|(&(from, to), (_, src))| Transfer {
-                from,
-                to,
-                src,
-                dst: targets[to]
-                    .take()
-                    .expect("one message to each rank a round"),
-            })
-            .collect();
-        self.transfer(plan)
+        self.transfer(transfers)
+    }
+
+    /// The turn of a merge-split of two sorted shards A (lower rank) and B (upper), m keys
+    /// each: the first j with B[m-1-j] < A[j] (m if none), found on the host from a sample
+    /// of both shards and then the window of keys between two samples. A few small copies
+    /// instead of moving whole shards: in later rounds the turn is often at an end.
+    fn find_turn<B: Bits>(
+        &self,
+        a: &Shard<B>,
+        b: &Shard<B>,
+        lower: usize,
+        upper: usize,
+        m: usize,
+    ) -> Result<usize> {
+        let (gpu_a, gpu_b) = (self.gpu(lower), self.gpu(upper));
+        let samples = m.min(4096);
+        let at: Vec<usize> = (0..samples).map(|t| t * m / samples).collect();
+        let a_at = take(
+            gpu_a,
+            &a.buf,
+            &at.iter().map(|&j| a.start + j).collect::<Vec<_>>(),
+        )?;
+        let b_at = take(
+            gpu_b,
+            &b.buf,
+            &at.iter().map(|&j| b.start + m - 1 - j).collect::<Vec<_>>(),
+        )?;
+        // The turn lies after the last sample where B's key is not below A's, at or before
+        // the next sample (or m).
+        let first_true = (0..samples).find(|&t| b_at[t] < a_at[t]);
+        let (lo, hi) = match first_true {
+            Some(0) => return Ok(0),
+            Some(t) => (at[t - 1] + 1, at[t]),
+            None => (at[samples - 1] + 1, m),
+        };
+        if lo >= hi {
+            return Ok(hi);
+        }
+        // A[lo .. hi] against B[m-1-j] for j in lo .. hi, that is B[m-hi .. m-lo] backwards.
+        let read = |gpu: &Gpu, buf: &CudaSlice<B>, from: usize, to: usize| {
+            gpu.stream()
+                .clone_dtoh(&buf.slice(from..to))
+                .during(|| "reading a window of keys for a merge-split".into())
+        };
+        let a_window = read(gpu_a, &a.buf, a.start + lo, a.start + hi)?;
+        let b_window = read(gpu_b, &b.buf, b.start + m - hi, b.start + m - lo)?;
+        let len = hi - lo;
+        let offset = (0..len)
+            .position(|i| b_window[len - 1 - i] < a_window[i])
+            .unwrap_or(len);
+        Ok(lo + offset)
     }
 
     /// Queues `transfers` (each from a view on rank `from` into a view on rank `to`): device
@@ -435,7 +506,7 @@ impl MultiGpu {
         let total: usize = inputs.iter().map(CudaView::len).sum();
         let mut phases = Phases::new(self);
         let mut words = Vec::with_capacity(p);
-        let mut samples = Vec::new();
+        // All local sorts are queued before any sample is read, so that the GPUs sort at once.
         for (rank, input) in inputs.iter().enumerate() {
             let gpu = self.gpu(rank);
             let len = input.len();
@@ -444,14 +515,17 @@ impl MultiGpu {
             let mut keys = buf.slice_mut(0..len);
             map_to_words::<K>(gpu, &mut keys, order, false)?;
             plan::tuned(gpu, &mut keys, plan::RowLayout::rows(len, len), 0)?;
-            let positions = sample_positions(len, total, p);
-            let keys = take(gpu, &buf, &positions)?;
+            words.push(buf);
+        }
+        let mut samples = Vec::new();
+        for (rank, input) in inputs.iter().enumerate() {
+            let positions = sample_positions(input.len(), total, p);
+            let keys = take(self.gpu(rank), &words[rank], &positions)?;
             samples.extend(
                 keys.into_iter()
                     .zip(positions)
                     .map(|(key, index)| Splitter { key, rank, index }),
             );
-            words.push(buf);
         }
         phases.end("local sorts and samples")?;
         let splitters = choose_splitters(samples, p);
@@ -603,6 +677,12 @@ struct Shard<B> {
     start: usize,
 }
 
+impl<B: Bits> Shard<B> {
+    fn view(&self, m: usize) -> CudaView<'_, B> {
+        self.buf.slice(self.start..self.start + m)
+    }
+}
+
 /// One message of a round: a view on rank `from` into a view on rank `to`.
 struct Transfer<'a, B> {
     from: usize,
@@ -667,40 +747,39 @@ fn launch_fill_largest<B: Bits>(gpu: &Gpu, words: &mut CudaViewMut<B>) -> Result
 }
 
 /// Writes into `out` the bitonic sequence of the half that `keep_lower` says (see
-/// kernels/multi.cu): first the turn, then the kept words around the filler.
+/// kernels/multi.cu), from the rank's own shard and the keys that came from its partner.
 fn launch_merge_split<B: Bits>(
     gpu: &Gpu,
     mine: &CudaView<B>,
-    theirs: &CudaSlice<B>,
+    received: &CudaSlice<B>,
     out: &mut CudaSlice<B>,
     m: usize,
     keep_lower: bool,
-    turn: &mut CudaSlice<u64>,
+    turn: usize,
 ) -> Result<()> {
+    // The lower rank keeps its first `turn` keys; the upper its keys from m - turn on, and its
+    // partner's from `turn` on, which arrived at the front of `received`.
+    let (own_turn, received_from) = if keep_lower {
+        (turn, 0)
+    } else {
+        (m - turn, turn)
+    };
     let (m64, padded, lower) = (m as u64, out.len() as u64, keep_lower as u32);
-    let find = gpu.function(&kernels::MULTI, &kernel_name::<B>("merge_split_turn"))?;
-    let mut launch = gpu.stream().launch_builder(&find);
+    let (own_turn, received_from) = (own_turn as u64, received_from as u64);
+    let place = gpu.function(&kernels::MULTI, &kernel_name::<B>("merge_split_place"))?;
+    let mut launch = gpu.stream().launch_builder(&place);
     launch
         .arg(mine)
-        .arg(theirs)
-        .arg(&m64)
-        .arg(&lower)
-        .arg(&mut *turn);
-    unsafe { launch.launch(plan::config(1, 1, 0)) }
-        .during(|| "launching merge_split_turn".into())?;
-    let keep = gpu.function(&kernels::MULTI, &kernel_name::<B>("merge_split_keep"))?;
-    let mut launch = gpu.stream().launch_builder(&keep);
-    launch
-        .arg(mine)
-        .arg(theirs)
+        .arg(received)
         .arg(out)
         .arg(&m64)
         .arg(&padded)
         .arg(&lower)
-        .arg(&*turn);
+        .arg(&own_turn)
+        .arg(&received_from);
     unsafe { launch.launch(gpu.elementwise(padded as usize)) }
         .map(drop)
-        .during(|| "launching merge_split_keep".into())
+        .during(|| "launching merge_split_place".into())
 }
 
 /// The words of `buf` at `positions` (a few dozen), copied to the host.
