@@ -47,15 +47,13 @@ impl Sorter {
         }
         let ran = self.key_value_ran(keys.len())?;
         if ran.backend == Backend::Cuda {
-            let perm = Gpu::get()?.argsort_rows_host(keys, keys.len(), self.order)?;
-            let (old_keys, old_values) = (keys.to_vec(), values.to_vec());
-            keys.par_iter_mut()
-                .zip(values.par_iter_mut())
+            // The keys come back sorted; the values follow the permutation.
+            let perm = Gpu::get()?.sort_with_permutation_host(keys, self.order)?;
+            let old_values = values.to_vec();
+            values
+                .par_iter_mut()
                 .zip(perm.par_iter())
-                .for_each(|((k, v), &i)| {
-                    *k = old_keys[i as usize];
-                    *v = old_values[i as usize];
-                });
+                .for_each(|(v, &i)| *v = old_values[i as usize]);
             return Ok(ran);
         }
         let pairs = sorted_pairs(keys, self.order, ran.backend);
@@ -107,13 +105,11 @@ impl Sorter {
     /// assert_eq!(p, [1, 2, 0, 1, 2, 0]);
     /// ```
     pub fn argsort_rows<K: SortKey>(&self, keys: &[K], row_len: usize) -> Result<Vec<u64>> {
-        if row_len == 0 || keys.len() % row_len != 0 {
-            return Err(Error::BadRows {
-                len: keys.len(),
-                row_len,
-            });
-        }
+        check_rows(keys.len(), row_len)?;
         let backend = self.key_value_ran(keys.len())?.backend;
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
         if backend == Backend::Cuda && row_len <= u32::MAX as usize {
             let perm = Gpu::get()?.argsort_rows_host(keys, row_len, self.order)?;
             return Ok(perm.into_par_iter().map(u64::from).collect());
@@ -138,13 +134,11 @@ impl Sorter {
     /// assert_eq!(m, [1, 2, 3, 7, 8, 9]);
     /// ```
     pub fn sort_rows<K: SortKey>(&self, data: &mut [K], row_len: usize) -> Result<Ran> {
-        if row_len == 0 || data.len() % row_len != 0 {
-            return Err(Error::BadRows {
-                len: data.len(),
-                row_len,
-            });
-        }
+        check_rows(data.len(), row_len)?;
         let ran = self.key_value_ran(data.len())?;
+        if data.is_empty() {
+            return Ok(ran);
+        }
         if ran.backend == Backend::Cuda {
             Gpu::get()?.sort_rows_host(data, row_len, self.order)?;
             return Ok(ran);
@@ -167,12 +161,7 @@ impl Sorter {
     /// assert_eq!(v, [1, 2, 3, 4, 5]);
     /// ```
     pub fn sort_segments<K: SortKey>(&self, data: &mut [K], offsets: &[usize]) -> Result<Ran> {
-        let valid = offsets.first() == Some(&0)
-            && offsets.last() == Some(&data.len())
-            && offsets.windows(2).all(|w| w[0] <= w[1]);
-        if !valid {
-            return Err(Error::BadSegments { len: data.len() });
-        }
+        check_segments(data.len(), offsets)?;
         let ran = self.key_value_ran(data.len())?;
         if ran.backend == Backend::Cuda {
             Gpu::get()?.sort_segments_host(data, offsets, self.order)?;
@@ -211,4 +200,25 @@ fn sorted_pairs<K: SortKey>(keys: &[K], order: Order, backend: Backend) -> Vec<(
         _ => cpu::sort_parallel(&mut pairs),
     }
     pairs
+}
+
+/// Whether `len` keys split into rows of `row_len`: a length that divides them (no keys split
+/// into rows of any length, 0 included). Shared by the CPU and GPU row sorts.
+pub(crate) fn check_rows(len: usize, row_len: usize) -> Result<()> {
+    if len > 0 && (row_len == 0 || len % row_len != 0) {
+        return Err(Error::BadRows { len, row_len });
+    }
+    Ok(())
+}
+
+/// Whether `offsets` cut `len` keys into segments: from 0, never decreasing, to `len`.
+pub(crate) fn check_segments(len: usize, offsets: &[usize]) -> Result<()> {
+    let valid = offsets.first() == Some(&0)
+        && offsets.last() == Some(&len)
+        && offsets.windows(2).all(|w| w[0] <= w[1]);
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::BadSegments { len })
+    }
 }

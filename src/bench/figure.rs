@@ -183,6 +183,7 @@ fn draw_scaling<DB: DrawingBackend>(
 ) -> Result<(), String> {
     let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     let mut algorithms: Vec<&str> = rows.iter().map(|r| r.algorithm.as_str()).collect();
+    algorithms.sort_unstable();
     algorithms.dedup();
     let max_gpus = rows.iter().map(|r| r.gpus).max().ok_or("no rows to plot")? as f64;
     let max_speedup = rows

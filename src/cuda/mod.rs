@@ -293,15 +293,7 @@ impl Gpu {
         version: Version,
         order: Order,
     ) -> Result<()> {
-        let (buffer, sorter) = (keys.context().ordinal(), self.info.ordinal);
-        if buffer != sorter {
-            return Err(Error::WrongDevice { buffer, sorter });
-        }
-        let len = keys.len();
-        check_len(len)?;
-        // SAFETY: every key type has the size and alignment of its Bits word, and every bit
-        // pattern of one is a valid value of the other.
-        let mut words = unsafe { keys.transmute_mut::<K::Bits>(len) }.expect("same size");
+        let mut words = self.words_of(keys)?;
         self.sort_words::<K>(&mut words, version, order)
     }
 
@@ -340,17 +332,11 @@ impl Gpu {
         if n < 2 {
             return Ok(());
         }
-        let map = K::DTYPE.needs_map(order);
         if version == Version::Tuned {
             // The tuned passes fold the key map into their first load and last store.
-            let desc = if order == Order::Descending {
-                plan::MAP_DESCENDING
-            } else {
-                0
-            };
-            let layout = plan::RowLayout::rows(words.len(), words.len());
-            return plan::tuned(self, words, layout, K::DTYPE.map_kind() as u32 | desc);
+            return self.sort_rows_words::<K>(words, words.len(), order);
         }
+        let map = K::DTYPE.needs_map(order);
         if map {
             self.map_keys(words, K::DTYPE.map_kind(), order, false)?;
         }
@@ -376,10 +362,6 @@ impl Gpu {
             (order == Order::Descending) as u32,
             inverse as u32,
         );
-        let threads = 256u32;
-        let blocks = n
-            .div_ceil(threads)
-            .min(self.info.multiprocessors as u32 * 32);
         let mut launch = self.stream.launch_builder(&f);
         launch
             .arg(words)
@@ -387,7 +369,7 @@ impl Gpu {
             .arg(&kind)
             .arg(&desc)
             .arg(&inverse);
-        unsafe { launch.launch(plan::config(blocks, threads, 0)) }
+        unsafe { launch.launch(self.elementwise(n as usize)) }
             .map(drop)
             .during(|| "launching map_keys".into())
     }

@@ -137,6 +137,28 @@ impl Gpu {
         })
     }
 
+    /// Sorts host keys on the GPU and returns the permutation that sorted them (ties in index
+    /// order): what a key-value sort of host values needs.
+    pub fn sort_with_permutation_host<K: SortKey>(
+        &self,
+        keys: &mut [K],
+        order: Order,
+    ) -> Result<Vec<u32>> {
+        check_len(keys.len())?;
+        let mut indices = vec![0u32; keys.len()];
+        if keys.len() < 2 {
+            return Ok(indices.iter().enumerate().map(|(i, _)| i as u32).collect());
+        }
+        let words: &mut [K::Bits] = bytemuck::cast_slice_mut(keys);
+        let mut device = self.upload::<K::Bits>(words)?;
+        let row_len = words.len();
+        let device_indices = self.argsort_words::<K>(&mut device.as_view_mut(), row_len, order)?;
+        // argsort_words leaves the keys sorted on the device.
+        self.download(&device_indices, &mut indices)?;
+        self.download(&device, words)?;
+        Ok(indices)
+    }
+
     /// Each row's stable argsort of host keys (left unchanged), computed on the GPU.
     pub fn argsort_rows_host<K: SortKey>(
         &self,
@@ -156,7 +178,7 @@ impl Gpu {
     }
 
     /// Keys as their words (every key type has its word's size and alignment).
-    fn words_of<'a, K: SortKey>(
+    pub(super) fn words_of<'a, K: SortKey>(
         &self,
         keys: &'a mut CudaSlice<K>,
     ) -> Result<CudaViewMut<'a, K::Bits>> {
@@ -171,7 +193,7 @@ impl Gpu {
         Ok(unsafe { keys.transmute_mut::<K::Bits>(len) }.expect("same size"))
     }
 
-    fn sort_rows_words<K: SortKey>(
+    pub(super) fn sort_rows_words<K: SortKey>(
         &self,
         words: &mut CudaViewMut<K::Bits>,
         row_len: usize,
@@ -307,20 +329,10 @@ fn map_flags<K: SortKey>(order: Order) -> u32 {
 
 fn check_rows(len: usize, row_len: usize) -> Result<()> {
     check_len(len)?;
-    if row_len == 0 && len > 0 || row_len > 0 && len % row_len != 0 {
-        return Err(Error::BadRows { len, row_len });
-    }
-    Ok(())
+    crate::kv::check_rows(len, row_len)
 }
 
 fn check_segments(len: usize, offsets: &[usize]) -> Result<()> {
     check_len(len)?;
-    let valid = offsets.first() == Some(&0)
-        && offsets.last() == Some(&len)
-        && offsets.windows(2).all(|w| w[0] <= w[1]);
-    if valid {
-        Ok(())
-    } else {
-        Err(Error::BadSegments { len })
-    }
+    crate::kv::check_segments(len, offsets)
 }

@@ -65,14 +65,14 @@ fn blocked_version(version: Version) -> Option<&'static Blocked> {
     }
 }
 
-/// Sorts `keys` (at least 2, at most `MAX_LEN`) ascending with `version`.
+/// Sorts `keys` (at least 2, at most `MAX_LEN`) ascending with one of the seed's versions
+/// V0–V5. The tuned version goes through [`tuned`], which also maps the keys.
 pub(super) fn run<B: Bits>(gpu: &Gpu, keys: &mut CudaViewMut<B>, version: Version) -> Result<()> {
-    match (version, blocked_version(version)) {
-        (_, Some(v)) => blocked::<B>(gpu, keys, v),
-        (Version::V0, None) => naive::<B>(gpu, keys),
-        (_, None) => {
-            let layout = RowLayout::rows(keys.len(), keys.len());
-            tuned::<B>(gpu, keys, layout, 0)
+    match blocked_version(version) {
+        Some(v) => blocked::<B>(gpu, keys, v),
+        None => {
+            assert_eq!(version, Version::V0, "plan::run runs V0–V5");
+            naive::<B>(gpu, keys)
         }
     }
 }

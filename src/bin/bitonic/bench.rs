@@ -130,32 +130,55 @@ fn run_gpus(args: Args) -> Result<ExitCode> {
     let rows = gpus::measure(&plan, &who.commit, &who.date, |line| eprintln!("  {line}"))?;
     let csv = args.out.join("multi_gpu.csv");
     gpus::write_scaling_csv(&csv, &rows).with_context(|| format!("writing {}", csv.display()))?;
+    print_scaling(&rows);
+    // The figure needs a font, which GPU hosts may lack: `bitonic report --scaling` draws it
+    // from the CSV anywhere else.
+    if let Err(e) = draw_scaling(&rows, &args.out) {
+        eprintln!(
+            "no figure: {e:#} (draw it with `bitonic report --scaling {}`)",
+            csv.display()
+        );
+    }
+    eprintln!("wrote {}", csv.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn print_scaling(rows: &[gpus::ScalingRow]) {
     println!("| GPUs | ranks | algorithm | median ms | min ms | speed-up over 1 GPU |");
     println!("|---|---|---|---|---|---|");
-    for r in &rows {
+    for r in rows {
         let speedup = r.speedup.map(|s| format!("{s:.2}x")).unwrap_or_default();
         println!(
             "| {} | {} | {} | {:.1} | {:.1} | {speedup} |",
             r.gpus, r.ranks, r.algorithm, r.median_ms, r.min_ms
         );
     }
+}
+
+fn draw_scaling(rows: &[gpus::ScalingRow], out: &Path) -> Result<()> {
     let title = format!(
-        "bitonic across GPUs: {} u32 keys, {}",
-        rows[0].n, rows[0].device
+        "bitonic across GPUs: 2^{} u32 keys, {}",
+        rows[0].n.trailing_zeros(),
+        rows[0]
+            .device
+            .trim_end_matches(|c: char| c == 'x' || c.is_ascii_digit())
+            .trim()
     );
-    figure::scaling(&rows, &title, &args.out, "multi_gpu_scaling").map_err(anyhow::Error::msg)?;
-    eprintln!("wrote {} and the scaling figure", csv.display());
-    Ok(ExitCode::SUCCESS)
+    figure::scaling(rows, &title, out, "multi_gpu_scaling").map_err(anyhow::Error::msg)?;
+    Ok(())
 }
 
 #[derive(clap::Args)]
 pub struct ReportArgs {
     /// Bench CSVs to merge (ours and the peers').
-    #[arg(required_unless_present = "csv_header")]
+    #[arg(required_unless_present_any = ["csv_header", "scaling"])]
     csv: Vec<PathBuf>,
     /// Only print the CSV header line (for the peer programs' output) and exit.
     #[arg(long)]
     csv_header: bool,
+    /// A multi_gpu.csv from `bench --gpus` to draw as the scaling figure (instead of CSVs).
+    #[arg(long, conflicts_with = "csv")]
+    scaling: Option<PathBuf>,
     /// Folder for results.csv, report.md and the figures.
     #[arg(short, long, default_value = "bench-results")]
     out: PathBuf,
@@ -164,6 +187,15 @@ pub struct ReportArgs {
 pub fn report(args: ReportArgs) -> Result<ExitCode> {
     if args.csv_header {
         println!("{}", bench::CSV_HEADER);
+        return Ok(ExitCode::SUCCESS);
+    }
+    if let Some(csv) = &args.scaling {
+        let rows = gpus::read_scaling_csv(csv).map_err(anyhow::Error::msg)?;
+        anyhow::ensure!(!rows.is_empty(), "{} has no rows", csv.display());
+        std::fs::create_dir_all(&args.out)
+            .with_context(|| format!("creating {}", args.out.display()))?;
+        print_scaling(&rows);
+        draw_scaling(&rows, &args.out)?;
         return Ok(ExitCode::SUCCESS);
     }
     let mut rows = Vec::new();
