@@ -120,20 +120,50 @@ fn draw<DB: DrawingBackend>(
         .draw()
         .map_err(err)?;
     for (i, (name, points)) in series.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
-        let dashed = !name.starts_with("bitonic-");
-        let style = color.stroke_width(if dashed { 1 } else { 2 });
-        chart
-            .draw_series(LineSeries::new(points.iter().copied(), style))
-            .map_err(err)?
-            .label(name.as_str())
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(points.iter().map(|&p| Circle::new(p, 3, color.filled())))
-            .map_err(err)?;
+        // The peers' lines are thinner.
+        let width = if name.starts_with("bitonic-") { 2 } else { 1 };
+        line_with_dots(
+            &mut chart,
+            points,
+            Palette99::pick(i).to_rgba(),
+            width,
+            3,
+            name,
+        )?;
     }
+    legend_and_present(&mut chart, &root)
+}
+
+/// One labelled line through `points`, with a dot on each.
+fn line_with_dots<'a, DB: DrawingBackend + 'a, CT: CoordTranslate<From = (f64, f64)>>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    points: &[(f64, f64)],
+    color: RGBAColor,
+    width: u32,
+    dot: u32,
+    label: &str,
+) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    chart
+        .draw_series(LineSeries::new(
+            points.iter().copied(),
+            color.stroke_width(width),
+        ))
+        .map_err(err)?
+        .label(label)
+        .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2)));
+    chart
+        .draw_series(points.iter().map(|&p| Circle::new(p, dot, color.filled())))
+        .map_err(err)?;
+    Ok(())
+}
+
+/// The legend in the upper left corner, then the picture out.
+fn legend_and_present<'a, DB: DrawingBackend + 'a, CT: CoordTranslate>(
+    chart: &mut ChartContext<'a, DB, CT>,
+    root: &DrawingArea<DB, Shift>,
+) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
     chart
         .configure_series_labels()
         .position(SeriesLabelPosition::UpperLeft)
@@ -216,34 +246,20 @@ fn draw_scaling<DB: DrawingBackend>(
         .label("linear")
         .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], BLACK.mix(0.4)));
     for (i, algorithm) in algorithms.iter().enumerate() {
-        let color = Palette99::pick(i).to_rgba();
         let mut points: Vec<(f64, f64)> = rows
             .iter()
             .filter(|r| r.algorithm == *algorithm)
             .filter_map(|r| Some((r.gpus as f64, r.speedup?)))
             .collect();
         points.sort_by(|a, b| a.0.total_cmp(&b.0));
-        chart
-            .draw_series(LineSeries::new(
-                points.iter().copied(),
-                color.stroke_width(2),
-            ))
-            .map_err(err)?
-            .label(*algorithm)
-            .legend(move |(x, y)| {
-                PathElement::new(vec![(x, y), (x + 20, y)], color.stroke_width(2))
-            });
-        chart
-            .draw_series(points.iter().map(|&p| Circle::new(p, 4, color.filled())))
-            .map_err(err)?;
+        line_with_dots(
+            &mut chart,
+            &points,
+            Palette99::pick(i).to_rgba(),
+            2,
+            4,
+            algorithm,
+        )?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .label_font(("sans-serif", 14))
-        .draw()
-        .map_err(err)?;
-    root.present().map_err(err)
+    legend_and_present(&mut chart, &root)
 }

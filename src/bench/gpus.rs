@@ -9,7 +9,7 @@
 //! repeats. Each result is checked on the GPUs: no descent in any shard, shard ends in order,
 //! and the same multiset (an order-free hash sum) as the input.
 
-use super::{read_table, summarize, write_table};
+use super::{read_table, summarize, write_table, Fields};
 use crate::cuda::multi::bench::{checksum, ends, fill_random, RANK_MAX};
 use crate::cuda::multi::{even_split, DeviceShard, MultiGpu};
 use crate::error::{Error, Result};
@@ -59,35 +59,20 @@ impl ScalingRow {
     }
 
     fn from_csv(line: &str) -> std::result::Result<ScalingRow, String> {
-        let f: Vec<&str> = line.split(',').map(str::trim).collect();
-        if f.len() != 13 {
-            return Err(format!("expected 13 fields, found {}", f.len()));
-        }
-        let int = |i: usize| {
-            f[i].parse::<u64>()
-                .map_err(|e| format!("field {}: {e}", i + 1))
-        };
-        let num = |i: usize| {
-            f[i].parse::<f64>()
-                .map_err(|e| format!("field {}: {e}", i + 1))
-        };
+        let f = Fields::split(line, 13)?;
         Ok(ScalingRow {
-            gpus: int(0)? as usize,
-            ranks: int(1)? as usize,
-            algorithm: f[2].into(),
-            device: f[3].into(),
-            commit: f[4].into(),
-            date: f[5].into(),
-            n: int(7)?,
-            median_ms: num(8)?,
-            min_ms: num(9)?,
-            max_ms: num(10)?,
-            repeats: int(11)? as u32,
-            speedup: if f[12].is_empty() {
-                None
-            } else {
-                Some(num(12)?)
-            },
+            gpus: f.parse(0)?,
+            ranks: f.parse(1)?,
+            algorithm: f.text(2),
+            device: f.text(3),
+            commit: f.text(4),
+            date: f.text(5),
+            n: f.parse(7)?,
+            median_ms: f.parse(8)?,
+            min_ms: f.parse(9)?,
+            max_ms: f.parse(10)?,
+            repeats: f.parse(11)?,
+            speedup: f.optional(12)?,
         })
     }
 }

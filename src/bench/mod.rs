@@ -85,33 +85,22 @@ impl Row {
     }
 
     fn from_csv(line: &str) -> Result<Row, String> {
-        let f: Vec<&str> = line.split(',').map(str::trim).collect();
-        if f.len() != 14 {
-            return Err(format!("expected 14 fields, found {}", f.len()));
-        }
-        let num = |i: usize| {
-            f[i].parse::<f64>()
-                .map_err(|e| format!("field {}: {e}", i + 1))
-        };
+        let f = Fields::split(line, 14)?;
         Ok(Row {
-            name: f[0].into(),
-            device: f[1].into(),
-            driver: f[2].into(),
-            commit: f[3].into(),
-            date: f[4].into(),
-            dtype: f[5].into(),
-            n: f[6].parse().map_err(|e| format!("n: {e}"))?,
-            metric: Metric::parse(f[7]).ok_or_else(|| format!("unknown metric {:?}", f[7]))?,
-            median_ms: num(8)?,
-            min_ms: num(9)?,
-            max_ms: num(10)?,
-            repeats: f[11].parse().map_err(|e| format!("repeats: {e}"))?,
-            bytes_moved: if f[12].is_empty() {
-                None
-            } else {
-                Some(f[12].parse().map_err(|e| format!("bytes: {e}"))?)
-            },
-            extrapolated: f[13] == "true",
+            name: f.text(0),
+            device: f.text(1),
+            driver: f.text(2),
+            commit: f.text(3),
+            date: f.text(4),
+            dtype: f.text(5),
+            n: f.parse(6)?,
+            metric: Metric::parse(f.0[7]).ok_or_else(|| format!("unknown metric {:?}", f.0[7]))?,
+            median_ms: f.parse(8)?,
+            min_ms: f.parse(9)?,
+            max_ms: f.parse(10)?,
+            repeats: f.parse(11)?,
+            bytes_moved: f.optional(12)?,
+            extrapolated: f.0[13] == "true",
         })
     }
 
@@ -178,6 +167,46 @@ fn read_table<T>(
         .enumerate()
         .map(|(i, l)| parse(l).map_err(|e| format!("{}:{}: {e}", path.display(), i + 2)))
         .collect()
+}
+
+/// The fields of one CSV line, with parsers that name the field in their errors: shared by
+/// the three CSV formats (bench, rows, multi-GPU).
+struct Fields<'a>(Vec<&'a str>);
+
+impl<'a> Fields<'a> {
+    /// Splits `line`, which must have `count` fields.
+    fn split(line: &'a str, count: usize) -> Result<Fields<'a>, String> {
+        let f: Vec<&str> = line.split(',').map(str::trim).collect();
+        if f.len() != count {
+            return Err(format!("expected {count} fields, found {}", f.len()));
+        }
+        Ok(Fields(f))
+    }
+
+    fn text(&self, i: usize) -> String {
+        self.0[i].to_string()
+    }
+
+    fn parse<T: std::str::FromStr>(&self, i: usize) -> Result<T, String>
+    where
+        T::Err: std::fmt::Display,
+    {
+        self.0[i]
+            .parse::<T>()
+            .map_err(|e| format!("field {}: {e}", i + 1))
+    }
+
+    /// A number, or `None` for an empty field.
+    fn optional<T: std::str::FromStr>(&self, i: usize) -> Result<Option<T>, String>
+    where
+        T::Err: std::fmt::Display,
+    {
+        if self.0[i].is_empty() {
+            Ok(None)
+        } else {
+            self.parse(i).map(Some)
+        }
+    }
 }
 
 /// Median, min and max of a non-empty sample of times.

@@ -4,7 +4,7 @@
 //! Its CSV has a shape (rows × row length) and a task instead of the size of `Row`.
 
 use super::measure::{check_sorted, time_on_stream, Provenance};
-use super::summarize;
+use super::{summarize, Fields};
 use crate::cuda::Gpu;
 use crate::error::{CudaContext as _, Result};
 use crate::gen::{fill, Pattern};
@@ -64,34 +64,23 @@ impl Measured {
     }
 
     fn from_csv(line: &str) -> std::result::Result<Measured, String> {
-        let f: Vec<&str> = line.split(',').map(str::trim).collect();
-        if f.len() != 13 {
-            return Err(format!("expected 13 fields, found {}", f.len()));
-        }
-        let int = |i: usize| {
-            f[i].parse::<usize>()
-                .map_err(|e| format!("field {}: {e}", i + 1))
-        };
-        let num = |i: usize| {
-            f[i].parse::<f64>()
-                .map_err(|e| format!("field {}: {e}", i + 1))
-        };
+        let f = Fields::split(line, 13)?;
         Ok(Measured {
-            name: f[0].into(),
+            name: f.text(0),
             who: Provenance {
-                device: f[1].into(),
-                driver: f[2].into(),
-                commit: f[3].into(),
-                date: f[4].into(),
+                device: f.text(1),
+                driver: f.text(2),
+                commit: f.text(3),
+                date: f.text(4),
             },
-            dtype: f[5].into(),
-            rows: int(6)?,
-            row_len: int(7)?,
-            task: f[8].into(),
-            median_ms: num(9)?,
-            min_ms: num(10)?,
-            max_ms: num(11)?,
-            repeats: int(12)? as u32,
+            dtype: f.text(5),
+            rows: f.parse(6)?,
+            row_len: f.parse(7)?,
+            task: f.text(8),
+            median_ms: f.parse(9)?,
+            min_ms: f.parse(10)?,
+            max_ms: f.parse(11)?,
+            repeats: f.parse(12)?,
         })
     }
 }
