@@ -44,21 +44,28 @@ pub fn time_vs_size(
     dir: &Path,
     stem: &str,
 ) -> Result<Vec<PathBuf>, String> {
+    svg_and_png(
+        dir,
+        stem,
+        (1000, 680),
+        |area| draw(area, rows, metric, title),
+        |area| draw(area, rows, metric, title),
+    )
+}
+
+/// Loads the font and draws one picture twice: `<stem>.svg` and `<stem>.png` in `dir`.
+fn svg_and_png(
+    dir: &Path,
+    stem: &str,
+    size: (u32, u32),
+    draw_svg: impl FnOnce(DrawingArea<SVGBackend, Shift>) -> Result<(), String>,
+    draw_png: impl FnOnce(DrawingArea<BitMapBackend, Shift>) -> Result<(), String>,
+) -> Result<Vec<PathBuf>, String> {
     load_font()?;
     let svg = dir.join(format!("{stem}.svg"));
     let png = dir.join(format!("{stem}.png"));
-    draw(
-        SVGBackend::new(&svg, (1000, 680)).into_drawing_area(),
-        rows,
-        metric,
-        title,
-    )?;
-    draw(
-        BitMapBackend::new(&png, (1000, 680)).into_drawing_area(),
-        rows,
-        metric,
-        title,
-    )?;
+    draw_svg(SVGBackend::new(&svg, size).into_drawing_area())?;
+    draw_png(BitMapBackend::new(&png, size).into_drawing_area())?;
     Ok(vec![svg, png])
 }
 
@@ -190,20 +197,13 @@ pub fn scaling(
     dir: &Path,
     stem: &str,
 ) -> Result<Vec<PathBuf>, String> {
-    load_font()?;
-    let svg = dir.join(format!("{stem}.svg"));
-    let png = dir.join(format!("{stem}.png"));
-    draw_scaling(
-        SVGBackend::new(&svg, (900, 620)).into_drawing_area(),
-        rows,
-        title,
-    )?;
-    draw_scaling(
-        BitMapBackend::new(&png, (900, 620)).into_drawing_area(),
-        rows,
-        title,
-    )?;
-    Ok(vec![svg, png])
+    svg_and_png(
+        dir,
+        stem,
+        (900, 620),
+        |area| draw_scaling(area, rows, title),
+        |area| draw_scaling(area, rows, title),
+    )
 }
 
 fn draw_scaling<DB: DrawingBackend>(
