@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # compute-sanitizer (memcheck and racecheck) over every version's kernels, on a GPU host:
-#   bash bench/sanitize.sh [BIN]
+#   bash bench/sanitize.sh [BIN]            (VERSIONS="v5 tuned" for some versions, VERSIONS= for none)
 # Sizes are not powers of two and span several blocks (and several tuned tiles), so the block
 # sorts, global steps, block merges and the tuned strided and merge passes all run; f64
 # descending also runs the key-map kernels (and the tuned fused maps) on u64 words.
@@ -13,7 +13,7 @@ status=0
 "$bin" gen "$tmp/u32rows.bin" -n 70007 --dtype u32 --seed 5 # 7 rows of 10001
 # name, input, options for sort and verify
 cases=("u32-asc $tmp/u32.bin --dtype=u32" "f64-desc $tmp/f64.npy --desc")
-for version in ${VERSIONS:-v0 v1 v2 v3 v4 v5 tuned}; do
+for version in ${VERSIONS-v0 v1 v2 v3 v4 v5 tuned}; do
   for tool in memcheck racecheck; do
     for case in "${cases[@]}"; do
       read -r name input options <<< "$case"
@@ -45,5 +45,20 @@ for tool in memcheck racecheck; do
     fi
   done
 done
+# The multi-GPU kernels (merge-split placement, tuned merge passes, splitter searches, samples),
+# with two ranks on one GPU: the whole one-GPU multi test under memcheck, a small one under
+# racecheck. Run from the project root after gpu-bundle.sh.
+multi=$(ls .gpu/tests/multi_gpu-* 2>/dev/null | head -1)
+if [ -n "$multi" ]; then
+  for run in "memcheck ranks_sharing_one_gpu" "racecheck small_sorts_for_the_sanitizer"; do
+    read -r tool test <<< "$run"
+    log="$tmp/multi-$test.$tool.log"
+    if compute-sanitizer --tool "$tool" --error-exitcode 99 "$multi" --exact "$test" --test-threads=1 > "$log" 2>&1; then
+      printf "%-6s %-10s %-16s %s\n" multi "$tool" "$test" "$(grep -h 'SUMMARY\|test result' "$log" | tr '\n' ' ')"
+    else
+      echo "multi $tool $test: FAILED"; tail -40 "$log"; status=1
+    fi
+  done
+fi
 rm -rf "$tmp"
 exit $status

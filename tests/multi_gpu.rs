@@ -145,6 +145,17 @@ fn ranks_sharing_one_gpu() {
     }
 }
 
+/// A few sorts with merges on any GPU count, small enough for compute-sanitizer's racecheck
+/// (bench/sanitize.sh): two ranks of one GPU, both algorithms, u32 and f64.
+#[test]
+fn small_sorts_for_the_sanitizer() {
+    let Some(multi) = multi_or_skip("small_sorts_for_the_sanitizer", &[0, 0]) else {
+        return;
+    };
+    check::<u32>(&multi, &[20_001, 9_000], Pattern::Random, 11);
+    check::<f64>(&multi, &[3_000, 17_000], Pattern::FewDistinct, 12);
+}
+
 #[test]
 fn two_gpus() {
     if let Some(multi) = multi_or_skip("two_gpus", &[0, 1]) {
