@@ -55,6 +55,24 @@ __device__ __forceinline__ bool operator<(const KeyIndex &a, const KeyIndex &b) 
     return a.key < b.key || (a.key == b.key && a.index < b.index);
 }
 
+template <> __device__ __forceinline__ KeyIndex largest_key<KeyIndex>() {
+    KeyIndex k;
+    k.key = largest_key<u64>();
+    k.index = largest_key<u32>(); // above every real index: padding stays last
+    k.unused = 0;
+    return k;
+}
+
+// The smallest word of each type (the filler that sinks to the bottom).
+template <typename K> __device__ __forceinline__ K smallest_key() { return K(0); }
+template <> __device__ __forceinline__ KeyIndex smallest_key<KeyIndex>() {
+    KeyIndex k;
+    k.key = 0;
+    k.index = 0;
+    k.unused = 0;
+    return k;
+}
+
 // The partner of index i in the step (size, stride).
 __device__ __forceinline__ u32 partner(u32 i, u32 size, u32 stride) {
     bool first_step_of_stage = stride * 2 == size;

@@ -27,7 +27,7 @@ template <typename W>
 __device__ void merge_split_place(const W *mine, const W *received, W *out, u64 m, u64 padded_m, u32 lower, u64 turn,
                                   u64 received_from) {
     const u64 gap = padded_m - m;
-    const W filler = lower ? largest_key<W>() : W(0);
+    const W filler = lower ? largest_key<W>() : smallest_key<W>();
     GRID_STRIDE_LOOP64(i, padded_m) {
         if (i < m) {
             bool own = lower ? i < turn : i >= turn;
@@ -63,6 +63,48 @@ template <typename W> __device__ void fill_largest(W *keys, u64 n) {
 template <typename W> __device__ void take(const W *keys, const u64 *positions, W *out, u32 count) {
     u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i < count) out[i] = keys[positions[i]];
+}
+
+// Key-value words for the multi-GPU key-value sort: KeyIndex words ordered by (key, global
+// position), so equal keys keep their input order (stable), with the value in bits the order
+// never decides on. 32-bit keys: key = sortable key << 32 | position, and index, unused hold a
+// value of up to 64 bits. 64-bit keys: key = sortable key, index = position, unused = a 32-bit
+// value. Positions are below 2^32 (the host checks).
+template <typename V> __device__ void pack_kv32(const u32 *keys, const V *values, KeyIndex *out, u64 n, u64 first, u32 map) {
+    GRID_STRIDE_LOOP64(i, n) {
+        KeyIndex w;
+        w.key = (u64(to_sortable(keys[i], map)) << 32) | u32(first + i);
+        u64 v = u64(values[i]);
+        w.index = u32(v);
+        w.unused = u32(v >> 32);
+        out[i] = w;
+    }
+}
+
+template <typename V> __device__ void unpack_kv32(const KeyIndex *words, u32 *keys, V *values, u64 n, u32 map) {
+    GRID_STRIDE_LOOP64(i, n) {
+        KeyIndex w = words[i];
+        keys[i] = from_sortable(u32(w.key >> 32), map);
+        values[i] = V(u64(w.index) | (u64(w.unused) << 32));
+    }
+}
+
+extern "C" __global__ void pack_kv64_u32(const u64 *keys, const u32 *values, KeyIndex *out, u64 n, u64 first, u32 map) {
+    GRID_STRIDE_LOOP64(i, n) {
+        KeyIndex w;
+        w.key = to_sortable(keys[i], map);
+        w.index = u32(first + i);
+        w.unused = values[i];
+        out[i] = w;
+    }
+}
+
+extern "C" __global__ void unpack_kv64_u32(const KeyIndex *words, u64 *keys, u32 *values, u64 n, u32 map) {
+    GRID_STRIDE_LOOP64(i, n) {
+        KeyIndex w = words[i];
+        keys[i] = from_sortable(w.key, map);
+        values[i] = w.unused;
+    }
 }
 
 // SplitMix64: a well-mixed 64-bit word from any 64-bit input.
@@ -107,6 +149,19 @@ EXPORT_FOR_BOTH_WIDTHS(count_below, COUNT_PARAMS, (keys, n, queries, upper, out,
 EXPORT_FOR_BOTH_WIDTHS(fill_largest, LARGEST_PARAMS, (keys, n))
 #define TAKE_PARAMS(W) (const W *keys, const u64 *positions, W *out, u32 count)
 EXPORT_FOR_BOTH_WIDTHS(take, TAKE_PARAMS, (keys, positions, out, count))
+#define PACK32_PARAMS(V) (const u32 *keys, const V *values, KeyIndex *out, u64 n, u64 first, u32 map)
+EXPORT_FOR_BOTH_WIDTHS(pack_kv32, PACK32_PARAMS, (keys, values, out, n, first, map))
+#define UNPACK32_PARAMS(V) (const KeyIndex *words, u32 *keys, V *values, u64 n, u32 map)
+EXPORT_FOR_BOTH_WIDTHS(unpack_kv32, UNPACK32_PARAMS, (words, keys, values, n, map))
+
+// The merge-split and partition kernels for key-value words.
+#define EXPORT_KV(name, PARAMS, ARGS) \
+    extern "C" __global__ void name##_kv64 PARAMS(KeyIndex) { name<KeyIndex> ARGS; }
+EXPORT_KV(merge_split_place, PLACE_PARAMS, (mine, received, out, m, padded_m, lower, turn, received_from))
+EXPORT_KV(count_below, COUNT_PARAMS, (keys, n, queries, upper, out, count))
+EXPORT_KV(fill_largest, LARGEST_PARAMS, (keys, n))
+EXPORT_KV(take, TAKE_PARAMS, (keys, positions, out, count))
+
 #define FILL_PARAMS(W) (W * keys, u64 n, u64 first, u64 seed)
 EXPORT_FOR_BOTH_WIDTHS(fill_random, FILL_PARAMS, (keys, n, first, seed))
 #define CHECK_PARAMS(W) (const W *keys, u64 n, u64 *sums)

@@ -35,13 +35,6 @@ template <> struct TunedTraits<u64> { static const u32 E_BITS = 4, SWIZZLE_BITS 
 
 // Key-index pairs (common.cuh) sort by key, then index; 16 a thread, 256 threads.
 template <> struct TunedTraits<KeyIndex> { static const u32 E_BITS = 4, SWIZZLE_BITS = 3; };
-template <> __device__ __forceinline__ KeyIndex largest_key<KeyIndex>() {
-    KeyIndex k;
-    k.key = largest_key<u64>();
-    k.index = largest_key<u32>(); // above every real index: padding stays last
-    k.unused = 0;
-    return k;
-}
 __device__ __forceinline__ KeyIndex to_sortable(KeyIndex w, u32 map) {
     w.key = to_sortable(w.key, map);
     return w;

@@ -73,6 +73,15 @@ pub enum Error {
     #[error("NCCL error while {context}: {cause}")]
     Nccl { context: String, cause: String },
 
+    #[error(
+        "a multi-GPU key-value sort carries 4- or 8-byte values with 32-bit keys and 4-byte \
+         values with 64-bit keys, not {value_bytes}-byte values with {key_bytes}-byte keys"
+    )]
+    UnsupportedKeyValue {
+        key_bytes: usize,
+        value_bytes: usize,
+    },
+
     #[error("{shards} shards for {ranks} ranks: a multi-GPU sort takes one shard per rank")]
     ShardCount { shards: usize, ranks: usize },
 

@@ -9,6 +9,7 @@ mod common;
 
 use bitonic::cuda::multi::{DeviceShard, MultiGpu};
 use bitonic::cuda::Gpu;
+use bitonic::key::cmp_keys;
 use bitonic::multi::{merge_split_share, Algorithm};
 use bitonic::Order;
 use common::{assert_same_bits, make_keys, reference, require_env, Pattern, TestKey, PATTERNS};
@@ -256,4 +257,120 @@ fn out_of_memory_is_an_error_for_the_whole_sort() {
         &reference(&all[..100_000], Order::Ascending),
         "after the failure",
     );
+}
+
+/// Key-value sorts across ranks: values follow their keys, equal keys keep their input order
+/// (the values here are the input positions, so any instability shows), every supported pair
+/// of widths, both algorithms and orders.
+fn check_kv<
+    K: TestKey,
+    V: bitonic::cuda::cudarc::driver::DeviceRepr + bytemuck::Pod + PartialEq + std::fmt::Debug,
+>(
+    multi: &MultiGpu,
+    lens: &[usize],
+    pattern: Pattern,
+    value_of: impl Fn(usize) -> V,
+) {
+    let n: usize = lens.iter().sum();
+    let keys = make_keys::<K>(n, pattern, n as u64);
+    let values: Vec<V> = (0..n).map(&value_of).collect();
+    for algorithm in ALGORITHMS {
+        for order in [Order::Ascending, Order::Descending] {
+            let what = format!(
+                "{:?} values of {} bytes {algorithm:?} {order:?} {lens:?} {pattern:?}",
+                K::DTYPE,
+                std::mem::size_of::<V>()
+            );
+            let mut perm: Vec<usize> = (0..n).collect();
+            perm.sort_by(|&a, &b| match order {
+                Order::Ascending => cmp_keys(&keys[a], &keys[b]),
+                Order::Descending => cmp_keys(&keys[b], &keys[a]),
+            });
+            let want_keys: Vec<K> = perm.iter().map(|&i| keys[i]).collect();
+            let want_values: Vec<V> = perm.iter().map(|&i| values[i]).collect();
+            // Shards of the given lengths, on their ranks.
+            let mut key_bufs = Vec::new();
+            let mut value_bufs = Vec::new();
+            let mut at = 0;
+            for (rank, &len) in lens.iter().enumerate() {
+                let stream = multi.gpu(rank).stream();
+                let (k, v) = if len == 0 {
+                    (
+                        vec![keys.first().copied().unwrap_or(K::from_random(0))],
+                        vec![value_of(0)],
+                    )
+                } else {
+                    (keys[at..at + len].to_vec(), values[at..at + len].to_vec())
+                };
+                key_bufs.push(stream.clone_htod(&k).unwrap());
+                value_bufs.push(stream.clone_htod(&v).unwrap());
+                at += len;
+            }
+            let key_views: Vec<_> = key_bufs
+                .iter()
+                .zip(lens)
+                .map(|(b, &l)| b.slice(0..l))
+                .collect();
+            let value_views: Vec<_> = value_bufs
+                .iter()
+                .zip(lens)
+                .map(|(b, &l)| b.slice(0..l))
+                .collect();
+            let (sorted_keys, sorted_values) = multi
+                .sort_by_key_shards(&key_views, &value_views, order, algorithm)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let mut got_keys = vec![K::from_random(0); n];
+            let mut got_values = vec![value_of(0); n];
+            multi.download(&sorted_keys, &mut got_keys).unwrap();
+            multi.download(&sorted_values, &mut got_values).unwrap();
+            assert_same_bits(&got_keys, &want_keys, &what);
+            assert_eq!(got_values, want_values, "{what}");
+        }
+    }
+}
+
+#[test]
+fn key_value_pairs() {
+    for ordinals in [vec![0, 0, 0], vec![0, 1], vec![0, 1, 2, 3]] {
+        let Some(multi) = multi_or_skip("key_value_pairs", &ordinals) else {
+            continue;
+        };
+        let p = ordinals.len();
+        for lens in shard_sets(p) {
+            for pattern in [Pattern::Random, Pattern::FewDistinct, Pattern::AllEqual] {
+                check_kv::<u32, u32>(&multi, &lens, pattern, |i| i as u32);
+                check_kv::<f32, u64>(&multi, &lens, pattern, |i| (i as u64) << 33 | 1);
+                check_kv::<i64, u32>(&multi, &lens, pattern, |i| i as u32 ^ 0x8000_0000);
+            }
+            check_kv::<f64, f32>(&multi, &lens, Pattern::Random, |i| i as f32);
+            check_kv::<i32, i64>(&multi, &lens, Pattern::Sorted, |i| -(i as i64));
+        }
+        // 64-bit keys with 64-bit values do not fit one 16-byte word with their position.
+        let keys = multi.upload(&vec![1u64; 4 * p]).unwrap();
+        let values = multi.upload(&vec![2u64; 4 * p]).unwrap();
+        let err = multi
+            .sort_by_key_shards(
+                &DeviceShard::views(&keys),
+                &DeviceShard::views(&values),
+                Order::Ascending,
+                Algorithm::MergeSplit,
+            )
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("4-byte values with 64-bit keys"),
+            "{err}"
+        );
+        // And the host form.
+        let mut k = make_keys::<f32>(100_003, Pattern::FewDistinct, 9);
+        let mut v: Vec<u32> = (0..k.len() as u32).collect();
+        let want = {
+            let mut perm: Vec<usize> = (0..k.len()).collect();
+            perm.sort_by(|&a, &b| cmp_keys(&k[a], &k[b]));
+            perm.into_iter().map(|i| i as u32).collect::<Vec<_>>()
+        };
+        multi
+            .sort_by_key_host(&mut k, &mut v, Order::Ascending, Algorithm::Partition)
+            .unwrap();
+        assert_eq!(v, want, "sort_by_key_host");
+    }
 }

@@ -20,6 +20,7 @@
 //! any error aborts the communicators (`ncclCommAbort`), so a failing GPU turns into this
 //! library's error for the whole sort — no hang, and no partial result returned as sorted.
 
+use super::pairs::KeyIndex;
 use super::{check_len, kernel_name, kernels, plan, set_pool_threshold, Gpu, MAX_LEN};
 use crate::error::{CudaContext as _, Error, GpuUnavailable, Result};
 use crate::key::Bits;
@@ -29,7 +30,9 @@ use crate::multi::{
 };
 use crate::network::padded_len;
 use crate::{Order, SortKey};
-use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceSlice, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaSlice, CudaView, CudaViewMut, DeviceRepr, DeviceSlice, LaunchConfig, PushKernelArg,
+};
 use cudarc::nccl::{result as nccl, safe::Comm};
 use std::cell::RefCell;
 
@@ -141,7 +144,7 @@ impl MultiGpu {
     }
 
     /// Copies `keys` to the ranks, split as evenly as possible.
-    pub fn upload<K: SortKey>(&self, keys: &[K]) -> Result<Vec<DeviceShard<K>>> {
+    pub fn upload<K: DeviceRepr>(&self, keys: &[K]) -> Result<Vec<DeviceShard<K>>> {
         even_split(keys.len(), self.ranks())
             .into_iter()
             .enumerate()
@@ -163,7 +166,7 @@ impl MultiGpu {
     }
 
     /// Copies shards back into `out` (their total length), one after the other.
-    pub fn download<K: SortKey>(&self, shards: &[DeviceShard<K>], out: &mut [K]) -> Result<()> {
+    pub fn download<K: DeviceRepr>(&self, shards: &[DeviceShard<K>], out: &mut [K]) -> Result<()> {
         let total: usize = shards.iter().map(DeviceShard::len).sum();
         assert_eq!(total, out.len(), "the shards hold {total} keys");
         let mut at = 0;
@@ -203,6 +206,136 @@ impl MultiGpu {
         order: Order,
         algorithm: Algorithm,
     ) -> Result<Vec<DeviceShard<K>>> {
+        self.check_shards(shards)?;
+        self.guarded(|| {
+            let lens: Vec<usize> = shards.iter().map(CudaView::len).collect();
+            let capacity = capacities(&lens, algorithm);
+            let mut words = Vec::with_capacity(self.ranks());
+            for (rank, input) in shards.iter().enumerate() {
+                let gpu = self.gpu(rank);
+                let mut buf = alloc::<K::Bits>(gpu, capacity[rank])?;
+                copy_in(gpu, input, &mut buf)?;
+                map_to_words::<K>(gpu, &mut buf.slice_mut(0..input.len()), order, false)?;
+                words.push(buf);
+            }
+            let sorted = self.sort_words(words, &lens, algorithm)?;
+            sorted
+                .into_iter()
+                .enumerate()
+                .map(|(rank, mut shard)| {
+                    let gpu = self.gpu(rank);
+                    let range = shard.start..shard.start + shard.len;
+                    map_to_words::<K>(gpu, &mut shard.buf.slice_mut(range), order, true)?;
+                    Ok(DeviceShard::of_words::<K::Bits>(
+                        gpu,
+                        shard.buf,
+                        shard.start,
+                        shard.len,
+                    ))
+                })
+                .collect()
+        })
+    }
+
+    /// Sorts (key, value) pairs spread one shard of each per rank: the values follow their
+    /// keys, and equal keys keep their order of input (rank by rank), so the sort is stable.
+    /// Values of 4 or 8 bytes go with 32-bit keys, values of 4 bytes with 64-bit keys (each
+    /// pair travels as one 16-byte word: kernels/multi.cu); at most 2^32 - 1 pairs in all.
+    pub fn sort_by_key_shards<K: SortKey, V: DeviceRepr>(
+        &self,
+        keys: &[CudaView<K>],
+        values: &[CudaView<V>],
+        order: Order,
+        algorithm: Algorithm,
+    ) -> Result<SortedPairs<K, V>> {
+        self.check_shards(keys)?;
+        self.check_shards(values)?;
+        for (k, v) in keys.iter().zip(values) {
+            if k.len() != v.len() {
+                return Err(Error::LengthMismatch {
+                    keys: k.len(),
+                    values: v.len(),
+                });
+            }
+        }
+        let (key_bytes, value_bytes) = (std::mem::size_of::<K>(), std::mem::size_of::<V>());
+        if !matches!((key_bytes, value_bytes), (4, 4) | (4, 8) | (8, 4)) {
+            return Err(Error::UnsupportedKeyValue {
+                key_bytes,
+                value_bytes,
+            });
+        }
+        let lens: Vec<usize> = keys.iter().map(CudaView::len).collect();
+        let total: usize = lens.iter().sum();
+        if total > u32::MAX as usize {
+            return Err(Error::TooLong {
+                len: total,
+                max: u32::MAX as usize,
+            });
+        }
+        self.guarded(|| {
+            let capacity = capacities(&lens, algorithm);
+            let map = super::pairs::map_flags::<K>(order);
+            let mut words = Vec::with_capacity(self.ranks());
+            let mut first = 0u64;
+            for rank in 0..self.ranks() {
+                let gpu = self.gpu(rank);
+                let mut buf = alloc::<KeyIndex>(gpu, capacity[rank])?;
+                launch_pack::<K, V>(gpu, &keys[rank], &values[rank], &mut buf, first, map)?;
+                first += lens[rank] as u64;
+                words.push(buf);
+            }
+            let sorted = self.sort_words(words, &lens, algorithm)?;
+            let mut out_keys = Vec::with_capacity(sorted.len());
+            let mut out_values = Vec::with_capacity(sorted.len());
+            for (rank, shard) in sorted.iter().enumerate() {
+                let gpu = self.gpu(rank);
+                let mut k = alloc::<K>(gpu, shard.len)?;
+                let mut v = alloc::<V>(gpu, shard.len)?;
+                launch_unpack::<K, V>(gpu, &shard.view(shard.len), &mut k, &mut v, map)?;
+                out_keys.push(DeviceShard {
+                    buf: k,
+                    start: 0,
+                    len: shard.len,
+                });
+                out_values.push(DeviceShard {
+                    buf: v,
+                    start: 0,
+                    len: shard.len,
+                });
+            }
+            Ok((out_keys, out_values))
+        })
+    }
+
+    /// Sorts host keys and values across the ranks ([`MultiGpu::sort_by_key_shards`]).
+    pub fn sort_by_key_host<K: SortKey, V: DeviceRepr + bytemuck::Pod>(
+        &self,
+        keys: &mut [K],
+        values: &mut [V],
+        order: Order,
+        algorithm: Algorithm,
+    ) -> Result<()> {
+        if keys.len() != values.len() {
+            return Err(Error::LengthMismatch {
+                keys: keys.len(),
+                values: values.len(),
+            });
+        }
+        let (key_shards, value_shards) = (self.upload(keys)?, self.upload(values)?);
+        let (sorted_keys, sorted_values) = self.sort_by_key_shards(
+            &DeviceShard::views(&key_shards),
+            &DeviceShard::views(&value_shards),
+            order,
+            algorithm,
+        )?;
+        drop((key_shards, value_shards));
+        self.download(&sorted_keys, keys)?;
+        self.download(&sorted_values, values)
+    }
+
+    /// One shard per rank, each on its rank's GPU, none longer than one sort takes.
+    fn check_shards<T>(&self, shards: &[CudaView<T>]) -> Result<()> {
         if shards.len() != self.ranks() {
             return Err(Error::ShardCount {
                 shards: shards.len(),
@@ -219,6 +352,12 @@ impl MultiGpu {
             }
             check_len(shard.len())?;
         }
+        Ok(())
+    }
+
+    /// Runs a sort and waits for every GPU; on any error, aborts the communicators, since peers
+    /// may wait on transfers that will never come.
+    fn guarded<T>(&self, sort: impl FnOnce() -> Result<T>) -> Result<T> {
         if self.comms.borrow().is_none() && self.gpus.len() > 1 {
             return Err(Error::Nccl {
                 context: "starting a sort".into(),
@@ -227,16 +366,25 @@ impl MultiGpu {
                         .into(),
             });
         }
-        let result = match algorithm {
-            Algorithm::MergeSplit => self.merge_split(shards, order),
-            Algorithm::Partition => self.partition(shards, order),
-        }
-        .and_then(|sorted| self.synchronize().map(|()| sorted));
+        let result = sort().and_then(|sorted| self.synchronize().map(|()| sorted));
         if result.is_err() {
-            // Peers may wait on transfers that will never come: abort them all.
             drop(self.comms.borrow_mut().take());
         }
         result
+    }
+
+    /// Sorts the words of all ranks (rank r's first `lens[r]` words of `words[r]`, mapped to
+    /// ascending order) into global order; returns each rank's part.
+    fn sort_words<W: Word>(
+        &self,
+        words: Vec<CudaSlice<W>>,
+        lens: &[usize],
+        algorithm: Algorithm,
+    ) -> Result<Vec<Shard<W>>> {
+        match algorithm {
+            Algorithm::MergeSplit => self.merge_split(words, lens),
+            Algorithm::Partition => self.partition(words, lens),
+        }
     }
 
     fn synchronize(&self) -> Result<()> {
@@ -248,45 +396,45 @@ impl MultiGpu {
         Ok(())
     }
 
-    /// The bitonic network over ranks with merge-split comparators.
-    fn merge_split<K: SortKey>(
+    /// The bitonic network over ranks with merge-split comparators. Each buffer holds at
+    /// least M words (M = the longest shard rounded up to a power of two).
+    fn merge_split<W: Word>(
         &self,
-        inputs: &[CudaView<K>],
-        order: Order,
-    ) -> Result<Vec<DeviceShard<K>>> {
+        words: Vec<CudaSlice<W>>,
+        lens: &[usize],
+    ) -> Result<Vec<Shard<W>>> {
         let p = self.ranks();
-        let n: usize = inputs.iter().map(CudaView::len).sum();
-        let m = inputs.iter().map(CudaView::len).max().unwrap_or(0);
+        let n: usize = lens.iter().sum();
+        let m = lens.iter().copied().max().unwrap_or(0);
         let mut phases = Phases::new(self);
         if m == 0 {
-            return (0..p)
-                .map(|rank| {
-                    Ok(DeviceShard {
-                        buf: alloc(self.gpu(rank), 0)?,
-                        start: 0,
-                        len: 0,
-                    })
+            return Ok(words
+                .into_iter()
+                .map(|buf| Shard {
+                    buf,
+                    start: 0,
+                    len: 0,
                 })
-                .collect();
+                .collect());
         }
-        // Every rank's shard of m words (its keys, then +inf padding) at the front of a buffer
-        // of M = m rounded up to a power of two: the merge runs over M.
+        // Every rank's shard of m words (its keys, then +inf padding) at the front of its
+        // buffer of M words: the merges run over M.
         let padded_m = padded_len(m);
-        let mut shards: Vec<Shard<K::Bits>> = Vec::with_capacity(p);
-        for (rank, input) in inputs.iter().enumerate() {
+        let mut shards: Vec<Shard<W>> = Vec::with_capacity(p);
+        for (rank, mut buf) in words.into_iter().enumerate() {
             let gpu = self.gpu(rank);
-            let mut buf = alloc::<K::Bits>(gpu, padded_m)?;
-            copy_in(gpu, input, &mut buf)?;
-            let mut keys = buf.slice_mut(0..input.len());
-            map_to_words::<K>(gpu, &mut keys, order, false)?;
-            launch_fill_largest(gpu, &mut buf.slice_mut(input.len()..m))?;
+            launch_fill_largest(gpu, &mut buf.slice_mut(lens[rank]..m))?;
             plan::tuned(
                 gpu,
                 &mut buf.slice_mut(0..m),
                 plan::RowLayout::rows(m, m),
                 0,
             )?;
-            shards.push(Shard { buf, start: 0 });
+            shards.push(Shard {
+                buf,
+                start: 0,
+                len: m,
+            });
         }
         // Receive and output buffers, all made before the first transfer.
         phases.end("local sorts")?;
@@ -294,8 +442,8 @@ impl MultiGpu {
         let mut spare = Vec::with_capacity(p);
         for rank in 0..p {
             let gpu = self.gpu(rank);
-            received.push(alloc::<K::Bits>(gpu, m)?);
-            spare.push(alloc::<K::Bits>(gpu, padded_m)?);
+            received.push(alloc::<W>(gpu, m)?);
+            spare.push(alloc::<W>(gpu, padded_m)?);
         }
         for round in merge_split_rounds(p) {
             // Where each pair's halves turn: the lower rank keeps its first `turn` keys and the
@@ -336,31 +484,20 @@ impl MultiGpu {
             phases.end("merge")?;
         }
         drop((received, spare));
-        shards
+        // Rank r keeps global positions r m .. (r + 1) m; the padding is at the top.
+        Ok(shards
             .into_iter()
             .enumerate()
-            .map(|(rank, mut shard)| {
-                let share = merge_split_share(rank, m, n);
-                let gpu = self.gpu(rank);
-                map_to_words::<K>(
-                    gpu,
-                    &mut shard.buf.slice_mut(shard.start..shard.start + share),
-                    order,
-                    true,
-                )?;
-                Ok(DeviceShard::of_words::<K::Bits>(
-                    gpu,
-                    shard.buf,
-                    shard.start,
-                    share,
-                ))
+            .map(|(rank, shard)| Shard {
+                len: merge_split_share(rank, m, n),
+                ..shard
             })
-            .collect()
+            .collect())
     }
 
     /// Every moving pair `(lower, upper, turn)` swaps the keys that change sides: the lower
     /// rank gets the upper's first m - turn keys, the upper the lower's last m - turn.
-    fn exchange_round<B: Bits>(
+    fn exchange_round<B: Word>(
         &self,
         moving: &[(usize, usize, usize)],
         shards: &[Shard<B>],
@@ -399,7 +536,7 @@ impl MultiGpu {
     /// each: the first j with B[m-1-j] < A[j] (m if none), found on the host from a sample
     /// of both shards and then the window of keys between two samples. A few small copies
     /// instead of moving whole shards: in later rounds the turn is often at an end.
-    fn find_turn<B: Bits>(
+    fn find_turn<B: Word>(
         &self,
         a: &Shard<B>,
         b: &Shard<B>,
@@ -448,7 +585,7 @@ impl MultiGpu {
 
     /// Queues `transfers` (each from a view on rank `from` into a view on rank `to`): device
     /// copies between ranks of one GPU, and NCCL sends and receives, all in one group.
-    fn transfer<B: Bits>(&self, mut transfers: Vec<Transfer<B>>) -> Result<()> {
+    fn transfer<B: Word>(&self, mut transfers: Vec<Transfer<B>>) -> Result<()> {
         let comms = self.comms.borrow();
         let mut grouped = false;
         let mut result = Ok(());
@@ -497,29 +634,27 @@ impl MultiGpu {
     }
 
     /// Sample sort: local sorts, splitters, one all-to-all, local sorts of what arrived.
-    fn partition<K: SortKey>(
+    fn partition<W: Word>(
         &self,
-        inputs: &[CudaView<K>],
-        order: Order,
-    ) -> Result<Vec<DeviceShard<K>>> {
+        mut words: Vec<CudaSlice<W>>,
+        lens: &[usize],
+    ) -> Result<Vec<Shard<W>>> {
         let p = self.ranks();
-        let total: usize = inputs.iter().map(CudaView::len).sum();
+        let total: usize = lens.iter().sum();
         let mut phases = Phases::new(self);
-        let mut words = Vec::with_capacity(p);
         // All local sorts are queued before any sample is read, so that the GPUs sort at once.
-        for (rank, input) in inputs.iter().enumerate() {
-            let gpu = self.gpu(rank);
-            let len = input.len();
-            let mut buf = alloc::<K::Bits>(gpu, len)?;
-            copy_in(gpu, input, &mut buf)?;
-            let mut keys = buf.slice_mut(0..len);
-            map_to_words::<K>(gpu, &mut keys, order, false)?;
-            plan::tuned(gpu, &mut keys, plan::RowLayout::rows(len, len), 0)?;
-            words.push(buf);
+        for (rank, buf) in words.iter_mut().enumerate() {
+            let len = lens[rank];
+            plan::tuned(
+                self.gpu(rank),
+                &mut buf.slice_mut(0..len),
+                plan::RowLayout::rows(len, len),
+                0,
+            )?;
         }
         let mut samples = Vec::new();
-        for (rank, input) in inputs.iter().enumerate() {
-            let positions = sample_positions(input.len(), total, p);
+        for (rank, &len) in lens.iter().enumerate() {
+            let positions = sample_positions(len, total, p);
             let keys = take(self.gpu(rank), &words[rank], &positions)?;
             samples.extend(
                 keys.into_iter()
@@ -531,9 +666,9 @@ impl MultiGpu {
         let splitters = choose_splitters(samples, p);
         // cuts[r][j] .. cuts[r][j + 1]: the keys rank r sends to rank j.
         let mut cuts = Vec::with_capacity(p);
-        for (rank, input) in inputs.iter().enumerate() {
-            let found = count_below(self.gpu(rank), &words[rank], input.len(), &splitters, rank)?;
-            cuts.push(bucket_bounds(found, input.len(), p));
+        for (rank, &len) in lens.iter().enumerate() {
+            let found = count_below(self.gpu(rank), &words[rank], len, &splitters, rank)?;
+            cuts.push(bucket_bounds(found, len, p));
         }
         let arriving: Vec<usize> = (0..p)
             .map(|j| (0..p).map(|r| cuts[r][j + 1] - cuts[r][j]).sum())
@@ -545,12 +680,12 @@ impl MultiGpu {
         }
         let mut received = Vec::with_capacity(p);
         for (rank, &len) in arriving.iter().enumerate() {
-            received.push(alloc::<K::Bits>(self.gpu(rank), len)?);
+            received.push(alloc::<W>(self.gpu(rank), len)?);
         }
         // Rank j's buffer takes the senders' parts in rank order, in p rounds around the ring
         // (round k: every rank j receives from j - k), as the simulated ranks do.
         for k in 0..p {
-            let transfers: Vec<Transfer<K::Bits>> = received
+            let transfers: Vec<Transfer<W>> = received
                 .iter_mut()
                 .enumerate()
                 .map(|(to, buf)| {
@@ -569,22 +704,24 @@ impl MultiGpu {
         }
         phases.end("cuts and all-to-all")?;
         drop(words);
-        let sorted = received
-            .into_iter()
-            .enumerate()
-            .map(|(rank, mut buf)| {
-                let len = arriving[rank];
-                let gpu = self.gpu(rank);
-                let mut keys = buf.slice_mut(0..len);
-                plan::tuned(gpu, &mut keys, plan::RowLayout::rows(len, len), 0)?;
-                map_to_words::<K>(gpu, &mut keys, order, true)?;
-                Ok(DeviceShard::of_words::<K::Bits>(gpu, buf, 0, len))
-            })
-            .collect();
+        let mut sorted = Vec::with_capacity(p);
+        for (rank, mut buf) in received.into_iter().enumerate() {
+            let len = arriving[rank];
+            plan::tuned(
+                self.gpu(rank),
+                &mut buf.slice_mut(0..len),
+                plan::RowLayout::rows(len, len),
+                0,
+            )?;
+            sorted.push(Shard { buf, start: 0, len });
+        }
         phases.end("local sorts of the buckets")?;
-        sorted
+        Ok(sorted)
     }
 }
+
+/// The sorted keys and their values, one shard of each per rank.
+pub type SortedPairs<K, V> = (Vec<DeviceShard<K>>, Vec<DeviceShard<V>>);
 
 /// A rank's keys on its GPU: `len` of them from `start` in `buf`. The multi-GPU sort returns
 /// its result so, without copying it out of its working buffers.
@@ -671,16 +808,95 @@ impl<'a> Phases<'a> {
     }
 }
 
-/// A rank's sorted words: `m` of them from `start` in `buf`.
-struct Shard<B> {
-    buf: CudaSlice<B>,
+/// A rank's sorted words: `len` of them from `start` in `buf`.
+struct Shard<W> {
+    buf: CudaSlice<W>,
     start: usize,
+    len: usize,
 }
 
-impl<B: Bits> Shard<B> {
-    fn view(&self, m: usize) -> CudaView<'_, B> {
-        self.buf.slice(self.start..self.start + m)
+impl<W: Word> Shard<W> {
+    /// The first `count` words.
+    fn view(&self, count: usize) -> CudaView<'_, W> {
+        self.buf.slice(self.start..self.start + count)
     }
+}
+
+/// What the passes of a multi-GPU sort move and compare: sortable u32 and u64 words, and the
+/// 16-byte words of a key-value sort. The host compares them in the GPU's order.
+pub(super) trait Word: Copy + Ord + DeviceRepr + 'static {}
+impl<B: Bits> Word for B {}
+impl Word for KeyIndex {}
+
+/// Buffer lengths for each rank's words: merge-split merges over M, the longest shard
+/// rounded up to a power of two; partition sorts each shard where it is.
+fn capacities(lens: &[usize], algorithm: Algorithm) -> Vec<usize> {
+    let m = lens.iter().copied().max().unwrap_or(0);
+    match algorithm {
+        Algorithm::MergeSplit => vec![padded_len(m); lens.len()],
+        Algorithm::Partition => lens.to_vec(),
+    }
+}
+
+/// Packs a rank's keys and values into key-value words (kernels/multi.cu); `first` is the
+/// global position of its first pair.
+fn launch_pack<K: SortKey, V: DeviceRepr>(
+    gpu: &Gpu,
+    keys: &CudaView<K>,
+    values: &CudaView<V>,
+    out: &mut CudaSlice<KeyIndex>,
+    first: u64,
+    map: u32,
+) -> Result<()> {
+    let n = keys.len() as u64;
+    if n == 0 {
+        return Ok(());
+    }
+    let name = pack_kernel::<K, V>("pack");
+    let f = gpu.function(&kernels::MULTI, &name)?;
+    let keys = unsafe { keys.transmute::<K::Bits>(keys.len()) }.expect("same size");
+    let mut launch = gpu.stream().launch_builder(&f);
+    launch
+        .arg(&keys)
+        .arg(values)
+        .arg(out)
+        .arg(&n)
+        .arg(&first)
+        .arg(&map);
+    unsafe { launch.launch(gpu.elementwise(n as usize)) }
+        .map(drop)
+        .during(|| format!("launching {name}"))
+}
+
+/// Unpacks sorted key-value words into keys and values.
+fn launch_unpack<K: SortKey, V: DeviceRepr>(
+    gpu: &Gpu,
+    words: &CudaView<KeyIndex>,
+    keys: &mut CudaSlice<K>,
+    values: &mut CudaSlice<V>,
+    map: u32,
+) -> Result<()> {
+    let n = words.len() as u64;
+    if n == 0 {
+        return Ok(());
+    }
+    let name = pack_kernel::<K, V>("unpack");
+    let f = gpu.function(&kernels::MULTI, &name)?;
+    let mut launch = gpu.stream().launch_builder(&f);
+    launch.arg(words).arg(keys).arg(values).arg(&n).arg(&map);
+    unsafe { launch.launch(gpu.elementwise(n as usize)) }
+        .map(drop)
+        .during(|| format!("launching {name}"))
+}
+
+/// `pack_kv32_u32`, `pack_kv32_u64`, `pack_kv64_u32` (and `unpack_…`): key width, value width.
+fn pack_kernel<K, V>(what: &str) -> String {
+    let key = if std::mem::size_of::<K>() == 4 {
+        "kv32"
+    } else {
+        "kv64"
+    };
+    format!("{what}_{key}_u{}", 8 * std::mem::size_of::<V>())
 }
 
 /// One message of a round: a view on rank `from` into a view on rank `to`.
@@ -733,7 +949,7 @@ fn map_to_words<K: SortKey>(
     Ok(())
 }
 
-fn launch_fill_largest<B: Bits>(gpu: &Gpu, words: &mut CudaViewMut<B>) -> Result<()> {
+fn launch_fill_largest<B: Word>(gpu: &Gpu, words: &mut CudaViewMut<B>) -> Result<()> {
     let n = words.len() as u64;
     if n == 0 {
         return Ok(());
@@ -748,7 +964,7 @@ fn launch_fill_largest<B: Bits>(gpu: &Gpu, words: &mut CudaViewMut<B>) -> Result
 
 /// Writes into `out` the bitonic sequence of the half that `keep_lower` says (see
 /// kernels/multi.cu), from the rank's own shard and the keys that came from its partner.
-fn launch_merge_split<B: Bits>(
+fn launch_merge_split<B: Word>(
     gpu: &Gpu,
     mine: &CudaView<B>,
     received: &CudaSlice<B>,
@@ -783,7 +999,7 @@ fn launch_merge_split<B: Bits>(
 }
 
 /// The words of `buf` at `positions` (a few dozen), copied to the host.
-fn take<B: Bits>(gpu: &Gpu, buf: &CudaSlice<B>, positions: &[usize]) -> Result<Vec<B>> {
+fn take<B: Word>(gpu: &Gpu, buf: &CudaSlice<B>, positions: &[usize]) -> Result<Vec<B>> {
     if positions.is_empty() {
         return Ok(Vec::new());
     }
@@ -804,7 +1020,7 @@ fn take<B: Bits>(gpu: &Gpu, buf: &CudaSlice<B>, positions: &[usize]) -> Result<V
 }
 
 /// Where each splitter cuts rank `rank`'s sorted `len` words: `splitters.len()` positions.
-fn count_below<B: Bits>(
+fn count_below<B: Word>(
     gpu: &Gpu,
     buf: &CudaSlice<B>,
     len: usize,

@@ -21,8 +21,8 @@ use cudarc::driver::{CudaSlice, CudaViewMut, DevicePtr, DeviceRepr, LaunchConfig
 
 /// kernels/common.cuh's `KeyIndex`: a sortable 64-bit key and its index in its row.
 #[repr(C)]
-#[derive(Clone, Copy, Debug)]
-struct KeyIndex {
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct KeyIndex {
     key: u64,
     index: u32,
     unused: u32,
@@ -318,7 +318,7 @@ impl Gpu {
 }
 
 /// The key-map argument of the kernels: MapKind, and the descending flag.
-fn map_flags<K: SortKey>(order: Order) -> u32 {
+pub(super) fn map_flags<K: SortKey>(order: Order) -> u32 {
     let descending = if order == Order::Descending {
         plan::MAP_DESCENDING
     } else {
