@@ -147,7 +147,7 @@ fn ranks_sharing_one_gpu() {
 }
 
 /// A few sorts with merges on any GPU count, small enough for compute-sanitizer's racecheck
-/// (bench/sanitize.sh): two ranks of one GPU, both algorithms, u32 and f64.
+/// (bench/sanitize.sh): two ranks of one GPU, both algorithms, keys alone and key-value pairs.
 #[test]
 fn small_sorts_for_the_sanitizer() {
     let Some(multi) = multi_or_skip("small_sorts_for_the_sanitizer", &[0, 0]) else {
@@ -155,6 +155,8 @@ fn small_sorts_for_the_sanitizer() {
     };
     check::<u32>(&multi, &[20_001, 9_000], Pattern::Random, 11);
     check::<f64>(&multi, &[3_000, 17_000], Pattern::FewDistinct, 12);
+    check_kv::<f32, u64>(&multi, &[5_000, 12_345], Pattern::Random, |i| i as u64);
+    check_kv::<i64, u32>(&multi, &[7_777, 0], Pattern::FewDistinct, |i| i as u32);
 }
 
 #[test]
