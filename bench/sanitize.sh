@@ -50,7 +50,7 @@ done
 # racecheck. Run from the project root after gpu-bundle.sh.
 multi=$(ls .gpu/tests/multi_gpu-* 2>/dev/null | head -1)
 if [ -n "$multi" ]; then
-  for run in "memcheck ranks_sharing_one_gpu" "racecheck small_sorts_for_the_sanitizer"; do
+  for run in "memcheck ranks_sharing_one_gpu" "memcheck key_value_pairs" "racecheck small_sorts_for_the_sanitizer"; do
     read -r tool test <<< "$run"
     log="$tmp/multi-$test.$tool.log"
     if compute-sanitizer --tool "$tool" --error-exitcode 99 "$multi" --exact "$test" --test-threads=1 > "$log" 2>&1; then
