@@ -5,11 +5,15 @@
 //! which also runs them over simulated ranks on the CPU with the same schedule
 //! ([`merge_split_rounds`]) and the same splitter rules ([`choose_splitters`], [`cut_for`]):
 //!
-//! * merge-split: in each round of the bitonic network over ranks, partners swap whole shards
-//!   (`ncclSend`/`ncclRecv` in one group); each takes the elementwise min (lower rank) or max
-//!   (upper) of its shard and the partner's read backwards — a bitonic sequence holding its half
-//!   — and sorts it with the tuned *merge* passes (the half-cleaner steps alone);
+//! * merge-split: in each round of the bitonic network over ranks, each pair keeps the
+//!   elementwise min (lower rank) or max (upper) of its shard and the partner's read backwards —
+//!   a bitonic sequence holding its half — and sorts it with the tuned *merge* passes (the
+//!   half-cleaner steps alone). The host first finds where the kept keys turn from one shard to
+//!   the other, so only the keys that change sides cross (`ncclSend`/`ncclRecv` in one group);
 //! * partition: sample, p-1 splitters, one all-to-all, then a local sort of what arrived.
+//!
+//! Both run on *words*: sortable u32/u64 words for keys alone, 16-byte (key, position, value)
+//! words for key-value pairs (`sort_by_key_shards`), which makes that sort stable.
 //!
 //! One host thread drives all GPUs: NCCL wants every rank's sends and receives of a round in one
 //! group when one thread owns several GPUs, and the kernels of all GPUs run concurrently since
