@@ -47,22 +47,34 @@ fn multi_or_skip(test: &str, ordinals: &[usize]) -> Option<MultiGpu> {
     Some(MultiGpu::new(ordinals).unwrap_or_else(|e| panic!("{test}: {e}")))
 }
 
+/// `all` cut into shards of `lens` values, each on its rank's GPU. CUDA makes no empty buffer:
+/// an empty shard is a one-value buffer holding `filler`, of which the tests view nothing.
+fn shards_of<T: bitonic::cuda::cudarc::driver::DeviceRepr + Copy>(
+    multi: &MultiGpu,
+    all: &[T],
+    lens: &[usize],
+    filler: T,
+) -> Vec<bitonic::cuda::cudarc::driver::CudaSlice<T>> {
+    let mut at = 0;
+    lens.iter()
+        .enumerate()
+        .map(|(rank, &len)| {
+            let host = if len == 0 {
+                vec![filler]
+            } else {
+                all[at..at + len].to_vec()
+            };
+            at += len;
+            multi.gpu(rank).stream().clone_htod(&host).unwrap()
+        })
+        .collect()
+}
+
 /// Sorts shards of `lens` keys (one per rank) with both algorithms and orders and compares
 /// the joined result with std's sort.
 fn check<K: TestKey>(multi: &MultiGpu, lens: &[usize], pattern: Pattern, seed: u64) {
     let all = make_keys::<K>(lens.iter().sum(), pattern, seed);
-    let mut buffers = Vec::new();
-    let mut at = 0;
-    for (rank, &len) in lens.iter().enumerate() {
-        // CUDA makes no empty buffer: an empty shard is an empty view of a one-key buffer.
-        let host = if len == 0 {
-            vec![K::from_random(1)]
-        } else {
-            all[at..at + len].to_vec()
-        };
-        buffers.push(multi.gpu(rank).stream().clone_htod(&host).unwrap());
-        at += len;
-    }
+    let buffers = shards_of(multi, &all, lens, K::from_random(1));
     let views: Vec<_> = buffers
         .iter()
         .zip(lens)
@@ -291,23 +303,8 @@ fn check_kv<
             let want_keys: Vec<K> = perm.iter().map(|&i| keys[i]).collect();
             let want_values: Vec<V> = perm.iter().map(|&i| values[i]).collect();
             // Shards of the given lengths, on their ranks.
-            let mut key_bufs = Vec::new();
-            let mut value_bufs = Vec::new();
-            let mut at = 0;
-            for (rank, &len) in lens.iter().enumerate() {
-                let stream = multi.gpu(rank).stream();
-                let (k, v) = if len == 0 {
-                    (
-                        vec![keys.first().copied().unwrap_or(K::from_random(0))],
-                        vec![value_of(0)],
-                    )
-                } else {
-                    (keys[at..at + len].to_vec(), values[at..at + len].to_vec())
-                };
-                key_bufs.push(stream.clone_htod(&k).unwrap());
-                value_bufs.push(stream.clone_htod(&v).unwrap());
-                at += len;
-            }
+            let key_bufs = shards_of(multi, &keys, lens, K::from_random(0));
+            let value_bufs = shards_of(multi, &values, lens, value_of(0));
             let key_views: Vec<_> = key_bufs
                 .iter()
                 .zip(lens)
