@@ -12,6 +12,11 @@
 //    partner land in the same tile, one row-mirror away;
 //  * tile merge: a contiguous tile runs the last steps (bits tile_bits-1 .. 0) of one stage.
 //
+// On Hopper a contiguous pass can span a *cluster* of 2^c blocks: the cluster's tiles form one
+// tile of 2^(tile_bits+c) keys, and a step on a bit above the block's tile runs between two
+// blocks through distributed shared memory (`cluster_step`). A tile sort then covers c more
+// stages and a tile merge c more steps, which saves whole passes over global memory.
+//
 // Inside the tile, a thread holds E = 2^E_BITS keys in registers whose tile indices differ in
 // one aligned group of E_BITS bits; the steps on those bits run in registers (compile-time
 // indices, branch-free min/max), then the keys go back to shared memory (XOR-swizzled against
@@ -183,6 +188,56 @@ template <typename K> __device__ __forceinline__ void sort_adjacent_keys(K *tile
 #pragma unroll
     for (u32 r = 0; r < E; ++r) tile[base ^ slot<K>(r)] = k[r];
     __syncthreads();
+}
+
+// Thread-block clusters (sm_90): the block's rank in its cluster, a barrier over the whole
+// cluster (release/acquire: shared-memory writes before it are visible to every block after
+// it), and the generic address of the same shared variable in another block of the cluster.
+#if __CUDA_ARCH__ >= 900
+__device__ __forceinline__ u32 cluster_rank() {
+    u32 rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    return rank;
+}
+__device__ __forceinline__ void cluster_barrier() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+template <typename K> __device__ __forceinline__ const K *tile_of_rank(K *tile, u32 rank) {
+    u64 remote;
+    asm volatile("mapa.u64 %0, %1, %2;" : "=l"(remote) : "l"(tile), "r"(rank));
+    return reinterpret_cast<const K *>(remote);
+}
+#endif
+
+// A step on global bit g at or above the block's tile (a cluster bit): key i of this block
+// meets key i (or, in a flip, key tile_len-1-i) of the partner block, read from the partner's
+// shared memory, and the block of lower index keeps the smaller keys. Every block of the
+// cluster takes part, so that the barriers match.
+template <typename K> __device__ void cluster_step(K *tile, u32 tile_bits, u32 b, u32 g) {
+#if __CUDA_ARCH__ >= 900
+    const u32 E = 1u << TunedTraits<K>::E_BITS; // = tile_len / blockDim.x
+    const u32 bit = g - tile_bits, rank = cluster_rank();
+    const bool flip = g == b;
+    const u32 partner = rank ^ (flip ? (2u << bit) - 1 : 1u << bit);
+    const u32 index_mirror = flip ? (1u << tile_bits) - 1 : 0;
+    const bool keep_smaller = !((rank >> bit) & 1);
+    cluster_barrier(); // the partner's last writes are visible
+    const K *theirs = tile_of_rank(tile, partner);
+    K k[E];
+#pragma unroll
+    for (u32 r = 0; r < E; ++r) {
+        const u32 i = threadIdx.x + r * blockDim.x;
+        K mine = tile[slot<K>(i)], other = theirs[slot<K>(i ^ index_mirror)];
+        order_pair(mine, other);
+        k[r] = keep_smaller ? mine : other;
+    }
+    cluster_barrier(); // every block has read its partner's keys: now overwrite them
+#pragma unroll
+    for (u32 r = 0; r < E; ++r) tile[slot<K>(threadIdx.x + r * blockDim.x)] = k[r];
+    __syncthreads();
+#else
+    __trap(); // the host launches clusters only on sm_90 and later
+#endif
 }
 
 // Where tile index i lives in the array. Contiguous tiles (lo == 5) are plain; in a strided
@@ -358,11 +413,13 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
     // a layout with gaps): stage the tile in shared memory first, consecutive threads taking
     // consecutive indices (whole rows per warp).
     const u32 first_group = group_start<K>(tile_bit(hi_first, lo), tile_bits);
+    // A pass whose first step is a cluster step starts from the tile in shared memory too.
+    const bool starts_in_cluster = p.contiguous && hi_first >= tile_bits;
     // A contiguous tile wholly inside the keys stages with 16-byte vectors (fewer instructions:
     // the tile sort and the row sorts are instruction-bound; docs/notes/tuned.md, step 8).
     const u32 V = Vector16<K>::KEYS, base = blockIdx.x << tile_bits;
     const bool vectors = p.contiguous && layout.contiguous && p.aligned && base + tile_len <= layout.n;
-    if (first_group < 5 || !layout.contiguous) {
+    if (first_group < 5 || !layout.contiguous || starts_in_cluster) {
         if (vectors) {
             for (u32 i = threadIdx.x * V; i < tile_len; i += blockDim.x * V) {
                 K k[V];
@@ -387,6 +444,11 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
     for (u32 b = b_next; b <= b_last; ++b) {
         int g = int(b == b_first ? hi_first : b); // global bit of the next step
         while (g >= int(stop)) {
+            if (p.contiguous && u32(g) >= tile_bits) { // a bit of the cluster's tile
+                cluster_step(tile, tile_bits, b, u32(g--));
+                first = false;
+                continue;
+            }
             switch (group_start<K>(tile_bit(u32(g), lo), tile_bits)) {
             case 0: g = register_group<K, 0>(p, tile, b, g, first, &stored); break;
             case 4: g = register_group<K, 4>(p, tile, b, g, first, &stored); break;

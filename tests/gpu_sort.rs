@@ -133,3 +133,50 @@ fn cuda_request_without_gpu_is_a_clear_error() {
     assert!(big.windows(2).all(|w| w[0] <= w[1]));
     let _ = u32::DTYPE;
 }
+
+/// The tuned version around its tile and cluster boundaries (on sm_90 a contiguous pass spans a
+/// cluster of blocks: 2^17 keys with 2^14-key tiles; small inputs spread over smaller tiles).
+fn tuned_cluster_boundaries_one_type<K: TestKey>(test: &str) {
+    let Some(_) = gpu_or_skip(test) else { return };
+    let sizes = [
+        (1 << 14) + 1,
+        (1 << 15) - 1,
+        1 << 15,
+        (1 << 15) + 1,
+        (1 << 16) + 3,
+        (1 << 17) - 1,
+        1 << 17,
+        (1 << 17) + 1,
+        (1 << 18) + 5,
+        3 << 17,
+        (1 << 21) + 7,
+    ];
+    for (round, len) in sizes.into_iter().enumerate() {
+        for pattern in PATTERNS {
+            let keys = make_keys::<K>(len, pattern, 100 + round as u64);
+            for order in [Order::Ascending, Order::Descending] {
+                let mut got = keys.clone();
+                let sorter = Sorter::new()
+                    .backend(Backend::Cuda)
+                    .version(Version::Tuned)
+                    .order(order);
+                sorter.sort(&mut got).unwrap();
+                let what = format!("{:?} tuned {order:?} {pattern:?} len {len}", K::DTYPE);
+                assert_same_bits(&got, &reference(&keys, order), &what);
+            }
+        }
+    }
+}
+
+#[test]
+fn tuned_cluster_boundaries_u32() {
+    tuned_cluster_boundaries_one_type::<u32>("tuned_cluster_boundaries_u32");
+}
+#[test]
+fn tuned_cluster_boundaries_f32() {
+    tuned_cluster_boundaries_one_type::<f32>("tuned_cluster_boundaries_f32");
+}
+#[test]
+fn tuned_cluster_boundaries_i64() {
+    tuned_cluster_boundaries_one_type::<i64>("tuned_cluster_boundaries_i64");
+}

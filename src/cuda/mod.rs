@@ -66,6 +66,8 @@ pub struct Gpu {
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
     /// Pinned buffers for host transfers, made on first use of a large host sort.
     staging: Mutex<Option<staging::Staging>>,
+    /// Whether clusters of a kernel and shape fit the device (plan.rs asks once per shape).
+    cluster_fits: Mutex<HashMap<(usize, u32, u32, u32), bool>>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -160,6 +162,7 @@ impl Gpu {
             info,
             modules: Mutex::new(HashMap::new()),
             staging: Mutex::new(None),
+            cluster_fits: Mutex::new(HashMap::new()),
         })
     }
 

@@ -184,7 +184,8 @@ pub(super) fn passes<B: Bits>(gpu: &Gpu, version: Version, n: usize) -> Result<u
         (Version::V0, None) => return Ok(crate::network::step_count(n)),
         (_, None) => {
             let kernel = gpu.function(&kernels::TUNED, &kernel_name::<B>("tuned_pass"))?;
-            let shape = tuned_shape::<B>(gpu, &kernel, n)?;
+            let row_bits = padded_len(n).trailing_zeros();
+            let shape = tuned_shape::<B>(gpu, &kernel, n, row_bits)?;
             return Ok(tuned_passes(&shape, n).len());
         }
     };
@@ -196,11 +197,22 @@ pub(super) fn passes<B: Bits>(gpu: &Gpu, version: Version, n: usize) -> Result<u
         .sum::<usize>())
 }
 
-/// The tuned version's launch shape for `n` keys of type `B`.
+/// The tuned version's launch shape.
+#[derive(Debug)]
 struct TunedShape {
-    /// log2 of the keys in one tile (one block).
+    /// log2 of the keys in one block's tile.
     tile_bits: u32,
     threads: u32,
+    /// log2 of the blocks in a cluster (0: no clusters). A contiguous pass then works on tiles
+    /// of 2^(tile_bits + cluster_bits) keys spread over the cluster's blocks.
+    cluster_bits: u32,
+}
+
+impl TunedShape {
+    /// log2 of the keys a contiguous pass (tile sort, tile merge) covers.
+    fn merge_bits(&self) -> u32 {
+        self.tile_bits + self.cluster_bits
+    }
 }
 
 /// Tiles of 64 KiB by default (2^14 u32 or 2^13 u64 keys): two blocks then share an SM, so one
@@ -208,7 +220,16 @@ struct TunedShape {
 /// `BITONIC_TUNED_TILE_BITS` overrides it for experiments. Shrunk to what the device's shared
 /// memory and the kernel's thread limit allow (each thread holds 32 u32 or 16 u64 keys), and
 /// to what a small input needs.
-fn tuned_shape<T>(gpu: &Gpu, kernel: &CudaFunction, n: usize) -> Result<TunedShape> {
+///
+/// On sm_90 and later the contiguous passes run in clusters of up to `cluster_blocks` (see
+/// [`cluster_blocks`]) over rows of 2^`row_bits` slots; an input too small to give every SM a
+/// block is spread over smaller tiles, as far as one cluster per row allows.
+fn tuned_shape<T>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    slots: usize,
+    row_bits: u32,
+) -> Result<TunedShape> {
     let key_bytes = std::mem::size_of::<T>();
     // TunedTraits<K>::E_BITS: 32 keys a thread for u32, 16 for u64 and key-index pairs.
     let register_bits = if key_bytes == 4 { 5 } else { 4 };
@@ -219,22 +240,48 @@ fn tuned_shape<T>(gpu: &Gpu, kernel: &CudaFunction, n: usize) -> Result<TunedSha
     let max_threads = (gpu.info().max_threads_per_block as u32).min(kernel_limit as u32);
     let fits = |bits: u32| (1usize << bits) * key_bytes <= gpu.info().shared_per_block_optin;
     let default_bits = (64 * 1024 / key_bytes).trailing_zeros(); // 64 KiB: 2^14 u32, 2^13 u64
-    let wanted = std::env::var("BITONIC_TUNED_TILE_BITS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default_bits);
+    let min_bits = register_bits + 5; // one warp
+    let wanted = env_u32("BITONIC_TUNED_TILE_BITS").unwrap_or(default_bits);
     let mut tile_bits =
-        (register_bits + 31 - max_threads.leading_zeros()).min(wanted.max(register_bits + 5));
-    while tile_bits > register_bits + 5 && !fits(tile_bits) {
+        (register_bits + 31 - max_threads.leading_zeros()).min(wanted.max(min_bits));
+    while tile_bits > min_bits && !fits(tile_bits) {
         tile_bits -= 1;
     }
     // A small input gets a tile just big enough (at least one warp of threads).
-    let needed = padded_len(n).trailing_zeros().max(register_bits + 5);
+    let needed = padded_len(slots).trailing_zeros().max(min_bits);
     tile_bits = tile_bits.min(needed);
+
+    let most_cluster_bits = cluster_blocks(gpu).trailing_zeros();
+    if most_cluster_bits > 0 {
+        let sms = gpu.info().multiprocessors.max(1) as usize;
+        let floor = min_bits.max(row_bits.saturating_sub(most_cluster_bits));
+        while tile_bits > floor && (slots >> tile_bits) < sms {
+            tile_bits -= 1;
+        }
+    }
+    let cluster_bits = most_cluster_bits.min(row_bits.saturating_sub(tile_bits));
     Ok(TunedShape {
         tile_bits,
         threads: 1 << (tile_bits - register_bits),
+        cluster_bits,
     })
+}
+
+fn env_u32(name: &str) -> Option<u32> {
+    std::env::var(name).ok().and_then(|s| s.trim().parse().ok())
+}
+
+/// The most blocks a tuned cluster may hold: 8 (the portable limit) on sm_90 and later, 1
+/// (no clusters) before. `BITONIC_TUNED_CLUSTER` overrides it (a power of two, up to 16) for
+/// experiments; 1 turns clusters off.
+fn cluster_blocks(gpu: &Gpu) -> u32 {
+    if gpu.info().compute_capability.0 < 9 {
+        return 1;
+    }
+    match env_u32("BITONIC_TUNED_CLUSTER") {
+        Some(c) if c.is_power_of_two() => c.min(16),
+        _ => 8,
+    }
 }
 
 /// One launch of `tuned_pass` (see kernels/tuned.cu for the meaning of the fields).
@@ -248,19 +295,20 @@ struct TunedPass {
 }
 
 /// The passes that sort `n` keys: a tile sort, then for every larger stage one or more strided
-/// passes over the step bits at or above the tile, and a tile merge for the bits below.
+/// passes over the step bits at or above the (cluster's) tile, and a tile merge for the bits
+/// below.
 fn tuned_passes(shape: &TunedShape, n: usize) -> Vec<TunedPass> {
-    let tb = shape.tile_bits;
+    let merge_bits = shape.merge_bits();
     let log_p = padded_len(n).trailing_zeros();
     let mut passes = vec![TunedPass {
         lo: 5,
         b_first: 0,
-        b_last: log_p.min(tb) - 1,
+        b_last: log_p.min(merge_bits) - 1,
         hi_first: 0,
         stop: 0,
     }];
-    for b in tb..log_p {
-        passes.extend(stage_from(tb, b, b));
+    for b in merge_bits..log_p {
+        passes.extend(stage_from(shape, b, b));
     }
     passes
 }
@@ -270,17 +318,19 @@ fn tuned_passes(shape: &TunedShape, n: usize) -> Vec<TunedPass> {
 /// flip. The multi-GPU merge-split ends with them (src/cuda/multi.rs).
 fn tuned_merge_passes(shape: &TunedShape, n: usize) -> Vec<TunedPass> {
     let log_n = n.trailing_zeros();
-    stage_from(shape.tile_bits, log_n, log_n - 1)
+    stage_from(shape, log_n, log_n - 1)
 }
 
-/// The steps of stage `b` from global bit `hi` down: strided passes while the bits lie at or
-/// above the tile's `tb` bits, then one contiguous tile pass for the rest.
-fn stage_from(tb: u32, b: u32, mut hi: u32) -> Vec<TunedPass> {
+/// The steps of stage `b` from global bit `hi` down: strided passes (one block's tile each)
+/// while the bits lie at or above the contiguous passes' bits, then one contiguous tile pass
+/// for the rest.
+fn stage_from(shape: &TunedShape, b: u32, mut hi: u32) -> Vec<TunedPass> {
+    let (tb, merge_bits) = (shape.tile_bits, shape.merge_bits());
     let mut passes = Vec::new();
-    while hi >= tb {
+    while hi >= merge_bits {
         // Rows of the strided tile cover global bits lo .. hi (tb - 5 of them).
         let lo = (hi + 6).saturating_sub(tb).max(6);
-        let stop = lo.max(tb);
+        let stop = lo.max(merge_bits);
         passes.push(TunedPass {
             lo,
             b_first: b,
@@ -399,7 +449,7 @@ fn launch_tuned<T: DeviceRepr>(
     plan: fn(&TunedShape, usize) -> Vec<TunedPass>,
 ) -> Result<()> {
     let kernel = gpu.function(&kernels::TUNED, &kernel_name::<T>("tuned_pass"))?;
-    let shape = tuned_shape::<T>(gpu, &kernel, layout.slots())?;
+    let mut shape = tuned_shape::<T>(gpu, &kernel, layout.slots(), layout.row_bits)?;
     let shared = (1u32 << shape.tile_bits) * std::mem::size_of::<T>() as u32;
     // Above 48 KiB a block gets its dynamic shared memory only by asking.
     kernel
@@ -410,6 +460,9 @@ fn launch_tuned<T: DeviceRepr>(
         .during(|| format!("allowing {shared} bytes of shared memory for tuned_pass"))?;
     let blocks = layout.slots().div_ceil(1 << shape.tile_bits) as u32;
     let cfg = config(blocks, shape.threads, shared);
+    while shape.cluster_bits > 0 && !cluster::fits(gpu, &kernel, cfg, 1 << shape.cluster_bits)? {
+        shape.cluster_bits -= 1;
+    }
     let passes = plan(&shape, 1 << layout.row_bits);
     let last = passes.len() - 1;
     for (i, p) in passes.iter().enumerate() {
@@ -418,20 +471,149 @@ fn launch_tuned<T: DeviceRepr>(
         } else {
             map | if i == 0 { MAP_ON_LOAD } else { 0 } | if i == last { MAP_ON_STORE } else { 0 }
         };
-        let mut launch = gpu.stream().launch_builder(&kernel);
-        launch
-            .arg(&mut *keys)
-            .arg(&layout)
-            .arg(&shape.tile_bits)
-            .arg(&p.lo)
-            .arg(&p.b_first)
-            .arg(&p.b_last)
-            .arg(&p.hi_first)
-            .arg(&p.stop)
-            .arg(&flags);
-        unsafe { launch.launch(cfg) }.during(|| format!("launching tuned pass {p:?}"))?;
+        let args = (
+            layout,
+            shape.tile_bits,
+            [p.lo, p.b_first, p.b_last, p.hi_first, p.stop, flags],
+        );
+        if p.lo == 5 && shape.cluster_bits > 0 {
+            cluster::launch_pass(gpu, &kernel, cfg, 1 << shape.cluster_bits, keys, args)
+        } else {
+            let mut launch = gpu.stream().launch_builder(&kernel);
+            launch.arg(&mut *keys).arg(&args.0).arg(&args.1);
+            for value in &args.2 {
+                launch.arg(value);
+            }
+            unsafe { launch.launch(cfg) }.map(drop)
+        }
+        .during(|| format!("launching tuned pass {p:?} of {shape:?}"))?;
     }
     Ok(())
+}
+
+/// Launches in thread-block clusters, which cudarc's launch builder cannot express.
+mod cluster {
+    use super::{Gpu, Result, RowLayout};
+    use crate::error::CudaContext as _;
+    use cudarc::driver::sys::{self, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig};
+    use cudarc::driver::{CudaFunction, CudaViewMut, DevicePtrMut, DriverError, LaunchConfig};
+    use std::ffi::c_void;
+
+    fn raw_config(
+        gpu: &Gpu,
+        cfg: LaunchConfig,
+        attribute: &mut CUlaunchAttribute,
+    ) -> CUlaunchConfig {
+        CUlaunchConfig {
+            gridDimX: cfg.grid_dim.0,
+            gridDimY: cfg.grid_dim.1,
+            gridDimZ: cfg.grid_dim.2,
+            blockDimX: cfg.block_dim.0,
+            blockDimY: cfg.block_dim.1,
+            blockDimZ: cfg.block_dim.2,
+            sharedMemBytes: cfg.shared_mem_bytes,
+            hStream: gpu.stream().cu_stream(),
+            attrs: attribute,
+            numAttrs: 1,
+        }
+    }
+
+    fn cluster_attribute(blocks: u32) -> CUlaunchAttribute {
+        // SAFETY: an all-zero attribute is valid; the union's cluster field is set below.
+        let mut attribute: CUlaunchAttribute = unsafe { std::mem::zeroed() };
+        attribute.id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attribute.value.clusterDim.x = blocks;
+        attribute.value.clusterDim.y = 1;
+        attribute.value.clusterDim.z = 1;
+        attribute
+    }
+
+    /// Whether the device can run clusters of `blocks` blocks of this shape (the answer is
+    /// cached per kernel and shape: the query costs more than a small sort's launch).
+    pub(super) fn fits(
+        gpu: &Gpu,
+        kernel: &CudaFunction,
+        cfg: LaunchConfig,
+        blocks: u32,
+    ) -> Result<bool> {
+        let key = (
+            kernel.cu_function() as usize,
+            cfg.block_dim.0,
+            cfg.shared_mem_bytes,
+            blocks,
+        );
+        if let Some(&known) = gpu
+            .cluster_fits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(known);
+        }
+        if blocks > 8 {
+            // Beyond the portable 8 a kernel must opt in.
+            kernel
+                .set_attribute(
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                    1,
+                )
+                .during(|| format!("allowing clusters of {blocks} blocks"))?;
+        }
+        let mut attribute = cluster_attribute(blocks);
+        let query = LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            ..cfg
+        };
+        let raw = raw_config(gpu, query, &mut attribute);
+        let mut clusters = 0;
+        gpu.context()
+            .bind_to_thread()
+            .during(|| "binding the CUDA context".into())?;
+        // SAFETY: valid function and config; `attribute` outlives the call.
+        let status =
+            unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, kernel.cu_function(), &raw) };
+        // An error here (a driver without clusters, say) means: do not use them.
+        let fits = status == sys::CUresult::CUDA_SUCCESS && clusters > 0;
+        gpu.cluster_fits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, fits);
+        Ok(fits)
+    }
+
+    /// One tuned pass in clusters of `blocks` blocks: kernels/tuned.cu's `tuned_pass_*` with
+    /// `(layout, tile_bits, [lo, b_first, b_last, hi_first, stop, map])`.
+    pub(super) fn launch_pass<T>(
+        gpu: &Gpu,
+        kernel: &CudaFunction,
+        cfg: LaunchConfig,
+        blocks: u32,
+        keys: &mut CudaViewMut<T>,
+        args: (RowLayout, u32, [u32; 6]),
+    ) -> std::result::Result<(), DriverError> {
+        let (mut layout, mut tile_bits, mut fields) = args;
+        gpu.context().bind_to_thread()?;
+        let (mut pointer, _record_write) = keys.device_ptr_mut(gpu.stream());
+        let mut params: Vec<*mut c_void> = vec![
+            &mut pointer as *mut _ as *mut c_void,
+            &mut layout as *mut _ as *mut c_void,
+            &mut tile_bits as *mut _ as *mut c_void,
+        ];
+        params.extend(fields.iter_mut().map(|f| f as *mut u32 as *mut c_void));
+        let mut attribute = cluster_attribute(blocks);
+        let raw = raw_config(gpu, cfg, &mut attribute);
+        // SAFETY: the parameters match the kernel's signature and live until the call returns
+        // (the driver copies them); the keys' buffer outlives the launch through `keys`.
+        unsafe {
+            sys::cuLaunchKernelEx(
+                &raw,
+                kernel.cu_function(),
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+            .result()
+        }
+    }
 }
 
 #[cfg(test)]
@@ -458,41 +640,60 @@ mod tests {
     }
 
     #[test]
-    fn tuned_pass_count_for_2_pow_29() {
-        let shape = TunedShape {
-            tile_bits: 15,
-            threads: 1024,
-        };
-        let passes = tuned_passes(&shape, 1 << 29);
-        assert_eq!(passes.len(), 33);
-        // Each stage's steps are covered exactly once, in order.
-        for b in 15..29 {
-            let mut bits: Vec<u32> = Vec::new();
-            for p in passes.iter().filter(|p| p.b_first == b) {
-                let low = if p.lo == 5 { 0 } else { p.stop };
-                bits.extend((low..=p.hi_first).rev());
+    fn tuned_pass_counts_for_2_pow_29() {
+        // (block tile bits, cluster bits) -> passes: 2^15 tiles alone; the default 2^14 tiles
+        // alone, in clusters of 8 blocks (2^17 keys a contiguous pass) and of 16 (2^18).
+        for (tile_bits, cluster_bits, count) in [(15, 0, 33), (14, 0, 37), (14, 3, 28), (14, 4, 25)]
+        {
+            let shape = TunedShape {
+                tile_bits,
+                threads: 1 << (tile_bits - 5),
+                cluster_bits,
+            };
+            let passes = tuned_passes(&shape, 1 << 29);
+            assert_eq!(passes.len(), count, "{shape:?}");
+            // The tile sort runs every stage a contiguous pass holds.
+            assert_eq!(passes[0].b_last, shape.merge_bits() - 1);
+            // Each later stage's steps are covered exactly once, in order, and a strided pass
+            // never reaches into the contiguous passes' bits.
+            for b in shape.merge_bits()..29 {
+                let mut bits: Vec<u32> = Vec::new();
+                for p in passes.iter().filter(|p| p.b_first == b) {
+                    let low = if p.lo == 5 { 0 } else { p.stop };
+                    if p.lo != 5 {
+                        assert!(p.stop >= shape.merge_bits() && p.hi_first - p.lo < tile_bits - 5);
+                    }
+                    bits.extend((low..=p.hi_first).rev());
+                }
+                assert_eq!(
+                    bits,
+                    (0..=b).rev().collect::<Vec<_>>(),
+                    "stage {b} of {shape:?}"
+                );
             }
-            assert_eq!(bits, (0..=b).rev().collect::<Vec<_>>(), "stage {b}");
         }
     }
 
     #[test]
     fn tuned_merge_covers_the_half_cleaners_once() {
-        let shape = TunedShape {
-            tile_bits: 15,
-            threads: 1024,
-        };
-        for log_n in [1u32, 5, 15, 16, 20, 31] {
-            let passes = tuned_merge_passes(&shape, 1 << log_n);
-            let mut bits: Vec<u32> = Vec::new();
-            for p in &passes {
-                // Stage log n, entered below its flip: every step is a half-cleaner.
-                assert_eq!((p.b_first, p.b_last), (log_n, log_n));
-                assert!(p.hi_first < log_n);
-                let low = if p.lo == 5 { 0 } else { p.stop };
-                bits.extend((low..=p.hi_first).rev());
+        for cluster_bits in [0, 3] {
+            let shape = TunedShape {
+                tile_bits: 15,
+                threads: 1024,
+                cluster_bits,
+            };
+            for log_n in [1u32, 5, 15, 16, 18, 20, 31] {
+                let passes = tuned_merge_passes(&shape, 1 << log_n);
+                let mut bits: Vec<u32> = Vec::new();
+                for p in &passes {
+                    // Stage log n, entered below its flip: every step is a half-cleaner.
+                    assert_eq!((p.b_first, p.b_last), (log_n, log_n));
+                    assert!(p.hi_first < log_n);
+                    let low = if p.lo == 5 { 0 } else { p.stop };
+                    bits.extend((low..=p.hi_first).rev());
+                }
+                assert_eq!(bits, (0..log_n).rev().collect::<Vec<_>>(), "2^{log_n}");
             }
-            assert_eq!(bits, (0..log_n).rev().collect::<Vec<_>>(), "2^{log_n}");
         }
     }
 }
