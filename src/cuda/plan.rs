@@ -251,15 +251,26 @@ fn tuned_shape<T>(
     let needed = padded_len(slots).trailing_zeros().max(min_bits);
     tile_bits = tile_bits.min(needed);
 
+    // Too few tiles to give every SM work (docs/notes/tuned.md, step 13): a row that fits one
+    // cluster of tiles of 2^12 or 2^13 keys is sorted by that cluster in one launch; larger
+    // inputs get smaller tiles (more blocks, more passes) while fewer than half the SMs would
+    // get one.
+    let sms = gpu.info().multiprocessors.max(1) as usize;
     let most_cluster_bits = cluster_blocks(gpu).trailing_zeros();
-    if most_cluster_bits > 0 {
-        let sms = gpu.info().multiprocessors.max(1) as usize;
-        let floor = min_bits.max(row_bits.saturating_sub(most_cluster_bits));
-        while tile_bits > floor && (slots >> tile_bits) < sms {
-            tile_bits -= 1;
+    let mut cluster_bits = 0;
+    if (slots >> tile_bits) < sms && row_bits > SPREAD_TILE_BITS.min(tile_bits) {
+        let spread_tile = row_bits
+            .saturating_sub(most_cluster_bits)
+            .max(SPREAD_TILE_BITS);
+        if spread_tile <= SPREAD_TILE_BITS + 1 && spread_tile <= tile_bits {
+            cluster_bits = row_bits - spread_tile;
+            tile_bits = spread_tile;
+        } else {
+            while tile_bits > SPREAD_TILE_BITS && (slots >> tile_bits) < sms / 2 {
+                tile_bits -= 1;
+            }
         }
     }
-    let cluster_bits = most_cluster_bits.min(row_bits.saturating_sub(tile_bits));
     Ok(TunedShape {
         tile_bits,
         threads: 1 << (tile_bits - register_bits),
@@ -267,20 +278,24 @@ fn tuned_shape<T>(
     })
 }
 
+/// The smallest tile a small input is spread over (2^12 u32 keys: 128 threads; 256 for u64).
+const SPREAD_TILE_BITS: u32 = 12;
+
 fn env_u32(name: &str) -> Option<u32> {
     std::env::var(name).ok().and_then(|s| s.trim().parse().ok())
 }
 
-/// The most blocks a tuned cluster may hold: 8 (the portable limit) on sm_90 and later, 1
-/// (no clusters) before. `BITONIC_TUNED_CLUSTER` overrides it (a power of two, up to 16) for
-/// experiments; 1 turns clusters off.
+/// The most blocks a tuned cluster may hold: 16 on sm_90 and later (beyond the portable 8:
+/// `cluster::fits` checks that the device can run them, else fewer), 1 (no clusters) before.
+/// `BITONIC_TUNED_CLUSTER` overrides it (a power of two, up to 16) for experiments; 1 turns
+/// clusters off.
 fn cluster_blocks(gpu: &Gpu) -> u32 {
     if gpu.info().compute_capability.0 < 9 {
         return 1;
     }
     match env_u32("BITONIC_TUNED_CLUSTER") {
         Some(c) if c.is_power_of_two() => c.min(16),
-        _ => 8,
+        _ => 16,
     }
 }
 
