@@ -272,15 +272,22 @@ pub(super) fn time_on_stream(gpu: &Gpu, queue: impl FnOnce() -> Result<()>) -> R
     start
         .record(gpu.stream())
         .during(|| "recording an event".into())?;
+    let enqueue = Instant::now();
     queue()?;
+    let enqueue = enqueue.elapsed();
     end.record(gpu.stream())
         .during(|| "recording an event".into())?;
     end.synchronize()
         .during(|| "waiting for the timed work".into())?;
-    start
+    let ms = start
         .elapsed_ms(&end)
         .map(f64::from)
-        .during(|| "reading the event timer".into())
+        .during(|| "reading the event timer".into())?;
+    // Diagnostics: how long the host took to queue the work, against the GPU's time for it.
+    if std::env::var_os("BITONIC_BENCH_ENQUEUE").is_some() {
+        eprintln!("enqueue {:.1} us, events {:.1} us", enqueue.as_secs_f64() * 1e6, ms * 1e3);
+    }
+    Ok(ms)
 }
 
 /// Times a device-to-device copy of `n` u32 words: the bandwidth ceiling (read + write).

@@ -66,6 +66,10 @@ pub struct Gpu {
     modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
     /// Pinned buffers for host transfers, made on first use of a large host sort.
     staging: Mutex<Option<staging::Staging>>,
+    /// Kernels already looked up, by module and name: a small sort's host time counts.
+    functions: Mutex<HashMap<(&'static str, String), CudaFunction>>,
+    /// The dynamic shared memory each kernel was allowed, so that it is set once.
+    shared_allowed: Mutex<HashMap<usize, u32>>,
     /// Whether clusters of a kernel and shape fit the device (plan.rs asks once per shape).
     cluster_fits: Mutex<HashMap<(usize, u32, u32, u32), bool>>,
 }
@@ -162,6 +166,8 @@ impl Gpu {
             info,
             modules: Mutex::new(HashMap::new()),
             staging: Mutex::new(None),
+            functions: Mutex::new(HashMap::new()),
+            shared_allowed: Mutex::new(HashMap::new()),
             cluster_fits: Mutex::new(HashMap::new()),
         })
     }
@@ -185,6 +191,10 @@ impl Gpu {
         module: &'static KernelModule,
         name: &str,
     ) -> Result<CudaFunction> {
+        let key = (module.name, name.to_string());
+        if let Some(f) = self.functions.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return Ok(f.clone());
+        }
         let loaded = {
             let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
             match modules.get(module.name) {
@@ -200,9 +210,31 @@ impl Gpu {
                 }
             }
         };
-        loaded
+        let f = loaded
             .load_function(name)
-            .during(|| format!("finding kernel {name} in kernels/{}", module.name))
+            .during(|| format!("finding kernel {name} in kernels/{}", module.name))?;
+        self.functions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, f.clone());
+        Ok(f)
+    }
+
+    /// Lets `kernel` take `bytes` of dynamic shared memory: above 48 KiB a block gets it only
+    /// by asking (the device's opt-in limit caps it). Each new, larger amount is asked once.
+    pub(crate) fn allow_shared(&self, kernel: &CudaFunction, bytes: u32) -> Result<()> {
+        let mut allowed = self.shared_allowed.lock().unwrap_or_else(|e| e.into_inner());
+        let known = allowed.entry(kernel.cu_function() as usize).or_insert(0);
+        if *known < bytes {
+            kernel
+                .set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    bytes as i32,
+                )
+                .during(|| format!("allowing {bytes} bytes of shared memory for a kernel"))?;
+            *known = bytes;
+        }
+        Ok(())
     }
 
     /// Sorts a host slice: copies it to the device, sorts there, copies it back. Large slices

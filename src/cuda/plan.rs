@@ -466,13 +466,7 @@ fn launch_tuned<T: DeviceRepr>(
     let kernel = gpu.function(&kernels::TUNED, &kernel_name::<T>("tuned_pass"))?;
     let mut shape = tuned_shape::<T>(gpu, &kernel, layout.slots(), layout.row_bits)?;
     let shared = (1u32 << shape.tile_bits) * std::mem::size_of::<T>() as u32;
-    // Above 48 KiB a block gets its dynamic shared memory only by asking.
-    kernel
-        .set_attribute(
-            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-            shared as i32,
-        )
-        .during(|| format!("allowing {shared} bytes of shared memory for tuned_pass"))?;
+    gpu.allow_shared(&kernel, shared)?;
     let blocks = layout.slots().div_ceil(1 << shape.tile_bits) as u32;
     let cfg = config(blocks, shape.threads, shared);
     while shape.cluster_bits > 0 && !cluster::fits(gpu, &kernel, cfg, 1 << shape.cluster_bits)? {
