@@ -285,7 +285,11 @@ pub(super) fn time_on_stream(gpu: &Gpu, queue: impl FnOnce() -> Result<()>) -> R
         .during(|| "reading the event timer".into())?;
     // Diagnostics: how long the host took to queue the work, against the GPU's time for it.
     if std::env::var_os("BITONIC_BENCH_ENQUEUE").is_some() {
-        eprintln!("enqueue {:.1} us, events {:.1} us", enqueue.as_secs_f64() * 1e6, ms * 1e3);
+        eprintln!(
+            "enqueue {:.1} us, events {:.1} us",
+            enqueue.as_secs_f64() * 1e6,
+            ms * 1e3
+        );
     }
     Ok(ms)
 }
