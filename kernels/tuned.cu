@@ -483,7 +483,9 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 block, u32 tile
 // The passes one launch runs: one (a launch per pass), or all of them in a persistent launch
 // whose blocks wait for each other between passes (`grid_barrier`), which saves the host's
 // launch time and the gaps between kernels on inputs of a few MiB (docs/notes/tuned.md,
-// step 14). Each pass is (lo, b_first, b_last, hi_first, stop, map flags).
+// step 14). Each pass is (lo, b_first, b_last, hi_first, stop, map flags). The list stays in
+// the kernel's parameter space (__grid_constant__): indexed at run time, a plain by-value
+// parameter would be copied to every thread's local memory first.
 #define MAX_PASSES 32
 struct PassList {
     u32 count;
@@ -527,7 +529,8 @@ __device__ void tuned_passes(K *keys, const RowLayout &layout, u32 tile_bits, co
 // registers a key: 256 threads.
 #define TUNED_PASS(K, NAME, MAX_THREADS)                                                                 \
     extern "C" __global__ void __launch_bounds__(MAX_THREADS)                                            \
-        tuned_pass_##NAME(K *keys, RowLayout layout, u32 tile_bits, PassList list, u32 *arrived) {       \
+        tuned_pass_##NAME(K *keys, RowLayout layout, u32 tile_bits, const __grid_constant__ PassList list,   \
+                          u32 *arrived) {                                                                \
         tuned_passes<K>(keys, layout, tile_bits, list, arrived);                                         \
     }
 TUNED_PASS(u32, u32, 1024)
