@@ -527,11 +527,20 @@ __device__ void tuned_passes(K *keys, const RowLayout &layout, u32 tile_bits, co
 // barriers overlap the other's register work. 128 spill-free registers with one block per SM
 // measured slower, for the first pass too (docs/notes/tuned.md). Key-index pairs take three
 // registers a key: 256 threads.
+//
+// A launch of one pass reads its fields at constant offsets of the parameter space, so that
+// the compiler can read them again where it needs them instead of holding them in registers
+// (held in registers, they made the passes spill more: 2^24 keys took 2.8 times as long).
 #define TUNED_PASS(K, NAME, MAX_THREADS)                                                                 \
     extern "C" __global__ void __launch_bounds__(MAX_THREADS)                                            \
         tuned_pass_##NAME(K *keys, RowLayout layout, u32 tile_bits, const __grid_constant__ PassList list,   \
                           u32 *arrived) {                                                                \
-        tuned_passes<K>(keys, layout, tile_bits, list, arrived);                                         \
+        if (list.count == 1) {                                                                           \
+            const u32 *f = list.pass[0];                                                                 \
+            tuned_pass<K>(keys, layout, blockIdx.x, tile_bits, f[0], f[1], f[2], f[3], f[4], f[5]);      \
+        } else {                                                                                         \
+            tuned_passes<K>(keys, layout, tile_bits, list, arrived);                                     \
+        }                                                                                                \
     }
 TUNED_PASS(u32, u32, 1024)
 TUNED_PASS(u64, u64, 1024)
