@@ -4,8 +4,7 @@
 # Sizes are not powers of two and span several blocks (and several tuned tiles), so the block
 # sorts, global steps, block merges and the tuned strided and merge passes all run; f64
 # descending also runs the key-map kernels (and the tuned fused maps) on u64 words. On sm_90
-# the two small inputs run the tuned sort as one cluster, and 300007 keys as one persistent
-# launch.
+# the two small inputs run the tuned sort as one cluster, and 300007 keys in smaller tiles.
 set -uo pipefail
 bin=${1:-.gpu/bin/bitonic}
 tmp=$(mktemp -d)
@@ -13,7 +12,7 @@ status=0
 "$bin" gen "$tmp/u32.bin" -n 70001 --dtype u32 --seed 3
 "$bin" gen "$tmp/f64.npy" -n 20011 --dtype f64 --seed 4
 "$bin" gen "$tmp/u32rows.bin" -n 70007 --dtype u32 --seed 5 # 7 rows of 10001
-"$bin" gen "$tmp/i32.bin" -n 300007 --dtype i32 --seed 6 # tuned: one persistent launch
+"$bin" gen "$tmp/i32.bin" -n 300007 --dtype i32 --seed 6 # tuned: passes of 2^13-key tiles
 # name, input, options for sort and verify
 cases=("u32-asc $tmp/u32.bin --dtype=u32" "f64-desc $tmp/f64.npy --desc" "i32-desc $tmp/i32.bin --dtype=i32 --desc")
 for version in ${VERSIONS-v0 v1 v2 v3 v4 v5 tuned}; do

@@ -259,7 +259,6 @@ __device__ __forceinline__ u32 tile_bit(u32 g, u32 lo) { return g < 5 ? g : g - 
 template <typename K> struct Pass {
     K *keys;
     RowLayout layout;
-    u32 block; // the tile this block works on
     u32 tile_bits, lo, b_last, stop, map;
     bool contiguous;
     bool aligned; // keys start on a 16-byte boundary (vector accesses allowed)
@@ -268,14 +267,14 @@ template <typename K> struct Pass {
 
 // One key by tile index, for the staging loops.
 template <typename K> __device__ __forceinline__ K load_key(const Pass<K> &p, u32 i) {
-    u32 at = key_index(p.layout, global_index(i, p.block, p.tile_bits, p.lo, p.mirror_row_bit));
+    u32 at = key_index(p.layout, global_index(i, blockIdx.x, p.tile_bits, p.lo, p.mirror_row_bit));
     if (at == PADDING) return largest_key<K>(); // acts as +inf and never moves
     K key = p.keys[at];
     return (p.map & MAP_ON_LOAD) ? to_sortable(key, p.map) : key;
 }
 
 template <typename K> __device__ __forceinline__ void store_key(const Pass<K> &p, u32 i, K key) {
-    u32 at = key_index(p.layout, global_index(i, p.block, p.tile_bits, p.lo, p.mirror_row_bit));
+    u32 at = key_index(p.layout, global_index(i, blockIdx.x, p.tile_bits, p.lo, p.mirror_row_bit));
     if (at != PADDING) p.keys[at] = (p.map & MAP_ON_STORE) ? from_sortable(key, p.map) : key;
 }
 
@@ -336,8 +335,8 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, bool firs
     // register 0 of the thread's half, with r's bits (less the half bit) at rshift.
     const u32 rshift = p.contiguous ? Q0 : Q0 - 5 + p.lo;
     const u32 half_bit = 1u << upper_bit;
-    const u32 g_lo = direct ? global_index(thread_part, p.block, p.tile_bits, p.lo, p.mirror_row_bit) : 0;
-    const u32 g_hi = direct ? global_index((thread_part ^ thread_mirror) | (half_bit << Q0), p.block,
+    const u32 g_lo = direct ? global_index(thread_part, blockIdx.x, p.tile_bits, p.lo, p.mirror_row_bit) : 0;
+    const u32 g_hi = direct ? global_index((thread_part ^ thread_mirror) | (half_bit << Q0), blockIdx.x,
                                             p.tile_bits, p.lo, p.mirror_row_bit)
                              : 0;
 
@@ -394,13 +393,12 @@ template <typename K> __device__ __forceinline__ u32 group_start(u32 tb, u32 til
 }
 
 template <typename K>
-__device__ void tuned_pass(K *keys, const RowLayout &layout, u32 block, u32 tile_bits, u32 lo, u32 b_first, u32 b_last,
-                           u32 hi_first, u32 stop, u32 map) {
+__device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 lo, u32 b_first, u32 b_last, u32 hi_first,
+                           u32 stop, u32 map) {
     K *tile = shared_tile<K>();
     Pass<K> p;
     p.keys = keys;
     p.layout = layout;
-    p.block = block;
     p.tile_bits = tile_bits;
     p.lo = lo;
     p.b_last = b_last;
@@ -419,7 +417,7 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 block, u32 tile
     const bool starts_in_cluster = p.contiguous && hi_first >= tile_bits;
     // A contiguous tile wholly inside the keys stages with 16-byte vectors (fewer instructions:
     // the tile sort and the row sorts are instruction-bound; docs/notes/tuned.md, step 8).
-    const u32 V = Vector16<K>::KEYS, base = block << tile_bits;
+    const u32 V = Vector16<K>::KEYS, base = blockIdx.x << tile_bits;
     const bool vectors = p.contiguous && layout.contiguous && p.aligned && base + tile_len <= layout.n;
     if (first_group < 5 || !layout.contiguous || starts_in_cluster) {
         if (vectors) {
@@ -480,67 +478,16 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 block, u32 tile
     }
 }
 
-// The passes one launch runs: one (a launch per pass), or all of them in a persistent launch
-// whose blocks wait for each other between passes (`grid_barrier`), which saves the host's
-// launch time and the gaps between kernels on inputs of a few MiB (docs/notes/tuned.md,
-// step 14). Each pass is (lo, b_first, b_last, hi_first, stop, map flags). The list stays in
-// the kernel's parameter space (__grid_constant__): indexed at run time, a plain by-value
-// parameter would be copied to every thread's local memory first.
-#define MAX_PASSES 32
-struct PassList {
-    u32 count;
-    u32 tiles; // tiles of 2^tile_bits slots; block b takes tiles b, b + gridDim.x, ...
-    u32 pass[MAX_PASSES][6];
-};
-
-// Every block of the grid arrives here before any leaves; the grid's blocks are all resident
-// (a cooperative launch guarantees it). `arrived` counts arrivals since the launch began (the
-// host zeroes it before), so the k-th barrier waits for k * gridDim.x of them.
-__device__ __forceinline__ void grid_barrier(u32 *arrived, u32 target) {
-    __syncthreads();
-    if (threadIdx.x == 0) {
-        __threadfence(); // this block's global writes before the arrival
-        atomicAdd(arrived, 1u);
-        u32 seen;
-        do {
-            asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(arrived) : "memory");
-        } while (seen < target);
-        __threadfence(); // and the other blocks' writes before this block reads on
-    }
-    __syncthreads();
-}
-
-template <typename K>
-__device__ void tuned_passes(K *keys, const RowLayout &layout, u32 tile_bits, const PassList &list, u32 *arrived) {
-    for (u32 k = 0; k < list.count; ++k) {
-        const u32 *f = list.pass[k];
-        for (u32 tile = blockIdx.x; tile < list.tiles; tile += gridDim.x) {
-            tuned_pass<K>(keys, layout, tile, tile_bits, f[0], f[1], f[2], f[3], f[4], f[5]);
-            __syncthreads(); // the tile's last reads of shared memory before the next tile's writes
-        }
-        if (k + 1 < list.count) grid_barrier(arrived, (k + 1) * gridDim.x);
-    }
-}
-
 // Capped at 64 registers a thread (the bound a 1024-thread block implies): a few values spill,
 // but two 512-thread blocks of 64 KiB tiles then share an SM, and one block's loads and
 // barriers overlap the other's register work. 128 spill-free registers with one block per SM
 // measured slower, for the first pass too (docs/notes/tuned.md). Key-index pairs take three
 // registers a key: 256 threads.
-//
-// A launch of one pass reads its fields at constant offsets of the parameter space, so that
-// the compiler can read them again where it needs them instead of holding them in registers
-// (held in registers, they made the passes spill more: 2^24 keys took 2.8 times as long).
-#define TUNED_PASS(K, NAME, MAX_THREADS)                                                                 \
-    extern "C" __global__ void __launch_bounds__(MAX_THREADS)                                            \
-        tuned_pass_##NAME(K *keys, RowLayout layout, u32 tile_bits, const __grid_constant__ PassList list,   \
-                          u32 *arrived) {                                                                \
-        if (list.count == 1) {                                                                           \
-            const u32 *f = list.pass[0];                                                                 \
-            tuned_pass<K>(keys, layout, blockIdx.x, tile_bits, f[0], f[1], f[2], f[3], f[4], f[5]);      \
-        } else {                                                                                         \
-            tuned_passes<K>(keys, layout, tile_bits, list, arrived);                                     \
-        }                                                                                                \
+#define TUNED_PASS(K, NAME, MAX_THREADS)                                                         \
+    extern "C" __global__ void __launch_bounds__(MAX_THREADS) tuned_pass_##NAME(                 \
+        K *keys, RowLayout layout, u32 tile_bits, u32 lo, u32 b_first, u32 b_last, u32 hi_first, \
+        u32 stop, u32 map) {                                                                     \
+        tuned_pass<K>(keys, layout, tile_bits, lo, b_first, b_last, hi_first, stop, map);        \
     }
 TUNED_PASS(u32, u32, 1024)
 TUNED_PASS(u64, u64, 1024)

@@ -72,10 +72,6 @@ pub struct Gpu {
     shared_allowed: Mutex<HashMap<usize, u32>>,
     /// Whether clusters of a kernel and shape fit the device (plan.rs asks once per shape).
     cluster_fits: Mutex<HashMap<(usize, u32, u32, u32), bool>>,
-    /// Blocks of a kernel and shape that fit the whole GPU at once (asked once per shape).
-    resident: Mutex<HashMap<(usize, u32, u32), u32>>,
-    /// The arrival counter of the tuned kernel's grid-wide barrier, made on first use.
-    grid_barrier: OnceLock<Mutex<CudaSlice<u32>>>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -173,8 +169,6 @@ impl Gpu {
             functions: Mutex::new(HashMap::new()),
             shared_allowed: Mutex::new(HashMap::new()),
             cluster_fits: Mutex::new(HashMap::new()),
-            resident: Mutex::new(HashMap::new()),
-            grid_barrier: OnceLock::new(),
         })
     }
 
@@ -198,12 +192,7 @@ impl Gpu {
         name: &str,
     ) -> Result<CudaFunction> {
         let key = (module.name, name.to_string());
-        if let Some(f) = self
-            .functions
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(&key)
-        {
+        if let Some(f) = self.functions.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
             return Ok(f.clone());
         }
         let loaded = {
@@ -231,56 +220,10 @@ impl Gpu {
         Ok(f)
     }
 
-    /// How many blocks of `threads` threads and `shared` bytes of dynamic shared memory the
-    /// whole GPU runs at once: the most a persistent (cooperative) launch may have; 0 where
-    /// the GPU has no cooperative launches.
-    pub(crate) fn resident_blocks(
-        &self,
-        kernel: &CudaFunction,
-        threads: u32,
-        shared: u32,
-    ) -> Result<u32> {
-        let key = (kernel.cu_function() as usize, threads, shared);
-        let mut known = self.resident.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(&blocks) = known.get(&key) {
-            return Ok(blocks);
-        }
-        let cooperative = self
-            .ctx
-            .attribute(Attr::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)
-            .during(|| "asking whether the GPU runs cooperative launches".into())?;
-        let per_sm = kernel
-            .occupancy_max_active_blocks_per_multiprocessor(threads, shared as usize, None)
-            .during(|| "asking how many blocks an SM holds".into())?;
-        let blocks = if cooperative == 1 {
-            per_sm * self.info.multiprocessors.max(0) as u32
-        } else {
-            0 // no persistent launches
-        };
-        known.insert(key, blocks);
-        Ok(blocks)
-    }
-
-    /// The counter behind the tuned kernel's grid-wide barrier (kernels/tuned.cu). Each
-    /// persistent launch zeroes it first on the same stream, so launches never share it.
-    pub(crate) fn grid_barrier(&self) -> Result<&Mutex<CudaSlice<u32>>> {
-        if let Some(b) = self.grid_barrier.get() {
-            return Ok(b);
-        }
-        let counter = self
-            .stream
-            .alloc_zeros::<u32>(1)
-            .during(|| "allocating the grid barrier".into())?;
-        Ok(self.grid_barrier.get_or_init(|| Mutex::new(counter)))
-    }
-
     /// Lets `kernel` take `bytes` of dynamic shared memory: above 48 KiB a block gets it only
     /// by asking (the device's opt-in limit caps it). Each new, larger amount is asked once.
     pub(crate) fn allow_shared(&self, kernel: &CudaFunction, bytes: u32) -> Result<()> {
-        let mut allowed = self
-            .shared_allowed
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let mut allowed = self.shared_allowed.lock().unwrap_or_else(|e| e.into_inner());
         let known = allowed.entry(kernel.cu_function() as usize).or_insert(0);
         if *known < bytes {
             kernel

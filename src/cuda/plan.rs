@@ -455,38 +455,6 @@ pub(super) fn tuned_merge<T: DeviceRepr>(gpu: &Gpu, keys: &mut CudaViewMut<T>) -
     launch_tuned(gpu, keys, RowLayout::rows(n, n), 0, tuned_merge_passes)
 }
 
-/// kernels/tuned.cu's `PassList`: the passes one launch runs, each as
-/// `[lo, b_first, b_last, hi_first, stop, map flags]`.
-#[repr(C)]
-#[derive(Clone, Copy, Debug)]
-struct PassList {
-    count: u32,
-    tiles: u32,
-    pass: [[u32; 6]; MAX_PASSES],
-}
-
-/// kernels/tuned.cu's MAX_PASSES: a persistent launch runs at most this many passes.
-const MAX_PASSES: usize = 32;
-
-// SAFETY: a plain C struct of integers, laid out as the kernel's.
-unsafe impl DeviceRepr for PassList {}
-
-impl PassList {
-    fn new(tiles: u32, passes: &[[u32; 6]]) -> PassList {
-        let mut list = PassList {
-            count: passes.len() as u32,
-            tiles,
-            pass: [[0; 6]; MAX_PASSES],
-        };
-        list.pass[..passes.len()].copy_from_slice(passes);
-        list
-    }
-}
-
-/// Inputs up to 2^PERSISTENT_MAX_BITS slots run all their passes in one persistent launch
-/// (docs/notes/tuned.md, step 14); `BITONIC_TUNED_PERSISTENT_BITS` overrides it (0: never).
-const PERSISTENT_MAX_BITS: u32 = 22;
-
 /// Launches the tuned passes that `plan` lists for the row length of `layout`.
 fn launch_tuned<T: DeviceRepr>(
     gpu: &Gpu,
@@ -499,80 +467,32 @@ fn launch_tuned<T: DeviceRepr>(
     let mut shape = tuned_shape::<T>(gpu, &kernel, layout.slots(), layout.row_bits)?;
     let shared = (1u32 << shape.tile_bits) * std::mem::size_of::<T>() as u32;
     gpu.allow_shared(&kernel, shared)?;
-    let tiles = layout.slots().div_ceil(1 << shape.tile_bits) as u32;
-    let cfg = config(tiles, shape.threads, shared);
+    let blocks = layout.slots().div_ceil(1 << shape.tile_bits) as u32;
+    let cfg = config(blocks, shape.threads, shared);
     while shape.cluster_bits > 0 && !cluster::fits(gpu, &kernel, cfg, 1 << shape.cluster_bits)? {
         shape.cluster_bits -= 1;
     }
     let passes = plan(&shape, 1 << layout.row_bits);
     let last = passes.len() - 1;
-    let fields: Vec<[u32; 6]> = passes
-        .iter()
-        .enumerate()
-        .map(|(i, p)| {
-            let flags = if map == 0 {
-                0
-            } else {
-                map | if i == 0 { MAP_ON_LOAD } else { 0 }
-                    | if i == last { MAP_ON_STORE } else { 0 }
-            };
-            [p.lo, p.b_first, p.b_last, p.hi_first, p.stop, flags]
-        })
-        .collect();
-
-    let persistent_bits = env_u32("BITONIC_TUNED_PERSISTENT_BITS").unwrap_or(PERSISTENT_MAX_BITS);
-    if shape.cluster_bits == 0
-        && (2..=MAX_PASSES).contains(&passes.len())
-        && layout.slots() <= 1 << persistent_bits
-    {
-        // All passes in one launch: as many blocks as fit the GPU at once, each taking every
-        // gridDim-th tile, with a grid-wide barrier between passes.
-        let resident = gpu.resident_blocks(&kernel, shape.threads, shared)?;
-        if resident > 0 {
-            let list = PassList::new(tiles, &fields);
-            let arrived = gpu.grid_barrier()?;
-            let mut arrived = arrived.lock().unwrap_or_else(|e| e.into_inner());
-            gpu.stream()
-                .memset_zeros(&mut *arrived)
-                .during(|| "clearing the grid barrier".into())?;
-            let persistent_cfg = config(tiles.min(resident), shape.threads, shared);
-            let mut launch = gpu.stream().launch_builder(&kernel);
-            launch
-                .arg(&mut *keys)
-                .arg(&layout)
-                .arg(&shape.tile_bits)
-                .arg(&list)
-                .arg(&mut *arrived);
-            unsafe { launch.launch_cooperative(persistent_cfg) }.during(|| {
-                format!(
-                    "launching {} tuned passes at once ({shape:?})",
-                    passes.len()
-                )
-            })?;
-            return Ok(());
-        }
-    }
-
-    let no_barrier: u64 = 0; // one pass a launch: the barrier is never used
-    for (p, f) in passes.iter().zip(&fields) {
-        let list = PassList::new(tiles, std::slice::from_ref(f));
+    for (i, p) in passes.iter().enumerate() {
+        let flags = if map == 0 {
+            0
+        } else {
+            map | if i == 0 { MAP_ON_LOAD } else { 0 } | if i == last { MAP_ON_STORE } else { 0 }
+        };
+        let args = (
+            layout,
+            shape.tile_bits,
+            [p.lo, p.b_first, p.b_last, p.hi_first, p.stop, flags],
+        );
         if p.lo == 5 && shape.cluster_bits > 0 {
-            cluster::launch_pass(
-                gpu,
-                &kernel,
-                cfg,
-                1 << shape.cluster_bits,
-                keys,
-                (layout, shape.tile_bits, list),
-            )
+            cluster::launch_pass(gpu, &kernel, cfg, 1 << shape.cluster_bits, keys, args)
         } else {
             let mut launch = gpu.stream().launch_builder(&kernel);
-            launch
-                .arg(&mut *keys)
-                .arg(&layout)
-                .arg(&shape.tile_bits)
-                .arg(&list)
-                .arg(&no_barrier);
+            launch.arg(&mut *keys).arg(&args.0).arg(&args.1);
+            for value in &args.2 {
+                launch.arg(value);
+            }
             unsafe { launch.launch(cfg) }.map(drop)
         }
         .during(|| format!("launching tuned pass {p:?} of {shape:?}"))?;
@@ -582,7 +502,7 @@ fn launch_tuned<T: DeviceRepr>(
 
 /// Launches in thread-block clusters, which cudarc's launch builder cannot express.
 mod cluster {
-    use super::{Gpu, PassList, Result, RowLayout};
+    use super::{Gpu, Result, RowLayout};
     use crate::error::CudaContext as _;
     use cudarc::driver::sys::{self, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig};
     use cudarc::driver::{CudaFunction, CudaViewMut, DevicePtrMut, DriverError, LaunchConfig};
@@ -671,26 +591,24 @@ mod cluster {
     }
 
     /// One tuned pass in clusters of `blocks` blocks: kernels/tuned.cu's `tuned_pass_*` with
-    /// `(layout, tile_bits, list)` (and no grid barrier).
+    /// `(layout, tile_bits, [lo, b_first, b_last, hi_first, stop, map])`.
     pub(super) fn launch_pass<T>(
         gpu: &Gpu,
         kernel: &CudaFunction,
         cfg: LaunchConfig,
         blocks: u32,
         keys: &mut CudaViewMut<T>,
-        args: (RowLayout, u32, PassList),
+        args: (RowLayout, u32, [u32; 6]),
     ) -> std::result::Result<(), DriverError> {
-        let (mut layout, mut tile_bits, mut list) = args;
-        let mut no_barrier: u64 = 0;
+        let (mut layout, mut tile_bits, mut fields) = args;
         gpu.context().bind_to_thread()?;
         let (mut pointer, _record_write) = keys.device_ptr_mut(gpu.stream());
-        let mut params: [*mut c_void; 5] = [
+        let mut params: Vec<*mut c_void> = vec![
             &mut pointer as *mut _ as *mut c_void,
             &mut layout as *mut _ as *mut c_void,
             &mut tile_bits as *mut _ as *mut c_void,
-            &mut list as *mut _ as *mut c_void,
-            &mut no_barrier as *mut _ as *mut c_void,
         ];
+        params.extend(fields.iter_mut().map(|f| f as *mut u32 as *mut c_void));
         let mut attribute = cluster_attribute(blocks);
         let raw = raw_config(gpu, cfg, &mut attribute);
         // SAFETY: the parameters match the kernel's signature and live until the call returns
