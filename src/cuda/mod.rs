@@ -192,7 +192,12 @@ impl Gpu {
         name: &str,
     ) -> Result<CudaFunction> {
         let key = (module.name, name.to_string());
-        if let Some(f) = self.functions.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        if let Some(f) = self
+            .functions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
             return Ok(f.clone());
         }
         let loaded = {
@@ -223,7 +228,10 @@ impl Gpu {
     /// Lets `kernel` take `bytes` of dynamic shared memory: above 48 KiB a block gets it only
     /// by asking (the device's opt-in limit caps it). Each new, larger amount is asked once.
     pub(crate) fn allow_shared(&self, kernel: &CudaFunction, bytes: u32) -> Result<()> {
-        let mut allowed = self.shared_allowed.lock().unwrap_or_else(|e| e.into_inner());
+        let mut allowed = self
+            .shared_allowed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let known = allowed.entry(kernel.cu_function() as usize).or_insert(0);
         if *known < bytes {
             kernel
