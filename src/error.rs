@@ -103,6 +103,15 @@ impl From<GpuUnavailable> for Error {
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
+/// `Ok` when a key-value sort has one value per key, else [`Error::LengthMismatch`].
+pub(crate) fn check_same_len(keys: usize, values: usize) -> Result<()> {
+    if keys == values {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch { keys, values })
+    }
+}
+
 /// Attaches what was being done to a driver error.
 pub(crate) trait CudaContext<T> {
     fn during(self, context: impl FnOnce() -> String) -> Result<T>;

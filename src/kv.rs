@@ -9,7 +9,7 @@
 //! whatever the sorter's `version` (src/cuda/pairs.rs); the permutation is computed there and
 //! host values follow it on the CPU, so values of any type work.
 
-use crate::error::{Error, Result};
+use crate::error::{check_same_len, Error, Result};
 use crate::key::{key_from_ordered_bits, ordered_bits};
 use crate::{cpu, cuda::Gpu, Backend, Order, Ran, SortKey, Sorter, Version};
 use rayon::prelude::*;
@@ -39,12 +39,7 @@ impl Sorter {
         keys: &mut [K],
         values: &mut [V],
     ) -> Result<Ran> {
-        if keys.len() != values.len() {
-            return Err(Error::LengthMismatch {
-                keys: keys.len(),
-                values: values.len(),
-            });
-        }
+        check_same_len(keys.len(), values.len())?;
         let ran = self.key_value_ran(keys.len())?;
         if ran.backend == Backend::Cuda {
             // The keys come back sorted; the values follow the permutation.

@@ -26,7 +26,7 @@
 
 use super::pairs::KeyIndex;
 use super::{check_len, kernel_name, kernels, plan, set_pool_threshold, Gpu, MAX_LEN};
-use crate::error::{CudaContext as _, Error, GpuUnavailable, Result};
+use crate::error::{check_same_len, CudaContext as _, Error, GpuUnavailable, Result};
 use crate::key::Bits;
 use crate::multi::{
     bucket_bounds, choose_splitters, cut_for, merge_split_rounds, merge_split_share,
@@ -255,12 +255,7 @@ impl MultiGpu {
         self.check_shards(keys)?;
         self.check_shards(values)?;
         for (k, v) in keys.iter().zip(values) {
-            if k.len() != v.len() {
-                return Err(Error::LengthMismatch {
-                    keys: k.len(),
-                    values: v.len(),
-                });
-            }
+            check_same_len(k.len(), v.len())?;
         }
         let (key_bytes, value_bytes) = (std::mem::size_of::<K>(), std::mem::size_of::<V>());
         if !matches!((key_bytes, value_bytes), (4, 4) | (4, 8) | (8, 4)) {
@@ -320,12 +315,7 @@ impl MultiGpu {
         order: Order,
         algorithm: Algorithm,
     ) -> Result<()> {
-        if keys.len() != values.len() {
-            return Err(Error::LengthMismatch {
-                keys: keys.len(),
-                values: values.len(),
-            });
-        }
+        check_same_len(keys.len(), values.len())?;
         let (key_shards, value_shards) = (self.upload(keys)?, self.upload(values)?);
         let (sorted_keys, sorted_values) = self.sort_by_key_shards(
             &DeviceShard::views(&key_shards),

@@ -14,7 +14,7 @@
 
 use super::plan::{self, RowLayout};
 use super::{check_len, kernel_name, kernels, Gpu};
-use crate::error::{CudaContext as _, Error, Result};
+use crate::error::{check_same_len, CudaContext as _, Error, Result};
 use crate::network::padded_len;
 use crate::{Order, SortKey};
 use cudarc::driver::{CudaSlice, CudaViewMut, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg};
@@ -78,12 +78,7 @@ impl Gpu {
         row_len: usize,
         order: Order,
     ) -> Result<()> {
-        if keys.len() != values.len() {
-            return Err(Error::LengthMismatch {
-                keys: keys.len(),
-                values: values.len(),
-            });
-        }
+        check_same_len(keys.len(), values.len())?;
         let value_bytes = std::mem::size_of::<V>();
         if value_bytes != 4 && value_bytes != 8 {
             return Err(Error::UnsupportedValue(value_bytes));

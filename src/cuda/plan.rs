@@ -221,9 +221,9 @@ impl TunedShape {
 /// memory and the kernel's thread limit allow (each thread holds 32 u32 or 16 u64 keys), and
 /// to what a small input needs.
 ///
-/// On sm_90 and later the contiguous passes run in clusters of up to `cluster_blocks` (see
-/// [`cluster_blocks`]) over rows of 2^`row_bits` slots; an input too small to give every SM a
-/// block is spread over smaller tiles, as far as one cluster per row allows.
+/// An input too small to give every SM a block (rows of 2^`row_bits` slots) is spread over
+/// smaller tiles: on sm_90 and later a row that fits one cluster of up to [`cluster_blocks`]
+/// tiles is sorted by that cluster; larger inputs keep clusters off.
 fn tuned_shape<T>(
     gpu: &Gpu,
     kernel: &CudaFunction,
