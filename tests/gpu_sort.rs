@@ -170,3 +170,31 @@ fn tuned_cluster_boundaries_f32() {
 fn tuned_cluster_boundaries_i64() {
     tuned_cluster_boundaries_one_type::<i64>("tuned_cluster_boundaries_i64");
 }
+
+/// The tuned sort's multi-pass plans run as CUDA graphs, built once per plan and re-pointed at
+/// each buffer (src/cuda/graph.rs): one plan on two buffers in turn, on the first again with new
+/// keys, and the other order (another plan) on the same buffer must all sort right.
+#[test]
+fn tuned_graphs_follow_their_buffers() {
+    let Some(gpu) = gpu_or_skip("tuned_graphs_follow_their_buffers") else {
+        return;
+    };
+    for len in [300_007, 1 << 20] {
+        let first = make_keys::<u32>(len, common::Pattern::Random, 11);
+        let second = make_keys::<u32>(len, common::Pattern::Random, 12);
+        let third = make_keys::<u32>(len, common::Pattern::FewDistinct, 13);
+        let mut a = gpu.stream().clone_htod(&first).unwrap();
+        let mut b = gpu.stream().clone_htod(&second).unwrap();
+        let mut sort_and_check = |buffer: &mut _, keys: &[u32], order, what: &str| {
+            gpu.sort_device(buffer, Version::Tuned, order).unwrap();
+            let got = gpu.stream().clone_dtoh(buffer).unwrap();
+            assert_same_bits(&got, &reference(keys, order), &format!("{what}, len {len}"));
+        };
+        sort_and_check(&mut a, &first, Order::Ascending, "buffer a");
+        sort_and_check(&mut b, &second, Order::Ascending, "buffer b, same plan");
+        gpu.stream().memcpy_htod(&third, &mut a).unwrap();
+        sort_and_check(&mut a, &third, Order::Ascending, "buffer a again, new keys");
+        sort_and_check(&mut a, &third, Order::Descending, "buffer a, descending");
+        sort_and_check(&mut b, &second, Order::Descending, "buffer b, descending");
+    }
+}

@@ -4,6 +4,7 @@
 //! device once per process and says why it cannot run. The device is ordinal 0 unless
 //! `BITONIC_DEVICE` names another.
 
+mod graph;
 pub mod kernels;
 pub mod multi;
 pub mod nvrtc;
@@ -72,6 +73,8 @@ pub struct Gpu {
     shared_allowed: Mutex<HashMap<usize, u32>>,
     /// Whether clusters of a kernel and shape fit the device (plan.rs asks once per shape).
     cluster_fits: Mutex<HashMap<(usize, u32, u32, u32), bool>>,
+    /// The tuned sort's multi-pass plans as CUDA graphs, built on first use (graph.rs).
+    graphs: Mutex<graph::GraphCache>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -161,7 +164,6 @@ impl Gpu {
             ctx.default_stream()
         };
         Ok(Gpu {
-            ctx,
             stream,
             info,
             modules: Mutex::new(HashMap::new()),
@@ -169,6 +171,8 @@ impl Gpu {
             functions: Mutex::new(HashMap::new()),
             shared_allowed: Mutex::new(HashMap::new()),
             cluster_fits: Mutex::new(HashMap::new()),
+            graphs: Mutex::new(graph::GraphCache::new(ctx.clone())),
+            ctx,
         })
     }
 

@@ -8,12 +8,14 @@
 //!    `block_merge`, which runs the stage's remaining steps (stride < chunk) inside each chunk.
 
 use super::kernels::{self, KernelModule};
-use super::{kernel_name, Gpu};
+use super::{graph, kernel_name, Gpu};
 use crate::error::{CudaContext as _, Result};
 use crate::key::Bits;
 use crate::network::{padded_len, stage_sizes, stage_steps, steps};
 use crate::Version;
-use cudarc::driver::{CudaFunction, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaViewMut, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
+};
 
 pub(super) fn config(blocks: u32, threads: u32, shared_bytes: u32) -> LaunchConfig {
     LaunchConfig {
@@ -373,7 +375,7 @@ const MAP_ON_STORE: u32 = 16;
 /// Where the keys of the tuned passes' slots live: kernels/tuned.cu's `RowLayout`, field for
 /// field. The passes sort rows of 2^row_bits slots; a row's slots past its length are padding.
 #[repr(C)]
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct RowLayout {
     /// Device arrays of each row's first key and length (segments), or 0: uniform rows.
     segment_start: u64,
@@ -421,6 +423,11 @@ impl RowLayout {
             rows: rows as u32,
             contiguous: 0,
         }
+    }
+
+    /// Whether rows are segments with their own starts and lengths.
+    fn is_segmented(&self) -> bool {
+        self.segment_start != 0
     }
 
     /// Slots of all rows: the passes' index space: under 2^32 for at most `MAX_LEN` keys,
@@ -474,17 +481,29 @@ fn launch_tuned<T: DeviceRepr>(
     }
     let passes = plan(&shape, 1 << layout.row_bits);
     let last = passes.len() - 1;
-    for (i, p) in passes.iter().enumerate() {
-        let flags = if map == 0 {
-            0
-        } else {
-            map | if i == 0 { MAP_ON_LOAD } else { 0 } | if i == last { MAP_ON_STORE } else { 0 }
-        };
-        let args = (
-            layout,
-            shape.tile_bits,
-            [p.lo, p.b_first, p.b_last, p.hi_first, p.stop, flags],
-        );
+    let fields: Vec<[u32; 6]> = passes
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let flags = if map == 0 {
+                0
+            } else {
+                map | if i == 0 { MAP_ON_LOAD } else { 0 }
+                    | if i == last { MAP_ON_STORE } else { 0 }
+            };
+            [p.lo, p.b_first, p.b_last, p.hi_first, p.stop, flags]
+        })
+        .collect();
+    // Several passes go as one CUDA graph (docs/notes/tuned.md, step 16), but not in clusters
+    // (their launch attribute) nor over segments (their offsets arrays are new every call, so
+    // the cached graph would never be reused).
+    if passes.len() > 1 && shape.cluster_bits == 0 && !layout.is_segmented() && graphs_enabled() {
+        let (pointer, _record_write) = keys.device_ptr_mut(gpu.stream());
+        let plan = graph::PassPlan::new(kernel.cu_function(), cfg, layout, shape.tile_bits, fields);
+        return graph::launch(gpu, plan, pointer);
+    }
+    for (p, args) in passes.iter().zip(fields) {
+        let args = (layout, shape.tile_bits, args);
         if p.lo == 5 && shape.cluster_bits > 0 {
             cluster::launch_pass(gpu, &kernel, cfg, 1 << shape.cluster_bits, keys, args)
         } else {
@@ -498,6 +517,12 @@ fn launch_tuned<T: DeviceRepr>(
         .during(|| format!("launching tuned pass {p:?} of {shape:?}"))?;
     }
     Ok(())
+}
+
+/// Whether multi-pass plans go as CUDA graphs: yes unless `BITONIC_TUNED_GRAPH=0` (for
+/// measuring what the graphs save).
+fn graphs_enabled() -> bool {
+    env_u32("BITONIC_TUNED_GRAPH") != Some(0)
 }
 
 /// Launches in thread-block clusters, which cudarc's launch builder cannot express.
