@@ -28,18 +28,25 @@
 // (src/cuda/pairs.rs). Keys are u32 or u64 words, or 16-byte key-index pairs.
 #include "common.cuh"
 
-template <typename K> struct TunedTraits;
+// A tuning: the key word, E = 2^E_BITS keys a thread, and the swizzle of the shared tile.
+template <typename Key, u32 E_BITS_, u32 SWIZZLE_BITS_> struct Tuning {
+    typedef Key K;
+    static const u32 E_BITS = E_BITS_, SWIZZLE_BITS = SWIZZLE_BITS_;
+};
 // u32: 32 keys a thread, 1024 threads -> up to 2^15 keys (128 KiB) per tile.
-template <> struct TunedTraits<u32> { static const u32 E_BITS = 5, SWIZZLE_BITS = 5; };
+typedef Tuning<u32, 5, 5> WideU32;
+// u32, 16 keys a thread: twice the threads for the same tile, for small inputs that one
+// cluster sorts in one launch, where latency, not instruction count, sets the time.
+typedef Tuning<u32, 4, 5> NarrowU32;
 // u64: 16 keys a thread -> 2^14 keys (128 KiB) per tile with 1024 threads.
-template <> struct TunedTraits<u64> { static const u32 E_BITS = 4, SWIZZLE_BITS = 4; };
+typedef Tuning<u64, 4, 4> WideU64;
 
 // Options of the map argument, above the key-map flags of common.cuh.
 #define MAP_ON_LOAD 8u
 #define MAP_ON_STORE 16u
 
 // Key-index pairs (common.cuh) sort by key, then index; 16 a thread, 256 threads.
-template <> struct TunedTraits<KeyIndex> { static const u32 E_BITS = 4, SWIZZLE_BITS = 3; };
+typedef Tuning<KeyIndex, 4, 3> PairTuning;
 __device__ __forceinline__ KeyIndex to_sortable(KeyIndex w, u32 map) {
     w.key = to_sortable(w.key, map);
     return w;
@@ -76,8 +83,8 @@ __device__ __forceinline__ u32 key_index(const RowLayout &layout, u32 g) {
 
 // Shared-memory slot of tile index i: the low SWIZZLE_BITS bits XORed with the next ones, so
 // that a warp reading one key per lane at any power-of-two stride hits distinct banks.
-template <typename K> __device__ __forceinline__ u32 slot(u32 i) {
-    const u32 S = TunedTraits<K>::SWIZZLE_BITS;
+template <typename T> __device__ __forceinline__ u32 slot(u32 i) {
+    const u32 S = T::SWIZZLE_BITS;
     return i ^ ((i >> S) & ((1u << S) - 1));
 }
 
@@ -96,16 +103,17 @@ __device__ __forceinline__ void order_pair(KeyIndex &lo, KeyIndex &hi) {
 }
 
 // A half-cleaner step on register bit J: k[r] meets k[r | 2^J].
-template <typename K, int J> __device__ __forceinline__ void register_step(K *k) {
-    const int E = 1 << TunedTraits<K>::E_BITS;
+template <typename T, int J, typename K = typename T::K> __device__ __forceinline__ void register_step(K *k) {
+    const int E = 1 << T::E_BITS;
 #pragma unroll
     for (int r = 0; r < E; ++r)
         if (!(r & (1 << J))) order_pair(k[r], k[r | (1 << J)]);
 }
 
 // A flip step whose mirror covers register bits J0 .. JT: k[r] meets k[r ^ mask].
-template <typename K, int J0, int JT> __device__ __forceinline__ void register_flip(K *k) {
-    const int E = 1 << TunedTraits<K>::E_BITS;
+template <typename T, int J0, int JT, typename K = typename T::K>
+__device__ __forceinline__ void register_flip(K *k) {
+    const int E = 1 << T::E_BITS;
     const int mask = (2 << JT) - (1 << J0);
 #pragma unroll
     for (int r = 0; r < E; ++r)
@@ -114,47 +122,47 @@ template <typename K, int J0, int JT> __device__ __forceinline__ void register_f
 
 // Half-cleaner steps on register bits j, j-1, ... (count of them): straight-line code entered
 // at bit j, so the keys stay in the same registers from one step to the next.
-template <typename K> __device__ __forceinline__ void steps_down(K *k, u32 j, u32 count) {
-    const int TOP = TunedTraits<K>::E_BITS > 4 ? 4 : 0; // u64 groups have no bit 4
+template <typename T, typename K = typename T::K> __device__ __forceinline__ void steps_down(K *k, u32 j, u32 count) {
+    const int TOP = T::E_BITS > 4 ? 4 : 0; // 16-key groups have no bit 4
     switch (j) {
     case 4:
-        register_step<K, TOP>(k);
+        register_step<T, TOP>(k);
         if (--count == 0) return;
         [[fallthrough]];
     case 3:
-        register_step<K, 3>(k);
+        register_step<T, 3>(k);
         if (--count == 0) return;
         [[fallthrough]];
     case 2:
-        register_step<K, 2>(k);
+        register_step<T, 2>(k);
         if (--count == 0) return;
         [[fallthrough]];
     case 1:
-        register_step<K, 1>(k);
+        register_step<T, 1>(k);
         if (--count == 0) return;
         [[fallthrough]];
     case 0:
-        register_step<K, 0>(k);
+        register_step<T, 0>(k);
     }
 }
 
 // j0 is 0, or 1 when the mirror starts at tile bit 5 and the group starts at bit 4 (u64).
-template <typename K> __device__ __forceinline__ void flip_on_bits(K *k, u32 j0, u32 jt) {
-    const int T = TunedTraits<K>::E_BITS > 4 ? 4 : 3; // the top register bit
+template <typename T, typename K = typename T::K> __device__ __forceinline__ void flip_on_bits(K *k, u32 j0, u32 jt) {
+    const int TOP = T::E_BITS > 4 ? 4 : 3; // the top register bit
     if (j0 == 0) {
         switch (jt) {
-        case 0: register_flip<K, 0, 0>(k); break;
-        case 1: register_flip<K, 0, 1>(k); break;
-        case 2: register_flip<K, 0, 2>(k); break;
-        case 3: register_flip<K, 0, 3>(k); break;
-        case 4: register_flip<K, 0, T>(k); break;
+        case 0: register_flip<T, 0, 0>(k); break;
+        case 1: register_flip<T, 0, 1>(k); break;
+        case 2: register_flip<T, 0, 2>(k); break;
+        case 3: register_flip<T, 0, 3>(k); break;
+        case 4: register_flip<T, 0, TOP>(k); break;
         }
     } else {
         switch (jt) {
-        case 1: register_flip<K, 1, 1>(k); break;
-        case 2: register_flip<K, 1, 2>(k); break;
-        case 3: register_flip<K, 1, 3>(k); break;
-        case 4: register_flip<K, 1, T>(k); break;
+        case 1: register_flip<T, 1, 1>(k); break;
+        case 2: register_flip<T, 1, 2>(k); break;
+        case 3: register_flip<T, 1, 3>(k); break;
+        case 4: register_flip<T, 1, TOP>(k); break;
         }
     }
 }
@@ -162,31 +170,31 @@ template <typename K> __device__ __forceinline__ void flip_on_bits(K *k, u32 j0,
 // Stages 0 .. E_BITS-1 on the E keys of tile indices t*E .. t*E+E-1, which each thread takes
 // from and returns to shared memory (the slot map is linear in XOR, so slot(t*E | r) =
 // slot(t*E) ^ slot(r), and lanes hit distinct banks).
-template <typename K> __device__ __forceinline__ void sort_adjacent_keys(K *tile) {
-    const u32 E_BITS = TunedTraits<K>::E_BITS, E = 1u << E_BITS;
-    const u32 base = slot<K>(threadIdx.x << E_BITS);
+template <typename T, typename K = typename T::K> __device__ __forceinline__ void sort_adjacent_keys(K *tile) {
+    const u32 E_BITS = T::E_BITS, E = 1u << E_BITS;
+    const u32 base = slot<T>(threadIdx.x << E_BITS);
     K k[E];
 #pragma unroll
-    for (u32 r = 0; r < E; ++r) k[r] = tile[base ^ slot<K>(r)];
-    register_flip<K, 0, 0>(k);
-    register_flip<K, 0, 1>(k);
-    register_step<K, 0>(k);
-    register_flip<K, 0, 2>(k);
-    register_step<K, 1>(k);
-    register_step<K, 0>(k);
-    register_flip<K, 0, 3>(k);
-    register_step<K, 2>(k);
-    register_step<K, 1>(k);
-    register_step<K, 0>(k);
-    if constexpr (TunedTraits<K>::E_BITS > 4) {
-        register_flip<K, 0, 4>(k);
-        register_step<K, 3>(k);
-        register_step<K, 2>(k);
-        register_step<K, 1>(k);
-        register_step<K, 0>(k);
+    for (u32 r = 0; r < E; ++r) k[r] = tile[base ^ slot<T>(r)];
+    register_flip<T, 0, 0>(k);
+    register_flip<T, 0, 1>(k);
+    register_step<T, 0>(k);
+    register_flip<T, 0, 2>(k);
+    register_step<T, 1>(k);
+    register_step<T, 0>(k);
+    register_flip<T, 0, 3>(k);
+    register_step<T, 2>(k);
+    register_step<T, 1>(k);
+    register_step<T, 0>(k);
+    if constexpr (T::E_BITS > 4) {
+        register_flip<T, 0, 4>(k);
+        register_step<T, 3>(k);
+        register_step<T, 2>(k);
+        register_step<T, 1>(k);
+        register_step<T, 0>(k);
     }
 #pragma unroll
-    for (u32 r = 0; r < E; ++r) tile[base ^ slot<K>(r)] = k[r];
+    for (u32 r = 0; r < E; ++r) tile[base ^ slot<T>(r)] = k[r];
     __syncthreads();
 }
 
@@ -213,9 +221,9 @@ template <typename K> __device__ __forceinline__ const K *tile_of_rank(K *tile, 
 // meets key i (or, in a flip, key tile_len-1-i) of the partner block, read from the partner's
 // shared memory, and the block of lower index keeps the smaller keys. Every block of the
 // cluster takes part, so that the barriers match.
-template <typename K> __device__ void cluster_step(K *tile, u32 tile_bits, u32 b, u32 g) {
+template <typename T, typename K = typename T::K> __device__ void cluster_step(K *tile, u32 tile_bits, u32 b, u32 g) {
 #if __CUDA_ARCH__ >= 900
-    const u32 E = 1u << TunedTraits<K>::E_BITS; // = tile_len / blockDim.x
+    const u32 E = 1u << T::E_BITS; // = tile_len / blockDim.x
     const u32 bit = g - tile_bits, rank = cluster_rank();
     const bool flip = g == b;
     const u32 partner = rank ^ (flip ? (2u << bit) - 1 : 1u << bit);
@@ -227,13 +235,13 @@ template <typename K> __device__ void cluster_step(K *tile, u32 tile_bits, u32 b
 #pragma unroll
     for (u32 r = 0; r < E; ++r) {
         const u32 i = threadIdx.x + r * blockDim.x;
-        K mine = tile[slot<K>(i)], other = theirs[slot<K>(i ^ index_mirror)];
+        K mine = tile[slot<T>(i)], other = theirs[slot<T>(i ^ index_mirror)];
         order_pair(mine, other);
         k[r] = keep_smaller ? mine : other;
     }
     cluster_barrier(); // every block has read its partner's keys: now overwrite them
 #pragma unroll
-    for (u32 r = 0; r < E; ++r) tile[slot<K>(threadIdx.x + r * blockDim.x)] = k[r];
+    for (u32 r = 0; r < E; ++r) tile[slot<T>(threadIdx.x + r * blockDim.x)] = k[r];
     __syncthreads();
 #else
     __trap(); // the host launches clusters only on sm_90 and later
@@ -312,9 +320,9 @@ template <> struct Vector16<KeyIndex> {
 // and puts the keys back. The first group of a pass reads straight from global memory and the
 // last writes straight back when Q0 >= 5 (the lanes then cover the 32 adjacent columns).
 // Returns the global bit of the next step; sets `*stored` when the keys went to global memory.
-template <typename K, u32 Q0>
+template <typename T, u32 Q0, typename K = typename T::K>
 __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, bool first, bool *stored) {
-    const u32 E_BITS = TunedTraits<K>::E_BITS, E = 1u << E_BITS;
+    const u32 E_BITS = T::E_BITS, E = 1u << E_BITS;
     const u32 t = threadIdx.x;
     const u32 tb = tile_bit(u32(g), p.lo);
     const u32 thread_part = (t & ((1u << Q0) - 1)) | ((t >> Q0) << (Q0 + E_BITS));
@@ -329,7 +337,7 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, bool firs
     // staging loops, which keeps this unrolled code small.
     const bool direct = Q0 >= 5 && p.layout.contiguous;
     const bool direct_in = first && direct;
-    const u32 slot_lo = slot<K>(thread_part), slot_hi = slot<K>(thread_part ^ thread_mirror);
+    const u32 slot_lo = slot<T>(thread_part), slot_hi = slot<T>(thread_part ^ thread_mirror);
 
     // Global index of register r for the direct reads and writes (Q0 >= 5): the index of
     // register 0 of the thread's half, with r's bits (less the half bit) at rshift.
@@ -350,20 +358,20 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, bool firs
         }
     } else if (thread_mirror == 0) { // most groups: every address a constant offset
 #pragma unroll
-        for (u32 r = 0; r < E; ++r) k[r] = tile[slot_lo ^ slot<K>(r << Q0)];
+        for (u32 r = 0; r < E; ++r) k[r] = tile[slot_lo ^ slot<T>(r << Q0)];
     } else {
 #pragma unroll
-        for (u32 r = 0; r < E; ++r) k[r] = tile[((r & half_bit) ? slot_hi : slot_lo) ^ slot<K>(r << Q0)];
+        for (u32 r = 0; r < E; ++r) k[r] = tile[((r & half_bit) ? slot_hi : slot_lo) ^ slot<T>(r << Q0)];
     }
     // The steps whose tile bits lie in this group, from the top: a flip first if the group
     // starts a stage, then half-cleaners.
     const u32 j_top = tb - Q0;
     const u32 count = tb - max(Q0, tile_bit(p.stop, p.lo)) + 1;
     if (u32(g) == b) {
-        flip_on_bits(k, __ffs((mirror >> Q0) & (E - 1)) - 1, j_top);
-        if (count > 1) steps_down(k, j_top - 1, count - 1);
+        flip_on_bits<T>(k, __ffs((mirror >> Q0) & (E - 1)) - 1, j_top);
+        if (count > 1) steps_down<T>(k, j_top - 1, count - 1);
     } else {
-        steps_down(k, j_top, count);
+        steps_down<T>(k, j_top, count);
     }
     g -= int(count);
     const bool direct_out = g < int(p.stop) && b == p.b_last && direct;
@@ -375,10 +383,10 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, bool firs
         }
     } else if (thread_mirror == 0) {
 #pragma unroll
-        for (u32 r = 0; r < E; ++r) tile[slot_lo ^ slot<K>(r << Q0)] = k[r];
+        for (u32 r = 0; r < E; ++r) tile[slot_lo ^ slot<T>(r << Q0)] = k[r];
     } else {
 #pragma unroll
-        for (u32 r = 0; r < E; ++r) tile[((r & half_bit) ? slot_hi : slot_lo) ^ slot<K>(r << Q0)] = k[r];
+        for (u32 r = 0; r < E; ++r) tile[((r & half_bit) ? slot_hi : slot_lo) ^ slot<T>(r << Q0)] = k[r];
     }
     if (!direct_out) __syncthreads();
     *stored = direct_out;
@@ -387,12 +395,12 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, bool firs
 
 // The register group holding tile bit tb: aligned groups of E_BITS bits, the last one
 // shifted down to end at the tile's top bit.
-template <typename K> __device__ __forceinline__ u32 group_start(u32 tb, u32 tile_bits) {
-    const u32 E_BITS = TunedTraits<K>::E_BITS;
+template <typename T> __device__ __forceinline__ u32 group_start(u32 tb, u32 tile_bits) {
+    const u32 E_BITS = T::E_BITS;
     return min(E_BITS * (tb / E_BITS), tile_bits - E_BITS);
 }
 
-template <typename K>
+template <typename T, typename K = typename T::K>
 __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 lo, u32 b_first, u32 b_last, u32 hi_first,
                            u32 stop, u32 map) {
     K *tile = shared_tile<K>();
@@ -412,7 +420,7 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
     // A first group with 0 < Q0 < 5 cannot read global memory coalesced (nor can any group of
     // a layout with gaps): stage the tile in shared memory first, consecutive threads taking
     // consecutive indices (whole rows per warp).
-    const u32 first_group = group_start<K>(tile_bit(hi_first, lo), tile_bits);
+    const u32 first_group = group_start<T>(tile_bit(hi_first, lo), tile_bits);
     // A pass whose first step is a cluster step starts from the tile in shared memory too.
     const bool starts_in_cluster = p.contiguous && hi_first >= tile_bits;
     // A contiguous tile wholly inside the keys stages with 16-byte vectors (fewer instructions:
@@ -425,10 +433,10 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
                 K k[V];
                 Vector16<K>::load(keys + base + i, k);
 #pragma unroll
-                for (u32 e = 0; e < V; ++e) tile[slot<K>(i + e)] = (map & MAP_ON_LOAD) ? to_sortable(k[e], map) : k[e];
+                for (u32 e = 0; e < V; ++e) tile[slot<T>(i + e)] = (map & MAP_ON_LOAD) ? to_sortable(k[e], map) : k[e];
             }
         } else {
-            for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) tile[slot<K>(i)] = load_key(p, i);
+            for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) tile[slot<T>(i)] = load_key(p, i);
         }
         __syncthreads();
     }
@@ -436,28 +444,28 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
     u32 b_next = b_first;
     // A tile sort's first E_BITS stages lie whole in each thread's E adjacent keys: one trip
     // through shared memory for all of them, in straight-line code.
-    if (b_first == 0 && p.contiguous && b_last + 1 >= TunedTraits<K>::E_BITS) {
-        sort_adjacent_keys(tile);
-        b_next = TunedTraits<K>::E_BITS;
+    if (b_first == 0 && p.contiguous && b_last + 1 >= T::E_BITS) {
+        sort_adjacent_keys<T>(tile);
+        b_next = T::E_BITS;
         first = false;
     }
     for (u32 b = b_next; b <= b_last; ++b) {
         int g = int(b == b_first ? hi_first : b); // global bit of the next step
         while (g >= int(stop)) {
             if (p.contiguous && u32(g) >= tile_bits) { // a bit of the cluster's tile
-                cluster_step(tile, tile_bits, b, u32(g--));
+                cluster_step<T>(tile, tile_bits, b, u32(g--));
                 first = false;
                 continue;
             }
-            switch (group_start<K>(tile_bit(u32(g), lo), tile_bits)) {
-            case 0: g = register_group<K, 0>(p, tile, b, g, first, &stored); break;
-            case 4: g = register_group<K, 4>(p, tile, b, g, first, &stored); break;
-            case 5: g = register_group<K, 5>(p, tile, b, g, first, &stored); break;
-            case 6: g = register_group<K, 6>(p, tile, b, g, first, &stored); break;
-            case 7: g = register_group<K, 7>(p, tile, b, g, first, &stored); break;
-            case 8: g = register_group<K, 8>(p, tile, b, g, first, &stored); break;
-            case 9: g = register_group<K, 9>(p, tile, b, g, first, &stored); break;
-            case 10: g = register_group<K, 10>(p, tile, b, g, first, &stored); break;
+            switch (group_start<T>(tile_bit(u32(g), lo), tile_bits)) {
+            case 0: g = register_group<T, 0>(p, tile, b, g, first, &stored); break;
+            case 4: g = register_group<T, 4>(p, tile, b, g, first, &stored); break;
+            case 5: g = register_group<T, 5>(p, tile, b, g, first, &stored); break;
+            case 6: g = register_group<T, 6>(p, tile, b, g, first, &stored); break;
+            case 7: g = register_group<T, 7>(p, tile, b, g, first, &stored); break;
+            case 8: g = register_group<T, 8>(p, tile, b, g, first, &stored); break;
+            case 9: g = register_group<T, 9>(p, tile, b, g, first, &stored); break;
+            case 10: g = register_group<T, 10>(p, tile, b, g, first, &stored); break;
             default: __trap(); // the host never asks for another group
             }
             first = false;
@@ -468,13 +476,13 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
             K k[V];
 #pragma unroll
             for (u32 e = 0; e < V; ++e) {
-                k[e] = tile[slot<K>(i + e)];
+                k[e] = tile[slot<T>(i + e)];
                 if (map & MAP_ON_STORE) k[e] = from_sortable(k[e], map);
             }
             Vector16<K>::store(keys + base + i, k);
         }
     } else if (!stored) {
-        for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) store_key(p, i, tile[slot<K>(i)]);
+        for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) store_key(p, i, tile[slot<T>(i)]);
     }
 }
 
@@ -483,12 +491,13 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
 // barriers overlap the other's register work. 128 spill-free registers with one block per SM
 // measured slower, for the first pass too (docs/notes/tuned.md). Key-index pairs take three
 // registers a key: 256 threads.
-#define TUNED_PASS(K, NAME, MAX_THREADS)                                                         \
+#define TUNED_PASS(T, NAME, MAX_THREADS)                                                         \
     extern "C" __global__ void __launch_bounds__(MAX_THREADS) tuned_pass_##NAME(                 \
-        K *keys, RowLayout layout, u32 tile_bits, u32 lo, u32 b_first, u32 b_last, u32 hi_first, \
+        T::K *keys, RowLayout layout, u32 tile_bits, u32 lo, u32 b_first, u32 b_last, u32 hi_first, \
         u32 stop, u32 map) {                                                                     \
-        tuned_pass<K>(keys, layout, tile_bits, lo, b_first, b_last, hi_first, stop, map);        \
+        tuned_pass<T>(keys, layout, tile_bits, lo, b_first, b_last, hi_first, stop, map);        \
     }
-TUNED_PASS(u32, u32, 1024)
-TUNED_PASS(u64, u64, 1024)
-TUNED_PASS(KeyIndex, kv64, 256)
+TUNED_PASS(WideU32, u32, 1024)
+TUNED_PASS(NarrowU32, u32_narrow, 1024)
+TUNED_PASS(WideU64, u64, 1024)
+TUNED_PASS(PairTuning, kv64, 256)

@@ -185,9 +185,8 @@ pub(super) fn passes<B: Bits>(gpu: &Gpu, version: Version, n: usize) -> Result<u
         (_, Some(v)) => v,
         (Version::V0, None) => return Ok(crate::network::step_count(n)),
         (_, None) => {
-            let kernel = gpu.function(&kernels::TUNED, &kernel_name::<B>("tuned_pass"))?;
-            let row_bits = padded_len(n).trailing_zeros();
-            let shape = tuned_shape::<B>(gpu, &kernel, n, row_bits)?;
+            let layout = RowLayout::rows(n, n);
+            let (_, shape) = tuned_kernel::<B>(gpu, &layout, tuned_passes)?;
             return Ok(tuned_passes(&shape, n).len());
         }
     };
@@ -226,15 +225,16 @@ impl TunedShape {
 /// An input too small to give every SM a block (rows of 2^`row_bits` slots) is spread over
 /// smaller tiles: on sm_90 and later a row that fits one cluster of up to [`cluster_blocks`]
 /// tiles is sorted by that cluster; larger inputs keep clusters off.
+///
+/// `register_bits` is the kernel's E_BITS: log2 of the keys each thread holds.
 fn tuned_shape<T>(
     gpu: &Gpu,
     kernel: &CudaFunction,
     slots: usize,
     row_bits: u32,
+    register_bits: u32,
 ) -> Result<TunedShape> {
     let key_bytes = std::mem::size_of::<T>();
-    // TunedTraits<K>::E_BITS: 32 keys a thread for u32, 16 for u64 and key-index pairs.
-    let register_bits = if key_bytes == 4 { 5 } else { 4 };
     // The kernel's own limit (its __launch_bounds__ and register use) and the device's.
     let kernel_limit = kernel
         .max_threads_per_block()
@@ -278,6 +278,35 @@ fn tuned_shape<T>(
         threads: 1 << (tile_bits - register_bits),
         cluster_bits,
     })
+}
+
+/// The tuned kernel for `layout` and its shape. The wide kernels hold 32 u32 or 16 u64 keys
+/// (or key-index pairs) a thread. A u32 sort that takes one pass (one block or one cluster per
+/// row) gets the narrow kernel instead, 16 keys a thread in twice the threads: such a pass is
+/// latency-bound, and more warps hide more of it (docs/notes/tuned.md, step 17).
+/// `BITONIC_TUNED_NARROW=0` or `1` turns the narrow kernel off, or on for every u32 sort, for
+/// measurements.
+fn tuned_kernel<T>(
+    gpu: &Gpu,
+    layout: &RowLayout,
+    plan: fn(&TunedShape, usize) -> Vec<TunedPass>,
+) -> Result<(CudaFunction, TunedShape)> {
+    let (slots, row_bits) = (layout.slots(), layout.row_bits);
+    let wide = gpu.function(&kernels::TUNED, &kernel_name::<T>("tuned_pass"))?;
+    // kernels/tuned.cu's E_BITS: 32 keys a thread for u32, 16 for u64 and key-index pairs.
+    let wide_bits = if std::mem::size_of::<T>() == 4 { 5 } else { 4 };
+    let shape = tuned_shape::<T>(gpu, &wide, slots, row_bits, wide_bits)?;
+    let narrow = std::mem::size_of::<T>() == 4
+        && match env_u32("BITONIC_TUNED_NARROW") {
+            Some(forced) => forced != 0,
+            None => plan(&shape, 1 << row_bits).len() == 1,
+        };
+    if !narrow {
+        return Ok((wide, shape));
+    }
+    let kernel = gpu.function(&kernels::TUNED, "tuned_pass_u32_narrow")?;
+    let shape = tuned_shape::<T>(gpu, &kernel, slots, row_bits, 4)?;
+    Ok((kernel, shape))
 }
 
 /// The smallest tile a small input is spread over (2^12 u32 keys: 128 threads; 256 for u64).
@@ -470,8 +499,7 @@ fn launch_tuned<T: DeviceRepr>(
     map: u32,
     plan: fn(&TunedShape, usize) -> Vec<TunedPass>,
 ) -> Result<()> {
-    let kernel = gpu.function(&kernels::TUNED, &kernel_name::<T>("tuned_pass"))?;
-    let mut shape = tuned_shape::<T>(gpu, &kernel, layout.slots(), layout.row_bits)?;
+    let (kernel, mut shape) = tuned_kernel::<T>(gpu, &layout, plan)?;
     let shared = (1u32 << shape.tile_bits) * std::mem::size_of::<T>() as u32;
     gpu.allow_shared(&kernel, shared)?;
     let blocks = layout.slots().div_ceil(1 << shape.tile_bits) as u32;
