@@ -185,7 +185,7 @@ fn tuned_graphs_follow_their_buffers() {
         let third = make_keys::<u32>(len, common::Pattern::FewDistinct, 13);
         let mut a = gpu.stream().clone_htod(&first).unwrap();
         let mut b = gpu.stream().clone_htod(&second).unwrap();
-        let mut sort_and_check = |buffer: &mut _, keys: &[u32], order, what: &str| {
+        let sort_and_check = |buffer: &mut _, keys: &[u32], order, what: &str| {
             gpu.sort_device(buffer, Version::Tuned, order).unwrap();
             let got = gpu.stream().clone_dtoh(buffer).unwrap();
             assert_same_bits(&got, &reference(keys, order), &format!("{what}, len {len}"));
