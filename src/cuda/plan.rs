@@ -186,7 +186,7 @@ pub(super) fn passes<B: Bits>(gpu: &Gpu, version: Version, n: usize) -> Result<u
         (Version::V0, None) => return Ok(crate::network::step_count(n)),
         (_, None) => {
             let layout = RowLayout::rows(n, n);
-            let (_, shape) = tuned_kernel::<B>(gpu, &layout, tuned_passes)?;
+            let (_, shape) = tuned_kernel::<B>(gpu, &layout)?;
             return Ok(tuned_passes(&shape, n).len());
         }
     };
@@ -281,16 +281,13 @@ fn tuned_shape<T>(
 }
 
 /// The tuned kernel for `layout` and its shape. The wide kernels hold 32 u32 or 16 u64 keys
-/// (or key-index pairs) a thread. A u32 sort that takes one pass (one block or one cluster per
-/// row) gets the narrow kernel instead, 16 keys a thread in twice the threads: such a pass is
-/// latency-bound, and more warps hide more of it (docs/notes/tuned.md, step 17).
-/// `BITONIC_TUNED_NARROW=0` or `1` turns the narrow kernel off, or on for every u32 sort, for
-/// measurements.
-fn tuned_kernel<T>(
-    gpu: &Gpu,
-    layout: &RowLayout,
-    plan: fn(&TunedShape, usize) -> Vec<TunedPass>,
-) -> Result<(CudaFunction, TunedShape)> {
+/// (or key-index pairs) a thread. A u32 sort whose blocks would fill at most half the SMs gets
+/// the narrow kernel instead, 16 keys a thread in twice the threads: its passes are
+/// latency-bound, and more warps hide more of the latency. With more blocks the passes are
+/// throughput-bound and the wide kernel's fewer instructions a key win (docs/notes/tuned.md,
+/// step 17). `BITONIC_TUNED_NARROW=0` or `1` turns the narrow kernel off, or on for every u32
+/// sort, for measurements.
+fn tuned_kernel<T>(gpu: &Gpu, layout: &RowLayout) -> Result<(CudaFunction, TunedShape)> {
     let (slots, row_bits) = (layout.slots(), layout.row_bits);
     let wide = gpu.function(&kernels::TUNED, &kernel_name::<T>("tuned_pass"))?;
     // kernels/tuned.cu's E_BITS: 32 keys a thread for u32, 16 for u64 and key-index pairs.
@@ -299,7 +296,10 @@ fn tuned_kernel<T>(
     let narrow = std::mem::size_of::<T>() == 4
         && match env_u32("BITONIC_TUNED_NARROW") {
             Some(forced) => forced != 0,
-            None => plan(&shape, 1 << row_bits).len() == 1,
+            None => {
+                let sms = gpu.info().multiprocessors.max(1) as usize;
+                slots >> shape.tile_bits <= sms / 2
+            }
         };
     if !narrow {
         return Ok((wide, shape));
@@ -499,7 +499,7 @@ fn launch_tuned<T: DeviceRepr>(
     map: u32,
     plan: fn(&TunedShape, usize) -> Vec<TunedPass>,
 ) -> Result<()> {
-    let (kernel, mut shape) = tuned_kernel::<T>(gpu, &layout, plan)?;
+    let (kernel, mut shape) = tuned_kernel::<T>(gpu, &layout)?;
     let shared = (1u32 << shape.tile_bits) * std::mem::size_of::<T>() as u32;
     gpu.allow_shared(&kernel, shared)?;
     let blocks = layout.slots().div_ceil(1 << shape.tile_bits) as u32;
