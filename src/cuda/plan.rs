@@ -241,7 +241,7 @@ fn tuned_shape<T>(
         .during(|| "reading tuned_pass's thread limit".into())?;
     let max_threads = (gpu.info().max_threads_per_block as u32).min(kernel_limit as u32);
     let fits = |bits: u32| (1usize << bits) * key_bytes <= gpu.info().shared_per_block_optin;
-    let default_bits = (64 * 1024 / key_bytes).trailing_zeros(); // 64 KiB: 2^14 u32, 2^13 u64
+    let default_bits = default_tile_bits(key_bytes);
     let min_bits = register_bits + 5; // one warp
     let wanted = env_u32("BITONIC_TUNED_TILE_BITS").unwrap_or(default_bits);
     let mut tile_bits =
@@ -281,11 +281,11 @@ fn tuned_shape<T>(
 }
 
 /// The tuned kernel for `layout` and its shape. The wide kernels hold 32 u32 or 16 u64 keys
-/// (or key-index pairs) a thread. A u32 sort whose blocks would fill at most half the SMs gets
-/// the narrow kernel instead, 16 keys a thread in twice the threads: its passes are
-/// latency-bound, and more warps hide more of the latency. With more blocks the passes are
-/// throughput-bound and the wide kernel's fewer instructions a key win (docs/notes/tuned.md,
-/// step 17). `BITONIC_TUNED_NARROW=0` or `1` turns the narrow kernel off, or on for every u32
+/// (or key-index pairs) a thread. A u32 input too small to give every SM a 64 KiB tile (its
+/// tiles shrunk or spread over a cluster) gets the narrow kernel instead, 16 keys a thread in
+/// twice the threads: its passes are latency-bound, and more warps hide more of the latency.
+/// With full tiles the passes are throughput-bound and the wide kernel's fewer instructions a
+/// key win (docs/notes/tuned.md, step 17). `BITONIC_TUNED_NARROW=0` or `1` turns the narrow kernel off, or on for every u32
 /// sort, for measurements.
 fn tuned_kernel<T>(gpu: &Gpu, layout: &RowLayout) -> Result<(CudaFunction, TunedShape)> {
     let (slots, row_bits) = (layout.slots(), layout.row_bits);
@@ -296,10 +296,7 @@ fn tuned_kernel<T>(gpu: &Gpu, layout: &RowLayout) -> Result<(CudaFunction, Tuned
     let narrow = std::mem::size_of::<T>() == 4
         && match env_u32("BITONIC_TUNED_NARROW") {
             Some(forced) => forced != 0,
-            None => {
-                let sms = gpu.info().multiprocessors.max(1) as usize;
-                slots >> shape.tile_bits <= sms / 2
-            }
+            None => shape.tile_bits < default_tile_bits(4),
         };
     if !narrow {
         return Ok((wide, shape));
@@ -307,6 +304,11 @@ fn tuned_kernel<T>(gpu: &Gpu, layout: &RowLayout) -> Result<(CudaFunction, Tuned
     let kernel = gpu.function(&kernels::TUNED, "tuned_pass_u32_narrow")?;
     let shape = tuned_shape::<T>(gpu, &kernel, slots, row_bits, 4)?;
     Ok((kernel, shape))
+}
+
+/// log2 of the keys in a 64 KiB tile: 2^14 u32 or 2^13 u64 keys.
+fn default_tile_bits(key_bytes: usize) -> u32 {
+    (64 * 1024 / key_bytes).trailing_zeros()
 }
 
 /// The smallest tile a small input is spread over (2^12 u32 keys: 128 threads; 256 for u64).
