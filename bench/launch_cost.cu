@@ -35,6 +35,25 @@ __global__ void empty_pass(unsigned *keys, Layout layout, unsigned a, unsigned b
     if (threadIdx.x == 0 && blockIdx.x == 0 && a == 12345u) keys[0] = layout.n + b + c + d + e + f + g;
 }
 
+// Host microseconds to run `enqueue` and CUDA-event microseconds of the work it queued on the
+// legacy stream, appended to `host` and `device`.
+template <typename Enqueue>
+static cudaError_t time_once(Enqueue enqueue, cudaEvent_t start, cudaEvent_t end, std::vector<double> &host,
+                             std::vector<double> &device) {
+    using clock = std::chrono::steady_clock;
+    cudaError_t e = cudaEventRecord(start, cudaStreamLegacy);
+    auto t0 = clock::now();
+    if (e == cudaSuccess) e = enqueue();
+    auto t1 = clock::now();
+    if (e == cudaSuccess) e = cudaEventRecord(end, cudaStreamLegacy);
+    if (e == cudaSuccess) e = cudaEventSynchronize(end);
+    float ms = 0;
+    if (e == cudaSuccess) e = cudaEventElapsedTime(&ms, start, end);
+    host.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
+    device.push_back(ms * 1e3);
+    return e;
+}
+
 static double median(std::vector<double> v) {
     std::sort(v.begin(), v.end());
     return v[v.size() / 2];
@@ -58,16 +77,11 @@ int main() {
     // Kernel launches, one by one.
     std::vector<double> host, device;
     for (int r = 0; r < REPEATS; ++r) {
-        CHECK(cudaEventRecord(start, legacy));
-        auto t0 = clock::now();
-        launch_all(legacy, keys);
-        auto t1 = clock::now();
-        CHECK(cudaEventRecord(end, legacy));
-        CHECK(cudaEventSynchronize(end));
-        float ms;
-        CHECK(cudaEventElapsedTime(&ms, start, end));
-        host.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-        device.push_back(ms * 1e3);
+        auto launches = [&] {
+            launch_all(legacy, keys);
+            return cudaGetLastError();
+        };
+        CHECK(time_once(launches, start, end, host, device));
     }
     std::printf("launches,%d,enqueue_us,%.2f,events_us,%.2f\n", LAUNCHES, median(host), median(device));
 
@@ -102,17 +116,8 @@ int main() {
                 }
             }
             auto u1 = clock::now();
-            CHECK(cudaEventRecord(start, legacy));
-            auto t0 = clock::now();
-            CHECK(cudaGraphLaunch(exec, legacy));
-            auto t1 = clock::now();
-            CHECK(cudaEventRecord(end, legacy));
-            CHECK(cudaEventSynchronize(end));
-            float ms;
-            CHECK(cudaEventElapsedTime(&ms, start, end));
-            host.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
             update.push_back(std::chrono::duration<double, std::micro>(u1 - u0).count());
-            device.push_back(ms * 1e3);
+            CHECK(time_once([&] { return cudaGraphLaunch(exec, legacy); }, start, end, host, device));
         }
         std::printf("graph%s,%d,enqueue_us,%.2f,events_us,%.2f,update_us,%.2f\n", mode ? "_repointed" : "",
                     LAUNCHES, median(host), median(device), median(update));
