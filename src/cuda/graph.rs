@@ -88,15 +88,17 @@ struct NodeArgs {
 }
 
 impl NodeArgs {
-    fn new(keys: CUdeviceptr, layout: RowLayout) -> Box<NodeArgs> {
-        // Boxed: the pointer array points into the struct, which must not move after `node`.
-        Box::new(NodeArgs {
+    /// Arguments for kernel nodes on the keys at `keys`; `PassPlan::node` fills in the rest.
+    /// The pointer array points into the struct, so it must stay in place (a local that is not
+    /// moved) between `node` and the driver call that reads it.
+    fn new(keys: CUdeviceptr, layout: RowLayout) -> NodeArgs {
+        NodeArgs {
             keys,
             layout,
             tile_bits: 0,
             fields: [0; 6],
             pointers: [std::ptr::null_mut(); 9],
-        })
+        }
     }
 }
 

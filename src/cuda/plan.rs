@@ -285,8 +285,8 @@ fn tuned_shape<T>(
 /// tiles shrunk or spread over a cluster) gets the narrow kernel instead, 16 keys a thread in
 /// twice the threads: its passes are latency-bound, and more warps hide more of the latency.
 /// With full tiles the passes are throughput-bound and the wide kernel's fewer instructions a
-/// key win (docs/notes/tuned.md, step 17). `BITONIC_TUNED_NARROW=0` or `1` turns the narrow kernel off, or on for every u32
-/// sort, for measurements.
+/// key win (docs/notes/tuned.md, step 17). `BITONIC_TUNED_NARROW=0` or `1` turns the narrow
+/// kernel off, or on for every u32 sort, for measurements.
 fn tuned_kernel<T>(gpu: &Gpu, layout: &RowLayout) -> Result<(CudaFunction, TunedShape)> {
     let (slots, row_bits) = (layout.slots(), layout.row_bits);
     let wide = gpu.function(&kernels::TUNED, &kernel_name::<T>("tuned_pass"))?;
