@@ -4,13 +4,19 @@
 // list of passes. Three shapes of pass, all this one kernel:
 //
 //  * tile sort: a contiguous tile (tile bit i = global bit i) runs whole stages 0 .. b_last;
-//  * strided pass: tile bits 0..4 are global bits 0..4 (so each warp still reads 32 adjacent
-//    keys) and tile bits 5.. are global bits lo..; it runs the steps of one stage whose bits
-//    lie in lo .. hi_first. A pass that starts a stage starts with its *flip* step (i meets
-//    i ^ (size-1)), which also flips bits 5 .. lo-1 outside the tile: so the tile's upper rows
-//    are loaded with those bits (and the column bits) complemented, which makes each key's flip
-//    partner land in the same tile, one row-mirror away;
+//  * strided pass: the tile is rows of 2^col_bits adjacent keys (tile bits 0 .. col_bits-1 are
+//    global bits 0 .. col_bits-1; at least 5, so each warp still reads 32 adjacent keys), and
+//    the rows lie 2^lo keys apart (tile bits col_bits.. are global bits lo..). It runs the
+//    steps of one stage whose bits lie in lo .. hi_first;
+//  * window: a strided pass that runs the last steps of stage b (bits hi_first .. 0, all in
+//    its rows) and then the first steps of stage b+1 (bits b+1 .. stop, all in its row bits),
+//    so that no pass is spent on a few leftover bits of a stage (src/cuda/plan.rs);
 //  * tile merge: a contiguous tile runs the last steps (bits tile_bits-1 .. 0) of one stage.
+//
+// A strided pass in which a stage starts starts it with its *flip* step (i meets i ^
+// (size-1)), which also flips global bits col_bits .. lo-1 outside the tile: so the rows of
+// the tile's upper half are loaded with those bits complemented, which puts each key's flip
+// partner in the same tile, at the tile's mirror index.
 //
 // On Hopper a contiguous pass can span a *cluster* of 2^c blocks: the cluster's tiles form one
 // tile of 2^(tile_bits+c) keys, and a step on a bit above the block's tile runs between two
@@ -110,11 +116,10 @@ template <typename T, int J, typename K = typename T::K> __device__ __forceinlin
         if (!(r & (1 << J))) order_pair(k[r], k[r | (1 << J)]);
 }
 
-// A flip step whose mirror covers register bits J0 .. JT: k[r] meets k[r ^ mask].
-template <typename T, int J0, int JT, typename K = typename T::K>
-__device__ __forceinline__ void register_flip(K *k) {
+// A flip step whose mirror covers register bits 0 .. JT: k[r] meets k[r ^ mask].
+template <typename T, int JT, typename K = typename T::K> __device__ __forceinline__ void register_flip(K *k) {
     const int E = 1 << T::E_BITS;
-    const int mask = (2 << JT) - (1 << J0);
+    const int mask = (2 << JT) - 1;
 #pragma unroll
     for (int r = 0; r < E; ++r)
         if (!(r & (1 << JT))) order_pair(k[r], k[r ^ mask]);
@@ -146,24 +151,15 @@ template <typename T, typename K = typename T::K> __device__ __forceinline__ voi
     }
 }
 
-// j0 is 0, or 1 when the mirror starts at tile bit 5 and the group starts at bit 4 (u64).
-template <typename T, typename K = typename T::K> __device__ __forceinline__ void flip_on_bits(K *k, u32 j0, u32 jt) {
+// A flip whose mirror covers register bits 0 .. jt.
+template <typename T, typename K = typename T::K> __device__ __forceinline__ void flip_on_bits(K *k, u32 jt) {
     const int TOP = T::E_BITS > 4 ? 4 : 3; // the top register bit
-    if (j0 == 0) {
-        switch (jt) {
-        case 0: register_flip<T, 0, 0>(k); break;
-        case 1: register_flip<T, 0, 1>(k); break;
-        case 2: register_flip<T, 0, 2>(k); break;
-        case 3: register_flip<T, 0, 3>(k); break;
-        case 4: register_flip<T, 0, TOP>(k); break;
-        }
-    } else {
-        switch (jt) {
-        case 1: register_flip<T, 1, 1>(k); break;
-        case 2: register_flip<T, 1, 2>(k); break;
-        case 3: register_flip<T, 1, 3>(k); break;
-        case 4: register_flip<T, 1, TOP>(k); break;
-        }
+    switch (jt) {
+    case 0: register_flip<T, 0>(k); break;
+    case 1: register_flip<T, 1>(k); break;
+    case 2: register_flip<T, 2>(k); break;
+    case 3: register_flip<T, 3>(k); break;
+    case 4: register_flip<T, TOP>(k); break;
     }
 }
 
@@ -176,18 +172,18 @@ template <typename T, typename K = typename T::K> __device__ __forceinline__ voi
     K k[E];
 #pragma unroll
     for (u32 r = 0; r < E; ++r) k[r] = tile[base ^ slot<T>(r)];
-    register_flip<T, 0, 0>(k);
-    register_flip<T, 0, 1>(k);
+    register_flip<T, 0>(k);
+    register_flip<T, 1>(k);
     register_step<T, 0>(k);
-    register_flip<T, 0, 2>(k);
+    register_flip<T, 2>(k);
     register_step<T, 1>(k);
     register_step<T, 0>(k);
-    register_flip<T, 0, 3>(k);
+    register_flip<T, 3>(k);
     register_step<T, 2>(k);
     register_step<T, 1>(k);
     register_step<T, 0>(k);
     if constexpr (T::E_BITS > 4) {
-        register_flip<T, 0, 4>(k);
+        register_flip<T, 4>(k);
         register_step<T, 3>(k);
         register_step<T, 2>(k);
         register_step<T, 1>(k);
@@ -248,41 +244,51 @@ template <typename T, typename K = typename T::K> __device__ void cluster_step(K
 #endif
 }
 
-// Where tile index i lives in the array. Contiguous tiles (lo == 5) are plain; in a strided
-// tile, bits 0..4 are the column, the rest the row, at global bit lo; `mirror_row_bit` >= 0
-// marks a pass starting with a flip: rows with that bit set take bits 0 .. lo-1 complemented.
-__device__ __forceinline__ u32 global_index(u32 i, u32 block, u32 tile_bits, u32 lo, int mirror_row_bit) {
-    if (lo == 5) return (block << tile_bits) | i;
-    u32 col = i & 31, row = i >> 5, mid_bits = lo - 5;
-    u32 mid = block & ((1u << mid_bits) - 1), high = block >> mid_bits;
-    u32 g = (high << (lo + tile_bits - 5)) | (row << lo) | (mid << 5) | col;
-    if (mirror_row_bit >= 0 && ((row >> mirror_row_bit) & 1)) g ^= (1u << lo) - 1;
-    return g;
-}
-
-// The tile bit holding global bit g.
-__device__ __forceinline__ u32 tile_bit(u32 g, u32 lo) { return g < 5 ? g : g - lo + 5; }
-
 // What every register group of one pass needs to know.
 template <typename K> struct Pass {
     K *keys;
     RowLayout layout;
-    u32 tile_bits, lo, b_last, stop, map;
-    bool contiguous;
-    bool aligned; // keys start on a 16-byte boundary (vector accesses allowed)
-    int mirror_row_bit; // >= 0 when the pass starts with a flip over bits outside the tile
+    u32 tile_bits, col_bits, lo, b_last, map;
+    bool contiguous;    // lo == col_bits: the tile is one run of adjacent slots
+    bool aligned;       // keys start on a 16-byte boundary (vector accesses allowed)
+    int mirror_row_bit; // >= 0 when a stage starts in a strided pass: see global_index
 };
+
+// Where tile index i lives in the array. A contiguous tile is plain. In a strided tile the
+// low col_bits bits are the column, the rest the row, at global bit lo; the block index gives
+// the bits between (mid) and above. When a stage starts in the pass, the rows with bit
+// `mirror_row_bit` set take the mid bits complemented (the flip's partners, see the top).
+template <typename K> __device__ __forceinline__ u32 global_index(const Pass<K> &p, u32 i) {
+    if (p.contiguous) return (blockIdx.x << p.tile_bits) | i;
+    const u32 col_bits = p.col_bits, mid_bits = p.lo - col_bits;
+    u32 col = i & ((1u << col_bits) - 1), row = i >> col_bits;
+    u32 mid = blockIdx.x & ((1u << mid_bits) - 1), high = blockIdx.x >> mid_bits;
+    if (p.mirror_row_bit >= 0 && ((row >> p.mirror_row_bit) & 1)) mid ^= (1u << mid_bits) - 1;
+    return (high << (p.lo + p.tile_bits - col_bits)) | (row << p.lo) | (mid << col_bits) | col;
+}
+
+// The tile bit holding global bit g.
+template <typename K> __device__ __forceinline__ u32 tile_bit(const Pass<K> &p, u32 g) {
+    return g < p.col_bits ? g : g - p.lo + p.col_bits;
+}
+
+// Whether register group Q0 may read and write global memory directly: its lanes cover 32
+// adjacent keys (Q0 >= 5), slot g is key g, and its register bits map to global bits in one
+// run (the group lies wholly in the tile's row bits, or the tile is contiguous).
+template <typename K> __device__ __forceinline__ bool direct_group(const Pass<K> &p, u32 Q0) {
+    return Q0 >= 5 && p.layout.contiguous && (p.contiguous || Q0 >= p.col_bits);
+}
 
 // One key by tile index, for the staging loops.
 template <typename K> __device__ __forceinline__ K load_key(const Pass<K> &p, u32 i) {
-    u32 at = key_index(p.layout, global_index(i, blockIdx.x, p.tile_bits, p.lo, p.mirror_row_bit));
+    u32 at = key_index(p.layout, global_index(p, i));
     if (at == PADDING) return largest_key<K>(); // acts as +inf and never moves
     K key = p.keys[at];
     return (p.map & MAP_ON_LOAD) ? to_sortable(key, p.map) : key;
 }
 
 template <typename K> __device__ __forceinline__ void store_key(const Pass<K> &p, u32 i, K key) {
-    u32 at = key_index(p.layout, global_index(i, blockIdx.x, p.tile_bits, p.lo, p.mirror_row_bit));
+    u32 at = key_index(p.layout, global_index(p, i));
     if (at != PADDING) p.keys[at] = (p.map & MAP_ON_STORE) ? from_sortable(key, p.map) : key;
 }
 
@@ -316,37 +322,34 @@ template <> struct Vector16<KeyIndex> {
 
 // One register group: each thread takes the E keys whose tile indices differ in bits
 // Q0 .. Q0+E_BITS-1 (a compile-time Q0 makes every shared-memory address a constant offset),
-// runs the steps of stage b from global bit g down while their tile bit stays in the group,
-// and puts the keys back. The first group of a pass reads straight from global memory and the
-// last writes straight back when Q0 >= 5 (the lanes then cover the 32 adjacent columns).
+// runs the steps of stage b from global bit g down to `stop` while their tile bit stays in the
+// group, and puts the keys back. The first group of a pass reads straight from global memory
+// and the last writes straight back where `direct_group` allows.
 // Returns the global bit of the next step; sets `*stored` when the keys went to global memory.
 template <typename T, u32 Q0, typename K = typename T::K>
-__device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, bool first, bool *stored) {
+__device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, u32 stop, bool first, bool *stored) {
     const u32 E_BITS = T::E_BITS, E = 1u << E_BITS;
     const u32 t = threadIdx.x;
-    const u32 tb = tile_bit(u32(g), p.lo);
+    const u32 tb = tile_bit(p, u32(g));
     const u32 thread_part = (t & ((1u << Q0) - 1)) | ((t >> Q0) << (Q0 + E_BITS));
-    // A flip's mirror in tile bits: all bits up to tb (contiguous tile), or the row bits only
-    // (strided tile, whose column and middle bits were mirrored at load). Its part below Q0
-    // belongs to the thread index: the upper half of the registers comes from the mirrored
-    // thread, so that every pair of the flip meets inside this thread.
-    const u32 mirror = u32(g) == b ? ((2u << tb) - (p.contiguous ? 1u : 32u)) : 0;
+    // A flip's mirror in tile bits: every bit up to tb (a strided tile's mid bits were mirrored
+    // at load). Its part below Q0 belongs to the thread index: the upper half of the registers
+    // comes from the mirrored thread, so that every pair of the flip meets inside this thread.
+    const u32 mirror = u32(g) == b ? (2u << tb) - 1 : 0;
     const u32 thread_mirror = mirror & ((1u << Q0) - 1);
     const u32 upper_bit = tb - Q0;
-    // Direct reads and writes only where slot g is key g: the other layouts go through the
-    // staging loops, which keeps this unrolled code small.
-    const bool direct = Q0 >= 5 && p.layout.contiguous;
+    // Direct reads and writes keep this unrolled code small: the other layouts go through
+    // the staging loops.
+    const bool direct = direct_group(p, Q0);
     const bool direct_in = first && direct;
     const u32 slot_lo = slot<T>(thread_part), slot_hi = slot<T>(thread_part ^ thread_mirror);
 
-    // Global index of register r for the direct reads and writes (Q0 >= 5): the index of
-    // register 0 of the thread's half, with r's bits (less the half bit) at rshift.
-    const u32 rshift = p.contiguous ? Q0 : Q0 - 5 + p.lo;
+    // Global index of register r for the direct reads and writes: the index of register 0 of
+    // the thread's half, with r's bits (less the half bit) at rshift.
+    const u32 rshift = p.contiguous ? Q0 : Q0 - p.col_bits + p.lo;
     const u32 half_bit = 1u << upper_bit;
-    const u32 g_lo = direct ? global_index(thread_part, blockIdx.x, p.tile_bits, p.lo, p.mirror_row_bit) : 0;
-    const u32 g_hi = direct ? global_index((thread_part ^ thread_mirror) | (half_bit << Q0), blockIdx.x,
-                                            p.tile_bits, p.lo, p.mirror_row_bit)
-                             : 0;
+    const u32 g_lo = direct ? global_index(p, thread_part) : 0;
+    const u32 g_hi = direct ? global_index(p, (thread_part ^ thread_mirror) | (half_bit << Q0)) : 0;
 
     K k[E];
     if (direct_in) {
@@ -366,15 +369,15 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, bool firs
     // The steps whose tile bits lie in this group, from the top: a flip first if the group
     // starts a stage, then half-cleaners.
     const u32 j_top = tb - Q0;
-    const u32 count = tb - max(Q0, tile_bit(p.stop, p.lo)) + 1;
+    const u32 count = tb - max(Q0, tile_bit(p, stop)) + 1;
     if (u32(g) == b) {
-        flip_on_bits<T>(k, __ffs((mirror >> Q0) & (E - 1)) - 1, j_top);
+        flip_on_bits<T>(k, j_top);
         if (count > 1) steps_down<T>(k, j_top - 1, count - 1);
     } else {
         steps_down<T>(k, j_top, count);
     }
     g -= int(count);
-    const bool direct_out = g < int(p.stop) && b == p.b_last && direct;
+    const bool direct_out = g < int(stop) && b == p.b_last && direct;
     if (direct_out) {
 #pragma unroll
         for (u32 r = 0; r < E; ++r) {
@@ -400,40 +403,71 @@ template <typename T> __device__ __forceinline__ u32 group_start(u32 tb, u32 til
     return min(E_BITS * (tb / E_BITS), tile_bits - E_BITS);
 }
 
+// 16 bytes of keys from tile index i on (i a multiple of the vector's keys: a strided tile's
+// rows hold at least 32 adjacent keys, so they are adjacent in the array too), mapped; keys
+// past the end of the array read as +inf.
+template <typename K> __device__ __forceinline__ void load_vector(const Pass<K> &p, u32 i, K *k) {
+    const u32 V = Vector16<K>::KEYS, at = global_index(p, i);
+    if (at + V <= p.layout.n) {
+        Vector16<K>::load(p.keys + at, k);
+#pragma unroll
+        for (u32 e = 0; e < V; ++e) k[e] = (p.map & MAP_ON_LOAD) ? to_sortable(k[e], p.map) : k[e];
+    } else {
+#pragma unroll
+        for (u32 e = 0; e < V; ++e) k[e] = load_key(p, i + e);
+    }
+}
+
+template <typename K> __device__ __forceinline__ void store_vector(const Pass<K> &p, u32 i, K *k) {
+    const u32 V = Vector16<K>::KEYS, at = global_index(p, i);
+    if (at + V <= p.layout.n) {
+#pragma unroll
+        for (u32 e = 0; e < V; ++e) k[e] = (p.map & MAP_ON_STORE) ? from_sortable(k[e], p.map) : k[e];
+        Vector16<K>::store(p.keys + at, k);
+    } else {
+#pragma unroll
+        for (u32 e = 0; e < V; ++e) store_key(p, i + e, k[e]);
+    }
+}
+
+// One pass: stages b_first .. b_last, stage b_first from global bit hi_first down, every stage
+// down to bit 0 but the last, which stops at bit `stop`. A strided pass holds at most one
+// stage start: its first step (hi_first == b_first), or stage b_last's in a window.
 template <typename T, typename K = typename T::K>
-__device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 lo, u32 b_first, u32 b_last, u32 hi_first,
-                           u32 stop, u32 map) {
+__device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 col_bits, u32 lo, u32 b_first,
+                           u32 b_last, u32 hi_first, u32 stop, u32 map) {
     K *tile = shared_tile<K>();
     Pass<K> p;
     p.keys = keys;
     p.layout = layout;
     p.tile_bits = tile_bits;
+    p.col_bits = col_bits;
     p.lo = lo;
     p.b_last = b_last;
-    p.stop = stop;
     p.map = map;
-    p.contiguous = lo == 5;
+    p.contiguous = lo == col_bits;
     p.aligned = (reinterpret_cast<size_t>(keys) & 15) == 0;
-    p.mirror_row_bit = (!p.contiguous && hi_first == b_first) ? int(tile_bit(b_first, lo) - 5) : -1;
+    const u32 stage_start = hi_first == b_first ? b_first : b_last; // b_last > b_first: a window
+    const bool starts_stage = hi_first == b_first || b_last > b_first;
+    p.mirror_row_bit = (!p.contiguous && starts_stage) ? int(tile_bit(p, stage_start) - col_bits) : -1;
     const u32 tile_len = 1u << tile_bits;
 
-    // A first group with 0 < Q0 < 5 cannot read global memory coalesced (nor can any group of
-    // a layout with gaps): stage the tile in shared memory first, consecutive threads taking
-    // consecutive indices (whole rows per warp).
-    const u32 first_group = group_start<T>(tile_bit(hi_first, lo), tile_bits);
-    // A pass whose first step is a cluster step starts from the tile in shared memory too.
+    // A first group that cannot read global memory directly (see direct_group), and a pass
+    // whose first step is a cluster step, start from the tile staged in shared memory:
+    // consecutive threads take consecutive indices, in 16-byte vectors where slot g is key g
+    // (fewer instructions: the tile sort and the row sorts are instruction-bound;
+    // docs/notes/tuned.md, step 11).
+    const u32 first_group = group_start<T>(tile_bit(p, hi_first), tile_bits);
     const bool starts_in_cluster = p.contiguous && hi_first >= tile_bits;
-    // A contiguous tile wholly inside the keys stages with 16-byte vectors (fewer instructions:
-    // the tile sort and the row sorts are instruction-bound; docs/notes/tuned.md, step 8).
-    const u32 V = Vector16<K>::KEYS, base = blockIdx.x << tile_bits;
-    const bool vectors = p.contiguous && layout.contiguous && p.aligned && base + tile_len <= layout.n;
-    if (first_group < 5 || !layout.contiguous || starts_in_cluster) {
+    const u32 V = Vector16<K>::KEYS;
+    const bool vectors = layout.contiguous && p.aligned;
+    if (!direct_group(p, first_group) || starts_in_cluster) {
         if (vectors) {
             for (u32 i = threadIdx.x * V; i < tile_len; i += blockDim.x * V) {
                 K k[V];
-                Vector16<K>::load(keys + base + i, k);
+                load_vector(p, i, k);
 #pragma unroll
-                for (u32 e = 0; e < V; ++e) tile[slot<T>(i + e)] = (map & MAP_ON_LOAD) ? to_sortable(k[e], map) : k[e];
+                for (u32 e = 0; e < V; ++e) tile[slot<T>(i + e)] = k[e];
             }
         } else {
             for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) tile[slot<T>(i)] = load_key(p, i);
@@ -451,21 +485,22 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
     }
     for (u32 b = b_next; b <= b_last; ++b) {
         int g = int(b == b_first ? hi_first : b); // global bit of the next step
-        while (g >= int(stop)) {
+        const u32 stage_stop = b == b_last ? stop : 0;
+        while (g >= int(stage_stop)) {
             if (p.contiguous && u32(g) >= tile_bits) { // a bit of the cluster's tile
                 cluster_step<T>(tile, tile_bits, b, u32(g--));
                 first = false;
                 continue;
             }
-            switch (group_start<T>(tile_bit(u32(g), lo), tile_bits)) {
-            case 0: g = register_group<T, 0>(p, tile, b, g, first, &stored); break;
-            case 4: g = register_group<T, 4>(p, tile, b, g, first, &stored); break;
-            case 5: g = register_group<T, 5>(p, tile, b, g, first, &stored); break;
-            case 6: g = register_group<T, 6>(p, tile, b, g, first, &stored); break;
-            case 7: g = register_group<T, 7>(p, tile, b, g, first, &stored); break;
-            case 8: g = register_group<T, 8>(p, tile, b, g, first, &stored); break;
-            case 9: g = register_group<T, 9>(p, tile, b, g, first, &stored); break;
-            case 10: g = register_group<T, 10>(p, tile, b, g, first, &stored); break;
+            switch (group_start<T>(tile_bit(p, u32(g)), tile_bits)) {
+            case 0: g = register_group<T, 0>(p, tile, b, g, stage_stop, first, &stored); break;
+            case 4: g = register_group<T, 4>(p, tile, b, g, stage_stop, first, &stored); break;
+            case 5: g = register_group<T, 5>(p, tile, b, g, stage_stop, first, &stored); break;
+            case 6: g = register_group<T, 6>(p, tile, b, g, stage_stop, first, &stored); break;
+            case 7: g = register_group<T, 7>(p, tile, b, g, stage_stop, first, &stored); break;
+            case 8: g = register_group<T, 8>(p, tile, b, g, stage_stop, first, &stored); break;
+            case 9: g = register_group<T, 9>(p, tile, b, g, stage_stop, first, &stored); break;
+            case 10: g = register_group<T, 10>(p, tile, b, g, stage_stop, first, &stored); break;
             default: __trap(); // the host never asks for another group
             }
             first = false;
@@ -475,11 +510,8 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
         for (u32 i = threadIdx.x * V; i < tile_len; i += blockDim.x * V) {
             K k[V];
 #pragma unroll
-            for (u32 e = 0; e < V; ++e) {
-                k[e] = tile[slot<T>(i + e)];
-                if (map & MAP_ON_STORE) k[e] = from_sortable(k[e], map);
-            }
-            Vector16<K>::store(keys + base + i, k);
+            for (u32 e = 0; e < V; ++e) k[e] = tile[slot<T>(i + e)];
+            store_vector(p, i, k);
         }
     } else if (!stored) {
         for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) store_key(p, i, tile[slot<T>(i)]);
@@ -493,9 +525,9 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
 // registers a key: 256 threads.
 #define TUNED_PASS(T, NAME, MAX_THREADS)                                                         \
     extern "C" __global__ void __launch_bounds__(MAX_THREADS) tuned_pass_##NAME(                 \
-        T::K *keys, RowLayout layout, u32 tile_bits, u32 lo, u32 b_first, u32 b_last, u32 hi_first, \
-        u32 stop, u32 map) {                                                                     \
-        tuned_pass<T>(keys, layout, tile_bits, lo, b_first, b_last, hi_first, stop, map);        \
+        T::K *keys, RowLayout layout, u32 tile_bits, u32 col_bits, u32 lo, u32 b_first, u32 b_last,  \
+        u32 hi_first, u32 stop, u32 map) {                                                       \
+        tuned_pass<T>(keys, layout, tile_bits, col_bits, lo, b_first, b_last, hi_first, stop, map); \
     }
 TUNED_PASS(WideU32, u32, 1024)
 TUNED_PASS(NarrowU32, u32_narrow, 1024)

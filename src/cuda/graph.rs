@@ -7,7 +7,7 @@
 //! kept in the `Gpu`; sorting another buffer with the same plan re-points the graph's kernel
 //! nodes (under 1 µs each) instead of building it again.
 
-use super::plan::RowLayout;
+use super::plan::{PassArgs, RowLayout, PASS_ARG_COUNT};
 use super::Gpu;
 use crate::error::{CudaContext as _, Result};
 use cudarc::driver::sys::{self, CUdeviceptr, CUfunction, CUgraph, CUgraphExec, CUgraphNode};
@@ -26,8 +26,8 @@ pub(super) struct PassPlan {
     pub shape: (u32, u32, u32),
     pub layout: RowLayout,
     pub tile_bits: u32,
-    /// Each pass's last kernel arguments: `[lo, b_first, b_last, hi_first, stop, map]`.
-    pub passes: Vec<[u32; 6]>,
+    /// Each pass's last kernel arguments.
+    pub passes: Vec<PassArgs>,
 }
 
 impl PassPlan {
@@ -36,7 +36,7 @@ impl PassPlan {
         cfg: LaunchConfig,
         layout: RowLayout,
         tile_bits: u32,
-        passes: Vec<[u32; 6]>,
+        passes: Vec<PassArgs>,
     ) -> PassPlan {
         PassPlan {
             kernel,
@@ -82,9 +82,9 @@ struct NodeArgs {
     keys: CUdeviceptr,
     layout: RowLayout,
     tile_bits: u32,
-    fields: [u32; 6],
-    /// kernels/tuned.cu's parameters in order: keys, layout, tile_bits, then the six fields.
-    pointers: [*mut c_void; 9],
+    fields: PassArgs,
+    /// kernels/tuned.cu's parameters in order: keys, layout, tile_bits, then the fields.
+    pointers: [*mut c_void; 3 + PASS_ARG_COUNT],
 }
 
 impl NodeArgs {
@@ -96,8 +96,8 @@ impl NodeArgs {
             keys,
             layout,
             tile_bits: 0,
-            fields: [0; 6],
-            pointers: [std::ptr::null_mut(); 9],
+            fields: Default::default(),
+            pointers: [std::ptr::null_mut(); 3 + PASS_ARG_COUNT],
         }
     }
 }

@@ -332,9 +332,12 @@ fn cluster_blocks(gpu: &Gpu) -> u32 {
     }
 }
 
-/// One launch of `tuned_pass` (see kernels/tuned.cu for the meaning of the fields).
+/// One launch of `tuned_pass` (see kernels/tuned.cu for the meaning of the fields): its tile
+/// is rows of 2^col_bits adjacent keys, 2^lo keys apart (contiguous when `lo == col_bits`), and
+/// it runs stages `b_first ..= b_last`, the first from bit `hi_first`, the last down to `stop`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct TunedPass {
+    col_bits: u32,
     lo: u32,
     b_first: u32,
     b_last: u32,
@@ -342,23 +345,104 @@ struct TunedPass {
     stop: u32,
 }
 
-/// The passes that sort `n` keys: a tile sort, then for every larger stage one or more strided
-/// passes over the step bits at or above the (cluster's) tile, and a tile merge for the bits
-/// below.
+/// Lowest column bits of a strided tile: 32 adjacent keys, one warp-wide access.
+const COLUMN_BITS: u32 = 5;
+
+impl TunedPass {
+    /// A contiguous tile running stage `b` from bit `hi` down to bit 0.
+    fn tile_merge(b: u32, hi: u32) -> TunedPass {
+        TunedPass {
+            col_bits: COLUMN_BITS,
+            lo: COLUMN_BITS,
+            b_first: b,
+            b_last: b,
+            hi_first: hi,
+            stop: 0,
+        }
+    }
+
+    fn is_contiguous(&self) -> bool {
+        self.lo == self.col_bits
+    }
+
+    /// The network steps this pass runs, in order, as (stage, bit).
+    #[cfg(test)]
+    fn steps(&self) -> Vec<(u32, u32)> {
+        (self.b_first..=self.b_last)
+            .flat_map(|b| {
+                let hi = if b == self.b_first { self.hi_first } else { b };
+                let stop = if b == self.b_last { self.stop } else { 0 };
+                (stop..=hi).rev().map(move |g| (b, g))
+            })
+            .collect()
+    }
+}
+
+/// The passes that sort `n` keys: a tile sort, then the later stages' steps. Without clusters
+/// they go in *windows* ([`windowed_stages`]); with clusters each stage gets strided passes
+/// over the step bits at or above the cluster's tile and a tile merge for the bits below.
+/// `BITONIC_TUNED_WINDOWS=0` turns windows off, for measurements.
 fn tuned_passes(shape: &TunedShape, n: usize) -> Vec<TunedPass> {
     let merge_bits = shape.merge_bits();
     let log_p = padded_len(n).trailing_zeros();
     let mut passes = vec![TunedPass {
-        lo: 5,
-        b_first: 0,
         b_last: log_p.min(merge_bits) - 1,
-        hi_first: 0,
-        stop: 0,
+        ..TunedPass::tile_merge(0, 0)
     }];
-    for b in merge_bits..log_p {
-        passes.extend(stage_from(shape, b, b));
+    if shape.cluster_bits == 0 && env_u32("BITONIC_TUNED_WINDOWS") != Some(0) {
+        windowed_stages(shape.tile_bits, log_p, &mut passes);
+    } else {
+        for b in merge_bits..log_p {
+            passes.extend(stage_from(shape, b, b));
+        }
     }
     passes
+}
+
+/// Stages `tile_bits .. log_p` in passes that each run as many steps as a tile's bits allow
+/// (docs/notes/tuned.md, step 18). Every pass's tile holds bits 0..4 (coalescing) and
+/// `room = tile_bits - 5` more, so what counts is the steps on bits 5 and up: taken in network
+/// order, `room` at a time. A pass inside one stage is a strided pass. A pass that reaches the
+/// end of stage b holds that stage's last steps (bits hi .. 0, rows of 2^(hi+1) adjacent
+/// keys) and, where room is left, the first steps of stage b+1 (bits b+1 .. stop, the row
+/// bits): a *window*. The last pass of a sort is a tile merge.
+fn windowed_stages(tile_bits: u32, log_p: u32, passes: &mut Vec<TunedPass>) {
+    let room = tile_bits - COLUMN_BITS;
+    let (mut b, mut hi) = (tile_bits, tile_bits); // the next step: stage b, bit hi
+    while b < log_p {
+        let left_in_stage = hi + 1 - COLUMN_BITS;
+        if left_in_stage > room {
+            let stop = hi + 1 - room; // the tile's rows are at bits stop .. hi
+            passes.push(TunedPass {
+                col_bits: COLUMN_BITS,
+                lo: stop,
+                b_first: b,
+                b_last: b,
+                hi_first: hi,
+                stop,
+            });
+            hi = stop - 1;
+            continue;
+        }
+        let spare = room - left_in_stage; // room for stage b+1's first steps
+        if spare == 0 || b + 1 == log_p {
+            passes.push(TunedPass::tile_merge(b, hi));
+            b += 1;
+            hi = b;
+            continue;
+        }
+        let stop = b + 2 - spare; // the tile's row bits are stop .. b+1
+        passes.push(TunedPass {
+            col_bits: hi + 1,
+            lo: stop,
+            b_first: b,
+            b_last: b + 1,
+            hi_first: hi,
+            stop,
+        });
+        b += 1;
+        hi = stop - 1;
+    }
 }
 
 /// The passes that sort a *bitonic* sequence of `n` keys (`n` a power of two): the
@@ -380,6 +464,7 @@ fn stage_from(shape: &TunedShape, b: u32, mut hi: u32) -> Vec<TunedPass> {
         let lo = (hi + 6).saturating_sub(tb).max(6);
         let stop = lo.max(merge_bits);
         passes.push(TunedPass {
+            col_bits: COLUMN_BITS,
             lo,
             b_first: b,
             b_last: b,
@@ -388,15 +473,14 @@ fn stage_from(shape: &TunedShape, b: u32, mut hi: u32) -> Vec<TunedPass> {
         });
         hi = stop - 1;
     }
-    passes.push(TunedPass {
-        lo: 5,
-        b_first: b,
-        b_last: b,
-        hi_first: hi,
-        stop: 0,
-    });
+    passes.push(TunedPass::tile_merge(b, hi));
     passes
 }
+
+/// The arguments of one tuned pass after the keys, the layout and the tile bits:
+/// `[col_bits, lo, b_first, b_last, hi_first, stop, map]` (kernels/tuned.cu's `tuned_pass_*`).
+pub(super) type PassArgs = [u32; PASS_ARG_COUNT];
+pub(super) const PASS_ARG_COUNT: usize = 7;
 
 /// Kernel map flags (kernels/tuned.cu): the key map folded into the first and last passes.
 pub(super) const MAP_DESCENDING: u32 = 4;
@@ -511,7 +595,7 @@ fn launch_tuned<T: DeviceRepr>(
     }
     let passes = plan(&shape, 1 << layout.row_bits);
     let last = passes.len() - 1;
-    let fields: Vec<[u32; 6]> = passes
+    let fields: Vec<PassArgs> = passes
         .iter()
         .enumerate()
         .map(|(i, p)| {
@@ -521,7 +605,9 @@ fn launch_tuned<T: DeviceRepr>(
                 map | if i == 0 { MAP_ON_LOAD } else { 0 }
                     | if i == last { MAP_ON_STORE } else { 0 }
             };
-            [p.lo, p.b_first, p.b_last, p.hi_first, p.stop, flags]
+            [
+                p.col_bits, p.lo, p.b_first, p.b_last, p.hi_first, p.stop, flags,
+            ]
         })
         .collect();
     // Several passes go as one CUDA graph (docs/notes/tuned.md, step 16), but not in clusters
@@ -534,7 +620,7 @@ fn launch_tuned<T: DeviceRepr>(
     }
     for (p, args) in passes.iter().zip(fields) {
         let args = (layout, shape.tile_bits, args);
-        if p.lo == 5 && shape.cluster_bits > 0 {
+        if p.is_contiguous() && shape.cluster_bits > 0 {
             cluster::launch_pass(gpu, &kernel, cfg, 1 << shape.cluster_bits, keys, args)
         } else {
             let mut launch = gpu.stream().launch_builder(&kernel);
@@ -646,14 +732,14 @@ mod cluster {
     }
 
     /// One tuned pass in clusters of `blocks` blocks: kernels/tuned.cu's `tuned_pass_*` with
-    /// `(layout, tile_bits, [lo, b_first, b_last, hi_first, stop, map])`.
+    /// `(layout, tile_bits, [col_bits, lo, b_first, b_last, hi_first, stop, map])`.
     pub(super) fn launch_pass<T>(
         gpu: &Gpu,
         kernel: &CudaFunction,
         cfg: LaunchConfig,
         blocks: u32,
         keys: &mut CudaViewMut<T>,
-        args: (RowLayout, u32, [u32; 6]),
+        args: (RowLayout, u32, super::PassArgs),
     ) -> std::result::Result<(), DriverError> {
         let (mut layout, mut tile_bits, mut fields) = args;
         gpu.context().bind_to_thread()?;
@@ -703,37 +789,126 @@ mod tests {
         assert_eq!(RowLayout::rows(0, 0).rows, 0);
     }
 
+    fn shape(tile_bits: u32, cluster_bits: u32) -> TunedShape {
+        TunedShape {
+            tile_bits,
+            threads: 1 << (tile_bits - 5),
+            cluster_bits,
+        }
+    }
+
+    /// The network's steps of stages `from .. log_p`, as (stage, bit).
+    fn network_steps(from: u32, log_p: u32) -> Vec<(u32, u32)> {
+        (from..log_p)
+            .flat_map(|b| (0..=b).rev().map(move |g| (b, g)))
+            .collect()
+    }
+
     #[test]
     fn tuned_pass_counts_for_2_pow_29() {
-        // (block tile bits, cluster bits) -> passes: 2^15 tiles alone; the default 2^14 tiles
-        // alone, in clusters of 8 blocks (2^17 keys a contiguous pass) and of 16 (2^18).
-        for (tile_bits, cluster_bits, count) in [(15, 0, 33), (14, 0, 37), (14, 3, 28), (14, 4, 25)]
+        // (block tile bits, cluster bits) -> passes: 2^15 and the default 2^14 tiles in
+        // windows; 2^14 tiles in clusters of 8 blocks (2^17 keys a contiguous pass) and of 16
+        // (2^18), which plan stage by stage.
+        for (tile_bits, cluster_bits, count) in [(15, 0, 26), (14, 0, 30), (14, 3, 28), (14, 4, 25)]
         {
-            let shape = TunedShape {
-                tile_bits,
-                threads: 1 << (tile_bits - 5),
-                cluster_bits,
-            };
+            let shape = shape(tile_bits, cluster_bits);
             let passes = tuned_passes(&shape, 1 << 29);
             assert_eq!(passes.len(), count, "{shape:?}");
-            // The tile sort runs every stage a contiguous pass holds.
+            // The tile sort runs every stage a contiguous pass holds; the later passes run
+            // every later step once, in order.
             assert_eq!(passes[0].b_last, shape.merge_bits() - 1);
-            // Each later stage's steps are covered exactly once, in order, and a strided pass
-            // never reaches into the contiguous passes' bits.
-            for b in shape.merge_bits()..29 {
-                let mut bits: Vec<u32> = Vec::new();
-                for p in passes.iter().filter(|p| p.b_first == b) {
-                    let low = if p.lo == 5 { 0 } else { p.stop };
-                    if p.lo != 5 {
-                        assert!(p.stop >= shape.merge_bits() && p.hi_first - p.lo < tile_bits - 5);
+            let steps: Vec<_> = passes[1..].iter().flat_map(TunedPass::steps).collect();
+            assert_eq!(steps, network_steps(shape.merge_bits(), 29), "{shape:?}");
+        }
+    }
+
+    /// kernels/tuned.cu's pass on the CPU: each block gathers its tile through the kernel's
+    /// index map (rows, mid bits, the mirrored rows of a pass in which a stage starts), runs
+    /// the pass's steps on tile indices, and scatters the tile back.
+    fn model_pass(keys: &mut [u32], shape: &TunedShape, p: &TunedPass) {
+        let tile_bits = if p.is_contiguous() {
+            shape.merge_bits()
+        } else {
+            shape.tile_bits
+        };
+        let tile_bit = |g: u32| {
+            if g < p.col_bits {
+                g
+            } else {
+                g - p.lo + p.col_bits
+            }
+        };
+        let stage_start = if p.hi_first == p.b_first {
+            Some(p.b_first)
+        } else {
+            (p.b_last > p.b_first).then_some(p.b_last)
+        };
+        let mirror_row_bit = stage_start
+            .filter(|_| !p.is_contiguous())
+            .map(|s| tile_bit(s) - p.col_bits);
+        let mid_bits = p.lo - p.col_bits;
+        let global_index = |block: usize, i: usize| -> usize {
+            if p.is_contiguous() {
+                return block << tile_bits | i;
+            }
+            let (col, row) = (i & ((1 << p.col_bits) - 1), i >> p.col_bits);
+            let (mut mid, high) = (block & ((1 << mid_bits) - 1), block >> mid_bits);
+            if mirror_row_bit.is_some_and(|bit| row >> bit & 1 == 1) {
+                mid ^= (1 << mid_bits) - 1;
+            }
+            high << (p.lo + tile_bits - p.col_bits) | row << p.lo | mid << p.col_bits | col
+        };
+        for block in 0..keys.len() >> tile_bits {
+            let at: Vec<usize> = (0..1 << tile_bits)
+                .map(|i| global_index(block, i))
+                .collect();
+            let mut tile: Vec<u32> = at.iter().map(|&g| keys[g]).collect();
+            for (b, g) in p.steps() {
+                let tb = tile_bit(g);
+                for i in (0..tile.len()).filter(|i| i >> tb & 1 == 0) {
+                    let j = if g == b {
+                        i ^ ((2 << tb) - 1)
+                    } else {
+                        i | 1 << tb
+                    };
+                    if tile[i] > tile[j] {
+                        tile.swap(i, j);
                     }
-                    bits.extend((low..=p.hi_first).rev());
                 }
+            }
+            for (&g, key) in at.iter().zip(tile) {
+                keys[g] = key;
+            }
+        }
+    }
+
+    #[test]
+    fn tuned_plans_sort_on_the_model() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(29);
+        // Small tiles give long plans on small inputs: every kind of pass, windows of every
+        // width, stages needing one to several strided passes.
+        for (tile_bits, cluster_bits) in [(6, 0), (7, 0), (8, 0), (9, 0), (10, 0), (7, 2), (8, 1)] {
+            let shape = shape(tile_bits, cluster_bits);
+            for log_n in 1..=15 {
+                let mut keys: Vec<u32> =
+                    (0..1 << log_n).map(|_| rng.random_range(0..1000)).collect();
+                let mut expected = keys.clone();
+                expected.sort_unstable();
+                let passes = tuned_passes(&shape, keys.len());
+                let steps: Vec<_> = passes[1..].iter().flat_map(TunedPass::steps).collect();
                 assert_eq!(
-                    bits,
-                    (0..=b).rev().collect::<Vec<_>>(),
-                    "stage {b} of {shape:?}"
+                    steps,
+                    network_steps(shape.merge_bits(), log_n),
+                    "{shape:?} 2^{log_n}"
                 );
+                // Slots past the keys hold +inf, as the kernel's padding does.
+                keys.resize(keys.len().max(1 << shape.merge_bits()), u32::MAX);
+                for p in &passes {
+                    model_pass(&mut keys, &shape, p);
+                }
+                keys.truncate(expected.len());
+                assert!(keys == expected, "{shape:?}, 2^{log_n} keys: {passes:?}");
             }
         }
     }
@@ -753,8 +928,7 @@ mod tests {
                     // Stage log n, entered below its flip: every step is a half-cleaner.
                     assert_eq!((p.b_first, p.b_last), (log_n, log_n));
                     assert!(p.hi_first < log_n);
-                    let low = if p.lo == 5 { 0 } else { p.stop };
-                    bits.extend((low..=p.hi_first).rev());
+                    bits.extend(p.steps().into_iter().map(|(_, g)| g));
                 }
                 assert_eq!(bits, (0..log_n).rev().collect::<Vec<_>>(), "2^{log_n}");
             }
