@@ -18,14 +18,16 @@ python3 - "$out" <<'PY'
 import csv, sys
 rows = [r for r in csv.reader(open(sys.argv[1])) if len(r) > 10]
 head = rows[0]; rows = rows[1:]
-col = {name: head.index(name) for name in ("ID", "Metric Name", "Metric Value")}
+col = {name: head.index(name) for name in ("ID", "Metric Name", "Metric Unit", "Metric Value")}
+to_us = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}
 passes = {}
 for r in rows:
-    passes.setdefault(int(r[col["ID"]]), {})[r[col["Metric Name"]]] = float(r[col["Metric Value"]].replace(",", ""))
+    value = float(r[col["Metric Value"]].replace(",", "")) * to_us.get(r[col["Metric Unit"]], 1.0)
+    passes.setdefault(int(r[col["ID"]]), {})[r[col["Metric Name"]]] = value
 total = 0
 for i, m in sorted(passes.items()):
     t = m["gpu__time_duration.sum"]; total += t
-    print(f"{i:3d} {t/1e3:9.1f} us  dram {m['dram__throughput.avg.pct_of_peak_sustained_elapsed']:5.1f}%  "
+    print(f"{i:3d} {t:9.1f} us  dram {m['dram__throughput.avg.pct_of_peak_sustained_elapsed']:5.1f}%  "
           f"sm {m['sm__throughput.avg.pct_of_peak_sustained_elapsed']:5.1f}%  inst {m['smsp__inst_executed.sum']/1e6:8.1f} M")
-print(f"total {total/1e6:.2f} ms over {len(passes)} passes")
+print(f"total {total/1e3:.2f} ms over {len(passes)} passes")
 PY
