@@ -16,6 +16,8 @@ use crate::Version;
 use cudarc::driver::{
     CudaFunction, CudaViewMut, DevicePtrMut, DeviceRepr, LaunchConfig, PushKernelArg,
 };
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock};
 
 pub(super) fn config(blocks: u32, threads: u32, shared_bytes: u32) -> LaunchConfig {
     LaunchConfig {
@@ -214,6 +216,18 @@ impl TunedShape {
     fn merge_bits(&self) -> u32 {
         self.tile_bits + self.cluster_bits
     }
+
+    /// log2 of the keys a thread holds in registers: kernels/tuned.cu's E_BITS.
+    fn register_bits(&self) -> u32 {
+        self.tile_bits - self.threads.trailing_zeros()
+    }
+
+    /// kernels/tuned.cu's `group_start`: the register group holding tile bit `tb`, aligned
+    /// groups of E_BITS bits, the last shifted down to end at the tile's top bit.
+    fn group_start(&self, tb: u32) -> u32 {
+        let e = self.register_bits();
+        (e * (tb / e)).min(self.tile_bits - e)
+    }
 }
 
 /// Tiles of 64 KiB by default (2^14 u32 or 2^13 u64 keys): two blocks then share an SM, so one
@@ -365,6 +379,36 @@ impl TunedPass {
         self.lo == self.col_bits
     }
 
+    /// The tile bit holding global bit g (kernels/tuned.cu's `tile_bit`).
+    fn tile_bit(&self, g: u32) -> u32 {
+        if g < self.col_bits {
+            g
+        } else {
+            g - self.lo + self.col_bits
+        }
+    }
+
+    /// How many register groups the kernel runs for this pass (each one a trip through shared
+    /// memory), as kernels/tuned.cu's stage loop picks them; cluster steps aside.
+    fn register_groups(&self, shape: &TunedShape) -> u32 {
+        let mut groups = 0;
+        for b in self.b_first..=self.b_last {
+            let stop = if b == self.b_last { self.stop } else { 0 };
+            let mut g = if b == self.b_first { self.hi_first } else { b } as i64;
+            while g >= stop as i64 {
+                if self.is_contiguous() && g >= shape.tile_bits as i64 {
+                    g -= 1; // a cluster step
+                    continue;
+                }
+                let tb = self.tile_bit(g as u32);
+                let q0 = shape.group_start(tb);
+                g -= (tb - q0.max(self.tile_bit(stop)) + 1) as i64;
+                groups += 1;
+            }
+        }
+        groups
+    }
+
     /// The network steps this pass runs, in order, as (stage, bit).
     #[cfg(test)]
     fn steps(&self) -> Vec<(u32, u32)> {
@@ -390,7 +434,7 @@ fn tuned_passes(shape: &TunedShape, n: usize) -> Vec<TunedPass> {
         ..TunedPass::tile_merge(0, 0)
     }];
     if shape.cluster_bits == 0 && env_u32("BITONIC_TUNED_WINDOWS") != Some(0) {
-        windowed_stages(shape.tile_bits, log_p, &mut passes);
+        passes.extend(windowed_stages(shape, log_p));
     } else {
         for b in merge_bits..log_p {
             passes.extend(stage_from(shape, b, b));
@@ -399,50 +443,113 @@ fn tuned_passes(shape: &TunedShape, n: usize) -> Vec<TunedPass> {
     passes
 }
 
-/// Stages `tile_bits .. log_p` in passes that each run as many steps as a tile's bits allow
-/// (docs/notes/tuned.md, step 18). Every pass's tile holds bits 0..4 (coalescing) and
-/// `room = tile_bits - 5` more, so what counts is the steps on bits 5 and up: taken in network
-/// order, `room` at a time. A pass inside one stage is a strided pass. A pass that reaches the
-/// end of stage b holds that stage's last steps (bits hi .. 0, rows of 2^(hi+1) adjacent
-/// keys) and, where room is left, the first steps of stage b+1 (bits b+1 .. stop, the row
-/// bits): a *window*. The last pass of a sort is a tile merge.
-fn windowed_stages(tile_bits: u32, log_p: u32, passes: &mut Vec<TunedPass>) {
-    let room = tile_bits - COLUMN_BITS;
-    let (mut b, mut hi) = (tile_bits, tile_bits); // the next step: stage b, bit hi
-    while b < log_p {
-        let left_in_stage = hi + 1 - COLUMN_BITS;
-        if left_in_stage > room {
-            let stop = hi + 1 - room; // the tile's rows are at bits stop .. hi
-            passes.push(TunedPass {
-                col_bits: COLUMN_BITS,
+/// Stages `tile_bits .. log_p` in the cheapest list of passes (docs/notes/tuned.md, step 18).
+/// Every pass's tile holds bits 0..4 (coalescing) and `room = tile_bits - 5` more, so what
+/// counts is the steps on bits 5 and up. From each point of the network (stage b, next upper
+/// bit hi) a pass can be:
+///
+/// * a strided pass inside the stage: up to `room` upper steps;
+/// * a tile merge: the rest of the stage, when it fits one contiguous tile;
+/// * a *window*: the rest of stage b (bits hi .. 0, rows of 2^(hi+1) adjacent keys) and, in
+///   the room left, the first steps of stage b+1 (bits b+1 .. stop, the tile's row bits).
+///
+/// A pass costs one unit, or 1.5 when it needs more register groups (shared-memory round
+/// trips) than a tile merge: such windows measured 2.3 ms at 2^29 against 1.6 for the others,
+/// which are bound by memory bandwidth. The cheapest plan comes from dynamic programming over
+/// the (stage, bit) points, back to front; plans are cached per shape and length.
+fn windowed_stages(shape: &TunedShape, log_p: u32) -> Vec<TunedPass> {
+    type Key = (u32, u32, u32);
+    static PLANS: OnceLock<Mutex<HashMap<Key, Vec<TunedPass>>>> = OnceLock::new();
+    let key = (shape.tile_bits, shape.register_bits(), log_p);
+    let plans = PLANS.get_or_init(Default::default);
+    if let Some(plan) = plans.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return plan.clone();
+    }
+    let plan = cheapest_windowed_plan(shape, log_p);
+    let mut plans = plans.lock().unwrap_or_else(|e| e.into_inner());
+    plans.insert(key, plan.clone());
+    plan
+}
+
+fn cheapest_windowed_plan(shape: &TunedShape, log_p: u32) -> Vec<TunedPass> {
+    let t = shape.tile_bits;
+    let room = t - COLUMN_BITS;
+    let merge_groups = TunedPass::tile_merge(t, t - 1).register_groups(shape);
+    // In halves, so that costs stay integers.
+    let cost = |p: &TunedPass| {
+        if p.register_groups(shape) > merge_groups {
+            3
+        } else {
+            2
+        }
+    };
+    // The passes that can run next from stage b, upper bit hi (4: only bits 4..0 are left),
+    // each with the point it leads to.
+    let next_passes = |b: u32, hi: u32| {
+        let mut next = Vec::new();
+        if hi > COLUMN_BITS - 1 {
+            // Rows at bits lo .. lo+room-1, inside the row and above the columns.
+            let lo = (hi + 1).saturating_sub(room).max(COLUMN_BITS + 1);
+            for stop in lo..=hi {
+                let pass = TunedPass {
+                    col_bits: COLUMN_BITS,
+                    lo,
+                    b_first: b,
+                    b_last: b,
+                    hi_first: hi,
+                    stop,
+                };
+                next.push((pass, (b, stop - 1)));
+            }
+        }
+        if hi < t {
+            next.push((TunedPass::tile_merge(b, hi), (b + 1, b + 1)));
+        }
+        if b + 1 < log_p && hi + 1 < t {
+            let head = t - (hi + 1); // stage b+1's steps the window has room for
+            let stop = b + 2 - head;
+            let window = TunedPass {
+                col_bits: hi + 1,
                 lo: stop,
                 b_first: b,
-                b_last: b,
+                b_last: b + 1,
                 hi_first: hi,
                 stop,
-            });
-            hi = stop - 1;
-            continue;
+            };
+            next.push((window, (b + 1, stop - 1)));
         }
-        let spare = room - left_in_stage; // room for stage b+1's first steps
-        if spare == 0 || b + 1 == log_p {
-            passes.push(TunedPass::tile_merge(b, hi));
-            b += 1;
-            hi = b;
-            continue;
+        next
+    };
+    // best[b][hi]: the cost of sorting on from that point, the first pass there and the point
+    // it leads to.
+    type Choice = Option<(u32, TunedPass, (u32, u32))>;
+    let width = log_p as usize + 1;
+    let mut best: Vec<Choice> = vec![None; width * width];
+    let at = |b: u32, hi: u32| b as usize * width + hi as usize;
+    let cost_from = |best: &[Choice], (b, hi): (u32, u32)| {
+        if b >= log_p {
+            Some(0)
+        } else {
+            best[at(b, hi)].map(|(c, _, _)| c)
         }
-        let stop = b + 2 - spare; // the tile's row bits are stop .. b+1
-        passes.push(TunedPass {
-            col_bits: hi + 1,
-            lo: stop,
-            b_first: b,
-            b_last: b + 1,
-            hi_first: hi,
-            stop,
-        });
-        b += 1;
-        hi = stop - 1;
+    };
+    for b in (t..log_p).rev() {
+        for hi in COLUMN_BITS - 1..=b {
+            best[at(b, hi)] = next_passes(b, hi)
+                .into_iter()
+                .filter_map(|(pass, to)| Some((cost_from(&best, to)? + cost(&pass), pass, to)))
+                .min_by_key(|&(c, _, _)| c);
+        }
     }
+    let mut plan = Vec::new();
+    let mut point = (t, t);
+    while point.0 < log_p {
+        let (_, pass, to) =
+            best[at(point.0, point.1)].expect("every point of the network has a next pass");
+        plan.push(pass);
+        point = to;
+    }
+    plan
 }
 
 /// The passes that sort a *bitonic* sequence of `n` keys (`n` a power of two): the
@@ -806,10 +913,10 @@ mod tests {
 
     #[test]
     fn tuned_pass_counts_for_2_pow_29() {
-        // (block tile bits, cluster bits) -> passes: 2^15 and the default 2^14 tiles in
-        // windows; 2^14 tiles in clusters of 8 blocks (2^17 keys a contiguous pass) and of 16
-        // (2^18), which plan stage by stage.
-        for (tile_bits, cluster_bits, count) in [(15, 0, 26), (14, 0, 30), (14, 3, 28), (14, 4, 25)]
+        // (block tile bits, cluster bits) -> passes: 2^15 and the default 2^14 tiles in the
+        // cheapest windowed plan (37 passes stage by stage); 2^14 tiles in clusters of 8
+        // blocks (2^17 keys a contiguous pass) and of 16 (2^18), which plan stage by stage.
+        for (tile_bits, cluster_bits, count) in [(15, 0, 28), (14, 0, 31), (14, 3, 28), (14, 4, 25)]
         {
             let shape = shape(tile_bits, cluster_bits);
             let passes = tuned_passes(&shape, 1 << 29);
