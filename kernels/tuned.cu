@@ -450,27 +450,32 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
     const u32 stage_start = hi_first == b_first ? b_first : b_last; // b_last > b_first: a window
     const bool starts_stage = hi_first == b_first || b_last > b_first;
     p.mirror_row_bit = (!p.contiguous && starts_stage) ? int(tile_bit(p, stage_start) - col_bits) : -1;
-    const u32 tile_len = 1u << tile_bits;
 
     // A first group that cannot read global memory directly (see direct_group), and a pass
     // whose first step is a cluster step, start from the tile staged in shared memory:
     // consecutive threads take consecutive indices, in 16-byte vectors where slot g is key g
     // (fewer instructions: the tile sort and the row sorts are instruction-bound;
-    // docs/notes/tuned.md, step 11).
+    // docs/notes/tuned.md, step 11). Every thread issues all its E keys' loads before it
+    // stores any (the loops have E keys a thread: tile_len = blockDim.x * E), so that they are
+    // in flight together (docs/notes/tuned.md, step 19).
     const u32 first_group = group_start<T>(tile_bit(p, hi_first), tile_bits);
     const bool starts_in_cluster = p.contiguous && hi_first >= tile_bits;
-    const u32 V = Vector16<K>::KEYS;
+    const u32 E = 1u << T::E_BITS, V = Vector16<K>::KEYS;
     const bool vectors = layout.contiguous && p.aligned;
     if (!direct_group(p, first_group) || starts_in_cluster) {
+        K k[E];
         if (vectors) {
-            for (u32 i = threadIdx.x * V; i < tile_len; i += blockDim.x * V) {
-                K k[V];
-                load_vector(p, i, k);
 #pragma unroll
-                for (u32 e = 0; e < V; ++e) tile[slot<T>(i + e)] = k[e];
-            }
+            for (u32 r = 0; r < E / V; ++r) load_vector(p, (r * blockDim.x + threadIdx.x) * V, k + r * V);
+#pragma unroll
+            for (u32 r = 0; r < E / V; ++r)
+#pragma unroll
+                for (u32 e = 0; e < V; ++e) tile[slot<T>((r * blockDim.x + threadIdx.x) * V + e)] = k[r * V + e];
         } else {
-            for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) tile[slot<T>(i)] = load_key(p, i);
+#pragma unroll
+            for (u32 r = 0; r < E; ++r) k[r] = load_key(p, r * blockDim.x + threadIdx.x);
+#pragma unroll
+            for (u32 r = 0; r < E; ++r) tile[slot<T>(r * blockDim.x + threadIdx.x)] = k[r];
         }
         __syncthreads();
     }
@@ -507,14 +512,20 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
         }
     }
     if (!stored && vectors) {
-        for (u32 i = threadIdx.x * V; i < tile_len; i += blockDim.x * V) {
+#pragma unroll
+        for (u32 r = 0; r < E / V; ++r) {
+            const u32 i = (r * blockDim.x + threadIdx.x) * V;
             K k[V];
 #pragma unroll
             for (u32 e = 0; e < V; ++e) k[e] = tile[slot<T>(i + e)];
             store_vector(p, i, k);
         }
     } else if (!stored) {
-        for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) store_key(p, i, tile[slot<T>(i)]);
+#pragma unroll
+        for (u32 r = 0; r < E; ++r) {
+            const u32 i = r * blockDim.x + threadIdx.x;
+            store_key(p, i, tile[slot<T>(i)]);
+        }
     }
 }
 
