@@ -430,6 +430,49 @@ template <typename K> __device__ __forceinline__ void store_vector(const Pass<K>
     }
 }
 
+// The staging loops: consecutive threads take consecutive tile indices, in 16-byte vectors
+// where slot g is key g (fewer instructions: the tile sort and the row sorts are
+// instruction-bound; docs/notes/tuned.md, step 11). A strided tile's rows lie far apart in
+// the array: there every thread issues all its E keys' loads before it stores any, so that
+// they are in flight together (step 19; tile_len = blockDim.x * E). Contiguous tiles keep the
+// rolled loops, which measured faster for inputs that fit in L2.
+template <typename T, typename K = typename T::K> __device__ __forceinline__ void stage_in(const Pass<K> &p, K *tile) {
+    const u32 E = 1u << T::E_BITS, V = Vector16<K>::KEYS, tile_len = 1u << p.tile_bits;
+    if (!p.layout.contiguous || !p.aligned) {
+        for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) tile[slot<T>(i)] = load_key(p, i);
+    } else if (p.contiguous) {
+        for (u32 i = threadIdx.x * V; i < tile_len; i += blockDim.x * V) {
+            K k[V];
+            load_vector(p, i, k);
+#pragma unroll
+            for (u32 e = 0; e < V; ++e) tile[slot<T>(i + e)] = k[e];
+        }
+    } else {
+        K k[E];
+#pragma unroll
+        for (u32 r = 0; r < E / V; ++r) load_vector(p, (r * blockDim.x + threadIdx.x) * V, k + r * V);
+#pragma unroll
+        for (u32 r = 0; r < E / V; ++r)
+#pragma unroll
+            for (u32 e = 0; e < V; ++e) tile[slot<T>((r * blockDim.x + threadIdx.x) * V + e)] = k[r * V + e];
+    }
+    __syncthreads();
+}
+
+template <typename T, typename K = typename T::K> __device__ __forceinline__ void stage_out(const Pass<K> &p, const K *tile) {
+    const u32 V = Vector16<K>::KEYS, tile_len = 1u << p.tile_bits;
+    if (!p.layout.contiguous || !p.aligned) {
+        for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) store_key(p, i, tile[slot<T>(i)]);
+        return;
+    }
+    for (u32 i = threadIdx.x * V; i < tile_len; i += blockDim.x * V) {
+        K k[V];
+#pragma unroll
+        for (u32 e = 0; e < V; ++e) k[e] = tile[slot<T>(i + e)];
+        store_vector(p, i, k);
+    }
+}
+
 // One pass: stages b_first .. b_last, stage b_first from global bit hi_first down, every stage
 // down to bit 0 but the last, which stops at bit `stop`. A strided pass holds at most one
 // stage start: its first step (hi_first == b_first), or stage b_last's in a window.
@@ -452,33 +495,10 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
     p.mirror_row_bit = (!p.contiguous && starts_stage) ? int(tile_bit(p, stage_start) - col_bits) : -1;
 
     // A first group that cannot read global memory directly (see direct_group), and a pass
-    // whose first step is a cluster step, start from the tile staged in shared memory:
-    // consecutive threads take consecutive indices, in 16-byte vectors where slot g is key g
-    // (fewer instructions: the tile sort and the row sorts are instruction-bound;
-    // docs/notes/tuned.md, step 11). Every thread issues all its E keys' loads before it
-    // stores any (the loops have E keys a thread: tile_len = blockDim.x * E), so that they are
-    // in flight together (docs/notes/tuned.md, step 19).
+    // whose first step is a cluster step, start from the tile staged in shared memory.
     const u32 first_group = group_start<T>(tile_bit(p, hi_first), tile_bits);
     const bool starts_in_cluster = p.contiguous && hi_first >= tile_bits;
-    const u32 E = 1u << T::E_BITS, V = Vector16<K>::KEYS;
-    const bool vectors = layout.contiguous && p.aligned;
-    if (!direct_group(p, first_group) || starts_in_cluster) {
-        K k[E];
-        if (vectors) {
-#pragma unroll
-            for (u32 r = 0; r < E / V; ++r) load_vector(p, (r * blockDim.x + threadIdx.x) * V, k + r * V);
-#pragma unroll
-            for (u32 r = 0; r < E / V; ++r)
-#pragma unroll
-                for (u32 e = 0; e < V; ++e) tile[slot<T>((r * blockDim.x + threadIdx.x) * V + e)] = k[r * V + e];
-        } else {
-#pragma unroll
-            for (u32 r = 0; r < E; ++r) k[r] = load_key(p, r * blockDim.x + threadIdx.x);
-#pragma unroll
-            for (u32 r = 0; r < E; ++r) tile[slot<T>(r * blockDim.x + threadIdx.x)] = k[r];
-        }
-        __syncthreads();
-    }
+    if (!direct_group(p, first_group) || starts_in_cluster) stage_in<T>(p, tile);
     bool first = true, stored = false;
     u32 b_next = b_first;
     // A tile sort's first E_BITS stages lie whole in each thread's E adjacent keys: one trip
@@ -511,22 +531,7 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
             first = false;
         }
     }
-    if (!stored && vectors) {
-#pragma unroll
-        for (u32 r = 0; r < E / V; ++r) {
-            const u32 i = (r * blockDim.x + threadIdx.x) * V;
-            K k[V];
-#pragma unroll
-            for (u32 e = 0; e < V; ++e) k[e] = tile[slot<T>(i + e)];
-            store_vector(p, i, k);
-        }
-    } else if (!stored) {
-#pragma unroll
-        for (u32 r = 0; r < E; ++r) {
-            const u32 i = r * blockDim.x + threadIdx.x;
-            store_key(p, i, tile[slot<T>(i)]);
-        }
-    }
+    if (!stored) stage_out<T>(p, tile);
 }
 
 // Capped at 64 registers a thread (the bound a 1024-thread block implies): a few values spill,
