@@ -34,10 +34,12 @@
 // (src/cuda/pairs.rs). Keys are u32 or u64 words, or 16-byte key-index pairs.
 #include "common.cuh"
 
-// A tuning: the key word, E = 2^E_BITS keys a thread, and the swizzle of the shared tile.
-template <typename Key, u32 E_BITS_, u32 SWIZZLE_BITS_> struct Tuning {
+// A tuning: the key word, E = 2^E_BITS keys a thread, the swizzle of the shared tile, and
+// log2 of the most threads a block has.
+template <typename Key, u32 E_BITS_, u32 SWIZZLE_BITS_, u32 THREAD_BITS_ = 10> struct Tuning {
     typedef Key K;
     static const u32 E_BITS = E_BITS_, SWIZZLE_BITS = SWIZZLE_BITS_;
+    static const u32 MAX_TILE_BITS = E_BITS_ + THREAD_BITS_;
 };
 // u32: 32 keys a thread, 1024 threads -> up to 2^15 keys (128 KiB) per tile.
 typedef Tuning<u32, 5, 5> WideU32;
@@ -52,7 +54,7 @@ typedef Tuning<u64, 4, 4> WideU64;
 #define MAP_ON_STORE 16u
 
 // Key-index pairs (common.cuh) sort by key, then index; 16 a thread, 256 threads.
-typedef Tuning<KeyIndex, 4, 3> PairTuning;
+typedef Tuning<KeyIndex, 4, 3, 8> PairTuning;
 __device__ __forceinline__ KeyIndex to_sortable(KeyIndex w, u32 map) {
     w.key = to_sortable(w.key, map);
     return w;
@@ -192,6 +194,61 @@ template <typename T, typename K = typename T::K> __device__ __forceinline__ voi
 #pragma unroll
     for (u32 r = 0; r < E; ++r) tile[base ^ slot<T>(r)] = k[r];
     __syncthreads();
+}
+
+// Half-cleaner steps on register bits J .. 0, straight-line.
+template <typename T, int J, typename K = typename T::K> __device__ __forceinline__ void register_steps_down(K *k) {
+    if constexpr (J >= 0) {
+        register_step<T, J>(k);
+        register_steps_down<T, J - 1>(k);
+    }
+}
+
+// Stage B of a tile sort from the register group whose top tile bit is TOP down: the group of
+// tile bits TOP-E_BITS+1 .. TOP (or 0 .. E_BITS-1 at the bottom) comes out of shared memory,
+// runs its steps and goes back, then the next group below. Every index, step and address is
+// known at compile time, so the keys stay in the same registers from step to step (the run-time
+// path through register_group moves them at every join; docs/notes/tuned.md, step 20).
+template <typename T, u32 B, u32 TOP, typename K = typename T::K>
+__device__ __forceinline__ void tile_sort_groups(K *tile) {
+    const u32 E_BITS = T::E_BITS, E = 1u << E_BITS;
+    const u32 Q0 = TOP + 1 >= E_BITS ? TOP + 1 - E_BITS : 0;
+    const u32 t = threadIdx.x;
+    const u32 thread_part = (t & ((1u << Q0) - 1)) | ((t >> Q0) << (Q0 + E_BITS));
+    // The flip (the stage's first step) mirrors every tile bit up to B: the part below Q0
+    // through the thread index, as in register_group.
+    const bool flip = TOP == B;
+    const u32 thread_mirror = flip ? (1u << Q0) - 1 : 0;
+    const u32 half_bit = 1u << (TOP - Q0);
+    const u32 slot_lo = slot<T>(thread_part), slot_hi = slot<T>(thread_part ^ thread_mirror);
+    K k[E];
+#pragma unroll
+    for (u32 r = 0; r < E; ++r) k[r] = tile[((r & half_bit) && flip ? slot_hi : slot_lo) ^ slot<T>(r << Q0)];
+    if constexpr (flip) {
+        register_flip<T, int(TOP - Q0)>(k);
+        register_steps_down<T, int(TOP - Q0) - 1>(k);
+    } else {
+        register_steps_down<T, int(TOP - Q0)>(k);
+    }
+#pragma unroll
+    for (u32 r = 0; r < E; ++r) tile[((r & half_bit) && flip ? slot_hi : slot_lo) ^ slot<T>(r << Q0)] = k[r];
+    __syncthreads();
+    if constexpr (Q0 > 0) tile_sort_groups<T, B, Q0 - 1>(tile);
+}
+
+// Stage b (E_BITS <= b < tile_bits) of a tile sort, the tile in shared memory.
+template <typename T, typename K = typename T::K> __device__ __forceinline__ void tile_sort_stage(K *tile, u32 b) {
+    switch (b) {
+#define TILE_SORT_STAGE(B)                                                                                   \
+    case B:                                                                                                  \
+        if constexpr (B >= T::E_BITS && B < T::MAX_TILE_BITS) tile_sort_groups<T, B, B>(tile);              \
+        break;
+        TILE_SORT_STAGE(4) TILE_SORT_STAGE(5) TILE_SORT_STAGE(6) TILE_SORT_STAGE(7) TILE_SORT_STAGE(8)
+        TILE_SORT_STAGE(9) TILE_SORT_STAGE(10) TILE_SORT_STAGE(11) TILE_SORT_STAGE(12) TILE_SORT_STAGE(13)
+        TILE_SORT_STAGE(14)
+#undef TILE_SORT_STAGE
+    default: __trap(); // the host never makes a larger tile
+    }
 }
 
 // Thread-block clusters (sm_90): the block's rank in its cluster, a barrier over the whole
@@ -502,10 +559,11 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
     bool first = true, stored = false;
     u32 b_next = b_first;
     // A tile sort's first E_BITS stages lie whole in each thread's E adjacent keys: one trip
-    // through shared memory for all of them, in straight-line code.
+    // through shared memory for all of them, in straight-line code; then each later stage
+    // inside the block's tile, straight-line too. A cluster's stages follow below.
     if (b_first == 0 && p.contiguous && b_last + 1 >= T::E_BITS) {
         sort_adjacent_keys<T>(tile);
-        b_next = T::E_BITS;
+        for (b_next = T::E_BITS; b_next <= b_last && b_next < tile_bits; ++b_next) tile_sort_stage<T>(tile, b_next);
         first = false;
     }
     for (u32 b = b_next; b <= b_last; ++b) {
