@@ -204,21 +204,20 @@ template <typename T, int J, typename K = typename T::K> __device__ __forceinlin
     }
 }
 
-// The steps on tile bits TOP .. 0 of a stage, the first of them the stage's flip if FLIP, with
-// the tile in shared memory: the group of tile bits TOP-E_BITS+1 .. TOP (or 0 .. E_BITS-1 at
-// the bottom) comes out of shared memory, runs its steps and goes back, then the next group
-// below. Every index, step and address is known at compile time, so the keys stay in the same
-// registers from step to step (the run-time path through register_group moves them at every
-// join; docs/notes/tuned.md, step 20).
-template <typename T, bool FLIP, u32 TOP, typename K = typename T::K>
-__device__ __forceinline__ void groups_down(K *tile) {
+// Stage B of a tile sort from the register group whose top tile bit is TOP down: the group of
+// tile bits TOP-E_BITS+1 .. TOP (or 0 .. E_BITS-1 at the bottom) comes out of shared memory,
+// runs its steps and goes back, then the next group below. Every index, step and address is
+// known at compile time, so the keys stay in the same registers from step to step (the run-time
+// path through register_group moves them at every join; docs/notes/tuned.md, step 20).
+template <typename T, u32 B, u32 TOP, typename K = typename T::K>
+__device__ __forceinline__ void tile_sort_groups(K *tile) {
     const u32 E_BITS = T::E_BITS, E = 1u << E_BITS;
     const u32 Q0 = TOP + 1 >= E_BITS ? TOP + 1 - E_BITS : 0;
     const u32 t = threadIdx.x;
     const u32 thread_part = (t & ((1u << Q0) - 1)) | ((t >> Q0) << (Q0 + E_BITS));
     // The flip (the stage's first step) mirrors every tile bit up to B: the part below Q0
     // through the thread index, as in register_group.
-    const bool flip = FLIP;
+    const bool flip = TOP == B;
     const u32 thread_mirror = flip ? (1u << Q0) - 1 : 0;
     const u32 half_bit = 1u << (TOP - Q0);
     const u32 slot_lo = slot<T>(thread_part), slot_hi = slot<T>(thread_part ^ thread_mirror);
@@ -234,25 +233,20 @@ __device__ __forceinline__ void groups_down(K *tile) {
 #pragma unroll
     for (u32 r = 0; r < E; ++r) tile[((r & half_bit) && flip ? slot_hi : slot_lo) ^ slot<T>(r << Q0)] = k[r];
     __syncthreads();
-    if constexpr (Q0 > 0) groups_down<T, false, Q0 - 1>(tile);
+    if constexpr (Q0 > 0) tile_sort_groups<T, B, Q0 - 1>(tile);
 }
 
-// The steps on tile bits top .. 0 of a stage (its flip first if `flip`), straight-line; the
-// tile in shared memory. A whole stage of a tile sort, or the end of a stage in a tile merge.
-template <typename T, typename K = typename T::K>
-__device__ __forceinline__ void steps_in_tile(K *tile, u32 top, bool flip) {
-    switch (top) {
-#define STEPS_IN_TILE(TOP)                                                                                   \
-    case TOP:                                                                                                \
-        if constexpr (TOP < T::MAX_TILE_BITS) {                                                             \
-            if (flip) groups_down<T, true, TOP>(tile);                                                       \
-            else groups_down<T, false, TOP>(tile);                                                           \
-        }                                                                                                    \
+// Stage b (E_BITS <= b < tile_bits) of a tile sort, the tile in shared memory.
+template <typename T, typename K = typename T::K> __device__ __forceinline__ void tile_sort_stage(K *tile, u32 b) {
+    switch (b) {
+#define TILE_SORT_STAGE(B)                                                                                   \
+    case B:                                                                                                  \
+        if constexpr (B >= T::E_BITS && B < T::MAX_TILE_BITS) tile_sort_groups<T, B, B>(tile);              \
         break;
-        STEPS_IN_TILE(0) STEPS_IN_TILE(1) STEPS_IN_TILE(2) STEPS_IN_TILE(3) STEPS_IN_TILE(4)
-        STEPS_IN_TILE(5) STEPS_IN_TILE(6) STEPS_IN_TILE(7) STEPS_IN_TILE(8) STEPS_IN_TILE(9)
-        STEPS_IN_TILE(10) STEPS_IN_TILE(11) STEPS_IN_TILE(12) STEPS_IN_TILE(13) STEPS_IN_TILE(14)
-#undef STEPS_IN_TILE
+        TILE_SORT_STAGE(4) TILE_SORT_STAGE(5) TILE_SORT_STAGE(6) TILE_SORT_STAGE(7) TILE_SORT_STAGE(8)
+        TILE_SORT_STAGE(9) TILE_SORT_STAGE(10) TILE_SORT_STAGE(11) TILE_SORT_STAGE(12) TILE_SORT_STAGE(13)
+        TILE_SORT_STAGE(14)
+#undef TILE_SORT_STAGE
     default: __trap(); // the host never makes a larger tile
     }
 }
@@ -561,9 +555,7 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
     // whose first step is a cluster step, start from the tile staged in shared memory.
     const u32 first_group = group_start<T>(tile_bit(p, hi_first), tile_bits);
     const bool starts_in_cluster = p.contiguous && hi_first >= tile_bits;
-    // A tile merge runs its steps straight-line from a staged tile (steps_in_tile).
-    const bool tile_merge = p.contiguous && b_first == b_last && hi_first < tile_bits && hi_first != b_first && stop == 0;
-    if (!direct_group(p, first_group) || starts_in_cluster || tile_merge) stage_in<T>(p, tile);
+    if (!direct_group(p, first_group) || starts_in_cluster) stage_in<T>(p, tile);
     bool first = true, stored = false;
     u32 b_next = b_first;
     // A tile sort's first E_BITS stages lie whole in each thread's E adjacent keys: one trip
@@ -571,7 +563,7 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
     // inside the block's tile, straight-line too. A cluster's stages follow below.
     if (b_first == 0 && p.contiguous && b_last + 1 >= T::E_BITS) {
         sort_adjacent_keys<T>(tile);
-        for (b_next = T::E_BITS; b_next <= b_last && b_next < tile_bits; ++b_next) steps_in_tile<T>(tile, b_next, true);
+        for (b_next = T::E_BITS; b_next <= b_last && b_next < tile_bits; ++b_next) tile_sort_stage<T>(tile, b_next);
         first = false;
     }
     for (u32 b = b_next; b <= b_last; ++b) {
@@ -580,12 +572,6 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
         while (g >= int(stage_stop)) {
             if (p.contiguous && u32(g) >= tile_bits) { // a bit of the cluster's tile
                 cluster_step<T>(tile, tile_bits, b, u32(g--));
-                first = false;
-                continue;
-            }
-            if (p.contiguous && u32(g) != b && stage_stop == 0) { // the end of a stage in the tile
-                steps_in_tile<T>(tile, u32(g), false);
-                g = -1;
                 first = false;
                 continue;
             }
