@@ -375,6 +375,27 @@ impl TunedPass {
         }
     }
 
+    /// The lowest row bit of a strided tile of 2^tile_bits keys whose top row bit is `hi`, or
+    /// of the lowest such tile when `hi` is below it (rows above the columns: bit 6 or up).
+    fn strided_rows(tile_bits: u32, hi: u32) -> u32 {
+        (hi + 1 + COLUMN_BITS)
+            .saturating_sub(tile_bits)
+            .max(COLUMN_BITS + 1)
+    }
+
+    /// A strided pass running stage `b` from bit `hi` down to `stop`: rows of 32 adjacent keys
+    /// at bits [`strided_rows`](Self::strided_rows) and up.
+    fn strided(tile_bits: u32, b: u32, hi: u32, stop: u32) -> TunedPass {
+        TunedPass {
+            col_bits: COLUMN_BITS,
+            lo: TunedPass::strided_rows(tile_bits, hi),
+            b_first: b,
+            b_last: b,
+            hi_first: hi,
+            stop,
+        }
+    }
+
     fn is_contiguous(&self) -> bool {
         self.lo == self.col_bits
     }
@@ -474,7 +495,6 @@ fn windowed_stages(shape: &TunedShape, log_p: u32) -> Vec<TunedPass> {
 
 fn cheapest_windowed_plan(shape: &TunedShape, log_p: u32) -> Vec<TunedPass> {
     let t = shape.tile_bits;
-    let room = t - COLUMN_BITS;
     let merge_groups = TunedPass::tile_merge(t, t - 1).register_groups(shape);
     // In halves, so that costs stay integers.
     let cost = |p: &TunedPass| {
@@ -489,18 +509,9 @@ fn cheapest_windowed_plan(shape: &TunedShape, log_p: u32) -> Vec<TunedPass> {
     let next_passes = |b: u32, hi: u32| {
         let mut next = Vec::new();
         if hi > COLUMN_BITS - 1 {
-            // Rows at bits lo .. lo+room-1, inside the row and above the columns.
-            let lo = (hi + 1).saturating_sub(room).max(COLUMN_BITS + 1);
+            let lo = TunedPass::strided_rows(t, hi);
             for stop in lo..=hi {
-                let pass = TunedPass {
-                    col_bits: COLUMN_BITS,
-                    lo,
-                    b_first: b,
-                    b_last: b,
-                    hi_first: hi,
-                    stop,
-                };
-                next.push((pass, (b, stop - 1)));
+                next.push((TunedPass::strided(t, b, hi, stop), (b, stop - 1)));
             }
         }
         if hi < t {
@@ -568,17 +579,8 @@ fn stage_from(shape: &TunedShape, b: u32, mut hi: u32) -> Vec<TunedPass> {
     let (tb, merge_bits) = (shape.tile_bits, shape.merge_bits());
     let mut passes = Vec::new();
     while hi >= merge_bits {
-        // Rows of the strided tile cover global bits lo .. hi (tb - 5 of them).
-        let lo = (hi + 6).saturating_sub(tb).max(6);
-        let stop = lo.max(merge_bits);
-        passes.push(TunedPass {
-            col_bits: COLUMN_BITS,
-            lo,
-            b_first: b,
-            b_last: b,
-            hi_first: hi,
-            stop,
-        });
+        let stop = TunedPass::strided_rows(tb, hi).max(merge_bits);
+        passes.push(TunedPass::strided(tb, b, hi, stop));
         hi = stop - 1;
     }
     passes.push(TunedPass::tile_merge(b, hi));
