@@ -1,7 +1,7 @@
 // The tuned sort: every launch is one *pass* that reads a tile of 2^tile_bits keys into shared
 // memory, runs as many network steps on it as the tile's index bits allow, and writes it back.
 // docs/notes/tuned.md explains the design and its measurements; src/cuda/plan.rs builds the
-// list of passes. Three shapes of pass, all this one kernel:
+// list of passes. Four shapes of pass, all this one kernel:
 //
 //  * tile sort: a contiguous tile (tile bit i = global bit i) runs whole stages 0 .. b_last;
 //  * strided pass: the tile is rows of 2^col_bits adjacent keys (tile bits 0 .. col_bits-1 are
