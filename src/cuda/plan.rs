@@ -929,6 +929,16 @@ mod tests {
             assert_eq!(passes[0].b_last, shape.merge_bits() - 1);
             let steps: Vec<_> = passes[1..].iter().flat_map(TunedPass::steps).collect();
             assert_eq!(steps, network_steps(shape.merge_bits(), 29), "{shape:?}");
+            // A strided pass's steps lie in its tile: in its columns or its row bits.
+            for p in passes.iter().filter(|p| !p.is_contiguous()) {
+                for (_, g) in p.steps() {
+                    assert!(
+                        g < p.col_bits || g >= p.lo,
+                        "bit {g} between the rows of {p:?}"
+                    );
+                    assert!(p.tile_bit(g) < tile_bits, "bit {g} above the tile of {p:?}");
+                }
+            }
         }
     }
 
@@ -941,13 +951,6 @@ mod tests {
         } else {
             shape.tile_bits
         };
-        let tile_bit = |g: u32| {
-            if g < p.col_bits {
-                g
-            } else {
-                g - p.lo + p.col_bits
-            }
-        };
         let stage_start = if p.hi_first == p.b_first {
             Some(p.b_first)
         } else {
@@ -955,7 +958,7 @@ mod tests {
         };
         let mirror_row_bit = stage_start
             .filter(|_| !p.is_contiguous())
-            .map(|s| tile_bit(s) - p.col_bits);
+            .map(|s| p.tile_bit(s) - p.col_bits);
         let mid_bits = p.lo - p.col_bits;
         let global_index = |block: usize, i: usize| -> usize {
             if p.is_contiguous() {
@@ -974,7 +977,7 @@ mod tests {
                 .collect();
             let mut tile: Vec<u32> = at.iter().map(|&g| keys[g]).collect();
             for (b, g) in p.steps() {
-                let tb = tile_bit(g);
+                let tb = p.tile_bit(g);
                 for i in (0..tile.len()).filter(|i| i >> tb & 1 == 0) {
                     let j = if g == b {
                         i ^ ((2 << tb) - 1)
