@@ -592,24 +592,6 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
     if (!stored) stage_out<T>(p, tile);
 }
 
-// A staggered start (docs/notes/tuned.md, step 22): `stagger` is (sms << 16) | delay in units
-// of 64 ns, or 0. The first sms blocks start at once, one on each SM; blocks sms … 2·sms-1,
-// the second block on each SM, wait the delay first, so that the two blocks of an SM stay out
-// of phase: one loads or stores while the other computes. Without it every block of the first
-// wave loads at once, computes at once and stores at once, and a pass of a few waves keeps
-// that lockstep to its end.
-__device__ __forceinline__ void stagger_start(u32 stagger) {
-    const u32 sms = stagger >> 16;
-    if (stagger == 0 || blockIdx.x < sms || blockIdx.x >= 2 * sms) return;
-    u64 now, until;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    until = now + u64(stagger & 0xffff) * 64;
-    while (now < until) {
-        __nanosleep(128);
-        asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    }
-}
-
 // Capped at 64 registers a thread (the bound a 1024-thread block implies): a few values spill,
 // but two 512-thread blocks of 64 KiB tiles then share an SM, and one block's loads and
 // barriers overlap the other's register work. 128 spill-free registers with one block per SM
@@ -618,8 +600,7 @@ __device__ __forceinline__ void stagger_start(u32 stagger) {
 #define TUNED_PASS(T, NAME, MAX_THREADS)                                                         \
     extern "C" __global__ void __launch_bounds__(MAX_THREADS) tuned_pass_##NAME(                 \
         T::K *keys, RowLayout layout, u32 tile_bits, u32 col_bits, u32 lo, u32 b_first, u32 b_last,  \
-        u32 hi_first, u32 stop, u32 map, u32 stagger) {                                          \
-        stagger_start(stagger);                                                                   \
+        u32 hi_first, u32 stop, u32 map) {                                                       \
         tuned_pass<T>(keys, layout, tile_bits, col_bits, lo, b_first, b_last, hi_first, stop, map); \
     }
 TUNED_PASS(WideU32, u32, 1024)

@@ -588,10 +588,9 @@ fn stage_from(shape: &TunedShape, b: u32, mut hi: u32) -> Vec<TunedPass> {
 }
 
 /// The arguments of one tuned pass after the keys, the layout and the tile bits:
-/// `[col_bits, lo, b_first, b_last, hi_first, stop, map, stagger]` (kernels/tuned.cu's
-/// `tuned_pass_*`).
+/// `[col_bits, lo, b_first, b_last, hi_first, stop, map]` (kernels/tuned.cu's `tuned_pass_*`).
 pub(super) type PassArgs = [u32; PASS_ARG_COUNT];
-pub(super) const PASS_ARG_COUNT: usize = 8;
+pub(super) const PASS_ARG_COUNT: usize = 7;
 
 /// Kernel map flags (kernels/tuned.cu): the key map folded into the first and last passes.
 pub(super) const MAP_DESCENDING: u32 = 4;
@@ -706,7 +705,6 @@ fn launch_tuned<T: DeviceRepr>(
     }
     let passes = plan(&shape, 1 << layout.row_bits);
     let last = passes.len() - 1;
-    let stagger = stagger_arg(gpu, blocks, shape.cluster_bits);
     let fields: Vec<PassArgs> = passes
         .iter()
         .enumerate()
@@ -718,7 +716,7 @@ fn launch_tuned<T: DeviceRepr>(
                     | if i == last { MAP_ON_STORE } else { 0 }
             };
             [
-                p.col_bits, p.lo, p.b_first, p.b_last, p.hi_first, p.stop, flags, stagger,
+                p.col_bits, p.lo, p.b_first, p.b_last, p.hi_first, p.stop, flags,
             ]
         })
         .collect();
@@ -745,19 +743,6 @@ fn launch_tuned<T: DeviceRepr>(
         .during(|| format!("launching tuned pass {p:?} of {shape:?}"))?;
     }
     Ok(())
-}
-
-/// The kernel's `stagger` argument (kernels/tuned.cu's `stagger_start`; docs/notes/tuned.md,
-/// step 22): `(sms << 16) | delay / 64 ns` when a pass has more blocks than SMs, so that the
-/// second block on each SM starts out of phase with the first; 0 (no delay) otherwise.
-/// `BITONIC_TUNED_STAGGER_NS` sets the delay.
-fn stagger_arg(gpu: &Gpu, blocks: u32, cluster_bits: u32) -> u32 {
-    let sms = gpu.info().multiprocessors as u32;
-    let delay_ns = env_u32("BITONIC_TUNED_STAGGER_NS").unwrap_or(0);
-    if delay_ns == 0 || cluster_bits > 0 || blocks <= sms || sms >= 1 << 16 {
-        return 0;
-    }
-    (sms << 16) | (delay_ns / 64).clamp(1, 0xffff)
 }
 
 /// Whether multi-pass plans go as CUDA graphs: yes unless `BITONIC_TUNED_GRAPH=0` (for
