@@ -165,10 +165,73 @@ template <typename T, typename K = typename T::K> __device__ __forceinline__ voi
     }
 }
 
-// Stages 0 .. E_BITS-1 on the E keys of tile indices t*E .. t*E+E-1, which each thread takes
-// from and returns to shared memory (the slot map is linear in XOR, so slot(t*E | r) =
-// slot(t*E) ^ slot(r), and lanes hit distinct banks).
-template <typename T, typename K = typename T::K> __device__ __forceinline__ void sort_adjacent_keys(K *tile) {
+// Half-cleaner steps on register bits J .. 0, straight-line.
+template <typename T, int J, typename K = typename T::K> __device__ __forceinline__ void register_steps_down(K *k) {
+    if constexpr (J >= 0) {
+        register_step<T, J>(k);
+        register_steps_down<T, J - 1>(k);
+    }
+}
+
+// Lane steps. In a tile sort's first trip, thread t holds the E keys of tile indices
+// t*E .. t*E+E-1, so tile bits E_BITS .. E_BITS+4 are the bits of its lane: a step on one of them
+// runs between two lanes of a warp, with a shuffle, and the keys never leave the registers
+// (docs/notes/tuned.md, step 23). A step on lane bit L keeps the smaller key in the lane whose
+// bit L is 0; min and max with a per-thread choice compile to one instruction.
+template <typename K> __device__ __forceinline__ K shuffle_xor(K v, u32 lane_mask) {
+    return __shfl_xor_sync(0xffffffffu, v, lane_mask);
+}
+
+template <typename K> __device__ __forceinline__ K keep(K mine, K theirs, bool upper) {
+    return upper ? max(mine, theirs) : min(mine, theirs);
+}
+
+template <typename T, int L, typename K = typename T::K> __device__ __forceinline__ void lane_step(K *k) {
+    const int E = 1 << T::E_BITS;
+    const bool upper = threadIdx.x & (1u << L);
+#pragma unroll
+    for (int r = 0; r < E; ++r) k[r] = keep(k[r], shuffle_xor(k[r], 1u << L), upper);
+}
+
+// A flip whose mirror covers lane bits 0 .. L and every register bit: k[r] meets the partner
+// lane's k[E-1-r]. Both of a mirrored pair are shuffled before either changes.
+template <typename T, int L, typename K = typename T::K> __device__ __forceinline__ void lane_flip(K *k) {
+    const int E = 1 << T::E_BITS;
+    const u32 mirror = (2u << L) - 1;
+    const bool upper = threadIdx.x & (1u << L);
+#pragma unroll
+    for (int r = 0; r < E / 2; ++r) {
+        const K theirs_for_r = shuffle_xor(k[E - 1 - r], mirror), theirs_for_mirror = shuffle_xor(k[r], mirror);
+        k[r] = keep(k[r], theirs_for_r, upper);
+        k[E - 1 - r] = keep(k[E - 1 - r], theirs_for_mirror, upper);
+    }
+}
+
+template <typename T, int L, typename K = typename T::K> __device__ __forceinline__ void lane_steps_down(K *k) {
+    if constexpr (L >= 0) {
+        lane_step<T, L>(k);
+        lane_steps_down<T, L - 1>(k);
+    }
+}
+
+// Stages E_BITS+L .. E_BITS+4 while they are at most `last`, in registers and lanes.
+template <typename T, int L, typename K = typename T::K>
+__device__ __forceinline__ void lane_stages_from(K *k, u32 last) {
+    if constexpr (L <= 4 && sizeof(K) <= 8) {
+        if (T::E_BITS + L > last) return;
+        lane_flip<T, L>(k);
+        lane_steps_down<T, L - 1>(k);
+        register_steps_down<T, T::E_BITS - 1>(k);
+        lane_stages_from<T, L + 1>(k, last);
+    }
+}
+
+// The first trip of a tile sort: stages 0 .. E_BITS-1 on each thread's E adjacent keys, then
+// stages E_BITS .. up to `last` (at most E_BITS+4: a warp's keys) with lane steps, one trip
+// through shared memory for all of them (the slot map is linear in XOR, so slot(t*E | r) =
+// slot(t*E) ^ slot(r), and lanes hit distinct banks). Returns the next stage. Key-index pairs
+// (16 bytes) stop at stage E_BITS-1.
+template <typename T, typename K = typename T::K> __device__ __forceinline__ u32 sort_warp_keys(K *tile, u32 last) {
     const u32 E_BITS = T::E_BITS, E = 1u << E_BITS;
     const u32 base = slot<T>(threadIdx.x << E_BITS);
     K k[E];
@@ -191,17 +254,11 @@ template <typename T, typename K = typename T::K> __device__ __forceinline__ voi
         register_step<T, 1>(k);
         register_step<T, 0>(k);
     }
+    lane_stages_from<T, 0>(k, last);
 #pragma unroll
     for (u32 r = 0; r < E; ++r) tile[base ^ slot<T>(r)] = k[r];
     __syncthreads();
-}
-
-// Half-cleaner steps on register bits J .. 0, straight-line.
-template <typename T, int J, typename K = typename T::K> __device__ __forceinline__ void register_steps_down(K *k) {
-    if constexpr (J >= 0) {
-        register_step<T, J>(k);
-        register_steps_down<T, J - 1>(k);
-    }
+    return sizeof(K) <= 8 ? min(last, E_BITS + 4) + 1 : E_BITS;
 }
 
 // Stage B of a tile sort from the register group whose top tile bit is TOP down: the group of
@@ -558,12 +615,12 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
     if (!direct_group(p, first_group) || starts_in_cluster) stage_in<T>(p, tile);
     bool first = true, stored = false;
     u32 b_next = b_first;
-    // A tile sort's first E_BITS stages lie whole in each thread's E adjacent keys: one trip
-    // through shared memory for all of them, in straight-line code; then each later stage
+    // A tile sort's first E_BITS+5 stages lie whole in each warp's keys: one trip through
+    // shared memory for all of them, in straight-line code (sort_warp_keys); then each later stage
     // inside the block's tile, straight-line too. A cluster's stages follow below.
     if (b_first == 0 && p.contiguous && b_last + 1 >= T::E_BITS) {
-        sort_adjacent_keys<T>(tile);
-        for (b_next = T::E_BITS; b_next <= b_last && b_next < tile_bits; ++b_next) tile_sort_stage<T>(tile, b_next);
+        for (b_next = sort_warp_keys<T>(tile, min(b_last, tile_bits - 1)); b_next <= b_last && b_next < tile_bits; ++b_next)
+            tile_sort_stage<T>(tile, b_next);
         first = false;
     }
     for (u32 b = b_next; b <= b_last; ++b) {
