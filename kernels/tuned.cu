@@ -178,8 +178,8 @@ template <typename T, int J, typename K = typename T::K> __device__ __forceinlin
 // runs between two lanes of a warp, with a shuffle, and the keys never leave the registers
 // (docs/notes/tuned.md, step 23). A step on lane bit L keeps the smaller key in the lane whose
 // bit L is 0; min and max with a per-thread choice compile to one instruction.
-// Lane steps are for 4-byte keys only (see sort_warp_keys).
-template <typename K> constexpr bool lane_groups = sizeof(K) == 4;
+// Only 4-byte keys take lane steps (see sort_warp_keys).
+template <typename K> constexpr bool has_lane_steps = sizeof(K) == 4;
 
 template <typename K> __device__ __forceinline__ K shuffle_xor(K v, u32 lane_mask) {
     return __shfl_xor_sync(0xffffffffu, v, lane_mask);
@@ -217,46 +217,10 @@ template <typename T, int L, typename K = typename T::K> __device__ __forceinlin
     }
 }
 
-// Lane steps with the lane bit known at run time (a pass's register group 0): a flip on lane
-// bit L, or `count` half-cleaners from lane bit L down, straight-line from L.
-template <typename T, typename K = typename T::K> __device__ __forceinline__ void lane_flip_on(K *k, u32 L) {
-    switch (L) {
-    case 0: lane_flip<T, 0>(k); break;
-    case 1: lane_flip<T, 1>(k); break;
-    case 2: lane_flip<T, 2>(k); break;
-    case 3: lane_flip<T, 3>(k); break;
-    case 4: lane_flip<T, 4>(k); break;
-    }
-}
-
-template <typename T, typename K = typename T::K> __device__ __forceinline__ void lane_steps_from(K *k, u32 L, u32 count) {
-    if (count == 0) return;
-    switch (L) {
-    case 4:
-        lane_step<T, 4>(k);
-        if (--count == 0) return;
-        [[fallthrough]];
-    case 3:
-        lane_step<T, 3>(k);
-        if (--count == 0) return;
-        [[fallthrough]];
-    case 2:
-        lane_step<T, 2>(k);
-        if (--count == 0) return;
-        [[fallthrough]];
-    case 1:
-        lane_step<T, 1>(k);
-        if (--count == 0) return;
-        [[fallthrough]];
-    case 0:
-        lane_step<T, 0>(k);
-    }
-}
-
 // Stages E_BITS+L .. E_BITS+4 while they are at most `last`, in registers and lanes.
 template <typename T, int L, typename K = typename T::K>
 __device__ __forceinline__ void lane_stages_from(K *k, u32 last) {
-    if constexpr (L <= 4 && lane_groups<K>) {
+    if constexpr (L <= 4 && has_lane_steps<K>) {
         if (T::E_BITS + L > last) return;
         lane_flip<T, L>(k);
         lane_steps_down<T, L - 1>(k);
@@ -299,7 +263,7 @@ template <typename T, typename K = typename T::K> __device__ __forceinline__ u32
 #pragma unroll
     for (u32 r = 0; r < E; ++r) tile[base ^ slot<T>(r)] = k[r];
     __syncthreads();
-    return lane_groups<K> ? min(last, E_BITS + 4) + 1 : E_BITS;
+    return has_lane_steps<K> ? min(last, E_BITS + 4) + 1 : E_BITS;
 }
 
 // Stage B of a tile sort from the register group whose top tile bit is TOP down: the group of
@@ -525,22 +489,7 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, u32 stop,
     // starts a stage, then half-cleaners.
     const u32 j_top = tb - Q0;
     const u32 count = tb - max(Q0, tile_bit(p, stop)) + 1;
-    bool on_lanes = false;
-    if constexpr (lane_groups<K> && Q0 == 0) {
-        on_lanes = tb >= E_BITS;
-        if (on_lanes) { // steps on lane bits first (group_of), then on register bits
-            const u32 lane_top = tb - E_BITS, lane_count = min(count, lane_top + 1);
-            if (u32(g) == b) {
-                lane_flip_on<T>(k, lane_top);
-                lane_steps_from<T>(k, lane_top - 1, lane_count - 1);
-            } else {
-                lane_steps_from<T>(k, lane_top, lane_count);
-            }
-            if (count > lane_count) steps_down<T>(k, E_BITS - 1, count - lane_count);
-        }
-    }
-    if (on_lanes) {
-    } else if (u32(g) == b) {
+    if (u32(g) == b) {
         flip_on_bits<T>(k, j_top);
         if (count > 1) steps_down<T>(k, j_top - 1, count - 1);
     } else {
@@ -571,14 +520,6 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, u32 stop,
 template <typename T> __device__ __forceinline__ u32 group_start(u32 tb, u32 tile_bits) {
     const u32 E_BITS = T::E_BITS;
     return min(E_BITS * (tb / E_BITS), tile_bits - E_BITS);
-}
-
-// The register group that runs the step on tile bit tb. With lane steps (4-byte keys), group 0
-// also takes the bits of group E_BITS, which are its lane bits: its keys come out of shared
-// memory once for both (docs/notes/tuned.md, step 24).
-template <typename T> __device__ __forceinline__ u32 group_of(u32 tb, u32 tile_bits) {
-    const u32 q = group_start<T>(tb, tile_bits);
-    return lane_groups<typename T::K> && q == T::E_BITS ? 0 : q;
 }
 
 // 16 bytes of keys from tile index i on (i a multiple of the vector's keys: a strided tile's
@@ -674,7 +615,7 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
 
     // A first group that cannot read global memory directly (see direct_group), and a pass
     // whose first step is a cluster step, start from the tile staged in shared memory.
-    const u32 first_group = group_of<T>(tile_bit(p, hi_first), tile_bits);
+    const u32 first_group = group_start<T>(tile_bit(p, hi_first), tile_bits);
     const bool starts_in_cluster = p.contiguous && hi_first >= tile_bits;
     if (!direct_group(p, first_group) || starts_in_cluster) stage_in<T>(p, tile);
     bool first = true, stored = false;
@@ -696,7 +637,7 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
                 first = false;
                 continue;
             }
-            switch (group_of<T>(tile_bit(p, u32(g)), tile_bits)) {
+            switch (group_start<T>(tile_bit(p, u32(g)), tile_bits)) {
             case 0: g = register_group<T, 0>(p, tile, b, g, stage_stop, first, &stored); break;
             case 4: g = register_group<T, 4>(p, tile, b, g, stage_stop, first, &stored); break;
             case 5: g = register_group<T, 5>(p, tile, b, g, stage_stop, first, &stored); break;
