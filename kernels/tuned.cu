@@ -177,7 +177,7 @@ template <typename T, int J, typename K = typename T::K> __device__ __forceinlin
 // t*E .. t*E+E-1, so tile bits E_BITS .. E_BITS+4 are the bits of its lane: a step on one of them
 // runs between two lanes of a warp, with a shuffle, and the keys never leave the registers
 // (docs/notes/tuned.md, step 23). A step on lane bit L keeps the smaller key in the lane whose
-// bit L is 0; min and max with a per-thread choice compile to one instruction.
+// bit L is 0: min or max by a per-thread choice, with no branch.
 // Only 4-byte keys take lane steps (see sort_warp_keys).
 template <typename K> constexpr bool has_lane_steps = sizeof(K) == 4;
 
