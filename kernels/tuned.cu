@@ -181,6 +181,10 @@ template <typename T, int J, typename K = typename T::K> __device__ __forceinlin
 // Only 4-byte keys take lane steps (see sort_warp_keys).
 template <typename K> constexpr bool has_lane_steps = sizeof(K) == 4;
 
+// The first stage of a tile sort that runs group by group (tile_sort_stage): the stages below
+// it run in sort_warp_keys.
+template <typename T> constexpr u32 first_group_stage = has_lane_steps<typename T::K> ? T::E_BITS + 5 : T::E_BITS;
+
 template <typename K> __device__ __forceinline__ K shuffle_xor(K v, u32 lane_mask) {
     return __shfl_xor_sync(0xffffffffu, v, lane_mask);
 }
@@ -263,7 +267,7 @@ template <typename T, typename K = typename T::K> __device__ __forceinline__ u32
 #pragma unroll
     for (u32 r = 0; r < E; ++r) tile[base ^ slot<T>(r)] = k[r];
     __syncthreads();
-    return has_lane_steps<K> ? min(last, E_BITS + 4) + 1 : E_BITS;
+    return min(last + 1, first_group_stage<T>);
 }
 
 // Stage B of a tile sort from the register group whose top tile bit is TOP down: the group of
@@ -298,12 +302,12 @@ __device__ __forceinline__ void tile_sort_groups(K *tile) {
     if constexpr (Q0 > 0) tile_sort_groups<T, B, Q0 - 1>(tile);
 }
 
-// Stage b (E_BITS <= b < tile_bits) of a tile sort, the tile in shared memory.
+// Stage b (first_group_stage <= b < tile_bits) of a tile sort, the tile in shared memory.
 template <typename T, typename K = typename T::K> __device__ __forceinline__ void tile_sort_stage(K *tile, u32 b) {
     switch (b) {
 #define TILE_SORT_STAGE(B)                                                                                   \
     case B:                                                                                                  \
-        if constexpr (B >= T::E_BITS && B < T::MAX_TILE_BITS) tile_sort_groups<T, B, B>(tile);              \
+        if constexpr (B >= first_group_stage<T> && B < T::MAX_TILE_BITS) tile_sort_groups<T, B, B>(tile); \
         break;
         TILE_SORT_STAGE(4) TILE_SORT_STAGE(5) TILE_SORT_STAGE(6) TILE_SORT_STAGE(7) TILE_SORT_STAGE(8)
         TILE_SORT_STAGE(9) TILE_SORT_STAGE(10) TILE_SORT_STAGE(11) TILE_SORT_STAGE(12) TILE_SORT_STAGE(13)
