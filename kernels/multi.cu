@@ -1,6 +1,7 @@
 // Kernels of the multi-GPU sort (src/cuda/multi.rs) and its benchmark: the merge-split between
-// two ranks' sorted shards, the binary searches that cut shards at splitters, and on-device
-// random keys with an order-free checksum, so that 16 GiB of keys never cross the PCIe bus.
+// two ranks' sorted shards, the binary searches that cut shards at splitters, the partition's
+// merge of the runs that arrived, and on-device random keys with an order-free checksum, so
+// that 16 GiB of keys never cross the PCIe bus.
 // Words are sortable u32 or u64 (src/key.rs); lengths and indices are 64-bit.
 #include "common.cuh"
 
@@ -52,6 +53,40 @@ template <typename W> __device__ void count_below(const W *keys, u64 n, const W 
         else hi = mid;
     }
     out[q] = lo;
+}
+
+// The partition's merge of two sorted runs A and B (src/multi/mod.rs: merge_chunks, co_rank,
+// place_chunks): the output is cut into power-of-two chunks, the set bits of A's and B's
+// total length, largest first. For each chunk boundary q (0 ... chunks), the merge path:
+// how many of the first boundary(q) merged words come from A, A's words first among equal
+// ones. Boundary q keeps the q highest set bits of the total.
+template <typename W>
+__device__ void co_ranks(const W *a, u64 a_len, const W *b, u64 b_len, u64 *ranks, u32 count) {
+    u32 q = blockIdx.x * blockDim.x + threadIdx.x;
+    if (q >= count) return;
+    u64 o = a_len + b_len;
+    for (u32 k = __popcll(o); k > q; --k) o &= o - 1;
+    u64 lo = o > b_len ? o - b_len : 0, hi = o < a_len ? o : a_len;
+    while (lo < hi) {
+        u64 mid = lo + (hi - lo) / 2;
+        if (!(b[o - mid - 1] < a[mid])) lo = mid + 1;
+        else hi = mid;
+    }
+    ranks[q] = lo;
+}
+
+// Writes each chunk as one bitonic sequence of its own length: its words from A rising, then
+// its words from B falling. Output word o lies in the chunk of size 2^bit where bit is the
+// highest bit in which o and the total differ (there the total has a 1, o a 0); the set bits
+// of the total above it count the chunks before.
+template <typename W> __device__ void place_chunks(const W *a, const W *b, const u64 *ranks, W *out, u64 total) {
+    GRID_STRIDE_LOOP64(o, total) {
+        u32 bit = 63 - __clzll(o ^ total);
+        u64 start = o & ~((1ull << bit) - 1), end = start + (1ull << bit);
+        u32 chunk = __popcll(total >> bit >> 1);
+        u64 a_from = ranks[chunk], a_to = ranks[chunk + 1], j = o - start;
+        out[o] = j < a_to - a_from ? a[a_from + j] : b[end - a_to - 1 - (j - (a_to - a_from))];
+    }
 }
 
 // keys[i] = the largest word: the +inf padding of a shard shorter than the longest.
@@ -145,6 +180,10 @@ template <typename W> __device__ void check_sorted(const W *keys, u64 n, u64 *su
 EXPORT_FOR_BOTH_WIDTHS(merge_split_place, PLACE_PARAMS, (mine, received, out, m, padded_m, lower, turn, received_from))
 #define COUNT_PARAMS(W) (const W *keys, u64 n, const W *queries, const u32 *upper, u64 *out, u32 count)
 EXPORT_FOR_BOTH_WIDTHS(count_below, COUNT_PARAMS, (keys, n, queries, upper, out, count))
+#define CO_RANKS_PARAMS(W) (const W *a, u64 a_len, const W *b, u64 b_len, u64 *ranks, u32 count)
+EXPORT_FOR_BOTH_WIDTHS(co_ranks, CO_RANKS_PARAMS, (a, a_len, b, b_len, ranks, count))
+#define PLACE_CHUNKS_PARAMS(W) (const W *a, const W *b, const u64 *ranks, W *out, u64 total)
+EXPORT_FOR_BOTH_WIDTHS(place_chunks, PLACE_CHUNKS_PARAMS, (a, b, ranks, out, total))
 #define LARGEST_PARAMS(W) (W * keys, u64 n)
 EXPORT_FOR_BOTH_WIDTHS(fill_largest, LARGEST_PARAMS, (keys, n))
 #define TAKE_PARAMS(W) (const W *keys, const u64 *positions, W *out, u32 count)
@@ -159,6 +198,8 @@ EXPORT_FOR_BOTH_WIDTHS(unpack_kv32, UNPACK32_PARAMS, (words, keys, values, n, ma
     extern "C" __global__ void name##_kv64 PARAMS(KeyIndex) { name<KeyIndex> ARGS; }
 EXPORT_KV(merge_split_place, PLACE_PARAMS, (mine, received, out, m, padded_m, lower, turn, received_from))
 EXPORT_KV(count_below, COUNT_PARAMS, (keys, n, queries, upper, out, count))
+EXPORT_KV(co_ranks, CO_RANKS_PARAMS, (a, a_len, b, b_len, ranks, count))
+EXPORT_KV(place_chunks, PLACE_CHUNKS_PARAMS, (a, b, ranks, out, total))
 EXPORT_KV(fill_largest, LARGEST_PARAMS, (keys, n))
 EXPORT_KV(take, TAKE_PARAMS, (keys, positions, out, count))
 

@@ -158,6 +158,32 @@ fn ranks_sharing_one_gpu() {
     }
 }
 
+/// Partition on four ranks: two levels of run merges, runs of every length (empty, a few keys,
+/// millions: power-of-two chunks of several passes each), keys alone and key-value pairs.
+#[test]
+fn four_ranks_sharing_one_gpu() {
+    let Some(multi) = multi_or_skip("four_ranks_sharing_one_gpu", &[0, 0, 0, 0]) else {
+        return;
+    };
+    for lens in shard_sets(4) {
+        check::<u32>(&multi, &lens, Pattern::Random, 21);
+        check::<f64>(&multi, &lens, Pattern::FewDistinct, 22);
+        check_kv::<u32, u32>(&multi, &lens, Pattern::Random, |i| i as u32);
+    }
+    check::<u32>(
+        &multi,
+        &[(1 << 21) + 5, 1 << 21, 3, (1 << 20) - 1],
+        Pattern::Random,
+        23,
+    );
+    check::<i64>(
+        &multi,
+        &[1 << 19, 0, 1 << 20, 77_777],
+        Pattern::AllEqual,
+        24,
+    );
+}
+
 /// A few sorts with merges on any GPU count, small enough for compute-sanitizer's racecheck
 /// (bench/sanitize.sh): two ranks of one GPU, both algorithms, keys alone and key-value pairs.
 #[test]

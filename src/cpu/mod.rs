@@ -9,6 +9,21 @@ mod serial;
 pub use parallel::sort_parallel;
 pub use serial::sort_serial;
 
+/// Sorts a bitonic sequence (rising then falling, or any rotation of one) of a power-of-two
+/// length ascending: the half-cleaners of one stage, stride `len / 2` down to 1, with no flip.
+pub fn merge_bitonic<B: Word>(data: &mut [B]) {
+    assert!(
+        data.len().is_power_of_two() || data.is_empty(),
+        "a bitonic merge of {} keys",
+        data.len()
+    );
+    let mut stride = data.len() / 2;
+    while stride >= 1 {
+        half_step(data, stride);
+        stride /= 2;
+    }
+}
+
 /// What the CPU networks sort: any totally ordered plain value (the `u32`/`u64` words of
 /// [`crate::key`], or `(word, index)` pairs for stable key-value sorts).
 pub trait Word: Copy + Ord + Send + Sync {}

@@ -10,7 +10,8 @@
 //!   a bitonic sequence holding its half — and sorts it with the tuned *merge* passes (the
 //!   half-cleaner steps alone). The host first finds where the kept keys turn from one shard to
 //!   the other, so only the keys that change sides cross (`ncclSend`/`ncclRecv` in one group);
-//! * partition: sample, p-1 splitters, one all-to-all, then a local sort of what arrived.
+//! * partition: sample, p-1 splitters, one all-to-all, then each rank merges the p sorted runs
+//!   it received, pairwise in log p levels of power-of-two bitonic merges (no padding).
 //!
 //! Both run on *words*: sortable u32/u64 words for keys alone, 16-byte (key, position, value)
 //! words for key-value pairs (`sort_by_key_shards`), which makes that sort stable.
@@ -29,8 +30,8 @@ use super::{check_len, kernel_name, kernels, plan, set_pool_threshold, Gpu, MAX_
 use crate::error::{check_same_len, CudaContext as _, Error, GpuUnavailable, Result};
 use crate::key::Bits;
 use crate::multi::{
-    bucket_bounds, choose_splitters, cut_for, merge_split_rounds, merge_split_share,
-    sample_positions, Algorithm, Cut, Splitter,
+    bucket_bounds, choose_splitters, cut_for, merge_chunks, merge_level, merge_split_rounds,
+    merge_split_share, sample_positions, Algorithm, Cut, Splitter,
 };
 use crate::network::padded_len;
 use crate::{Order, SortKey};
@@ -627,7 +628,7 @@ impl MultiGpu {
         result
     }
 
-    /// Sample sort: local sorts, splitters, one all-to-all, local sorts of what arrived.
+    /// Sample sort: local sorts, splitters, one all-to-all, a merge of the runs that arrived.
     fn partition<W: Word>(
         &self,
         mut words: Vec<CudaSlice<W>>,
@@ -672,9 +673,12 @@ impl MultiGpu {
         if let Some(&len) = arriving.iter().find(|&&len| len > MAX_LEN) {
             return Err(Error::TooLong { len, max: MAX_LEN });
         }
+        // Each bucket's runs, one from every rank in rank order, merge through a spare buffer.
         let mut received = Vec::with_capacity(p);
+        let mut spare = Vec::with_capacity(p);
         for (rank, &len) in arriving.iter().enumerate() {
             received.push(alloc::<W>(self.gpu(rank), len)?);
+            spare.push(alloc::<W>(self.gpu(rank), len)?);
         }
         // Rank j's buffer takes the senders' parts in rank order, in p rounds around the ring
         // (round k: every rank j receives from j - k), as the simulated ranks do.
@@ -698,19 +702,94 @@ impl MultiGpu {
         }
         phases.end("cuts and all-to-all")?;
         drop(words);
-        let mut sorted = Vec::with_capacity(p);
-        for (rank, mut buf) in received.into_iter().enumerate() {
-            let len = arriving[rank];
-            plan::tuned(
-                self.gpu(rank),
-                &mut buf.slice_mut(0..len),
-                plan::RowLayout::rows(len, len),
-                0,
-            )?;
-            sorted.push(Shard { buf, start: 0, len });
+        // The merge tree level by level, every rank's merges of a level queued before the next
+        // level's, so that no GPU waits on the host queuing another's.
+        let mut runs: Vec<Vec<usize>> = (0..p)
+            .map(|to| {
+                (0..p)
+                    .map(|from| cuts[from][to + 1] - cuts[from][to])
+                    .collect()
+            })
+            .collect();
+        while runs[0].len() > 1 {
+            for rank in 0..p {
+                for (offset, a, b) in merge_level(&runs[rank]) {
+                    self.merge_two_runs(rank, &received[rank], &mut spare[rank], offset, a, b)?;
+                }
+                std::mem::swap(&mut received[rank], &mut spare[rank]);
+                runs[rank] = merge_level(&runs[rank])
+                    .iter()
+                    .map(|&(_, a, b)| a + b)
+                    .collect();
+            }
         }
-        phases.end("local sorts of the buckets")?;
-        Ok(sorted)
+        phases.end("merges of the runs")?;
+        drop(spare);
+        Ok(received
+            .into_iter()
+            .zip(arriving)
+            .map(|(buf, len)| Shard { buf, start: 0, len })
+            .collect())
+    }
+
+    /// Merges the sorted runs `src[offset..offset + a]` and `src[offset + a..offset + a + b]`
+    /// of rank `rank` into `dst[offset..offset + a + b]`: the merge path at every chunk
+    /// boundary, each chunk placed as a bitonic sequence, then one tuned bitonic merge a chunk
+    /// (src/multi/mod.rs, `place_chunks`, does the same on the CPU).
+    fn merge_two_runs<W: Word>(
+        &self,
+        rank: usize,
+        src: &CudaSlice<W>,
+        dst: &mut CudaSlice<W>,
+        offset: usize,
+        a: usize,
+        b: usize,
+    ) -> Result<()> {
+        let (gpu, total) = (self.gpu(rank), a + b);
+        let stream = gpu.stream();
+        if a == 0 || b == 0 {
+            if total > 0 {
+                stream
+                    .memcpy_dtod(
+                        &src.slice(offset..offset + total),
+                        &mut dst.slice_mut(offset..offset + total),
+                    )
+                    .during(|| "copying a run that has no partner".into())?;
+            }
+            return Ok(());
+        }
+        let count = total.count_ones() + 1;
+        let mut ranks = alloc::<u64>(gpu, count as usize)?;
+        let (first, second) = (
+            src.slice(offset..offset + a),
+            src.slice(offset + a..offset + total),
+        );
+        let (a64, b64, total64) = (a as u64, b as u64, total as u64);
+        let f = gpu.function(&kernels::MULTI, &kernel_name::<W>("co_ranks"))?;
+        let mut launch = stream.launch_builder(&f);
+        launch
+            .arg(&first)
+            .arg(&a64)
+            .arg(&second)
+            .arg(&b64)
+            .arg(&mut ranks)
+            .arg(&count);
+        unsafe { launch.launch(small_grid(count)) }.during(|| "launching co_ranks".into())?;
+        let mut out = dst.slice_mut(offset..offset + total);
+        let f = gpu.function(&kernels::MULTI, &kernel_name::<W>("place_chunks"))?;
+        let mut launch = stream.launch_builder(&f);
+        launch
+            .arg(&first)
+            .arg(&second)
+            .arg(&ranks)
+            .arg(&mut out)
+            .arg(&total64);
+        unsafe { launch.launch(gpu.elementwise(total)) }
+            .during(|| "launching place_chunks".into())?;
+        for chunk in merge_chunks(total) {
+            plan::tuned_merge(gpu, &mut out.slice_mut(chunk))?;
+        }
+        Ok(())
     }
 }
 

@@ -12,9 +12,15 @@
 //!   (never sent), which, as in the single-GPU network, never moves down; ranks past `p` are
 //!   virtual. Any `p` works, in `log p (log p + 1) / 2` rounds, each moving every shard.
 //! * [`Algorithm::Partition`]: sample sort. Every rank sorts locally, the ranks agree on `p-1`
-//!   splitters from a regular sample, and one all-to-all sends each key to its rank; a final
-//!   local sort merges what arrived. Splitters are ordered by (key, rank, index), so equal keys
-//!   still split evenly without tagging any key.
+//!   splitters from a regular sample, and one all-to-all sends each key to its rank; each rank
+//!   then merges the `p` sorted runs that arrived, pairwise in `log p` levels
+//!   ([`merge_runs`]). Splitters are ordered by (key, rank, index), so equal keys still split
+//!   evenly without tagging any key.
+//!
+//! A merge of two sorted runs of any lengths is cut into power-of-two *chunks*
+//! ([`merge_chunks`]); the merge path ([`co_rank`]) says which keys of each run fall in a chunk,
+//! and those, the first run's rising and the second's falling, make a bitonic sequence of the
+//! chunk's exact length ([`place_chunks`]) that one bitonic merge sorts: no padding.
 //!
 //! Errors: a rank that fails calls [`Transport::abort`]; every rank waiting on it then returns
 //! [`Error::PeerFailed`] instead of hanging, and no rank passes off a partial result.
@@ -28,6 +34,7 @@ use crate::key::Bits;
 use crate::key::{key_from_ordered_bits, ordered_bits};
 use crate::network::{stage_sizes, stage_steps};
 use crate::{Order, SortKey};
+use std::ops::Range;
 
 /// Moves bytes between ranks: [`ThreadTransport`] between simulated ranks. The GPUs
 /// (src/cuda/multi.rs) run the same schedule, [`merge_split_rounds`], and the same splitter
@@ -66,7 +73,7 @@ pub fn sort_sharded<K: SortKey, T: Transport>(
         local_sort(&mut words);
         let sorted = match algorithm {
             Algorithm::MergeSplit => merge_split(transport, words, &sizes)?,
-            Algorithm::Partition => partition(transport, words, &sizes, local_sort)?,
+            Algorithm::Partition => partition(transport, words, &sizes)?,
         };
         Ok(sorted
             .into_iter()
@@ -117,11 +124,15 @@ pub struct Splitter<B> {
     pub index: usize,
 }
 
+/// Samples a rank offers, on average. A bucket exceeds its share by at most about one gap
+/// between samples of each rank, `p / SAMPLES_PER_RANK` of the share (0.4% at p = 4), and the
+/// slowest rank sets the pace of the merges.
+pub const SAMPLES_PER_RANK: usize = 1024;
+
 /// The positions of its sorted shard of `len` keys that a rank offers as samples: evenly
-/// spaced, as many as its share of all `total` keys (32 per rank on average), so that every
-/// key stands the same chance.
+/// spaced, as many as its share of all `total` keys, so that every key stands the same chance.
 pub fn sample_positions(len: usize, total: usize, p: usize) -> Vec<usize> {
-    let count = (32 * p * len).div_ceil(total.max(1));
+    let count = (SAMPLES_PER_RANK * p * len).div_ceil(total.max(1)).min(len);
     (0..count).map(|k| k * len / count).collect()
 }
 
@@ -166,6 +177,87 @@ pub fn cut_for<B: Copy>(splitter: &Splitter<B>, rank: usize) -> Cut<B> {
             or_equal: rank < splitter.rank,
         }
     }
+}
+
+/// A merge of two sorted runs with `total` keys in all, cut into power-of-two ranges of the
+/// output, largest first (the set bits of `total`): each is one bitonic merge of its own
+/// length, so no chunk is padded.
+pub fn merge_chunks(total: usize) -> Vec<Range<usize>> {
+    let mut start = 0;
+    (0..usize::BITS)
+        .rev()
+        .filter(|bit| total >> bit & 1 == 1)
+        .map(|bit| {
+            start += 1 << bit;
+            start - (1 << bit)..start
+        })
+        .collect()
+}
+
+/// The merge path: how many of the first `o` keys of the merge of sorted `a` and `b` come from
+/// `a`, `a`'s keys going first among equal ones (kernels/multi.cu's `co_ranks`).
+pub fn co_rank<B: Ord>(a: &[B], b: &[B], o: usize) -> usize {
+    let (mut lo, mut hi) = (o.saturating_sub(b.len()), o.min(a.len()));
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if a[mid] <= b[o - mid - 1] {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
+/// Writes into `out` (`a.len() + b.len()` keys) every chunk of the merge of sorted `a` and `b`
+/// as a bitonic sequence: its keys from `a` rising, then its keys from `b` falling
+/// (kernels/multi.cu's `place_chunks`). A bitonic merge of each chunk then finishes the merge.
+pub fn place_chunks<B: Ord + Copy>(a: &[B], b: &[B], out: &mut [B]) {
+    assert_eq!(out.len(), a.len() + b.len());
+    for chunk in merge_chunks(out.len()) {
+        let (a_from, a_to) = (co_rank(a, b, chunk.start), co_rank(a, b, chunk.end));
+        let (b_from, b_to) = (chunk.start - a_from, chunk.end - a_to);
+        let (rising, falling) = out[chunk].split_at_mut(a_to - a_from);
+        rising.copy_from_slice(&a[a_from..a_to]);
+        for (slot, &key) in falling.iter_mut().zip(b[b_from..b_to].iter().rev()) {
+            *slot = key;
+        }
+    }
+}
+
+/// The pairs of adjacent runs merged at one level of a merge tree, as (offset, first run's
+/// length, second run's length); an odd last run pairs with an empty one. The next level's
+/// runs are the pairs' sums.
+pub fn merge_level(runs: &[usize]) -> Vec<(usize, usize, usize)> {
+    let mut offset = 0;
+    runs.chunks(2)
+        .map(|pair| {
+            let (a, b) = (pair[0], pair.get(1).copied().unwrap_or(0));
+            offset += a + b;
+            (offset - a - b, a, b)
+        })
+        .collect()
+}
+
+/// Sorts `words`, which hold sorted runs of the lengths `runs` one after the other, by merging
+/// adjacent runs pairwise, level by level: the CPU form of the GPUs' merge of a bucket.
+pub fn merge_runs<B: Ord + Copy + Send + Sync>(mut words: Vec<B>, runs: &[usize]) -> Vec<B> {
+    assert_eq!(runs.iter().sum::<usize>(), words.len());
+    let mut runs = runs.to_vec();
+    let mut merged = words.clone();
+    while runs.len() > 1 {
+        for (offset, a, b) in merge_level(&runs) {
+            let (first, second) = words[offset..offset + a + b].split_at(a);
+            let out = &mut merged[offset..offset + a + b];
+            place_chunks(first, second, out);
+            for chunk in merge_chunks(a + b) {
+                crate::cpu::merge_bitonic(&mut out[chunk]);
+            }
+        }
+        std::mem::swap(&mut words, &mut merged);
+        runs = merge_level(&runs).iter().map(|&(_, a, b)| a + b).collect();
+    }
+    words
 }
 
 // ---- The algorithms over a transport (simulated ranks) ----
@@ -244,13 +336,8 @@ fn merge_split<B: Bits, T: Transport>(t: &T, mut mine: Vec<B>, sizes: &[usize]) 
     Ok(mine)
 }
 
-/// Sample sort: regular samples, p-1 splitters, one all-to-all, a local sort.
-fn partition<B: Bits, T: Transport>(
-    t: &T,
-    words: Vec<B>,
-    sizes: &[usize],
-    local_sort: LocalSort<B>,
-) -> Result<Vec<B>> {
+/// Sample sort: regular samples, p-1 splitters, one all-to-all, a merge of the runs.
+fn partition<B: Bits, T: Transport>(t: &T, words: Vec<B>, sizes: &[usize]) -> Result<Vec<B>> {
     let (p, r) = (t.ranks(), t.rank());
     if p == 1 {
         return Ok(words);
@@ -277,12 +364,14 @@ fn partition<B: Bits, T: Transport>(
         }
     });
     let cuts = bucket_bounds(cuts, words.len(), p);
-    let mut received = words[cuts[r]..cuts[r + 1]].to_vec();
-    for (_, got) in ring_all_to_all(t, |to| encode(&words[cuts[to]..cuts[to + 1]]))? {
-        received.extend(decode::<B>(&got)?);
+    // The runs in rank order, as the GPUs place them.
+    let mut runs: Vec<Vec<B>> = vec![Vec::new(); p];
+    runs[r] = words[cuts[r]..cuts[r + 1]].to_vec();
+    for (from, got) in ring_all_to_all(t, |to| encode(&words[cuts[to]..cuts[to + 1]]))? {
+        runs[from] = decode::<B>(&got)?;
     }
-    local_sort(&mut received);
-    Ok(received)
+    let lens: Vec<usize> = runs.iter().map(Vec::len).collect();
+    Ok(merge_runs(runs.concat(), &lens))
 }
 
 fn encode_splitters<B: Bits>(splitters: &[Splitter<B>]) -> Vec<u8> {
@@ -378,9 +467,69 @@ mod tests {
             }
         );
         assert_eq!(sample_positions(0, 100, 4), Vec::<usize>::new());
+        assert_eq!(sample_positions(100, 100, 1), (0..100).collect::<Vec<_>>());
         assert_eq!(
-            sample_positions(100, 100, 1),
-            (0..32).map(|k| k * 100 / 32).collect::<Vec<_>>()
+            sample_positions(4096, 8192, 2),
+            (0..1024).map(|k| k * 4).collect::<Vec<_>>()
         );
+    }
+
+    #[test]
+    fn merge_chunks_are_the_set_bits_largest_first() {
+        assert!(merge_chunks(0).is_empty());
+        assert_eq!(merge_chunks(4), vec![Range { start: 0, end: 4 }]);
+        assert_eq!(merge_chunks(11), [0..8, 8..10, 10..11]);
+        for total in 0..300 {
+            let chunks = merge_chunks(total);
+            assert_eq!(chunks.len(), total.count_ones() as usize);
+            assert_eq!(chunks.last().map_or(0, |c| c.end), total);
+            assert!(chunks.iter().all(|c| c.len().is_power_of_two()));
+        }
+    }
+
+    #[test]
+    fn co_rank_follows_a_stable_merge() {
+        let a = [1u32, 3, 3, 5, 9];
+        let b = [2u32, 3, 4, 9, 9, 10];
+        // The stable merge, each key tagged with its run (a first among equals).
+        let mut tagged: Vec<(u32, usize)> = a.iter().map(|&k| (k, 0)).collect();
+        tagged.extend(b.iter().map(|&k| (k, 1)));
+        tagged.sort();
+        for o in 0..=a.len() + b.len() {
+            let from_a = tagged[..o].iter().filter(|t| t.1 == 0).count();
+            assert_eq!(co_rank(&a, &b, o), from_a, "o = {o}");
+        }
+        assert_eq!(co_rank::<u32>(&[], &[1, 2], 1), 0);
+        assert_eq!(co_rank::<u32>(&[1, 2], &[], 2), 2);
+    }
+
+    #[test]
+    fn merges_of_runs_of_any_lengths() {
+        let mut seed = 7u64;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 33) as u32
+        };
+        for p in 1..=9usize {
+            for trial in 0..20 {
+                let lens: Vec<usize> = (0..p)
+                    .map(|_| next() as usize % (40 + trial * 30))
+                    .collect();
+                let distinct = if trial % 3 == 0 { 3 } else { 1 << 20 };
+                let runs: Vec<Vec<u32>> = lens
+                    .iter()
+                    .map(|&len| {
+                        let mut run: Vec<u32> = (0..len).map(|_| next() % distinct).collect();
+                        run.sort();
+                        run
+                    })
+                    .collect();
+                let mut expected = runs.concat();
+                expected.sort();
+                assert_eq!(merge_runs(runs.concat(), &lens), expected, "runs {lens:?}");
+            }
+        }
     }
 }
