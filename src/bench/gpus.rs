@@ -90,15 +90,15 @@ pub fn read_scaling_csv(path: &Path) -> std::result::Result<Vec<ScalingRow>, Str
     )
 }
 
-/// The rank devices for `n` keys on `gpus` GPUs: as many ranks as GPUs, or a multiple of that
-/// when one rank per GPU would exceed [`RANK_MAX`]. Partition's buckets vary in size around
+/// The rank devices for `n` keys on `gpus` GPUs: `min_per_gpu` ranks a GPU, or more when that
+/// would put more than [`RANK_MAX`] keys in a rank. Partition's buckets vary in size around
 /// their share, so it keeps an eighth of each rank free for that.
-pub fn rank_devices(n: usize, gpus: usize, algorithm: Algorithm) -> Vec<usize> {
+pub fn rank_devices(n: usize, gpus: usize, min_per_gpu: usize, algorithm: Algorithm) -> Vec<usize> {
     let rank_max = match algorithm {
         Algorithm::MergeSplit => RANK_MAX,
         Algorithm::Partition => RANK_MAX / 8 * 7,
     };
-    let per_gpu = n.div_ceil(rank_max * gpus).max(1);
+    let per_gpu = n.div_ceil(rank_max * gpus).max(min_per_gpu).max(1);
     (0..gpus * per_gpu).map(|r| r % gpus).collect()
 }
 
@@ -109,6 +109,9 @@ pub struct ScalingPlan {
     pub algorithms: Vec<Algorithm>,
     pub repeats: u32,
     pub seed: u64,
+    /// Ranks on each GPU at least (more when the keys need them): 4 ranks on one GPU run the
+    /// 4-rank schedule where no 4-GPU host is at hand.
+    pub min_ranks_per_gpu: usize,
 }
 
 /// Measures every GPU count and algorithm of `plan`; `log` hears progress.
@@ -124,7 +127,7 @@ pub fn measure(
     let mut rows = Vec::new();
     for &gpus in &plan.gpu_counts {
         for &algorithm in &plan.algorithms {
-            let ordinals = rank_devices(n, gpus, algorithm);
+            let ordinals = rank_devices(n, gpus, plan.min_ranks_per_gpu, algorithm);
             let multi = MultiGpu::new(&ordinals)?;
             let device = format!("{} x{gpus}", multi.gpu(0).info().name);
             let ranges = even_split(n, ordinals.len());
@@ -253,15 +256,26 @@ mod tests {
     #[test]
     fn ranks_for_large_inputs() {
         let big = 1usize << 32;
-        assert_eq!(rank_devices(big, 1, Algorithm::MergeSplit), vec![0, 0]);
-        assert_eq!(rank_devices(big, 2, Algorithm::MergeSplit), vec![0, 1]);
-        assert_eq!(rank_devices(big, 1, Algorithm::Partition), vec![0, 0, 0]);
-        assert_eq!(rank_devices(big, 2, Algorithm::Partition), vec![0, 1, 0, 1]);
-        assert_eq!(rank_devices(big, 4, Algorithm::Partition), vec![0, 1, 2, 3]);
+        assert_eq!(rank_devices(big, 1, 1, Algorithm::MergeSplit), vec![0, 0]);
+        assert_eq!(rank_devices(big, 2, 1, Algorithm::MergeSplit), vec![0, 1]);
+        assert_eq!(rank_devices(big, 1, 1, Algorithm::Partition), vec![0, 0, 0]);
         assert_eq!(
-            rank_devices(1000, 4, Algorithm::MergeSplit),
+            rank_devices(big, 2, 1, Algorithm::Partition),
+            vec![0, 1, 0, 1]
+        );
+        assert_eq!(
+            rank_devices(big, 4, 1, Algorithm::Partition),
             vec![0, 1, 2, 3]
         );
+        assert_eq!(
+            rank_devices(1000, 4, 1, Algorithm::MergeSplit),
+            vec![0, 1, 2, 3]
+        );
+        assert_eq!(
+            rank_devices(1000, 1, 4, Algorithm::Partition),
+            vec![0, 0, 0, 0]
+        );
+        assert_eq!(rank_devices(big, 1, 2, Algorithm::Partition), vec![0, 0, 0]);
     }
 
     #[test]

@@ -61,6 +61,9 @@ pub struct Args {
     /// Algorithms for --gpus.
     #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Algorithm::MergeSplit, Algorithm::Partition])]
     algorithms: Vec<Algorithm>,
+    /// Ranks on each GPU at least, for --gpus (more when one rank would hold too many keys).
+    #[arg(long, default_value_t = 1)]
+    ranks_per_gpu: usize,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -121,6 +124,7 @@ fn run_gpus(args: Args) -> Result<ExitCode> {
         algorithms: args.algorithms.clone(),
         repeats: args.repeats.max(1),
         seed: args.seed,
+        min_ranks_per_gpu: args.ranks_per_gpu,
     };
     let who = measure::Provenance::here();
     eprintln!(
