@@ -491,7 +491,8 @@ impl MultiGpu {
     }
 
     /// Every moving pair `(lower, upper, turn)` swaps the keys that change sides: the lower
-    /// rank gets the upper's first m - turn keys, the upper the lower's last m - turn.
+    /// rank gets the upper's first m - turn keys, the upper the lower's last m - turn, each at
+    /// the front of its `received` buffer.
     fn exchange_round<B: Word>(
         &self,
         moving: &[(usize, usize, usize)],
@@ -499,32 +500,24 @@ impl MultiGpu {
         m: usize,
         received: &mut [CudaSlice<B>],
     ) -> Result<()> {
-        let mut targets: Vec<Option<&mut CudaSlice<B>>> = received.iter_mut().map(Some).collect();
         let mut transfers = Vec::new();
         for &(lower, upper, turn) in moving {
             let count = m - turn;
-            let (to_lower, to_upper) = (
-                targets[lower].take().expect("one pair a rank"),
-                targets[upper].take().expect("one pair a rank"),
-            );
+            let (lo, up) = (&shards[lower], &shards[upper]);
             transfers.push(Transfer {
                 from: upper,
                 to: lower,
-                src: shards[upper]
-                    .buf
-                    .slice(shards[upper].start..shards[upper].start + count),
-                dst: to_lower.slice_mut(0..count),
+                src: up.buf.slice(up.start..up.start + count),
+                at: 0,
             });
             transfers.push(Transfer {
                 from: lower,
                 to: upper,
-                src: shards[lower]
-                    .buf
-                    .slice(shards[lower].start + turn..shards[lower].start + m),
-                dst: to_upper.slice_mut(0..count),
+                src: lo.buf.slice(lo.start + turn..lo.start + m),
+                at: 0,
             });
         }
-        self.transfer(transfers)
+        self.transfer(&transfers, received)
     }
 
     /// The turn of a merge-split of two sorted shards A (lower rank) and B (upper), m keys
@@ -578,21 +571,26 @@ impl MultiGpu {
         Ok(lo + offset)
     }
 
-    /// Queues `transfers` (each from a view on rank `from` into a view on rank `to`): device
-    /// copies between ranks of one GPU, and NCCL sends and receives, all in one group.
-    fn transfer<B: Word>(&self, mut transfers: Vec<Transfer<B>>) -> Result<()> {
+    /// Queues `transfers` (each from a view on rank `from` into rank `to`'s `received` buffer):
+    /// device copies between ranks of one GPU, and NCCL sends and receives, all in one group.
+    fn transfer<B: Word>(
+        &self,
+        transfers: &[Transfer<B>],
+        received: &mut [CudaSlice<B>],
+    ) -> Result<()> {
         let comms = self.comms.borrow();
         let mut grouped = false;
         let mut result = Ok(());
-        for t in transfers.iter_mut() {
+        for t in transfers {
             if t.src.is_empty() {
                 continue;
             }
+            let mut dst = received[t.to].slice_mut(t.at..t.at + t.src.len());
             let (from_dev, to_dev) = (self.device_of[t.from], self.device_of[t.to]);
             if from_dev == to_dev {
                 result = self.gpus[from_dev]
                     .stream()
-                    .memcpy_dtod(&t.src, &mut t.dst)
+                    .memcpy_dtod(&t.src, &mut dst)
                     .during(|| format!("copying rank {}'s shard to rank {}", t.from, t.to));
             } else {
                 let comms = comms.as_ref().expect("several GPUs have communicators");
@@ -604,7 +602,7 @@ impl MultiGpu {
                 // there: both are queued here in the same order.
                 let bytes = t.src.len() * std::mem::size_of::<B>();
                 let src = unsafe { t.src.transmute::<u8>(bytes) }.expect("same bytes");
-                let mut dst = unsafe { t.dst.transmute_mut::<u8>(bytes) }.expect("same bytes");
+                let mut dst = unsafe { dst.transmute_mut::<u8>(bytes) }.expect("same bytes");
                 result = comms[from_dev]
                     .send(&src, to_dev as i32)
                     .map_err(nccl_error("queuing a send"))
@@ -680,26 +678,18 @@ impl MultiGpu {
             received.push(alloc::<W>(self.gpu(rank), len)?);
             spare.push(alloc::<W>(self.gpu(rank), len)?);
         }
-        // Rank j's buffer takes the senders' parts in rank order, in p rounds around the ring
-        // (round k: every rank j receives from j - k), as the simulated ranks do.
-        for k in 0..p {
-            let transfers: Vec<Transfer<W>> = received
-                .iter_mut()
-                .enumerate()
-                .map(|(to, buf)| {
-                    let from = (to + p - k) % p;
-                    let at: usize = (0..from).map(|r| cuts[r][to + 1] - cuts[r][to]).sum();
-                    let (lo, hi) = (cuts[from][to], cuts[from][to + 1]);
-                    Transfer {
-                        from,
-                        to,
-                        src: words[from].slice(lo..hi),
-                        dst: buf.slice_mut(at..at + (hi - lo)),
-                    }
-                })
-                .collect();
-            self.transfer(transfers)?;
-        }
+        // Rank j's buffer takes the senders' parts in rank order. All p^2 messages go in one
+        // NCCL group, so every GPU sends to and receives from all others at once.
+        let transfers: Vec<Transfer<W>> = (0..p)
+            .flat_map(|to| (0..p).map(move |from| (from, to)))
+            .map(|(from, to)| Transfer {
+                from,
+                to,
+                src: words[from].slice(cuts[from][to]..cuts[from][to + 1]),
+                at: (0..from).map(|r| cuts[r][to + 1] - cuts[r][to]).sum(),
+            })
+            .collect();
+        self.transfer(&transfers, &mut received)?;
         phases.end("cuts and all-to-all")?;
         drop(words);
         // The merge tree level by level, every rank's merges of a level queued before the next
@@ -972,12 +962,13 @@ fn pack_kernel<K, V>(what: &str) -> String {
     format!("{what}_{key}_u{}", 8 * std::mem::size_of::<V>())
 }
 
-/// One message of a round: a view on rank `from` into a view on rank `to`.
+/// One message of a round: a view on rank `from` into rank `to`'s receive buffer.
 struct Transfer<'a, B> {
     from: usize,
     to: usize,
     src: CudaView<'a, B>,
-    dst: CudaViewMut<'a, B>,
+    /// Where the message goes in rank `to`'s receive buffer.
+    at: usize,
 }
 
 /// `len` keys split into `parts` ranges as evenly as possible.
