@@ -675,9 +675,10 @@ impl MultiGpu {
         let mut received = Vec::with_capacity(p);
         let mut spare = Vec::with_capacity(p);
         for (rank, &len) in arriving.iter().enumerate() {
-            received.push(alloc::<W>(self.gpu(rank), len)?);
-            spare.push(alloc::<W>(self.gpu(rank), len)?);
+            received.push(alloc::<W>(self.gpu(rank), pool_friendly(len))?);
+            spare.push(alloc::<W>(self.gpu(rank), pool_friendly(len))?);
         }
+        phases.end("cuts and allocations")?;
         // Rank j's buffer takes the senders' parts in rank order. All p^2 messages go in one
         // NCCL group, so every GPU sends to and receives from all others at once.
         let transfers: Vec<Transfer<W>> = (0..p)
@@ -690,7 +691,7 @@ impl MultiGpu {
             })
             .collect();
         self.transfer(&transfers, &mut received)?;
-        phases.end("cuts and all-to-all")?;
+        phases.end("all-to-all")?;
         drop(words);
         // The merge tree level by level, every rank's merges of a level queued before the next
         // level's, so that no GPU waits on the host queuing another's.
@@ -990,6 +991,14 @@ fn alloc<T: cudarc::driver::DeviceRepr>(gpu: &Gpu, len: usize) -> Result<CudaSli
     })
 }
 
+/// A buffer length of at least `len` from a few sizes only (a multiple of 1/32 to 1/64 of
+/// `len`), so that buckets a little larger or smaller than last time reuse the buffers the
+/// memory pool kept instead of mapping new memory.
+fn pool_friendly(len: usize) -> usize {
+    let granule = 1usize << (usize::BITS - len.leading_zeros()).saturating_sub(6);
+    len.next_multiple_of(granule)
+}
+
 /// Copies a shard of keys into the front of a word buffer of the same GPU.
 fn copy_in<K: SortKey>(gpu: &Gpu, input: &CudaView<K>, buf: &mut CudaSlice<K::Bits>) -> Result<()> {
     if input.is_empty() {
@@ -1200,4 +1209,29 @@ pub mod bench {
 
     /// The most keys a rank sorts.
     pub const RANK_MAX: usize = MAX_LEN;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pool_friendly;
+
+    #[test]
+    fn buckets_near_one_size_share_a_few_buffer_lengths() {
+        assert_eq!(pool_friendly(0), 0);
+        assert_eq!(pool_friendly(1), 1);
+        let share = 1usize << 30;
+        let mut lengths: Vec<usize> = (0..1000)
+            .map(|k| share - (1 << 22) + k * 8389)
+            .map(pool_friendly)
+            .collect();
+        lengths.dedup();
+        assert!(lengths.len() <= 2, "{lengths:?}");
+        for len in [1usize, 63, 64, 65, 1000, 123_456_789, share + 1] {
+            let capacity = pool_friendly(len);
+            assert!(
+                capacity >= len && capacity <= len + len / 32,
+                "{len} -> {capacity}"
+            );
+        }
+    }
 }
