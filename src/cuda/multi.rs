@@ -645,6 +645,18 @@ impl MultiGpu {
                 0,
             )?;
         }
+        // Each bucket's runs, one from every rank in rank order, merge through a spare buffer.
+        // Both are made while the GPUs sort: a pool that must map new memory takes ~10 ms a
+        // few GiB. A bucket larger than its share by more than 1/64 (rare with regular
+        // samples) gets larger buffers once its size is known.
+        let share = total.div_ceil(p);
+        let expected = pool_friendly(share + share / 64);
+        let mut received = Vec::with_capacity(p);
+        let mut spare = Vec::with_capacity(p);
+        for rank in 0..p {
+            received.push(alloc::<W>(self.gpu(rank), expected)?);
+            spare.push(alloc::<W>(self.gpu(rank), expected)?);
+        }
         let mut samples = Vec::new();
         for (rank, &len) in lens.iter().enumerate() {
             let positions = sample_positions(len, total, p);
@@ -671,14 +683,14 @@ impl MultiGpu {
         if let Some(&len) = arriving.iter().find(|&&len| len > MAX_LEN) {
             return Err(Error::TooLong { len, max: MAX_LEN });
         }
-        // Each bucket's runs, one from every rank in rank order, merge through a spare buffer.
-        let mut received = Vec::with_capacity(p);
-        let mut spare = Vec::with_capacity(p);
+        phases.end("cuts")?;
         for (rank, &len) in arriving.iter().enumerate() {
-            received.push(alloc::<W>(self.gpu(rank), pool_friendly(len))?);
-            spare.push(alloc::<W>(self.gpu(rank), pool_friendly(len))?);
+            if len > received[rank].len() {
+                received[rank] = alloc::<W>(self.gpu(rank), pool_friendly(len))?;
+                spare[rank] = alloc::<W>(self.gpu(rank), pool_friendly(len))?;
+            }
         }
-        phases.end("cuts and allocations")?;
+        phases.end("allocations")?;
         // Rank j's buffer takes the senders' parts in rank order. All p^2 messages go in one
         // NCCL group, so every GPU sends to and receives from all others at once.
         let transfers: Vec<Transfer<W>> = (0..p)
