@@ -56,16 +56,15 @@ template <typename W> __device__ void count_below(const W *keys, u64 n, const W 
 }
 
 // The partition's merge of two sorted runs A and B (src/multi/mod.rs: merge_chunks, co_rank,
-// place_chunks): the output is cut into power-of-two chunks, the set bits of A's and B's
-// total length, largest first. For each chunk boundary q (0 ... chunks), the merge path:
-// how many of the first boundary(q) merged words come from A, A's words first among equal
-// ones. Boundary q keeps the q highest set bits of the total.
+// place_chunks): the output is cut into the largest power of two `top` at most the total, and
+// the rest. For each chunk boundary q (0, top, total: 2 or 3 of them), the merge path: how many
+// of the first boundary(q) merged words come from A, A's words first among equal ones.
 template <typename W>
 __device__ void co_ranks(const W *a, u64 a_len, const W *b, u64 b_len, u64 *ranks, u32 count) {
     u32 q = blockIdx.x * blockDim.x + threadIdx.x;
     if (q >= count) return;
-    u64 o = a_len + b_len;
-    for (u32 k = __popcll(o); k > q; --k) o &= o - 1;
+    const u64 total = a_len + b_len, top = 1ull << (63 - __clzll(total));
+    const u64 o = q == 0 ? 0 : min(total, top << (q - 1));
     u64 lo = o > b_len ? o - b_len : 0, hi = o < a_len ? o : a_len;
     while (lo < hi) {
         u64 mid = lo + (hi - lo) / 2;
@@ -75,17 +74,17 @@ __device__ void co_ranks(const W *a, u64 a_len, const W *b, u64 b_len, u64 *rank
     ranks[q] = lo;
 }
 
-// Writes each chunk as one bitonic sequence of its own length: its words from A rising, then
-// its words from B falling. Output word o lies in the chunk of size 2^bit where bit is the
-// highest bit in which o and the total differ (there the total has a 1, o a 0); the set bits
-// of the total above it count the chunks before.
+// Writes each chunk as one bitonic sequence: its words from B falling, then its words from A
+// rising. The tuned merge pads the second chunk (not a power of two) with +inf at its end,
+// which keeps a falling-then-rising sequence bitonic.
 template <typename W> __device__ void place_chunks(const W *a, const W *b, const u64 *ranks, W *out, u64 total) {
+    const u64 top = 1ull << (63 - __clzll(total));
     GRID_STRIDE_LOOP64(o, total) {
-        u32 bit = 63 - __clzll(o ^ total);
-        u64 start = o & ~((1ull << bit) - 1), end = start + (1ull << bit);
-        u32 chunk = __popcll(total >> bit >> 1);
-        u64 a_from = ranks[chunk], a_to = ranks[chunk + 1], j = o - start;
-        out[o] = j < a_to - a_from ? a[a_from + j] : b[end - a_to - 1 - (j - (a_to - a_from))];
+        const u32 chunk = o >= top;
+        const u64 start = chunk ? top : 0, end = chunk ? total : top;
+        const u64 a_from = ranks[chunk], a_to = ranks[chunk + 1], j = o - start;
+        const u64 from_b = (end - start) - (a_to - a_from);
+        out[o] = j < from_b ? b[end - a_to - 1 - j] : a[a_from + (j - from_b)];
     }
 }
 

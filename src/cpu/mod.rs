@@ -9,15 +9,12 @@ mod serial;
 pub use parallel::sort_parallel;
 pub use serial::sort_serial;
 
-/// Sorts a bitonic sequence (rising then falling, or any rotation of one) of a power-of-two
-/// length ascending: the half-cleaners of one stage, stride `len / 2` down to 1, with no flip.
+/// Sorts a bitonic sequence ascending: the half-cleaners of one stage, stride `P / 2` down to
+/// 1 (`P` the length rounded up to a power of two), with no flip. A length that is not a power
+/// of two counts as padded with `+inf` (pairs past the end are skipped, as in the sort), so such
+/// a sequence must fall, then rise; one of a power-of-two length may be any bitonic sequence.
 pub fn merge_bitonic<B: Word>(data: &mut [B]) {
-    assert!(
-        data.len().is_power_of_two() || data.is_empty(),
-        "a bitonic merge of {} keys",
-        data.len()
-    );
-    let mut stride = data.len() / 2;
+    let mut stride = data.len().next_power_of_two() / 2;
     while stride >= 1 {
         half_step(data, stride);
         stride /= 2;

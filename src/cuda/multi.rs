@@ -761,7 +761,7 @@ impl MultiGpu {
             }
             return Ok(());
         }
-        let count = total.count_ones() + 1;
+        let count = merge_chunks(total).len() as u32 + 1;
         let mut ranks = alloc::<u64>(gpu, count as usize)?;
         let (first, second) = (
             src.slice(offset..offset + a),

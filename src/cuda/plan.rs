@@ -677,10 +677,12 @@ pub(super) fn tuned<T: DeviceRepr>(
     launch_tuned(gpu, keys, layout, map, tuned_passes)
 }
 
-/// Sorts `keys`, a bitonic sequence of ascending sortable words whose length is a power of two.
+/// Sorts `keys`, a bitonic sequence of ascending sortable words: of any shape when its length
+/// is a power of two; falling then rising otherwise, since the passes pad it virtually with
+/// `+inf` up to the next power of two (which keeps a falling-then-rising sequence bitonic, and
+/// costs no memory traffic: padding slots are never loaded or stored).
 pub(super) fn tuned_merge<T: DeviceRepr>(gpu: &Gpu, keys: &mut CudaViewMut<T>) -> Result<()> {
     let n = keys.len();
-    assert!(n.is_power_of_two(), "a bitonic merge of {n} keys");
     if n < 2 {
         return Ok(());
     }
@@ -1022,6 +1024,34 @@ mod tests {
                 }
                 keys.truncate(expected.len());
                 assert!(keys == expected, "{shape:?}, 2^{log_n} keys: {passes:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn tuned_merges_on_the_model_sort_padded_falling_then_rising_keys() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(31);
+        for (tile_bits, cluster_bits) in [(6, 0), (8, 0), (7, 2)] {
+            let shape = shape(tile_bits, cluster_bits);
+            for n in [2usize, 3, 5, 100, 129, 1000, 4097, 20_000, 32_767] {
+                // The partition's merge chunks: one run falling, then the other rising.
+                let split = rng.random_range(0..=n);
+                let mut falling: Vec<u32> = (0..split).map(|_| rng.random_range(0..500)).collect();
+                let mut rising: Vec<u32> = (split..n).map(|_| rng.random_range(0..500)).collect();
+                falling.sort_unstable_by(|x, y| y.cmp(x));
+                rising.sort_unstable();
+                let mut keys = [falling, rising].concat();
+                let mut expected = keys.clone();
+                expected.sort_unstable();
+                let padded = n.next_power_of_two().max(1 << shape.merge_bits());
+                keys.resize(padded, u32::MAX);
+                let passes = tuned_merge_passes(&shape, n.next_power_of_two());
+                for p in &passes {
+                    model_pass(&mut keys, &shape, p);
+                }
+                keys.truncate(n);
+                assert!(keys == expected, "{shape:?}, {n} keys split at {split}");
             }
         }
     }

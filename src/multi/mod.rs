@@ -17,13 +17,12 @@
 //!   ([`merge_runs`]). Splitters are ordered by (key, rank, index), so equal keys still split
 //!   evenly without tagging any key.
 //!
-//! A merge of two sorted runs of any lengths is cut into power-of-two *chunks*
-//! ([`merge_chunks`]); the merge path ([`co_rank`]) says which keys of each run fall in a chunk,
-//! and those, the first run's rising and the second's falling, make a bitonic sequence of the
-//! chunk's exact length ([`place_chunks`]) that one bitonic merge sorts: no padding.
-//!
-//! Errors: a rank that fails calls [`Transport::abort`]; every rank waiting on it then returns
-//! [`Error::PeerFailed`] instead of hanging, and no rank passes off a partial result.
+//! A merge of two sorted runs of any lengths is cut into at most two *chunks* of the output
+//! ([`merge_chunks`]): the largest power of two, and the rest. The merge path ([`co_rank`])
+//! says which keys of each run fall in a chunk; those, the second run's falling and then the
+//! first run's rising ([`place_chunks`]), make a bitonic sequence that one bitonic merge sorts:
+//! the first chunk has a power-of-two length, and the rest stays bitonic when padded with
+//! `+inf` up to the next power of two (padding costs the GPU's passes no memory traffic).
 
 mod threads;
 
@@ -179,18 +178,17 @@ pub fn cut_for<B: Copy>(splitter: &Splitter<B>, rank: usize) -> Cut<B> {
     }
 }
 
-/// A merge of two sorted runs with `total` keys in all, cut into power-of-two ranges of the
-/// output, largest first (the set bits of `total`): each is one bitonic merge of its own
-/// length, so no chunk is padded.
+/// A merge of two sorted runs with `total` keys in all, cut into at most two ranges of the
+/// output: the largest power of two at most `total`, then the rest (shorter), each one
+/// bitonic merge. Buckets near a power of two keep the padding of the rest small.
 pub fn merge_chunks(total: usize) -> Vec<Range<usize>> {
-    let mut start = 0;
-    (0..usize::BITS)
-        .rev()
-        .filter(|bit| total >> bit & 1 == 1)
-        .map(|bit| {
-            start += 1 << bit;
-            start - (1 << bit)..start
-        })
+    if total == 0 {
+        return Vec::new();
+    }
+    let top = 1 << total.ilog2();
+    [0..top, top..total]
+        .into_iter()
+        .filter(|chunk| !chunk.is_empty())
         .collect()
 }
 
@@ -210,18 +208,18 @@ pub fn co_rank<B: Ord>(a: &[B], b: &[B], o: usize) -> usize {
 }
 
 /// Writes into `out` (`a.len() + b.len()` keys) every chunk of the merge of sorted `a` and `b`
-/// as a bitonic sequence: its keys from `a` rising, then its keys from `b` falling
+/// as a bitonic sequence: its keys from `b` falling, then its keys from `a` rising
 /// (kernels/multi.cu's `place_chunks`). A bitonic merge of each chunk then finishes the merge.
 pub fn place_chunks<B: Ord + Copy>(a: &[B], b: &[B], out: &mut [B]) {
     assert_eq!(out.len(), a.len() + b.len());
     for chunk in merge_chunks(out.len()) {
         let (a_from, a_to) = (co_rank(a, b, chunk.start), co_rank(a, b, chunk.end));
         let (b_from, b_to) = (chunk.start - a_from, chunk.end - a_to);
-        let (rising, falling) = out[chunk].split_at_mut(a_to - a_from);
-        rising.copy_from_slice(&a[a_from..a_to]);
+        let (falling, rising) = out[chunk].split_at_mut(b_to - b_from);
         for (slot, &key) in falling.iter_mut().zip(b[b_from..b_to].iter().rev()) {
             *slot = key;
         }
+        rising.copy_from_slice(&a[a_from..a_to]);
     }
 }
 
@@ -475,15 +473,16 @@ mod tests {
     }
 
     #[test]
-    fn merge_chunks_are_the_set_bits_largest_first() {
+    fn merge_chunks_are_a_power_of_two_and_the_rest() {
         assert!(merge_chunks(0).is_empty());
         assert_eq!(merge_chunks(4), vec![Range { start: 0, end: 4 }]);
-        assert_eq!(merge_chunks(11), [0..8, 8..10, 10..11]);
-        for total in 0..300 {
+        assert_eq!(merge_chunks(11), [0..8, 8..11]);
+        for total in 1..300 {
             let chunks = merge_chunks(total);
-            assert_eq!(chunks.len(), total.count_ones() as usize);
-            assert_eq!(chunks.last().map_or(0, |c| c.end), total);
-            assert!(chunks.iter().all(|c| c.len().is_power_of_two()));
+            assert_eq!(chunks[0].start, 0);
+            assert!(chunks[0].len().is_power_of_two() && chunks[0].len() * 2 > total);
+            assert_eq!(chunks.last().unwrap().end, total);
+            assert!(chunks.windows(2).all(|w| w[0].end == w[1].start));
         }
     }
 
