@@ -11,7 +11,8 @@
 //!   half-cleaner steps alone). The host first finds where the kept keys turn from one shard to
 //!   the other, so only the keys that change sides cross (`ncclSend`/`ncclRecv` in one group);
 //! * partition: sample, p-1 splitters, one all-to-all, then each rank merges the p sorted runs
-//!   it received, pairwise in log p levels of power-of-two bitonic merges (no padding).
+//!   it received, pairwise in ⌈log p⌉ levels, each merge a placement and at most two tuned
+//!   bitonic merges (src/multi/mod.rs says how).
 //!
 //! Both run on *words*: sortable u32/u64 words for keys alone, 16-byte (key, position, value)
 //! words for key-value pairs (`sort_by_key_shards`), which makes that sort stable.
