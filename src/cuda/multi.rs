@@ -646,6 +646,11 @@ impl MultiGpu {
                 0,
             )?;
         }
+        if p == 1 {
+            let len = lens[0];
+            let buf = words.pop().expect("one rank");
+            return Ok(vec![Shard { buf, start: 0, len }]);
+        }
         // Each bucket's runs, one from every rank in rank order, merge through a spare buffer.
         // Both are made while the GPUs sort: a pool that must map new memory takes ~10 ms a
         // few GiB. A bucket larger than its share by more than 1/64 (rare with regular
