@@ -141,6 +141,28 @@ extern "C" __global__ void unpack_kv64_u32(const KeyIndex *words, u64 *keys, u32
     }
 }
 
+// 64-bit keys with 8-byte values: the value travels in two sorts, half of it in each (`half` 0:
+// the low 32 bits, 1: the high). The words order by (key, position) alone, so both sorts put
+// every pair in the same place; the second unpack adds the high half to what the first wrote.
+extern "C" __global__ void pack_kv64_u64(const u64 *keys, const u64 *values, KeyIndex *out, u64 n, u64 first, u32 map,
+                                         u32 half) {
+    GRID_STRIDE_LOOP64(i, n) {
+        KeyIndex w;
+        w.key = to_sortable(keys[i], map);
+        w.index = u32(first + i);
+        w.unused = u32(values[i] >> (32 * half));
+        out[i] = w;
+    }
+}
+
+extern "C" __global__ void unpack_kv64_u64(const KeyIndex *words, u64 *keys, u64 *values, u64 n, u32 map, u32 half) {
+    GRID_STRIDE_LOOP64(i, n) {
+        KeyIndex w = words[i];
+        keys[i] = from_sortable(w.key, map);
+        values[i] = half ? (values[i] & 0xffffffffull) | (u64(w.unused) << 32) : u64(w.unused);
+    }
+}
+
 // SplitMix64: a well-mixed 64-bit word from any 64-bit input.
 __device__ __forceinline__ u64 mix64(u64 z) {
     z += 0x9e3779b97f4a7c15ull;

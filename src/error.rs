@@ -74,8 +74,8 @@ pub enum Error {
     Nccl { context: String, cause: String },
 
     #[error(
-        "a multi-GPU key-value sort carries 4- or 8-byte values with 32-bit keys and 4-byte \
-         values with 64-bit keys, not {value_bytes}-byte values with {key_bytes}-byte keys"
+        "a multi-GPU key-value sort takes 4- or 8-byte keys and values, not {value_bytes}-byte \
+         values with {key_bytes}-byte keys"
     )]
     UnsupportedKeyValue {
         key_bytes: usize,

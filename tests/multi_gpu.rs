@@ -195,6 +195,7 @@ fn small_sorts_for_the_sanitizer() {
     check::<f64>(&multi, &[3_000, 17_000], Pattern::FewDistinct, 12);
     check_kv::<f32, u64>(&multi, &[5_000, 12_345], Pattern::Random, |i| i as u64);
     check_kv::<i64, u32>(&multi, &[7_777, 0], Pattern::FewDistinct, |i| i as u32);
+    check_kv::<u64, f64>(&multi, &[3_001, 4_000], Pattern::Random, |i| i as f64 * 0.5);
 }
 
 #[test]
@@ -369,10 +370,17 @@ fn key_value_pairs() {
             }
             check_kv::<f64, f32>(&multi, &lens, Pattern::Random, |i| i as f32);
             check_kv::<i32, i64>(&multi, &lens, Pattern::Sorted, |i| -(i as i64));
+            // 64-bit keys with 8-byte values: two sorts, half a value each. Both halves differ
+            // from pair to pair, so a half that went elsewhere in either sort shows.
+            for pattern in [Pattern::Random, Pattern::AllEqual] {
+                let value = |i: usize| (i as u64) << 32 | (i as u64 * 7 + 3);
+                check_kv::<u64, u64>(&multi, &lens, pattern, value);
+            }
+            check_kv::<f64, i64>(&multi, &lens, Pattern::FewDistinct, |i| -(i as i64) - 5);
         }
-        // 64-bit keys with 64-bit values do not fit one 16-byte word with their position.
+        // Values of other sizes are refused.
         let keys = multi.upload(&vec![1u64; 4 * p]).unwrap();
-        let values = multi.upload(&vec![2u64; 4 * p]).unwrap();
+        let values = multi.upload(&vec![2u16; 4 * p]).unwrap();
         let err = multi
             .sort_by_key_shards(
                 &DeviceShard::views(&keys),
@@ -382,7 +390,7 @@ fn key_value_pairs() {
             )
             .unwrap_err();
         assert!(
-            err.to_string().contains("4-byte values with 64-bit keys"),
+            err.to_string().contains("2-byte values with 8-byte keys"),
             "{err}"
         );
         // And the host form.

@@ -245,8 +245,9 @@ impl MultiGpu {
 
     /// Sorts (key, value) pairs spread one shard of each per rank: the values follow their
     /// keys, and equal keys keep their order of input (rank by rank), so the sort is stable.
-    /// Values of 4 or 8 bytes go with 32-bit keys, values of 4 bytes with 64-bit keys (each
-    /// pair travels as one 16-byte word: kernels/multi.cu); at most 2^32 - 1 pairs in all.
+    /// Keys and values of 4 or 8 bytes; each pair travels as one 16-byte word
+    /// (kernels/multi.cu), and 8-byte values with 64-bit keys take two sorts, half a value
+    /// each. At most 2^32 - 1 pairs in all.
     pub fn sort_by_key_shards<K: SortKey, V: DeviceRepr>(
         &self,
         keys: &[CudaView<K>],
@@ -260,12 +261,20 @@ impl MultiGpu {
             check_same_len(k.len(), v.len())?;
         }
         let (key_bytes, value_bytes) = (std::mem::size_of::<K>(), std::mem::size_of::<V>());
-        if !matches!((key_bytes, value_bytes), (4, 4) | (4, 8) | (8, 4)) {
+        if !matches!(key_bytes, 4 | 8) || !matches!(value_bytes, 4 | 8) {
             return Err(Error::UnsupportedKeyValue {
                 key_bytes,
                 value_bytes,
             });
         }
+        // A 64-bit key leaves a word 4 bytes for the value: an 8-byte value travels in two
+        // sorts, its low half in the first, its high half in the second. The words order by
+        // (key, position) alone, so both sorts put every pair in the same place.
+        let halves: &[Option<u32>] = if (key_bytes, value_bytes) == (8, 8) {
+            &[Some(0), Some(1)]
+        } else {
+            &[None]
+        };
         let lens: Vec<usize> = keys.iter().map(CudaView::len).collect();
         let total: usize = lens.iter().sum();
         if total > u32::MAX as usize {
@@ -277,33 +286,31 @@ impl MultiGpu {
         self.guarded(|| {
             let capacity = capacities(&lens, algorithm);
             let map = super::pairs::map_flags::<K>(order);
-            let mut words = Vec::with_capacity(self.ranks());
-            let mut first = 0u64;
-            for rank in 0..self.ranks() {
-                let gpu = self.gpu(rank);
-                let mut buf = alloc::<KeyIndex>(gpu, capacity[rank])?;
-                launch_pack::<K, V>(gpu, &keys[rank], &values[rank], &mut buf, first, map)?;
-                first += lens[rank] as u64;
-                words.push(buf);
-            }
-            let sorted = self.sort_words(words, &lens, algorithm)?;
-            let mut out_keys = Vec::with_capacity(sorted.len());
-            let mut out_values = Vec::with_capacity(sorted.len());
-            for (rank, shard) in sorted.iter().enumerate() {
-                let gpu = self.gpu(rank);
-                let mut k = alloc::<K>(gpu, shard.len)?;
-                let mut v = alloc::<V>(gpu, shard.len)?;
-                launch_unpack::<K, V>(gpu, &shard.view(shard.len), &mut k, &mut v, map)?;
-                out_keys.push(DeviceShard {
-                    buf: k,
-                    start: 0,
-                    len: shard.len,
-                });
-                out_values.push(DeviceShard {
-                    buf: v,
-                    start: 0,
-                    len: shard.len,
-                });
+            let mut out_keys: Vec<DeviceShard<K>> = Vec::with_capacity(self.ranks());
+            let mut out_values: Vec<DeviceShard<V>> = Vec::with_capacity(self.ranks());
+            for &half in halves {
+                let mut words = Vec::with_capacity(self.ranks());
+                let mut first = 0u64;
+                for rank in 0..self.ranks() {
+                    let gpu = self.gpu(rank);
+                    let mut buf = alloc::<KeyIndex>(gpu, capacity[rank])?;
+                    let (k, v) = (&keys[rank], &values[rank]);
+                    launch_pack::<K, V>(gpu, k, v, &mut buf, first, map, half)?;
+                    first += lens[rank] as u64;
+                    words.push(buf);
+                }
+                let sorted = self.sort_words(words, &lens, algorithm)?;
+                for (rank, shard) in sorted.iter().enumerate() {
+                    let gpu = self.gpu(rank);
+                    if out_keys.len() == rank {
+                        out_keys.push(DeviceShard::alloc(gpu, shard.len)?);
+                        out_values.push(DeviceShard::alloc(gpu, shard.len)?);
+                    }
+                    let (k, v) = (&mut out_keys[rank], &mut out_values[rank]);
+                    assert_eq!(k.len, shard.len, "both halves' sorts split alike");
+                    let words = shard.view(shard.len);
+                    launch_unpack::<K, V>(gpu, &words, &mut k.buf, &mut v.buf, map, half)?;
+                }
             }
             Ok((out_keys, out_values))
         })
@@ -823,6 +830,15 @@ impl<K> std::fmt::Debug for DeviceShard<K> {
 }
 
 impl<K: cudarc::driver::DeviceRepr> DeviceShard<K> {
+    /// A new shard of `len` uninitialised values on `gpu`.
+    fn alloc(gpu: &Gpu, len: usize) -> Result<DeviceShard<K>> {
+        Ok(DeviceShard {
+            buf: alloc::<K>(gpu, len)?,
+            start: 0,
+            len,
+        })
+    }
+
     pub fn len(&self) -> usize {
         self.len
     }
@@ -929,6 +945,7 @@ fn launch_pack<K: SortKey, V: DeviceRepr>(
     out: &mut CudaSlice<KeyIndex>,
     first: u64,
     map: u32,
+    half: Option<u32>,
 ) -> Result<()> {
     let n = keys.len() as u64;
     if n == 0 {
@@ -945,18 +962,23 @@ fn launch_pack<K: SortKey, V: DeviceRepr>(
         .arg(&n)
         .arg(&first)
         .arg(&map);
+    if let Some(half) = &half {
+        launch.arg(half);
+    }
     unsafe { launch.launch(gpu.elementwise(n as usize)) }
         .map(drop)
         .during(|| format!("launching {name}"))
 }
 
-/// Unpacks sorted key-value words into keys and values.
+/// Unpacks sorted key-value words into keys and values (with `half`, one half of each
+/// 8-byte value).
 fn launch_unpack<K: SortKey, V: DeviceRepr>(
     gpu: &Gpu,
     words: &CudaView<KeyIndex>,
     keys: &mut CudaSlice<K>,
     values: &mut CudaSlice<V>,
     map: u32,
+    half: Option<u32>,
 ) -> Result<()> {
     let n = words.len() as u64;
     if n == 0 {
@@ -966,12 +988,16 @@ fn launch_unpack<K: SortKey, V: DeviceRepr>(
     let f = gpu.function(&kernels::MULTI, &name)?;
     let mut launch = gpu.stream().launch_builder(&f);
     launch.arg(words).arg(keys).arg(values).arg(&n).arg(&map);
+    if let Some(half) = &half {
+        launch.arg(half);
+    }
     unsafe { launch.launch(gpu.elementwise(n as usize)) }
         .map(drop)
         .during(|| format!("launching {name}"))
 }
 
-/// `pack_kv32_u32`, `pack_kv32_u64`, `pack_kv64_u32` (and `unpack_…`): key width, value width.
+/// `pack_kv32_u32`, `pack_kv32_u64`, `pack_kv64_u32`, `pack_kv64_u64` (and `unpack_…`): key
+/// width, value width.
 fn pack_kernel<K, V>(what: &str) -> String {
     let key = if std::mem::size_of::<K>() == 4 {
         "kv32"
