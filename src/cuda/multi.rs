@@ -729,14 +729,12 @@ impl MultiGpu {
             .collect();
         while runs[0].len() > 1 {
             for rank in 0..p {
-                for (offset, a, b) in merge_level(&runs[rank]) {
+                let level = merge_level(&runs[rank]);
+                for &(offset, a, b) in &level {
                     self.merge_two_runs(rank, &received[rank], &mut spare[rank], offset, a, b)?;
                 }
                 std::mem::swap(&mut received[rank], &mut spare[rank]);
-                runs[rank] = merge_level(&runs[rank])
-                    .iter()
-                    .map(|&(_, a, b)| a + b)
-                    .collect();
+                runs[rank] = level.iter().map(|&(_, a, b)| a + b).collect();
             }
         }
         phases.end("merges of the runs")?;
@@ -774,7 +772,8 @@ impl MultiGpu {
             }
             return Ok(());
         }
-        let count = merge_chunks(total).len() as u32 + 1;
+        let chunks = merge_chunks(total);
+        let count = chunks.len() as u32 + 1;
         let mut ranks = alloc::<u64>(gpu, count as usize)?;
         let (first, second) = (
             src.slice(offset..offset + a),
@@ -802,7 +801,7 @@ impl MultiGpu {
             .arg(&total64);
         unsafe { launch.launch(gpu.elementwise(total)) }
             .during(|| "launching place_chunks".into())?;
-        for chunk in merge_chunks(total) {
+        for chunk in chunks {
             plan::tuned_merge(gpu, &mut out.slice_mut(chunk))?;
         }
         Ok(())

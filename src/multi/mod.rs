@@ -244,7 +244,8 @@ pub fn merge_runs<B: Ord + Copy + Send + Sync>(mut words: Vec<B>, runs: &[usize]
     let mut runs = runs.to_vec();
     let mut merged = words.clone();
     while runs.len() > 1 {
-        for (offset, a, b) in merge_level(&runs) {
+        let level = merge_level(&runs);
+        for &(offset, a, b) in &level {
             let (first, second) = words[offset..offset + a + b].split_at(a);
             let out = &mut merged[offset..offset + a + b];
             place_chunks(first, second, out);
@@ -253,7 +254,7 @@ pub fn merge_runs<B: Ord + Copy + Send + Sync>(mut words: Vec<B>, runs: &[usize]
             }
         }
         std::mem::swap(&mut words, &mut merged);
-        runs = merge_level(&runs).iter().map(|&(_, a, b)| a + b).collect();
+        runs = level.iter().map(|&(_, a, b)| a + b).collect();
     }
     words
 }
