@@ -63,6 +63,21 @@ template <> __device__ __forceinline__ KeyIndex largest_key<KeyIndex>() {
     return k;
 }
 
+// A comparator on registers: the smaller word to `lo`. min/max on unsigned words compile to
+// branch-free instructions; a key-index pair selects both halves on one comparison.
+template <typename K> __device__ __forceinline__ void order_pair(K &lo, K &hi) {
+    K a = lo, b = hi;
+    lo = min(a, b);
+    hi = max(a, b);
+}
+
+__device__ __forceinline__ void order_pair(KeyIndex &lo, KeyIndex &hi) {
+    KeyIndex a = lo, b = hi;
+    bool swap = b < a;
+    lo = swap ? b : a;
+    hi = swap ? a : b;
+}
+
 // The smallest word of each type (the filler that sinks to the bottom).
 template <typename K> __device__ __forceinline__ K smallest_key() { return K(0); }
 template <> __device__ __forceinline__ KeyIndex smallest_key<KeyIndex>() {

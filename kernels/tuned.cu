@@ -96,20 +96,7 @@ template <typename T> __device__ __forceinline__ u32 slot(u32 i) {
     return i ^ ((i >> S) & ((1u << S) - 1));
 }
 
-// Register steps. min/max on unsigned words compile to branch-free instructions.
-template <typename K> __device__ __forceinline__ void order_pair(K &lo, K &hi) {
-    K a = lo, b = hi;
-    lo = min(a, b);
-    hi = max(a, b);
-}
-
-__device__ __forceinline__ void order_pair(KeyIndex &lo, KeyIndex &hi) {
-    KeyIndex a = lo, b = hi;
-    bool swap = b < a;
-    lo = swap ? b : a;
-    hi = swap ? a : b;
-}
-
+// Register steps (order_pair: common.cuh).
 // A half-cleaner step on register bit J: k[r] meets k[r | 2^J].
 template <typename T, int J, typename K = typename T::K> __device__ __forceinline__ void register_step(K *k) {
     const int E = 1 << T::E_BITS;

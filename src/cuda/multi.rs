@@ -11,8 +11,8 @@
 //!   half-cleaner steps alone). The host first finds where the kept keys turn from one shard to
 //!   the other, so only the keys that change sides cross (`ncclSend`/`ncclRecv` in one group);
 //! * partition: sample, p-1 splitters, one all-to-all, then each rank merges the p sorted runs
-//!   it received, pairwise in ⌈log p⌉ levels, each merge a placement and at most two tuned
-//!   bitonic merges (src/multi/mod.rs says how).
+//!   it received, pairwise in ⌈log p⌉ levels, each merge one pass in which a block merges one
+//!   tile of the output in shared memory (src/multi/mod.rs says how).
 //!
 //! Both run on *words*: sortable u32/u64 words for keys alone, 16-byte (key, position, value)
 //! words for key-value pairs (`sort_by_key_shards`), which makes that sort stable.
@@ -31,8 +31,8 @@ use super::{check_len, kernel_name, kernels, plan, set_pool_threshold, Gpu, MAX_
 use crate::error::{check_same_len, CudaContext as _, Error, GpuUnavailable, Result};
 use crate::key::Bits;
 use crate::multi::{
-    bucket_bounds, choose_splitters, cut_for, merge_chunks, merge_level, merge_split_rounds,
-    merge_split_share, sample_positions, Algorithm, Cut, Splitter,
+    bucket_bounds, choose_splitters, cut_for, merge_level, merge_split_rounds, merge_split_share,
+    sample_positions, Algorithm, Cut, Splitter, MERGE_TILE,
 };
 use crate::network::padded_len;
 use crate::{Order, SortKey};
@@ -747,9 +747,9 @@ impl MultiGpu {
     }
 
     /// Merges the sorted runs `src[offset..offset + a]` and `src[offset + a..offset + a + b]`
-    /// of rank `rank` into `dst[offset..offset + a + b]`: the merge path at every chunk
-    /// boundary, each chunk placed as a bitonic sequence, then one tuned bitonic merge a chunk
-    /// (src/multi/mod.rs, `place_chunks`, does the same on the CPU).
+    /// of rank `rank` into `dst[offset..offset + a + b]`: the merge path at every tile
+    /// boundary, then one block a tile places its keys as a bitonic sequence and merges it in
+    /// shared memory (src/multi/mod.rs, `merge_by_tiles`, does the same on the CPU).
     fn merge_two_runs<W: Word>(
         &self,
         rank: usize,
@@ -772,14 +772,15 @@ impl MultiGpu {
             }
             return Ok(());
         }
-        let chunks = merge_chunks(total);
-        let count = chunks.len() as u32 + 1;
-        let mut ranks = alloc::<u64>(gpu, count as usize)?;
+        let tile = merge_tile::<W>();
+        let tiles = total.div_ceil(tile) as u32;
+        let mut ranks = alloc::<u64>(gpu, tiles as usize + 1)?;
         let (first, second) = (
             src.slice(offset..offset + a),
             src.slice(offset + a..offset + total),
         );
-        let (a64, b64, total64) = (a as u64, b as u64, total as u64);
+        let (a64, b64, tile64, total64) = (a as u64, b as u64, tile as u64, total as u64);
+        let count = tiles + 1;
         let f = gpu.function(&kernels::MULTI, &kernel_name::<W>("co_ranks"))?;
         let mut launch = stream.launch_builder(&f);
         launch
@@ -787,11 +788,12 @@ impl MultiGpu {
             .arg(&a64)
             .arg(&second)
             .arg(&b64)
+            .arg(&tile64)
             .arg(&mut ranks)
             .arg(&count);
         unsafe { launch.launch(small_grid(count)) }.during(|| "launching co_ranks".into())?;
         let mut out = dst.slice_mut(offset..offset + total);
-        let f = gpu.function(&kernels::MULTI, &kernel_name::<W>("place_chunks"))?;
+        let f = gpu.function(&kernels::MULTI, &kernel_name::<W>("merge_tiles"))?;
         let mut launch = stream.launch_builder(&f);
         launch
             .arg(&first)
@@ -799,14 +801,22 @@ impl MultiGpu {
             .arg(&ranks)
             .arg(&mut out)
             .arg(&total64);
-        unsafe { launch.launch(gpu.elementwise(total)) }
-            .during(|| "launching place_chunks".into())?;
-        for chunk in chunks {
-            plan::tuned_merge(gpu, &mut out.slice_mut(chunk))?;
-        }
+        let blocks = plan::config(tiles, MERGE_TILE_THREADS, 0);
+        unsafe { launch.launch(blocks) }.during(|| "launching merge_tiles".into())?;
         Ok(())
     }
 }
+
+/// Output words one block of `merge_tiles` merges, and its threads (kernels/multi.cu's
+/// `MergeTile`: 16 words a thread, 8 for 16-byte key-index pairs).
+fn merge_tile<W>() -> usize {
+    if std::mem::size_of::<W>() == 16 {
+        MERGE_TILE / 2
+    } else {
+        MERGE_TILE
+    }
+}
+const MERGE_TILE_THREADS: u32 = 256;
 
 /// The sorted keys and their values, one shard of each per rank.
 pub type SortedPairs<K, V> = (Vec<DeviceShard<K>>, Vec<DeviceShard<V>>);

@@ -17,12 +17,11 @@
 //!   ([`merge_runs`]). Splitters are ordered by (key, rank, index), so equal keys still split
 //!   evenly without tagging any key.
 //!
-//! A merge of two sorted runs of any lengths is cut into at most two *chunks* of the output
-//! ([`merge_chunks`]): the largest power of two, and the rest. The merge path ([`co_rank`])
-//! says which keys of each run fall in a chunk; those, the second run's falling and then the
-//! first run's rising ([`place_chunks`]), make a bitonic sequence that one bitonic merge sorts:
-//! the first chunk has a power-of-two length, and the rest stays bitonic when padded with
-//! `+inf` up to the next power of two (padding costs the GPU's passes no memory traffic).
+//! A merge of two sorted runs of any lengths goes one *tile* of the output at a time
+//! ([`merge_by_tiles`]), as a GPU block merges it: the merge path ([`co_rank`]) says which keys
+//! of each run fall in the tile; those, the second run's falling and then the first run's
+//! rising, padded with `+inf`, make a bitonic sequence that one bitonic merge sorts. Each key
+//! is read and written once a merge.
 
 mod threads;
 
@@ -33,7 +32,6 @@ use crate::key::Bits;
 use crate::key::{key_from_ordered_bits, ordered_bits};
 use crate::network::{stage_sizes, stage_steps};
 use crate::{Order, SortKey};
-use std::ops::Range;
 
 /// Moves bytes between ranks: [`ThreadTransport`] between simulated ranks. The GPUs
 /// (src/cuda/multi.rs) run the same schedule, [`merge_split_rounds`], and the same splitter
@@ -178,20 +176,6 @@ pub fn cut_for<B: Copy>(splitter: &Splitter<B>, rank: usize) -> Cut<B> {
     }
 }
 
-/// A merge of two sorted runs with `total` keys in all, cut into at most two ranges of the
-/// output: the largest power of two at most `total`, then the rest (shorter), each one
-/// bitonic merge. Buckets near a power of two keep the padding of the rest small.
-pub fn merge_chunks(total: usize) -> Vec<Range<usize>> {
-    if total == 0 {
-        return Vec::new();
-    }
-    let top = 1 << total.ilog2();
-    [0..top, top..total]
-        .into_iter()
-        .filter(|chunk| !chunk.is_empty())
-        .collect()
-}
-
 /// The merge path: how many of the first `o` keys of the merge of sorted `a` and `b` come from
 /// `a`, `a`'s keys going first among equal ones (kernels/multi.cu's `co_ranks`).
 pub fn co_rank<B: Ord>(a: &[B], b: &[B], o: usize) -> usize {
@@ -207,19 +191,26 @@ pub fn co_rank<B: Ord>(a: &[B], b: &[B], o: usize) -> usize {
     lo
 }
 
-/// Writes into `out` (`a.len() + b.len()` keys) every chunk of the merge of sorted `a` and `b`
-/// as a bitonic sequence: its keys from `b` falling, then its keys from `a` rising
-/// (kernels/multi.cu's `place_chunks`). A bitonic merge of each chunk then finishes the merge.
-pub fn place_chunks<B: Ord + Copy>(a: &[B], b: &[B], out: &mut [B]) {
+/// Output keys a GPU block merges at once for 4- and 8-byte words (kernels/multi.cu's
+/// `MergeTile`); the simulated ranks merge in tiles of the same length.
+pub const MERGE_TILE: usize = 1 << 12;
+
+/// Merges sorted `a` and `b` into `out` (`a.len() + b.len()` keys) one tile of `tile` output
+/// keys at a time (kernels/multi.cu's `merge_tiles`): the merge path at both ends of the tile
+/// gives its keys from each run; placed as those from `b` falling, then those from `a` rising,
+/// they are bitonic (padded virtually with `+inf`), and one bitonic merge sorts them.
+pub fn merge_by_tiles<B: Ord + Copy + Send + Sync>(a: &[B], b: &[B], out: &mut [B], tile: usize) {
     assert_eq!(out.len(), a.len() + b.len());
-    for chunk in merge_chunks(out.len()) {
-        let (a_from, a_to) = (co_rank(a, b, chunk.start), co_rank(a, b, chunk.end));
-        let (b_from, b_to) = (chunk.start - a_from, chunk.end - a_to);
-        let (falling, rising) = out[chunk].split_at_mut(b_to - b_from);
+    for (t, keys) in out.chunks_mut(tile).enumerate() {
+        let (start, end) = (t * tile, t * tile + keys.len());
+        let (a_from, a_to) = (co_rank(a, b, start), co_rank(a, b, end));
+        let (b_from, b_to) = (start - a_from, end - a_to);
+        let (falling, rising) = keys.split_at_mut(b_to - b_from);
         for (slot, &key) in falling.iter_mut().zip(b[b_from..b_to].iter().rev()) {
             *slot = key;
         }
         rising.copy_from_slice(&a[a_from..a_to]);
+        crate::cpu::merge_bitonic(keys);
     }
 }
 
@@ -239,7 +230,11 @@ pub fn merge_level(runs: &[usize]) -> Vec<(usize, usize, usize)> {
 
 /// Sorts `words`, which hold sorted runs of the lengths `runs` one after the other, by merging
 /// adjacent runs pairwise, level by level: the CPU form of the GPUs' merge of a bucket.
-pub fn merge_runs<B: Ord + Copy + Send + Sync>(mut words: Vec<B>, runs: &[usize]) -> Vec<B> {
+pub fn merge_runs<B: Ord + Copy + Send + Sync>(
+    mut words: Vec<B>,
+    runs: &[usize],
+    tile: usize,
+) -> Vec<B> {
     assert_eq!(runs.iter().sum::<usize>(), words.len());
     let mut runs = runs.to_vec();
     let mut merged = words.clone();
@@ -247,11 +242,7 @@ pub fn merge_runs<B: Ord + Copy + Send + Sync>(mut words: Vec<B>, runs: &[usize]
         let level = merge_level(&runs);
         for &(offset, a, b) in &level {
             let (first, second) = words[offset..offset + a + b].split_at(a);
-            let out = &mut merged[offset..offset + a + b];
-            place_chunks(first, second, out);
-            for chunk in merge_chunks(a + b) {
-                crate::cpu::merge_bitonic(&mut out[chunk]);
-            }
+            merge_by_tiles(first, second, &mut merged[offset..offset + a + b], tile);
         }
         std::mem::swap(&mut words, &mut merged);
         runs = level.iter().map(|&(_, a, b)| a + b).collect();
@@ -370,7 +361,7 @@ fn partition<B: Bits, T: Transport>(t: &T, words: Vec<B>, sizes: &[usize]) -> Re
         runs[from] = decode::<B>(&got)?;
     }
     let lens: Vec<usize> = runs.iter().map(Vec::len).collect();
-    Ok(merge_runs(runs.concat(), &lens))
+    Ok(merge_runs(runs.concat(), &lens, MERGE_TILE))
 }
 
 fn encode_splitters<B: Bits>(splitters: &[Splitter<B>]) -> Vec<u8> {
@@ -474,20 +465,6 @@ mod tests {
     }
 
     #[test]
-    fn merge_chunks_are_a_power_of_two_and_the_rest() {
-        assert!(merge_chunks(0).is_empty());
-        assert_eq!(merge_chunks(4), vec![Range { start: 0, end: 4 }]);
-        assert_eq!(merge_chunks(11), [0..8, 8..11]);
-        for total in 1..300 {
-            let chunks = merge_chunks(total);
-            assert_eq!(chunks[0].start, 0);
-            assert!(chunks[0].len().is_power_of_two() && chunks[0].len() * 2 > total);
-            assert_eq!(chunks.last().unwrap().end, total);
-            assert!(chunks.windows(2).all(|w| w[0].end == w[1].start));
-        }
-    }
-
-    #[test]
     fn co_rank_follows_a_stable_merge() {
         let a = [1u32, 3, 3, 5, 9];
         let b = [2u32, 3, 4, 9, 9, 10];
@@ -528,7 +505,11 @@ mod tests {
                     .collect();
                 let mut expected = runs.concat();
                 expected.sort();
-                assert_eq!(merge_runs(runs.concat(), &lens), expected, "runs {lens:?}");
+                // Tiles of every kind: one key, odd, a power of two, longer than a merge.
+                for tile in [1, 2, 3, 8, 37, 64, MERGE_TILE] {
+                    let merged = merge_runs(runs.concat(), &lens, tile);
+                    assert_eq!(merged, expected, "runs {lens:?}, tiles of {tile}");
+                }
             }
         }
     }
