@@ -1,43 +1,12 @@
-// Kernels of the multi-GPU sort (src/cuda/multi.rs) and its benchmark: the merge-split between
-// two ranks' sorted shards, the binary searches that cut shards at splitters, the partition's
-// merge of the runs that arrived, and on-device random keys with an order-free checksum, so
+// Kernels of the multi-GPU sort (src/cuda/multi.rs) and its benchmark: the binary searches that
+// cut shards at splitters, the merge of two sorted runs (of the halves a merge-split keeps, and
+// of the runs a partition receives), and on-device random keys with an order-free checksum, so
 // that 16 GiB of keys never cross the PCIe bus.
 // Words are sortable u32 or u64 (src/key.rs); lengths and indices are 64-bit.
 #include "common.cuh"
 
 #define GRID_STRIDE_LOOP64(i, n) \
     for (u64 i = u64(blockIdx.x) * blockDim.x + threadIdx.x; i < (n); i += u64(gridDim.x) * blockDim.x)
-
-// A merge-split keeps, of two sorted shards A (lower rank) and B (upper) of m words each, the m
-// smallest (lower) or the m largest (upper). Against the partner's shard read backwards, the
-// elementwise min is the smaller half and the max the larger (the first step of a bitonic
-// merge); the kept words are ascending then descending (min) or descending then ascending
-// (max). The host finds the *turn* between the two parts (src/cuda/multi.rs) and sends each
-// rank only the partner's words it keeps, so the kernel places words instead of comparing:
-//
-//   lower: i < turn: A[i] (its own);  i >= turn: B[m-1-i] (received from B's front)
-//   upper: i < turn: A[m-1-i] (received from A's back); i >= turn: B[i] (its own)
-//
-// into `out` (M words, M the power of two at or above m) as one bitonic sequence that the tuned
-// merge passes then sort: the part before the turn at the front, the part after it at the
-// back, and M - m filler words between them. The filler is the largest word for the lower rank
-// (the sequence rises, plateaus, falls) and the smallest for the upper (falls, plateaus,
-// rises); after the merge it sits at the top (lower) or bottom (upper) end. `received[t -
-// received_from]` is the partner's word t.
-template <typename W>
-__device__ void merge_split_place(const W *mine, const W *received, W *out, u64 m, u64 padded_m, u32 lower, u64 turn,
-                                  u64 received_from) {
-    const u64 gap = padded_m - m;
-    const W filler = lower ? largest_key<W>() : smallest_key<W>();
-    GRID_STRIDE_LOOP64(i, padded_m) {
-        if (i < m) {
-            bool own = lower ? i < turn : i >= turn;
-            W kept = own ? mine[i] : received[m - 1 - i - received_from];
-            out[i < turn ? i : i + gap] = kept;
-        }
-        if (i < gap) out[turn + i] = filler;
-    }
-}
 
 // For each query q: the number of words of the sorted `keys` below q (lower bound) or at or
 // below q (upper bound, when upper[q] is set). A splitter cuts every shard this way.
@@ -55,7 +24,7 @@ template <typename W> __device__ void count_below(const W *keys, u64 n, const W 
     out[q] = lo;
 }
 
-// The partition's merge of two sorted runs A and B (src/multi/mod.rs: merge_by_tiles), one
+// The merge of two sorted runs A and B (src/multi/mod.rs: merge_by_tiles), one
 // tile of the output a block: each block reads its words once and writes them once, so a merge
 // is one pass over the runs whatever their lengths.
 //
@@ -242,9 +211,6 @@ template <typename W> __device__ void check_sorted(const W *keys, u64 n, u64 *su
     }
 }
 
-#define PLACE_PARAMS(W) \
-    (const W *mine, const W *received, W *out, u64 m, u64 padded_m, u32 lower, u64 turn, u64 received_from)
-EXPORT_FOR_BOTH_WIDTHS(merge_split_place, PLACE_PARAMS, (mine, received, out, m, padded_m, lower, turn, received_from))
 #define COUNT_PARAMS(W) (const W *keys, u64 n, const W *queries, const u32 *upper, u64 *out, u32 count)
 EXPORT_FOR_BOTH_WIDTHS(count_below, COUNT_PARAMS, (keys, n, queries, upper, out, count))
 #define CO_RANKS_PARAMS(W) (const W *a, u64 a_len, const W *b, u64 b_len, u64 tile, u64 *ranks, u32 count)
@@ -263,7 +229,6 @@ EXPORT_FOR_BOTH_WIDTHS(unpack_kv32, UNPACK32_PARAMS, (words, keys, values, n, ma
 // The merge-split and partition kernels for key-value words.
 #define EXPORT_KV(name, PARAMS, ARGS) \
     extern "C" __global__ void name##_kv64 PARAMS(KeyIndex) { name<KeyIndex> ARGS; }
-EXPORT_KV(merge_split_place, PLACE_PARAMS, (mine, received, out, m, padded_m, lower, turn, received_from))
 EXPORT_KV(count_below, COUNT_PARAMS, (keys, n, queries, upper, out, count))
 EXPORT_KV(co_ranks, CO_RANKS_PARAMS, (a, a_len, b, b_len, tile, ranks, count))
 EXPORT_KV(merge_tiles, MERGE_TILES_PARAMS, (a, b, ranks, out, total))

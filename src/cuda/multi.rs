@@ -6,10 +6,10 @@
 //! ([`merge_split_rounds`]) and the same splitter rules ([`choose_splitters`], [`cut_for`]):
 //!
 //! * merge-split: in each round of the bitonic network over ranks, each pair keeps the
-//!   elementwise min (lower rank) or max (upper) of its shard and the partner's read backwards —
-//!   a bitonic sequence holding its half — and sorts it with the tuned *merge* passes (the
-//!   half-cleaner steps alone). The host first finds where the kept keys turn from one shard to
-//!   the other, so only the keys that change sides cross (`ncclSend`/`ncclRecv` in one group);
+//!   elementwise min (lower rank) or max (upper) of its shard and the partner's read backwards,
+//!   its half of the two. The host finds where the kept keys *turn* from one shard to the
+//!   other, so only the keys that change sides cross (`ncclSend`/`ncclRecv` in one group), and
+//!   each rank merges the two sorted runs it keeps;
 //! * partition: sample, p-1 splitters, one all-to-all, then each rank merges the p sorted runs
 //!   it received, pairwise in ⌈log p⌉ levels, each merge one pass in which a block merges one
 //!   tile of the output in shared memory (src/multi/mod.rs says how).
@@ -34,7 +34,6 @@ use crate::multi::{
     bucket_bounds, choose_splitters, cut_for, merge_level, merge_split_rounds, merge_split_share,
     sample_positions, Algorithm, Cut, Splitter, MERGE_TILE,
 };
-use crate::network::padded_len;
 use crate::{Order, SortKey};
 use cudarc::driver::{
     CudaSlice, CudaView, CudaViewMut, DeviceRepr, DeviceSlice, LaunchConfig, PushKernelArg,
@@ -420,9 +419,7 @@ impl MultiGpu {
                 })
                 .collect());
         }
-        // Every rank's shard of m words (its keys, then +inf padding) at the front of its
-        // buffer of M words: the merges run over M.
-        let padded_m = padded_len(m);
+        // Every rank's shard of m words: its keys, then +inf padding.
         let mut shards: Vec<Shard<W>> = Vec::with_capacity(p);
         for (rank, mut buf) in words.into_iter().enumerate() {
             let gpu = self.gpu(rank);
@@ -446,7 +443,7 @@ impl MultiGpu {
         for rank in 0..p {
             let gpu = self.gpu(rank);
             received.push(alloc::<W>(gpu, m)?);
-            spare.push(alloc::<W>(gpu, padded_m)?);
+            spare.push(alloc::<W>(gpu, m)?);
         }
         for round in merge_split_rounds(p) {
             // Where each pair's halves turn: the lower rank keeps its first `turn` keys and the
@@ -465,23 +462,26 @@ impl MultiGpu {
                 .collect();
             self.exchange_round(&moving, &shards, m, &mut received)?;
             phases.end("turns and exchange")?;
+            // Each keeps two sorted runs and merges them: the lower rank its first `turn` keys
+            // and the upper's first m - turn (received); the upper the lower's last m - turn
+            // (received) and its own from `turn` on.
             for &(lower, upper, turn) in &moving {
-                for (rank, keep_lower) in [(lower, true), (upper, false)] {
-                    let gpu = self.gpu(rank);
-                    let mine = shards[rank].view(m);
-                    launch_merge_split(
-                        gpu,
-                        &mine,
-                        &received[rank],
-                        &mut spare[rank],
-                        m,
-                        keep_lower,
-                        turn,
-                    )?;
-                    plan::tuned_merge(gpu, &mut spare[rank].slice_mut(..))?;
+                let kept = m - turn;
+                let (lo, up) = (&shards[lower], &shards[upper]);
+                let lower_runs = (
+                    lo.buf.slice(lo.start..lo.start + turn),
+                    received[lower].slice(0..kept),
+                );
+                let upper_runs = (
+                    received[upper].slice(0..kept),
+                    up.buf.slice(up.start + kept..up.start + m),
+                );
+                for (rank, (a, b)) in [(lower, lower_runs), (upper, upper_runs)] {
+                    merge_sorted_runs(self.gpu(rank), &a, &b, &mut spare[rank].slice_mut(0..m))?;
+                }
+                for rank in [lower, upper] {
                     std::mem::swap(&mut shards[rank].buf, &mut spare[rank]);
-                    // The lower rank's filler went to the top, the upper's to the bottom.
-                    shards[rank].start = if keep_lower { 0 } else { padded_m - m };
+                    shards[rank].start = 0;
                 }
             }
             phases.end("merge")?;
@@ -731,7 +731,13 @@ impl MultiGpu {
             for rank in 0..p {
                 let level = merge_level(&runs[rank]);
                 for &(offset, a, b) in &level {
-                    self.merge_two_runs(rank, &received[rank], &mut spare[rank], offset, a, b)?;
+                    let src = &received[rank];
+                    merge_sorted_runs(
+                        self.gpu(rank),
+                        &src.slice(offset..offset + a),
+                        &src.slice(offset + a..offset + a + b),
+                        &mut spare[rank].slice_mut(offset..offset + a + b),
+                    )?;
                 }
                 std::mem::swap(&mut received[rank], &mut spare[rank]);
                 runs[rank] = level.iter().map(|&(_, a, b)| a + b).collect();
@@ -745,66 +751,53 @@ impl MultiGpu {
             .map(|(buf, len)| Shard { buf, start: 0, len })
             .collect())
     }
+}
 
-    /// Merges the sorted runs `src[offset..offset + a]` and `src[offset + a..offset + a + b]`
-    /// of rank `rank` into `dst[offset..offset + a + b]`: the merge path at every tile
-    /// boundary, then one block a tile places its keys as a bitonic sequence and merges it in
-    /// shared memory (src/multi/mod.rs, `merge_by_tiles`, does the same on the CPU).
-    fn merge_two_runs<W: Word>(
-        &self,
-        rank: usize,
-        src: &CudaSlice<W>,
-        dst: &mut CudaSlice<W>,
-        offset: usize,
-        a: usize,
-        b: usize,
-    ) -> Result<()> {
-        let (gpu, total) = (self.gpu(rank), a + b);
-        let stream = gpu.stream();
-        if a == 0 || b == 0 {
-            if total > 0 {
-                stream
-                    .memcpy_dtod(
-                        &src.slice(offset..offset + total),
-                        &mut dst.slice_mut(offset..offset + total),
-                    )
-                    .during(|| "copying a run that has no partner".into())?;
-            }
-            return Ok(());
+/// Merges the sorted runs `a` and `b` into `out` (`a.len() + b.len()` words) on `gpu`: the
+/// merge path at every tile boundary (`co_ranks`), then one block a tile places its words as a
+/// bitonic sequence and merges it in shared memory (`merge_tiles`; src/multi/mod.rs,
+/// `merge_by_tiles`, does the same on the CPU). Among equal words, `a`'s go first.
+fn merge_sorted_runs<W: Word>(
+    gpu: &Gpu,
+    a: &CudaView<W>,
+    b: &CudaView<W>,
+    out: &mut CudaViewMut<W>,
+) -> Result<()> {
+    let stream = gpu.stream();
+    let total = a.len() + b.len();
+    assert_eq!(out.len(), total, "a merge writes every word of both runs");
+    if a.is_empty() || b.is_empty() {
+        let run = if a.is_empty() { b } else { a };
+        if total > 0 {
+            stream
+                .memcpy_dtod(run, out)
+                .during(|| "copying a run that has no partner".into())?;
         }
-        let tile = merge_tile::<W>();
-        let tiles = total.div_ceil(tile) as u32;
-        let mut ranks = alloc::<u64>(gpu, tiles as usize + 1)?;
-        let (first, second) = (
-            src.slice(offset..offset + a),
-            src.slice(offset + a..offset + total),
-        );
-        let (a64, b64, tile64, total64) = (a as u64, b as u64, tile as u64, total as u64);
-        let count = tiles + 1;
-        let f = gpu.function(&kernels::MULTI, &kernel_name::<W>("co_ranks"))?;
-        let mut launch = stream.launch_builder(&f);
-        launch
-            .arg(&first)
-            .arg(&a64)
-            .arg(&second)
-            .arg(&b64)
-            .arg(&tile64)
-            .arg(&mut ranks)
-            .arg(&count);
-        unsafe { launch.launch(small_grid(count)) }.during(|| "launching co_ranks".into())?;
-        let mut out = dst.slice_mut(offset..offset + total);
-        let f = gpu.function(&kernels::MULTI, &kernel_name::<W>("merge_tiles"))?;
-        let mut launch = stream.launch_builder(&f);
-        launch
-            .arg(&first)
-            .arg(&second)
-            .arg(&ranks)
-            .arg(&mut out)
-            .arg(&total64);
-        let blocks = plan::config(tiles, MERGE_TILE_THREADS, 0);
-        unsafe { launch.launch(blocks) }.during(|| "launching merge_tiles".into())?;
-        Ok(())
+        return Ok(());
     }
+    let tile = merge_tile::<W>();
+    let tiles = total.div_ceil(tile) as u32;
+    let mut ranks = alloc::<u64>(gpu, tiles as usize + 1)?;
+    let (a_len, b_len, tile64, total64) =
+        (a.len() as u64, b.len() as u64, tile as u64, total as u64);
+    let count = tiles + 1;
+    let f = gpu.function(&kernels::MULTI, &kernel_name::<W>("co_ranks"))?;
+    let mut launch = stream.launch_builder(&f);
+    launch
+        .arg(a)
+        .arg(&a_len)
+        .arg(b)
+        .arg(&b_len)
+        .arg(&tile64)
+        .arg(&mut ranks)
+        .arg(&count);
+    unsafe { launch.launch(small_grid(count)) }.during(|| "launching co_ranks".into())?;
+    let f = gpu.function(&kernels::MULTI, &kernel_name::<W>("merge_tiles"))?;
+    let mut launch = stream.launch_builder(&f);
+    launch.arg(a).arg(b).arg(&ranks).arg(out).arg(&total64);
+    let blocks = plan::config(tiles, MERGE_TILE_THREADS, 0);
+    unsafe { launch.launch(blocks) }.during(|| "launching merge_tiles".into())?;
+    Ok(())
 }
 
 /// Output words one block of `merge_tiles` merges, and its threads (kernels/multi.cu's
@@ -935,12 +928,12 @@ pub(super) trait Word: Copy + Ord + DeviceRepr + 'static {}
 impl<B: Bits> Word for B {}
 impl Word for KeyIndex {}
 
-/// Buffer lengths for each rank's words: merge-split merges over M, the longest shard
-/// rounded up to a power of two; partition sorts each shard where it is.
+/// Buffer lengths for each rank's words: merge-split pads every shard to the longest, m
+/// words; partition sorts each shard where it is.
 fn capacities(lens: &[usize], algorithm: Algorithm) -> Vec<usize> {
     let m = lens.iter().copied().max().unwrap_or(0);
     match algorithm {
-        Algorithm::MergeSplit => vec![padded_len(m); lens.len()],
+        Algorithm::MergeSplit => vec![m; lens.len()],
         Algorithm::Partition => lens.to_vec(),
     }
 }
@@ -1086,42 +1079,6 @@ fn launch_fill_largest<B: Word>(gpu: &Gpu, words: &mut CudaViewMut<B>) -> Result
     unsafe { launch.launch(gpu.elementwise(n as usize)) }
         .map(drop)
         .during(|| "launching fill_largest".into())
-}
-
-/// Writes into `out` the bitonic sequence of the half that `keep_lower` says (see
-/// kernels/multi.cu), from the rank's own shard and the keys that came from its partner.
-fn launch_merge_split<B: Word>(
-    gpu: &Gpu,
-    mine: &CudaView<B>,
-    received: &CudaSlice<B>,
-    out: &mut CudaSlice<B>,
-    m: usize,
-    keep_lower: bool,
-    turn: usize,
-) -> Result<()> {
-    // The lower rank keeps its first `turn` keys; the upper its keys from m - turn on, and its
-    // partner's from `turn` on, which arrived at the front of `received`.
-    let (own_turn, received_from) = if keep_lower {
-        (turn, 0)
-    } else {
-        (m - turn, turn)
-    };
-    let (m64, padded, lower) = (m as u64, out.len() as u64, keep_lower as u32);
-    let (own_turn, received_from) = (own_turn as u64, received_from as u64);
-    let place = gpu.function(&kernels::MULTI, &kernel_name::<B>("merge_split_place"))?;
-    let mut launch = gpu.stream().launch_builder(&place);
-    launch
-        .arg(mine)
-        .arg(received)
-        .arg(out)
-        .arg(&m64)
-        .arg(&padded)
-        .arg(&lower)
-        .arg(&own_turn)
-        .arg(&received_from);
-    unsafe { launch.launch(gpu.elementwise(padded as usize)) }
-        .map(drop)
-        .during(|| "launching merge_split_place".into())
 }
 
 /// The words of `buf` at `positions` (a few dozen), copied to the host.

@@ -564,14 +564,6 @@ fn cheapest_windowed_plan(shape: &TunedShape, log_p: u32) -> Vec<TunedPass> {
     plan
 }
 
-/// The passes that sort a *bitonic* sequence of `n` keys (`n` a power of two): the
-/// half-cleaner steps on bits log n - 1 … 0, which are the steps of a stage log n after its
-/// flip. The multi-GPU merge-split ends with them (src/cuda/multi.rs).
-fn tuned_merge_passes(shape: &TunedShape, n: usize) -> Vec<TunedPass> {
-    let log_n = n.trailing_zeros();
-    stage_from(shape, log_n, log_n - 1)
-}
-
 /// The steps of stage `b` from global bit `hi` down: strided passes (one block's tile each)
 /// while the bits lie at or above the contiguous passes' bits, then one contiguous tile pass
 /// for the rest.
@@ -674,29 +666,6 @@ pub(super) fn tuned<T: DeviceRepr>(
     if layout.row_bits == 0 || layout.rows == 0 {
         return Ok(()); // rows of one key
     }
-    launch_tuned(gpu, keys, layout, map, tuned_passes)
-}
-
-/// Sorts `keys`, a bitonic sequence of ascending sortable words: of any shape when its length
-/// is a power of two; falling then rising otherwise, since the passes pad it virtually with
-/// `+inf` up to the next power of two (which keeps a falling-then-rising sequence bitonic, and
-/// costs no memory traffic: padding slots are never loaded or stored).
-pub(super) fn tuned_merge<T: DeviceRepr>(gpu: &Gpu, keys: &mut CudaViewMut<T>) -> Result<()> {
-    let n = keys.len();
-    if n < 2 {
-        return Ok(());
-    }
-    launch_tuned(gpu, keys, RowLayout::rows(n, n), 0, tuned_merge_passes)
-}
-
-/// Launches the tuned passes that `plan` lists for the row length of `layout`.
-fn launch_tuned<T: DeviceRepr>(
-    gpu: &Gpu,
-    keys: &mut CudaViewMut<T>,
-    layout: RowLayout,
-    map: u32,
-    plan: fn(&TunedShape, usize) -> Vec<TunedPass>,
-) -> Result<()> {
     let (kernel, mut shape) = tuned_kernel::<T>(gpu, &layout)?;
     let shared = (1u32 << shape.tile_bits) * std::mem::size_of::<T>() as u32;
     gpu.allow_shared(&kernel, shared)?;
@@ -705,7 +674,7 @@ fn launch_tuned<T: DeviceRepr>(
     while shape.cluster_bits > 0 && !cluster::fits(gpu, &kernel, cfg, 1 << shape.cluster_bits)? {
         shape.cluster_bits -= 1;
     }
-    let passes = plan(&shape, 1 << layout.row_bits);
+    let passes = tuned_passes(&shape, 1 << layout.row_bits);
     let last = passes.len() - 1;
     let fields: Vec<PassArgs> = passes
         .iter()
@@ -1024,56 +993,6 @@ mod tests {
                 }
                 keys.truncate(expected.len());
                 assert!(keys == expected, "{shape:?}, 2^{log_n} keys: {passes:?}");
-            }
-        }
-    }
-
-    #[test]
-    fn tuned_merges_on_the_model_sort_padded_falling_then_rising_keys() {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(31);
-        for (tile_bits, cluster_bits) in [(6, 0), (8, 0), (7, 2)] {
-            let shape = shape(tile_bits, cluster_bits);
-            for n in [2usize, 3, 5, 100, 129, 1000, 4097, 20_000, 32_767] {
-                // The partition's merge chunks: one run falling, then the other rising.
-                let split = rng.random_range(0..=n);
-                let mut falling: Vec<u32> = (0..split).map(|_| rng.random_range(0..500)).collect();
-                let mut rising: Vec<u32> = (split..n).map(|_| rng.random_range(0..500)).collect();
-                falling.sort_unstable_by(|x, y| y.cmp(x));
-                rising.sort_unstable();
-                let mut keys = [falling, rising].concat();
-                let mut expected = keys.clone();
-                expected.sort_unstable();
-                let padded = n.next_power_of_two().max(1 << shape.merge_bits());
-                keys.resize(padded, u32::MAX);
-                let passes = tuned_merge_passes(&shape, n.next_power_of_two());
-                for p in &passes {
-                    model_pass(&mut keys, &shape, p);
-                }
-                keys.truncate(n);
-                assert!(keys == expected, "{shape:?}, {n} keys split at {split}");
-            }
-        }
-    }
-
-    #[test]
-    fn tuned_merge_covers_the_half_cleaners_once() {
-        for cluster_bits in [0, 3] {
-            let shape = TunedShape {
-                tile_bits: 15,
-                threads: 1024,
-                cluster_bits,
-            };
-            for log_n in [1u32, 5, 15, 16, 18, 20, 31] {
-                let passes = tuned_merge_passes(&shape, 1 << log_n);
-                let mut bits: Vec<u32> = Vec::new();
-                for p in &passes {
-                    // Stage log n, entered below its flip: every step is a half-cleaner.
-                    assert_eq!((p.b_first, p.b_last), (log_n, log_n));
-                    assert!(p.hi_first < log_n);
-                    bits.extend(p.steps().into_iter().map(|(_, g)| g));
-                }
-                assert_eq!(bits, (0..log_n).rev().collect::<Vec<_>>(), "2^{log_n}");
             }
         }
     }

@@ -305,17 +305,8 @@ fn merge_split<B: Bits, T: Transport>(t: &T, mut mine: Vec<B>, sizes: &[usize]) 
         };
         let partner = if lower == r { upper } else { lower };
         let theirs = decode::<B>(&t.exchange(partner, encode(&mine), partner)?)?;
-        let mut merged = Vec::with_capacity(mine.len() + theirs.len());
-        let (mut i, mut j) = (0, 0);
-        while i < mine.len() || j < theirs.len() {
-            if j == theirs.len() || (i < mine.len() && mine[i] <= theirs[j]) {
-                merged.push(mine[i]);
-                i += 1;
-            } else {
-                merged.push(theirs[j]);
-                j += 1;
-            }
-        }
+        let mut merged = vec![B::zeroed(); mine.len() + theirs.len()];
+        merge_by_tiles(&mine, &theirs, &mut merged, MERGE_TILE);
         let keep = m.min(merged.len());
         mine = if r == lower {
             merged[..keep].to_vec()
