@@ -47,8 +47,8 @@ for tool in memcheck racecheck; do
     fi
   done
 done
-# The multi-GPU kernels (merge-split placement, tuned merge passes, splitter searches, samples,
-# the partition's merge paths and chunk placement),
+# The multi-GPU kernels (splitter searches, samples, merge paths and the tile merge of both
+# algorithms, key-value packing),
 # with two ranks on one GPU: the whole one-GPU multi test under memcheck, a small one under
 # racecheck. Run from the project root after gpu-bundle.sh.
 multi=$(ls .gpu/tests/multi_gpu-* 2>/dev/null | head -1)
