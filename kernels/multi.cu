@@ -68,6 +68,16 @@ template <typename W, u32 LO> __device__ __forceinline__ u32 merge_index(u32 t, 
     return ((t >> LO) << (LO + E_BITS)) | (r << LO) | (t & ((1u << LO) - 1));
 }
 
+// The half-cleaner steps on register bits J ... 0.
+template <typename W, int J> __device__ __forceinline__ void half_cleaners(W *k) {
+    const int E = 1 << MergeTile<W>::E_BITS;
+#pragma unroll
+    for (int j = J; j >= 0; --j)
+#pragma unroll
+        for (int r = 0; r < E; ++r)
+            if (!(r & (1 << j))) order_pair(k[r], k[r | (1 << j)]);
+}
+
 // The half-cleaner steps on tile bits TOP down to LO, in registers, then later bits' phases.
 template <typename W, int TOP> __device__ __forceinline__ void merge_phases(W *tile) {
     const int E_BITS = MergeTile<W>::E_BITS, E = 1 << E_BITS;
@@ -75,32 +85,40 @@ template <typename W, int TOP> __device__ __forceinline__ void merge_phases(W *t
     W k[E];
 #pragma unroll
     for (int r = 0; r < E; ++r) k[r] = tile[merge_slot<W>(merge_index<W, LO>(threadIdx.x, r))];
-#pragma unroll
-    for (int j = TOP - LO; j >= 0; --j)
-#pragma unroll
-        for (int r = 0; r < E; ++r)
-            if (!(r & (1 << j))) order_pair(k[r], k[r | (1 << j)]);
+    half_cleaners<W, TOP - LO>(k);
 #pragma unroll
     for (int r = 0; r < E; ++r) tile[merge_slot<W>(merge_index<W, LO>(threadIdx.x, r))] = k[r];
     __syncthreads();
     if constexpr (LO > 0) merge_phases<W, LO - 1>(tile);
 }
 
-// Launched with one block of 2^THREAD_BITS threads a tile; `ranks` from co_ranks.
+// Launched with one block of 2^THREAD_BITS threads a tile; `ranks` from co_ranks. The first
+// phase's registers cover the top tile bits: thread t's word r is tile index r 2^THREAD_BITS +
+// t, so it loads them straight from global memory, coalesced, all E loads in flight at once.
 template <typename W> __device__ void merge_tiles(const W *a, const W *b, const u64 *ranks, W *out, u64 total) {
-    const u32 T = 1u << MergeTile<W>::TILE_BITS;
+    const u32 TILE_BITS = MergeTile<W>::TILE_BITS, THREAD_BITS = MergeTile<W>::THREAD_BITS;
+    const u32 E = 1u << MergeTile<W>::E_BITS, T = 1u << TILE_BITS;
     __shared__ W tile[T];
     const u64 o0 = u64(blockIdx.x) * T, o1 = min(total, o0 + T);
     const u64 a0 = ranks[blockIdx.x], a1 = ranks[blockIdx.x + 1];
     const u64 b_end = o1 - a1;
     const u32 len = u32(o1 - o0), from_b = u32(b_end - (o0 - a0));
-    for (u32 i = threadIdx.x; i < T; i += blockDim.x) {
-        W w = i < from_b ? b[b_end - 1 - i] : i < len ? a[a0 + (i - from_b)] : largest_key<W>();
-        tile[merge_slot<W>(i)] = w;
+    W k[E];
+#pragma unroll
+    for (u32 r = 0; r < E; ++r) {
+        const u32 i = (r << THREAD_BITS) | threadIdx.x;
+        k[r] = i < from_b ? b[b_end - 1 - i] : i < len ? a[a0 + (i - from_b)] : largest_key<W>();
     }
+    half_cleaners<W, int(MergeTile<W>::E_BITS) - 1>(k);
+#pragma unroll
+    for (u32 r = 0; r < E; ++r) tile[merge_slot<W>((r << THREAD_BITS) | threadIdx.x)] = k[r];
     __syncthreads();
-    merge_phases<W, int(MergeTile<W>::TILE_BITS) - 1>(tile);
-    for (u32 i = threadIdx.x; i < len; i += blockDim.x) out[o0 + i] = tile[merge_slot<W>(i)];
+    merge_phases<W, int(THREAD_BITS) - 1>(tile);
+#pragma unroll
+    for (u32 r = 0; r < E; ++r) {
+        const u32 i = (r << THREAD_BITS) | threadIdx.x;
+        if (i < len) out[o0 + i] = tile[merge_slot<W>(i)];
+    }
 }
 
 // keys[i] = the largest word: the +inf padding of a shard shorter than the longest.

@@ -800,8 +800,9 @@ fn merge_sorted_runs<W: Word>(
     Ok(())
 }
 
-/// Output words one block of `merge_tiles` merges, and its threads (kernels/multi.cu's
-/// `MergeTile`: 16 words a thread, 8 for 16-byte key-index pairs).
+/// Output words one block of `merge_tiles` merges, and its threads: kernels/multi.cu's
+/// `MergeTile` (2^THREAD_BITS threads, which the kernel's register layout assumes; 16 words a
+/// thread, 8 for 16-byte key-index pairs).
 fn merge_tile<W>() -> usize {
     if std::mem::size_of::<W>() == 16 {
         MERGE_TILE / 2
