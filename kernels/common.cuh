@@ -141,6 +141,11 @@ template <typename K> __device__ __forceinline__ K *shared_tile() {
     extern "C" __global__ void name##_u32 PARAMS(u32) { name<u32> ARGS; }                   \
     extern "C" __global__ void name##_u64 PARAMS(u64) { name<u64> ARGS; }
 
+// The same for u32, u64 and 16-byte KeyIndex words (name_kv64).
+#define EXPORT_FOR_ALL_WORDS(name, PARAMS, ARGS)                                             \
+    EXPORT_FOR_BOTH_WIDTHS(name, PARAMS, ARGS)                                               \
+    extern "C" __global__ void name##_kv64 PARAMS(KeyIndex) { name<KeyIndex> ARGS; }
+
 #define STEP_PARAMS(K) (K * keys, u32 n, u32 size, u32 stride)
 #define STEP_ARGS (keys, n, size, stride)
 #define SORT_PARAMS(K) (K * keys, u32 n)

@@ -113,9 +113,11 @@ fn check_segments<K: TestKey>(len: usize, offsets: &[usize], backends: &[Backend
     }
 }
 
-/// Lengths around every tile of the GPU plans (2^14 u32, 2^13 u64 and 2^12 key-index pairs).
-const KV_LENGTHS: [usize; 14] = [
-    0, 1, 2, 3, 31, 33, 1000, 1025, 4095, 4097, 8193, 16_383, 16_389, 70_001,
+/// Lengths around every tile of the GPU plans (2^14 u32, 2^13 u64 and 2^12 key-index pairs)
+/// and of the merges after them (pairs of one long row sort as runs of one tile, merged level
+/// by level in tiles of 2^12 or 2^11: exact multiples, one past, odd and even level counts).
+const KV_LENGTHS: [usize; 16] = [
+    0, 1, 2, 3, 31, 33, 1000, 1025, 4095, 4097, 8193, 16_383, 16_389, 24_576, 32_769, 70_001,
 ];
 
 fn key_value_every_type_and_pattern_on(backends: &[Backend]) {

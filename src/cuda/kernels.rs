@@ -32,11 +32,12 @@ pub static V4: KernelModule = kernel_module!("v4_half_threads.cu");
 pub static V5: KernelModule = kernel_module!("v5_conflict_free.cu");
 pub static TUNED: KernelModule = kernel_module!("tuned.cu");
 pub static PAIRS: KernelModule = kernel_module!("pairs.cu");
+pub static MERGE: KernelModule = kernel_module!("merge.cu");
 pub static MULTI: KernelModule = kernel_module!("multi.cu");
 
 /// Every kernel file, for the compile-everything test.
-pub static ALL: [&KernelModule; 10] = [
-    &MAP_KEYS, &V0, &V1, &V2, &V3, &V4, &V5, &TUNED, &PAIRS, &MULTI,
+pub static ALL: [&KernelModule; 11] = [
+    &MAP_KEYS, &V0, &V1, &V2, &V3, &V4, &V5, &TUNED, &PAIRS, &MERGE, &MULTI,
 ];
 
 impl KernelModule {

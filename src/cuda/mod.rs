@@ -6,6 +6,7 @@
 
 mod graph;
 pub mod kernels;
+mod merge;
 pub mod multi;
 pub mod nvrtc;
 mod pairs;

@@ -26,18 +26,17 @@
 //! any error aborts the communicators (`ncclCommAbort`), so a failing GPU turns into this
 //! library's error for the whole sort — no hang, and no partial result returned as sorted.
 
+use super::merge::{merge_two_runs, search_grid};
 use super::pairs::KeyIndex;
 use super::{check_len, kernel_name, kernels, plan, set_pool_threshold, Gpu, MAX_LEN};
 use crate::error::{check_same_len, CudaContext as _, Error, GpuUnavailable, Result};
 use crate::key::Bits;
 use crate::multi::{
     bucket_bounds, choose_splitters, cut_for, merge_level, merge_split_rounds, merge_split_share,
-    sample_positions, Algorithm, Cut, Splitter, MERGE_TILE,
+    sample_positions, Algorithm, Cut, Splitter,
 };
 use crate::{Order, SortKey};
-use cudarc::driver::{
-    CudaSlice, CudaView, CudaViewMut, DeviceRepr, DeviceSlice, LaunchConfig, PushKernelArg,
-};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr, DeviceSlice, PushKernelArg};
 use cudarc::nccl::{result as nccl, safe::Comm};
 use std::cell::RefCell;
 
@@ -477,7 +476,7 @@ impl MultiGpu {
                     up.buf.slice(up.start + kept..up.start + m),
                 );
                 for (rank, (a, b)) in [(lower, lower_runs), (upper, upper_runs)] {
-                    merge_sorted_runs(self.gpu(rank), &a, &b, &mut spare[rank].slice_mut(0..m))?;
+                    merge_two_runs(self.gpu(rank), &a, &b, &mut spare[rank].slice_mut(0..m))?;
                 }
                 for rank in [lower, upper] {
                     std::mem::swap(&mut shards[rank].buf, &mut spare[rank]);
@@ -732,7 +731,7 @@ impl MultiGpu {
                 let level = merge_level(&runs[rank]);
                 for &(offset, a, b) in &level {
                     let src = &received[rank];
-                    merge_sorted_runs(
+                    merge_two_runs(
                         self.gpu(rank),
                         &src.slice(offset..offset + a),
                         &src.slice(offset + a..offset + a + b),
@@ -752,65 +751,6 @@ impl MultiGpu {
             .collect())
     }
 }
-
-/// Merges the sorted runs `a` and `b` into `out` (`a.len() + b.len()` words) on `gpu`: the
-/// merge path at every tile boundary (`co_ranks`), then one block a tile places its words as a
-/// bitonic sequence and merges it in shared memory (`merge_tiles`; src/multi/mod.rs,
-/// `merge_by_tiles`, does the same on the CPU). Among equal words, `a`'s go first.
-fn merge_sorted_runs<W: Word>(
-    gpu: &Gpu,
-    a: &CudaView<W>,
-    b: &CudaView<W>,
-    out: &mut CudaViewMut<W>,
-) -> Result<()> {
-    let stream = gpu.stream();
-    let total = a.len() + b.len();
-    assert_eq!(out.len(), total, "a merge writes every word of both runs");
-    if a.is_empty() || b.is_empty() {
-        let run = if a.is_empty() { b } else { a };
-        if total > 0 {
-            stream
-                .memcpy_dtod(run, out)
-                .during(|| "copying a run that has no partner".into())?;
-        }
-        return Ok(());
-    }
-    let tile = merge_tile::<W>();
-    let tiles = total.div_ceil(tile) as u32;
-    let mut ranks = alloc::<u64>(gpu, tiles as usize + 1)?;
-    let (a_len, b_len, tile64, total64) =
-        (a.len() as u64, b.len() as u64, tile as u64, total as u64);
-    let count = tiles + 1;
-    let f = gpu.function(&kernels::MULTI, &kernel_name::<W>("co_ranks"))?;
-    let mut launch = stream.launch_builder(&f);
-    launch
-        .arg(a)
-        .arg(&a_len)
-        .arg(b)
-        .arg(&b_len)
-        .arg(&tile64)
-        .arg(&mut ranks)
-        .arg(&count);
-    unsafe { launch.launch(small_grid(count)) }.during(|| "launching co_ranks".into())?;
-    let f = gpu.function(&kernels::MULTI, &kernel_name::<W>("merge_tiles"))?;
-    let mut launch = stream.launch_builder(&f);
-    launch.arg(a).arg(b).arg(&ranks).arg(out).arg(&total64);
-    let blocks = plan::config(tiles, MERGE_TILE_THREADS, 0);
-    unsafe { launch.launch(blocks) }.during(|| "launching merge_tiles".into())?;
-    Ok(())
-}
-
-/// Output words one block of `merge_tiles` merges, and its threads: kernels/multi.cu's
-/// `MergeTile` (2^THREAD_BITS threads, which the kernel's register layout assumes; 16 words a
-/// thread, 8 for 16-byte key-index pairs).
-fn merge_tile<W>() -> usize {
-    if std::mem::size_of::<W>() == 16 {
-        MERGE_TILE / 2
-    } else {
-        MERGE_TILE
-    }
-}
-const MERGE_TILE_THREADS: u32 = 256;
 
 /// The sorted keys and their values, one shard of each per rank.
 pub type SortedPairs<K, V> = (Vec<DeviceShard<K>>, Vec<DeviceShard<V>>);
@@ -1097,7 +1037,7 @@ fn take<B: Word>(gpu: &Gpu, buf: &CudaSlice<B>, positions: &[usize]) -> Result<V
     let count = positions.len() as u32;
     let mut launch = stream.launch_builder(&f);
     launch.arg(buf).arg(&at).arg(&mut out).arg(&count);
-    unsafe { launch.launch(small_grid(count)) }.during(|| "launching take".into())?;
+    unsafe { launch.launch(search_grid(count)) }.during(|| "launching take".into())?;
     stream
         .clone_dtoh(&out)
         .during(|| "copying samples back".into())
@@ -1141,7 +1081,7 @@ fn count_below<B: Word>(
             .arg(&upper)
             .arg(&mut out)
             .arg(&count);
-        unsafe { launch.launch(small_grid(count)) }.during(|| "launching count_below".into())?;
+        unsafe { launch.launch(search_grid(count)) }.during(|| "launching count_below".into())?;
         found = stream
             .clone_dtoh(&out)
             .during(|| "copying cuts back".into())?;
@@ -1154,10 +1094,6 @@ fn count_below<B: Word>(
             Cut::Below { .. } => found.next().expect("one answer a query") as usize,
         })
         .collect())
-}
-
-fn small_grid(count: u32) -> LaunchConfig {
-    plan::config(count.div_ceil(128).max(1), 128, 0)
 }
 
 /// The multi-GPU benchmark's device-side helpers: random shards and their checks.

@@ -12,6 +12,7 @@
 //! index order. A 32-bit key packs with its index into one u64 word; a 64-bit key and its index
 //! make a 16-byte `KeyIndex`.
 
+use super::merge;
 use super::plan::{self, RowLayout};
 use super::{check_len, kernel_name, kernels, Gpu};
 use crate::error::{check_same_len, CudaContext as _, Error, Result};
@@ -270,8 +271,30 @@ impl Gpu {
             .during(|| format!("allocating {n} key-index pairs"))?;
         let mut pairs = pairs.as_view_mut();
         self.pack_or_unpack::<B, P>("pack", words, &mut pairs, None, row_len, map)?;
-        plan::tuned(self, &mut pairs, RowLayout::rows(n, row_len), 0)?;
-        self.pack_or_unpack::<B, P>("unpack", words, &mut pairs, Some(indices), row_len, map)
+        let run_bits = plan::default_tile_bits(std::mem::size_of::<P>());
+        if !merges_pairs(n, row_len, run_bits) {
+            plan::tuned(self, &mut pairs, RowLayout::rows(n, row_len), 0)?;
+            return self.pack_or_unpack::<B, P>(
+                "unpack",
+                words,
+                &mut pairs,
+                Some(indices),
+                row_len,
+                map,
+            );
+        }
+        // A merge sort of tile sorts: tuned passes sort runs of one tile, then each merge
+        // level reads and writes every pair once (src/cuda/merge.rs).
+        plan::tuned(self, &mut pairs, RowLayout::runs(n, run_bits), 0)?;
+        let mut spare = unsafe { self.stream.alloc::<P>(n) }
+            .during(|| format!("allocating {n} key-index pairs to merge into"))?;
+        let mut spare = spare.as_view_mut();
+        let sorted = if merge::merge_levels(self, &mut pairs, &mut spare, 1 << run_bits)? {
+            &mut spare
+        } else {
+            &mut pairs
+        };
+        self.pack_or_unpack::<B, P>("unpack", words, sorted, Some(indices), row_len, map)
     }
 
     /// `pack_*(keys, pairs, n, row_len, map)` or `unpack_*(pairs, keys, indices, n, map)`.
@@ -310,6 +333,14 @@ impl Gpu {
             .clamp(1, self.info.multiprocessors as u32 * 32);
         plan::config(blocks, threads, 0)
     }
+}
+
+/// Whether the pairs of a sort go through merges: one long row (two tiles or more) sorts
+/// faster as a merge sort of tile sorts than with the bitonic network's passes
+/// (docs/notes/rows.md). `BITONIC_PAIR_MERGE=0` keeps the network's passes, for measurements.
+fn merges_pairs(n: usize, row_len: usize, run_bits: u32) -> bool {
+    let enabled = std::env::var("BITONIC_PAIR_MERGE").map_or(true, |v| v.trim() != "0");
+    enabled && row_len == n && n > 1 << run_bits
 }
 
 /// The key-map argument of the kernels: MapKind, and the descending flag.

@@ -320,8 +320,8 @@ fn tuned_kernel<T>(gpu: &Gpu, layout: &RowLayout) -> Result<(CudaFunction, Tuned
     Ok((kernel, shape))
 }
 
-/// log2 of the keys in a 64 KiB tile: 2^14 u32 or 2^13 u64 keys.
-fn default_tile_bits(key_bytes: usize) -> u32 {
+/// log2 of the keys in a 64 KiB tile: 2^14 u32 or 2^13 u64 keys (2^12 key-index pairs).
+pub(super) fn default_tile_bits(key_bytes: usize) -> u32 {
     (64 * 1024 / key_bytes).trailing_zeros()
 }
 
@@ -620,6 +620,19 @@ impl RowLayout {
             row_len: row_len as u32,
             rows,
             contiguous: (rows <= 1 || row_len == 1 << row_bits) as u32,
+        }
+    }
+
+    /// `n` keys cut into runs of 2^`run_bits` (the last may be shorter), each sorted on its own.
+    pub(super) fn runs(n: usize, run_bits: u32) -> RowLayout {
+        RowLayout {
+            segment_start: 0,
+            segment_len: 0,
+            n: n as u32,
+            row_bits: run_bits,
+            row_len: 1 << run_bits,
+            rows: n.div_ceil(1 << run_bits) as u32,
+            contiguous: 1,
         }
     }
 

@@ -177,7 +177,7 @@ pub fn cut_for<B: Copy>(splitter: &Splitter<B>, rank: usize) -> Cut<B> {
 }
 
 /// The merge path: how many of the first `o` keys of the merge of sorted `a` and `b` come from
-/// `a`, `a`'s keys going first among equal ones (kernels/multi.cu's `co_ranks`).
+/// `a`, `a`'s keys going first among equal ones (kernels/merge.cu's `co_rank`).
 pub fn co_rank<B: Ord>(a: &[B], b: &[B], o: usize) -> usize {
     let (mut lo, mut hi) = (o.saturating_sub(b.len()), o.min(a.len()));
     while lo < hi {
@@ -191,12 +191,12 @@ pub fn co_rank<B: Ord>(a: &[B], b: &[B], o: usize) -> usize {
     lo
 }
 
-/// Output keys a GPU block merges at once for 4- and 8-byte words (kernels/multi.cu's
+/// Output keys a GPU block merges at once for 4- and 8-byte words (kernels/merge.cu's
 /// `MergeTile`); the simulated ranks merge in tiles of the same length.
 pub const MERGE_TILE: usize = 1 << 12;
 
 /// Merges sorted `a` and `b` into `out` (`a.len() + b.len()` keys) one tile of `tile` output
-/// keys at a time (kernels/multi.cu's `merge_tiles`): the merge path at both ends of the tile
+/// keys at a time (kernels/merge.cu's `merge_tiles`): the merge path at both ends of the tile
 /// gives its keys from each run; placed as those from `b` falling, then those from `a` rising,
 /// they are bitonic (padded virtually with `+inf`), and one bitonic merge sorts them.
 pub fn merge_by_tiles<B: Ord + Copy + Send + Sync>(a: &[B], b: &[B], out: &mut [B], tile: usize) {
