@@ -4,9 +4,8 @@
 //!
 //! * [`merge_two_runs`]: two runs of any lengths, from anywhere (the multi-GPU sort's merges:
 //!   the halves a merge-split keeps, the runs a partition receives).
-//! * [`merge_levels`]: an array of sorted runs of one length, merged pairwise level by level
-//!   until one run is left: the merge sort that finishes long key-index pair sorts after a
-//!   tuned tile sort (src/cuda/pairs.rs).
+//! * [`merge_sort`]: tuned tile sorts, then [`merge_levels`] merges the runs pairwise, level by
+//!   level, until one is left: how long key-index pair sorts go (src/cuda/pairs.rs).
 
 use super::{kernel_name, kernels, plan, Gpu};
 use crate::error::{CudaContext as _, Result};
@@ -73,7 +72,7 @@ pub(super) fn merge_two_runs<W: DeviceRepr>(
 /// (as long). Returns whether the sorted words ended in `spare` (an odd number of levels).
 /// `run_len` must be a power of two at least half a merge tile, so that no tile spans two
 /// pairs of runs.
-pub(super) fn merge_levels<W: DeviceRepr>(
+fn merge_levels<W: DeviceRepr>(
     gpu: &Gpu,
     keys: &mut CudaViewMut<W>,
     spare: &mut CudaViewMut<W>,
@@ -125,6 +124,45 @@ fn merge_level<W: DeviceRepr>(
     unsafe { launch.launch(plan::config(tiles, MERGE_THREADS, 0)) }
         .during(|| "launching merge_level".into())?;
     Ok(())
+}
+
+/// An experiment, off unless `BITONIC_KEYS_MERGE=1`: plain keys (no key map) of one long
+/// array sorted as the long pair sorts are, by tile sorts and merges (docs/notes/rows.md
+/// measures it against the network's passes).
+pub(super) fn keys_through_merges(n: usize) -> bool {
+    std::env::var("BITONIC_KEYS_MERGE").is_ok_and(|v| v.trim() == "1") && n > MERGES_FROM
+}
+
+/// The shortest array a merge sort of tile sorts takes: on the H100 the network's passes sort
+/// pairs faster at 2^18 and slower at 2^20 (docs/notes/rows.md).
+pub(super) const MERGES_FROM: usize = 1 << 19;
+
+impl Gpu {
+    /// Sorts `keys` (sortable words, no key map) by [`merge_sort`], the result copied back.
+    pub(super) fn sort_by_merging<W: DeviceRepr>(&self, keys: &mut CudaViewMut<W>) -> Result<()> {
+        let n = keys.len();
+        let mut spare = unsafe { self.stream.alloc::<W>(n) }
+            .during(|| format!("allocating {n} words to merge into"))?;
+        if merge_sort(self, keys, &mut spare.as_view_mut())? {
+            self.stream
+                .memcpy_dtod(&spare, keys)
+                .during(|| "copying the merged keys back".into())?;
+        }
+        Ok(())
+    }
+}
+
+/// Sorts `keys` (sortable words, already mapped) as a merge sort of tile sorts: the tuned
+/// passes sort runs of one tile each (2^14 u32, 2^13 u64, 2^12 key-index pairs), then
+/// [`merge_levels`] merges them through `spare`. Returns whether the result is in `spare`.
+pub(super) fn merge_sort<W: DeviceRepr>(
+    gpu: &Gpu,
+    keys: &mut CudaViewMut<W>,
+    spare: &mut CudaViewMut<W>,
+) -> Result<bool> {
+    let run_bits = plan::default_tile_bits(std::mem::size_of::<W>());
+    plan::tuned(gpu, keys, plan::RowLayout::runs(keys.len(), run_bits), 0)?;
+    merge_levels(gpu, keys, spare, 1 << run_bits)
 }
 
 /// One thread a binary search (merge paths here, splitter cuts in src/cuda/multi.rs).

@@ -271,8 +271,7 @@ impl Gpu {
             .during(|| format!("allocating {n} key-index pairs"))?;
         let mut pairs = pairs.as_view_mut();
         self.pack_or_unpack::<B, P>("pack", words, &mut pairs, None, row_len, map)?;
-        let run_bits = plan::default_tile_bits(std::mem::size_of::<P>());
-        if !merges_pairs(n, row_len, run_bits) {
+        if !merges_pairs(n, row_len) {
             plan::tuned(self, &mut pairs, RowLayout::rows(n, row_len), 0)?;
             return self.pack_or_unpack::<B, P>(
                 "unpack",
@@ -283,13 +282,10 @@ impl Gpu {
                 map,
             );
         }
-        // A merge sort of tile sorts: tuned passes sort runs of one tile, then each merge
-        // level reads and writes every pair once (src/cuda/merge.rs).
-        plan::tuned(self, &mut pairs, RowLayout::runs(n, run_bits), 0)?;
         let mut spare = unsafe { self.stream.alloc::<P>(n) }
             .during(|| format!("allocating {n} key-index pairs to merge into"))?;
         let mut spare = spare.as_view_mut();
-        let sorted = if merge::merge_levels(self, &mut pairs, &mut spare, 1 << run_bits)? {
+        let sorted = if merge::merge_sort(self, &mut pairs, &mut spare)? {
             &mut spare
         } else {
             &mut pairs
@@ -335,12 +331,12 @@ impl Gpu {
     }
 }
 
-/// Whether the pairs of a sort go through merges: one long row (two tiles or more) sorts
-/// faster as a merge sort of tile sorts than with the bitonic network's passes
-/// (docs/notes/rows.md). `BITONIC_PAIR_MERGE=0` keeps the network's passes, for measurements.
-fn merges_pairs(n: usize, row_len: usize, run_bits: u32) -> bool {
+/// Whether the pairs of a sort go through merges ([`merge::merge_sort`]): one long row sorts
+/// faster so than with the bitonic network's passes (docs/notes/rows.md).
+/// `BITONIC_PAIR_MERGE=0` keeps the network's passes, for measurements.
+fn merges_pairs(n: usize, row_len: usize) -> bool {
     let enabled = std::env::var("BITONIC_PAIR_MERGE").map_or(true, |v| v.trim() != "0");
-    enabled && row_len == n && n > 1 << run_bits
+    enabled && row_len == n && n > merge::MERGES_FROM
 }
 
 /// The key-map argument of the kernels: MapKind, and the descending flag.
