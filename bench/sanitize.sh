@@ -13,6 +13,8 @@ status=0
 "$bin" gen "$tmp/f64.npy" -n 20011 --dtype f64 --seed 4
 "$bin" gen "$tmp/u32rows.bin" -n 70007 --dtype u32 --seed 5 # 7 rows of 10001
 "$bin" gen "$tmp/i32.bin" -n 300007 --dtype i32 --seed 6 # tuned: passes of 2^13-key tiles
+# One row past 2^19 keys: argsort as tile sorts and merge levels (kernels/merge.cu).
+"$bin" gen "$tmp/u32long.bin" -n 528391 --dtype u32 --seed 7
 # name, input, options for sort and verify
 cases=("u32-asc $tmp/u32.bin --dtype=u32" "f64-desc $tmp/f64.npy --desc" "i32-desc $tmp/i32.bin --dtype=i32 --desc")
 for version in ${VERSIONS-v0 v1 v2 v3 v4 v5 tuned}; do
@@ -32,9 +34,10 @@ for version in ${VERSIONS-v0 v1 v2 v3 v4 v5 tuned}; do
   done
 done
 # Row sorts and argsorts run the tuned passes over row layouts and key-index pairs (u64 words
-# for 32-bit keys, 16-byte pairs for 64-bit keys); tests/kv_sort.rs checks their results.
+# for 32-bit keys, 16-byte pairs for 64-bit keys), a long row's argsort the merge levels too;
+# tests/kv_sort.rs checks their results.
 kv_cases=("rows-u32 $tmp/u32rows.bin --dtype=u32 --rows 7" "rows-argsort-u32 $tmp/u32rows.bin --dtype=u32 --rows 7 --argsort"
-          "argsort-f64-desc $tmp/f64.npy --argsort --desc")
+          "argsort-f64-desc $tmp/f64.npy --argsort --desc" "argsort-u32-merged $tmp/u32long.bin --dtype=u32 --argsort")
 for tool in memcheck racecheck; do
   for case in "${kv_cases[@]}"; do
     read -r name input options <<< "$case"
