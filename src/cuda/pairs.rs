@@ -10,7 +10,8 @@
 //!
 //! **Stability.** Argsort and key-value sorts sort (key, index-in-row) pairs: equal keys keep
 //! index order. A 32-bit key packs with its index into one u64 word; a 64-bit key and its index
-//! make a 16-byte `KeyIndex`.
+//! make a 16-byte `KeyIndex`. One long row of pairs (past 2^19) sorts as a merge sort of tuned
+//! tile sorts instead (src/cuda/merge.rs), which moves each pair once a level.
 
 use super::merge;
 use super::plan::{self, RowLayout};
@@ -332,7 +333,7 @@ impl Gpu {
 }
 
 /// Whether the pairs of a sort go through merges ([`merge::merge_sort`]): one long row sorts
-/// faster so than with the bitonic network's passes (docs/notes/rows.md).
+/// faster so than with the bitonic network's global passes (docs/notes/rows.md).
 /// `BITONIC_PAIR_MERGE=0` keeps the network's passes, for measurements.
 fn merges_pairs(n: usize, row_len: usize) -> bool {
     let enabled = std::env::var("BITONIC_PAIR_MERGE").map_or(true, |v| v.trim() != "0");
