@@ -55,6 +55,16 @@ __device__ __forceinline__ bool operator<(const KeyIndex &a, const KeyIndex &b) 
     return a.key < b.key || (a.key == b.key && a.index < b.index);
 }
 
+// A key-index pair maps its key (kernels that map words map pairs alike).
+__device__ __forceinline__ KeyIndex to_sortable(KeyIndex w, u32 map) {
+    w.key = to_sortable(w.key, map);
+    return w;
+}
+__device__ __forceinline__ KeyIndex from_sortable(KeyIndex w, u32 map) {
+    w.key = from_sortable(w.key, map);
+    return w;
+}
+
 template <> __device__ __forceinline__ KeyIndex largest_key<KeyIndex>() {
     KeyIndex k;
     k.key = largest_key<u64>();

@@ -72,9 +72,10 @@ template <typename W, int TOP> __device__ __forceinline__ void merge_phases(W *t
 // Merges outputs [o0, o1) of runs a and b into out[o0, o1), given their merge paths a0 and a1;
 // one block of 2^THREAD_BITS threads. The first phase's registers cover the top tile bits:
 // thread t's word r is tile index r 2^THREAD_BITS + t, so it loads them straight from global
-// memory, coalesced, all E loads in flight at once.
+// memory, coalesced, all E loads in flight at once. `map` (0: none) turns sortable words back
+// into keys on the store: the last level of a merge sort of mapped keys.
 template <typename W>
-__device__ __forceinline__ void merge_tile(const W *a, const W *b, u64 o0, u64 o1, u64 a0, u64 a1, W *out) {
+__device__ __forceinline__ void merge_tile(const W *a, const W *b, u64 o0, u64 o1, u64 a0, u64 a1, W *out, u32 map) {
     const u32 TILE_BITS = MergeTile<W>::TILE_BITS, THREAD_BITS = MergeTile<W>::THREAD_BITS;
     const u32 E = 1u << MergeTile<W>::E_BITS, T = 1u << TILE_BITS;
     __shared__ W tile[T];
@@ -94,7 +95,7 @@ __device__ __forceinline__ void merge_tile(const W *a, const W *b, u64 o0, u64 o
 #pragma unroll
     for (u32 r = 0; r < E; ++r) {
         const u32 i = (r << THREAD_BITS) | threadIdx.x;
-        if (i < len) out[o0 + i] = tile[merge_slot<W>(i)];
+        if (i < len) out[o0 + i] = map ? from_sortable(tile[merge_slot<W>(i)], map) : tile[merge_slot<W>(i)];
     }
 }
 
@@ -108,7 +109,7 @@ template <typename W> __device__ void co_ranks(const W *a, u64 a_len, const W *b
 template <typename W> __device__ void merge_tiles(const W *a, const W *b, const u64 *ranks, W *out, u64 total) {
     const u64 o0 = u64(blockIdx.x) << MergeTile<W>::TILE_BITS;
     const u64 o1 = min(total, o0 + (1u << MergeTile<W>::TILE_BITS));
-    merge_tile(a, b, o0, o1, ranks[blockIdx.x], ranks[blockIdx.x + 1], out);
+    merge_tile(a, b, o0, o1, ranks[blockIdx.x], ranks[blockIdx.x + 1], out, 0u);
 }
 
 // ---- A level: `keys` holds sorted runs of run_len words (the last may be shorter), and runs
@@ -136,7 +137,8 @@ template <typename W> __device__ void level_co_ranks(const W *keys, u64 n, u64 r
     ranks[q] = co_rank(a, p.a_len, a + p.a_len, p.b_len, o - p.start);
 }
 
-template <typename W> __device__ void merge_level(const W *keys, u64 n, u64 run_len, const u64 *ranks, W *out) {
+template <typename W>
+__device__ void merge_level(const W *keys, u64 n, u64 run_len, const u64 *ranks, W *out, u32 map) {
     const u64 o = u64(blockIdx.x) << MergeTile<W>::TILE_BITS;
     const RunPair p = pair_at(n, run_len, o);
     const u64 total = p.a_len + p.b_len, o0 = o - p.start;
@@ -144,7 +146,7 @@ template <typename W> __device__ void merge_level(const W *keys, u64 n, u64 run_
     // The tile that ends its pair ends with all of a; any other ends where the next begins.
     const u64 a1 = o1 == total ? p.a_len : ranks[blockIdx.x + 1];
     const W *a = keys + p.start;
-    merge_tile(a, a + p.a_len, o0, o1, ranks[blockIdx.x], a1, out + p.start);
+    merge_tile(a, a + p.a_len, o0, o1, ranks[blockIdx.x], a1, out + p.start, map);
 }
 
 #define CO_RANKS_PARAMS(W) (const W *a, u64 a_len, const W *b, u64 b_len, u64 *ranks, u32 count)
@@ -153,5 +155,5 @@ EXPORT_FOR_ALL_WORDS(co_ranks, CO_RANKS_PARAMS, (a, a_len, b, b_len, ranks, coun
 EXPORT_FOR_ALL_WORDS(merge_tiles, MERGE_TILES_PARAMS, (a, b, ranks, out, total))
 #define LEVEL_CO_RANKS_PARAMS(W) (const W *keys, u64 n, u64 run_len, u64 *ranks, u32 tiles)
 EXPORT_FOR_ALL_WORDS(level_co_ranks, LEVEL_CO_RANKS_PARAMS, (keys, n, run_len, ranks, tiles))
-#define MERGE_LEVEL_PARAMS(W) (const W *keys, u64 n, u64 run_len, const u64 *ranks, W *out)
-EXPORT_FOR_ALL_WORDS(merge_level, MERGE_LEVEL_PARAMS, (keys, n, run_len, ranks, out))
+#define MERGE_LEVEL_PARAMS(W) (const W *keys, u64 n, u64 run_len, const u64 *ranks, W *out, u32 map)
+EXPORT_FOR_ALL_WORDS(merge_level, MERGE_LEVEL_PARAMS, (keys, n, run_len, ranks, out, map))

@@ -55,14 +55,6 @@ typedef Tuning<u64, 4, 4> WideU64;
 
 // Key-index pairs (common.cuh) sort by key, then index; 16 a thread, 256 threads.
 typedef Tuning<KeyIndex, 4, 3, 8> PairTuning;
-__device__ __forceinline__ KeyIndex to_sortable(KeyIndex w, u32 map) {
-    w.key = to_sortable(w.key, map);
-    return w;
-}
-__device__ __forceinline__ KeyIndex from_sortable(KeyIndex w, u32 map) {
-    w.key = from_sortable(w.key, map);
-    return w;
-}
 
 // Where the slots of the passes' index space live. The passes sort rows of 2^row_bits slots
 // each; slot `col` of row `row` holds key start(row) + col while col < the row's length, and

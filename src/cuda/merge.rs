@@ -71,26 +71,28 @@ pub(super) fn merge_two_runs<W: DeviceRepr>(
 /// merging neighbouring runs pairwise, one launch pair a level, between `keys` and `spare`
 /// (as long). Returns whether the sorted words ended in `spare` (an odd number of levels).
 /// `run_len` must be a power of two at least half a merge tile, so that no tile spans two
-/// pairs of runs.
+/// pairs of runs, and below `keys.len()`. The last level's stores undo the key map `map`.
 fn merge_levels<W: DeviceRepr>(
     gpu: &Gpu,
     keys: &mut CudaViewMut<W>,
     spare: &mut CudaViewMut<W>,
     mut run_len: usize,
+    map: u32,
 ) -> Result<bool> {
     let n = keys.len();
     assert_eq!(spare.len(), n, "the spare buffer holds every word");
-    assert!(run_len.is_power_of_two() && 2 * run_len >= merge_tile::<W>());
+    assert!(run_len.is_power_of_two() && 2 * run_len >= merge_tile::<W>() && run_len < n);
     let stream = gpu.stream();
     let tiles = n.div_ceil(merge_tile::<W>()) as u32;
     let mut ranks = unsafe { stream.alloc::<u64>(tiles.max(1) as usize) }
         .during(|| format!("allocating {tiles} merge paths"))?;
     let mut in_spare = false;
     while run_len < n {
+        let level_map = if 2 * run_len >= n { map } else { 0 };
         if in_spare {
-            merge_level(gpu, &spare.as_view(), keys, run_len, &mut ranks)?;
+            merge_level(gpu, &spare.as_view(), keys, run_len, &mut ranks, level_map)?;
         } else {
-            merge_level(gpu, &keys.as_view(), spare, run_len, &mut ranks)?;
+            merge_level(gpu, &keys.as_view(), spare, run_len, &mut ranks, level_map)?;
         }
         in_spare = !in_spare;
         run_len *= 2;
@@ -105,6 +107,7 @@ fn merge_level<W: DeviceRepr>(
     dst: &mut CudaViewMut<W>,
     run_len: usize,
     ranks: &mut CudaSlice<u64>,
+    map: u32,
 ) -> Result<()> {
     let stream = gpu.stream();
     let tiles = src.len().div_ceil(merge_tile::<W>()) as u32;
@@ -120,30 +123,59 @@ fn merge_level<W: DeviceRepr>(
     unsafe { launch.launch(search_grid(tiles)) }.during(|| "launching level_co_ranks".into())?;
     let f = gpu.function(&kernels::MERGE, &kernel_name::<W>("merge_level"))?;
     let mut launch = stream.launch_builder(&f);
-    launch.arg(src).arg(&n64).arg(&run64).arg(&*ranks).arg(dst);
+    launch
+        .arg(src)
+        .arg(&n64)
+        .arg(&run64)
+        .arg(&*ranks)
+        .arg(dst)
+        .arg(&map);
     unsafe { launch.launch(plan::config(tiles, MERGE_THREADS, 0)) }
         .during(|| "launching merge_level".into())?;
     Ok(())
 }
 
-/// An experiment, off unless `BITONIC_KEYS_MERGE=1`: plain keys (no key map) of one long
-/// array sorted as the long pair sorts are, by tile sorts and merges (docs/notes/rows.md
-/// measures it against the network's passes).
+/// Whether one array of `n` keys sorts as a [`merge_sort`]: past 2^22 keys, where it beat the
+/// network's passes on the H100 (2^23 by 9%, 2^24 by 34%; up to 2^22 the passes stay in L2 and
+/// win; docs/notes/tuned.md). `BITONIC_KEYS_MERGE=0` keeps the network's passes, for
+/// measurements.
 pub(super) fn keys_through_merges(n: usize) -> bool {
-    std::env::var("BITONIC_KEYS_MERGE").is_ok_and(|v| v.trim() == "1") && n > MERGES_FROM
+    let enabled = std::env::var("BITONIC_KEYS_MERGE").map_or(true, |v| v.trim() != "0");
+    enabled && n > KEYS_MERGE_FROM
 }
+const KEYS_MERGE_FROM: usize = 1 << 22;
 
-/// The shortest array a merge sort of tile sorts takes: on the H100 the network's passes sort
-/// pairs faster at 2^18 and slower at 2^20 (docs/notes/rows.md).
-pub(super) const MERGES_FROM: usize = 1 << 19;
+/// The longest row of key-index pairs the network's passes sort; longer ones go through a
+/// [`merge_sort`]: on the H100 the passes won at 2^18 pairs, the merges at 2^20
+/// (docs/notes/rows.md).
+pub(super) const PAIRS_MERGE_FROM: usize = 1 << 19;
 
 impl Gpu {
-    /// Sorts `keys` (sortable words, no key map) by [`merge_sort`], the result copied back.
-    pub(super) fn sort_by_merging<W: DeviceRepr>(&self, keys: &mut CudaViewMut<W>) -> Result<()> {
+    /// Sorts one array of words with the tuned version: the network's passes, or past 2^22
+    /// keys a [`merge_sort`]. `map` is the key map (kernels/common.cuh's flags), 0 for words
+    /// that are sortable already.
+    pub(super) fn sort_one_row<W: DeviceRepr>(
+        &self,
+        keys: &mut CudaViewMut<W>,
+        map: u32,
+    ) -> Result<()> {
         let n = keys.len();
-        let mut spare = unsafe { self.stream.alloc::<W>(n) }
-            .during(|| format!("allocating {n} words to merge into"))?;
-        if merge_sort(self, keys, &mut spare.as_view_mut())? {
+        if keys_through_merges(n) {
+            return self.sort_by_merging(keys, map);
+        }
+        plan::tuned(self, keys, plan::RowLayout::rows(n, n), map)
+    }
+
+    /// Sorts `keys` of one array by [`merge_sort`], the key map `map` folded into the tile
+    /// sort's loads and the last merge level's stores, and the result copied back when it
+    /// ends in the spare buffer. Without memory for that buffer it sorts with the network's
+    /// passes instead, which need none.
+    fn sort_by_merging<W: DeviceRepr>(&self, keys: &mut CudaViewMut<W>, map: u32) -> Result<()> {
+        let n = keys.len();
+        let Ok(mut spare) = (unsafe { self.stream.alloc::<W>(n) }) else {
+            return plan::tuned(self, keys, plan::RowLayout::rows(n, n), map);
+        };
+        if merge_sort(self, keys, &mut spare.as_view_mut(), map)? {
             self.stream
                 .memcpy_dtod(&spare, keys)
                 .during(|| "copying the merged keys back".into())?;
@@ -152,20 +184,50 @@ impl Gpu {
     }
 }
 
-/// Sorts `keys` (sortable words, already mapped) as a merge sort of tile sorts: the tuned
-/// passes sort runs of one tile each (2^14 u32, 2^13 u64, 2^12 key-index pairs), then
-/// [`merge_levels`] merges them through `spare`. Returns whether the result is in `spare`.
+/// Passes over the array of a [`merge_sort`] of `n` words and its copy back: the tile sort,
+/// one a merge level, and the copy when the levels are odd.
+pub(super) fn merge_sort_passes<W>(n: usize) -> usize {
+    let run_bits = plan::default_tile_bits(std::mem::size_of::<W>());
+    let levels = n
+        .div_ceil(1 << run_bits)
+        .next_power_of_two()
+        .trailing_zeros() as usize;
+    1 + levels + levels % 2
+}
+
+/// Sorts `keys` (more than one tile of them) as a merge sort of tile sorts: the tuned passes
+/// sort runs of one tile each (2^14 u32, 2^13 u64, 2^12 key-index pairs), mapping the keys on
+/// their loads, then [`merge_levels`] merges the runs through `spare` and unmaps on the last
+/// level's stores. Returns whether the result is in `spare`.
 pub(super) fn merge_sort<W: DeviceRepr>(
     gpu: &Gpu,
     keys: &mut CudaViewMut<W>,
     spare: &mut CudaViewMut<W>,
+    map: u32,
 ) -> Result<bool> {
     let run_bits = plan::default_tile_bits(std::mem::size_of::<W>());
-    plan::tuned(gpu, keys, plan::RowLayout::runs(keys.len(), run_bits), 0)?;
-    merge_levels(gpu, keys, spare, 1 << run_bits)
+    let runs = plan::RowLayout::runs(keys.len(), run_bits);
+    plan::tuned_keeping_map(gpu, keys, runs, map, true)?;
+    merge_levels(gpu, keys, spare, 1 << run_bits, map)
 }
 
 /// One thread a binary search (merge paths here, splitter cuts in src/cuda/multi.rs).
 pub(super) fn search_grid(count: u32) -> LaunchConfig {
     plan::config(count.div_ceil(128).max(1), 128, 0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passes_of_a_merge_sort() {
+        // 2^24 u32 keys: runs of 2^14, 10 levels, the result back in place.
+        assert_eq!(merge_sort_passes::<u32>(1 << 24), 11);
+        // 2^29: 15 levels, the last into the spare buffer, then the copy back.
+        assert_eq!(merge_sort_passes::<u32>(1 << 29), 17);
+        // One key past a power of two takes one level more.
+        assert_eq!(merge_sort_passes::<u64>((1 << 23) + 1), 1 + 11 + 1);
+        assert_eq!(merge_sort_passes::<[u8; 16]>(1 << 24), 1 + 12);
+    }
 }

@@ -381,9 +381,6 @@ impl Gpu {
             return Ok(());
         }
         if version == Version::Tuned {
-            if merge::keys_through_merges(words.len()) && !K::DTYPE.needs_map(order) {
-                return self.sort_by_merging(words);
-            }
             // The tuned passes fold the key map into their first load and last store.
             return self.sort_rows_words::<K>(words, words.len(), order);
         }

@@ -28,7 +28,7 @@
 
 use super::merge::{merge_two_runs, search_grid};
 use super::pairs::KeyIndex;
-use super::{check_len, kernel_name, kernels, plan, set_pool_threshold, Gpu, MAX_LEN};
+use super::{check_len, kernel_name, kernels, set_pool_threshold, Gpu, MAX_LEN};
 use crate::error::{check_same_len, CudaContext as _, Error, GpuUnavailable, Result};
 use crate::key::Bits;
 use crate::multi::{
@@ -423,12 +423,7 @@ impl MultiGpu {
         for (rank, mut buf) in words.into_iter().enumerate() {
             let gpu = self.gpu(rank);
             launch_fill_largest(gpu, &mut buf.slice_mut(lens[rank]..m))?;
-            plan::tuned(
-                gpu,
-                &mut buf.slice_mut(0..m),
-                plan::RowLayout::rows(m, m),
-                0,
-            )?;
+            gpu.sort_one_row(&mut buf.slice_mut(0..m), 0)?;
             shards.push(Shard {
                 buf,
                 start: 0,
@@ -645,12 +640,7 @@ impl MultiGpu {
         // All local sorts are queued before any sample is read, so that the GPUs sort at once.
         for (rank, buf) in words.iter_mut().enumerate() {
             let len = lens[rank];
-            plan::tuned(
-                self.gpu(rank),
-                &mut buf.slice_mut(0..len),
-                plan::RowLayout::rows(len, len),
-                0,
-            )?;
+            self.gpu(rank).sort_one_row(&mut buf.slice_mut(0..len), 0)?;
         }
         if p == 1 {
             let len = lens[0];

@@ -196,6 +196,9 @@ impl Gpu {
         row_len: usize,
         order: Order,
     ) -> Result<()> {
+        if row_len == words.len() {
+            return self.sort_one_row(words, map_flags::<K>(order));
+        }
         let layout = RowLayout::rows(words.len(), row_len);
         plan::tuned(self, words, layout, map_flags::<K>(order))
     }
@@ -286,7 +289,7 @@ impl Gpu {
         let mut spare = unsafe { self.stream.alloc::<P>(n) }
             .during(|| format!("allocating {n} key-index pairs to merge into"))?;
         let mut spare = spare.as_view_mut();
-        let sorted = if merge::merge_sort(self, &mut pairs, &mut spare)? {
+        let sorted = if merge::merge_sort(self, &mut pairs, &mut spare, 0)? {
             &mut spare
         } else {
             &mut pairs
@@ -337,7 +340,7 @@ impl Gpu {
 /// `BITONIC_PAIR_MERGE=0` keeps the network's passes, for measurements.
 fn merges_pairs(n: usize, row_len: usize) -> bool {
     let enabled = std::env::var("BITONIC_PAIR_MERGE").map_or(true, |v| v.trim() != "0");
-    enabled && row_len == n && n > merge::MERGES_FROM
+    enabled && row_len == n && n > merge::PAIRS_MERGE_FROM
 }
 
 /// The key-map argument of the kernels: MapKind, and the descending flag.

@@ -186,6 +186,9 @@ pub(super) fn passes<B: Bits>(gpu: &Gpu, version: Version, n: usize) -> Result<u
     let v = match (version, blocked_version(version)) {
         (_, Some(v)) => v,
         (Version::V0, None) => return Ok(crate::network::step_count(n)),
+        (_, None) if super::merge::keys_through_merges(n) => {
+            return Ok(super::merge::merge_sort_passes::<B>(n));
+        }
         (_, None) => {
             let layout = RowLayout::rows(n, n);
             let (_, shape) = tuned_kernel::<B>(gpu, &layout)?;
@@ -676,6 +679,18 @@ pub(super) fn tuned<T: DeviceRepr>(
     layout: RowLayout,
     map: u32,
 ) -> Result<()> {
+    tuned_keeping_map(gpu, keys, layout, map, false)
+}
+
+/// [`tuned`], but with `keep_mapped` the last store leaves the sortable words mapped (the tile
+/// sorts of a merge sort, whose last merge level unmaps them).
+pub(super) fn tuned_keeping_map<T: DeviceRepr>(
+    gpu: &Gpu,
+    keys: &mut CudaViewMut<T>,
+    layout: RowLayout,
+    map: u32,
+    keep_mapped: bool,
+) -> Result<()> {
     if layout.row_bits == 0 || layout.rows == 0 {
         return Ok(()); // rows of one key
     }
@@ -697,7 +712,11 @@ pub(super) fn tuned<T: DeviceRepr>(
                 0
             } else {
                 map | if i == 0 { MAP_ON_LOAD } else { 0 }
-                    | if i == last { MAP_ON_STORE } else { 0 }
+                    | if i == last && !keep_mapped {
+                        MAP_ON_STORE
+                    } else {
+                        0
+                    }
             };
             [
                 p.col_bits, p.lo, p.b_first, p.b_last, p.hi_first, p.stop, flags,
