@@ -601,27 +601,19 @@ impl MultiGpu {
                     grouped = true;
                 }
                 // NCCL matches the k-th send from one GPU to another with the k-th receive
-                // there: both are queued here in the same order. A large message goes as a few
-                // pieces (`nccl_pieces`).
+                // there: both are queued here in the same order.
                 let bytes = t.src.len() * std::mem::size_of::<B>();
                 let src = unsafe { t.src.transmute::<u8>(bytes) }.expect("same bytes");
                 let mut dst = unsafe { dst.transmute_mut::<u8>(bytes) }.expect("same bytes");
-                let piece = bytes.div_ceil(nccl_pieces(bytes));
-                for start in (0..bytes).step_by(piece) {
-                    let end = (start + piece).min(bytes);
-                    result = comms[from_dev]
-                        .send(&src.slice(start..end), to_dev as i32)
-                        .map_err(nccl_error("queuing a send"))
-                        .and_then(|()| {
-                            comms[to_dev]
-                                .recv(&mut dst.slice_mut(start..end), from_dev as i32)
-                                .map(drop)
-                                .map_err(nccl_error("queuing a receive"))
-                        });
-                    if result.is_err() {
-                        break;
-                    }
-                }
+                result = comms[from_dev]
+                    .send(&src, to_dev as i32)
+                    .map_err(nccl_error("queuing a send"))
+                    .and_then(|()| {
+                        comms[to_dev]
+                            .recv(&mut dst, from_dev as i32)
+                            .map(drop)
+                            .map_err(nccl_error("queuing a receive"))
+                    });
             }
             if result.is_err() {
                 break;
@@ -748,18 +740,6 @@ impl MultiGpu {
             .map(|(buf, len)| Shard { buf, start: 0, len })
             .collect())
     }
-}
-
-/// How many sends a message of `bytes` goes as: pieces of at least 64 MiB, at most
-/// `BITONIC_NCCL_PIECES` (default 1), an experiment on whether NCCL moves several pieces to one
-/// peer faster than one message.
-fn nccl_pieces(bytes: usize) -> usize {
-    let most = std::env::var("BITONIC_NCCL_PIECES")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .unwrap_or(1)
-        .max(1);
-    (bytes >> 26).clamp(1, most)
 }
 
 /// The sorted keys and their values, one shard of each per rank.
