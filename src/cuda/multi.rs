@@ -1,6 +1,6 @@
 //! Sorting across the GPUs of one host, through NCCL.
 //!
-//! Each *rank* holds one shard on one GPU. Every rank sorts its shard with the tuned passes;
+//! Each *rank* holds one shard on one GPU. Every rank sorts its shard with the tuned version;
 //! then the shards are merged across ranks by one of the two algorithms of [`crate::multi`],
 //! which also runs them over simulated ranks on the CPU with the same schedule
 //! ([`merge_split_rounds`]) and the same splitter rules ([`choose_splitters`], [`cut_for`]):
