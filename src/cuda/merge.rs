@@ -5,7 +5,8 @@
 //! * [`merge_two_runs`]: two runs of any lengths, from anywhere (the multi-GPU sort's merges:
 //!   the halves a merge-split keeps, the runs a partition receives).
 //! * [`merge_sort`]: tuned tile sorts, then [`merge_levels`] merges the runs pairwise, level by
-//!   level, until one is left: how long key-index pair sorts go (src/cuda/pairs.rs).
+//!   level, until one is left: how the tuned version sorts one array past 2^22 keys
+//!   ([`Gpu::sort_one_row`]) and one row of key-index pairs past 2^19 (src/cuda/pairs.rs).
 
 use super::{kernel_name, kernels, plan, Gpu};
 use crate::error::{CudaContext as _, Result};
