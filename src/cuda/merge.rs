@@ -220,6 +220,88 @@ pub(super) fn search_grid(count: u32) -> LaunchConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::multi::co_rank;
+
+    /// kernels/merge.cu's `level_co_ranks` and `merge_level` on the CPU, tile by tile: which
+    /// pair of runs a tile lies in, the merge path at its start (the next tile's, or the whole
+    /// first run for the tile that ends its pair), the tile placed falling-then-rising and
+    /// sorted by half-cleaners.
+    fn model_level(keys: &[u32], run_len: usize, tile: usize) -> Vec<u32> {
+        let n = keys.len();
+        let pair_at = |o: usize| {
+            let start = o / (2 * run_len) * (2 * run_len);
+            let a_len = run_len.min(n - start);
+            (start, a_len, run_len.min(n - start - a_len))
+        };
+        let ranks: Vec<usize> = (0..n.div_ceil(tile))
+            .map(|q| {
+                let (start, a_len, b_len) = pair_at(q * tile);
+                let a = &keys[start..start + a_len];
+                co_rank(
+                    a,
+                    &keys[start + a_len..start + a_len + b_len],
+                    q * tile - start,
+                )
+            })
+            .collect();
+        let mut out = vec![0; n];
+        for (q, &a0) in ranks.iter().enumerate() {
+            let (start, a_len, b_len) = pair_at(q * tile);
+            let (a, b) = keys[start..start + a_len + b_len].split_at(a_len);
+            let o0 = q * tile - start;
+            let o1 = (o0 + tile).min(a_len + b_len);
+            let a1 = if o1 == a_len + b_len {
+                a_len
+            } else {
+                ranks[q + 1]
+            };
+            let placed = &mut out[start + o0..start + o1];
+            let from_b = (o1 - a1) - (o0 - a0);
+            for (i, slot) in placed.iter_mut().enumerate() {
+                *slot = if i < from_b {
+                    b[o1 - a1 - 1 - i]
+                } else {
+                    a[a0 + i - from_b]
+                };
+            }
+            crate::cpu::merge_bitonic(placed);
+        }
+        out
+    }
+
+    #[test]
+    fn merge_levels_on_the_model_sort_runs_of_any_count() {
+        let mut seed = 11u64;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            (seed >> 40) as u32
+        };
+        // Runs of 16 merged in tiles of 8 (a tile never spans two pairs): exact multiples,
+        // one past, an odd run count, few distinct keys.
+        for (n, distinct) in [
+            (16, 1000),
+            (17, 1000),
+            (100, 3),
+            (128, 1000),
+            (129, 7),
+            (333, 50),
+        ] {
+            let mut keys: Vec<u32> = (0..n).map(|_| next() % distinct).collect();
+            let mut expected = keys.clone();
+            expected.sort_unstable();
+            for run in keys.chunks_mut(16) {
+                run.sort_unstable();
+            }
+            let mut run_len = 16;
+            while run_len < n {
+                keys = model_level(&keys, run_len, 8);
+                run_len *= 2;
+            }
+            assert_eq!(keys, expected, "{n} keys");
+        }
+    }
 
     #[test]
     fn passes_of_a_merge_sort() {
