@@ -15,7 +15,7 @@ use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr, LaunchConfig,
 
 /// Output words one block merges: kernels/merge.cu's `MergeTile`, 16 words a thread (8 for
 /// 16-byte key-index pairs) in blocks of [`MERGE_THREADS`], which its register layout assumes.
-pub(super) fn merge_tile<W>() -> usize {
+pub(super) fn merge_tile_len<W>() -> usize {
     if std::mem::size_of::<W>() == 16 {
         MERGE_TILE / 2
     } else {
@@ -45,7 +45,7 @@ pub(super) fn merge_two_runs<W: DeviceRepr>(
         }
         return Ok(());
     }
-    let tiles = total.div_ceil(merge_tile::<W>()) as u32;
+    let tiles = total.div_ceil(merge_tile_len::<W>()) as u32;
     let count = tiles + 1;
     let mut ranks = unsafe { stream.alloc::<u64>(count as usize) }
         .during(|| format!("allocating {count} merge paths"))?;
@@ -82,9 +82,9 @@ fn merge_levels<W: DeviceRepr>(
 ) -> Result<bool> {
     let n = keys.len();
     assert_eq!(spare.len(), n, "the spare buffer holds every word");
-    assert!(run_len.is_power_of_two() && 2 * run_len >= merge_tile::<W>() && run_len < n);
+    assert!(run_len.is_power_of_two() && 2 * run_len >= merge_tile_len::<W>() && run_len < n);
     let stream = gpu.stream();
-    let tiles = n.div_ceil(merge_tile::<W>()) as u32;
+    let tiles = n.div_ceil(merge_tile_len::<W>()) as u32;
     let mut ranks = unsafe { stream.alloc::<u64>(tiles.max(1) as usize) }
         .during(|| format!("allocating {tiles} merge paths"))?;
     let mut in_spare = false;
@@ -111,7 +111,7 @@ fn merge_level<W: DeviceRepr>(
     map: u32,
 ) -> Result<()> {
     let stream = gpu.stream();
-    let tiles = src.len().div_ceil(merge_tile::<W>()) as u32;
+    let tiles = src.len().div_ceil(merge_tile_len::<W>()) as u32;
     let (n64, run64) = (src.len() as u64, run_len as u64);
     let f = gpu.function(&kernels::MERGE, &kernel_name::<W>("level_co_ranks"))?;
     let mut launch = stream.launch_builder(&f);
@@ -220,12 +220,11 @@ pub(super) fn search_grid(count: u32) -> LaunchConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::multi::co_rank;
+    use crate::multi::{co_rank, merge_tile};
 
     /// kernels/merge.cu's `level_co_ranks` and `merge_level` on the CPU, tile by tile: which
     /// pair of runs a tile lies in, the merge path at its start (the next tile's, or the whole
-    /// first run for the tile that ends its pair), the tile placed falling-then-rising and
-    /// sorted by half-cleaners.
+    /// first run for the tile that ends its pair), then the CPU's tile merge.
     fn model_level(keys: &[u32], run_len: usize, tile: usize) -> Vec<u32> {
         let n = keys.len();
         let pair_at = |o: usize| {
@@ -255,29 +254,15 @@ mod tests {
             } else {
                 ranks[q + 1]
             };
-            let placed = &mut out[start + o0..start + o1];
-            let from_b = (o1 - a1) - (o0 - a0);
-            for (i, slot) in placed.iter_mut().enumerate() {
-                *slot = if i < from_b {
-                    b[o1 - a1 - 1 - i]
-                } else {
-                    a[a0 + i - from_b]
-                };
-            }
-            crate::cpu::merge_bitonic(placed);
+            merge_tile(a, b, o0, (a0, a1), &mut out[start + o0..start + o1]);
         }
         out
     }
 
     #[test]
     fn merge_levels_on_the_model_sort_runs_of_any_count() {
-        let mut seed = 11u64;
-        let mut next = move || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 40) as u32
-        };
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(11);
         // Runs of 16 merged in tiles of 8 (a tile never spans two pairs): exact multiples,
         // one past, an odd run count, few distinct keys.
         for (n, distinct) in [
@@ -288,7 +273,7 @@ mod tests {
             (129, 7),
             (333, 50),
         ] {
-            let mut keys: Vec<u32> = (0..n).map(|_| next() % distinct).collect();
+            let mut keys: Vec<u32> = (0..n).map(|_| rng.random_range(0..distinct)).collect();
             let mut expected = keys.clone();
             expected.sort_unstable();
             for run in keys.chunks_mut(16) {

@@ -203,15 +203,35 @@ pub fn merge_by_tiles<B: Ord + Copy + Send + Sync>(a: &[B], b: &[B], out: &mut [
     assert_eq!(out.len(), a.len() + b.len());
     for (t, keys) in out.chunks_mut(tile).enumerate() {
         let (start, end) = (t * tile, t * tile + keys.len());
-        let (a_from, a_to) = (co_rank(a, b, start), co_rank(a, b, end));
-        let (b_from, b_to) = (start - a_from, end - a_to);
-        let (falling, rising) = keys.split_at_mut(b_to - b_from);
-        for (slot, &key) in falling.iter_mut().zip(b[b_from..b_to].iter().rev()) {
-            *slot = key;
-        }
-        rising.copy_from_slice(&a[a_from..a_to]);
-        crate::cpu::merge_bitonic(keys);
+        merge_tile(
+            a,
+            b,
+            start,
+            (co_rank(a, b, start), co_rank(a, b, end)),
+            keys,
+        );
     }
+}
+
+/// One tile of the merge of sorted `a` and `b`: its `out.len()` outputs from merged position
+/// `start` on, given the merge paths `(a_from, a_to)` at its ends (kernels/merge.cu's
+/// `merge_tile`). Its keys from `b` falling, then those from `a` rising, are bitonic (padded
+/// virtually with `+inf`), and one bitonic merge sorts them.
+pub fn merge_tile<B: Ord + Copy + Send + Sync>(
+    a: &[B],
+    b: &[B],
+    start: usize,
+    (a_from, a_to): (usize, usize),
+    out: &mut [B],
+) {
+    let end = start + out.len();
+    let (b_from, b_to) = (start - a_from, end - a_to);
+    let (falling, rising) = out.split_at_mut(b_to - b_from);
+    for (slot, &key) in falling.iter_mut().zip(b[b_from..b_to].iter().rev()) {
+        *slot = key;
+    }
+    rising.copy_from_slice(&a[a_from..a_to]);
+    crate::cpu::merge_bitonic(out);
 }
 
 /// The pairs of adjacent runs merged at one level of a merge tree, as (offset, first run's
@@ -473,23 +493,19 @@ mod tests {
 
     #[test]
     fn merges_of_runs_of_any_lengths() {
-        let mut seed = 7u64;
-        let mut next = move || {
-            seed = seed
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (seed >> 33) as u32
-        };
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(7);
         for p in 1..=9usize {
             for trial in 0..20 {
                 let lens: Vec<usize> = (0..p)
-                    .map(|_| next() as usize % (40 + trial * 30))
+                    .map(|_| rng.random_range(0..40 + trial * 30))
                     .collect();
                 let distinct = if trial % 3 == 0 { 3 } else { 1 << 20 };
                 let runs: Vec<Vec<u32>> = lens
                     .iter()
                     .map(|&len| {
-                        let mut run: Vec<u32> = (0..len).map(|_| next() % distinct).collect();
+                        let mut run: Vec<u32> =
+                            (0..len).map(|_| rng.random_range(0..distinct)).collect();
                         run.sort();
                         run
                     })
