@@ -141,15 +141,20 @@ fn merge_level<W: DeviceRepr>(
 /// win; docs/notes/tuned.md). `BITONIC_KEYS_MERGE=0` keeps the network's passes, for
 /// measurements.
 pub(super) fn keys_through_merges(n: usize) -> bool {
-    let enabled = std::env::var("BITONIC_KEYS_MERGE").map_or(true, |v| v.trim() != "0");
-    enabled && n > KEYS_MERGE_FROM
+    plan::env_u32("BITONIC_KEYS_MERGE") != Some(0) && n > 1 << 22
 }
-const KEYS_MERGE_FROM: usize = 1 << 22;
 
-/// The longest row of key-index pairs the network's passes sort; longer ones go through a
-/// [`merge_sort`]: on the H100 the passes won at 2^18 pairs, the merges at 2^20
-/// (docs/notes/rows.md).
-pub(super) const PAIRS_MERGE_FROM: usize = 1 << 19;
+/// Whether key-index pairs in rows of `row_len` (`n` in all) sort as a [`merge_sort`]: one row
+/// past 2^19 pairs, where on the H100 the network's passes won at 2^18 and the merges at 2^20
+/// (docs/notes/rows.md). `BITONIC_PAIR_MERGE=0` keeps the network's passes, for measurements.
+pub(super) fn pairs_through_merges(n: usize, row_len: usize) -> bool {
+    plan::env_u32("BITONIC_PAIR_MERGE") != Some(0) && row_len == n && n > 1 << 19
+}
+
+/// log2 of the runs a [`merge_sort`] of `W` words starts from: one tuned tile each.
+fn run_bits<W>() -> u32 {
+    plan::default_tile_bits(std::mem::size_of::<W>())
+}
 
 impl Gpu {
     /// Sorts one array of words with the tuned version: the network's passes, or past 2^22
@@ -188,9 +193,8 @@ impl Gpu {
 /// Passes over the array of a [`merge_sort`] of `n` words and its copy back: the tile sort,
 /// one a merge level, and the copy when the levels are odd.
 pub(super) fn merge_sort_passes<W>(n: usize) -> usize {
-    let run_bits = plan::default_tile_bits(std::mem::size_of::<W>());
     let levels = n
-        .div_ceil(1 << run_bits)
+        .div_ceil(1 << run_bits::<W>())
         .next_power_of_two()
         .trailing_zeros() as usize;
     1 + levels + levels % 2
@@ -206,10 +210,9 @@ pub(super) fn merge_sort<W: DeviceRepr>(
     spare: &mut CudaViewMut<W>,
     map: u32,
 ) -> Result<bool> {
-    let run_bits = plan::default_tile_bits(std::mem::size_of::<W>());
-    let runs = plan::RowLayout::runs(keys.len(), run_bits);
+    let runs = plan::RowLayout::runs(keys.len(), run_bits::<W>());
     plan::tuned_keeping_map(gpu, keys, runs, map, true)?;
-    merge_levels(gpu, keys, spare, 1 << run_bits, map)
+    merge_levels(gpu, keys, spare, 1 << run_bits::<W>(), map)
 }
 
 /// One thread a binary search (merge paths here, splitter cuts in src/cuda/multi.rs).

@@ -275,7 +275,7 @@ impl Gpu {
             .during(|| format!("allocating {n} key-index pairs"))?;
         let mut pairs = pairs.as_view_mut();
         self.pack_or_unpack::<B, P>("pack", words, &mut pairs, None, row_len, map)?;
-        if !merges_pairs(n, row_len) {
+        if !merge::pairs_through_merges(n, row_len) {
             plan::tuned(self, &mut pairs, RowLayout::rows(n, row_len), 0)?;
             return self.pack_or_unpack::<B, P>(
                 "unpack",
@@ -333,14 +333,6 @@ impl Gpu {
             .clamp(1, self.info.multiprocessors as u32 * 32);
         plan::config(blocks, threads, 0)
     }
-}
-
-/// Whether the pairs of a sort go through merges ([`merge::merge_sort`]): one long row sorts
-/// faster so than with the bitonic network's global passes (docs/notes/rows.md).
-/// `BITONIC_PAIR_MERGE=0` keeps the network's passes, for measurements.
-fn merges_pairs(n: usize, row_len: usize) -> bool {
-    let enabled = std::env::var("BITONIC_PAIR_MERGE").map_or(true, |v| v.trim() != "0");
-    enabled && row_len == n && n > merge::PAIRS_MERGE_FROM
 }
 
 /// The key-map argument of the kernels: MapKind, and the descending flag.

@@ -331,7 +331,8 @@ pub(super) fn default_tile_bits(key_bytes: usize) -> u32 {
 /// The smallest tile a small input is spread over (2^12 u32 keys: 128 threads; 256 for u64).
 const SPREAD_TILE_BITS: u32 = 12;
 
-fn env_u32(name: &str) -> Option<u32> {
+/// A number from the environment (the measurement switches), if set and valid.
+pub(super) fn env_u32(name: &str) -> Option<u32> {
     std::env::var(name).ok().and_then(|s| s.trim().parse().ok())
 }
 
