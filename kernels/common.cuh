@@ -88,16 +88,6 @@ __device__ __forceinline__ void order_pair(KeyIndex &lo, KeyIndex &hi) {
     hi = swap ? a : b;
 }
 
-// The smallest word of each type (the filler that sinks to the bottom).
-template <typename K> __device__ __forceinline__ K smallest_key() { return K(0); }
-template <> __device__ __forceinline__ KeyIndex smallest_key<KeyIndex>() {
-    KeyIndex k;
-    k.key = 0;
-    k.index = 0;
-    k.unused = 0;
-    return k;
-}
-
 // The partner of index i in the step (size, stride).
 __device__ __forceinline__ u32 partner(u32 i, u32 size, u32 stride) {
     bool first_step_of_stage = stride * 2 == size;
