@@ -13,8 +13,10 @@ status=0
 "$bin" gen "$tmp/f64.npy" -n 20011 --dtype f64 --seed 4
 "$bin" gen "$tmp/u32rows.bin" -n 70007 --dtype u32 --seed 5 # 7 rows of 10001
 "$bin" gen "$tmp/i32.bin" -n 300007 --dtype i32 --seed 6 # tuned: passes of 2^13-key tiles
-# One row past 2^19 keys: argsort as tile sorts and merge levels (kernels/merge.cu).
+# One row: argsort as tuned tile sorts, value placement and key-value merge levels
+# (kernels/merge.cu); few distinct keys take the placement of equal keys (place_equal_values).
 "$bin" gen "$tmp/u32long.bin" -n 528391 --dtype u32 --seed 7
+"$bin" gen "$tmp/u32few.bin" -n 100003 --dtype u32 --seed 9 --pattern few-distinct
 # Past 2^22 keys: the tuned sort as tile sorts and merge levels, the key map in the tile sort's
 # loads and the last level's stores.
 "$bin" gen "$tmp/i32long.bin" -n 4194319 --dtype i32 --seed 8
@@ -37,11 +39,12 @@ for version in ${VERSIONS-v0 v1 v2 v3 v4 v5 tuned}; do
   done
 done
 # Row sorts and argsorts run the tuned passes over row layouts and key-index pairs (u64 words
-# for 32-bit keys, 16-byte pairs for 64-bit keys), a long row's argsort the merge levels too,
+# for 32-bit keys, 16-byte pairs for 64-bit keys), a row's argsort the key-value merge sort,
 # and a long sort of keys alone those with its key map;
 # tests/kv_sort.rs checks their results.
 kv_cases=("rows-u32 $tmp/u32rows.bin --dtype=u32 --rows 7" "rows-argsort-u32 $tmp/u32rows.bin --dtype=u32 --rows 7 --argsort"
           "argsort-f64-desc $tmp/f64.npy --argsort --desc" "argsort-u32-merged $tmp/u32long.bin --dtype=u32 --argsort"
+          "argsort-u32-few $tmp/u32few.bin --dtype=u32 --argsort"
           "i32-desc-merged $tmp/i32long.bin --dtype=i32 --desc")
 for tool in memcheck racecheck; do
   for case in "${kv_cases[@]}"; do

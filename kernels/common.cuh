@@ -81,11 +81,41 @@ template <typename K> __device__ __forceinline__ void order_pair(K &lo, K &hi) {
     hi = max(a, b);
 }
 
+// 64-bit words: one comparison (two instructions on 32-bit halves) selects both. Written in
+// PTX because the compiler turns the selects back into min and max, which compare twice.
+__device__ __forceinline__ void order_pair(u64 &lo, u64 &hi) {
+    asm("{\n\t.reg .pred swap;\n\t"
+        "setp.lt.u64 swap, %3, %2;\n\t"
+        "selp.b64 %0, %3, %2, swap;\n\t"
+        "selp.b64 %1, %2, %3, swap;\n\t}"
+        : "=&l"(lo), "=&l"(hi)
+        : "l"(lo), "l"(hi));
+}
+
 __device__ __forceinline__ void order_pair(KeyIndex &lo, KeyIndex &hi) {
     KeyIndex a = lo, b = hi;
     bool swap = b < a;
     lo = swap ? b : a;
     hi = swap ? a : b;
+}
+
+// A copy of one word from global to shared memory that does not wait for the load (sm_80 and
+// later: cp.async; before, a plain copy). wait_async_copies() waits for this thread's copies;
+// a barrier after it makes them visible to the block.
+template <typename T> __device__ __forceinline__ void copy_async(T *shared, const T *global) {
+#if __CUDA_ARCH__ >= 800
+    static_assert(sizeof(T) == 4 || sizeof(T) == 8 || sizeof(T) == 16, "cp.async moves 4, 8 or 16 bytes");
+    const u32 to = u32(__cvta_generic_to_shared(shared));
+    asm volatile("cp.async.ca.shared.global [%0], [%1], %2;\n" ::"r"(to), "l"(global), "n"(sizeof(T)) : "memory");
+#else
+    *shared = *global;
+#endif
+}
+
+__device__ __forceinline__ void wait_async_copies() {
+#if __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+#endif
 }
 
 // The partner of index i in the step (size, stride).

@@ -1,7 +1,10 @@
 //! Key-value sorting, argsort, and sorting rows or segments of one buffer independently.
 //!
-//! **Stability.** A bitonic network is not stable by itself. These sorts are, because they sort
-//! `(key, original index)` pairs: where keys are equal the smaller index comes first, in both
+//! **Stability.** A bitonic network is not stable by itself. These sorts are, because equal keys
+//! are told apart by their original index: the CPU backends and the GPU's row sorts sort
+//! `(key, original index)` pairs, and the GPU's sort of one row gives each key a tag (its place
+//! in a tile's stable input order) in every merge and orders equal keys' values by index when it
+//! places them (src/cuda/merge.rs). Where keys are equal the smaller index comes first, in both
 //! orders. So `argsort` is deterministic, and `sort_by_key` keeps equal keys' values in their
 //! original order.
 //!

@@ -191,6 +191,34 @@ fn gpu_key_value_every_type_and_pattern() {
     }
 }
 
+/// Tiles (2^14 32-bit keys, 2^13 64-bit) with a few equal keys, which the GPU orders in the
+/// block that places their values, and with more than it takes (256), which it sorts: random
+/// keys, then in tile t a group of `GROUPS[t]` equal keys (two groups of 2 in the last tile, one
+/// of them split across its end).
+fn keys_with_groups_of_equal_ones<K: TestKey>(tile: usize) -> Vec<K> {
+    const GROUPS: [usize; 5] = [2, 255, 256, 257, 1000];
+    let mut keys = make_keys::<K>(GROUPS.len() * tile + 3, Pattern::Random, 21);
+    for (t, &group) in GROUPS.iter().enumerate() {
+        let at = t * tile + 100;
+        let key = keys[at];
+        for k in 1..group {
+            keys[at + k * 7] = key; // spread through the tile, among distinct keys
+        }
+    }
+    let last = keys.len() - 1;
+    keys[last - 1] = keys[last - 40];
+    keys[last] = keys[last - 3];
+    keys
+}
+
+#[test]
+fn gpu_key_value_with_groups_of_equal_keys() {
+    if gpu_or_skip("gpu_key_value_with_groups_of_equal_keys").is_some() {
+        check_kv(&keys_with_groups_of_equal_ones::<u32>(1 << 14), GPU);
+        check_kv(&keys_with_groups_of_equal_ones::<i64>(1 << 13), GPU);
+    }
+}
+
 #[test]
 fn gpu_rows_of_many_lengths() {
     if gpu_or_skip("gpu_rows_of_many_lengths").is_some() {

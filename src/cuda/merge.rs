@@ -6,12 +6,20 @@
 //!   the halves a merge-split keeps, the runs a partition receives).
 //! * [`merge_sort`]: tuned tile sorts, then [`merge_levels`] merges the runs pairwise, level by
 //!   level, until one is left: how the tuned version sorts one array past 2^22 keys
-//!   ([`Gpu::sort_one_row`]) and one row of key-index pairs past 2^19 (src/cuda/pairs.rs).
+//!   ([`Gpu::sort_one_row`]).
+//! * [`merge_sort_kv`]: the same for keys and values (key-value sorts and argsorts of one row,
+//!   src/cuda/pairs.rs), stable: the key-value tile sort and merges give each key a *tag*, its
+//!   rank in the stable order of the block's inputs, so equal keys keep that order and each
+//!   value follows its key's tag. Keys and values stay in two arrays; no pass packs, unpacks
+//!   or gathers them.
 
 use super::{kernel_name, kernels, plan, Gpu};
 use crate::error::{CudaContext as _, Result};
 use crate::multi::MERGE_TILE;
-use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaSlice, CudaView, CudaViewMut, DevicePtr, DeviceRepr, LaunchConfig, PushKernelArg,
+    ValidAsZeroBits,
+};
 
 /// Output words one block merges: kernels/merge.cu's `MergeTile`, 16 words a thread (8 for
 /// 16-byte key-index pairs) in blocks of [`MERGE_THREADS`], which its register layout assumes.
@@ -215,6 +223,181 @@ pub(super) fn merge_sort<W: DeviceRepr>(
     merge_levels(gpu, keys, spare, 1 << run_bits::<W>(), map)
 }
 
+/// Whether a key-value sort or argsort of one row takes [`merge_sort_kv`] (any length but
+/// rows of many). `BITONIC_KV_MERGE=0` keeps the pairs' path (pack, sort, unpack, gather), for
+/// measurements.
+pub(super) fn kv_through_merges(n: usize, row_len: usize) -> bool {
+    plan::env_u32("BITONIC_KV_MERGE") != Some(0) && row_len == n
+}
+
+/// log2 of a key-value merge tile: 2^12 tagged 32-bit keys (8-byte words), 2^11 64-bit ones.
+fn kv_merge_tile_bits<K>() -> u32 {
+    if std::mem::size_of::<K>() == 4 {
+        12
+    } else {
+        11
+    }
+}
+
+/// The dynamic shared memory of a key-value merge tile of keys K with values V: its tagged
+/// words (8 bytes for 32-bit keys, 16 for 64-bit ones) with kernels/merge.cu's padding of one
+/// word a 128 bytes, then the values.
+fn kv_merge_shared_bytes<K, V>() -> u32 {
+    let tile = 1usize << kv_merge_tile_bits::<K>();
+    let word_bytes = if std::mem::size_of::<K>() == 4 { 8 } else { 16 };
+    let padded = tile + tile / (128 / word_bytes);
+    (padded * word_bytes + tile * std::mem::size_of::<V>()) as u32
+}
+
+/// The dynamic shared memory of `place_values` on tiles of `tile` keys K with values V: the
+/// larger of the tile's padded keys (kernels/merge.cu's one word a 128 bytes), its values and
+/// its padded u32 words.
+fn place_shared_bytes<K, V>(tile: usize) -> u32 {
+    let padded = |bytes: usize| (tile + tile / (128 / bytes)) * bytes;
+    let bytes = padded(std::mem::size_of::<K>())
+        .max(tile * std::mem::size_of::<V>())
+        .max(padded(4));
+    bytes as u32
+}
+
+/// `name_kv_K_V`: a key-value kernel by the widths of its keys and values.
+fn kv_kernel_name<K, V>(name: &str) -> String {
+    let width = |bytes| if bytes == 4 { "u32" } else { "u64" };
+    format!(
+        "{name}_kv_{}_{}",
+        width(std::mem::size_of::<K>()),
+        width(std::mem::size_of::<V>())
+    )
+}
+
+/// Sorts `keys` (4- or 8-byte words) and moves `values` (4- or 8-byte words) with them,
+/// stably, in place. The runs: the tuned tile sort sorts each tile of keys alone (2^14 u32,
+/// 2^13 u64), a copy of the keys keeping their order, and `place_values` moves each value to
+/// where its key went (`place_equal_values` for the tiles with equal keys). Then merge levels
+/// (`merge_level_kv`) between the arrays and a spare pair of the same size, the runs placed
+/// where an even number of levels ends in the caller's arrays. `map` maps the keys for the
+/// whole sort and back on the last store. With `positions`, `values` is output only: each
+/// key's value is its position.
+pub(super) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
+    gpu: &Gpu,
+    keys: &mut CudaViewMut<K>,
+    values: &mut CudaViewMut<V>,
+    positions: bool,
+    map: u32,
+) -> Result<()> {
+    let n = keys.len();
+    assert_eq!(values.len(), n, "a value for every key");
+    let stream = gpu.stream();
+    if n < 2 {
+        // Sorted already (the tuned sort would not even map a single key).
+        if positions {
+            stream
+                .memset_zeros(values)
+                .during(|| "writing the position of a single key".into())?;
+        }
+        return Ok(());
+    }
+    let tile_bits = run_bits::<K>();
+    let tile = 1usize << tile_bits;
+    let runs = n.div_ceil(tile);
+    let levels = runs.next_power_of_two().trailing_zeros();
+    let mut spare_keys =
+        unsafe { stream.alloc::<K>(n) }.during(|| format!("allocating {n} keys to sort beside"))?;
+    let spare_values = unsafe { stream.alloc::<V>(if levels > 0 { n } else { 1 }) }
+        .during(|| format!("allocating {n} values to merge into"))?;
+    stream
+        .memcpy_dtod(keys, &mut spare_keys)
+        .during(|| "copying the keys".into())?;
+    // The runs go to the spare arrays when the levels are odd; the keys are sorted there, and
+    // their copy elsewhere keeps the order the values are in.
+    let mut in_spare = levels % 2 == 1;
+    let layout = if runs == 1 {
+        plan::RowLayout::rows(n, n)
+    } else {
+        plan::RowLayout::runs(n, tile_bits)
+    };
+    if in_spare {
+        plan::tuned_keeping_map(gpu, &mut spare_keys.as_view_mut(), layout, map, true)?;
+    } else {
+        plan::tuned_keeping_map(gpu, keys, layout, map, true)?;
+    }
+
+    let (keys_ptr, _k) = keys.device_ptr(stream);
+    let (values_ptr, _v) = values.device_ptr(stream);
+    let (spare_keys_ptr, _sk) = spare_keys.device_ptr(stream);
+    let (spare_values_ptr, _sv) = spare_values.device_ptr(stream);
+    let arrays = |spare: bool| {
+        if spare {
+            (spare_keys_ptr, spare_values_ptr)
+        } else {
+            (keys_ptr, values_ptr)
+        }
+    };
+    let (original_keys, _) = arrays(!in_spare);
+    let (sorted_keys, placed_values) = arrays(in_spare);
+    let values_in = if positions { 0 } else { values_ptr };
+    let mut equal_tiles =
+        unsafe { stream.alloc::<u32>(runs) }.during(|| format!("allocating {runs} tile flags"))?;
+    let (n64, unmap) = (n as u64, if levels == 0 { map } else { 0 });
+    let shared = place_shared_bytes::<K, V>(tile);
+    for name in ["place_values", "place_equal_values"] {
+        let f = gpu.function(&kernels::MERGE, &kv_kernel_name::<K, V>(name))?;
+        gpu.allow_shared(&f, shared)?;
+        let mut launch = stream.launch_builder(&f);
+        launch
+            .arg(&original_keys)
+            .arg(&sorted_keys)
+            .arg(&values_in)
+            .arg(&placed_values)
+            .arg(&n64)
+            .arg(&map)
+            .arg(&unmap)
+            .arg(&mut equal_tiles);
+        unsafe { launch.launch(plan::config(runs as u32, (tile / 16) as u32, shared)) }
+            .during(|| format!("launching {name}"))?;
+    }
+
+    let merge_tile = 1usize << kv_merge_tile_bits::<K>();
+    let tiles = n.div_ceil(merge_tile) as u32;
+    let mut ranks = unsafe { stream.alloc::<u64>(tiles as usize) }
+        .during(|| format!("allocating {tiles} merge paths"))?;
+    let co_ranks = gpu.function(&kernels::MERGE, &kernel_name::<K>("level_co_ranks_kv"))?;
+    let merge = gpu.function(&kernels::MERGE, &kv_kernel_name::<K, V>("merge_level"))?;
+    let merge_shared = kv_merge_shared_bytes::<K, V>();
+    gpu.allow_shared(&merge, merge_shared)?;
+    let mut run_len = tile as u64;
+    for level in 0..levels {
+        let ((src_keys, src_values), (dst_keys, dst_values)) =
+            (arrays(in_spare), arrays(!in_spare));
+        let level_map = if level + 1 == levels { map } else { 0 };
+        let mut launch = stream.launch_builder(&co_ranks);
+        launch
+            .arg(&src_keys)
+            .arg(&n64)
+            .arg(&run_len)
+            .arg(&mut ranks)
+            .arg(&tiles);
+        unsafe { launch.launch(search_grid(tiles)) }
+            .during(|| "launching level_co_ranks_kv".into())?;
+        let mut launch = stream.launch_builder(&merge);
+        launch
+            .arg(&src_keys)
+            .arg(&src_values)
+            .arg(&n64)
+            .arg(&run_len)
+            .arg(&ranks)
+            .arg(&dst_keys)
+            .arg(&dst_values)
+            .arg(&level_map);
+        unsafe { launch.launch(plan::config(tiles, MERGE_THREADS, merge_shared)) }
+            .during(|| "launching merge_level_kv".into())?;
+        in_spare = !in_spare;
+        run_len *= 2;
+    }
+    debug_assert!(!in_spare, "the last level writes into the caller's arrays");
+    Ok(())
+}
+
 /// One thread a binary search (merge paths here, splitter cuts in src/cuda/multi.rs).
 pub(super) fn search_grid(count: u32) -> LaunchConfig {
     plan::config(count.div_ceil(128).max(1), 128, 0)
@@ -288,6 +471,71 @@ mod tests {
                 run_len *= 2;
             }
             assert_eq!(keys, expected, "{n} keys");
+        }
+    }
+
+    /// kernels/merge.cu's `tree_node`: the breadth-first node of a tile's i-th smallest key.
+    fn tree_node(i: usize, bits: u32) -> usize {
+        let j = i + 1;
+        let below = j.trailing_zeros();
+        (1 << (bits - 1 - below)) + (j >> (below + 1))
+    }
+
+    /// kernels/merge.cu's `place_values` and `place_equal_values` on the CPU: the sorted tile as
+    /// a search tree (the largest key left out, a short tile padded with the largest word),
+    /// each key's rank from the path down it, plus the equal keys before it; the result must
+    /// be the stable sorting permutation (`dest[i]`: where key i goes).
+    fn model_placement(keys: &[u32], bits: u32) -> Vec<usize> {
+        let t = 1usize << bits;
+        let mut sorted = keys.to_vec();
+        sorted.sort_unstable();
+        let mut tree = vec![0u32; t];
+        for i in 0..t - 1 {
+            tree[tree_node(i, bits)] = sorted.get(i).copied().unwrap_or(u32::MAX);
+        }
+        keys.iter()
+            .enumerate()
+            .map(|(i, &key)| {
+                let mut k = 1;
+                for _ in 0..bits {
+                    k = 2 * k + usize::from(tree[k] < key);
+                }
+                let rank = k - t;
+                assert_eq!(rank, sorted.partition_point(|&s| s < key), "rank of {key}");
+                rank + keys[..i].iter().filter(|&&other| other == key).count()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn placement_of_values_is_the_stable_permutation() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(5);
+        for (bits, len, distinct) in [
+            (4, 16, u32::MAX),
+            (4, 15, 3),
+            (4, 1, 9),
+            (6, 64, 10),
+            (6, 50, u32::MAX),
+            (10, 1024, 1),
+            (10, 1000, 100),
+        ] {
+            // Keys up to the largest word, which the padding equals.
+            let keys: Vec<u32> = (0..len)
+                .map(|_| match rng.random_range(0..distinct.min(1000)) {
+                    0 => u32::MAX,
+                    d if distinct == u32::MAX => rng.random::<u32>() | d,
+                    d => d,
+                })
+                .collect();
+            let dest = model_placement(&keys, bits);
+            let mut stable: Vec<usize> = (0..len).collect();
+            stable.sort_by_key(|&i| keys[i]);
+            let mut placed = vec![usize::MAX; len];
+            for (i, &d) in dest.iter().enumerate() {
+                placed[d] = i;
+            }
+            assert_eq!(placed, stable, "{len} keys in a tile of 2^{bits}");
         }
     }
 

@@ -8,10 +8,12 @@
 //! Segments of different lengths are grouped by their padded length, one plan per group, so
 //! the padding never costs more than the segments themselves.
 //!
-//! **Stability.** Argsort and key-value sorts sort (key, index-in-row) pairs: equal keys keep
-//! index order. A 32-bit key packs with its index into one u64 word; a 64-bit key and its index
-//! make a 16-byte `KeyIndex`. One long row of pairs (past 2^19) sorts as a merge sort of tuned
-//! tile sorts instead (src/cuda/merge.rs), which moves each pair once a level.
+//! **Stability.** Argsort and key-value sorts of rows sort (key, index-in-row) pairs: equal keys
+//! keep index order. A 32-bit key packs with its index into one u64 word; a 64-bit key and its
+//! index make a 16-byte `KeyIndex`; values follow the indices (`gather`). One row (any length)
+//! sorts as a key-value merge sort instead ([`merge::merge_sort_kv`]): keys and values in their
+//! own arrays, each value placed once by its key's rank after the tile sort and moved by its
+//! key's tag in each merge level, with no pack, unpack or gather.
 
 use super::merge;
 use super::plan::{self, RowLayout};
@@ -85,8 +87,20 @@ impl Gpu {
         if value_bytes != 4 && value_bytes != 8 {
             return Err(Error::UnsupportedValue(value_bytes));
         }
-        let indices = self.argsort_rows_device(keys, row_len, order)?;
         let n = keys.len();
+        if merge::kv_through_merges(n, row_len) {
+            let map = map_flags::<K>(order);
+            let mut words = self.words_of(keys)?;
+            // SAFETY: 4- or 8-byte values move as words of their size, bits unchanged.
+            return if value_bytes == 4 {
+                let mut values = unsafe { values.transmute_mut::<u32>(n) }.expect("same size");
+                merge::merge_sort_kv(self, &mut words, &mut values, false, map)
+            } else {
+                let mut values = unsafe { values.transmute_mut::<u64>(n) }.expect("same size");
+                merge::merge_sort_kv(self, &mut words, &mut values, false, map)
+            };
+        }
+        let indices = self.argsort_rows_device(keys, row_len, order)?;
         if n == 0 {
             return Ok(());
         }
@@ -254,7 +268,9 @@ impl Gpu {
             return Ok(indices);
         }
         let map = map_flags::<K>(order);
-        if std::mem::size_of::<K::Bits>() == 4 {
+        if merge::kv_through_merges(n, row_len) {
+            merge::merge_sort_kv(self, words, &mut indices.as_view_mut(), true, map)?;
+        } else if std::mem::size_of::<K::Bits>() == 4 {
             self.sort_pairs::<K::Bits, u64>(words, &mut indices, row_len, map)?;
         } else {
             self.sort_pairs::<K::Bits, KeyIndex>(words, &mut indices, row_len, map)?;
