@@ -8,10 +8,10 @@
 //!   level, until one is left: how the tuned version sorts one array past 2^22 keys
 //!   ([`Gpu::sort_one_row`]).
 //! * [`merge_sort_kv`]: the same for keys and values (key-value sorts and argsorts of one row,
-//!   src/cuda/pairs.rs), stable: the key-value tile sort and merges give each key a *tag*, its
-//!   rank in the stable order of the block's inputs, so equal keys keep that order and each
-//!   value follows its key's tag. Keys and values stay in two arrays; no pass packs, unpacks
-//!   or gathers them.
+//!   src/cuda/pairs.rs), stable: after the tuned tile sort each value moves to its key's rank
+//!   in the tile (equal keys by index), and the merges give each key a *tag*, its rank in the
+//!   stable order of the block's inputs, so equal keys keep that order and each value follows
+//!   its key's tag. Keys and values stay in two arrays; no pass packs, unpacks or gathers them.
 
 use super::{kernel_name, kernels, plan, Gpu};
 use crate::error::{CudaContext as _, Result};
@@ -290,7 +290,7 @@ pub(super) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
     let stream = gpu.stream();
     if n < 2 {
         // Sorted already (the tuned sort would not even map a single key).
-        if positions {
+        if positions && n == 1 {
             stream
                 .memset_zeros(values)
                 .during(|| "writing the position of a single key".into())?;
