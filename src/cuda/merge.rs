@@ -24,11 +24,22 @@ use cudarc::driver::{
 /// Output words one block merges: kernels/merge.cu's `MergeTile`, 16 words a thread (8 for
 /// 16-byte key-index pairs) in blocks of [`MERGE_THREADS`], which its register layout assumes.
 pub(super) fn merge_tile_len<W>() -> usize {
-    if std::mem::size_of::<W>() == 16 {
+    merge_tile_of(std::mem::size_of::<W>())
+}
+
+/// [`merge_tile_len`] for words of `word_bytes`.
+fn merge_tile_of(word_bytes: usize) -> usize {
+    if word_bytes == 16 {
         MERGE_TILE / 2
     } else {
         MERGE_TILE
     }
+}
+
+/// Shared-memory bytes of `tile` words of `word_bytes` with kernels/merge.cu's padding of one
+/// word a 128 bytes (`padded_tile`).
+fn padded_tile_bytes(tile: usize, word_bytes: usize) -> usize {
+    (tile + tile / (128 / word_bytes)) * word_bytes
 }
 const MERGE_THREADS: u32 = 256;
 
@@ -230,33 +241,25 @@ pub(super) fn kv_through_merges(n: usize, row_len: usize) -> bool {
     plan::env_u32("BITONIC_KV_MERGE") != Some(0) && row_len == n
 }
 
-/// log2 of a key-value merge tile: 2^12 tagged 32-bit keys (8-byte words), 2^11 64-bit ones.
-fn kv_merge_tile_bits<K>() -> u32 {
-    if std::mem::size_of::<K>() == 4 {
-        12
-    } else {
-        11
-    }
+/// Bytes of a key of K with its tag: kernels/merge.cu's `Tagged` word (a u64 for 32-bit keys,
+/// a 16-byte KeyIndex for 64-bit ones).
+fn tagged_bytes<K>() -> usize {
+    2 * std::mem::size_of::<K>()
 }
 
-/// The dynamic shared memory of a key-value merge tile of keys K with values V: its tagged
-/// words (8 bytes for 32-bit keys, 16 for 64-bit ones) with kernels/merge.cu's padding of one
-/// word a 128 bytes, then the values.
+/// The dynamic shared memory of a key-value merge tile of keys K with values V: its padded
+/// tagged words, then the values.
 fn kv_merge_shared_bytes<K, V>() -> u32 {
-    let tile = 1usize << kv_merge_tile_bits::<K>();
-    let word_bytes = if std::mem::size_of::<K>() == 4 { 8 } else { 16 };
-    let padded = tile + tile / (128 / word_bytes);
-    (padded * word_bytes + tile * std::mem::size_of::<V>()) as u32
+    let tile = merge_tile_of(tagged_bytes::<K>());
+    (padded_tile_bytes(tile, tagged_bytes::<K>()) + tile * std::mem::size_of::<V>()) as u32
 }
 
 /// The dynamic shared memory of `place_values` on tiles of `tile` keys K with values V: the
-/// larger of the tile's padded keys (kernels/merge.cu's one word a 128 bytes), its values and
-/// its padded u32 words.
+/// larger of the tile's keys (its search tree), its values and its padded u32 words.
 fn place_shared_bytes<K, V>(tile: usize) -> u32 {
-    let padded = |bytes: usize| (tile + tile / (128 / bytes)) * bytes;
-    let bytes = padded(std::mem::size_of::<K>())
+    let bytes = (tile * std::mem::size_of::<K>())
         .max(tile * std::mem::size_of::<V>())
-        .max(padded(4));
+        .max(padded_tile_bytes(tile, 4));
     bytes as u32
 }
 
@@ -357,7 +360,7 @@ pub(super) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
             .during(|| format!("launching {name}"))?;
     }
 
-    let merge_tile = 1usize << kv_merge_tile_bits::<K>();
+    let merge_tile = merge_tile_of(tagged_bytes::<K>());
     let tiles = n.div_ceil(merge_tile) as u32;
     let mut ranks = unsafe { stream.alloc::<u64>(tiles as usize) }
         .during(|| format!("allocating {tiles} merge paths"))?;
@@ -537,6 +540,18 @@ mod tests {
             }
             assert_eq!(placed, stable, "{len} keys in a tile of 2^{bits}");
         }
+    }
+
+    #[test]
+    fn shared_memory_of_the_key_value_kernels() {
+        // Merge tiles: 2^12 tagged u64 words (one padding word each 16) and their values; 2^11
+        // 16-byte words for 64-bit keys (one each 8).
+        assert_eq!(kv_merge_shared_bytes::<u32, u32>(), 4352 * 8 + 4096 * 4);
+        assert_eq!(kv_merge_shared_bytes::<u64, u64>(), 2304 * 16 + 2048 * 8);
+        // Placement: the padded u32 words, or the values when they are wider.
+        assert_eq!(place_shared_bytes::<u32, u32>(1 << 14), (16384 + 512) * 4);
+        assert_eq!(place_shared_bytes::<u32, u64>(1 << 14), 16384 * 8);
+        assert_eq!(place_shared_bytes::<u64, u32>(1 << 13), 8192 * 8);
     }
 
     #[test]
