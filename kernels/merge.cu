@@ -337,12 +337,16 @@ template <u32 BITS> __device__ __forceinline__ u32 tree_node(u32 i) {
     return (1u << (BITS - 1 - below)) + (j >> (below + 1));
 }
 
-// How many of the tree's keys are below `key`: the path down the tree, read as a number.
+// How many of the tree's keys are below `key`: the path down the tree, read as a number. The
+// path is held as its node's byte offset in shared memory, so that a step down is a load, a
+// comparison and one shift-and-add (a node index would cost a multiply for every load).
 template <typename K, u32 BITS> __device__ __forceinline__ u32 rank_in_tree(const K *tree, K key) {
-    u32 k = 1;
+    const char *tree_bytes = reinterpret_cast<const char *>(tree);
+    u32 at = sizeof(K); // node 1
 #pragma unroll
-    for (u32 depth = 0; depth < BITS; ++depth) k = 2 * k + (tree[k] < key);
-    return k - (1u << BITS);
+    for (u32 depth = 0; depth < BITS; ++depth)
+        at = 2 * at + (*reinterpret_cast<const K *>(tree_bytes + at) < key ? u32(sizeof(K)) : 0u);
+    return at / u32(sizeof(K)) - (1u << BITS);
 }
 
 // Tile b's keys (keys[b T, b T + T), mapped by `map` here) were sorted into `sorted` (sortable
@@ -353,138 +357,183 @@ template <typename K, u32 BITS> __device__ __forceinline__ u32 rank_in_tree(cons
 // list of them in shared memory, each scanned by all); a tile with many (few distinct keys)
 // is flagged for place_equal_values, a second launch that sorts the words (rank << TILE_BITS)
 // | i, distinct and ordered as the stable order, with the bitonic network: word d names the key
-// whose value goes to d. `unmap` (0: none) unmaps the sorted keys in place: a single tile. One
-// block of T / 16 threads; dynamic shared memory: the larger of T keys, T values and the padded
-// tile of T u32 words.
+// whose value goes to d. `unmap` (0: none) unmaps the sorted keys in place: a single tile.
+//
+// Dynamic shared memory: a region for the search tree, then the values, then the network's
+// padded words (the larger of T keys, T values and the padded tile of T u32 words), and after
+// it each key's place, a u16 (place_shared_bytes in src/cuda/merge.rs). The places wait in
+// shared memory, not in registers, so that two blocks of T / 16 threads fit an SM and one
+// block's searches overlap the other's loads.
 
-// Each thread's keys' ranks among the tile's sorted keys (dest); returns, for the whole block,
-// whether the tile has equal keys.
-template <typename K, u32 TILE_BITS>
-__device__ __forceinline__ bool rank_keys(const K *keys, const K *sorted, u64 t0, u32 len, u32 map, u32 *dest) {
-    const u32 E = 16, THREAD_BITS = TILE_BITS - 4, T = 1u << TILE_BITS;
-    K *tree = shared_tile<K>();
-    K key[E];
-    bool equal_neighbours = false;
-#pragma unroll
-    for (u32 r = 0; r < E; ++r) {
-        const u32 i = (r << THREAD_BITS) | threadIdx.x;
-        if (i < len) {
-            if (i + 1 < T) copy_async(&tree[tree_node<TILE_BITS>(i)], &sorted[t0 + i]);
-            if (i + 1 < len) equal_neighbours |= sorted[t0 + i] == sorted[t0 + i + 1];
-            key[r] = to_sortable(keys[t0 + i], map);
-        } else if (i + 1 < T) {
-            tree[tree_node<TILE_BITS>(i)] = largest_key<K>();
-        }
-    }
-    wait_async_copies();
-    __syncthreads();
-#pragma unroll
-    for (u32 r = 0; r < E; ++r)
-        if (((r << THREAD_BITS) | threadIdx.x) < len) dest[r] = rank_in_tree<K, TILE_BITS>(tree, key[r]);
-    return __syncthreads_or(equal_neighbours);
+// A placement block's tile: tile blockIdx.x of 2^TILE_BITS keys, T / 16 threads; thread t's
+// r-th key is tile index r 2^THREAD_BITS + t, so a warp's keys are neighbours (coalesced).
+// WHOLE: the tile has all T keys (every tile but a last short one), so no index needs a check.
+template <u32 TILE_BITS_, bool WHOLE> struct PlaceTile {
+    static const u32 TILE_BITS = TILE_BITS_, KEYS_A_THREAD = 16, THREAD_BITS = TILE_BITS - 4, T = 1u << TILE_BITS;
+    static_assert(TILE_BITS <= 15, "a place and its equal-key flag fit a u16");
+    u64 t0;
+    u32 len;
+    __device__ PlaceTile(u64 t0, u32 len) : t0(t0), len(len) {}
+    __device__ static u32 index(u32 r) { return (r << THREAD_BITS) | threadIdx.x; }
+    __device__ bool holds(u32 i) const { return WHOLE || i < len; }
+};
+
+// The first key and the length of this block's tile.
+template <u32 TILE_BITS> __device__ __forceinline__ void tile_extent(u64 n, u64 &t0, u32 &len) {
+    t0 = u64(blockIdx.x) << TILE_BITS;
+    len = u32(min(n - t0, u64(1) << TILE_BITS));
 }
 
-// Unmaps the sorted keys (a single tile), then moves the values to their places.
-template <typename K, typename V, u32 TILE_BITS>
-__device__ __forceinline__ void move_values(K *sorted, const V *values, V *out_values, u64 t0, u32 len, u32 unmap,
-                                            const u32 *dest) {
-    const u32 E = 16, THREAD_BITS = TILE_BITS - 4;
-    V *tile_values = shared_tile<V>();
+// Marks a key's place while the keys equal to it are being counted.
+#define HAS_EQUAL_KEYS 0x8000u
+
+// Where the places start: after the tree / values / words region.
+template <typename K, typename V, u32 TILE_BITS> __device__ __forceinline__ unsigned short *key_places() {
+    const u32 T = 1u << TILE_BITS, keys = T * sizeof(K), values = T * sizeof(V), words = padded_tile<u32>(T) * 4;
+    const u32 region = keys > values ? (keys > words ? keys : words) : (values > words ? values : words);
+    return reinterpret_cast<unsigned short *>(shared_tile<unsigned char>() + region);
+}
+
+// Builds the tile's search tree, then writes each key's rank among the tile's sorted keys to
+// places[i]. Returns, for the whole block, whether the sorted tile has equal neighbours (a
+// key's right neighbour from the next lane; lane 31's from memory).
+template <typename K, typename Tile>
+__device__ __forceinline__ bool rank_keys(const K *keys, const K *sorted, Tile tile, u32 map, unsigned short *places) {
+    K *tree = shared_tile<K>();
+    bool equal_neighbours = false;
 #pragma unroll
-    for (u32 r = 0; r < E; ++r) {
-        const u32 i = (r << THREAD_BITS) | threadIdx.x;
-        if (i >= len) continue;
-        if (unmap) sorted[t0 + i] = from_sortable(sorted[t0 + i], unmap);
-        if (values) copy_async(&tile_values[dest[r]], &values[t0 + i]);
-        else tile_values[dest[r]] = V(t0 + i);
+    for (u32 r = 0; r < Tile::KEYS_A_THREAD; ++r) {
+        const u32 i = Tile::index(r);
+        const K key = tile.holds(i) ? sorted[tile.t0 + i] : largest_key<K>();
+        K next = __shfl_down_sync(FULL_WARP_MASK, key, 1);
+        if (threadIdx.x % WARP_SIZE == WARP_SIZE - 1 && tile.holds(i + 1)) next = sorted[tile.t0 + i + 1];
+        equal_neighbours |= tile.holds(i + 1) && key == next;
+        if (i + 1 < Tile::T) tree[tree_node<Tile::TILE_BITS>(i)] = key;
     }
-    wait_async_copies();
+    equal_neighbours = __syncthreads_or(equal_neighbours);
+#pragma unroll 4
+    for (u32 r = 0; r < Tile::KEYS_A_THREAD; ++r) {
+        const u32 i = Tile::index(r);
+        if (tile.holds(i)) places[i] = rank_in_tree<K, Tile::TILE_BITS>(tree, to_sortable(keys[tile.t0 + i], map));
+    }
     __syncthreads();
-#pragma unroll
-    for (u32 r = 0; r < E; ++r) {
-        const u32 d = (r << THREAD_BITS) | threadIdx.x;
-        if (d < len) out_values[t0 + d] = tile_values[d];
-    }
+    return equal_neighbours;
 }
 
 // The most keys with equal ones a tile may have for place_values to order them itself.
 #define FEW_EQUAL_KEYS 256
 
-template <typename K, typename V, u32 TILE_BITS>
-__device__ void place_values(const K *keys, K *sorted, const V *values, V *out_values, u64 n, u32 map, u32 unmap,
-                             u32 *equal_tiles) {
-    const u32 E = 16, THREAD_BITS = TILE_BITS - 4;
+// Adds to each key's place the count of equal keys before it, from a list of the keys that
+// have an equal one, as (rank << TILE_BITS) | i, each scanning the list for words of its rank
+// with a smaller i. Returns false when the list would hold more than FEW_EQUAL_KEYS (the
+// places are then left marked, for place_equal_values to redo).
+template <typename K, typename Tile>
+__device__ __forceinline__ bool order_few_equal_keys(const K *sorted, Tile tile, unsigned short *places) {
     __shared__ u32 equal_keys[FEW_EQUAL_KEYS], equal_count;
-    const u64 t0 = u64(blockIdx.x) << TILE_BITS;
-    const u32 len = u32(min(n - t0, u64(1) << TILE_BITS));
-    u32 dest[E];
-    bool many_equal = false;
-    if (rank_keys<K, TILE_BITS>(keys, sorted, t0, len, map, dest)) {
-        // The keys with an equal one, as (rank << TILE_BITS) | i, in a list; each then counts the
-        // list's words of its rank with a smaller i.
-        if (threadIdx.x == 0) equal_count = 0;
-        __syncthreads();
-        u32 word[E]; // all ones: no equal key
+    if (threadIdx.x == 0) equal_count = 0;
+    __syncthreads();
 #pragma unroll
-        for (u32 r = 0; r < E; ++r) {
-            const u32 i = (r << THREAD_BITS) | threadIdx.x;
-            word[r] = ~0u;
-            if (i < len && dest[r] + 1 < len && sorted[t0 + dest[r] + 1] == sorted[t0 + dest[r]]) {
-                word[r] = (dest[r] << TILE_BITS) | i;
-                const u32 slot = atomicAdd(&equal_count, 1u);
-                if (slot < FEW_EQUAL_KEYS) equal_keys[slot] = word[r];
-            }
+    for (u32 r = 0; r < Tile::KEYS_A_THREAD; ++r) {
+        const u32 i = Tile::index(r), d = tile.holds(i) ? places[i] : 0;
+        if (tile.holds(i) && tile.holds(d + 1) && sorted[tile.t0 + d + 1] == sorted[tile.t0 + d]) {
+            places[i] = d | HAS_EQUAL_KEYS;
+            const u32 slot = atomicAdd(&equal_count, 1u);
+            if (slot < FEW_EQUAL_KEYS) equal_keys[slot] = (d << Tile::TILE_BITS) | i;
         }
-        __syncthreads();
-        const u32 count = equal_count;
-        many_equal = count > FEW_EQUAL_KEYS;
-        if (!many_equal)
-#pragma unroll
-            for (u32 r = 0; r < E; ++r) {
-                if (word[r] == ~0u) continue;
-                for (u32 k = 0; k < count; ++k) {
-                    const u32 other = equal_keys[k];
-                    dest[r] += other >> TILE_BITS == word[r] >> TILE_BITS && other < word[r];
-                }
-            }
     }
+    __syncthreads();
+    const u32 count = equal_count;
+    if (count > FEW_EQUAL_KEYS) return false;
+#pragma unroll
+    for (u32 r = 0; r < Tile::KEYS_A_THREAD; ++r) {
+        const u32 i = Tile::index(r), d = tile.holds(i) ? places[i] : 0;
+        if (!(d & HAS_EQUAL_KEYS)) continue;
+        const u32 rank = d & ~HAS_EQUAL_KEYS, word = (rank << Tile::TILE_BITS) | i;
+        u32 before = 0;
+        for (u32 k = 0; k < count; ++k) {
+            const u32 other = equal_keys[k];
+            before += other >> Tile::TILE_BITS == rank && other < word;
+        }
+        places[i] = rank + before;
+    }
+    __syncthreads();
+    return true;
+}
+
+// Unmaps the sorted keys (a single tile), then moves each value to its key's place, through
+// shared memory so that the stores are coalesced.
+template <typename K, typename V, typename Tile>
+__device__ __forceinline__ void move_values(K *sorted, const V *values, V *out_values, Tile tile, u32 unmap,
+                                            const unsigned short *places) {
+    V *tile_values = shared_tile<V>();
+#pragma unroll 4
+    for (u32 r = 0; r < Tile::KEYS_A_THREAD; ++r) {
+        const u32 i = Tile::index(r);
+        if (!tile.holds(i)) continue;
+        if (unmap) sorted[tile.t0 + i] = from_sortable(sorted[tile.t0 + i], unmap);
+        if (values) copy_async(&tile_values[places[i]], &values[tile.t0 + i]);
+        else tile_values[places[i]] = V(tile.t0 + i);
+    }
+    wait_async_copies();
+    __syncthreads();
+#pragma unroll 4
+    for (u32 r = 0; r < Tile::KEYS_A_THREAD; ++r) {
+        const u32 d = Tile::index(r);
+        if (tile.holds(d)) out_values[tile.t0 + d] = tile_values[d];
+    }
+}
+
+template <typename K, typename V, typename Tile>
+__device__ __forceinline__ void place_values_of(const K *keys, K *sorted, const V *values, V *out_values, Tile tile,
+                                                u32 map, u32 unmap, u32 *equal_tiles) {
+    unsigned short *places = key_places<K, V, Tile::TILE_BITS>();
+    const bool many_equal =
+        rank_keys(keys, sorted, tile, map, places) && !order_few_equal_keys(sorted, tile, places);
     if (threadIdx.x == 0) equal_tiles[blockIdx.x] = many_equal;
-    if (!many_equal) move_values<K, V, TILE_BITS>(sorted, values, out_values, t0, len, unmap, dest);
+    if (!many_equal) move_values(sorted, values, out_values, tile, unmap, places);
 }
 
 template <typename K, typename V, u32 TILE_BITS>
+__device__ void place_values(const K *keys, K *sorted, const V *values, V *out_values, u64 n, u32 map, u32 unmap,
+                             u32 *equal_tiles) {
+    u64 t0;
+    u32 len;
+    tile_extent<TILE_BITS>(n, t0, len);
+    if (len == 1u << TILE_BITS)
+        place_values_of(keys, sorted, values, out_values, PlaceTile<TILE_BITS, true>(t0, len), map, unmap, equal_tiles);
+    else
+        place_values_of(keys, sorted, values, out_values, PlaceTile<TILE_BITS, false>(t0, len), map, unmap,
+                        equal_tiles);
+}
+
+// The rare tiles with many equal keys: no need for a whole-tile copy of the code.
+template <typename K, typename V, u32 TILE_BITS>
 __device__ void place_equal_values(const K *keys, K *sorted, const V *values, V *out_values, u64 n, u32 map,
                                    u32 unmap, const u32 *equal_tiles) {
+    typedef PlaceTile<TILE_BITS, false> Tile;
     if (!equal_tiles[blockIdx.x]) return;
-    const u32 E = 16, THREAD_BITS = TILE_BITS - 4, T = 1u << TILE_BITS;
-    u32 *tile_words = shared_tile<u32>();
-    const u64 t0 = u64(blockIdx.x) << TILE_BITS;
-    const u32 len = u32(min(n - t0, u64(T)));
-    u32 dest[E];
-    rank_keys<K, TILE_BITS>(keys, sorted, t0, len, map, dest);
-    u32 w[E];
+    u64 t0;
+    u32 len;
+    tile_extent<TILE_BITS>(n, t0, len);
+    const Tile tile(t0, len);
+    unsigned short *places = key_places<K, V, TILE_BITS>();
+    rank_keys(keys, sorted, tile, map, places);
+    u32 w[Tile::KEYS_A_THREAD];
 #pragma unroll
-    for (u32 r = 0; r < E; ++r) {
-        const u32 i = (r << THREAD_BITS) | threadIdx.x;
-        w[r] = i < len ? (dest[r] << TILE_BITS) | i : largest_key<u32>();
+    for (u32 r = 0; r < Tile::KEYS_A_THREAD; ++r) {
+        const u32 i = Tile::index(r);
+        w[r] = tile.holds(i) ? (u32(places[i]) << TILE_BITS) | i : largest_key<u32>();
     }
+    u32 *tile_words = shared_tile<u32>(); // the tree's region: the tree is done with
     sort_block<u32, TILE_BITS>(tile_words, w);
+    // The sorted word d names the key whose value goes to d.
 #pragma unroll
-    for (u32 r = 0; r < E; ++r) w[r] = tile_words[merge_slot<u32>((r << THREAD_BITS) | threadIdx.x)];
-    __syncthreads();
-#pragma unroll
-    for (u32 r = 0; r < E; ++r) {
-        const u32 d = (r << THREAD_BITS) | threadIdx.x;
-        if (d < len) tile_words[w[r] & (T - 1)] = d;
+    for (u32 r = 0; r < Tile::KEYS_A_THREAD; ++r) {
+        const u32 d = Tile::index(r), word = tile_words[merge_slot<u32>(d)];
+        if (tile.holds(d)) places[word & (Tile::T - 1)] = d;
     }
     __syncthreads();
-#pragma unroll
-    for (u32 r = 0; r < E; ++r) {
-        const u32 i = (r << THREAD_BITS) | threadIdx.x;
-        if (i < len) dest[r] = tile_words[i];
-    }
-    __syncthreads();
-    move_values<K, V, TILE_BITS>(sorted, values, out_values, t0, len, unmap, dest);
+    move_values(sorted, values, out_values, tile, unmap, places);
 }
 
 #define CO_RANKS_PARAMS(W) (const W *a, u64 a_len, const W *b, u64 b_len, u64 *ranks, u32 count)
@@ -506,7 +555,7 @@ EXPORT_FOR_ALL_WORDS(merge_level, MERGE_LEVEL_PARAMS, (keys, n, run_len, ranks, 
                                  V *out_values, u32 map) {                                        \
         merge_level_kv<K, V>(keys, values, n, run_len, ranks, out, out_values, map);             \
     }                                                                                             \
-    extern "C" __global__ void __launch_bounds__(1u << (TILE_BITS - 4), 1)                         \
+    extern "C" __global__ void __launch_bounds__(1u << (TILE_BITS - 4), 2)                         \
         place_values_kv_##K##_##V(const K *keys, K *sorted, const V *values, V *out_values, u64 n, u32 map, \
                                   u32 unmap, u32 *equal_tiles) {                                  \
         place_values<K, V, TILE_BITS>(keys, sorted, values, out_values, n, map, unmap, equal_tiles); \

@@ -254,13 +254,14 @@ fn kv_merge_shared_bytes<K, V>() -> u32 {
     (padded_tile_bytes(tile, tagged_bytes::<K>()) + tile * std::mem::size_of::<V>()) as u32
 }
 
-/// The dynamic shared memory of `place_values` on tiles of `tile` keys K with values V: the
-/// larger of the tile's keys (its search tree), its values and its padded u32 words.
+/// The dynamic shared memory of `place_values` on tiles of `tile` keys K with values V: a
+/// region for the larger of the tile's keys (its search tree), its values and its padded u32
+/// words, then each key's place, a u16 (kernels/merge.cu's `key_places`).
 fn place_shared_bytes<K, V>(tile: usize) -> u32 {
-    let bytes = (tile * std::mem::size_of::<K>())
+    let region = (tile * std::mem::size_of::<K>())
         .max(tile * std::mem::size_of::<V>())
         .max(padded_tile_bytes(tile, 4));
-    bytes as u32
+    (region + tile * std::mem::size_of::<u16>()) as u32
 }
 
 /// `name_kv_K_V`: a key-value kernel by the widths of its keys and values.
@@ -548,10 +549,19 @@ mod tests {
         // 16-byte words for 64-bit keys (one each 8).
         assert_eq!(kv_merge_shared_bytes::<u32, u32>(), 4352 * 8 + 4096 * 4);
         assert_eq!(kv_merge_shared_bytes::<u64, u64>(), 2304 * 16 + 2048 * 8);
-        // Placement: the padded u32 words, or the values when they are wider.
-        assert_eq!(place_shared_bytes::<u32, u32>(1 << 14), (16384 + 512) * 4);
-        assert_eq!(place_shared_bytes::<u32, u64>(1 << 14), 16384 * 8);
-        assert_eq!(place_shared_bytes::<u64, u32>(1 << 13), 8192 * 8);
+        // Placement: the padded u32 words, or the values or keys when they are wider, then a
+        // u16 place a key. Two blocks of 32-bit keys and values fit an H100's 228 KiB.
+        assert_eq!(
+            place_shared_bytes::<u32, u32>(1 << 14),
+            (16384 + 512) * 4 + 16384 * 2
+        );
+        assert_eq!(
+            place_shared_bytes::<u32, u64>(1 << 14),
+            16384 * 8 + 16384 * 2
+        );
+        assert_eq!(place_shared_bytes::<u64, u32>(1 << 13), 8192 * 8 + 8192 * 2);
+        // (each block also has a static list of 1040 bytes)
+        assert!(2 * (place_shared_bytes::<u32, u32>(1 << 14) + 1040) <= 228 * 1024);
     }
 
     #[test]
