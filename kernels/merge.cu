@@ -359,9 +359,10 @@ template <typename K, u32 BITS> __device__ __forceinline__ u32 rank_in_tree(cons
 // | i, distinct and ordered as the stable order, with the bitonic network: word d names the key
 // whose value goes to d. `unmap` (0: none) unmaps the sorted keys in place: a single tile.
 //
-// Dynamic shared memory: a region for the search tree, then the values, then the network's
-// padded words (the larger of T keys, T values and the padded tile of T u32 words), and after
-// it each key's place, a u16 (place_shared_bytes in src/cuda/merge.rs). The places wait in
+// Dynamic shared memory: one region that the search tree, then the values (and in
+// place_equal_values the network's padded words) use in turn, the larger of T keys, T values and
+// the padded tile of T u32 words; after it each key's place, a u16 (place_shared_bytes in
+// src/cuda/merge.rs). The places wait in
 // shared memory, not in registers, so that two blocks of T / 16 threads fit an SM and one
 // block's searches overlap the other's loads.
 
@@ -373,16 +374,12 @@ template <u32 TILE_BITS_, bool WHOLE> struct PlaceTile {
     static_assert(TILE_BITS <= 15, "a place and its equal-key flag fit a u16");
     u64 t0;
     u32 len;
-    __device__ PlaceTile(u64 t0, u32 len) : t0(t0), len(len) {}
+    __device__ explicit PlaceTile(u64 n) : t0(u64(blockIdx.x) << TILE_BITS), len(u32(min(n - t0, u64(T)))) {}
     __device__ static u32 index(u32 r) { return (r << THREAD_BITS) | threadIdx.x; }
     __device__ bool holds(u32 i) const { return WHOLE || i < len; }
+    // Whether this block's tile of n keys has all T.
+    __device__ static bool whole(u64 n) { return n - (u64(blockIdx.x) << TILE_BITS) >= T; }
 };
-
-// The first key and the length of this block's tile.
-template <u32 TILE_BITS> __device__ __forceinline__ void tile_extent(u64 n, u64 &t0, u32 &len) {
-    t0 = u64(blockIdx.x) << TILE_BITS;
-    len = u32(min(n - t0, u64(1) << TILE_BITS));
-}
 
 // Marks a key's place while the keys equal to it are being counted.
 #define HAS_EQUAL_KEYS 0x8000u
@@ -390,7 +387,7 @@ template <u32 TILE_BITS> __device__ __forceinline__ void tile_extent(u64 n, u64 
 // Where the places start: after the tree / values / words region.
 template <typename K, typename V, u32 TILE_BITS> __device__ __forceinline__ unsigned short *key_places() {
     const u32 T = 1u << TILE_BITS, keys = T * sizeof(K), values = T * sizeof(V), words = padded_tile<u32>(T) * 4;
-    const u32 region = keys > values ? (keys > words ? keys : words) : (values > words ? values : words);
+    const u32 region = max(max(keys, values), words);
     return reinterpret_cast<unsigned short *>(shared_tile<unsigned char>() + region);
 }
 
@@ -496,14 +493,10 @@ __device__ __forceinline__ void place_values_of(const K *keys, K *sorted, const 
 template <typename K, typename V, u32 TILE_BITS>
 __device__ void place_values(const K *keys, K *sorted, const V *values, V *out_values, u64 n, u32 map, u32 unmap,
                              u32 *equal_tiles) {
-    u64 t0;
-    u32 len;
-    tile_extent<TILE_BITS>(n, t0, len);
-    if (len == 1u << TILE_BITS)
-        place_values_of(keys, sorted, values, out_values, PlaceTile<TILE_BITS, true>(t0, len), map, unmap, equal_tiles);
+    if (PlaceTile<TILE_BITS, true>::whole(n))
+        place_values_of(keys, sorted, values, out_values, PlaceTile<TILE_BITS, true>(n), map, unmap, equal_tiles);
     else
-        place_values_of(keys, sorted, values, out_values, PlaceTile<TILE_BITS, false>(t0, len), map, unmap,
-                        equal_tiles);
+        place_values_of(keys, sorted, values, out_values, PlaceTile<TILE_BITS, false>(n), map, unmap, equal_tiles);
 }
 
 // The rare tiles with many equal keys: no need for a whole-tile copy of the code.
@@ -512,10 +505,7 @@ __device__ void place_equal_values(const K *keys, K *sorted, const V *values, V 
                                    u32 unmap, const u32 *equal_tiles) {
     typedef PlaceTile<TILE_BITS, false> Tile;
     if (!equal_tiles[blockIdx.x]) return;
-    u64 t0;
-    u32 len;
-    tile_extent<TILE_BITS>(n, t0, len);
-    const Tile tile(t0, len);
+    const Tile tile(n);
     unsigned short *places = key_places<K, V, TILE_BITS>();
     rank_keys(keys, sorted, tile, map, places);
     u32 w[Tile::KEYS_A_THREAD];
