@@ -43,7 +43,7 @@ impl Bits for u64 {
 }
 
 /// The element types the library sorts, named as in NumPy and on the command line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
     U32,
     I32,
@@ -281,4 +281,43 @@ mod tests {
             -2.5
         );
     }
+}
+
+/// Runs `$body` with `$K` bound to the Rust type of `$dtype`.
+///
+/// ```
+/// use bitonic::{with_key_type, DType};
+/// let size = with_key_type!(DType::F64, K => std::mem::size_of::<K>());
+/// assert_eq!(size, 8);
+/// ```
+#[macro_export]
+macro_rules! with_key_type {
+    ($dtype:expr, $K:ident => $body:expr) => {
+        match $dtype {
+            $crate::DType::U32 => {
+                type $K = u32;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $K = i32;
+                $body
+            }
+            $crate::DType::U64 => {
+                type $K = u64;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $K = i64;
+                $body
+            }
+            $crate::DType::F32 => {
+                type $K = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $K = f64;
+                $body
+            }
+        }
+    };
 }

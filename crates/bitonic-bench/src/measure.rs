@@ -2,11 +2,11 @@
 //! every repeat, after a warm-up run that also compiles and loads the kernels.
 
 use super::{summarize, Metric, Row};
-use crate::cuda::Gpu;
-use crate::error::{CudaContext as _, Error, Result};
+use bitonic::cuda::Gpu;
+use bitonic::{Error, Result};
 use crate::gen::{fill, first_unsorted, Pattern, RandomKey};
-use crate::network::step_count;
-use crate::{with_key_type, Backend, DType, Order, SortKey, Sorter, Version};
+use bitonic::network::step_count;
+use bitonic::{with_key_type, Backend, DType, Order, SortKey, Sorter, Version};
 use cudarc::driver::sys::CUevent_flags;
 use rayon::prelude::*;
 use std::time::Instant;
@@ -167,16 +167,16 @@ fn run_typed<K: RandomKey>(
         if plan.cpu {
             let cpu_sorts: [CpuSort<K>; 4] = [
                 ("cpu-serial-bitonic", plan.serial_max_exp, |k| {
-                    crate::sort_on_cpu(k, Order::Ascending, true)
+                    bitonic::sort_on_cpu(k, Order::Ascending, true)
                 }),
                 ("cpu-parallel-bitonic", plan.cpu_max_exp, |k| {
-                    crate::sort_on_cpu(k, Order::Ascending, false)
+                    bitonic::sort_on_cpu(k, Order::Ascending, false)
                 }),
                 ("std-sort_unstable", plan.cpu_max_exp, |k| {
-                    k.sort_unstable_by(crate::key::cmp_keys)
+                    k.sort_unstable_by(bitonic::key::cmp_keys)
                 }),
                 ("rayon-par_sort_unstable", plan.cpu_max_exp, |k| {
-                    k.par_sort_unstable_by(crate::key::cmp_keys)
+                    k.par_sort_unstable_by(bitonic::key::cmp_keys)
                 }),
             ];
             for (name, max_exp, sort) in cpu_sorts {

@@ -28,12 +28,9 @@
 //! assert_eq!(ran.backend, Backend::Cpu);
 //! ```
 
-pub mod bench;
 pub mod cpu;
 pub mod cuda;
 mod error;
-pub mod gen;
-pub mod io;
 pub mod key;
 mod kv;
 pub mod multi;
@@ -51,7 +48,7 @@ pub enum Order {
 }
 
 /// Where a sort runs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Backend {
     /// The GPU when one works and the input has at least [`AUTO_GPU_MIN_LEN`] keys, else `Cpu`.
     #[default]
@@ -69,7 +66,7 @@ pub enum Backend {
 pub const AUTO_GPU_MIN_LEN: usize = 1 << 16;
 
 /// The GPU algorithm: the report's six versions, each adding one idea to the one before.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Version {
     /// One thread per key, global memory, one launch per network step.
     V0,

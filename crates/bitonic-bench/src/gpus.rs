@@ -10,11 +10,11 @@
 //! and the same multiset (an order-free hash sum) as the input.
 
 use super::{read_table, summarize, write_table, Fields};
-use crate::cuda::multi::bench::{checksum, ends, fill_random, RANK_MAX};
-use crate::cuda::multi::{even_split, DeviceShard, MultiGpu};
-use crate::error::{Error, Result};
-use crate::multi::Algorithm;
-use crate::Order;
+use bitonic::cuda::multi::bench::{checksum, ends, fill_random, RANK_MAX};
+use bitonic::cuda::multi::{even_split, DeviceShard, MultiGpu};
+use bitonic::{Error, Result};
+use bitonic::multi::Algorithm;
+use bitonic::Order;
 use std::path::Path;
 use std::time::Instant;
 

@@ -5,10 +5,10 @@
 
 use super::measure::{check_sorted, time_on_stream, Provenance};
 use super::{summarize, Fields};
-use crate::cuda::Gpu;
-use crate::error::{CudaContext as _, Result};
+use bitonic::cuda::Gpu;
+use bitonic::Result;
 use crate::gen::{fill, Pattern};
-use crate::Order;
+use bitonic::Order;
 use std::fmt::Write;
 use std::path::Path;
 

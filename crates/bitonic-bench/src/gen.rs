@@ -2,14 +2,14 @@
 //! Generation runs on all cores and is reproducible: the same seed gives the same keys on
 //! any machine and thread count.
 
-use crate::key::cmp_keys;
-use crate::SortKey;
+use bitonic::key::cmp_keys;
+use bitonic::SortKey;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 use rayon::prelude::*;
 
 /// The shape of generated data.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Pattern {
     /// Independent uniform keys (integers over their whole range, floats in [-1, 1)).
     #[default]
@@ -113,52 +113,13 @@ pub fn fill<K: RandomKey>(keys: &mut [K], pattern: Pattern, seed: u64) {
 }
 
 /// Whether `keys` is sorted in `order` (total order for floats); the first offending index.
-pub fn first_unsorted<K: SortKey>(keys: &[K], order: crate::Order) -> Option<usize> {
+pub fn first_unsorted<K: SortKey>(keys: &[K], order: bitonic::Order) -> Option<usize> {
     let wrong = match order {
-        crate::Order::Ascending => std::cmp::Ordering::Greater,
-        crate::Order::Descending => std::cmp::Ordering::Less,
+        bitonic::Order::Ascending => std::cmp::Ordering::Greater,
+        bitonic::Order::Descending => std::cmp::Ordering::Less,
     };
     keys.par_windows(2)
         .position_first(|w| cmp_keys(&w[0], &w[1]) == wrong)
-}
-
-/// Runs `$body` with `$K` bound to the Rust type of `$dtype`.
-///
-/// ```
-/// use bitonic::{with_key_type, DType};
-/// let size = with_key_type!(DType::F64, K => std::mem::size_of::<K>());
-/// assert_eq!(size, 8);
-/// ```
-#[macro_export]
-macro_rules! with_key_type {
-    ($dtype:expr, $K:ident => $body:expr) => {
-        match $dtype {
-            $crate::DType::U32 => {
-                type $K = u32;
-                $body
-            }
-            $crate::DType::I32 => {
-                type $K = i32;
-                $body
-            }
-            $crate::DType::U64 => {
-                type $K = u64;
-                $body
-            }
-            $crate::DType::I64 => {
-                type $K = i64;
-                $body
-            }
-            $crate::DType::F32 => {
-                type $K = f32;
-                $body
-            }
-            $crate::DType::F64 => {
-                type $K = f64;
-                $body
-            }
-        }
-    };
 }
 
 #[cfg(test)]
@@ -171,9 +132,9 @@ mod tests {
         assert_eq!(a, generate::<u32>(200_000, Pattern::Random, 1));
         assert_ne!(a, generate::<u32>(200_000, Pattern::Random, 2));
         let sorted = generate::<f64>(10_000, Pattern::Sorted, 3);
-        assert_eq!(first_unsorted(&sorted, crate::Order::Ascending), None);
+        assert_eq!(first_unsorted(&sorted, bitonic::Order::Ascending), None);
         let reversed = generate::<i64>(10_000, Pattern::Reversed, 3);
-        assert_eq!(first_unsorted(&reversed, crate::Order::Descending), None);
+        assert_eq!(first_unsorted(&reversed, bitonic::Order::Descending), None);
         let mut few = generate::<u64>(10_000, Pattern::FewDistinct, 4);
         few.sort_unstable();
         few.dedup();

@@ -48,7 +48,7 @@ pub trait Transport: Sync {
 }
 
 /// How the shards are merged across ranks.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Algorithm {
     MergeSplit,
     Partition,
