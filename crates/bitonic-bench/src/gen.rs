@@ -25,6 +25,18 @@ pub enum Pattern {
 }
 
 impl Pattern {
+    /// `random`, `sorted`, `reversed`, `few-distinct`, `all-equal`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::Random => "random",
+            Pattern::Sorted => "sorted",
+            Pattern::Reversed => "reversed",
+            Pattern::FewDistinct => "few-distinct",
+            Pattern::AllEqual => "all-equal",
+        }
+    }
+
+    /// Every pattern.
     pub const ALL: [Pattern; 5] = [
         Pattern::Random,
         Pattern::Sorted,

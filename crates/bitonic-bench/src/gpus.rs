@@ -12,7 +12,7 @@
 use super::{read_table, summarize, write_table, Fields};
 use bitonic::cuda::multi::bench::{checksum, ends, fill_random, RANK_MAX};
 use bitonic::cuda::multi::{even_split, DeviceShard, MultiGpu};
-use bitonic::{Error, Result};
+use anyhow::{bail, Context as _, Result};
 use bitonic::multi::Algorithm;
 use bitonic::Order;
 use std::path::Path;
@@ -134,12 +134,7 @@ pub fn measure(
             let mut inputs = Vec::new();
             for (rank, range) in ranges.iter().enumerate() {
                 let stream = multi.gpu(rank).stream();
-                let buf = unsafe { stream.alloc::<u32>(range.len().max(1)) }.map_err(|cause| {
-                    Error::Cuda {
-                        context: format!("allocating rank {rank}'s input"),
-                        cause,
-                    }
-                })?;
+                let buf = unsafe { stream.alloc::<u32>(range.len().max(1)) }.with_context(|| format!("allocating rank {rank}'s input"))?;
                 inputs.push(buf);
             }
             let mut times = Vec::new();
@@ -225,26 +220,26 @@ fn check_result(
         let keys = shard.view();
         let (h, descents) = checksum(gpu, &keys)?;
         if descents != 0 {
-            return Err(Error::BenchUnsorted(format!(
-                "rank {rank} has {descents} descents"
-            )));
+            bail!(
+                "benchmark result is not sorted: rank {rank} has {descents} descents"
+            );
         }
         hash = hash.wrapping_add(h);
         count += shard.len();
         if let Some((first, last)) = ends(gpu, &keys)? {
             if previous_last.is_some_and(|p| p > first) {
-                return Err(Error::BenchUnsorted(format!(
-                    "rank {rank} starts below rank {}'s end",
+                bail!(
+                    "benchmark result is not sorted: rank {rank} starts below rank {}'s end",
                     rank - 1
-                )));
+                );
             }
             previous_last = Some(last);
         }
     }
     if count != n || hash != hash_in {
-        return Err(Error::BenchUnsorted(format!(
-            "{count} keys of {n} came back, or other keys"
-        )));
+        bail!(
+            "benchmark result is not sorted: {count} keys of {n} came back, or other keys"
+        );
     }
     Ok(())
 }

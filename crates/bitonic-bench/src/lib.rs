@@ -3,12 +3,17 @@
 //! programs under `bench/peers/`, the report's Markdown tables, and time-vs-size figures.
 
 pub mod figure;
+pub mod gen;
 pub mod gpus;
 pub mod measure;
 pub mod rows;
 pub mod table;
 
 use std::path::Path;
+
+/// The git commit the harness was built from (`-dirty` with uncommitted changes), for the
+/// provenance of every result.
+pub const COMMIT: &str = env!("BITONIC_GIT_COMMIT");
 
 /// What a time covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]

@@ -2,10 +2,9 @@
 //! every repeat, after a warm-up run that also compiles and loads the kernels.
 
 use super::{summarize, Metric, Row};
-use bitonic::cuda::Gpu;
-use bitonic::{Error, Result};
+use bitonic::Gpu;
+use anyhow::{bail, Context as _, Result};
 use crate::gen::{fill, first_unsorted, Pattern, RandomKey};
-use bitonic::network::step_count;
 use bitonic::{with_key_type, Backend, DType, Order, SortKey, Sorter, Version};
 use cudarc::driver::sys::CUevent_flags;
 use rayon::prelude::*;
@@ -58,7 +57,7 @@ impl Provenance {
         Provenance {
             device,
             driver,
-            commit: env!("BITONIC_GIT_COMMIT").into(),
+            commit: crate::COMMIT.into(),
             date: today_utc(),
         }
     }
@@ -127,25 +126,26 @@ fn run_typed<K: RandomKey>(
             let mut device = gpu
                 .stream()
                 .clone_htod(&host)
-                .during(|| format!("allocating {n} keys"))?;
+                .with_context(|| format!("allocating {n} keys"))?;
             for &version in &plan.versions {
                 let name = format!("bitonic-{version}");
+                let sorter = Sorter::new().gpu(gpu).backend(Backend::Cuda).version(version);
                 progress(&format!("{name} device 2^{exp}"));
                 let mut times = Vec::new();
                 for r in 0..=plan.repeats {
                     fill(&mut host, Pattern::Random, plan.seed + r as u64);
                     gpu.stream()
                         .memcpy_htod(&host, &mut device)
-                        .during(|| "uploading keys".into())?;
+                        .with_context(|| "uploading keys")?;
                     let t = time_on_stream(gpu, || {
-                        gpu.sort_device(&mut device, version, Order::Ascending)
+                        sorter.sort_device(&mut device).map(drop).map_err(Into::into)
                     })?;
                     if r > 0 {
                         times.push(t); // repeat 0 is the warm-up
                     }
                 }
                 check_sorted(gpu, &device, n, &name)?;
-                let bytes = gpu.bytes_moved(version, n, plan.dtype, Order::Ascending)?;
+                let bytes = sorter.bytes_moved(n, plan.dtype)?;
                 rows.push(row(
                     &name,
                     n,
@@ -156,9 +156,8 @@ fn run_typed<K: RandomKey>(
                 ));
                 if plan.end_to_end {
                     progress(&format!("{name} end-to-end 2^{exp}"));
-                    let sorter = Sorter::new().backend(Backend::Cuda).version(version);
                     let mut times = host_times(&mut host, plan, plan.repeats, |keys| {
-                        sorter.sort(keys).map(drop)
+                        sorter.sort(keys).map(drop).map_err(Into::into)
                     })?;
                     rows.push(row(&name, n, Metric::EndToEnd, &mut times, None, false));
                 }
@@ -167,10 +166,10 @@ fn run_typed<K: RandomKey>(
         if plan.cpu {
             let cpu_sorts: [CpuSort<K>; 4] = [
                 ("cpu-serial-bitonic", plan.serial_max_exp, |k| {
-                    bitonic::sort_on_cpu(k, Order::Ascending, true)
+                    network_sort(k, Backend::CpuNetworkSerial)
                 }),
                 ("cpu-parallel-bitonic", plan.cpu_max_exp, |k| {
-                    bitonic::sort_on_cpu(k, Order::Ascending, false)
+                    network_sort(k, Backend::CpuNetwork)
                 }),
                 ("std-sort_unstable", plan.cpu_max_exp, |k| {
                     k.sort_unstable_by(bitonic::key::cmp_keys)
@@ -211,13 +210,13 @@ pub(super) fn check_sorted<K: SortKey>(
     let keys = gpu
         .stream()
         .clone_dtoh(device)
-        .during(|| "copying the sorted keys back to check them".into())?;
+        .with_context(|| "copying the sorted keys back to check them")?;
     for (r, row) in keys.chunks(row_len.max(1)).enumerate() {
         if let Some(i) = first_unsorted(row, Order::Ascending) {
-            return Err(Error::BenchUnsorted(format!(
-                "{what}: row {r}, keys {i} and {} out of order",
+            bail!(
+                "benchmark result is not sorted: {what}: row {r}, keys {i} and {} out of order",
                 i + 1
-            )));
+            );
         }
     }
     Ok(())
@@ -226,9 +225,22 @@ pub(super) fn check_sorted<K: SortKey>(
 /// A CPU sort in the bench: its name, the largest size it runs at, and the sort.
 type CpuSort<K> = (&'static str, u32, fn(&mut [K]));
 
-/// A network's time grows with its comparator count, n·k(k+1)/4 for n = 2^k.
+/// The CPU network of `backend` on `keys`, ascending.
+fn network_sort<K: SortKey>(keys: &mut [K], backend: Backend) {
+    Sorter::new()
+        .backend(backend)
+        .sort(keys)
+        .expect("the CPU network cannot fail");
+}
+
+/// A network's time grows with its comparator count, n·k(k+1)/4 for n = 2^k: n times its
+/// k(k+1)/2 steps.
 fn extrapolate(base: &Row, n: usize) -> Row {
-    let work = |n: usize| n as f64 * step_count(n) as f64;
+    let steps = |n: usize| {
+        let k = n.next_power_of_two().trailing_zeros() as f64;
+        k * (k + 1.0) / 2.0
+    };
+    let work = |n: usize| n as f64 * steps(n);
     let scale = work(n) / work(base.n as usize);
     Row {
         n: n as u64,
@@ -265,24 +277,24 @@ pub(super) fn time_on_stream(gpu: &Gpu, queue: impl FnOnce() -> Result<()>) -> R
     let ctx = gpu.context();
     let start = ctx
         .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-        .during(|| "creating an event".into())?;
+        .with_context(|| "creating an event")?;
     let end = ctx
         .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-        .during(|| "creating an event".into())?;
+        .with_context(|| "creating an event")?;
     start
         .record(gpu.stream())
-        .during(|| "recording an event".into())?;
+        .with_context(|| "recording an event")?;
     let enqueue = Instant::now();
     queue()?;
     let enqueue = enqueue.elapsed();
     end.record(gpu.stream())
-        .during(|| "recording an event".into())?;
+        .with_context(|| "recording an event")?;
     end.synchronize()
-        .during(|| "waiting for the timed work".into())?;
+        .with_context(|| "waiting for the timed work")?;
     let ms = start
         .elapsed_ms(&end)
         .map(f64::from)
-        .during(|| "reading the event timer".into())?;
+        .with_context(|| "reading the event timer")?;
     // Diagnostics: how long the host took to queue the work, against the GPU's time for it.
     if std::env::var_os("BITONIC_BENCH_ENQUEUE").is_some() {
         eprintln!(
@@ -299,16 +311,16 @@ fn copy_times(gpu: &Gpu, n: usize, repeats: u32) -> Result<Vec<f64>> {
     let stream = gpu.stream();
     let src = stream
         .alloc_zeros::<u32>(n)
-        .during(|| "allocating the copy source".into())?;
+        .with_context(|| "allocating the copy source")?;
     let mut dst = stream
         .alloc_zeros::<u32>(n)
-        .during(|| "allocating the copy target".into())?;
+        .with_context(|| "allocating the copy target")?;
     let mut times = Vec::new();
     for r in 0..=repeats {
         let t = time_on_stream(gpu, || {
             stream
                 .memcpy_dtod(&src, &mut dst)
-                .during(|| "copying".into())
+                .with_context(|| "copying")
         })?;
         if r > 0 {
             times.push(t);

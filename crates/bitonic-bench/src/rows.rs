@@ -5,10 +5,9 @@
 
 use super::measure::{check_sorted, time_on_stream, Provenance};
 use super::{summarize, Fields};
-use bitonic::cuda::Gpu;
-use bitonic::Result;
+use anyhow::{Context as _, Result};
 use crate::gen::{fill, Pattern};
-use bitonic::Order;
+use bitonic::{Gpu, Sorter};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -96,17 +95,18 @@ pub fn run(
 ) -> Result<Vec<Measured>> {
     let gpu = Gpu::get()?;
     let stream = gpu.stream();
+    let sorter = Sorter::new().gpu(gpu);
     let mut out = Vec::new();
     for &(rows, row_len) in shapes {
         let n = rows * row_len;
         let mut host = vec![0u32; n];
         let mut keys = stream
             .clone_htod(&host)
-            .during(|| format!("allocating {n} keys"))?;
+            .with_context(|| format!("allocating {n} keys"))?;
         let values_host: Vec<u32> = (0..n as u32).collect();
         let mut values = stream
             .clone_htod(&values_host)
-            .during(|| format!("allocating {n} values"))?;
+            .with_context(|| format!("allocating {n} values"))?;
         for task in TASKS {
             progress(&format!("{task} {rows}x{row_len}"));
             let mut times = Vec::new();
@@ -114,13 +114,20 @@ pub fn run(
                 fill(&mut host, Pattern::Random, seed + r as u64);
                 stream
                     .memcpy_htod(&host, &mut keys)
-                    .during(|| "uploading keys".into())?;
-                let t = time_on_stream(gpu, || match task {
-                    "sort" => gpu.sort_rows_device(&mut keys, row_len, Order::Ascending),
-                    "argsort" => gpu
-                        .argsort_rows_device(&mut keys, row_len, Order::Ascending)
-                        .map(drop),
-                    _ => gpu.sort_by_key_device(&mut keys, &mut values, row_len, Order::Ascending),
+                    .with_context(|| "uploading keys")?;
+                let t = time_on_stream(gpu, || {
+                    match task {
+                        "sort" => sorter.sort_rows_device(&mut keys, row_len)?,
+                        "argsort" => {
+                            // Allocated inside the timing, as a caller that argsorts would.
+                            // SAFETY: the sort writes every index.
+                            let mut indices = unsafe { stream.alloc::<u32>(n) }
+                                .context("allocating the indices")?;
+                            sorter.sort_rows_with_indices_device(&mut keys, row_len, &mut indices)?
+                        }
+                        _ => sorter.sort_rows_pairs_device(&mut keys, &mut values, row_len)?,
+                    };
+                    Ok(())
                 })?;
                 if r > 0 {
                     times.push(t);

@@ -2,7 +2,7 @@
 //! Markdown report and the figures.
 
 use anyhow::{Context, Result};
-use bitonic::bench::{self, figure, gpus, measure, table, Metric, Row};
+use bitonic_bench::{self as bench, figure, gpus, measure, table, Metric, Row};
 use bitonic::multi::Algorithm;
 use bitonic::{DType, Version};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -11,7 +11,7 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    #[arg(long, value_enum, default_value_t = DType::U32)]
+    #[arg(long, value_parser = crate::ui::named(&DType::ALL, DType::name), default_value = "u32")]
     dtype: DType,
     /// Smallest size, as a power of two.
     #[arg(long, default_value_t = 15)]
@@ -20,7 +20,7 @@ pub struct Args {
     #[arg(long, default_value_t = 29)]
     max_exp: u32,
     /// GPU versions to time (comma-separated); none with --no-gpu.
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = Version::ALL)]
+    #[arg(long, value_parser = crate::ui::named(&Version::ALL, Version::name), value_delimiter = ',', default_values_t = Version::ALL)]
     versions: Vec<Version>,
     /// Skip the GPU.
     #[arg(long)]
@@ -59,7 +59,7 @@ pub struct Args {
     #[arg(long, value_parser = crate::ui::parse_len, default_value = "2^32")]
     gpus_len: usize,
     /// Algorithms for --gpus.
-    #[arg(long, value_enum, value_delimiter = ',', default_values_t = [Algorithm::MergeSplit, Algorithm::Partition])]
+    #[arg(long, value_parser = crate::ui::named(&Algorithm::ALL, Algorithm::name), value_delimiter = ',', default_values_t = Algorithm::ALL)]
     algorithms: Vec<Algorithm>,
     /// Ranks on each GPU at least, for --gpus (more when one rank would hold too many keys).
     #[arg(long, default_value_t = 1)]

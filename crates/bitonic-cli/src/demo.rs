@@ -2,7 +2,7 @@
 
 use crate::ui::{self, SortOptions};
 use anyhow::{bail, Result};
-use bitonic::gen::{first_unsorted, generate, Pattern};
+use bitonic_bench::gen::{first_unsorted, generate, Pattern};
 use bitonic::{with_key_type, DType};
 use std::process::ExitCode;
 use std::time::Instant;
@@ -12,7 +12,7 @@ pub struct Args {
     /// Number of keys: 1000, 2^20, 16M …
     #[arg(short = 'n', long, value_parser = ui::parse_len, default_value = "2^24")]
     len: usize,
-    #[arg(long, value_enum, default_value_t = DType::U32)]
+    #[arg(long, value_parser = crate::ui::named(&DType::ALL, DType::name), default_value = "u32")]
     dtype: DType,
     #[arg(long, default_value_t = 0)]
     seed: u64,
@@ -34,7 +34,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let started = Instant::now();
         let ran = sorter.sort(&mut keys)?;
         let took = started.elapsed();
-        if let Some(at) = first_unsorted(&keys, sorter.order) {
+        if let Some(at) = first_unsorted(&keys, args.options.order()) {
             bail!("the result is not sorted at index {at}: this is a bug, please report it");
         }
         println!("sorted and verified on {}", ui::describe(&ran));

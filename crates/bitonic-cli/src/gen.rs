@@ -2,8 +2,8 @@
 
 use crate::ui;
 use anyhow::Result;
-use bitonic::gen::{generate, Pattern};
-use bitonic::io::{check_output, write_keys, Format};
+use bitonic_bench::gen::{generate, Pattern};
+use crate::io::{check_output, write_keys, Format};
 use bitonic::{with_key_type, DType};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,9 +15,9 @@ pub struct Args {
     /// Number of keys: 1000, 2^20, 16M …
     #[arg(short = 'n', long, value_parser = ui::parse_len)]
     len: usize,
-    #[arg(long, value_enum, default_value_t = DType::U32)]
+    #[arg(long, value_parser = crate::ui::named(&DType::ALL, DType::name), default_value = "u32")]
     dtype: DType,
-    #[arg(long, value_enum, default_value_t = Pattern::Random)]
+    #[arg(long, value_parser = crate::ui::named(&Pattern::ALL, Pattern::name), default_value = "random")]
     pattern: Pattern,
     #[arg(long, default_value_t = 0)]
     seed: u64,

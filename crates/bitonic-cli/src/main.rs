@@ -5,6 +5,7 @@ mod bench;
 mod demo;
 mod gen;
 mod info;
+mod io;
 mod sort;
 mod ui;
 mod verify;
@@ -14,7 +15,7 @@ use clap::{Parser, Subcommand};
 #[derive(Parser)]
 #[command(
     name = "bitonic",
-    version = concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("BITONIC_GIT_COMMIT"), ")"),
+    version = version(),
     about = "Bitonic sorting networks on NVIDIA GPUs and on the CPU"
 )]
 struct Cli {
@@ -40,6 +41,18 @@ enum Command {
     Report(bench::ReportArgs),
     /// Time row sorts, argsorts and key-value sorts on the GPU (u32 keys); write CSV and table.
     BenchRows(bench::RowsArgs),
+}
+
+/// "0.1.0 (commit abc1234567)": the benchmark scripts read the commit from it.
+fn version() -> &'static str {
+    static VERSION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    VERSION.get_or_init(|| {
+        format!(
+            "{} (commit {})",
+            env!("CARGO_PKG_VERSION"),
+            bitonic_bench::COMMIT
+        )
+    })
 }
 
 fn main() -> std::process::ExitCode {

@@ -2,7 +2,7 @@
 
 use crate::ui::{self, SortOptions};
 use anyhow::Result;
-use bitonic::io::{check_output, write_keys, Format, KeyFile};
+use crate::io::{check_output, write_keys, Format, KeyFile};
 use bitonic::{with_key_type, DType};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -16,7 +16,7 @@ pub struct Args {
     #[arg(short, long)]
     output: PathBuf,
     /// Key type of raw input (a .npy header names its own; u32 when not given).
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = ui::named(&DType::ALL, DType::name))]
     dtype: Option<DType>,
     #[command(flatten)]
     options: SortOptions,
@@ -43,7 +43,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let file = KeyFile::open(&args.input, args.dtype)?;
     let sorter = args.options.sorter();
     // Resolve the backend before touching the output, so a refused `--backend cuda` writes nothing.
-    sorter.resolve_backend(file.len())?;
+    sorter.what_runs(file.len())?;
     let format = Format::from_path(&args.output);
     let shape = output_shape(&file, args.rows)?;
     let started = Instant::now();
@@ -54,17 +54,21 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let row_len = shape.get(1).copied();
         if args.argsort {
             let len = row_len.unwrap_or(keys.len()).max(1);
-            let ran = sorter.key_value_ran(keys.len())?;
-            let perm = sorter.argsort_rows(&keys, len)?;
-            let sort_time = sort_start.elapsed();
-            progress.set_message(format!("writing {}", args.output.display()));
             if len <= u32::MAX as usize {
-                let narrow: Vec<u32> = perm.iter().map(|&i| i as u32).collect();
-                write_keys(&args.output, format, &narrow, &shape)?;
-            } else {
+                let mut perm = vec![0u32; keys.len()];
+                let ran = sorter.argsort_rows(&keys, len, &mut perm)?;
+                let sort_time = sort_start.elapsed();
+                progress.set_message(format!("writing {}", args.output.display()));
                 write_keys(&args.output, format, &perm, &shape)?;
+                (ran, sort_time)
+            } else {
+                let mut perm = vec![0u64; keys.len()];
+                let ran = sorter.argsort_rows(&keys, len, &mut perm)?;
+                let sort_time = sort_start.elapsed();
+                progress.set_message(format!("writing {}", args.output.display()));
+                write_keys(&args.output, format, &perm, &shape)?;
+                (ran, sort_time)
             }
-            (ran, sort_time)
         } else {
             let ran = match row_len {
                 Some(len) => sorter.sort_rows(&mut keys, len)?,

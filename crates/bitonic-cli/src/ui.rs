@@ -10,12 +10,13 @@ pub struct SortOptions {
     /// Sort in descending order.
     #[arg(long)]
     pub desc: bool,
-    /// Where to sort: auto (GPU when one works), cpu, cpu-serial or cuda.
-    #[arg(long, value_enum, default_value_t = Backend::Auto)]
+    /// Where to sort: auto (the GPU when one works and the input is large), cpu (the fastest
+    /// CPU sort), cpu-network or cpu-network-serial (the bitonic network on the CPU), or cuda.
+    #[arg(long, value_parser = named(&Backend::ALL, Backend::name), default_value = "auto")]
     pub backend: Backend,
-    /// GPU algorithm: the report's v0 … v5, or tuned (the default).
-    #[arg(long = "version", visible_alias = "algo", value_enum, default_value_t = Version::default())]
-    pub version: Version,
+    /// GPU algorithm: the report's v0 … v5, or tuned (the library's choice when not given).
+    #[arg(long = "version", visible_alias = "algo", value_parser = named(&Version::ALL, Version::name))]
+    pub version: Option<Version>,
 }
 
 impl SortOptions {
@@ -27,11 +28,12 @@ impl SortOptions {
         }
     }
 
-    pub fn sorter(&self) -> Sorter {
-        Sorter::new()
-            .backend(self.backend)
-            .version(self.version)
-            .order(self.order())
+    pub fn sorter(&self) -> Sorter<'static> {
+        let sorter = Sorter::new().backend(self.backend).order(self.order());
+        match self.version {
+            Some(version) => sorter.version(version),
+            None => sorter,
+        }
     }
 }
 
@@ -83,20 +85,32 @@ pub fn rate(keys: usize, d: Duration) -> String {
     }
 }
 
-/// "cuda v5 on NVIDIA H100" or "cpu (16 threads)".
+/// "cuda (tuned merge sort) on NVIDIA H100" or "cpu (std sort, 16 threads)".
 pub fn describe(ran: &bitonic::Ran) -> String {
     match ran.backend {
         Backend::Cuda => {
-            let device = bitonic::cuda::Gpu::get()
+            let device = bitonic::Gpu::get()
                 .map(|g| g.info().name.clone())
                 .unwrap_or_default();
-            format!(
-                "cuda {} on {device}",
-                ran.version.map(|v| v.name()).unwrap_or("?")
-            )
+            format!("cuda ({}) on {device}", ran.strategy)
         }
-        Backend::Cpu => format!("cpu ({} threads)", rayon::current_num_threads()),
-        Backend::CpuSerial => "cpu-serial (1 thread)".into(),
-        Backend::Auto => "auto".into(),
+        Backend::CpuNetworkSerial => format!("{} ({}, 1 thread)", ran.backend, ran.strategy),
+        backend => format!(
+            "{backend} ({}, {} threads)",
+            ran.strategy,
+            rayon::current_num_threads()
+        ),
     }
+}
+
+/// A parser of the names of a library enum (`T::ALL` and `T::name`), listing them in `--help`.
+pub fn named<T: Copy + Send + Sync + 'static>(
+    all: &'static [T],
+    name: fn(T) -> &'static str,
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(all.iter().map(|&x| name(x))).map(move |chosen| {
+        let found = all.iter().copied().find(|&x| name(x) == chosen);
+        found.expect("clap accepts only the listed names")
+    })
 }

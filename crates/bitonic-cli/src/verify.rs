@@ -1,8 +1,8 @@
 //! `bitonic verify FILE`: is it sorted, and is it a permutation of another file?
 
 use anyhow::{bail, Result};
-use bitonic::gen::first_unsorted;
-use bitonic::io::KeyFile;
+use bitonic_bench::gen::first_unsorted;
+use crate::io::KeyFile;
 use bitonic::key::cmp_keys;
 use bitonic::{with_key_type, DType, Order};
 use rayon::prelude::*;
@@ -14,7 +14,7 @@ pub struct Args {
     /// The file to check (raw or .npy).
     file: PathBuf,
     /// Key type of raw input.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = crate::ui::named(&DType::ALL, DType::name))]
     dtype: Option<DType>,
     /// Check for descending order.
     #[arg(long)]

@@ -66,7 +66,7 @@ fn sorts_a_raw_file() {
 fn sorts_descending_with_every_cpu_backend_and_dtype() {
     let dir = Dir::new();
     for dtype in ["u32", "i32", "u64", "i64", "f32", "f64"] {
-        for backend in ["cpu", "cpu-serial", "auto"] {
+        for backend in ["cpu", "cpu-network", "cpu-network-serial", "auto"] {
             let (input, output) = (
                 dir.path(&format!("{dtype}.npy")),
                 dir.path(&format!("{dtype}-{backend}.npy")),
@@ -218,7 +218,7 @@ fn demo_and_info_run_anywhere() {
             "f64",
             "--desc",
             "--backend",
-            "cpu-serial",
+            "cpu-network-serial",
         ])
         .assert()
         .success();

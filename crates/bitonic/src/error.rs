@@ -52,17 +52,36 @@ pub enum Error {
     #[error("{len} keys is more than the {max} keys the CUDA backend indexes")]
     TooLong { len: usize, max: usize },
 
-    #[error("version {0} is not implemented yet")]
-    VersionUnavailable(Version),
+    #[error("no GPU works here, and the sort was asked of the GPU")]
+    NoGpu,
+
+    #[error("version {0} runs on the GPU: choose the cuda or auto backend, or no version")]
+    VersionNeedsGpu(Version),
+
+    #[error("version {version} sorts keys of one array; {operation} use the tuned version")]
+    VersionUnsupported {
+        version: Version,
+        operation: &'static str,
+    },
+
+    #[error("{0} are not supported")]
+    Unsupported(&'static str),
+
+    #[error("rows of {row_len} keys need indices up to {}, more than the index type holds ({max})", row_len - 1)]
+    IndexTooNarrow { row_len: usize, max: usize },
+
+    #[error("{name:?} is not a {what}: choose one of {choices}")]
+    UnknownName {
+        what: &'static str,
+        name: String,
+        choices: String,
+    },
 
     #[error("{keys} keys but {values} values: a key-value sort needs one value per key")]
     LengthMismatch { keys: usize, values: usize },
 
     #[error("values of {0} bytes: the GPU moves values of 4 or 8 bytes")]
     UnsupportedValue(usize),
-
-    #[error("benchmark result is not sorted: {0}")]
-    BenchUnsorted(String),
 
     #[error("{len} keys do not split into rows of {row_len}")]
     BadRows { len: usize, row_len: usize },

@@ -98,12 +98,6 @@ impl DType {
     }
 }
 
-impl std::fmt::Display for DType {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// The three families of bit maps. The discriminants are shared with `kernels/common.cuh`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]

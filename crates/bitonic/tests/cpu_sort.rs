@@ -7,7 +7,7 @@ use bitonic::{Backend, Order, Sorter};
 use common::{assert_same_bits, lengths_around_powers, make_keys, reference, TestKey, PATTERNS};
 use proptest::prelude::*;
 
-const CPU_BACKENDS: [Backend; 2] = [Backend::CpuSerial, Backend::Cpu];
+const CPU_BACKENDS: [Backend; 3] = [Backend::CpuNetworkSerial, Backend::CpuNetwork, Backend::Cpu];
 const ORDERS: [Order; 2] = [Order::Ascending, Order::Descending];
 
 fn check<K: TestKey>(keys: &[K]) {

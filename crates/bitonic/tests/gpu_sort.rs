@@ -90,8 +90,9 @@ fn device_buffer_api() {
     let keys = make_keys::<f32>(100_003, common::Pattern::Random, 5);
     for version in Version::ALL {
         let mut device = gpu.stream().clone_htod(&keys).unwrap();
-        gpu.sort_device(&mut device, version, Order::Descending)
-            .unwrap();
+        let sorter = Sorter::new().gpu(gpu).version(version);
+        let ran = sorter.order(Order::Descending).sort_device(&mut device).unwrap();
+        assert_eq!(ran.backend, Backend::Cuda);
         let got = gpu.stream().clone_dtoh(&device).unwrap();
         assert_same_bits(
             &got,
@@ -186,7 +187,8 @@ fn tuned_graphs_follow_their_buffers() {
         let mut a = gpu.stream().clone_htod(&first).unwrap();
         let mut b = gpu.stream().clone_htod(&second).unwrap();
         let sort_and_check = |buffer: &mut _, keys: &[u32], order, what: &str| {
-            gpu.sort_device(buffer, Version::Tuned, order).unwrap();
+            let sorter = Sorter::new().gpu(gpu).order(order);
+            sorter.sort_device(buffer).unwrap();
             let got = gpu.stream().clone_dtoh(buffer).unwrap();
             assert_same_bits(&got, &reference(keys, order), &format!("{what}, len {len}"));
         };

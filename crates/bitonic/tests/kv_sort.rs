@@ -9,7 +9,7 @@ use bitonic::{Backend, Order, Sorter};
 use common::{assert_same_bits, gpu_or_skip, make_keys, Pattern, TestKey, PATTERNS};
 use proptest::prelude::*;
 
-const CPU: &[Backend] = &[Backend::CpuSerial, Backend::Cpu];
+const CPU: &[Backend] = &[Backend::CpuNetworkSerial, Backend::CpuNetwork, Backend::Cpu];
 const GPU: &[Backend] = &[Backend::Cuda];
 const ORDERS: [Order; 2] = [Order::Ascending, Order::Descending];
 
@@ -30,21 +30,20 @@ fn check_kv<K: TestKey>(keys: &[K], backends: &[Backend]) {
             let want = reference_permutation(keys, order);
             let what = format!("{:?} {backend:?} {order:?} len {}", K::DTYPE, keys.len());
 
-            let perm = sorter.argsort(keys).unwrap();
+            let mut perm = vec![0u32; keys.len()];
+            sorter.argsort(keys, &mut perm).unwrap();
             assert_eq!(
                 perm.iter().map(|&i| i as usize).collect::<Vec<_>>(),
                 want,
                 "argsort {what}"
             );
-            let perm64 = sorter.argsort_u64(keys).unwrap();
-            assert!(
-                perm64.iter().map(|&i| i as usize).eq(want.iter().copied()),
-                "argsort_u64 {what}"
-            );
+            let mut perm64 = vec![0usize; keys.len()];
+            sorter.argsort(keys, &mut perm64).unwrap();
+            assert_eq!(perm64, want, "argsort into usize {what}");
 
             let mut sorted_keys = keys.to_vec();
             let mut values: Vec<u64> = (0..keys.len() as u64).map(|i| i * 7 + 1).collect();
-            sorter.sort_by_key(&mut sorted_keys, &mut values).unwrap();
+            sorter.sort_pairs(&mut sorted_keys, &mut values).unwrap();
             let want_keys: Vec<K> = want.iter().map(|&i| keys[i]).collect();
             assert_same_bits(
                 &sorted_keys,
@@ -69,7 +68,8 @@ fn check_rows<K: TestKey>(rows: usize, row_len: usize, backends: &[Backend]) {
             let sorter = Sorter::new().backend(backend).order(order);
             let mut got = data.clone();
             sorter.sort_rows(&mut got, len).unwrap();
-            let perm = sorter.argsort_rows(&data, len).unwrap();
+            let mut perm = vec![0u64; data.len()];
+            sorter.argsort_rows(&data, len, &mut perm).unwrap();
             for (r, ((got_row, row), perm_row)) in got
                 .chunks(len)
                 .zip(data.chunks(len))
@@ -237,8 +237,8 @@ fn gpu_segments_of_different_lengths() {
 
 /// Device-resident key-value sort: the values move on the GPU.
 #[test]
-fn gpu_sort_by_key_device() {
-    let Some(gpu) = gpu_or_skip("gpu_sort_by_key_device") else {
+fn gpu_sort_pairs_device() {
+    let Some(gpu) = gpu_or_skip("gpu_sort_pairs_device") else {
         return;
     };
     for (rows, row_len) in [(1, 1 << 20), (1, 1_000_003), (300, 1000), (4, 65_536)] {
@@ -249,7 +249,9 @@ fn gpu_sort_by_key_device() {
             let mut keys_d = gpu.stream().clone_htod(&keys).unwrap();
             let values: Vec<u32> = (0..n as u32).map(|i| i.wrapping_mul(3)).collect();
             let mut values_d = gpu.stream().clone_htod(&values).unwrap();
-            gpu.sort_by_key_device(&mut keys_d, &mut values_d, row_len, order)
+            let sorter = Sorter::new().gpu(gpu).order(order);
+            sorter
+                .sort_rows_pairs_device(&mut keys_d, &mut values_d, row_len)
                 .unwrap();
             let got_keys = gpu.stream().clone_dtoh(&keys_d).unwrap();
             let got_values = gpu.stream().clone_dtoh(&values_d).unwrap();
@@ -258,7 +260,8 @@ fn gpu_sort_by_key_device() {
                 .stream()
                 .clone_htod(&(0..n as u64).collect::<Vec<_>>())
                 .unwrap();
-            gpu.sort_by_key_device(&mut wide_d, &mut ids_d, row_len, order)
+            sorter
+                .sort_rows_pairs_device(&mut wide_d, &mut ids_d, row_len)
                 .unwrap();
             let got_wide = gpu.stream().clone_dtoh(&wide_d).unwrap();
             let got_ids = gpu.stream().clone_dtoh(&ids_d).unwrap();
@@ -316,13 +319,18 @@ fn bad_shapes_are_errors_not_panics() {
     }
     let mut values = vec![0u32; 2];
     assert!(s
-        .sort_by_key(&mut v, &mut values)
+        .sort_pairs(&mut v, &mut values)
         .unwrap_err()
         .to_string()
         .contains("3 keys but 2 values"));
     assert_eq!(v, [1, 2, 3], "a refused sort leaves the data alone");
-    if bitonic::cuda::Gpu::get().is_err() {
-        assert!(Sorter::new().backend(Backend::Cuda).argsort(&v).is_err());
+    let mut indices = vec![0u32; 3];
+    assert!(s.argsort(&v, &mut indices[..2]).is_err(), "one index a key");
+    if bitonic::Gpu::get().is_err() {
+        assert!(Sorter::new()
+            .backend(Backend::Cuda)
+            .argsort(&v, &mut indices)
+            .is_err());
     }
 }
 

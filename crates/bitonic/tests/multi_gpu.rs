@@ -49,12 +49,12 @@ fn multi_or_skip(test: &str, ordinals: &[usize]) -> Option<MultiGpu> {
 
 /// `all` cut into shards of `lens` values, each on its rank's GPU. CUDA makes no empty buffer:
 /// an empty shard is a one-value buffer holding `filler`, of which the tests view nothing.
-fn shards_of<T: bitonic::cuda::cudarc::driver::DeviceRepr + Copy>(
+fn shards_of<T: cudarc::driver::DeviceRepr + Copy>(
     multi: &MultiGpu,
     all: &[T],
     lens: &[usize],
     filler: T,
-) -> Vec<bitonic::cuda::cudarc::driver::CudaSlice<T>> {
+) -> Vec<cudarc::driver::CudaSlice<T>> {
     let mut at = 0;
     lens.iter()
         .enumerate()
@@ -305,7 +305,7 @@ fn out_of_memory_is_an_error_for_the_whole_sort() {
 /// of widths, both algorithms and orders.
 fn check_kv<
     K: TestKey,
-    V: bitonic::cuda::cudarc::driver::DeviceRepr + bytemuck::Pod + PartialEq + std::fmt::Debug,
+    V: cudarc::driver::DeviceRepr + bytemuck::Pod + PartialEq + std::fmt::Debug,
 >(
     multi: &MultiGpu,
     lens: &[usize],

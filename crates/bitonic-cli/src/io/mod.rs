@@ -3,7 +3,7 @@
 
 mod npy;
 
-use crate::{DType, SortKey};
+use bitonic::{DType, SortKey};
 use memmap2::Mmap;
 use std::fs::File;
 use std::io::{Read, Write};

@@ -2,7 +2,7 @@
 //! bytes, as NumPy writes it) so the keys themselves can be written in one block.
 
 use super::IoError;
-use crate::DType;
+use bitonic::DType;
 use std::path::Path;
 
 pub const MAGIC: &[u8] = b"\x93NUMPY";

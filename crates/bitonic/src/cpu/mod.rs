@@ -1,80 +1,89 @@
-//! The CPU backend: the bitonic network run serially (the reference, and the analogue of the
-//! report's serial baseline) and in parallel with rayon.
+//! The CPU backend: the strategies [`Strategy::CpuSort`] (the standard library's sort on all
+//! cores, the fastest CPU sort here), [`Strategy::CpuNetwork`] and
+//! [`Strategy::CpuNetworkSerial`] (the bitonic network, the report's baselines).
 //!
-//! Both sort `u32`/`u64` words ascending; [`crate::Sorter`] maps keys to those words and back.
+//! Every strategy sorts keys as their ordered words ([`crate::key`]): unsigned integers whose
+//! order is the keys' order (complemented for descending), so floats sort in total order and
+//! one comparison of plain integers decides. Stable sorts order `(word, index)` pairs, which
+//! makes equal keys keep their index order.
 
-mod parallel;
-mod serial;
+pub(crate) mod network;
 
-pub use parallel::sort_parallel;
-pub use serial::sort_serial;
+use crate::dispatch::Strategy;
+use crate::key::{key_from_ordered_bits, ordered_bits};
+use crate::{Order, SortKey};
+use rayon::prelude::*;
 
-/// Sorts a bitonic sequence ascending: the half-cleaners of one stage, stride `P / 2` down to
-/// 1 (`P` the length rounded up to a power of two), with no flip. A length that is not a power
-/// of two counts as padded with `+inf` (pairs past the end are skipped, as in the sort), so such
-/// a sequence must fall, then rise; one of a power-of-two length may be any bitonic sequence.
-pub fn merge_bitonic<B: Word>(data: &mut [B]) {
-    let mut stride = data.len().next_power_of_two() / 2;
-    while stride >= 1 {
-        half_step(data, stride);
-        stride /= 2;
+/// Below this many words a sort stays on the calling thread: rayon's start costs more.
+const PARALLEL_MIN_LEN: usize = 1 << 14;
+
+/// Sorts words ascending with `strategy`.
+fn sort_words<W: network::Word>(words: &mut [W], strategy: Strategy) {
+    match strategy {
+        Strategy::CpuSort if words.len() < PARALLEL_MIN_LEN => words.sort_unstable(),
+        Strategy::CpuSort => words.par_sort_unstable(),
+        Strategy::CpuNetwork => network::sort_parallel(words),
+        Strategy::CpuNetworkSerial => network::sort_serial(words),
+        other => unreachable!("{other:?} is not a CPU strategy"),
     }
 }
 
-/// What the CPU networks sort: any totally ordered plain value (the `u32`/`u64` words of
-/// [`crate::key`], or `(word, index)` pairs for stable key-value sorts).
-pub trait Word: Copy + Ord + Send + Sync {}
-impl<T: Copy + Ord + Send + Sync> Word for T {}
-
-/// Compare-exchange: the smaller word goes to `lo`.
-#[inline(always)]
-fn compare_exchange<B: Word>(lo: &mut B, hi: &mut B) {
-    let (a, b) = (*lo, *hi);
-    *lo = a.min(b);
-    *hi = a.max(b);
-}
-
-/// The first step of a stage on `data`, whose start is aligned to `size`: each index meets its
-/// mirror in its block. Pairs whose upper index is past the end are skipped (virtual `+inf`).
-fn flip_step<B: Word>(data: &mut [B], size: usize) {
-    for block in data.chunks_mut(size) {
-        let half = size / 2;
-        if block.len() <= half {
-            continue;
-        }
-        let (lo, hi) = block.split_at_mut(half);
-        // lo[half-1-m] meets hi[m]: walk hi forwards and lo backwards.
-        for (a, b) in lo.iter_mut().rev().zip(hi.iter_mut()) {
-            compare_exchange(a, b);
-        }
-    }
-}
-
-/// A later step of a stage on `data`, whose start is aligned to `2 * stride`: index `i` meets
-/// `i + stride` in each block of `2 * stride`.
-fn half_step<B: Word>(data: &mut [B], stride: usize) {
-    for block in data.chunks_mut(2 * stride) {
-        if block.len() <= stride {
-            continue;
-        }
-        let (lo, hi) = block.split_at_mut(stride);
-        for (a, b) in lo.iter_mut().zip(hi.iter_mut()) {
-            compare_exchange(a, b);
-        }
-    }
-}
-
-/// Runs the steps of stage `size` whose stride is below `max_stride` (all of them when
-/// `max_stride > size / 2`).
-fn stage_below<B: Word>(data: &mut [B], size: usize, max_stride: usize) {
-    for step in crate::network::stage_steps(size) {
-        if step.stride >= max_stride {
-            continue;
-        }
-        if step.is_flip() {
-            flip_step(data, size);
+/// Sorts `keys` in `order`: maps them to their ordered words in place, sorts, maps back.
+pub(crate) fn sort<K: SortKey>(keys: &mut [K], order: Order, strategy: Strategy) {
+    let words: &mut [K::Bits] = bytemuck::cast_slice_mut(keys);
+    let parallel = strategy != Strategy::CpuNetworkSerial && words.len() >= PARALLEL_MIN_LEN;
+    let needs_map = K::DTYPE.needs_map(order);
+    if needs_map {
+        let map = |w: &mut K::Bits| *w = ordered_bits(bytemuck::cast::<_, K>(*w), order);
+        if parallel {
+            words.par_iter_mut().for_each(map);
         } else {
-            half_step(data, step.stride);
+            words.iter_mut().for_each(map);
         }
     }
+    sort_words(words, strategy);
+    if needs_map {
+        let unmap = |w: &mut K::Bits| *w = bytemuck::cast(key_from_ordered_bits::<K>(*w, order));
+        if parallel {
+            words.par_iter_mut().for_each(unmap);
+        } else {
+            words.iter_mut().for_each(unmap);
+        }
+    }
+}
+
+/// Sorts each of `rows` (disjoint slices) on its own: rows in parallel (unless the strategy
+/// is serial), each row's network on one thread; a single row gets the whole strategy.
+pub(crate) fn sort_each<K: SortKey>(mut rows: Vec<&mut [K]>, order: Order, strategy: Strategy) {
+    if rows.len() == 1 {
+        return sort(rows.pop().expect("one row"), order, strategy);
+    }
+    let row_strategy = match strategy {
+        Strategy::CpuNetwork => Strategy::CpuNetworkSerial,
+        other => other,
+    };
+    let sort_row = |row: &mut [K]| sort(row, order, row_strategy);
+    if strategy == Strategy::CpuNetworkSerial {
+        rows.into_iter().for_each(sort_row);
+    } else {
+        rows.into_par_iter().for_each(sort_row);
+    }
+}
+
+/// The stable sorting permutation of `keys`: `(ordered word, original index)` pairs sorted,
+/// so equal keys end in index order.
+pub(crate) fn sorted_pairs<K: SortKey>(
+    keys: &[K],
+    order: Order,
+    strategy: Strategy,
+) -> Vec<(K::Bits, usize)> {
+    let mut pairs: Vec<(K::Bits, usize)> = if strategy == Strategy::CpuNetworkSerial {
+        let pairs = keys.iter().enumerate();
+        pairs.map(|(i, &k)| (ordered_bits(k, order), i)).collect()
+    } else {
+        let pairs = keys.par_iter().enumerate();
+        pairs.map(|(i, &k)| (ordered_bits(k, order), i)).collect()
+    };
+    sort_words(&mut pairs, strategy);
+    pairs
 }

@@ -7,7 +7,8 @@
 //! kept in the `Gpu`; sorting another buffer with the same plan re-points the graph's kernel
 //! nodes (under 1 µs each) instead of building it again.
 
-use super::plan::{PassArgs, RowLayout, PASS_ARG_COUNT};
+use super::launch::{PassArgs, PASS_ARG_COUNT};
+use super::layout::RowLayout;
 use super::Gpu;
 use crate::error::{CudaContext as _, Result};
 use cudarc::driver::sys::{self, CUdeviceptr, CUfunction, CUgraph, CUgraphExec, CUgraphNode};

@@ -27,8 +27,10 @@
 //! library's error for the whole sort — no hang, and no partial result returned as sorted.
 
 use super::merge::{merge_two_runs, search_grid};
-use super::pairs::KeyIndex;
-use super::{check_len, kernel_name, kernels, set_pool_threshold, Gpu, MAX_LEN};
+use super::device::set_pool_threshold;
+use super::layout::{map_flags, KeyIndex};
+use super::run::{self, check_len, MAX_LEN};
+use super::{kernel_name, kernels, Gpu};
 use crate::error::{check_same_len, CudaContext as _, Error, GpuUnavailable, Result};
 use crate::key::Bits;
 use crate::multi::{
@@ -283,7 +285,7 @@ impl MultiGpu {
         }
         self.guarded(|| {
             let capacity = capacities(&lens, algorithm);
-            let map = super::pairs::map_flags::<K>(order);
+            let map = map_flags::<K>(order);
             let mut out_keys: Vec<DeviceShard<K>> = Vec::with_capacity(self.ranks());
             let mut out_values: Vec<DeviceShard<V>> = Vec::with_capacity(self.ranks());
             for &half in halves {
@@ -407,7 +409,6 @@ impl MultiGpu {
         let p = self.ranks();
         let n: usize = lens.iter().sum();
         let m = lens.iter().copied().max().unwrap_or(0);
-        let mut phases = Phases::new(self);
         if m == 0 {
             return Ok(words
                 .into_iter()
@@ -423,7 +424,7 @@ impl MultiGpu {
         for (rank, mut buf) in words.into_iter().enumerate() {
             let gpu = self.gpu(rank);
             launch_fill_largest(gpu, &mut buf.slice_mut(lens[rank]..m))?;
-            gpu.sort_one_row(&mut buf.slice_mut(0..m), 0)?;
+            run::sort_ascending_words(gpu, &gpu.policy(), &mut buf.slice_mut(0..m))?;
             shards.push(Shard {
                 buf,
                 start: 0,
@@ -431,7 +432,6 @@ impl MultiGpu {
             });
         }
         // Receive and output buffers, all made before the first transfer.
-        phases.end("local sorts")?;
         let mut received = Vec::with_capacity(p);
         let mut spare = Vec::with_capacity(p);
         for rank in 0..p {
@@ -455,7 +455,6 @@ impl MultiGpu {
                 .map(|(&(lower, upper), &turn)| (lower, upper, turn))
                 .collect();
             self.exchange_round(&moving, &shards, m, &mut received)?;
-            phases.end("turns and exchange")?;
             // Each keeps two sorted runs and merges them: the lower rank its first `turn` keys
             // and the upper's first m - turn (received); the upper the lower's last m - turn
             // (received) and its own from `turn` on.
@@ -471,14 +470,13 @@ impl MultiGpu {
                     up.buf.slice(up.start + kept..up.start + m),
                 );
                 for (rank, (a, b)) in [(lower, lower_runs), (upper, upper_runs)] {
-                    merge_two_runs(self.gpu(rank), &a, &b, &mut spare[rank].slice_mut(0..m))?;
+                    merge_two_runs(self.gpu(rank), &self.gpu(rank).policy(), &a, &b, &mut spare[rank].slice_mut(0..m))?;
                 }
                 for rank in [lower, upper] {
                     std::mem::swap(&mut shards[rank].buf, &mut spare[rank]);
                     shards[rank].start = 0;
                 }
             }
-            phases.end("merge")?;
         }
         drop((received, spare));
         // Rank r keeps global positions r m .. (r + 1) m; the padding is at the top.
@@ -636,11 +634,11 @@ impl MultiGpu {
     ) -> Result<Vec<Shard<W>>> {
         let p = self.ranks();
         let total: usize = lens.iter().sum();
-        let mut phases = Phases::new(self);
         // All local sorts are queued before any sample is read, so that the GPUs sort at once.
         for (rank, buf) in words.iter_mut().enumerate() {
             let len = lens[rank];
-            self.gpu(rank).sort_one_row(&mut buf.slice_mut(0..len), 0)?;
+            let gpu = self.gpu(rank);
+            run::sort_ascending_words(gpu, &gpu.policy(), &mut buf.slice_mut(0..len))?;
         }
         if p == 1 {
             let len = lens[0];
@@ -669,7 +667,6 @@ impl MultiGpu {
                     .map(|(key, index)| Splitter { key, rank, index }),
             );
         }
-        phases.end("local sorts and samples")?;
         let splitters = choose_splitters(samples, p);
         // cuts[r][j] .. cuts[r][j + 1]: the keys rank r sends to rank j.
         let mut cuts = Vec::with_capacity(p);
@@ -685,14 +682,12 @@ impl MultiGpu {
         if let Some(&len) = arriving.iter().find(|&&len| len > MAX_LEN) {
             return Err(Error::TooLong { len, max: MAX_LEN });
         }
-        phases.end("cuts")?;
         for (rank, &len) in arriving.iter().enumerate() {
             if len > received[rank].len() {
                 received[rank] = alloc::<W>(self.gpu(rank), pool_friendly(len))?;
                 spare[rank] = alloc::<W>(self.gpu(rank), pool_friendly(len))?;
             }
         }
-        phases.end("allocations")?;
         // Rank j's buffer takes the senders' parts in rank order. All p^2 messages go in one
         // NCCL group, so every GPU sends to and receives from all others at once.
         let transfers: Vec<Transfer<W>> = (0..p)
@@ -705,7 +700,6 @@ impl MultiGpu {
             })
             .collect();
         self.transfer(&transfers, &mut received)?;
-        phases.end("all-to-all")?;
         drop(words);
         // The merge tree level by level, every rank's merges of a level queued before the next
         // level's, so that no GPU waits on the host queuing another's.
@@ -723,6 +717,7 @@ impl MultiGpu {
                     let src = &received[rank];
                     merge_two_runs(
                         self.gpu(rank),
+                        &self.gpu(rank).policy(),
                         &src.slice(offset..offset + a),
                         &src.slice(offset + a..offset + a + b),
                         &mut spare[rank].slice_mut(offset..offset + a + b),
@@ -732,7 +727,6 @@ impl MultiGpu {
                 runs[rank] = level.iter().map(|&(_, a, b)| a + b).collect();
             }
         }
-        phases.end("merges of the runs")?;
         drop(spare);
         Ok(received
             .into_iter()
@@ -807,35 +801,6 @@ impl<K: cudarc::driver::DeviceRepr> DeviceShard<K> {
         // word is a valid key (SortKey's contract).
         let buf = unsafe { gpu.stream().upgrade_device_ptr::<K>(words.leak(), count) };
         DeviceShard { buf, start, len }
-    }
-}
-
-/// With `BITONIC_MULTI_PHASES=1`, prints how long each phase of a sort took (synchronizing
-/// every GPU at each phase's end, which costs a little): for the notes, not for timings.
-struct Phases<'a> {
-    multi: Option<&'a MultiGpu>,
-    since: std::time::Instant,
-}
-
-impl<'a> Phases<'a> {
-    fn new(multi: &'a MultiGpu) -> Phases<'a> {
-        let on = std::env::var("BITONIC_MULTI_PHASES").is_ok_and(|v| v == "1");
-        Phases {
-            multi: on.then_some(multi),
-            since: std::time::Instant::now(),
-        }
-    }
-
-    fn end(&mut self, phase: &str) -> Result<()> {
-        if let Some(multi) = self.multi {
-            multi.synchronize()?;
-            eprintln!(
-                "    phase {phase}: {:.1} ms",
-                self.since.elapsed().as_secs_f64() * 1e3
-            );
-            self.since = std::time::Instant::now();
-        }
-        Ok(())
     }
 }
 
@@ -994,7 +959,7 @@ fn map_to_words<K: SortKey>(
     inverse: bool,
 ) -> Result<()> {
     if K::DTYPE.needs_map(order) && !words.is_empty() {
-        gpu.map_keys(words, K::DTYPE.map_kind(), order, inverse)?;
+        run::map_keys(gpu, words, K::DTYPE.map_kind(), order, inverse)?;
     }
     Ok(())
 }

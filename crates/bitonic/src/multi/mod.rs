@@ -50,8 +50,29 @@ pub trait Transport: Sync {
 /// How the shards are merged across ranks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Algorithm {
+    /// The bitonic network over ranks, each comparator a merge-split of two shards.
     MergeSplit,
+    /// Sample sort: splitters, one all-to-all, and a merge of the runs that arrived.
     Partition,
+}
+
+impl Algorithm {
+    /// Both algorithms.
+    pub const ALL: [Algorithm; 2] = [Algorithm::MergeSplit, Algorithm::Partition];
+
+    /// `merge-split` or `partition`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::MergeSplit => "merge-split",
+            Algorithm::Partition => "partition",
+        }
+    }
+}
+
+impl std::fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 /// Sorts the keys of all ranks into global order; each rank passes its shard and gets its
@@ -231,7 +252,7 @@ pub fn merge_tile<B: Ord + Copy + Send + Sync>(
         *slot = key;
     }
     rising.copy_from_slice(&a[a_from..a_to]);
-    crate::cpu::merge_bitonic(out);
+    crate::cpu::network::merge_bitonic(out);
 }
 
 /// The pairs of adjacent runs merged at one level of a merge tree, as (offset, first run's

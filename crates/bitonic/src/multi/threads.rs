@@ -82,7 +82,7 @@ pub fn simulate<K: SortKey>(
     algorithm: Algorithm,
 ) -> Result<Vec<Vec<K>>> {
     let ends = ThreadTransport::group(shards.len());
-    let local = |w: &mut [K::Bits]| crate::cpu::sort_serial(w);
+    let local = |w: &mut [K::Bits]| crate::cpu::network::sort_serial(w);
     std::thread::scope(|scope| {
         let handles: Vec<_> = ends
             .iter()

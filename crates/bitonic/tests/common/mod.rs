@@ -2,7 +2,7 @@
 //! for GPU tests (skip without a GPU, fail under BITONIC_REQUIRE_GPU=1).
 #![allow(dead_code)]
 
-use bitonic::{cuda::Gpu, key::cmp_keys, Order, SortKey};
+use bitonic::{key::cmp_keys, Gpu, Order, SortKey};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -25,8 +25,23 @@ pub fn require_env(name: &str) -> bool {
     std::env::var(name).is_ok_and(|v| v == "1")
 }
 
-pub use bitonic::gen::Pattern;
-pub const PATTERNS: [Pattern; 5] = Pattern::ALL;
+/// The shapes of test data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    Random,
+    Sorted,
+    Reversed,
+    FewDistinct,
+    AllEqual,
+}
+
+pub const PATTERNS: [Pattern; 5] = [
+    Pattern::Random,
+    Pattern::Sorted,
+    Pattern::Reversed,
+    Pattern::FewDistinct,
+    Pattern::AllEqual,
+];
 
 /// Builds keys from random words; floats also get NaNs of both signs, ±0.0 and ±inf mixed in.
 pub trait TestKey: SortKey {

@@ -16,6 +16,6 @@ fn main() {
         "cargo:rustc-env=BITONIC_GIT_COMMIT={commit}{}",
         if dirty { "-dirty" } else { "" }
     );
-    println!("cargo:rerun-if-changed=.git/HEAD");
-    println!("cargo:rerun-if-changed=.git/index");
+    println!("cargo:rerun-if-changed=../../.git/HEAD");
+    println!("cargo:rerun-if-changed=../../.git/index");
 }

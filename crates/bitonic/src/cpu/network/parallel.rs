@@ -12,12 +12,6 @@ const TILE: usize = 1 << 14;
 const GRAIN: usize = 1 << 12;
 
 /// Sorts `data` ascending with the bitonic network on rayon's thread pool. Any length.
-///
-/// ```
-/// let mut v: Vec<u64> = (0..10_000u64).rev().collect();
-/// bitonic::cpu::sort_parallel(&mut v);
-/// assert!(v.windows(2).all(|w| w[0] <= w[1]));
-/// ```
 pub fn sort_parallel<B: Word>(data: &mut [B]) {
     let n = data.len();
     let tile = TILE.min(padded_len(n));

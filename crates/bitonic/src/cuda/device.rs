@@ -1,0 +1,318 @@
+//! The device handle: probing the driver, NVRTC and a GPU without panicking, the device's
+//! facts, its stream, and its kernels (compiled once, cached on disk, looked up once).
+
+use super::kernels::KernelModule;
+use super::launch::config;
+use super::{graph, nvrtc, staging};
+use crate::error::{CudaContext as _, GpuUnavailable, Result};
+use crate::policy::Policy;
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// What the probe learnt about the device and the CUDA libraries.
+#[derive(Clone, Debug)]
+pub struct DeviceInfo {
+    pub ordinal: usize,
+    pub name: String,
+    pub compute_capability: (i32, i32),
+    pub multiprocessors: i32,
+    pub max_threads_per_block: i32,
+    pub warp_size: i32,
+    /// Shared memory a block gets without opting in.
+    pub shared_per_block: usize,
+    /// Shared memory a block can get after raising its dynamic limit.
+    pub shared_per_block_optin: usize,
+    pub l2_bytes: usize,
+    pub total_memory: usize,
+    /// The driver's CUDA version, as (major, minor).
+    pub driver_version: (i32, i32),
+    pub nvrtc_version: (i32, i32),
+}
+
+impl DeviceInfo {
+    /// The `sm_XY` architecture NVRTC compiles for.
+    pub fn arch(&self) -> String {
+        format!(
+            "sm_{}{}",
+            self.compute_capability.0, self.compute_capability.1
+        )
+    }
+}
+
+/// One GPU with its context, its stream and its loaded kernel modules.
+pub struct Gpu {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    info: DeviceInfo,
+    /// The architecture's tuning ([`Policy::for_device`]).
+    policy: Policy,
+    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    /// Pinned buffers for host transfers, made on first use of a large host sort.
+    pub(super) staging: Mutex<Option<staging::Staging>>,
+    /// Kernels already looked up, by module and name: a small sort's host time counts.
+    functions: Mutex<HashMap<(&'static str, String), CudaFunction>>,
+    /// The dynamic shared memory each kernel was allowed, so that it is set once.
+    shared_allowed: Mutex<HashMap<usize, u32>>,
+    /// Whether clusters of a kernel and shape fit the device (plan.rs asks once per shape).
+    pub(super) cluster_fits: Mutex<HashMap<(usize, u32, u32, u32), bool>>,
+    /// The tuned sort's multi-pass plans as CUDA graphs, built on first use (graph.rs).
+    pub(super) graphs: Mutex<graph::GraphCache>,
+}
+
+impl std::fmt::Debug for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gpu").field("info", &self.info).finish()
+    }
+}
+
+static GPU: OnceLock<std::result::Result<Gpu, GpuUnavailable>> = OnceLock::new();
+
+impl Gpu {
+    /// The process's shared handle of GPU 0 (its default stream), probed on first use; the
+    /// reason when there is none. [`Gpu::new`] opens any device with a stream of its own.
+    pub fn get() -> std::result::Result<&'static Gpu, GpuUnavailable> {
+        GPU.get_or_init(Gpu::probe).as_ref().map_err(Clone::clone)
+    }
+
+    fn probe() -> std::result::Result<Gpu, GpuUnavailable> {
+        Gpu::open_checked(0, false)
+    }
+
+    /// A `Gpu` of its own for device `ordinal`, with its own stream (the multi-GPU sorter holds
+    /// one per device). Kernels compile once per process and architecture (cached on disk).
+    pub fn new(ordinal: usize) -> std::result::Result<Gpu, GpuUnavailable> {
+        Gpu::open_checked(ordinal, true)
+    }
+
+    /// How many CUDA devices there are, or why none can be used.
+    pub fn device_count() -> std::result::Result<usize, GpuUnavailable> {
+        check_libraries()?;
+        std::panic::catch_unwind(|| {
+            let count = CudaContext::device_count().map_err(|e| match e.0 {
+                cudarc::driver::sys::CUresult::CUDA_ERROR_NO_DEVICE => GpuUnavailable::NoDevice,
+                _ => GpuUnavailable::InitFailed(e.to_string()),
+            })?;
+            match count {
+                0 => Err(GpuUnavailable::NoDevice),
+                n => Ok(n as usize),
+            }
+        })
+        .unwrap_or_else(|_| Err(panicked()))
+    }
+
+    fn open_checked(ordinal: usize, own_stream: bool) -> std::result::Result<Gpu, GpuUnavailable> {
+        let count = Gpu::device_count()?;
+        if ordinal >= count {
+            return Err(GpuUnavailable::BadOrdinal { ordinal, count });
+        }
+        std::panic::catch_unwind(|| Gpu::open(ordinal, own_stream))
+            .unwrap_or_else(|_| Err(panicked()))
+    }
+
+    fn open(ordinal: usize, own_stream: bool) -> std::result::Result<Gpu, GpuUnavailable> {
+        let init = |e: cudarc::driver::DriverError| GpuUnavailable::InitFailed(e.to_string());
+        let ctx = CudaContext::new(ordinal).map_err(init)?;
+        let attr = |a: Attr| ctx.attribute(a).map_err(init);
+        let mut driver = 0;
+        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) }
+            .result()
+            .map_err(init)?;
+        let info = DeviceInfo {
+            ordinal,
+            name: ctx.name().map_err(init)?,
+            compute_capability: ctx.compute_capability().map_err(init)?,
+            multiprocessors: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)?,
+            max_threads_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK)?,
+            warp_size: attr(Attr::CU_DEVICE_ATTRIBUTE_WARP_SIZE)?,
+            shared_per_block: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK)? as usize,
+            shared_per_block_optin: attr(
+                Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )? as usize,
+            l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
+            total_memory: ctx.total_mem().map_err(init)?,
+            driver_version: (driver / 1000, (driver % 1000) / 10),
+            nvrtc_version: nvrtc::version().map_err(|_| GpuUnavailable::NoNvrtc)?,
+        };
+        if info.warp_size != 32 {
+            return Err(GpuUnavailable::UnsupportedWarpSize(info.warp_size));
+        }
+        keep_freed_memory(&ctx, info.total_memory);
+        let stream = if own_stream {
+            ctx.new_stream().map_err(init)?
+        } else {
+            ctx.default_stream()
+        };
+        Ok(Gpu {
+            stream,
+            policy: Policy::for_device(&info),
+            info,
+            modules: Mutex::new(HashMap::new()),
+            staging: Mutex::new(None),
+            functions: Mutex::new(HashMap::new()),
+            shared_allowed: Mutex::new(HashMap::new()),
+            cluster_fits: Mutex::new(HashMap::new()),
+            graphs: Mutex::new(graph::GraphCache::new(ctx.clone())),
+            ctx,
+        })
+    }
+
+    /// What the probe learnt about the device and the CUDA libraries.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// The device's CUDA context (cudarc's), for interop: allocating device buffers to sort.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The stream every sort of this `Gpu` is queued on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The tuning this device's architecture gets by default ([`Policy::for_device`]).
+    pub fn policy(&self) -> Policy {
+        self.policy.clone()
+    }
+
+    /// [`Gpu::policy`], borrowed.
+    pub(crate) fn default_policy(&self) -> &Policy {
+        &self.policy
+    }
+
+    /// A grid for a kernel with one grid-stride loop over `n` elements.
+    pub(crate) fn elementwise(&self, n: usize) -> LaunchConfig {
+        let threads = 256u32;
+        let blocks = (n as u32)
+            .div_ceil(threads)
+            .clamp(1, self.info.multiprocessors as u32 * 32);
+        config(blocks, threads, 0)
+    }
+
+    /// The pinned staging buffers of large host transfers, made on first use.
+    pub(crate) fn with_staging<R>(
+        &self,
+        f: impl FnOnce(&mut staging::Staging) -> Result<R>,
+    ) -> Result<R> {
+        let mut guard = self.staging.lock().unwrap_or_else(|e| e.into_inner());
+        if guard.is_none() {
+            *guard = Some(staging::Staging::new(self)?);
+        }
+        f(guard.as_mut().expect("made above"))
+    }
+
+    /// A kernel of one of the embedded modules, compiling and loading the module on first use.
+    pub(crate) fn function(
+        &self,
+        module: &'static KernelModule,
+        name: &str,
+    ) -> Result<CudaFunction> {
+        let key = (module.name, name.to_string());
+        if let Some(f) = self
+            .functions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+        {
+            return Ok(f.clone());
+        }
+        let loaded = {
+            let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+            match modules.get(module.name) {
+                Some(m) => m.clone(),
+                None => {
+                    let cubin = nvrtc::compile(module, &self.info.arch())?;
+                    let m = self
+                        .ctx
+                        .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+                        .during(|| format!("loading kernels/{}", module.name))?;
+                    modules.insert(module.name, m.clone());
+                    m
+                }
+            }
+        };
+        let f = loaded
+            .load_function(name)
+            .during(|| format!("finding kernel {name} in kernels/{}", module.name))?;
+        self.functions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, f.clone());
+        Ok(f)
+    }
+
+    /// Lets `kernel` take `bytes` of dynamic shared memory: above 48 KiB a block gets it only
+    /// by asking (the device's opt-in limit caps it). Each new, larger amount is asked once.
+    pub(crate) fn allow_shared(&self, kernel: &CudaFunction, bytes: u32) -> Result<()> {
+        let mut allowed = self
+            .shared_allowed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let known = allowed.entry(kernel.cu_function() as usize).or_insert(0);
+        if *known < bytes {
+            kernel
+                .set_attribute(
+                    cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    bytes as i32,
+                )
+                .during(|| format!("allowing {bytes} bytes of shared memory for a kernel"))?;
+            *known = bytes;
+        }
+        Ok(())
+    }
+}
+
+/// Lets the device's default memory pool keep up to a quarter of the device's memory after it
+/// is freed, instead of handing it back to the driver at every synchronisation (the default).
+/// Argsort and key-value sorts allocate scratch pairs each call; mapping fresh pages for them
+/// cost more than the sort (docs/notes/rows.md). Best effort: a device without memory pools
+/// simply keeps the driver's default, so failures here are ignored on purpose.
+fn keep_freed_memory(ctx: &CudaContext, total_memory: usize) {
+    set_pool_threshold(ctx, total_memory / 4, false);
+}
+
+/// Sets how much freed memory the device's default pool keeps, trimming it to that when
+/// `trim`. Best effort, as [`keep_freed_memory`].
+pub(crate) fn set_pool_threshold(ctx: &CudaContext, bytes: usize, trim: bool) {
+    use cudarc::driver::sys;
+    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
+    // SAFETY: plain driver calls on a valid device, with pointers to live locals.
+    unsafe {
+        if sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
+            .result()
+            .is_ok()
+        {
+            let mut threshold = bytes as u64;
+            let _ = sys::cuMemPoolSetAttribute(
+                pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&mut threshold as *mut u64).cast(),
+            )
+            .result();
+            if trim {
+                let _ = sys::cuMemPoolTrimTo(pool, bytes).result();
+            }
+        }
+    }
+}
+
+/// cudarc panics when a library is missing: ask first, and contain any other panic.
+fn check_libraries() -> std::result::Result<(), GpuUnavailable> {
+    let driver_present =
+        std::panic::catch_unwind(|| unsafe { cudarc::driver::sys::is_culib_present() });
+    if !driver_present.unwrap_or(false) {
+        return Err(GpuUnavailable::NoDriver);
+    }
+    if !nvrtc::nvrtc_present() {
+        return Err(GpuUnavailable::NoNvrtc);
+    }
+    Ok(())
+}
+
+fn panicked() -> GpuUnavailable {
+    GpuUnavailable::InitFailed("the CUDA bindings panicked".into())
+}
+

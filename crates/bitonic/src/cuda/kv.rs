@@ -1,0 +1,267 @@
+//! The key-value merge sort (kernels/merge.cu's placement and key-value merge levels):
+//! [`crate::dispatch::Strategy::KeyValueMerge`], how argsorts and key-value sorts of one array
+//! run. Stable: after the tuned tile sort each value moves to its key's rank in the tile
+//! (equal keys by index), and the merges give each key a *tag*, its rank in the stable order of
+//! the block's inputs, so equal keys keep that order and each value follows its key's tag.
+//! Keys and values stay in two arrays; no pass packs, unpacks or gathers them.
+
+use super::launch::config;
+use super::layout::RowLayout;
+use super::merge::{padded_tile_bytes, search_grid};
+use super::{kernel_name, kernels, passes, Gpu};
+use crate::error::{CudaContext as _, Result};
+use crate::policy::Policy;
+use cudarc::driver::{CudaViewMut, DevicePtr, DeviceRepr, PushKernelArg, ValidAsZeroBits};
+
+/// Bytes of a key of K with its tag: kernels/merge.cu's `Tagged` word (a u64 for 32-bit keys,
+/// a 16-byte KeyIndex for 64-bit ones).
+fn tagged_bytes<K>() -> usize {
+    2 * std::mem::size_of::<K>()
+}
+
+/// The dynamic shared memory of a key-value merge tile of keys K with values V: its padded
+/// tagged words, then the values.
+fn kv_merge_shared_bytes<K, V>(policy: &Policy) -> u32 {
+    let tile = policy.merge_tile_of(tagged_bytes::<K>());
+    (padded_tile_bytes(tile, tagged_bytes::<K>()) + tile * std::mem::size_of::<V>()) as u32
+}
+
+/// The dynamic shared memory of `place_values` on tiles of `tile` keys K with values V: a
+/// region for the larger of the tile's keys (its search tree), its values and its padded u32
+/// words, then each key's place, a u16 (kernels/merge.cu's `key_places`).
+fn place_shared_bytes<K, V>(tile: usize) -> u32 {
+    let region = (tile * std::mem::size_of::<K>())
+        .max(tile * std::mem::size_of::<V>())
+        .max(padded_tile_bytes(tile, 4));
+    (region + tile * std::mem::size_of::<u16>()) as u32
+}
+
+/// `name_kv_K_V`: a key-value kernel by the widths of its keys and values.
+fn kv_kernel_name<K, V>(name: &str) -> String {
+    let width = |bytes| if bytes == 4 { "u32" } else { "u64" };
+    format!(
+        "{name}_kv_{}_{}",
+        width(std::mem::size_of::<K>()),
+        width(std::mem::size_of::<V>())
+    )
+}
+
+/// Sorts `keys` (4- or 8-byte words) and moves `values` (4- or 8-byte words) with them,
+/// stably, in place. The runs: the tuned tile sort sorts each tile of keys alone (2^14 u32,
+/// 2^13 u64), a copy of the keys keeping their order, and `place_values` moves each value to
+/// where its key went (`place_equal_values` for the tiles with equal keys). Then merge levels
+/// (`merge_level_kv`) between the arrays and a spare pair of the same size, the runs placed
+/// where an even number of levels ends in the caller's arrays. `map` maps the keys for the
+/// whole sort and back on the last store. With `positions`, `values` is output only: each
+/// key's value is its position.
+pub(crate) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
+    gpu: &Gpu,
+    policy: &Policy,
+    keys: &mut CudaViewMut<K>,
+    values: &mut CudaViewMut<V>,
+    positions: bool,
+    map: u32,
+) -> Result<()> {
+    let n = keys.len();
+    assert_eq!(values.len(), n, "a value for every key");
+    let stream = gpu.stream();
+    if n < 2 {
+        // Sorted already (the tuned sort would not even map a single key).
+        if positions && n == 1 {
+            stream
+                .memset_zeros(values)
+                .during(|| "writing the position of a single key".into())?;
+        }
+        return Ok(());
+    }
+    let tile_bits = policy.tile_bits(std::mem::size_of::<K>());
+    let tile = 1usize << tile_bits;
+    let runs = n.div_ceil(tile);
+    let levels = runs.next_power_of_two().trailing_zeros();
+    let mut spare_keys =
+        unsafe { stream.alloc::<K>(n) }.during(|| format!("allocating {n} keys to sort beside"))?;
+    let spare_values = unsafe { stream.alloc::<V>(if levels > 0 { n } else { 1 }) }
+        .during(|| format!("allocating {n} values to merge into"))?;
+    stream
+        .memcpy_dtod(keys, &mut spare_keys)
+        .during(|| "copying the keys".into())?;
+    // The runs go to the spare arrays when the levels are odd; the keys are sorted there, and
+    // their copy elsewhere keeps the order the values are in.
+    let mut in_spare = levels % 2 == 1;
+    let layout = if runs == 1 {
+        RowLayout::rows(n, n)
+    } else {
+        RowLayout::runs(n, tile_bits)
+    };
+    if in_spare {
+        passes::tuned_keeping_map(gpu, policy, &mut spare_keys.as_view_mut(), layout, map, true)?;
+    } else {
+        passes::tuned_keeping_map(gpu, policy, keys, layout, map, true)?;
+    }
+
+    let (keys_ptr, _k) = keys.device_ptr(stream);
+    let (values_ptr, _v) = values.device_ptr(stream);
+    let (spare_keys_ptr, _sk) = spare_keys.device_ptr(stream);
+    let (spare_values_ptr, _sv) = spare_values.device_ptr(stream);
+    let arrays = |spare: bool| {
+        if spare {
+            (spare_keys_ptr, spare_values_ptr)
+        } else {
+            (keys_ptr, values_ptr)
+        }
+    };
+    let (original_keys, _) = arrays(!in_spare);
+    let (sorted_keys, placed_values) = arrays(in_spare);
+    let values_in = if positions { 0 } else { values_ptr };
+    let mut equal_tiles =
+        unsafe { stream.alloc::<u32>(runs) }.during(|| format!("allocating {runs} tile flags"))?;
+    let (n64, unmap) = (n as u64, if levels == 0 { map } else { 0 });
+    let shared = place_shared_bytes::<K, V>(tile);
+    for name in ["place_values", "place_equal_values"] {
+        let f = gpu.function(&kernels::MERGE, &kv_kernel_name::<K, V>(name))?;
+        gpu.allow_shared(&f, shared)?;
+        let mut launch = stream.launch_builder(&f);
+        launch
+            .arg(&original_keys)
+            .arg(&sorted_keys)
+            .arg(&values_in)
+            .arg(&placed_values)
+            .arg(&n64)
+            .arg(&map)
+            .arg(&unmap)
+            .arg(&mut equal_tiles);
+        unsafe { launch.launch(config(runs as u32, (tile / 16) as u32, shared)) }
+            .during(|| format!("launching {name}"))?;
+    }
+
+    let merge_tile = policy.merge_tile_of(tagged_bytes::<K>());
+    let tiles = n.div_ceil(merge_tile) as u32;
+    let mut ranks = unsafe { stream.alloc::<u64>(tiles as usize) }
+        .during(|| format!("allocating {tiles} merge paths"))?;
+    let co_ranks = gpu.function(&kernels::MERGE, &kernel_name::<K>("level_co_ranks_kv"))?;
+    let merge = gpu.function(&kernels::MERGE, &kv_kernel_name::<K, V>("merge_level"))?;
+    let merge_shared = kv_merge_shared_bytes::<K, V>(policy);
+    gpu.allow_shared(&merge, merge_shared)?;
+    let mut run_len = tile as u64;
+    for level in 0..levels {
+        let ((src_keys, src_values), (dst_keys, dst_values)) =
+            (arrays(in_spare), arrays(!in_spare));
+        let level_map = if level + 1 == levels { map } else { 0 };
+        let mut launch = stream.launch_builder(&co_ranks);
+        launch
+            .arg(&src_keys)
+            .arg(&n64)
+            .arg(&run_len)
+            .arg(&mut ranks)
+            .arg(&tiles);
+        unsafe { launch.launch(search_grid(tiles)) }
+            .during(|| "launching level_co_ranks_kv".into())?;
+        let mut launch = stream.launch_builder(&merge);
+        launch
+            .arg(&src_keys)
+            .arg(&src_values)
+            .arg(&n64)
+            .arg(&run_len)
+            .arg(&ranks)
+            .arg(&dst_keys)
+            .arg(&dst_values)
+            .arg(&level_map);
+        unsafe { launch.launch(config(tiles, policy.merge_threads, merge_shared)) }
+            .during(|| "launching merge_level_kv".into())?;
+        in_spare = !in_spare;
+        run_len *= 2;
+    }
+    debug_assert!(!in_spare, "the last level writes into the caller's arrays");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// kernels/merge.cu's `tree_node`: the breadth-first node of a tile's i-th smallest key.
+    fn tree_node(i: usize, bits: u32) -> usize {
+        let j = i + 1;
+        let below = j.trailing_zeros();
+        (1 << (bits - 1 - below)) + (j >> (below + 1))
+    }
+
+    /// kernels/merge.cu's `place_values` and `place_equal_values` on the CPU: the sorted tile as
+    /// a search tree (the largest key left out, a short tile padded with the largest word),
+    /// each key's rank from the path down it, plus the equal keys before it; the result must
+    /// be the stable sorting permutation (`dest[i]`: where key i goes).
+    fn model_placement(keys: &[u32], bits: u32) -> Vec<usize> {
+        let t = 1usize << bits;
+        let mut sorted = keys.to_vec();
+        sorted.sort_unstable();
+        let mut tree = vec![0u32; t];
+        for i in 0..t - 1 {
+            tree[tree_node(i, bits)] = sorted.get(i).copied().unwrap_or(u32::MAX);
+        }
+        keys.iter()
+            .enumerate()
+            .map(|(i, &key)| {
+                let mut k = 1;
+                for _ in 0..bits {
+                    k = 2 * k + usize::from(tree[k] < key);
+                }
+                let rank = k - t;
+                assert_eq!(rank, sorted.partition_point(|&s| s < key), "rank of {key}");
+                rank + keys[..i].iter().filter(|&&other| other == key).count()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn placement_of_values_is_the_stable_permutation() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(5);
+        for (bits, len, distinct) in [
+            (4, 16, u32::MAX),
+            (4, 15, 3),
+            (4, 1, 9),
+            (6, 64, 10),
+            (6, 50, u32::MAX),
+            (10, 1024, 1),
+            (10, 1000, 100),
+        ] {
+            // Keys up to the largest word, which the padding equals.
+            let keys: Vec<u32> = (0..len)
+                .map(|_| match rng.random_range(0..distinct.min(1000)) {
+                    0 => u32::MAX,
+                    d if distinct == u32::MAX => rng.random::<u32>() | d,
+                    d => d,
+                })
+                .collect();
+            let dest = model_placement(&keys, bits);
+            let mut stable: Vec<usize> = (0..len).collect();
+            stable.sort_by_key(|&i| keys[i]);
+            let mut placed = vec![usize::MAX; len];
+            for (i, &d) in dest.iter().enumerate() {
+                placed[d] = i;
+            }
+            assert_eq!(placed, stable, "{len} keys in a tile of 2^{bits}");
+        }
+    }
+
+    #[test]
+    fn shared_memory_of_the_key_value_kernels() {
+        // Merge tiles: 2^12 tagged u64 words (one padding word each 16) and their values; 2^11
+        // 16-byte words for 64-bit keys (one each 8).
+        assert_eq!(kv_merge_shared_bytes::<u32, u32>(&Policy::HOPPER), 4352 * 8 + 4096 * 4);
+        assert_eq!(kv_merge_shared_bytes::<u64, u64>(&Policy::HOPPER), 2304 * 16 + 2048 * 8);
+        // Placement: the padded u32 words, or the values or keys when they are wider, then a
+        // u16 place a key. Two blocks of 32-bit keys and values fit an H100's 228 KiB.
+        assert_eq!(
+            place_shared_bytes::<u32, u32>(1 << 14),
+            (16384 + 512) * 4 + 16384 * 2
+        );
+        assert_eq!(
+            place_shared_bytes::<u32, u64>(1 << 14),
+            16384 * 8 + 16384 * 2
+        );
+        assert_eq!(place_shared_bytes::<u64, u32>(1 << 13), 8192 * 8 + 8192 * 2);
+        // (each block also has a static list of 1040 bytes)
+        assert!(2 * (place_shared_bytes::<u32, u32>(1 << 14) + 1040) <= 228 * 1024);
+    }
+}

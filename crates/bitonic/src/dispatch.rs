@@ -1,0 +1,279 @@
+//! What runs for an input: the one place a reader opens to learn it.
+//!
+//! [`choose`] is a pure function from the request (its length, its rows or segments, its key
+//! width, whether values or indices travel with the keys, the backend and version asked for)
+//! and the GPU's [`Policy`] (when a GPU works) to the backend and [`Strategy`] that run. The
+//! CPU and CUDA backends then carry the strategy out (src/cpu, src/cuda/run.rs); the table of
+//! tests at the bottom says, case by case, what runs.
+
+use crate::error::{Error, Result};
+use crate::policy::Policy;
+use crate::{Backend, Version};
+
+/// Below this many keys [`Backend::Auto`] sorts on the CPU: copying to and from the GPU and
+/// launching kernels costs more than the sort there.
+pub const AUTO_GPU_MIN_LEN: usize = 1 << 16;
+
+/// How the keys of a request are grouped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// One array.
+    Whole,
+    /// Rows of `row_len` keys, each sorted on its own (`row_len` divides the length).
+    Rows {
+        /// Keys in each row.
+        row_len: usize,
+    },
+    /// Segments of any lengths, each sorted on its own.
+    Segments,
+}
+
+/// One sort request, as [`choose`] sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// Keys in all.
+    pub len: usize,
+    /// One array, rows or segments.
+    pub layout: Layout,
+    /// Whether values or indices follow the keys (key-value sorts and argsorts: stable).
+    pub with_values: bool,
+    /// The backend asked for.
+    pub backend: Backend,
+    /// The GPU algorithm asked for; `None` lets the library choose.
+    pub version: Option<Version>,
+}
+
+/// An algorithm that sorts a request: the answer of [`choose`], and what a sort reports in
+/// [`crate::Ran`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Strategy {
+    /// The standard library's sort on all cores (rayon): the fastest CPU sort.
+    CpuSort,
+    /// The bitonic network on all CPU cores.
+    CpuNetwork,
+    /// The bitonic network on one CPU core: the report's serial baseline.
+    CpuNetworkSerial,
+    /// One of the report's GPU versions V0–V5, keys of one array only (src/cuda/seed.rs).
+    Seed(Version),
+    /// The tuned network's passes over one array or its rows: a tile sort in shared memory
+    /// and registers, then the later stages in few passes (src/cuda/passes.rs).
+    NetworkPasses,
+    /// The tuned passes over segments, grouped by their padded length.
+    SegmentPasses,
+    /// Tuned tile sorts, then merge levels that merge runs pairwise (src/cuda/merge.rs):
+    /// keys of one array longer than [`Policy::merge_sort_above`].
+    MergeSort,
+    /// The key-value merge sort (src/cuda/kv.rs): the keys and their values or indices of one
+    /// array, stable, in their own arrays.
+    KeyValueMerge,
+    /// Key-index pairs through the tuned passes over rows (src/cuda/rows.rs): argsorts and
+    /// key-value sorts of rows, stable.
+    PairPasses,
+}
+
+impl std::fmt::Display for Strategy {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Strategy::CpuSort => f.write_str("std sort"),
+            Strategy::CpuNetwork => f.write_str("bitonic network"),
+            Strategy::CpuNetworkSerial => f.write_str("serial bitonic network"),
+            Strategy::Seed(version) => write!(f, "{version}"),
+            Strategy::NetworkPasses => f.write_str("tuned network passes"),
+            Strategy::SegmentPasses => f.write_str("tuned segment passes"),
+            Strategy::MergeSort => f.write_str("tuned merge sort"),
+            Strategy::KeyValueMerge => f.write_str("tuned key-value merge sort"),
+            Strategy::PairPasses => f.write_str("tuned key-index pair passes"),
+        }
+    }
+}
+
+impl Strategy {
+    /// Whether the strategy runs on the GPU.
+    pub fn on_gpu(self) -> bool {
+        !matches!(
+            self,
+            Strategy::CpuSort | Strategy::CpuNetwork | Strategy::CpuNetworkSerial
+        )
+    }
+}
+
+/// The backend and strategy for `request`; `gpu` is the GPU's policy when a GPU works.
+///
+/// * [`Backend::Auto`] takes the GPU from [`AUTO_GPU_MIN_LEN`] keys, or whenever a version is
+///   pinned, and the fastest CPU sort otherwise.
+/// * A pinned version other than [`Version::Tuned`] sorts the keys of one array only; asked of
+///   rows, segments, argsorts or key-value sorts, or of a CPU backend, it is an error rather
+///   than being ignored.
+pub fn choose(request: &Request, gpu: Option<&Policy>) -> Result<(Backend, Strategy)> {
+    let backend = match (request.backend, gpu) {
+        (Backend::Cuda, None) => return Err(Error::NoGpu),
+        (Backend::Auto, Some(_)) if request.version.is_some() => Backend::Cuda,
+        (Backend::Auto, Some(_)) if request.len >= AUTO_GPU_MIN_LEN => Backend::Cuda,
+        (Backend::Auto, None) if request.version.is_some() => return Err(Error::NoGpu),
+        (Backend::Auto, _) => Backend::Cpu,
+        (chosen, _) => chosen,
+    };
+    let strategy = match backend {
+        Backend::Cpu | Backend::CpuNetwork | Backend::CpuNetworkSerial => {
+            if let Some(version) = request.version {
+                return Err(Error::VersionNeedsGpu(version));
+            }
+            match backend {
+                Backend::Cpu => Strategy::CpuSort,
+                Backend::CpuNetwork => Strategy::CpuNetwork,
+                _ => Strategy::CpuNetworkSerial,
+            }
+        }
+        Backend::Cuda | Backend::Auto => {
+            gpu_strategy(request, gpu.expect("a GPU backend has a policy"))?
+        }
+    };
+    Ok((backend, strategy))
+}
+
+fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
+    // Rows as long as the whole input are one array.
+    let layout = match request.layout {
+        Layout::Rows { row_len } if row_len >= request.len => Layout::Whole,
+        other => other,
+    };
+    match request.version {
+        Some(version) if version != Version::Tuned => {
+            return if layout == Layout::Whole && !request.with_values {
+                Ok(Strategy::Seed(version))
+            } else {
+                Err(Error::VersionUnsupported {
+                    version,
+                    operation: operation_name(layout, request.with_values),
+                })
+            };
+        }
+        _ => {}
+    }
+    Ok(match (layout, request.with_values) {
+        (Layout::Whole, false) if request.len > policy.merge_sort_above => Strategy::MergeSort,
+        (Layout::Whole, false) | (Layout::Rows { .. }, false) => Strategy::NetworkPasses,
+        (Layout::Segments, false) => Strategy::SegmentPasses,
+        (Layout::Whole, true) => Strategy::KeyValueMerge,
+        (Layout::Rows { .. }, true) => Strategy::PairPasses,
+        (Layout::Segments, true) => {
+            return Err(Error::Unsupported(
+                "key-value sorts and argsorts of segments",
+            ))
+        }
+    })
+}
+
+fn operation_name(layout: Layout, with_values: bool) -> &'static str {
+    match (layout, with_values) {
+        (Layout::Whole, true) => "argsorts and key-value sorts",
+        (Layout::Rows { .. }, false) => "row sorts",
+        (Layout::Rows { .. }, true) => "argsorts and key-value sorts of rows",
+        (Layout::Segments, _) => "segmented sorts",
+        (Layout::Whole, false) => "sorts",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use Strategy::*;
+
+    fn request(len: usize, layout: Layout, with_values: bool) -> Request {
+        Request {
+            len,
+            layout,
+            with_values,
+            backend: Backend::Auto,
+            version: None,
+        }
+    }
+
+    const GPU: Option<&Policy> = Some(&Policy::HOPPER);
+
+    #[test]
+    fn what_runs_for_each_input() {
+        let rows = |row_len| Layout::Rows { row_len };
+        #[rustfmt::skip]
+        let table = [
+            // (keys, layout, values follow, GPU present) -> backend, strategy
+            (1000, Layout::Whole, false, true, Backend::Cpu, CpuSort),
+            (1 << 16, Layout::Whole, false, true, Backend::Cuda, NetworkPasses),
+            (1 << 22, Layout::Whole, false, true, Backend::Cuda, NetworkPasses),
+            ((1 << 22) + 1, Layout::Whole, false, true, Backend::Cuda, MergeSort),
+            (1 << 29, Layout::Whole, false, false, Backend::Cpu, CpuSort),
+            (1 << 24, rows(1 << 24), false, true, Backend::Cuda, MergeSort),
+            (1 << 24, rows(1024), false, true, Backend::Cuda, NetworkPasses),
+            (1 << 24, Layout::Segments, false, true, Backend::Cuda, SegmentPasses),
+            (1 << 24, Layout::Whole, true, true, Backend::Cuda, KeyValueMerge),
+            (1 << 20, rows(1 << 20), true, true, Backend::Cuda, KeyValueMerge),
+            (1 << 24, rows(256), true, true, Backend::Cuda, PairPasses),
+            (100, rows(10), true, false, Backend::Cpu, CpuSort),
+        ];
+        for (len, layout, values, has_gpu, backend, strategy) in table {
+            let gpu = if has_gpu { GPU } else { None };
+            let got = choose(&request(len, layout, values), gpu).unwrap();
+            assert_eq!(got, (backend, strategy), "{len} keys, {layout:?}, values {values}");
+        }
+    }
+
+    #[test]
+    fn backends_by_name() {
+        let mut r = request(10, Layout::Whole, false);
+        for (backend, strategy) in [
+            (Backend::Cpu, CpuSort),
+            (Backend::CpuNetwork, CpuNetwork),
+            (Backend::CpuNetworkSerial, CpuNetworkSerial),
+            (Backend::Cuda, NetworkPasses),
+        ] {
+            r.backend = backend;
+            assert_eq!(choose(&r, GPU).unwrap(), (backend, strategy));
+        }
+        r.backend = Backend::Cuda;
+        assert!(matches!(choose(&r, None), Err(Error::NoGpu)));
+    }
+
+    #[test]
+    fn a_pinned_version_is_honoured_or_refused() {
+        let mut r = request(10, Layout::Whole, false);
+        r.version = Some(Version::V3);
+        // Pinned, Auto takes the GPU even for 10 keys, and fails without one.
+        assert_eq!(choose(&r, GPU).unwrap(), (Backend::Cuda, Seed(Version::V3)));
+        assert!(matches!(choose(&r, None), Err(Error::NoGpu)));
+        r.backend = Backend::Cpu;
+        assert!(matches!(
+            choose(&r, GPU),
+            Err(Error::VersionNeedsGpu(Version::V3))
+        ));
+        r.backend = Backend::Cuda;
+        for (layout, values) in [
+            (Layout::Rows { row_len: 2 }, false),
+            (Layout::Segments, false),
+            (Layout::Whole, true),
+        ] {
+            let r = Request {
+                layout,
+                with_values: values,
+                ..r
+            };
+            assert!(
+                matches!(choose(&r, GPU), Err(Error::VersionUnsupported { .. })),
+                "{layout:?} {values}"
+            );
+        }
+        // The tuned version, pinned, is what runs anyway.
+        r.version = Some(Version::Tuned);
+        assert_eq!(choose(&r, GPU).unwrap(), (Backend::Cuda, NetworkPasses));
+    }
+
+    #[test]
+    fn the_policy_moves_the_merge_sort() {
+        let policy = Policy {
+            merge_sort_above: 1 << 20,
+            ..Policy::HOPPER
+        };
+        let r = request((1 << 20) + 1, Layout::Whole, false);
+        assert_eq!(choose(&r, Some(&policy)).unwrap().1, MergeSort);
+        assert_eq!(choose(&r, GPU).unwrap().1, NetworkPasses);
+    }
+}

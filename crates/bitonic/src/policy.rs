@@ -1,0 +1,124 @@
+//! Tuning per GPU architecture: the one place that says how big the tiles are, when clusters
+//! and the narrow kernel are used, and where the merge sort takes over.
+//!
+//! Every number here was measured (docs/notes/tuned.md, docs/notes/rows.md and the data under
+//! docs/results); none is read from the environment. [`Policy::for_device`] picks the policy of
+//! a device's architecture. A benchmark that compares two settings builds a [`Policy`] of its
+//! own and hands it to [`crate::Sorter::policy`]. The kernels get the numbers they share with the
+//! host as `-D` defines ([`Policy::defines`]), so the two sides cannot disagree.
+
+use crate::cuda::DeviceInfo;
+
+/// The tuning of the GPU sorts for one GPU architecture.
+///
+/// ```
+/// let hopper = bitonic::Policy::for_compute_capability(9, 0);
+/// assert_eq!(hopper.tile_bits(4), 14); // 64 KiB tiles: 2^14 u32 keys
+/// let ampere = bitonic::Policy::for_compute_capability(8, 0);
+/// assert_eq!(ampere.max_cluster_blocks, 1); // no thread-block clusters before sm_90
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Policy {
+    /// Bytes of one block's tile of the tuned passes (keys in shared memory and registers).
+    /// 64 KiB lets two blocks share an SM, so one block's loads overlap the other's work.
+    pub tile_bytes: usize,
+    /// log2 of the smallest tile an input too small to fill every SM is spread over.
+    pub spread_tile_bits: u32,
+    /// The most blocks of a thread-block cluster that sorts one small row in one launch
+    /// (1: clusters off). 16 is beyond the portable 8; the host checks that a device runs it.
+    pub max_cluster_blocks: u32,
+    /// Whether u32 keys whose tiles shrink below `tile_bytes` (small inputs) use the narrow
+    /// tuned kernel (16 keys a thread in twice the threads), which hides latency better.
+    pub narrow_small_u32: bool,
+    /// One array of more keys than this (keys alone) sorts as a merge sort of tile sorts; up
+    /// to it, the network's passes stay in L2 and win.
+    pub merge_sort_above: usize,
+    /// Output words one block of a merge level writes (kernels: `BITONIC_MERGE_TILE`).
+    pub merge_tile: usize,
+    /// Threads of a merge block (kernels: `BITONIC_MERGE_THREADS`): 16 words a thread.
+    pub merge_threads: u32,
+}
+
+impl Policy {
+    /// Hopper (sm_90) and later: tuned and measured on the H100.
+    pub const HOPPER: Policy = Policy {
+        tile_bytes: 64 * 1024,
+        spread_tile_bits: 12,
+        max_cluster_blocks: 16,
+        narrow_small_u32: true,
+        merge_sort_above: 1 << 22,
+        merge_tile: 1 << 12,
+        merge_threads: 256,
+    };
+
+    /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which
+    /// need sm_90. Not measured on such a GPU.
+    pub const AMPERE: Policy = Policy {
+        max_cluster_blocks: 1,
+        ..Policy::HOPPER
+    };
+
+    /// The policy of the architecture `sm_{major}{minor}`.
+    pub fn for_compute_capability(major: i32, _minor: i32) -> Policy {
+        if major >= 9 {
+            Policy::HOPPER
+        } else {
+            Policy::AMPERE
+        }
+    }
+
+    /// The policy of `device`'s architecture.
+    pub fn for_device(device: &DeviceInfo) -> Policy {
+        let (major, minor) = device.compute_capability;
+        Policy::for_compute_capability(major, minor)
+    }
+
+    /// log2 of the words of `word_bytes` in one full tile (2^14 u32, 2^13 u64, 2^12 16-byte
+    /// key-index pairs at 64 KiB).
+    pub fn tile_bits(&self, word_bytes: usize) -> u32 {
+        (self.tile_bytes / word_bytes).ilog2()
+    }
+
+    /// Output words of one merge block for words of `word_bytes`: half a tile for 16-byte
+    /// words, whose registers hold half as many.
+    pub fn merge_tile_of(&self, word_bytes: usize) -> usize {
+        if word_bytes == 16 {
+            self.merge_tile / 2
+        } else {
+            self.merge_tile
+        }
+    }
+
+    /// The `-D` options that give the kernels this policy's numbers. The merge kernels'
+    /// register layout is written for them; the key-value kernels' tiles are the tuned tiles
+    /// of 32- and 64-bit keys.
+    pub fn defines(&self) -> Vec<(&'static str, String)> {
+        vec![
+            ("BITONIC_MERGE_TILE", self.merge_tile.to_string()),
+            ("BITONIC_MERGE_THREADS", self.merge_threads.to_string()),
+            ("BITONIC_TILE_BITS_32", self.tile_bits(4).to_string()),
+            ("BITONIC_TILE_BITS_64", self.tile_bits(8).to_string()),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tiles_of_each_word_size() {
+        let p = Policy::HOPPER;
+        assert_eq!((p.tile_bits(4), p.tile_bits(8), p.tile_bits(16)), (14, 13, 12));
+        assert_eq!((p.merge_tile_of(8), p.merge_tile_of(16)), (4096, 2048));
+        // The merge kernels hold 16 words a thread (8 for 16-byte words).
+        assert_eq!(p.merge_tile / p.merge_threads as usize, 16);
+    }
+
+    #[test]
+    fn architectures() {
+        assert_eq!(Policy::for_compute_capability(9, 0), Policy::HOPPER);
+        assert_eq!(Policy::for_compute_capability(10, 0), Policy::HOPPER);
+        assert_eq!(Policy::for_compute_capability(8, 6).max_cluster_blocks, 1);
+    }
+}

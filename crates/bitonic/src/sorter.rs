@@ -1,0 +1,666 @@
+//! [`Sorter`]: the options of a sort (backend, device, GPU version, order, tuning) and every
+//! sorting call, on host slices and on device buffers. Each call asks
+//! [`crate::dispatch::choose`] what runs, runs it on the CPU backend (src/cpu) or the CUDA
+//! backend (src/cuda/run.rs), and reports it in a [`Ran`].
+
+use crate::cuda::run::{self, Target};
+use crate::cuda::{transfer, Gpu};
+use crate::dispatch::{self, Layout, Request, Strategy};
+use crate::error::{check_same_len, Error, GpuUnavailable, Result};
+use crate::policy::Policy;
+use crate::{cpu, DType, SortKey};
+use cudarc::driver::{CudaSlice, DeviceRepr};
+use rayon::prelude::*;
+
+/// Sort direction.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Order {
+    /// Smallest first.
+    #[default]
+    Ascending,
+    /// Largest first.
+    Descending,
+}
+
+/// Where a sort runs.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Backend {
+    /// The GPU when one works and the input has at least [`dispatch::AUTO_GPU_MIN_LEN`] keys
+    /// (or a [`Version`] is pinned), else `Cpu`.
+    #[default]
+    Auto,
+    /// The fastest CPU sort: the standard library's sort of the keys' ordered words, on all
+    /// cores (rayon).
+    Cpu,
+    /// The bitonic network on all CPU cores (rayon).
+    CpuNetwork,
+    /// The bitonic network on one CPU core: the reference, and the report's serial baseline.
+    CpuNetworkSerial,
+    /// The GPU; an error saying why when no GPU works.
+    Cuda,
+}
+
+impl Backend {
+    /// Every backend, for choosers and command lines.
+    pub const ALL: [Backend; 5] = [
+        Backend::Auto,
+        Backend::Cpu,
+        Backend::CpuNetwork,
+        Backend::CpuNetworkSerial,
+        Backend::Cuda,
+    ];
+
+    /// The backend's name on the command line: `auto`, `cpu`, `cpu-network`,
+    /// `cpu-network-serial`, `cuda`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Auto => "auto",
+            Backend::Cpu => "cpu",
+            Backend::CpuNetwork => "cpu-network",
+            Backend::CpuNetworkSerial => "cpu-network-serial",
+            Backend::Cuda => "cuda",
+        }
+    }
+}
+
+/// The GPU algorithm: the report's six versions, each adding one idea to the one before, and
+/// the tuned version beyond them.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Version {
+    /// One thread per key, global memory, one launch per network step.
+    V0,
+    /// The steps inside a block fused into one launch with `__syncthreads()` (global memory).
+    V1,
+    /// V1 with the block's tile in shared memory.
+    V2,
+    /// V2 with warp shuffles for strides below 32.
+    V3,
+    /// Half as many threads: one per compare-exchange.
+    V4,
+    /// V4 with the 2-way shared-memory bank conflict removed.
+    V5,
+    /// Beyond the report: multi-step passes over shared-memory tiles with the keys in
+    /// registers and the key map fused in, and past a few million keys a merge sort of tile
+    /// sorts. The default; the only version of rows, segments, argsorts and key-value sorts.
+    #[default]
+    Tuned,
+}
+
+impl Version {
+    /// Every version, in the report's order.
+    pub const ALL: [Version; 7] = [
+        Version::V0,
+        Version::V1,
+        Version::V2,
+        Version::V3,
+        Version::V4,
+        Version::V5,
+        Version::Tuned,
+    ];
+
+    /// `v0` … `v5`, `tuned`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Version::V0 => "v0",
+            Version::V1 => "v1",
+            Version::V2 => "v2",
+            Version::V3 => "v3",
+            Version::V4 => "v4",
+            Version::V5 => "v5",
+            Version::Tuned => "tuned",
+        }
+    }
+}
+
+macro_rules! display_and_parse_by_name {
+    ($($t:ty),*) => {$(
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+
+        impl std::str::FromStr for $t {
+            type Err = Error;
+            fn from_str(name: &str) -> Result<Self> {
+                <$t>::ALL
+                    .into_iter()
+                    .find(|x| x.name() == name)
+                    .ok_or_else(|| Error::UnknownName {
+                        what: stringify!($t),
+                        name: name.to_string(),
+                        choices: <$t>::ALL.iter().map(|x| x.name()).collect::<Vec<_>>().join(", "),
+                    })
+            }
+        }
+    )*};
+}
+
+display_and_parse_by_name!(Backend, Version, DType);
+
+/// What a sort ran: every sorting call returns one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Ran {
+    /// `Cpu`, `CpuNetwork`, `CpuNetworkSerial` or `Cuda`, never `Auto`.
+    pub backend: Backend,
+    /// The algorithm ([`dispatch::choose`] says which runs for which input).
+    pub strategy: Strategy,
+}
+
+/// An integer type that argsort indices are written in: `u32`, `u64` or `usize`. Indices
+/// count from each row's start; a row longer than the type can count is an error
+/// ([`Error::IndexTooNarrow`]), the same rule for one array and for rows.
+pub trait SortIndex: Copy + Send + Sync + 'static {
+    /// The largest index the type holds.
+    const MAX: usize;
+    /// `i`, which is at most [`SortIndex::MAX`].
+    fn from_usize(i: usize) -> Self;
+}
+
+macro_rules! sort_index {
+    ($($t:ty),*) => {$(
+        impl SortIndex for $t {
+            const MAX: usize = if (<$t>::MAX as u128) < usize::MAX as u128 {
+                <$t>::MAX as usize
+            } else {
+                usize::MAX
+            };
+            fn from_usize(i: usize) -> Self {
+                i as $t
+            }
+        }
+    )*};
+}
+
+sort_index!(u32, u64, usize);
+
+/// The options of a sort and the sorting calls. Cheap to copy; build one per call or keep it.
+///
+/// ```
+/// use bitonic::{Backend, Order, Sorter, Strategy};
+/// let mut v: Vec<i32> = (0..1000).map(|i| (i * 7919) % 1013 - 500).collect();
+/// let ran = Sorter::new()
+///     .backend(Backend::Cpu)
+///     .order(Order::Descending)
+///     .sort(&mut v)
+///     .unwrap();
+/// assert!(v.windows(2).all(|w| w[0] >= w[1]));
+/// assert_eq!((ran.backend, ran.strategy), (Backend::Cpu, Strategy::CpuSort));
+/// ```
+///
+/// A GPU of your choice, with its own stream ([`Gpu::new`]):
+///
+/// ```no_run
+/// let gpu = bitonic::Gpu::new(1)?; // the second GPU
+/// let mut keys = vec![3u64, 1, 2];
+/// bitonic::Sorter::new().gpu(&gpu).sort(&mut keys)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct Sorter<'g> {
+    backend: Backend,
+    version: Option<Version>,
+    order: Order,
+    gpu: Option<&'g Gpu>,
+    policy: Option<Policy>,
+}
+
+impl Sorter<'static> {
+    /// Ascending, [`Backend::Auto`], on the process's GPU 0 ([`Gpu::get`]) when a GPU runs.
+    pub fn new() -> Self {
+        Self::default()
+    }
+}
+
+impl<'g> Sorter<'g> {
+    /// Where the sort runs.
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// Pins the GPU algorithm. A version the call cannot honour (V0–V5 for rows, argsorts or
+    /// key-value sorts; any version on a CPU backend) is an error; with [`Backend::Auto`] a
+    /// pinned version sorts on the GPU whatever the length.
+    pub fn version(mut self, version: Version) -> Self {
+        self.version = Some(version);
+        self
+    }
+
+    /// The sort direction.
+    pub fn order(mut self, order: Order) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// Sorts on `gpu` (instead of [`Gpu::get`]'s GPU 0) when the GPU is chosen.
+    pub fn gpu<'h>(self, gpu: &'h Gpu) -> Sorter<'h> {
+        Sorter {
+            gpu: Some(gpu),
+            backend: self.backend,
+            version: self.version,
+            order: self.order,
+            policy: self.policy,
+        }
+    }
+
+    /// Tunes the GPU sorts with `policy` instead of the GPU architecture's own
+    /// ([`Policy::for_device`]): for benchmarks that compare settings.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = Some(policy);
+        self
+    }
+
+    /// Sorts `keys` in place. On error the slice holds the same keys, possibly reordered.
+    ///
+    /// ```
+    /// let mut keys = vec![3.5f32, -1.0, f32::NAN, 0.0, -0.0, f32::NEG_INFINITY];
+    /// bitonic::Sorter::new().sort(&mut keys).unwrap();
+    /// assert_eq!(keys[0], f32::NEG_INFINITY);
+    /// assert!(keys[5].is_nan());
+    /// ```
+    pub fn sort<K: SortKey>(&self, keys: &mut [K]) -> Result<Ran> {
+        self.sort_rows(keys, keys.len())
+    }
+
+    /// Sorts every row of `row_len` keys of a row-major matrix, independently. `keys.len()`
+    /// must be a multiple of `row_len`.
+    ///
+    /// ```
+    /// let mut m = vec![3u32, 1, 2, /* next row */ 9, 7, 8];
+    /// bitonic::Sorter::new().sort_rows(&mut m, 3).unwrap();
+    /// assert_eq!(m, [1, 2, 3, 7, 8, 9]);
+    /// ```
+    pub fn sort_rows<K: SortKey>(&self, keys: &mut [K], row_len: usize) -> Result<Ran> {
+        check_rows(keys.len(), row_len)?;
+        let (ran, target) = self.choose(keys.len(), rows_layout(keys.len(), row_len), false)?;
+        match target {
+            Some(t) => {
+                run::check_len(keys.len())?;
+                if keys.len() >= 2 {
+                    let words: &mut [K::Bits] = bytemuck::cast_slice_mut(keys);
+                    transfer::round_trip(t.gpu, words, |device| {
+                        let mut words = device.as_view_mut();
+                        run::sort::<K>(t, ran.strategy, &mut words, row_len, self.order)
+                    })?;
+                }
+            }
+            None => cpu::sort_each(chunks(keys, row_len), self.order, ran.strategy),
+        }
+        Ok(ran)
+    }
+
+    /// Sorts each segment `keys[offsets[i]..offsets[i + 1]]` independently. `offsets` must
+    /// start at 0, never decrease, and end at `keys.len()`.
+    ///
+    /// ```
+    /// let mut v = vec![2i64, 1, 5, 4, 3];
+    /// bitonic::Sorter::new().sort_segments(&mut v, &[0, 2, 2, 5]).unwrap();
+    /// assert_eq!(v, [1, 2, 3, 4, 5]);
+    /// ```
+    pub fn sort_segments<K: SortKey>(&self, keys: &mut [K], offsets: &[usize]) -> Result<Ran> {
+        check_segments(keys.len(), offsets)?;
+        let (ran, target) = self.choose(keys.len(), Layout::Segments, false)?;
+        match target {
+            Some(t) => {
+                run::check_len(keys.len())?;
+                if keys.len() >= 2 {
+                    let words: &mut [K::Bits] = bytemuck::cast_slice_mut(keys);
+                    transfer::round_trip(t.gpu, words, |device| {
+                        let mut words = device.as_view_mut();
+                        run::sort_segments::<K>(t, &mut words, offsets, self.order)
+                    })?;
+                }
+            }
+            None => cpu::sort_each(segments(keys, offsets), self.order, ran.strategy),
+        }
+        Ok(ran)
+    }
+
+    /// Writes to `indices` the permutation that sorts `keys` (left as they are):
+    /// `keys[indices[0]], keys[indices[1]], …` is sorted, equal keys in index order. The
+    /// index type is the caller's ([`SortIndex`]).
+    ///
+    /// ```
+    /// let mut p = vec![0u32; 4];
+    /// bitonic::Sorter::new().argsort(&[2.5f32, -1.0, 2.5, 0.0], &mut p).unwrap();
+    /// assert_eq!(p, [1, 3, 0, 2]);
+    /// ```
+    pub fn argsort<K: SortKey, I: SortIndex>(&self, keys: &[K], indices: &mut [I]) -> Result<Ran> {
+        self.argsort_rows(keys, keys.len(), indices)
+    }
+
+    /// Writes each row's stable argsort of a row-major matrix of rows of `row_len` keys to
+    /// `indices`, each row's indices counted from its start.
+    ///
+    /// ```
+    /// let mut p = vec![0u64; 6];
+    /// bitonic::Sorter::new().argsort_rows(&[3u32, 1, 2, 9, 7, 8], 3, &mut p).unwrap();
+    /// assert_eq!(p, [1, 2, 0, 1, 2, 0]);
+    /// ```
+    pub fn argsort_rows<K: SortKey, I: SortIndex>(
+        &self,
+        keys: &[K],
+        row_len: usize,
+        indices: &mut [I],
+    ) -> Result<Ran> {
+        check_rows(keys.len(), row_len)?;
+        check_same_len(keys.len(), indices.len())?;
+        if row_len.saturating_sub(1) > I::MAX {
+            return Err(Error::IndexTooNarrow {
+                row_len,
+                max: I::MAX,
+            });
+        }
+        let (ran, target) = self.choose(keys.len(), rows_layout(keys.len(), row_len), true)?;
+        if keys.is_empty() {
+            return Ok(ran);
+        }
+        match target {
+            Some(t) => {
+                let positions = gpu_argsort_host(t, ran.strategy, keys, row_len, self.order)?;
+                let out = indices.par_iter_mut().zip(positions.par_iter());
+                out.for_each(|(out, &i)| *out = I::from_usize(i as usize));
+            }
+            None => {
+                let rows = keys.par_chunks(row_len).zip(indices.par_chunks_mut(row_len));
+                rows.for_each(|(row, out)| {
+                    let pairs = cpu::sorted_pairs(row, self.order, serial(ran.strategy));
+                    for (o, &(_, i)) in out.iter_mut().zip(&pairs) {
+                        *o = I::from_usize(i);
+                    }
+                });
+            }
+        }
+        Ok(ran)
+    }
+
+    /// Sorts `keys` and applies the same permutation to `values`, stably: equal keys keep
+    /// their values' original order. The key-value sort of CUB's `SortPairs`.
+    ///
+    /// ```
+    /// let mut keys = vec![3u32, 1, 3, 2];
+    /// let mut ids = vec![0u64, 1, 2, 3];
+    /// bitonic::Sorter::new().sort_pairs(&mut keys, &mut ids).unwrap();
+    /// assert_eq!((keys, ids), (vec![1, 2, 3, 3], vec![1, 3, 0, 2]));
+    /// ```
+    pub fn sort_pairs<K: SortKey, V: Copy + Send + Sync>(
+        &self,
+        keys: &mut [K],
+        values: &mut [V],
+    ) -> Result<Ran> {
+        check_same_len(keys.len(), values.len())?;
+        let n = keys.len();
+        let (ran, target) = self.choose(n, Layout::Whole, true)?;
+        if n < 2 {
+            return Ok(ran);
+        }
+        let permutation: Vec<usize> = match target {
+            // The GPU computes the permutation; keys and values follow it here, so values of
+            // any type work.
+            Some(t) => gpu_argsort_host(t, ran.strategy, keys, n, self.order)?
+                .into_par_iter()
+                .map(|i| i as usize)
+                .collect(),
+            None => cpu::sorted_pairs(keys, self.order, ran.strategy)
+                .into_par_iter()
+                .map(|(_, i)| i)
+                .collect(),
+        };
+        let old_keys = keys.to_vec();
+        keys.par_iter_mut()
+            .zip(permutation.par_iter())
+            .for_each(|(k, &i)| *k = old_keys[i]);
+        let old_values = values.to_vec();
+        values
+            .par_iter_mut()
+            .zip(permutation.par_iter())
+            .for_each(|(v, &i)| *v = old_values[i]);
+        Ok(ran)
+    }
+
+    /// Sorts keys already on the GPU, in place, queued on the GPU's stream. Returns when the
+    /// work is queued; errors raised by the kernels surface at the next synchronizing call.
+    /// Device buffers are cudarc's [`CudaSlice`], allocated on the sorter's GPU
+    /// ([`Gpu::context`]).
+    pub fn sort_device<K: SortKey>(&self, keys: &mut CudaSlice<K>) -> Result<Ran> {
+        let len = keys.len();
+        self.sort_rows_device(keys, len)
+    }
+
+    /// [`Sorter::sort_rows`] of keys on the GPU.
+    pub fn sort_rows_device<K: SortKey>(
+        &self,
+        keys: &mut CudaSlice<K>,
+        row_len: usize,
+    ) -> Result<Ran> {
+        check_rows(keys.len(), row_len)?;
+        let (ran, t) = self.choose_device(keys.len(), rows_layout(keys.len(), row_len), false)?;
+        let mut words = run::words_of(t.gpu, keys)?;
+        run::sort::<K>(t, ran.strategy, &mut words, row_len, self.order)?;
+        Ok(ran)
+    }
+
+    /// [`Sorter::sort_segments`] of keys on the GPU.
+    pub fn sort_segments_device<K: SortKey>(
+        &self,
+        keys: &mut CudaSlice<K>,
+        offsets: &[usize],
+    ) -> Result<Ran> {
+        check_segments(keys.len(), offsets)?;
+        let (ran, t) = self.choose_device(keys.len(), Layout::Segments, false)?;
+        let mut words = run::words_of(t.gpu, keys)?;
+        run::sort_segments::<K>(t, &mut words, offsets, self.order)?;
+        Ok(ran)
+    }
+
+    /// Sorts every row of `row_len` keys on the GPU in place, stably, and writes for each
+    /// sorted key its index in its row before the sort to `indices` (as many as keys).
+    pub fn sort_rows_with_indices_device<K: SortKey>(
+        &self,
+        keys: &mut CudaSlice<K>,
+        row_len: usize,
+        indices: &mut CudaSlice<u32>,
+    ) -> Result<Ran> {
+        check_rows(keys.len(), row_len)?;
+        check_same_len(keys.len(), indices.len())?;
+        let (ran, t) = self.choose_device(keys.len(), rows_layout(keys.len(), row_len), true)?;
+        let mut words = run::words_of(t.gpu, keys)?;
+        let mut view = indices.as_view_mut();
+        run::sort_with_indices::<K>(t, ran.strategy, &mut words, row_len, &mut view, self.order)?;
+        Ok(ran)
+    }
+
+    /// Sorts every row of `row_len` keys on the GPU stably and moves `values` (4- or 8-byte
+    /// elements, one a key) with them.
+    pub fn sort_rows_pairs_device<K: SortKey, V: DeviceRepr>(
+        &self,
+        keys: &mut CudaSlice<K>,
+        values: &mut CudaSlice<V>,
+        row_len: usize,
+    ) -> Result<Ran> {
+        check_rows(keys.len(), row_len)?;
+        check_same_len(keys.len(), values.len())?;
+        let (ran, t) = self.choose_device(keys.len(), rows_layout(keys.len(), row_len), true)?;
+        let mut words = run::words_of(t.gpu, keys)?;
+        let mut view = values.as_view_mut();
+        run::sort_with_values::<K, V>(t, ran.strategy, &mut words, row_len, &mut view, self.order)?;
+        Ok(ran)
+    }
+
+    /// What a sort of `len` keys of one array would run, without sorting: to refuse early
+    /// (a `Cuda` backend without a GPU, a version on the CPU) before work that would be lost.
+    pub fn what_runs(&self, len: usize) -> Result<Ran> {
+        self.choose(len, Layout::Whole, false).map(|(ran, _)| ran)
+    }
+
+    /// Bytes the GPU sort of `n` keys of `dtype` in one array moves through device memory (a
+    /// read and a write of every key a pass): the yardstick of achieved bandwidth.
+    pub fn bytes_moved(&self, n: usize, dtype: DType) -> Result<u64> {
+        let (ran, t) = self.choose_device(n, Layout::Whole, false)?;
+        run::bytes_moved(t, ran.strategy, n, dtype, self.order)
+    }
+
+    /// The backend and strategy for a request, and the GPU target when the GPU runs it. The
+    /// GPU is probed only when it could be chosen.
+    fn choose(
+        &self,
+        len: usize,
+        layout: Layout,
+        with_values: bool,
+    ) -> Result<(Ran, Option<Target<'_>>)> {
+        let request = Request {
+            len,
+            layout,
+            with_values,
+            backend: self.backend,
+            version: self.version,
+        };
+        let may_use_gpu = match self.backend {
+            Backend::Cuda => true,
+            Backend::Auto => self.version.is_some() || len >= dispatch::AUTO_GPU_MIN_LEN,
+            _ => false,
+        };
+        let gpu = if may_use_gpu { Some(self.device()) } else { None };
+        let policy = match gpu {
+            Some(Ok(gpu)) => Some(self.policy_ref(gpu)),
+            _ => None,
+        };
+        let (backend, strategy) = match dispatch::choose(&request, policy) {
+            Err(Error::NoGpu) => match gpu {
+                Some(Err(why)) => return Err(why.into()),
+                _ => return Err(Error::NoGpu),
+            },
+            other => other?,
+        };
+        let ran = Ran { backend, strategy };
+        let target = match (gpu, policy) {
+            (Some(Ok(gpu)), Some(policy)) if strategy.on_gpu() => Some(Target { gpu, policy }),
+            _ => None,
+        };
+        Ok((ran, target))
+    }
+
+    /// [`Sorter::choose`] for device buffers: always the GPU.
+    fn choose_device(
+        &self,
+        len: usize,
+        layout: Layout,
+        with_values: bool,
+    ) -> Result<(Ran, Target<'_>)> {
+        if !matches!(self.backend, Backend::Auto | Backend::Cuda) {
+            return Err(Error::Unsupported("device buffers on a CPU backend"));
+        }
+        let gpu = self.device()?;
+        let request = Request {
+            len,
+            layout,
+            with_values,
+            backend: Backend::Cuda,
+            version: self.version,
+        };
+        let policy = self.policy_ref(gpu);
+        let (backend, strategy) = dispatch::choose(&request, Some(policy))?;
+        Ok((Ran { backend, strategy }, Target { gpu, policy }))
+    }
+
+    /// The sorter's GPU: the one given, else the process's GPU 0.
+    fn device(&self) -> std::result::Result<&Gpu, GpuUnavailable> {
+        match self.gpu {
+            Some(gpu) => Ok(gpu),
+            None => Gpu::get(),
+        }
+    }
+
+    /// The sorter's policy, else `gpu`'s architecture's (kept for the life of `gpu`).
+    fn policy_ref<'a>(&'a self, gpu: &'a Gpu) -> &'a Policy {
+        match &self.policy {
+            Some(policy) => policy,
+            None => gpu.default_policy(),
+        }
+    }
+}
+
+/// The strategy of one row's sort inside a parallel loop over rows.
+fn serial(strategy: Strategy) -> Strategy {
+    match strategy {
+        Strategy::CpuNetwork => Strategy::CpuNetworkSerial,
+        other => other,
+    }
+}
+
+fn rows_layout(len: usize, row_len: usize) -> Layout {
+    if row_len >= len {
+        Layout::Whole
+    } else {
+        Layout::Rows { row_len }
+    }
+}
+
+/// The rows of `keys` (none when it is empty).
+fn chunks<K>(keys: &mut [K], row_len: usize) -> Vec<&mut [K]> {
+    keys.chunks_mut(row_len.max(1)).collect()
+}
+
+/// The segments of `keys` cut at `offsets` (checked by [`check_segments`]).
+fn segments<'a, K>(keys: &'a mut [K], offsets: &[usize]) -> Vec<&'a mut [K]> {
+    let mut segments = Vec::with_capacity(offsets.len().saturating_sub(1));
+    let mut rest = keys;
+    for w in offsets.windows(2) {
+        let (segment, tail) = rest.split_at_mut(w[1] - w[0]);
+        segments.push(segment);
+        rest = tail;
+    }
+    segments
+}
+
+/// Each row's stable argsort of host keys, on the GPU (the keys are copied, not changed).
+fn gpu_argsort_host<K: SortKey>(
+    t: Target,
+    strategy: Strategy,
+    keys: &[K],
+    row_len: usize,
+    order: crate::Order,
+) -> Result<Vec<u32>> {
+    run::check_len(keys.len())?;
+    let mut positions = vec![0u32; keys.len()];
+    let mut device = transfer::upload::<K::Bits>(t.gpu, bytemuck::cast_slice(keys))?;
+    let mut indices = run::alloc_indices(t.gpu, keys.len())?;
+    let mut view = indices.as_view_mut();
+    let mut words = device.as_view_mut();
+    run::sort_with_indices::<K>(t, strategy, &mut words, row_len, &mut view, order)?;
+    let indices = indices.slice(0..keys.len());
+    t.gpu
+        .stream()
+        .memcpy_dtoh(&indices, &mut positions)
+        .map_err(|cause| Error::Cuda {
+            context: "copying the indices back".into(),
+            cause,
+        })?;
+    t.gpu.stream().synchronize().map_err(|cause| Error::Cuda {
+        context: "waiting for the GPU".into(),
+        cause,
+    })?;
+    Ok(positions)
+}
+
+/// Whether `len` keys split into rows of `row_len`: a length that divides them (no keys split
+/// into rows of any length, 0 included).
+fn check_rows(len: usize, row_len: usize) -> Result<()> {
+    if len > 0 && (row_len == 0 || len % row_len != 0) {
+        return Err(Error::BadRows { len, row_len });
+    }
+    Ok(())
+}
+
+/// Whether `offsets` cut `len` keys into segments: from 0, never decreasing, to `len`.
+fn check_segments(len: usize, offsets: &[usize]) -> Result<()> {
+    let valid = offsets.first() == Some(&0)
+        && offsets.last() == Some(&len)
+        && offsets.windows(2).all(|w| w[0] <= w[1]);
+    if valid {
+        Ok(())
+    } else {
+        Err(Error::BadSegments { len })
+    }
+}
