@@ -5,24 +5,36 @@ use crate::Version;
 /// Why no GPU can be used. Each variant says what to install or check.
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum GpuUnavailable {
+    /// libcuda.so is missing.
     #[error("no CUDA driver: libcuda.so could not be loaded (install the NVIDIA driver)")]
     NoDriver,
+    /// libnvrtc.so is missing.
     #[error(
         "no NVRTC: libnvrtc.so could not be loaded (install the CUDA toolkit or the \
          `nvidia-cuda-nvrtc` wheel, and put the folder holding libnvrtc.so on LD_LIBRARY_PATH)"
     )]
     NoNvrtc,
+    /// The driver sees no device.
     #[error("the CUDA driver found no GPU")]
     NoDevice,
+    /// A device number past the last device.
     #[error("device {ordinal} was asked for but only {count} exist")]
-    BadOrdinal { ordinal: usize, count: usize },
+    BadOrdinal {
+        /// The device asked for.
+        ordinal: usize,
+        /// How many there are.
+        count: usize,
+    },
+    /// libnccl.so.2 is missing (sorts across GPUs only).
     #[error(
         "no NCCL: libnccl.so.2 could not be loaded, and a sort across GPUs needs it (install \
          the `nvidia-nccl-cu13` wheel and put the folder holding libnccl.so.2 on LD_LIBRARY_PATH)"
     )]
     NoNccl,
+    /// The driver failed to initialise or to open the device.
     #[error("the CUDA driver failed to start: {0}")]
     InitFailed(String),
+    /// A GPU whose warps are not 32 threads.
     #[error("the GPU's warp size is {0}; the kernels are written for 32")]
     UnsupportedWarpSize(i32),
 }
@@ -32,86 +44,157 @@ pub enum GpuUnavailable {
 pub enum Error {
     // The reasons are part of the message rather than error sources, so that a report of the
     // whole chain (`{:#}` in anyhow) says each thing once.
+    /// The GPU was asked for and cannot be used.
     #[error("the CUDA backend is unavailable: {0}")]
     GpuUnavailable(GpuUnavailable),
 
+    /// A CUDA driver call failed.
     #[error("CUDA error while {context}: {cause}")]
     Cuda {
+        /// What was being done.
         context: String,
+        /// The driver's error.
         cause: cudarc::driver::DriverError,
     },
 
+    /// A kernel failed to compile; `log` is NVRTC's.
     #[error("NVRTC failed to compile kernels/{module} for {arch}: {message}\n{log}")]
     Compile {
+        /// The kernel file.
         module: String,
+        /// The architecture, `sm_XY`.
         arch: String,
+        /// NVRTC's status.
         message: String,
+        /// NVRTC's log.
         log: String,
     },
 
+    /// More keys than the GPU kernels index.
     #[error("{len} keys is more than the {max} keys the CUDA backend indexes")]
-    TooLong { len: usize, max: usize },
+    TooLong {
+        /// Keys given.
+        len: usize,
+        /// The most a sort takes.
+        max: usize,
+    },
 
+    /// The GPU was asked for (a pinned version with `Auto`) and none works.
     #[error("no GPU works here, and the sort was asked of the GPU")]
     NoGpu,
 
+    /// A version pinned on a CPU backend.
     #[error("version {0} runs on the GPU: choose the cuda or auto backend, or no version")]
     VersionNeedsGpu(Version),
 
+    /// A seed version pinned for a call only the tuned version makes.
     #[error("version {version} sorts keys of one array; {operation} use the tuned version")]
     VersionUnsupported {
+        /// The version pinned.
         version: Version,
+        /// The call, in words.
         operation: &'static str,
     },
 
+    /// A combination the library does not sort.
     #[error("{0} are not supported")]
     Unsupported(&'static str),
 
+    /// Argsort indices of a type too narrow for the rows.
     #[error("rows of {row_len} keys need indices up to {}, more than the index type holds ({max})", row_len - 1)]
-    IndexTooNarrow { row_len: usize, max: usize },
+    IndexTooNarrow {
+        /// Keys a row.
+        row_len: usize,
+        /// The largest index of the type.
+        max: usize,
+    },
 
+    /// A name that names no backend, version or key type.
     #[error("{name:?} is not a {what}: choose one of {choices}")]
     UnknownName {
+        /// What was named.
         what: &'static str,
+        /// The name given.
         name: String,
+        /// The names there are.
         choices: String,
     },
 
+    /// Keys and values (or indices) of different lengths.
     #[error("{keys} keys but {values} values: a key-value sort needs one value per key")]
-    LengthMismatch { keys: usize, values: usize },
+    LengthMismatch {
+        /// Keys given.
+        keys: usize,
+        /// Values or indices given.
+        values: usize,
+    },
 
+    /// GPU key-value sorts of device buffers move 4- or 8-byte values.
     #[error("values of {0} bytes: the GPU moves values of 4 or 8 bytes")]
     UnsupportedValue(usize),
 
+    /// A length that rows of `row_len` do not divide.
     #[error("{len} keys do not split into rows of {row_len}")]
-    BadRows { len: usize, row_len: usize },
+    BadRows {
+        /// Keys given.
+        len: usize,
+        /// The row length asked for.
+        row_len: usize,
+    },
 
+    /// Segment offsets that do not cut the keys.
     #[error("segment offsets must start at 0, never decrease, and end at the length {len}")]
-    BadSegments { len: usize },
+    BadSegments {
+        /// Keys given.
+        len: usize,
+    },
 
+    /// An NCCL call failed.
     #[error("NCCL error while {context}: {cause}")]
-    Nccl { context: String, cause: String },
+    Nccl {
+        /// What was being done.
+        context: String,
+        /// NCCL's error.
+        cause: String,
+    },
 
+    /// A multi-GPU key-value sort of unsupported widths.
     #[error(
         "a multi-GPU key-value sort takes 4- or 8-byte keys and values, not {value_bytes}-byte \
          values with {key_bytes}-byte keys"
     )]
     UnsupportedKeyValue {
+        /// Bytes of a key.
         key_bytes: usize,
+        /// Bytes of a value.
         value_bytes: usize,
     },
 
+    /// Not one shard a rank.
     #[error("{shards} shards for {ranks} ranks: a multi-GPU sort takes one shard per rank")]
-    ShardCount { shards: usize, ranks: usize },
+    ShardCount {
+        /// Shards given.
+        shards: usize,
+        /// Ranks of the sorter.
+        ranks: usize,
+    },
 
+    /// A multi-GPU sorter of no devices.
     #[error("no devices were given to the multi-GPU sorter")]
     NoRanks,
 
+    /// Another rank failed.
     #[error("another rank of a multi-GPU sort failed, so this one stopped")]
     PeerFailed,
 
+    /// A device buffer of another GPU than the sorter's.
     #[error("keys on device {buffer} cannot be sorted by the sorter of device {sorter}")]
-    WrongDevice { buffer: usize, sorter: usize },
+    WrongDevice {
+        /// The buffer's device.
+        buffer: usize,
+        /// The sorter's device.
+        sorter: usize,
+    },
 }
 
 impl From<GpuUnavailable> for Error {
@@ -120,6 +203,7 @@ impl From<GpuUnavailable> for Error {
     }
 }
 
+/// The library's result type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// `Ok` when a key-value sort has one value per key, else [`Error::LengthMismatch`].

@@ -25,6 +25,7 @@ pub trait Bits:
 {
     /// The largest value; padding up to a power of two behaves as if filled with it.
     const MAX: Self;
+    /// The bitwise complement: the word that sorts in the opposite order.
     fn not(self) -> Self;
 }
 
@@ -45,15 +46,22 @@ impl Bits for u64 {
 /// The element types the library sorts, named as in NumPy and on the command line.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum DType {
+    /// `u32`
     U32,
+    /// `i32`
     I32,
+    /// `u64`
     U64,
+    /// `i64`
     I64,
+    /// `f32`
     F32,
+    /// `f64`
     F64,
 }
 
 impl DType {
+    /// Every key type.
     pub const ALL: [DType; 6] = [
         DType::U32,
         DType::I32,
@@ -71,6 +79,7 @@ impl DType {
         }
     }
 
+    /// The NumPy-style name: `u32`, `i32`, `u64`, `i64`, `f32`, `f64`.
     pub fn name(self) -> &'static str {
         match self {
             DType::U32 => "u32",
@@ -102,8 +111,11 @@ impl DType {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum MapKind {
+    /// Unsigned integers: their bits already sort.
     Unsigned = 0,
+    /// Two's-complement integers: the sign bit flipped.
     Signed = 1,
+    /// IEEE floats: every bit flipped for negatives, the sign bit for the rest.
     Float = 2,
 }
 
@@ -123,8 +135,11 @@ pub trait SortKey:
 {
     /// The unsigned word of the same width.
     type Bits: Bits;
+    /// The key type's runtime name.
     const DTYPE: DType;
+    /// The word whose unsigned order is the key's order.
     fn to_bits_ordered(self) -> Self::Bits;
+    /// The key of a word of [`SortKey::to_bits_ordered`].
     fn from_bits_ordered(bits: Self::Bits) -> Self;
 }
 

@@ -45,6 +45,7 @@ impl Step {
 
     /// The lower index of comparator number `t` (comparators are numbered densely from 0):
     /// insert a zero bit at the stride's position. This is the report's `get_lower_partner`.
+    #[cfg(test)]
     pub fn lower_index(&self, t: usize) -> usize {
         let low_mask = self.stride - 1;
         ((t & !low_mask) << 1) | (t & low_mask)

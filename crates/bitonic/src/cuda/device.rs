@@ -14,20 +14,29 @@ use std::sync::{Arc, Mutex, OnceLock};
 /// What the probe learnt about the device and the CUDA libraries.
 #[derive(Clone, Debug)]
 pub struct DeviceInfo {
+    /// The device number (CUDA ordinal).
     pub ordinal: usize,
+    /// The device's name, such as "NVIDIA H100 80GB HBM3".
     pub name: String,
+    /// The architecture as (major, minor): (9, 0) is sm_90.
     pub compute_capability: (i32, i32),
+    /// Streaming multiprocessors (SMs).
     pub multiprocessors: i32,
+    /// The most threads a block may have.
     pub max_threads_per_block: i32,
+    /// Threads a warp (32 on every NVIDIA GPU so far).
     pub warp_size: i32,
     /// Shared memory a block gets without opting in.
     pub shared_per_block: usize,
     /// Shared memory a block can get after raising its dynamic limit.
     pub shared_per_block_optin: usize,
+    /// Bytes of L2 cache.
     pub l2_bytes: usize,
+    /// Bytes of device memory.
     pub total_memory: usize,
     /// The driver's CUDA version, as (major, minor).
     pub driver_version: (i32, i32),
+    /// NVRTC's version, as (major, minor).
     pub nvrtc_version: (i32, i32),
 }
 

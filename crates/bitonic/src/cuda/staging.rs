@@ -17,7 +17,7 @@ const CHUNK_BYTES: usize = 32 << 20;
 /// Smaller inputs take one plain copy each way: staging cannot pay for itself.
 pub(super) const MIN_STAGED_BYTES: usize = 16 << 20;
 
-pub(super) struct Staging {
+pub(crate) struct Staging {
     buffers: [PinnedHostSlice<u8>; 2],
     /// Recorded after the copy that last used each buffer.
     done: [CudaEvent; 2],

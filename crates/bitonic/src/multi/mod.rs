@@ -38,7 +38,9 @@ use crate::{Order, SortKey};
 /// rules from one host thread over NCCL, since NCCL wants all ranks' calls of a round in one
 /// group.
 pub trait Transport: Sync {
+    /// This rank's number, from 0.
     fn rank(&self) -> usize;
+    /// How many ranks there are.
     fn ranks(&self) -> usize;
     /// Sends `send` to rank `to` and receives one message from rank `from` (a grouped
     /// ncclSend/ncclRecv). Messages between two ranks arrive in the order they were sent.
@@ -113,7 +115,7 @@ pub type LocalSort<'a, B> = &'a (dyn Fn(&mut [B]) + Sync);
 /// that merge-split: the lower keeps the smaller half of the two shards, the upper the larger.
 /// Ranks past `p` (up to the next power of two) hold only `+inf` padding: their comparators
 /// leave the real rank's shard as it is and are left out. `log p (log p + 1) / 2` rounds.
-pub fn merge_split_rounds(p: usize) -> Vec<Vec<(usize, usize)>> {
+pub(crate) fn merge_split_rounds(p: usize) -> Vec<Vec<(usize, usize)>> {
     stage_sizes(p)
         .flat_map(stage_steps)
         .map(|step| {
@@ -136,7 +138,7 @@ pub fn merge_split_share(rank: usize, m: usize, n: usize) -> usize {
 /// (key, rank, index): a total order over all keys of all ranks that agrees with every sorted
 /// shard, so that equal keys, too, split evenly between ranks with no tags to send.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct Splitter<B> {
+pub(crate) struct Splitter<B> {
     pub key: B,
     pub rank: usize,
     pub index: usize,
@@ -145,17 +147,17 @@ pub struct Splitter<B> {
 /// Samples a rank offers, on average. A bucket exceeds its share by at most about one gap
 /// between samples of each rank, `p / SAMPLES_PER_RANK` of the share (0.4% at p = 4), and the
 /// slowest rank sets the pace of the merges.
-pub const SAMPLES_PER_RANK: usize = 1024;
+pub(crate) const SAMPLES_PER_RANK: usize = 1024;
 
 /// The positions of its sorted shard of `len` keys that a rank offers as samples: evenly
 /// spaced, as many as its share of all `total` keys, so that every key stands the same chance.
-pub fn sample_positions(len: usize, total: usize, p: usize) -> Vec<usize> {
+pub(crate) fn sample_positions(len: usize, total: usize, p: usize) -> Vec<usize> {
     let count = (SAMPLES_PER_RANK * p * len).div_ceil(total.max(1)).min(len);
     (0..count).map(|k| k * len / count).collect()
 }
 
 /// The `p - 1` splitters, evenly spaced through all ranks' samples.
-pub fn choose_splitters<B: Ord + Copy>(
+pub(crate) fn choose_splitters<B: Ord + Copy>(
     mut samples: Vec<Splitter<B>>,
     p: usize,
 ) -> Vec<Splitter<B>> {
@@ -169,7 +171,7 @@ pub fn choose_splitters<B: Ord + Copy>(
 /// How rank `rank` finds where `splitter` cuts its sorted shard: the keys before the cut are
 /// those below the splitter in (key, rank, index) order.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Cut<B> {
+pub(crate) enum Cut<B> {
     /// The splitter's own rank: the cut is at the splitter's index.
     At(usize),
     /// Count the keys below `key`, or at or below it when `or_equal` (a rank before the
@@ -179,14 +181,14 @@ pub enum Cut<B> {
 
 /// The bounds of the `p` buckets of a rank's sorted `len` keys: 0, where each splitter cuts,
 /// `len` (with no splitters, when no rank had a key, every bucket but the last is empty).
-pub fn bucket_bounds(cuts: impl IntoIterator<Item = usize>, len: usize, p: usize) -> Vec<usize> {
+pub(crate) fn bucket_bounds(cuts: impl IntoIterator<Item = usize>, len: usize, p: usize) -> Vec<usize> {
     let mut bounds = vec![0];
     bounds.extend(cuts);
     bounds.resize(p + 1, len);
     bounds
 }
 
-pub fn cut_for<B: Copy>(splitter: &Splitter<B>, rank: usize) -> Cut<B> {
+pub(crate) fn cut_for<B: Copy>(splitter: &Splitter<B>, rank: usize) -> Cut<B> {
     if rank == splitter.rank {
         Cut::At(splitter.index)
     } else {
@@ -199,7 +201,7 @@ pub fn cut_for<B: Copy>(splitter: &Splitter<B>, rank: usize) -> Cut<B> {
 
 /// The merge path: how many of the first `o` keys of the merge of sorted `a` and `b` come from
 /// `a`, `a`'s keys going first among equal ones (kernels/merge.cu's `co_rank`).
-pub fn co_rank<B: Ord>(a: &[B], b: &[B], o: usize) -> usize {
+pub(crate) fn co_rank<B: Ord>(a: &[B], b: &[B], o: usize) -> usize {
     let (mut lo, mut hi) = (o.saturating_sub(b.len()), o.min(a.len()));
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
@@ -214,13 +216,13 @@ pub fn co_rank<B: Ord>(a: &[B], b: &[B], o: usize) -> usize {
 
 /// Output keys a GPU block merges at once for 4- and 8-byte words (kernels/merge.cu's
 /// `MergeTile`); the simulated ranks merge in tiles of the same length.
-pub const MERGE_TILE: usize = 1 << 12;
+pub(crate) const MERGE_TILE: usize = crate::Policy::HOPPER.merge_tile;
 
 /// Merges sorted `a` and `b` into `out` (`a.len() + b.len()` keys) one tile of `tile` output
 /// keys at a time (kernels/merge.cu's `merge_tiles`): the merge path at both ends of the tile
 /// gives its keys from each run; placed as those from `b` falling, then those from `a` rising,
 /// they are bitonic (padded virtually with `+inf`), and one bitonic merge sorts them.
-pub fn merge_by_tiles<B: Ord + Copy + Send + Sync>(a: &[B], b: &[B], out: &mut [B], tile: usize) {
+pub(crate) fn merge_by_tiles<B: Ord + Copy + Send + Sync>(a: &[B], b: &[B], out: &mut [B], tile: usize) {
     assert_eq!(out.len(), a.len() + b.len());
     for (t, keys) in out.chunks_mut(tile).enumerate() {
         let (start, end) = (t * tile, t * tile + keys.len());
@@ -238,7 +240,7 @@ pub fn merge_by_tiles<B: Ord + Copy + Send + Sync>(a: &[B], b: &[B], out: &mut [
 /// `start` on, given the merge paths `(a_from, a_to)` at its ends (kernels/merge.cu's
 /// `merge_tile`). Its keys from `b` falling, then those from `a` rising, are bitonic (padded
 /// virtually with `+inf`), and one bitonic merge sorts them.
-pub fn merge_tile<B: Ord + Copy + Send + Sync>(
+pub(crate) fn merge_tile<B: Ord + Copy + Send + Sync>(
     a: &[B],
     b: &[B],
     start: usize,
@@ -258,7 +260,7 @@ pub fn merge_tile<B: Ord + Copy + Send + Sync>(
 /// The pairs of adjacent runs merged at one level of a merge tree, as (offset, first run's
 /// length, second run's length); an odd last run pairs with an empty one. The next level's
 /// runs are the pairs' sums.
-pub fn merge_level(runs: &[usize]) -> Vec<(usize, usize, usize)> {
+pub(crate) fn merge_level(runs: &[usize]) -> Vec<(usize, usize, usize)> {
     let mut offset = 0;
     runs.chunks(2)
         .map(|pair| {
@@ -271,7 +273,7 @@ pub fn merge_level(runs: &[usize]) -> Vec<(usize, usize, usize)> {
 
 /// Sorts `words`, which hold sorted runs of the lengths `runs` one after the other, by merging
 /// adjacent runs pairwise, level by level: the CPU form of the GPUs' merge of a bucket.
-pub fn merge_runs<B: Ord + Copy + Send + Sync>(
+pub(crate) fn merge_runs<B: Ord + Copy + Send + Sync>(
     mut words: Vec<B>,
     runs: &[usize],
     tile: usize,

@@ -1,0 +1,463 @@
+//! Sorting across the GPUs of one host, through NCCL.
+//!
+//! Each *rank* holds one shard on one GPU. Every rank sorts its shard with the tuned version;
+//! then the shards are merged across ranks by one of the two algorithms of [`crate::multi`],
+//! which also runs them over simulated ranks on the CPU with the same schedule
+//! ([`merge_split_rounds`]) and the same splitter rules ([`choose_splitters`], [`cut_for`]):
+//!
+//! * merge-split: in each round of the bitonic network over ranks, each pair keeps the
+//!   elementwise min (lower rank) or max (upper) of its shard and the partner's read backwards,
+//!   its half of the two. The host finds where the kept keys *turn* from one shard to the
+//!   other, so only the keys that change sides cross (`ncclSend`/`ncclRecv` in one group), and
+//!   each rank merges the two sorted runs it keeps;
+//! * partition: sample, p-1 splitters, one all-to-all, then each rank merges the p sorted runs
+//!   it received, pairwise in ⌈log p⌉ levels, each merge one pass in which a block merges one
+//!   tile of the output in shared memory (src/multi/mod.rs says how).
+//!
+//! Both run on *words*: sortable u32/u64 words for keys alone, 16-byte (key, position, value)
+//! words for key-value pairs (`sort_by_key_shards`), which makes that sort stable.
+//!
+//! One host thread drives all GPUs: NCCL wants every rank's sends and receives of a round in one
+//! group when one thread owns several GPUs, and the kernels of all GPUs run concurrently since
+//! every launch is asynchronous. Several ranks may share a GPU (an input larger than one sort's
+//! [`MAX_LEN`] on one GPU is sorted as two ranks there); they swap shards with device copies.
+//!
+//! Failures: every allocation of a round is made before any of its transfers is queued, and
+//! any error aborts the communicators (`ncclCommAbort`), so a failing GPU turns into this
+//! library's error for the whole sort — no hang, and no partial result returned as sorted.
+
+pub mod bench;
+mod merge_split;
+mod partition;
+mod shards;
+
+pub use shards::{even_split, DeviceShard, SortedPairs};
+
+use super::device::set_pool_threshold;
+use super::layout::map_flags;
+use super::run::{check_len, MAX_LEN};
+use super::Gpu;
+use super::layout::KeyIndex;
+use shards::{
+    alloc, capacities, copy_in, launch_pack, launch_unpack, map_to_words, Shard, Transfer, Word,
+};
+use crate::error::{check_same_len, CudaContext as _, Error, GpuUnavailable, Result};
+use crate::multi::Algorithm;
+use crate::{Order, SortKey};
+use cudarc::driver::{CudaSlice, CudaView, DeviceRepr, DeviceSlice};
+use cudarc::nccl::{result as nccl, safe::Comm};
+use std::cell::RefCell;
+
+/// Sorts keys spread over several GPUs (or several ranks of one GPU). Not `Sync`: one thread
+/// drives all of its GPUs.
+pub struct MultiGpu {
+    /// One per distinct device, in the order first named.
+    gpus: Vec<Gpu>,
+    /// Rank r's shard lives on `gpus[device_of[r]]`.
+    device_of: Vec<usize>,
+    /// One NCCL communicator per GPU when there are several; `None` once a failure aborted
+    /// them (a new `MultiGpu` makes new ones).
+    comms: RefCell<Option<Vec<Comm>>>,
+}
+
+impl std::fmt::Debug for MultiGpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ordinals: Vec<usize> = self
+            .device_of
+            .iter()
+            .map(|&d| self.gpus[d].info().ordinal)
+            .collect();
+        f.debug_struct("MultiGpu")
+            .field("rank_devices", &ordinals)
+            .finish()
+    }
+}
+
+impl Drop for MultiGpu {
+    fn drop(&mut self) {
+        // Hand back what the pools kept beyond the usual quarter.
+        for gpu in &self.gpus {
+            set_pool_threshold(gpu.context(), gpu.info().total_memory / 4, true);
+        }
+    }
+}
+
+/// Whether libnccl can be loaded (cudarc panics on first use when it cannot).
+pub fn nccl_present() -> bool {
+    std::panic::catch_unwind(|| unsafe { cudarc::nccl::sys::is_culib_present() }).unwrap_or(false)
+}
+
+fn nccl_error(context: &str) -> impl FnOnce(nccl::NcclError) -> Error + '_ {
+    move |e| Error::Nccl {
+        context: context.to_string(),
+        cause: format!("{:?}", e.0),
+    }
+}
+
+impl MultiGpu {
+    /// One rank per entry of `ordinals`, on that device. A device may appear more than once:
+    /// its ranks then exchange shards by device copies.
+    pub fn new(ordinals: &[usize]) -> Result<MultiGpu> {
+        if ordinals.is_empty() {
+            return Err(Error::NoRanks);
+        }
+        let mut distinct: Vec<usize> = Vec::new();
+        let device_of = ordinals
+            .iter()
+            .map(|o| match distinct.iter().position(|d| d == o) {
+                Some(i) => i,
+                None => {
+                    distinct.push(*o);
+                    distinct.len() - 1
+                }
+            })
+            .collect();
+        let gpus = distinct
+            .iter()
+            .map(|&o| Gpu::new(o))
+            .collect::<std::result::Result<Vec<_>, GpuUnavailable>>()?;
+        // A large sort's buffers outgrow the quarter of memory a Gpu's pool keeps; each sort
+        // would map them afresh (~50 ms for 2^32 keys on one GPU). Keep them while this lives.
+        for gpu in &gpus {
+            set_pool_threshold(gpu.context(), gpu.info().total_memory, false);
+        }
+        let comms = if gpus.len() > 1 {
+            if !nccl_present() {
+                return Err(GpuUnavailable::NoNccl.into());
+            }
+            let streams = gpus.iter().map(|g| g.stream().clone()).collect();
+            Some(
+                Comm::from_devices(streams)
+                    .map_err(nccl_error("creating the NCCL communicators"))?,
+            )
+        } else {
+            None
+        };
+        Ok(MultiGpu {
+            gpus,
+            device_of,
+            comms: RefCell::new(comms),
+        })
+    }
+
+    /// One rank on each visible device.
+    pub fn all() -> Result<MultiGpu> {
+        let count = Gpu::device_count()?;
+        MultiGpu::new(&(0..count).collect::<Vec<_>>())
+    }
+
+    /// How many ranks (one a device given) sort together.
+    pub fn ranks(&self) -> usize {
+        self.device_of.len()
+    }
+
+    /// The GPU of rank `rank`.
+    pub fn gpu(&self, rank: usize) -> &Gpu {
+        &self.gpus[self.device_of[rank]]
+    }
+
+    /// Copies `keys` to the ranks, split as evenly as possible.
+    pub fn upload<K: DeviceRepr>(&self, keys: &[K]) -> Result<Vec<DeviceShard<K>>> {
+        even_split(keys.len(), self.ranks())
+            .into_iter()
+            .enumerate()
+            .map(|(rank, range)| {
+                let gpu = self.gpu(rank);
+                let mut buf = alloc::<K>(gpu, range.len())?;
+                if !range.is_empty() {
+                    gpu.stream()
+                        .memcpy_htod(&keys[range.clone()], &mut buf.slice_mut(0..range.len()))
+                        .during(|| format!("copying rank {rank}'s keys to its GPU"))?;
+                }
+                Ok(DeviceShard {
+                    buf,
+                    start: 0,
+                    len: range.len(),
+                })
+            })
+            .collect()
+    }
+
+    /// Copies shards back into `out` (their total length), one after the other.
+    pub fn download<K: DeviceRepr>(&self, shards: &[DeviceShard<K>], out: &mut [K]) -> Result<()> {
+        let total: usize = shards.iter().map(DeviceShard::len).sum();
+        assert_eq!(total, out.len(), "the shards hold {total} keys");
+        let mut at = 0;
+        for (rank, shard) in shards.iter().enumerate() {
+            if !shard.is_empty() {
+                self.gpu(rank)
+                    .stream()
+                    .memcpy_dtoh(&shard.view(), &mut out[at..at + shard.len()])
+                    .during(|| format!("copying rank {rank}'s keys back"))?;
+            }
+            at += shard.len();
+        }
+        self.synchronize()
+    }
+
+    /// Sorts a host slice across the ranks: split, copied over, sorted, copied back.
+    pub fn sort_host<K: SortKey>(
+        &self,
+        keys: &mut [K],
+        order: Order,
+        algorithm: Algorithm,
+    ) -> Result<()> {
+        let shards = self.upload(keys)?;
+        let sorted = self.sort_shards(&DeviceShard::views(&shards), order, algorithm)?;
+        drop(shards);
+        self.download(&sorted, keys)
+    }
+
+    /// Sorts keys already on the GPUs, one shard per rank (any lengths, empty ones too), and
+    /// returns new shards in global order: rank 0 holds the smallest keys. The inputs are left
+    /// as they are. Merge-split returns `m` keys on each rank (`m` the longest input shard) but
+    /// fewer on the last ones ([`merge_split_share`]); partition returns each rank its bucket.
+    /// Returns when the sort is done (all GPUs synchronized).
+    pub fn sort_shards<K: SortKey>(
+        &self,
+        shards: &[CudaView<K>],
+        order: Order,
+        algorithm: Algorithm,
+    ) -> Result<Vec<DeviceShard<K>>> {
+        self.check_shards(shards)?;
+        self.guarded(|| {
+            let lens: Vec<usize> = shards.iter().map(CudaView::len).collect();
+            let capacity = capacities(&lens, algorithm);
+            let mut words = Vec::with_capacity(self.ranks());
+            for (rank, input) in shards.iter().enumerate() {
+                let gpu = self.gpu(rank);
+                let mut buf = alloc::<K::Bits>(gpu, capacity[rank])?;
+                copy_in(gpu, input, &mut buf)?;
+                map_to_words::<K>(gpu, &mut buf.slice_mut(0..input.len()), order, false)?;
+                words.push(buf);
+            }
+            let sorted = self.sort_words(words, &lens, algorithm)?;
+            sorted
+                .into_iter()
+                .enumerate()
+                .map(|(rank, mut shard)| {
+                    let gpu = self.gpu(rank);
+                    let range = shard.start..shard.start + shard.len;
+                    map_to_words::<K>(gpu, &mut shard.buf.slice_mut(range), order, true)?;
+                    Ok(DeviceShard::of_words::<K::Bits>(
+                        gpu,
+                        shard.buf,
+                        shard.start,
+                        shard.len,
+                    ))
+                })
+                .collect()
+        })
+    }
+
+    /// Sorts (key, value) pairs spread one shard of each per rank: the values follow their
+    /// keys, and equal keys keep their order of input (rank by rank), so the sort is stable.
+    /// Keys and values of 4 or 8 bytes; each pair travels as one 16-byte word
+    /// (kernels/multi.cu), and 8-byte values with 64-bit keys take two sorts, half a value
+    /// each. At most 2^32 - 1 pairs in all.
+    pub fn sort_by_key_shards<K: SortKey, V: DeviceRepr>(
+        &self,
+        keys: &[CudaView<K>],
+        values: &[CudaView<V>],
+        order: Order,
+        algorithm: Algorithm,
+    ) -> Result<SortedPairs<K, V>> {
+        self.check_shards(keys)?;
+        self.check_shards(values)?;
+        for (k, v) in keys.iter().zip(values) {
+            check_same_len(k.len(), v.len())?;
+        }
+        let (key_bytes, value_bytes) = (std::mem::size_of::<K>(), std::mem::size_of::<V>());
+        if !matches!(key_bytes, 4 | 8) || !matches!(value_bytes, 4 | 8) {
+            return Err(Error::UnsupportedKeyValue {
+                key_bytes,
+                value_bytes,
+            });
+        }
+        // A 64-bit key leaves a word 4 bytes for the value: an 8-byte value travels in two
+        // sorts, its low half in the first, its high half in the second. The words order by
+        // (key, position) alone, so both sorts put every pair in the same place.
+        let halves: &[Option<u32>] = if (key_bytes, value_bytes) == (8, 8) {
+            &[Some(0), Some(1)]
+        } else {
+            &[None]
+        };
+        let lens: Vec<usize> = keys.iter().map(CudaView::len).collect();
+        let total: usize = lens.iter().sum();
+        if total > u32::MAX as usize {
+            return Err(Error::TooLong {
+                len: total,
+                max: u32::MAX as usize,
+            });
+        }
+        self.guarded(|| {
+            let capacity = capacities(&lens, algorithm);
+            let map = map_flags::<K>(order);
+            let mut out_keys: Vec<DeviceShard<K>> = Vec::with_capacity(self.ranks());
+            let mut out_values: Vec<DeviceShard<V>> = Vec::with_capacity(self.ranks());
+            for &half in halves {
+                let mut words = Vec::with_capacity(self.ranks());
+                let mut first = 0u64;
+                for rank in 0..self.ranks() {
+                    let gpu = self.gpu(rank);
+                    let mut buf = alloc::<KeyIndex>(gpu, capacity[rank])?;
+                    let (k, v) = (&keys[rank], &values[rank]);
+                    launch_pack::<K, V>(gpu, k, v, &mut buf, first, map, half)?;
+                    first += lens[rank] as u64;
+                    words.push(buf);
+                }
+                let sorted = self.sort_words(words, &lens, algorithm)?;
+                for (rank, shard) in sorted.iter().enumerate() {
+                    let gpu = self.gpu(rank);
+                    if out_keys.len() == rank {
+                        out_keys.push(DeviceShard::alloc(gpu, shard.len)?);
+                        out_values.push(DeviceShard::alloc(gpu, shard.len)?);
+                    }
+                    let (k, v) = (&mut out_keys[rank], &mut out_values[rank]);
+                    assert_eq!(k.len, shard.len, "both halves' sorts split alike");
+                    let words = shard.view(shard.len);
+                    launch_unpack::<K, V>(gpu, &words, &mut k.buf, &mut v.buf, map, half)?;
+                }
+            }
+            Ok((out_keys, out_values))
+        })
+    }
+
+    /// Sorts host keys and values across the ranks ([`MultiGpu::sort_by_key_shards`]).
+    pub fn sort_by_key_host<K: SortKey, V: DeviceRepr + bytemuck::Pod>(
+        &self,
+        keys: &mut [K],
+        values: &mut [V],
+        order: Order,
+        algorithm: Algorithm,
+    ) -> Result<()> {
+        check_same_len(keys.len(), values.len())?;
+        let (key_shards, value_shards) = (self.upload(keys)?, self.upload(values)?);
+        let (sorted_keys, sorted_values) = self.sort_by_key_shards(
+            &DeviceShard::views(&key_shards),
+            &DeviceShard::views(&value_shards),
+            order,
+            algorithm,
+        )?;
+        drop((key_shards, value_shards));
+        self.download(&sorted_keys, keys)?;
+        self.download(&sorted_values, values)
+    }
+
+    /// One shard per rank, each on its rank's GPU, none longer than one sort takes.
+    fn check_shards<T>(&self, shards: &[CudaView<T>]) -> Result<()> {
+        if shards.len() != self.ranks() {
+            return Err(Error::ShardCount {
+                shards: shards.len(),
+                ranks: self.ranks(),
+            });
+        }
+        for (rank, shard) in shards.iter().enumerate() {
+            let (buffer, sorter) = (
+                shard.stream().context().ordinal(),
+                self.gpu(rank).info().ordinal,
+            );
+            if buffer != sorter {
+                return Err(Error::WrongDevice { buffer, sorter });
+            }
+            check_len(shard.len())?;
+        }
+        Ok(())
+    }
+
+    /// Runs a sort and waits for every GPU; on any error, aborts the communicators, since peers
+    /// may wait on transfers that will never come.
+    fn guarded<T>(&self, sort: impl FnOnce() -> Result<T>) -> Result<T> {
+        if self.comms.borrow().is_none() && self.gpus.len() > 1 {
+            return Err(Error::Nccl {
+                context: "starting a sort".into(),
+                cause:
+                    "the communicators were aborted after an earlier failure; make a new MultiGpu"
+                        .into(),
+            });
+        }
+        let result = sort().and_then(|sorted| self.synchronize().map(|()| sorted));
+        if result.is_err() {
+            drop(self.comms.borrow_mut().take());
+        }
+        result
+    }
+
+    /// Sorts the words of all ranks (rank r's first `lens[r]` words of `words[r]`, mapped to
+    /// ascending order) into global order; returns each rank's part.
+    fn sort_words<W: Word>(
+        &self,
+        words: Vec<CudaSlice<W>>,
+        lens: &[usize],
+        algorithm: Algorithm,
+    ) -> Result<Vec<Shard<W>>> {
+        match algorithm {
+            Algorithm::MergeSplit => merge_split::sort(self, words, lens),
+            Algorithm::Partition => partition::sort(self, words, lens),
+        }
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        for gpu in &self.gpus {
+            gpu.stream()
+                .synchronize()
+                .during(|| format!("waiting for GPU {}", gpu.info().ordinal))?;
+        }
+        Ok(())
+    }
+
+    /// Queues `transfers` (each from a view on rank `from` into rank `to`'s `received` buffer):
+    /// device copies between ranks of one GPU, and NCCL sends and receives, all in one group.
+    fn transfer<B: Word>(
+        &self,
+        transfers: &[Transfer<B>],
+        received: &mut [CudaSlice<B>],
+    ) -> Result<()> {
+        let comms = self.comms.borrow();
+        let mut grouped = false;
+        let mut result = Ok(());
+        for t in transfers {
+            if t.src.is_empty() {
+                continue;
+            }
+            let mut dst = received[t.to].slice_mut(t.at..t.at + t.src.len());
+            let (from_dev, to_dev) = (self.device_of[t.from], self.device_of[t.to]);
+            if from_dev == to_dev {
+                result = self.gpus[from_dev]
+                    .stream()
+                    .memcpy_dtod(&t.src, &mut dst)
+                    .during(|| format!("copying rank {}'s shard to rank {}", t.from, t.to));
+            } else {
+                let comms = comms.as_ref().expect("several GPUs have communicators");
+                if !grouped {
+                    nccl::group_start().map_err(nccl_error("starting an NCCL group"))?;
+                    grouped = true;
+                }
+                // NCCL matches the k-th send from one GPU to another with the k-th receive
+                // there: both are queued here in the same order.
+                let bytes = t.src.len() * std::mem::size_of::<B>();
+                let src = unsafe { t.src.transmute::<u8>(bytes) }.expect("same bytes");
+                let mut dst = unsafe { dst.transmute_mut::<u8>(bytes) }.expect("same bytes");
+                result = comms[from_dev]
+                    .send(&src, to_dev as i32)
+                    .map_err(nccl_error("queuing a send"))
+                    .and_then(|()| {
+                        comms[to_dev]
+                            .recv(&mut dst, from_dev as i32)
+                            .map(drop)
+                            .map_err(nccl_error("queuing a receive"))
+                    });
+            }
+            if result.is_err() {
+                break;
+            }
+        }
+        if grouped {
+            let ended = nccl::group_end()
+                .map(drop)
+                .map_err(nccl_error("ending an NCCL group"));
+            result = result.and(ended);
+        }
+        result
+    }
+}

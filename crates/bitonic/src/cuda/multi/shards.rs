@@ -1,0 +1,355 @@
+//! The buffers of a multi-GPU sort and the kernels on them: shards, packing key-value words,
+//! filling padding, reading positions and counting below splitters.
+
+use super::super::layout::KeyIndex;
+use super::super::merge::search_grid;
+use super::super::{kernel_name, kernels, run, Gpu};
+use crate::error::{CudaContext as _, Result};
+use crate::key::Bits;
+use crate::multi::{cut_for, Algorithm, Cut, Splitter};
+use crate::{Order, SortKey};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr, PushKernelArg};
+
+
+/// The sorted keys and their values, one shard of each per rank.
+pub type SortedPairs<K, V> = (Vec<DeviceShard<K>>, Vec<DeviceShard<V>>);
+
+/// A rank's keys on its GPU: `len` of them from `start` in `buf`. The multi-GPU sort returns
+/// its result so, without copying it out of its working buffers.
+pub struct DeviceShard<K> {
+    pub(super) buf: CudaSlice<K>,
+    pub(super) start: usize,
+    pub(super) len: usize,
+}
+
+impl<K> std::fmt::Debug for DeviceShard<K> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceShard")
+            .field("start", &self.start)
+            .field("len", &self.len)
+            .finish()
+    }
+}
+
+impl<K: cudarc::driver::DeviceRepr> DeviceShard<K> {
+    /// A new shard of `len` uninitialised values on `gpu`.
+    pub(super) fn alloc(gpu: &Gpu, len: usize) -> Result<DeviceShard<K>> {
+        Ok(DeviceShard {
+            buf: alloc::<K>(gpu, len)?,
+            start: 0,
+            len,
+        })
+    }
+
+    /// Keys in the shard.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the shard holds no key.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The shard's keys, on its GPU.
+    pub fn view(&self) -> CudaView<'_, K> {
+        self.buf.slice(self.start..self.start + self.len)
+    }
+
+    /// The views of all shards, to sort them again, for instance.
+    pub fn views(shards: &[DeviceShard<K>]) -> Vec<CudaView<'_, K>> {
+        shards.iter().map(DeviceShard::view).collect()
+    }
+
+    /// The buffer and where the keys lie in it.
+    pub fn into_parts(self) -> (CudaSlice<K>, std::ops::Range<usize>) {
+        (self.buf, self.start..self.start + self.len)
+    }
+
+    /// Hands a buffer of sortable words over as a buffer of keys of the same width.
+    pub(super) fn of_words<B: Bits>(
+        gpu: &Gpu,
+        words: CudaSlice<B>,
+        start: usize,
+        len: usize,
+    ) -> DeviceShard<K> {
+        assert_eq!(std::mem::size_of::<B>(), std::mem::size_of::<K>());
+        let count = words.len();
+        // SAFETY: the allocation holds `count` words of K's size, and every bit pattern of a
+        // word is a valid key (SortKey's contract).
+        let buf = unsafe { gpu.stream().upgrade_device_ptr::<K>(words.leak(), count) };
+        DeviceShard { buf, start, len }
+    }
+}
+
+/// A rank's sorted words: `len` of them from `start` in `buf`.
+pub(super) struct Shard<W> {
+    pub(super) buf: CudaSlice<W>,
+    pub(super) start: usize,
+    pub(super) len: usize,
+}
+
+impl<W: Word> Shard<W> {
+    /// The first `count` words.
+    pub(super) fn view(&self, count: usize) -> CudaView<'_, W> {
+        self.buf.slice(self.start..self.start + count)
+    }
+}
+
+/// What the passes of a multi-GPU sort move and compare: sortable u32 and u64 words, and the
+/// 16-byte words of a key-value sort. The host compares them in the GPU's order.
+pub(super) trait Word: Copy + Ord + DeviceRepr + 'static {}
+impl<B: Bits> Word for B {}
+impl Word for KeyIndex {}
+
+/// Buffer lengths for each rank's words: merge-split pads every shard to the longest, m
+/// words; partition sorts each shard where it is.
+pub(super) fn capacities(lens: &[usize], algorithm: Algorithm) -> Vec<usize> {
+    let m = lens.iter().copied().max().unwrap_or(0);
+    match algorithm {
+        Algorithm::MergeSplit => vec![m; lens.len()],
+        Algorithm::Partition => lens.to_vec(),
+    }
+}
+
+/// Packs a rank's keys and values into key-value words (kernels/multi.cu); `first` is the
+/// global position of its first pair.
+pub(super) fn launch_pack<K: SortKey, V: DeviceRepr>(
+    gpu: &Gpu,
+    keys: &CudaView<K>,
+    values: &CudaView<V>,
+    out: &mut CudaSlice<KeyIndex>,
+    first: u64,
+    map: u32,
+    half: Option<u32>,
+) -> Result<()> {
+    let n = keys.len() as u64;
+    if n == 0 {
+        return Ok(());
+    }
+    let name = pack_kernel::<K, V>("pack");
+    let f = gpu.function(&kernels::MULTI, &name)?;
+    let keys = unsafe { keys.transmute::<K::Bits>(keys.len()) }.expect("same size");
+    let mut launch = gpu.stream().launch_builder(&f);
+    launch
+        .arg(&keys)
+        .arg(values)
+        .arg(out)
+        .arg(&n)
+        .arg(&first)
+        .arg(&map);
+    if let Some(half) = &half {
+        launch.arg(half);
+    }
+    unsafe { launch.launch(gpu.elementwise(n as usize)) }
+        .map(drop)
+        .during(|| format!("launching {name}"))
+}
+
+/// Unpacks sorted key-value words into keys and values (with `half`, one half of each
+/// 8-byte value).
+pub(super) fn launch_unpack<K: SortKey, V: DeviceRepr>(
+    gpu: &Gpu,
+    words: &CudaView<KeyIndex>,
+    keys: &mut CudaSlice<K>,
+    values: &mut CudaSlice<V>,
+    map: u32,
+    half: Option<u32>,
+) -> Result<()> {
+    let n = words.len() as u64;
+    if n == 0 {
+        return Ok(());
+    }
+    let name = pack_kernel::<K, V>("unpack");
+    let f = gpu.function(&kernels::MULTI, &name)?;
+    let mut launch = gpu.stream().launch_builder(&f);
+    launch.arg(words).arg(keys).arg(values).arg(&n).arg(&map);
+    if let Some(half) = &half {
+        launch.arg(half);
+    }
+    unsafe { launch.launch(gpu.elementwise(n as usize)) }
+        .map(drop)
+        .during(|| format!("launching {name}"))
+}
+
+/// `pack_kv32_u32`, `pack_kv32_u64`, `pack_kv64_u32`, `pack_kv64_u64` (and `unpack_…`): key
+/// width, value width.
+pub(super) fn pack_kernel<K, V>(what: &str) -> String {
+    let key = if std::mem::size_of::<K>() == 4 {
+        "kv32"
+    } else {
+        "kv64"
+    };
+    format!("{what}_{key}_u{}", 8 * std::mem::size_of::<V>())
+}
+
+/// One message of a round: a view on rank `from` into rank `to`'s receive buffer.
+pub(super) struct Transfer<'a, B> {
+    pub(super) from: usize,
+    pub(super) to: usize,
+    pub(super) src: CudaView<'a, B>,
+    /// Where the message goes in rank `to`'s receive buffer.
+    pub(super) at: usize,
+}
+
+/// `len` keys split into `parts` ranges as evenly as possible.
+pub fn even_split(len: usize, parts: usize) -> Vec<std::ops::Range<usize>> {
+    (0..parts)
+        .map(|r| (r * len / parts)..((r + 1) * len / parts))
+        .collect()
+}
+
+/// An uninitialised buffer of `len` values, or of one when `len` is 0 (CUDA makes no empty
+/// allocation; an empty shard's buffer is then unused).
+pub(super) fn alloc<T: cudarc::driver::DeviceRepr>(gpu: &Gpu, len: usize) -> Result<CudaSlice<T>> {
+    unsafe { gpu.stream().alloc::<T>(len.max(1)) }.during(|| {
+        format!(
+            "allocating {} MiB on GPU {}",
+            (len * std::mem::size_of::<T>()) >> 20,
+            gpu.info().ordinal
+        )
+    })
+}
+
+/// A buffer length of at least `len` from a few sizes only (a multiple of 1/32 to 1/64 of
+/// `len`), so that buckets a little larger or smaller than last time reuse the buffers the
+/// memory pool kept instead of mapping new memory.
+pub(super) fn pool_friendly(len: usize) -> usize {
+    let granule = 1usize << (usize::BITS - len.leading_zeros()).saturating_sub(6);
+    len.next_multiple_of(granule)
+}
+
+/// Copies a shard of keys into the front of a word buffer of the same GPU.
+pub(super) fn copy_in<K: SortKey>(gpu: &Gpu, input: &CudaView<K>, buf: &mut CudaSlice<K::Bits>) -> Result<()> {
+    if input.is_empty() {
+        return Ok(());
+    }
+    let src = unsafe { input.transmute::<K::Bits>(input.len()) }.expect("same size");
+    gpu.stream()
+        .memcpy_dtod(&src, &mut buf.slice_mut(0..input.len()))
+        .during(|| "copying a shard".into())
+}
+
+pub(super) fn map_to_words<K: SortKey>(
+    gpu: &Gpu,
+    words: &mut CudaViewMut<K::Bits>,
+    order: Order,
+    inverse: bool,
+) -> Result<()> {
+    if K::DTYPE.needs_map(order) && !words.is_empty() {
+        run::map_keys(gpu, words, K::DTYPE.map_kind(), order, inverse)?;
+    }
+    Ok(())
+}
+
+pub(super) fn launch_fill_largest<B: Word>(gpu: &Gpu, words: &mut CudaViewMut<B>) -> Result<()> {
+    let n = words.len() as u64;
+    if n == 0 {
+        return Ok(());
+    }
+    let f = gpu.function(&kernels::MULTI, &kernel_name::<B>("fill_largest"))?;
+    let mut launch = gpu.stream().launch_builder(&f);
+    launch.arg(words).arg(&n);
+    unsafe { launch.launch(gpu.elementwise(n as usize)) }
+        .map(drop)
+        .during(|| "launching fill_largest".into())
+}
+
+/// The words of `buf` at `positions` (a few dozen), copied to the host.
+pub(super) fn take<B: Word>(gpu: &Gpu, buf: &CudaSlice<B>, positions: &[usize]) -> Result<Vec<B>> {
+    if positions.is_empty() {
+        return Ok(Vec::new());
+    }
+    let stream = gpu.stream();
+    let at: Vec<u64> = positions.iter().map(|&p| p as u64).collect();
+    let at = stream
+        .clone_htod(&at)
+        .during(|| "copying sample positions".into())?;
+    let mut out = alloc::<B>(gpu, positions.len())?;
+    let f = gpu.function(&kernels::MULTI, &kernel_name::<B>("take"))?;
+    let count = positions.len() as u32;
+    let mut launch = stream.launch_builder(&f);
+    launch.arg(buf).arg(&at).arg(&mut out).arg(&count);
+    unsafe { launch.launch(search_grid(count)) }.during(|| "launching take".into())?;
+    stream
+        .clone_dtoh(&out)
+        .during(|| "copying samples back".into())
+}
+
+/// Where each splitter cuts rank `rank`'s sorted `len` words: `splitters.len()` positions.
+pub(super) fn count_below<B: Word>(
+    gpu: &Gpu,
+    buf: &CudaSlice<B>,
+    len: usize,
+    splitters: &[Splitter<B>],
+    rank: usize,
+) -> Result<Vec<usize>> {
+    let cuts: Vec<Cut<B>> = splitters.iter().map(|s| cut_for(s, rank)).collect();
+    let queries: Vec<(B, u32)> = cuts
+        .iter()
+        .filter_map(|c| match *c {
+            Cut::Below { key, or_equal } => Some((key, or_equal as u32)),
+            Cut::At(_) => None,
+        })
+        .collect();
+    let mut found = Vec::new();
+    if !queries.is_empty() {
+        let stream = gpu.stream();
+        let keys: Vec<B> = queries.iter().map(|q| q.0).collect();
+        let upper: Vec<u32> = queries.iter().map(|q| q.1).collect();
+        let keys = stream
+            .clone_htod(&keys)
+            .during(|| "copying splitters".into())?;
+        let upper = stream
+            .clone_htod(&upper)
+            .during(|| "copying splitters".into())?;
+        let mut out = alloc::<u64>(gpu, queries.len())?;
+        let f = gpu.function(&kernels::MULTI, &kernel_name::<B>("count_below"))?;
+        let (n, count) = (len as u64, queries.len() as u32);
+        let mut launch = stream.launch_builder(&f);
+        launch
+            .arg(buf)
+            .arg(&n)
+            .arg(&keys)
+            .arg(&upper)
+            .arg(&mut out)
+            .arg(&count);
+        unsafe { launch.launch(search_grid(count)) }.during(|| "launching count_below".into())?;
+        found = stream
+            .clone_dtoh(&out)
+            .during(|| "copying cuts back".into())?;
+    }
+    let mut found = found.into_iter();
+    Ok(cuts
+        .iter()
+        .map(|c| match *c {
+            Cut::At(index) => index,
+            Cut::Below { .. } => found.next().expect("one answer a query") as usize,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::pool_friendly;
+
+    #[test]
+    fn buckets_near_one_size_share_a_few_buffer_lengths() {
+        assert_eq!(pool_friendly(0), 0);
+        assert_eq!(pool_friendly(1), 1);
+        let share = 1usize << 30;
+        let mut lengths: Vec<usize> = (0..1000)
+            .map(|k| share - (1 << 22) + k * 8389)
+            .map(pool_friendly)
+            .collect();
+        lengths.dedup();
+        assert!(lengths.len() <= 2, "{lengths:?}");
+        for len in [1usize, 63, 64, 65, 1000, 123_456_789, share + 1] {
+            let capacity = pool_friendly(len);
+            assert!(
+                capacity >= len && capacity <= len + len / 32,
+                "{len} -> {capacity}"
+            );
+        }
+    }
+}
