@@ -10,9 +10,9 @@
 //! and the same multiset (an order-free hash sum) as the input.
 
 use super::{read_table, summarize, write_table, Fields};
+use anyhow::{bail, Context as _, Result};
 use bitonic::cuda::multi::bench::{checksum, ends, fill_random, RANK_MAX};
 use bitonic::cuda::multi::{even_split, DeviceShard, MultiGpu};
-use anyhow::{bail, Context as _, Result};
 use bitonic::multi::Algorithm;
 use bitonic::Order;
 use std::path::Path;
@@ -134,7 +134,8 @@ pub fn measure(
             let mut inputs = Vec::new();
             for (rank, range) in ranges.iter().enumerate() {
                 let stream = multi.gpu(rank).stream();
-                let buf = unsafe { stream.alloc::<u32>(range.len().max(1)) }.with_context(|| format!("allocating rank {rank}'s input"))?;
+                let buf = unsafe { stream.alloc::<u32>(range.len().max(1)) }
+                    .with_context(|| format!("allocating rank {rank}'s input"))?;
                 inputs.push(buf);
             }
             let mut times = Vec::new();
@@ -220,9 +221,7 @@ fn check_result(
         let keys = shard.view();
         let (h, descents) = checksum(gpu, &keys)?;
         if descents != 0 {
-            bail!(
-                "benchmark result is not sorted: rank {rank} has {descents} descents"
-            );
+            bail!("benchmark result is not sorted: rank {rank} has {descents} descents");
         }
         hash = hash.wrapping_add(h);
         count += shard.len();
@@ -237,9 +236,7 @@ fn check_result(
         }
     }
     if count != n || hash != hash_in {
-        bail!(
-            "benchmark result is not sorted: {count} keys of {n} came back, or other keys"
-        );
+        bail!("benchmark result is not sorted: {count} keys of {n} came back, or other keys");
     }
     Ok(())
 }

@@ -2,9 +2,9 @@
 //! every repeat, after a warm-up run that also compiles and loads the kernels.
 
 use super::{summarize, Metric, Row};
-use bitonic::Gpu;
-use anyhow::{bail, Context as _, Result};
 use crate::gen::{fill, first_unsorted, Pattern, RandomKey};
+use anyhow::{bail, Context as _, Result};
+use bitonic::Gpu;
 use bitonic::{with_key_type, Backend, DType, Order, SortKey, Sorter, Version};
 use cudarc::driver::sys::CUevent_flags;
 use rayon::prelude::*;
@@ -129,7 +129,10 @@ fn run_typed<K: RandomKey>(
                 .with_context(|| format!("allocating {n} keys"))?;
             for &version in &plan.versions {
                 let name = format!("bitonic-{version}");
-                let sorter = Sorter::new().gpu(gpu).backend(Backend::Cuda).version(version);
+                let sorter = Sorter::new()
+                    .gpu(gpu)
+                    .backend(Backend::Cuda)
+                    .version(version);
                 progress(&format!("{name} device 2^{exp}"));
                 let mut times = Vec::new();
                 for r in 0..=plan.repeats {
@@ -138,7 +141,10 @@ fn run_typed<K: RandomKey>(
                         .memcpy_htod(&host, &mut device)
                         .with_context(|| "uploading keys")?;
                     let t = time_on_stream(gpu, || {
-                        sorter.sort_device(&mut device).map(drop).map_err(Into::into)
+                        sorter
+                            .sort_device(&mut device)
+                            .map(drop)
+                            .map_err(Into::into)
                     })?;
                     if r > 0 {
                         times.push(t); // repeat 0 is the warm-up

@@ -5,8 +5,8 @@
 
 use super::measure::{check_sorted, time_on_stream, Provenance};
 use super::{summarize, Fields};
-use anyhow::{Context as _, Result};
 use crate::gen::{fill, Pattern};
+use anyhow::{Context as _, Result};
 use bitonic::{Gpu, Sorter};
 use std::fmt::Write;
 use std::path::Path;
@@ -123,7 +123,11 @@ pub fn run(
                             // SAFETY: the sort writes every index.
                             let mut indices = unsafe { stream.alloc::<u32>(n) }
                                 .context("allocating the indices")?;
-                            sorter.sort_rows_with_indices_device(&mut keys, row_len, &mut indices)?
+                            sorter.sort_rows_with_indices_device(
+                                &mut keys,
+                                row_len,
+                                &mut indices,
+                            )?
                         }
                         _ => sorter.sort_rows_pairs_device(&mut keys, &mut values, row_len)?,
                     };

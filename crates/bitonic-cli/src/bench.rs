@@ -2,9 +2,9 @@
 //! Markdown report and the figures.
 
 use anyhow::{Context, Result};
-use bitonic_bench::{self as bench, figure, gpus, measure, table, Metric, Row};
 use bitonic::multi::Algorithm;
 use bitonic::{DType, Version};
+use bitonic_bench::{self as bench, figure, gpus, measure, table, Metric, Row};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

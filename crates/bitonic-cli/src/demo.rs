@@ -2,8 +2,8 @@
 
 use crate::ui::{self, SortOptions};
 use anyhow::{bail, Result};
-use bitonic_bench::gen::{first_unsorted, generate, Pattern};
 use bitonic::{with_key_type, DType};
+use bitonic_bench::gen::{first_unsorted, generate, Pattern};
 use std::process::ExitCode;
 use std::time::Instant;
 

@@ -1,10 +1,10 @@
 //! `bitonic gen OUT --len N`: seeded test and benchmark data.
 
+use crate::io::{check_output, write_keys, Format};
 use crate::ui;
 use anyhow::Result;
-use bitonic_bench::gen::{generate, Pattern};
-use crate::io::{check_output, write_keys, Format};
 use bitonic::{with_key_type, DType};
+use bitonic_bench::gen::{generate, Pattern};
 use std::path::PathBuf;
 use std::process::ExitCode;
 

@@ -1,8 +1,8 @@
 //! `bitonic sort IN -o OUT`: read (memory-mapped), sort, write atomically.
 
+use crate::io::{check_output, write_keys, Format, KeyFile};
 use crate::ui::{self, SortOptions};
 use anyhow::Result;
-use crate::io::{check_output, write_keys, Format, KeyFile};
 use bitonic::{with_key_type, DType};
 use std::path::PathBuf;
 use std::process::ExitCode;

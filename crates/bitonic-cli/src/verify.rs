@@ -1,10 +1,10 @@
 //! `bitonic verify FILE`: is it sorted, and is it a permutation of another file?
 
-use anyhow::{bail, Result};
-use bitonic_bench::gen::first_unsorted;
 use crate::io::KeyFile;
+use anyhow::{bail, Result};
 use bitonic::key::cmp_keys;
 use bitonic::{with_key_type, DType, Order};
+use bitonic_bench::gen::first_unsorted;
 use rayon::prelude::*;
 use std::path::PathBuf;
 use std::process::ExitCode;

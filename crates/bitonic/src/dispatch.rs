@@ -213,7 +213,11 @@ mod tests {
         for (len, layout, values, has_gpu, backend, strategy) in table {
             let gpu = if has_gpu { GPU } else { None };
             let got = choose(&request(len, layout, values), gpu).unwrap();
-            assert_eq!(got, (backend, strategy), "{len} keys, {layout:?}, values {values}");
+            assert_eq!(
+                got,
+                (backend, strategy),
+                "{len} keys, {layout:?}, values {values}"
+            );
         }
     }
 

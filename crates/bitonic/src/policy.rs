@@ -109,7 +109,10 @@ mod tests {
     #[test]
     fn tiles_of_each_word_size() {
         let p = Policy::HOPPER;
-        assert_eq!((p.tile_bits(4), p.tile_bits(8), p.tile_bits(16)), (14, 13, 12));
+        assert_eq!(
+            (p.tile_bits(4), p.tile_bits(8), p.tile_bits(16)),
+            (14, 13, 12)
+        );
         assert_eq!((p.merge_tile_of(8), p.merge_tile_of(16)), (4096, 2048));
         // The merge kernels hold 16 words a thread (8 for 16-byte words).
         assert_eq!(p.merge_tile / p.merge_threads as usize, 16);

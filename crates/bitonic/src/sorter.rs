@@ -363,7 +363,9 @@ impl<'g> Sorter<'g> {
                 out.for_each(|(out, &i)| *out = I::from_usize(i as usize));
             }
             None => {
-                let rows = keys.par_chunks(row_len).zip(indices.par_chunks_mut(row_len));
+                let rows = keys
+                    .par_chunks(row_len)
+                    .zip(indices.par_chunks_mut(row_len));
                 rows.for_each(|(row, out)| {
                     let pairs = cpu::sorted_pairs(row, self.order, serial(ran.strategy));
                     for (o, &(_, i)) in out.iter_mut().zip(&pairs) {
@@ -521,7 +523,11 @@ impl<'g> Sorter<'g> {
             Backend::Auto => self.version.is_some() || len >= dispatch::AUTO_GPU_MIN_LEN,
             _ => false,
         };
-        let gpu = if may_use_gpu { Some(self.device()) } else { None };
+        let gpu = if may_use_gpu {
+            Some(self.device())
+        } else {
+            None
+        };
         let policy = match gpu {
             Some(Ok(gpu)) => Some(self.policy_ref(gpu)),
             _ => None,

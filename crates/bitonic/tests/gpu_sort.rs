@@ -91,7 +91,10 @@ fn device_buffer_api() {
     for version in Version::ALL {
         let mut device = gpu.stream().clone_htod(&keys).unwrap();
         let sorter = Sorter::new().gpu(gpu).version(version);
-        let ran = sorter.order(Order::Descending).sort_device(&mut device).unwrap();
+        let ran = sorter
+            .order(Order::Descending)
+            .sort_device(&mut device)
+            .unwrap();
         assert_eq!(ran.backend, Backend::Cuda);
         let got = gpu.stream().clone_dtoh(&device).unwrap();
         assert_same_bits(

@@ -324,4 +324,3 @@ fn check_libraries() -> std::result::Result<(), GpuUnavailable> {
 fn panicked() -> GpuUnavailable {
     GpuUnavailable::InitFailed("the CUDA bindings panicked".into())
 }
-

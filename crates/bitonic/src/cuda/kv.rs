@@ -5,13 +5,13 @@
 //! the block's inputs, so equal keys keep that order and each value follows its key's tag.
 //! Keys and values stay in two arrays; no pass packs, unpacks or gathers them.
 
-use super::launch::config;
+use super::launch::{self, config, KeyValueArrays};
 use super::layout::RowLayout;
 use super::merge::{padded_tile_bytes, search_grid};
 use super::{kernel_name, kernels, passes, Gpu};
 use crate::error::{CudaContext as _, Result};
 use crate::policy::Policy;
-use cudarc::driver::{CudaViewMut, DevicePtr, DeviceRepr, PushKernelArg, ValidAsZeroBits};
+use cudarc::driver::{CudaViewMut, DevicePtr, DeviceRepr, ValidAsZeroBits};
 
 /// Bytes of a key of K with its tag: kernels/merge.cu's `Tagged` word (a u64 for 32-bit keys,
 /// a 16-byte KeyIndex for 64-bit ones).
@@ -94,7 +94,14 @@ pub(crate) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
         RowLayout::runs(n, tile_bits)
     };
     if in_spare {
-        passes::tuned_keeping_map(gpu, policy, &mut spare_keys.as_view_mut(), layout, map, true)?;
+        passes::tuned_keeping_map(
+            gpu,
+            policy,
+            &mut spare_keys.as_view_mut(),
+            layout,
+            map,
+            true,
+        )?;
     } else {
         passes::tuned_keeping_map(gpu, policy, keys, layout, map, true)?;
     }
@@ -120,18 +127,19 @@ pub(crate) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
     for name in ["place_values", "place_equal_values"] {
         let f = gpu.function(&kernels::MERGE, &kv_kernel_name::<K, V>(name))?;
         gpu.allow_shared(&f, shared)?;
-        let mut launch = stream.launch_builder(&f);
-        launch
-            .arg(&original_keys)
-            .arg(&sorted_keys)
-            .arg(&values_in)
-            .arg(&placed_values)
-            .arg(&n64)
-            .arg(&map)
-            .arg(&unmap)
-            .arg(&mut equal_tiles);
-        unsafe { launch.launch(config(runs as u32, (tile / 16) as u32, shared)) }
-            .during(|| format!("launching {name}"))?;
+        let cfg = config(runs as u32, (tile / 16) as u32, shared);
+        let keys = (original_keys, sorted_keys);
+        let values = (values_in, placed_values);
+        launch::place_values(
+            gpu,
+            &f,
+            cfg,
+            keys,
+            values,
+            (n64, map, unmap),
+            &mut equal_tiles,
+        )
+        .during(|| format!("launching {name}"))?;
     }
 
     let merge_tile = policy.merge_tile_of(tagged_bytes::<K>());
@@ -147,26 +155,27 @@ pub(crate) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
         let ((src_keys, src_values), (dst_keys, dst_values)) =
             (arrays(in_spare), arrays(!in_spare));
         let level_map = if level + 1 == levels { map } else { 0 };
-        let mut launch = stream.launch_builder(&co_ranks);
-        launch
-            .arg(&src_keys)
-            .arg(&n64)
-            .arg(&run_len)
-            .arg(&mut ranks)
-            .arg(&tiles);
-        unsafe { launch.launch(search_grid(tiles)) }
-            .during(|| "launching level_co_ranks_kv".into())?;
-        let mut launch = stream.launch_builder(&merge);
-        launch
-            .arg(&src_keys)
-            .arg(&src_values)
-            .arg(&n64)
-            .arg(&run_len)
-            .arg(&ranks)
-            .arg(&dst_keys)
-            .arg(&dst_values)
-            .arg(&level_map);
-        unsafe { launch.launch(config(tiles, policy.merge_threads, merge_shared)) }
+        let sizes = (n64, run_len);
+        launch::level_co_ranks(
+            gpu,
+            &co_ranks,
+            search_grid(tiles),
+            src_keys,
+            sizes,
+            &mut ranks,
+            tiles,
+        )
+        .during(|| "launching level_co_ranks_kv".into())?;
+        let src = KeyValueArrays {
+            keys: src_keys,
+            values: src_values,
+        };
+        let dst = KeyValueArrays {
+            keys: dst_keys,
+            values: dst_values,
+        };
+        let cfg = config(tiles, policy.merge_threads, merge_shared);
+        launch::merge_level_kv(gpu, &merge, cfg, (src, dst), sizes, &ranks, level_map)
             .during(|| "launching merge_level_kv".into())?;
         in_spare = !in_spare;
         run_len *= 2;
@@ -248,8 +257,14 @@ mod tests {
     fn shared_memory_of_the_key_value_kernels() {
         // Merge tiles: 2^12 tagged u64 words (one padding word each 16) and their values; 2^11
         // 16-byte words for 64-bit keys (one each 8).
-        assert_eq!(kv_merge_shared_bytes::<u32, u32>(&Policy::HOPPER), 4352 * 8 + 4096 * 4);
-        assert_eq!(kv_merge_shared_bytes::<u64, u64>(&Policy::HOPPER), 2304 * 16 + 2048 * 8);
+        assert_eq!(
+            kv_merge_shared_bytes::<u32, u32>(&Policy::HOPPER),
+            4352 * 8 + 4096 * 4
+        );
+        assert_eq!(
+            kv_merge_shared_bytes::<u64, u64>(&Policy::HOPPER),
+            2304 * 16 + 2048 * 8
+        );
         // Placement: the padded u32 words, or the values or keys when they are wider, then a
         // u16 place a key. Two blocks of 32-bit keys and values fit an H100's 228 KiB.
         assert_eq!(

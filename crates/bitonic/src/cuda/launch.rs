@@ -1,12 +1,35 @@
-//! Launch configurations and the launches cudarc's launch builder cannot express.
+//! Every kernel launch: one typed function a kernel family, named after it, whose parameters
+//! after `(gpu, kernel, cfg)` are the kernel's own, in order, as Rust types. This is the only
+//! file that launches (the only `unsafe` launches), and each launch states why its arguments
+//! are the kernel's. Raw launches cudarc cannot express (thread-block clusters) are here too.
 //!
-//! Most kernels are launched with cudarc's launch builder where they are used; the tuned pass
-//! (in clusters or not) and its cluster-occupancy query live here, since clusters need the
-//! driver's extended launch.
+//! The caller looks the kernel up ([`Gpu::function`]) by the name the doc comment gives, so a
+//! family's instantiations (`_u32`, `_u64`, …) share one function.
 
-use super::layout::RowLayout;
+use super::layout::{KeyIndex, RowLayout};
 use super::Gpu;
-use cudarc::driver::{CudaFunction, CudaViewMut, DriverError, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaView, CudaViewMut, DeviceRepr, DriverError, LaunchArgs,
+    LaunchConfig, PushKernelArg,
+};
+
+/// The one unsafe launch of a kernel whose arguments `push` adds, on `gpu`'s stream.
+///
+/// # Safety
+/// `push` must add exactly `kernel`'s parameters, in order and type, and every buffer must
+/// hold what the kernel reads and writes under `cfg`.
+unsafe fn launch<'a>(
+    gpu: &'a Gpu,
+    kernel: &'a CudaFunction,
+    cfg: LaunchConfig,
+    push: impl FnOnce(&mut LaunchArgs<'a>),
+) -> Result<(), DriverError> {
+    let mut args = gpu.stream().launch_builder(kernel);
+    push(&mut args);
+    // SAFETY: the caller's contract; cudarc copies the arguments when it queues the launch
+    // and records the buffers' use on the stream.
+    unsafe { args.launch(cfg) }.map(drop)
+}
 
 /// A 1-D launch: `blocks` blocks of `threads` threads with `shared_bytes` of dynamic shared
 /// memory.
@@ -38,14 +61,445 @@ pub(crate) fn tuned_pass<T>(
         return cluster::launch_pass(gpu, kernel, cfg, cluster_blocks, keys, args);
     }
     let (layout, tile_bits, fields) = args;
-    let mut launch = gpu.stream().launch_builder(kernel);
-    launch.arg(&mut *keys).arg(&layout).arg(&tile_bits);
-    for value in &fields {
-        launch.arg(value);
+    // SAFETY: tuned_pass_*(T *keys, RowLayout layout, u32 tile_bits, seven u32 fields); the
+    // layout addresses only `keys`' slots (RowLayout::slots), and padding slots are not stored.
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(keys).arg(&layout).arg(&tile_bits);
+            for value in &fields {
+                l.arg(value);
+            }
+        })
     }
-    // SAFETY: the arguments match tuned_pass_*'s signature (keys, RowLayout by value, tile
-    // bits, seven u32 fields), and `keys` is a live buffer of the words the kernel sorts.
-    unsafe { launch.launch(cfg) }.map(drop)
+}
+
+/// kernels/map_keys.cu `map_keys_{u32,u64}(keys, n, kind, descending, inverse)`: keys to
+/// ascending-sortable words, or back.
+pub(crate) fn map_keys<B: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    words: &mut CudaViewMut<B>,
+    (kind, descending, inverse): (u32, u32, u32),
+) -> Result<(), DriverError> {
+    let n = words.len() as u32;
+    // SAFETY: map_keys_W(W *keys, u32 n, u32 kind, u32 descending, u32 inverse) over n words.
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(words)
+                .arg(&n)
+                .arg(&kind)
+                .arg(&descending)
+                .arg(&inverse);
+        })
+    }
+}
+
+/// kernels/v1 … v5 `vX_block_sort_W(keys, n)`, `vX_block_merge_W(keys, n, size)` and
+/// `vX_step_W(keys, n, size, stride)` (V0's `v0_step_W` too): the seed versions' launches,
+/// `sizes` the stage and stride a kernel takes after `n` (none, one or two of them).
+pub(crate) fn seed_kernel<B: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    keys: &mut CudaViewMut<B>,
+    sizes: &[u32],
+) -> Result<(), DriverError> {
+    let n = keys.len() as u32;
+    // SAFETY: every seed kernel takes (W *keys, u32 n) and then the stage size and the stride
+    // its kind needs, which the caller passes; the kernels index below n.
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(keys).arg(&n);
+            for size in sizes {
+                l.arg(size);
+            }
+        })
+    }
+}
+
+/// kernels/merge.cu `co_ranks_W(a, a_len, b, b_len, ranks, count)`: the merge path of runs
+/// `a` and `b` at `count` output positions (every tile boundary and the end).
+pub(crate) fn co_ranks<W: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    (a, b): (&CudaView<W>, &CudaView<W>),
+    ranks: &mut CudaSlice<u64>,
+    count: u32,
+) -> Result<(), DriverError> {
+    let (a_len, b_len) = (a.len() as u64, b.len() as u64);
+    assert!(ranks.len() >= count as usize, "a merge path a position");
+    // SAFETY: co_ranks_W(const W *a, u64 a_len, const W *b, u64 b_len, u64 *ranks, u32 count).
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(a)
+                .arg(&a_len)
+                .arg(b)
+                .arg(&b_len)
+                .arg(ranks)
+                .arg(&count);
+        })
+    }
+}
+
+/// kernels/merge.cu `merge_tiles_W(a, b, ranks, out, total)`: one block merges one tile of
+/// `out` between the merge paths of [`co_ranks`].
+pub(crate) fn merge_tiles<W: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    (a, b): (&CudaView<W>, &CudaView<W>),
+    ranks: &CudaSlice<u64>,
+    out: &mut CudaViewMut<W>,
+) -> Result<(), DriverError> {
+    let total = out.len() as u64;
+    assert_eq!(
+        out.len(),
+        a.len() + b.len(),
+        "a merge writes every word of both runs"
+    );
+    // SAFETY: merge_tiles_W(const W *a, const W *b, const u64 *ranks, W *out, u64 total).
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(a).arg(b).arg(ranks).arg(out).arg(&total);
+        })
+    }
+}
+
+/// kernels/merge.cu `level_co_ranks_W(keys, n, run_len, ranks, tiles)` and
+/// `level_co_ranks_kv_K(…)` (keys given by device address): the merge path at every tile
+/// boundary of one merge level.
+pub(crate) fn level_co_ranks(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    keys: u64,
+    (n, run_len): (u64, u64),
+    ranks: &mut CudaSlice<u64>,
+    tiles: u32,
+) -> Result<(), DriverError> {
+    assert!(ranks.len() >= tiles as usize, "a merge path a tile");
+    // SAFETY: level_co_ranks*(const W *keys, u64 n, u64 run_len, u64 *ranks, u32 tiles), with
+    // `keys` the address of n live words (the callers take it from a view of n words).
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(&keys).arg(&n).arg(&run_len).arg(ranks).arg(&tiles);
+        })
+    }
+}
+
+/// kernels/merge.cu `merge_level_W(keys, n, run_len, ranks, out, map)`: one merge level of
+/// keys alone, from `src` into `dst`, unmapping with `map` on the last.
+pub(crate) fn merge_level<W: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    src: &CudaView<W>,
+    run_len: u64,
+    ranks: &CudaSlice<u64>,
+    dst: &mut CudaViewMut<W>,
+    map: u32,
+) -> Result<(), DriverError> {
+    let n = src.len() as u64;
+    assert_eq!(src.len(), dst.len(), "a level writes every word");
+    // SAFETY: merge_level_W(const W *keys, u64 n, u64 run_len, const u64 *ranks, W *out,
+    // u32 map).
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(src)
+                .arg(&n)
+                .arg(&run_len)
+                .arg(ranks)
+                .arg(dst)
+                .arg(&map);
+        })
+    }
+}
+
+/// The key and value arrays of one level of the key-value merge sort, by device address:
+/// they alternate between the caller's arrays and the spare pair, level by level.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct KeyValueArrays {
+    /// Address of the keys.
+    pub keys: u64,
+    /// Address of the values.
+    pub values: u64,
+}
+
+/// kernels/merge.cu `merge_level_kv_K_V(keys, values, n, run_len, ranks, out_keys,
+/// out_values, map)`: one level of the key-value merge sort.
+pub(crate) fn merge_level_kv(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    (src, dst): (KeyValueArrays, KeyValueArrays),
+    (n, run_len): (u64, u64),
+    ranks: &CudaSlice<u64>,
+    map: u32,
+) -> Result<(), DriverError> {
+    // SAFETY: merge_level_kv_K_V(const K *, const V *, u64 n, u64 run_len, const u64 *ranks,
+    // K *, V *, u32 map); the four addresses are of live arrays of n keys and n values
+    // (kv.rs holds their buffers across the launches).
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(&src.keys)
+                .arg(&src.values)
+                .arg(&n)
+                .arg(&run_len)
+                .arg(ranks);
+            l.arg(&dst.keys).arg(&dst.values).arg(&map);
+        })
+    }
+}
+
+/// kernels/merge.cu `place_values_K_V` and `place_equal_values_K_V(original_keys,
+/// sorted_keys, values_in, placed_values, n, map, unmap, equal_tiles)`: each value moves to
+/// its key's rank in its tile (`values_in` 0: each value is its key's position).
+pub(crate) fn place_values(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    (original_keys, sorted_keys): (u64, u64),
+    (values_in, placed_values): (u64, u64),
+    (n, map, unmap): (u64, u32, u32),
+    equal_tiles: &mut CudaSlice<u32>,
+) -> Result<(), DriverError> {
+    assert!(
+        equal_tiles.len() >= cfg.grid_dim.0 as usize,
+        "a flag a tile"
+    );
+    // SAFETY: place_*values_K_V(const K *, const K *, const V *, V *, u64 n, u32 map,
+    // u32 unmap, u32 *equal_tiles); the addresses are of live arrays of n keys or values (or
+    // 0 for `values_in`, which the kernel then does not read).
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(&original_keys)
+                .arg(&sorted_keys)
+                .arg(&values_in)
+                .arg(&placed_values);
+            l.arg(&n).arg(&map).arg(&unmap).arg(equal_tiles);
+        })
+    }
+}
+
+/// kernels/pairs.cu `pack_{u32,u64}(keys, pairs, n, row_len, map)`: (key, index-in-row)
+/// pairs, the key mapped.
+pub(crate) fn pack_pairs<B: DeviceRepr, P: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    words: &mut CudaViewMut<B>,
+    pairs: &mut CudaViewMut<P>,
+    (row_len, map): (u32, u32),
+) -> Result<(), DriverError> {
+    let n = words.len() as u32;
+    assert_eq!(words.len(), pairs.len(), "a pair a key");
+    // SAFETY: pack_W(const W *keys, P *pairs, u32 n, u32 row_len, u32 map).
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(words).arg(pairs).arg(&n).arg(&row_len).arg(&map);
+        })
+    }
+}
+
+/// kernels/pairs.cu `unpack_{u32,u64}(pairs, keys, indices, n, map)`: sorted pairs back into
+/// keys (unmapped) and their indices.
+pub(crate) fn unpack_pairs<B: DeviceRepr, P: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    pairs: &mut CudaViewMut<P>,
+    words: &mut CudaViewMut<B>,
+    indices: &mut CudaViewMut<u32>,
+    map: u32,
+) -> Result<(), DriverError> {
+    let n = words.len() as u32;
+    assert!(pairs.len() == words.len() && indices.len() >= words.len());
+    // SAFETY: unpack_W(const P *pairs, W *keys, u32 *indices, u32 n, u32 map).
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(pairs).arg(words).arg(indices).arg(&n).arg(&map);
+        })
+    }
+}
+
+/// kernels/pairs.cu `gather_{u32,u64}(values, values_out, indices, n, row_len)`: each row's
+/// values in the order of its indices.
+pub(crate) fn gather<V: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    sources: &CudaSlice<V>,
+    values: &mut CudaViewMut<V>,
+    indices: &CudaSlice<u32>,
+    row_len: u32,
+) -> Result<(), DriverError> {
+    let n = values.len() as u32;
+    assert!(sources.len() == values.len() && indices.len() >= values.len());
+    // SAFETY: gather_V(const V *values, V *values_out, const u32 *indices, u32 n,
+    // u32 row_len); each index is below row_len, inside its row.
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(sources)
+                .arg(values)
+                .arg(indices)
+                .arg(&n)
+                .arg(&row_len);
+        })
+    }
+}
+
+/// kernels/multi.cu `pack_kv*(keys, values, out, n, first, map[, half])`: key-value words for
+/// the multi-GPU sort (keys given as their words).
+pub(crate) fn pack_key_values<B: DeviceRepr, V: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    (keys, values): (&CudaView<B>, &CudaView<V>),
+    out: &mut CudaSlice<KeyIndex>,
+    (first, map, half): (u64, u32, Option<u32>),
+) -> Result<(), DriverError> {
+    let n = keys.len() as u64;
+    assert!(values.len() == keys.len() && out.len() >= keys.len());
+    // SAFETY: pack_kv*(const K *keys, const V *values, KeyIndex *out, u64 n, u64 first,
+    // u32 map) and, for the kernels of 8-byte values, u32 half.
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(keys)
+                .arg(values)
+                .arg(out)
+                .arg(&n)
+                .arg(&first)
+                .arg(&map);
+            if let Some(half) = &half {
+                l.arg(half);
+            }
+        })
+    }
+}
+
+/// kernels/multi.cu `unpack_kv*(words, keys, values, n, map[, half])`: sorted key-value words
+/// back into keys and values.
+pub(crate) fn unpack_key_values<K: DeviceRepr, V: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    words: &CudaView<KeyIndex>,
+    (keys, values): (&mut CudaSlice<K>, &mut CudaSlice<V>),
+    (map, half): (u32, Option<u32>),
+) -> Result<(), DriverError> {
+    let n = words.len() as u64;
+    assert!(keys.len() >= words.len() && values.len() >= words.len());
+    // SAFETY: unpack_kv*(const KeyIndex *words, K *keys, V *values, u64 n, u32 map) and, for
+    // the kernels of 8-byte values, u32 half.
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(words).arg(keys).arg(values).arg(&n).arg(&map);
+            if let Some(half) = &half {
+                l.arg(half);
+            }
+        })
+    }
+}
+
+/// kernels/multi.cu `fill_largest_W(keys, n)`: padding words.
+pub(crate) fn fill_largest<W: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    words: &mut CudaViewMut<W>,
+) -> Result<(), DriverError> {
+    let n = words.len() as u64;
+    // SAFETY: fill_largest_W(W *keys, u64 n).
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(words).arg(&n);
+        })
+    }
+}
+
+/// kernels/multi.cu `take_W(keys, positions, out, count)`: the words at `positions`.
+pub(crate) fn take<W: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    keys: &CudaSlice<W>,
+    positions: &CudaSlice<u64>,
+    out: &mut CudaSlice<W>,
+) -> Result<(), DriverError> {
+    let count = positions.len() as u32;
+    assert!(out.len() >= positions.len(), "a word a position");
+    // SAFETY: take_W(const W *keys, const u64 *positions, W *out, u32 count); the positions
+    // are inside `keys` (the caller's sample positions).
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(keys).arg(positions).arg(out).arg(&count);
+        })
+    }
+}
+
+/// kernels/multi.cu `count_below_W(keys, n, queries, upper, out, count)`: for each query, how
+/// many of the first `n` sorted words lie below it (or at most it, where `upper` says so).
+pub(crate) fn count_below<W: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    (keys, n): (&CudaSlice<W>, u64),
+    (queries, upper): (&CudaSlice<W>, &CudaSlice<u32>),
+    out: &mut CudaSlice<u64>,
+) -> Result<(), DriverError> {
+    let count = queries.len() as u32;
+    assert!(keys.len() as u64 >= n && upper.len() == queries.len() && out.len() >= queries.len());
+    // SAFETY: count_below_W(const W *keys, u64 n, const W *queries, const u32 *upper,
+    // u64 *out, u32 count).
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(keys)
+                .arg(&n)
+                .arg(queries)
+                .arg(upper)
+                .arg(out)
+                .arg(&count);
+        })
+    }
+}
+
+/// kernels/multi.cu `fill_random_W(keys, n, first, seed)`: the random words of global
+/// positions `first ..`.
+pub(crate) fn fill_random<W: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    keys: &mut CudaViewMut<W>,
+    (first, seed): (u64, u64),
+) -> Result<(), DriverError> {
+    let n = keys.len() as u64;
+    // SAFETY: fill_random_W(W *keys, u64 n, u64 first, u64 seed).
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(keys).arg(&n).arg(&first).arg(&seed);
+        })
+    }
+}
+
+/// kernels/multi.cu `check_sorted_W(keys, n, sums)`: a hash sum of the words and a count of
+/// descents, added into `sums[0..2]`.
+pub(crate) fn check_sorted<W: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    keys: &CudaView<W>,
+    sums: &mut CudaSlice<u64>,
+) -> Result<(), DriverError> {
+    let n = keys.len() as u64;
+    assert!(sums.len() >= 2, "two sums");
+    // SAFETY: check_sorted_W(const W *keys, u64 n, u64 *sums).
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(keys).arg(&n).arg(sums);
+        })
+    }
 }
 
 /// Launches in thread-block clusters, which cudarc's launch builder cannot express (cudarc
@@ -54,12 +508,12 @@ pub(crate) fn tuned_pass<T>(
 pub(crate) mod cluster {
     use super::super::layout::RowLayout;
     use super::super::Gpu;
-    use crate::error::Result;
+    use super::PassArgs;
     use crate::error::CudaContext as _;
+    use crate::error::Result;
     use cudarc::driver::sys::{self, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig};
     use cudarc::driver::{CudaFunction, CudaViewMut, DevicePtrMut, DriverError, LaunchConfig};
     use std::ffi::c_void;
-    use super::PassArgs;
 
     fn raw_config(
         gpu: &Gpu,

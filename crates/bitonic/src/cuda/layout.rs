@@ -109,8 +109,14 @@ pub(crate) const MAP_ON_STORE: u32 = 16;
 /// struct differs fails to compile (`static_assert`) instead of reading garbage.
 pub(crate) fn shared_defines() -> Vec<(&'static str, String)> {
     vec![
-        ("BITONIC_ROW_LAYOUT_BYTES", std::mem::size_of::<RowLayout>().to_string()),
-        ("BITONIC_KEY_INDEX_BYTES", std::mem::size_of::<KeyIndex>().to_string()),
+        (
+            "BITONIC_ROW_LAYOUT_BYTES",
+            std::mem::size_of::<RowLayout>().to_string(),
+        ),
+        (
+            "BITONIC_KEY_INDEX_BYTES",
+            std::mem::size_of::<KeyIndex>().to_string(),
+        ),
         ("BITONIC_MAP_DESCENDING", MAP_DESCENDING.to_string()),
         ("BITONIC_MAP_ON_LOAD", MAP_ON_LOAD.to_string()),
         ("BITONIC_MAP_ON_STORE", MAP_ON_STORE.to_string()),

@@ -10,14 +10,12 @@
 //!
 //! The key-value merge sort (src/cuda/kv.rs) uses the same merge path and tile merge.
 
-use super::launch::config;
+use super::launch::{self, config};
 use super::layout::RowLayout;
 use super::{kernel_name, kernels, passes, Gpu};
 use crate::error::{CudaContext as _, Result};
 use crate::policy::Policy;
-use cudarc::driver::{
-    CudaSlice, CudaView, CudaViewMut, DeviceRepr, LaunchConfig, PushKernelArg,
-};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DevicePtr, DeviceRepr, LaunchConfig};
 
 /// Output words one block merges: kernels/merge.cu's `MergeTile`, 16 words a thread (8 for
 /// 16-byte key-index pairs) in blocks of [`Policy::merge_threads`].
@@ -57,23 +55,12 @@ pub(crate) fn merge_two_runs<W: DeviceRepr>(
     let count = tiles + 1;
     let mut ranks = unsafe { stream.alloc::<u64>(count as usize) }
         .during(|| format!("allocating {count} merge paths"))?;
-    let (a_len, b_len, total64) = (a.len() as u64, b.len() as u64, total as u64);
     let f = gpu.function(&kernels::MERGE, &kernel_name::<W>("co_ranks"))?;
-    let mut launch = stream.launch_builder(&f);
-    launch
-        .arg(a)
-        .arg(&a_len)
-        .arg(b)
-        .arg(&b_len)
-        .arg(&mut ranks)
-        .arg(&count);
-    unsafe { launch.launch(search_grid(count)) }.during(|| "launching co_ranks".into())?;
+    launch::co_ranks(gpu, &f, search_grid(count), (a, b), &mut ranks, count)
+        .during(|| "launching co_ranks".into())?;
     let f = gpu.function(&kernels::MERGE, &kernel_name::<W>("merge_tiles"))?;
-    let mut launch = stream.launch_builder(&f);
-    launch.arg(a).arg(b).arg(&ranks).arg(out).arg(&total64);
-    unsafe { launch.launch(config(tiles, policy.merge_threads, 0)) }
-        .during(|| "launching merge_tiles".into())?;
-    Ok(())
+    let cfg = config(tiles, policy.merge_threads, 0);
+    launch::merge_tiles(gpu, &f, cfg, (a, b), &ranks, out).during(|| "launching merge_tiles".into())
 }
 
 /// Sorts `keys`, which holds sorted runs of `run_len` words (the last may be shorter), by
@@ -100,9 +87,25 @@ fn merge_levels<W: DeviceRepr>(
     while run_len < n {
         let level_map = if 2 * run_len >= n { map } else { 0 };
         if in_spare {
-            merge_level(gpu, policy, &spare.as_view(), keys, run_len, &mut ranks, level_map)?;
+            merge_level(
+                gpu,
+                policy,
+                &spare.as_view(),
+                keys,
+                run_len,
+                &mut ranks,
+                level_map,
+            )?;
         } else {
-            merge_level(gpu, policy, &keys.as_view(), spare, run_len, &mut ranks, level_map)?;
+            merge_level(
+                gpu,
+                policy,
+                &keys.as_view(),
+                spare,
+                run_len,
+                &mut ranks,
+                level_map,
+            )?;
         }
         in_spare = !in_spare;
         run_len *= 2;
@@ -120,30 +123,24 @@ fn merge_level<W: DeviceRepr>(
     ranks: &mut CudaSlice<u64>,
     map: u32,
 ) -> Result<()> {
-    let stream = gpu.stream();
     let tiles = src.len().div_ceil(merge_tile_len::<W>(policy)) as u32;
     let (n64, run64) = (src.len() as u64, run_len as u64);
     let f = gpu.function(&kernels::MERGE, &kernel_name::<W>("level_co_ranks"))?;
-    let mut launch = stream.launch_builder(&f);
-    launch
-        .arg(src)
-        .arg(&n64)
-        .arg(&run64)
-        .arg(&mut *ranks)
-        .arg(&tiles);
-    unsafe { launch.launch(search_grid(tiles)) }.during(|| "launching level_co_ranks".into())?;
+    let (keys, _record_read) = src.device_ptr(gpu.stream());
+    launch::level_co_ranks(
+        gpu,
+        &f,
+        search_grid(tiles),
+        keys,
+        (n64, run64),
+        ranks,
+        tiles,
+    )
+    .during(|| "launching level_co_ranks".into())?;
     let f = gpu.function(&kernels::MERGE, &kernel_name::<W>("merge_level"))?;
-    let mut launch = stream.launch_builder(&f);
-    launch
-        .arg(src)
-        .arg(&n64)
-        .arg(&run64)
-        .arg(&*ranks)
-        .arg(dst)
-        .arg(&map);
-    unsafe { launch.launch(config(tiles, policy.merge_threads, 0)) }
-        .during(|| "launching merge_level".into())?;
-    Ok(())
+    let cfg = config(tiles, policy.merge_threads, 0);
+    launch::merge_level(gpu, &f, cfg, src, run64, ranks, dst, map)
+        .during(|| "launching merge_level".into())
 }
 
 /// log2 of the runs a [`merge_sort`] of `W` words starts from: one tuned tile each.

@@ -383,7 +383,6 @@ fn stage_from(shape: &TunedShape, b: u32, mut hi: u32) -> Vec<TunedPass> {
     passes
 }
 
-
 /// How many passes the tuned network makes over one array of `n` words `T`.
 pub(crate) fn pass_count<T>(gpu: &Gpu, policy: &Policy, n: usize) -> Result<usize> {
     let (_, shape) = tuned_kernel::<T>(gpu, policy, &RowLayout::rows(n, n))?;
@@ -455,9 +454,13 @@ pub(crate) fn tuned_keeping_map<T: DeviceRepr>(
     }
     for (p, args) in passes.iter().zip(fields) {
         let args = (layout, shape.tile_bits, args);
-        let cluster_blocks = if p.is_contiguous() { 1 << shape.cluster_bits } else { 1 };
+        let cluster_blocks = if p.is_contiguous() {
+            1 << shape.cluster_bits
+        } else {
+            1
+        };
         launch::tuned_pass(gpu, &kernel, cfg, cluster_blocks, keys, args)
-        .during(|| format!("launching tuned pass {p:?} of {shape:?}"))?;
+            .during(|| format!("launching tuned pass {p:?} of {shape:?}"))?;
     }
     Ok(())
 }

@@ -13,11 +13,11 @@
 //! and its index make a 16-byte `KeyIndex`; values follow the indices (`gather`).
 
 use super::layout::{KeyIndex, RowLayout};
-use super::{kernel_name, kernels, passes, Gpu};
+use super::{kernel_name, kernels, launch, passes, Gpu};
 use crate::error::{CudaContext as _, Result};
 use crate::network::padded_len;
 use crate::policy::Policy;
-use cudarc::driver::{CudaSlice, CudaViewMut, DevicePtr, DeviceRepr, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaViewMut, DevicePtr, DeviceRepr};
 
 /// Sorts each segment `words[offsets[i]..offsets[i + 1]]`: one tuned plan per group of
 /// segments with the same padded length (2, 4, 8, … keys). `map` is the key map.
@@ -60,7 +60,7 @@ pub(crate) fn sort_segments<B: DeviceRepr>(
 /// Sorts every row of `row_len` words stably and writes each sorted word's index in its row
 /// before the sort to `indices`: (key, index) pairs packed, sorted by the tuned passes over
 /// rows, and unpacked. `map` is the key map, applied by the pack and undone by the unpack.
-pub(crate) fn sort_pairs<B>(
+pub(crate) fn sort_pairs<B: DeviceRepr>(
     gpu: &Gpu,
     policy: &Policy,
     words: &mut CudaViewMut<B>,
@@ -76,7 +76,7 @@ pub(crate) fn sort_pairs<B>(
 }
 
 /// [`sort_pairs`] with pairs of type `P`.
-fn sort_pairs_as<B, P: DeviceRepr>(
+fn sort_pairs_as<B: DeviceRepr, P: DeviceRepr>(
     gpu: &Gpu,
     policy: &Policy,
     words: &mut CudaViewMut<B>,
@@ -91,11 +91,19 @@ fn sort_pairs_as<B, P: DeviceRepr>(
     let mut pairs = pairs.as_view_mut();
     pack_or_unpack::<B, P>(gpu, "pack", words, &mut pairs, None, row_len, map)?;
     passes::tuned(gpu, policy, &mut pairs, RowLayout::rows(n, row_len), 0)?;
-    pack_or_unpack::<B, P>(gpu, "unpack", words, &mut pairs, Some(indices), row_len, map)
+    pack_or_unpack::<B, P>(
+        gpu,
+        "unpack",
+        words,
+        &mut pairs,
+        Some(indices),
+        row_len,
+        map,
+    )
 }
 
 /// `pack_*(keys, pairs, n, row_len, map)` or `unpack_*(pairs, keys, indices, n, map)`.
-fn pack_or_unpack<B, P: DeviceRepr>(
+fn pack_or_unpack<B: DeviceRepr, P: DeviceRepr>(
     gpu: &Gpu,
     which: &str,
     words: &mut CudaViewMut<B>,
@@ -104,24 +112,13 @@ fn pack_or_unpack<B, P: DeviceRepr>(
     row_len: usize,
     map: u32,
 ) -> Result<()> {
-    let n = words.len();
     let f = gpu.function(&kernels::PAIRS, &kernel_name::<B>(which))?;
-    let (n32, len32) = (n as u32, row_len as u32);
-    let mut launch = gpu.stream().launch_builder(&f);
+    let cfg = gpu.elementwise(words.len());
     match indices {
-        None => launch.arg(words).arg(pairs).arg(&n32).arg(&len32).arg(&map),
-        Some(indices) => launch
-            .arg(pairs)
-            .arg(words)
-            .arg(indices)
-            .arg(&n32)
-            .arg(&map),
-    };
-    // SAFETY: the arguments match kernels/pairs.cu's pack_*/unpack_* signatures, and every
-    // buffer holds `n` elements.
-    unsafe { launch.launch(gpu.elementwise(n)) }
-        .map(drop)
-        .during(|| format!("launching {}", kernel_name::<B>(which)))
+        None => launch::pack_pairs(gpu, &f, cfg, words, pairs, (row_len as u32, map)),
+        Some(indices) => launch::unpack_pairs(gpu, &f, cfg, pairs, words, indices, map),
+    }
+    .during(|| format!("launching {}", kernel_name::<B>(which)))
 }
 
 /// Moves `values` (4- or 8-byte elements, rows of `row_len`) to where `indices` says each
@@ -138,17 +135,7 @@ pub(crate) fn gather<V: DeviceRepr>(
         .clone_dtod(&*values)
         .during(|| format!("copying {n} values"))?;
     let f = gpu.function(&kernels::PAIRS, &kernel_name::<V>("gather"))?;
-    let (n32, len32) = (n as u32, row_len as u32);
-    let mut launch = gpu.stream().launch_builder(&f);
-    launch
-        .arg(&sources)
-        .arg(values)
-        .arg(indices)
-        .arg(&n32)
-        .arg(&len32);
-    // SAFETY: the arguments match kernels/pairs.cu's gather_* signature; `sources`, `values`
-    // and `indices` hold `n` elements.
-    unsafe { launch.launch(gpu.elementwise(n)) }
-        .map(drop)
+    let cfg = gpu.elementwise(n);
+    launch::gather(gpu, &f, cfg, &sources, values, indices, row_len as u32)
         .during(|| "launching gather".into())
 }

@@ -2,13 +2,13 @@
 //! the device: the key map around the seed versions, and the call into the strategy's file.
 
 use super::layout::{map_flags, RowLayout};
-use super::{kernel_name, kernels, kv, merge, passes, rows, seed, Gpu};
+use super::{kernel_name, kernels, kv, launch, merge, passes, rows, seed, Gpu};
 use crate::dispatch::{Layout, Request, Strategy};
 use crate::error::{CudaContext as _, Error, Result};
 use crate::key::MapKind;
 use crate::policy::Policy;
 use crate::{DType, Order, SortKey, Version};
-use cudarc::driver::{CudaSlice, CudaViewMut, DeviceRepr, PushKernelArg};
+use cudarc::driver::{CudaSlice, CudaViewMut, DeviceRepr};
 
 /// The most keys one sort takes: the kernels index with 32-bit integers over the padded length.
 pub const MAX_LEN: usize = 1 << 31;
@@ -171,23 +171,13 @@ pub(crate) fn map_keys<B: crate::key::Bits>(
     inverse: bool,
 ) -> Result<()> {
     let f = gpu.function(&kernels::MAP_KEYS, &kernel_name::<B>("map_keys"))?;
-    let n = words.len() as u32;
-    let (kind, desc, inverse) = (
+    let flags = (
         kind as u32,
         (order == Order::Descending) as u32,
         inverse as u32,
     );
-    let mut launch = gpu.stream().launch_builder(&f);
-    launch
-        .arg(words)
-        .arg(&n)
-        .arg(&kind)
-        .arg(&desc)
-        .arg(&inverse);
-    // SAFETY: the arguments match map_keys_*'s signature, and `words` holds `n` words.
-    unsafe { launch.launch(gpu.elementwise(n as usize)) }
-        .map(drop)
-        .during(|| "launching map_keys".into())
+    let cfg = gpu.elementwise(words.len());
+    launch::map_keys(gpu, &f, cfg, words, flags).during(|| "launching map_keys".into())
 }
 
 /// Bytes `strategy` moves through device memory to sort `n` keys of `dtype` in one array: a
@@ -209,7 +199,11 @@ pub(crate) fn bytes_moved(
         Strategy::MergeSort => merge::merge_sort_passes::<u32>(t.policy, n),
         Strategy::NetworkPasses if wide => passes::pass_count::<u64>(t.gpu, t.policy, n)?,
         Strategy::NetworkPasses => passes::pass_count::<u32>(t.gpu, t.policy, n)?,
-        _ => return Err(Error::Unsupported("byte counts of argsorts, key-value and row sorts")),
+        _ => {
+            return Err(Error::Unsupported(
+                "byte counts of argsorts, key-value and row sorts",
+            ))
+        }
     };
     let maps = match strategy {
         Strategy::Seed(_) if dtype.needs_map(order) => 2,

@@ -11,13 +11,13 @@
 //! They sort words ascending; src/cuda/run.rs maps keys to words and back around them.
 
 use super::kernels::{self, KernelModule};
-use super::launch::config;
+use super::launch::{self, config};
 use super::{kernel_name, Gpu};
 use crate::error::{CudaContext as _, Result};
 use crate::key::Bits;
 use crate::network::{padded_len, stage_sizes, stage_steps, steps};
 use crate::Version;
-use cudarc::driver::{CudaFunction, CudaViewMut, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaViewMut, LaunchConfig};
 
 /// How one of V1–V5 uses the common blocked plan.
 struct Blocked {
@@ -133,9 +133,8 @@ fn blocked<B: Bits>(gpu: &Gpu, keys: &mut CudaViewMut<B>, v: &Blocked) -> Result
     };
     let step_cfg = config(step_threads.div_ceil(threads), threads, 0);
 
-    let mut launch = gpu.stream().launch_builder(&block_sort);
-    launch.arg(&mut *keys).arg(&n);
-    unsafe { launch.launch(block_cfg) }.during(|| format!("launching {}_block_sort", v.prefix))?;
+    launch::seed_kernel(gpu, &block_sort, block_cfg, keys, &[])
+        .during(|| format!("launching {}_block_sort", v.prefix))?;
     for size in stage_sizes(n as usize).filter(|&s| s > chunk as usize) {
         for step in stage_steps(size).take_while(|s| s.stride >= chunk as usize) {
             launch_step(
@@ -147,10 +146,7 @@ fn blocked<B: Bits>(gpu: &Gpu, keys: &mut CudaViewMut<B>, v: &Blocked) -> Result
                 step_cfg,
             )?;
         }
-        let size = size as u32;
-        let mut launch = gpu.stream().launch_builder(&block_merge);
-        launch.arg(&mut *keys).arg(&n).arg(&size);
-        unsafe { launch.launch(block_cfg) }
+        launch::seed_kernel(gpu, &block_merge, block_cfg, keys, &[size as u32])
             .during(|| format!("launching {}_block_merge", v.prefix))?;
     }
     Ok(())
@@ -164,11 +160,7 @@ fn launch_step<B: Bits>(
     stride: u32,
     cfg: LaunchConfig,
 ) -> Result<()> {
-    let n = keys.len() as u32;
-    let mut launch = gpu.stream().launch_builder(kernel);
-    launch.arg(&mut *keys).arg(&n).arg(&size).arg(&stride);
-    unsafe { launch.launch(cfg) }
-        .map(drop)
+    launch::seed_kernel(gpu, kernel, cfg, keys, &[size, stride])
         .during(|| format!("launching a global step (size {size}, stride {stride})"))
 }
 

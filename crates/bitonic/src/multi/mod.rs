@@ -181,7 +181,11 @@ pub(crate) enum Cut<B> {
 
 /// The bounds of the `p` buckets of a rank's sorted `len` keys: 0, where each splitter cuts,
 /// `len` (with no splitters, when no rank had a key, every bucket but the last is empty).
-pub(crate) fn bucket_bounds(cuts: impl IntoIterator<Item = usize>, len: usize, p: usize) -> Vec<usize> {
+pub(crate) fn bucket_bounds(
+    cuts: impl IntoIterator<Item = usize>,
+    len: usize,
+    p: usize,
+) -> Vec<usize> {
     let mut bounds = vec![0];
     bounds.extend(cuts);
     bounds.resize(p + 1, len);
@@ -222,7 +226,12 @@ pub(crate) const MERGE_TILE: usize = crate::Policy::HOPPER.merge_tile;
 /// keys at a time (kernels/merge.cu's `merge_tiles`): the merge path at both ends of the tile
 /// gives its keys from each run; placed as those from `b` falling, then those from `a` rising,
 /// they are bitonic (padded virtually with `+inf`), and one bitonic merge sorts them.
-pub(crate) fn merge_by_tiles<B: Ord + Copy + Send + Sync>(a: &[B], b: &[B], out: &mut [B], tile: usize) {
+pub(crate) fn merge_by_tiles<B: Ord + Copy + Send + Sync>(
+    a: &[B],
+    b: &[B],
+    out: &mut [B],
+    tile: usize,
+) {
     assert_eq!(out.len(), a.len() + b.len());
     for (t, keys) in out.chunks_mut(tile).enumerate() {
         let (start, end) = (t * tile, t * tile + keys.len());

@@ -1,11 +1,11 @@
 //! The multi-GPU benchmark's device-side helpers: random shards and their checks, so that a
 //! benchmark of many GiB never copies its keys through the host.
 
-use super::super::{kernel_name, kernels, Gpu};
+use super::super::{kernel_name, kernels, launch, Gpu};
 use super::MAX_LEN;
 use crate::error::{CudaContext as _, Result};
 use crate::key::Bits;
-use cudarc::driver::{CudaView, CudaViewMut, PushKernelArg};
+use cudarc::driver::{CudaView, CudaViewMut};
 
 /// Fills `keys` with the random words of global positions `first ..`: the same data
 /// whatever the split.
@@ -20,10 +20,7 @@ pub fn fill_random<B: Bits>(
         return Ok(());
     }
     let f = gpu.function(&kernels::MULTI, &kernel_name::<B>("fill_random"))?;
-    let mut launch = gpu.stream().launch_builder(&f);
-    launch.arg(keys).arg(&n).arg(&first).arg(&seed);
-    unsafe { launch.launch(gpu.elementwise(n as usize)) }
-        .map(drop)
+    launch::fill_random(gpu, &f, gpu.elementwise(n as usize), keys, (first, seed))
         .during(|| "launching fill_random".into())
 }
 
@@ -37,9 +34,7 @@ pub fn checksum<B: Bits>(gpu: &Gpu, keys: &CudaView<B>) -> Result<(u64, u64)> {
     let n = keys.len() as u64;
     if n > 0 {
         let f = gpu.function(&kernels::MULTI, &kernel_name::<B>("check_sorted"))?;
-        let mut launch = stream.launch_builder(&f);
-        launch.arg(keys).arg(&n).arg(&mut sums);
-        unsafe { launch.launch(gpu.elementwise(n as usize)) }
+        launch::check_sorted(gpu, &f, gpu.elementwise(n as usize), keys, &mut sums)
             .during(|| "launching check_sorted".into())?;
     }
     let sums = stream

@@ -82,7 +82,13 @@ pub(super) fn sort<W: Word>(
                 up.buf.slice(up.start + kept..up.start + m),
             );
             for (rank, (a, b)) in [(lower, lower_runs), (upper, upper_runs)] {
-                merge_two_runs(multi.gpu(rank), &multi.gpu(rank).policy(), &a, &b, &mut spare[rank].slice_mut(0..m))?;
+                merge_two_runs(
+                    multi.gpu(rank),
+                    &multi.gpu(rank).policy(),
+                    &a,
+                    &b,
+                    &mut spare[rank].slice_mut(0..m),
+                )?;
             }
             for rank in [lower, upper] {
                 std::mem::swap(&mut shards[rank].buf, &mut spare[rank]);
@@ -182,4 +188,3 @@ fn find_turn<B: Word>(
         .unwrap_or(len);
     Ok(lo + offset)
 }
-

@@ -35,17 +35,17 @@ pub use shards::{even_split, DeviceShard, SortedPairs};
 
 use super::device::set_pool_threshold;
 use super::layout::map_flags;
+use super::layout::KeyIndex;
 use super::run::{check_len, MAX_LEN};
 use super::Gpu;
-use super::layout::KeyIndex;
-use shards::{
-    alloc, capacities, copy_in, launch_pack, launch_unpack, map_to_words, Shard, Transfer, Word,
-};
 use crate::error::{check_same_len, CudaContext as _, Error, GpuUnavailable, Result};
 use crate::multi::Algorithm;
 use crate::{Order, SortKey};
 use cudarc::driver::{CudaSlice, CudaView, DeviceRepr, DeviceSlice};
 use cudarc::nccl::{result as nccl, safe::Comm};
+use shards::{
+    alloc, capacities, copy_in, launch_pack, launch_unpack, map_to_words, Shard, Transfer, Word,
+};
 use std::cell::RefCell;
 
 /// Sorts keys spread over several GPUs (or several ranks of one GPU). Not `Sync`: one thread

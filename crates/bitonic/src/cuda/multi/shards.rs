@@ -3,13 +3,12 @@
 
 use super::super::layout::KeyIndex;
 use super::super::merge::search_grid;
-use super::super::{kernel_name, kernels, run, Gpu};
+use super::super::{kernel_name, kernels, launch, run, Gpu};
 use crate::error::{CudaContext as _, Result};
 use crate::key::Bits;
 use crate::multi::{cut_for, Algorithm, Cut, Splitter};
 use crate::{Order, SortKey};
-use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr, PushKernelArg};
-
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
 
 /// The sorted keys and their values, one shard of each per rank.
 pub type SortedPairs<K, V> = (Vec<DeviceShard<K>>, Vec<DeviceShard<V>>);
@@ -129,20 +128,10 @@ pub(super) fn launch_pack<K: SortKey, V: DeviceRepr>(
     }
     let name = pack_kernel::<K, V>("pack");
     let f = gpu.function(&kernels::MULTI, &name)?;
+    // SAFETY: a key has its word's size and alignment, and every bit pattern is a word.
     let keys = unsafe { keys.transmute::<K::Bits>(keys.len()) }.expect("same size");
-    let mut launch = gpu.stream().launch_builder(&f);
-    launch
-        .arg(&keys)
-        .arg(values)
-        .arg(out)
-        .arg(&n)
-        .arg(&first)
-        .arg(&map);
-    if let Some(half) = &half {
-        launch.arg(half);
-    }
-    unsafe { launch.launch(gpu.elementwise(n as usize)) }
-        .map(drop)
+    let cfg = gpu.elementwise(n as usize);
+    launch::pack_key_values(gpu, &f, cfg, (&keys, values), out, (first, map, half))
         .during(|| format!("launching {name}"))
 }
 
@@ -162,13 +151,8 @@ pub(super) fn launch_unpack<K: SortKey, V: DeviceRepr>(
     }
     let name = pack_kernel::<K, V>("unpack");
     let f = gpu.function(&kernels::MULTI, &name)?;
-    let mut launch = gpu.stream().launch_builder(&f);
-    launch.arg(words).arg(keys).arg(values).arg(&n).arg(&map);
-    if let Some(half) = &half {
-        launch.arg(half);
-    }
-    unsafe { launch.launch(gpu.elementwise(n as usize)) }
-        .map(drop)
+    let cfg = gpu.elementwise(n as usize);
+    launch::unpack_key_values(gpu, &f, cfg, words, (keys, values), (map, half))
         .during(|| format!("launching {name}"))
 }
 
@@ -220,7 +204,11 @@ pub(super) fn pool_friendly(len: usize) -> usize {
 }
 
 /// Copies a shard of keys into the front of a word buffer of the same GPU.
-pub(super) fn copy_in<K: SortKey>(gpu: &Gpu, input: &CudaView<K>, buf: &mut CudaSlice<K::Bits>) -> Result<()> {
+pub(super) fn copy_in<K: SortKey>(
+    gpu: &Gpu,
+    input: &CudaView<K>,
+    buf: &mut CudaSlice<K::Bits>,
+) -> Result<()> {
     if input.is_empty() {
         return Ok(());
     }
@@ -248,10 +236,7 @@ pub(super) fn launch_fill_largest<B: Word>(gpu: &Gpu, words: &mut CudaViewMut<B>
         return Ok(());
     }
     let f = gpu.function(&kernels::MULTI, &kernel_name::<B>("fill_largest"))?;
-    let mut launch = gpu.stream().launch_builder(&f);
-    launch.arg(words).arg(&n);
-    unsafe { launch.launch(gpu.elementwise(n as usize)) }
-        .map(drop)
+    launch::fill_largest(gpu, &f, gpu.elementwise(n as usize), words)
         .during(|| "launching fill_largest".into())
 }
 
@@ -268,9 +253,8 @@ pub(super) fn take<B: Word>(gpu: &Gpu, buf: &CudaSlice<B>, positions: &[usize]) 
     let mut out = alloc::<B>(gpu, positions.len())?;
     let f = gpu.function(&kernels::MULTI, &kernel_name::<B>("take"))?;
     let count = positions.len() as u32;
-    let mut launch = stream.launch_builder(&f);
-    launch.arg(buf).arg(&at).arg(&mut out).arg(&count);
-    unsafe { launch.launch(search_grid(count)) }.during(|| "launching take".into())?;
+    launch::take(gpu, &f, search_grid(count), buf, &at, &mut out)
+        .during(|| "launching take".into())?;
     stream
         .clone_dtoh(&out)
         .during(|| "copying samples back".into())
@@ -305,16 +289,9 @@ pub(super) fn count_below<B: Word>(
             .during(|| "copying splitters".into())?;
         let mut out = alloc::<u64>(gpu, queries.len())?;
         let f = gpu.function(&kernels::MULTI, &kernel_name::<B>("count_below"))?;
-        let (n, count) = (len as u64, queries.len() as u32);
-        let mut launch = stream.launch_builder(&f);
-        launch
-            .arg(buf)
-            .arg(&n)
-            .arg(&keys)
-            .arg(&upper)
-            .arg(&mut out)
-            .arg(&count);
-        unsafe { launch.launch(search_grid(count)) }.during(|| "launching count_below".into())?;
+        let cfg = search_grid(queries.len() as u32);
+        launch::count_below(gpu, &f, cfg, (buf, len as u64), (&keys, &upper), &mut out)
+            .during(|| "launching count_below".into())?;
         found = stream
             .clone_dtoh(&out)
             .during(|| "copying cuts back".into())?;
