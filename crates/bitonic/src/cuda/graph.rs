@@ -1,11 +1,12 @@
-//! CUDA graphs for the tuned sort's multi-pass plans (docs/notes/tuned.md, step 16).
+//! CUDA graphs for the tuned sort's multi-pass plans, built with the driver's graph calls
+//! (cudarc has no kernel-node graphs).
 //!
-//! On the H100 host the driver takes ~4 µs of host time to enqueue one kernel launch
-//! (bench/launch_cost.cu), while a medium sort is a handful of passes of a few µs each: the GPU
-//! waits for the host. The same launches as one graph are enqueued in ~2 µs, and the GPU starts
-//! each kernel sooner. A graph is built once per plan (kernel, launch shape, layout, passes) and
-//! kept in the `Gpu`; sorting another buffer with the same plan re-points the graph's kernel
-//! nodes (under 1 µs each) instead of building it again.
+//! Enqueuing a kernel costs the host more time than a pass of a medium sort takes on the GPU,
+//! so the GPU would wait for the host; one graph of all the passes is enqueued in about the
+//! time of one launch (docs/notes/tuned.md and bench/launch_cost.cu measure it). A graph is
+//! built once per plan (kernel, launch shape, layout, passes) and kept in the `Gpu`; sorting
+//! another buffer with the same plan re-points the graph's kernel nodes instead of building it
+//! again.
 
 use super::launch::{PassArgs, PASS_ARG_COUNT};
 use super::layout::RowLayout;

@@ -268,7 +268,8 @@ fn tuned_passes(shape: &TunedShape, n: usize) -> Vec<TunedPass> {
     passes
 }
 
-/// Stages `tile_bits .. log_p` in the cheapest list of passes (docs/notes/tuned.md, step 18).
+/// Stages `tile_bits .. log_p` in the cheapest list of passes (docs/notes/tuned.md tells how the
+/// costs were measured).
 /// Every pass's tile holds bits 0..4 (coalescing) and `room = tile_bits - 5` more, so what
 /// counts is the steps on bits 5 and up. From each point of the network (stage b, next upper
 /// bit hi) a pass can be:
@@ -279,10 +280,10 @@ fn tuned_passes(shape: &TunedShape, n: usize) -> Vec<TunedPass> {
 ///   the room left, the first steps of stage b+1 (bits b+1 .. stop, the tile's row bits).
 ///
 /// A pass costs one unit, or 1.5 when it needs more register groups (shared-memory round
-/// trips) than a tile merge: such windows measured 2.3 ms at 2^29 against 1.6 for the others,
-/// which are bound by memory bandwidth (2.0 ms since step 19; the plans for 2^21 … 2^29 are the
-/// same for any cost from 1.2 to 1.5). The cheapest plan comes from dynamic programming over
-/// the (stage, bit) points, back to front; plans are cached per shape and length.
+/// trips) than a tile merge: those passes are bound by shared memory, the others by device
+/// memory bandwidth (any cost from 1.2 to 1.5 gives the same plans). The cheapest plan comes
+/// from dynamic programming over the (stage, bit) points, back to front; plans are cached per
+/// shape and length.
 fn windowed_stages(shape: &TunedShape, log_p: u32) -> Vec<TunedPass> {
     type Key = (u32, u32, u32);
     static PLANS: OnceLock<Mutex<HashMap<Key, Vec<TunedPass>>>> = OnceLock::new();

@@ -86,10 +86,9 @@ fn block_threads<B: Bits>(gpu: &Gpu, keys_per_thread: u32, shared_tile: bool) ->
     threads
 }
 
-/// V0's block size. Measured at 2^29 u32 keys on the H100 (bench/peers/v0_forms.cu,
-/// docs/notes/seed-comparison.md): 256 threads 664 ms, 512 680, 1024 763, 128 1103. Its
-/// small-stride launches leave half the threads idle, and a big block holds its SM slot until
-/// its slowest warp is done.
+/// V0's block size: its small-stride launches leave half the threads idle, and a big block
+/// holds its SM slot until its slowest warp is done, so 256 beats both larger and smaller
+/// blocks (docs/notes/seed-comparison.md has the measurements).
 const NAIVE_THREADS: u32 = 256;
 
 fn naive<B: Bits>(gpu: &Gpu, keys: &mut CudaViewMut<B>) -> Result<()> {
