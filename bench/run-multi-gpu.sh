@@ -21,6 +21,6 @@ for t in .gpu/tests/multi_gpu-* .gpu/tests/multi_sort-*; do
 done
 grep -E "^test |test result|panicked|SKIPPED" "$out/multi-tests.log" | head -40
 echo "tests took $(( $(date +%s) - start )) s"
-BITONIC_MULTI_PHASES=${PHASES:-0} timeout 400 .gpu/bin/bitonic bench --gpus "${COUNTS:-1,2,4}" \
+timeout 400 .gpu/bin/bitonic bench --gpus "${COUNTS:-1,2,4}" \
   --gpus-len "${LEN:-2^32}" --repeats "${REPEATS:-5}" -o "$out" 2>&1 | tee "$out/bench.log" | tail -60 || status=1
 exit $status

@@ -6,6 +6,7 @@ pub mod figure;
 pub mod gen;
 pub mod gpus;
 pub mod measure;
+pub mod policy;
 pub mod rows;
 pub mod table;
 

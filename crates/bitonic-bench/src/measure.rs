@@ -30,6 +30,8 @@ pub struct Plan {
     /// The other CPU sorts are measured up to 2^cpu_max_exp keys.
     pub cpu_max_exp: u32,
     pub seed: u64,
+    /// Overrides of the GPU's own policy ([`crate::policy`]), for A/B runs; empty: none.
+    pub policy: String,
 }
 
 /// Who measured what, where: written into every row.

@@ -90,12 +90,14 @@ pub fn run(
     shapes: &[(usize, usize)],
     repeats: u32,
     seed: u64,
+    policy: &str,
     who: &Provenance,
     progress: &dyn Fn(&str),
 ) -> Result<Vec<Measured>> {
     let gpu = Gpu::get()?;
     let stream = gpu.stream();
-    let sorter = Sorter::new().gpu(gpu);
+    let policy = crate::policy::with_overrides(gpu.policy(), policy)?;
+    let sorter = Sorter::new().gpu(gpu).policy(policy);
     let mut out = Vec::new();
     for &(rows, row_len) in shapes {
         let n = rows * row_len;

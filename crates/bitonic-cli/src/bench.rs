@@ -64,6 +64,10 @@ pub struct Args {
     /// Ranks on each GPU at least, for --gpus (more when one rank would hold too many keys).
     #[arg(long, default_value_t = 1)]
     ranks_per_gpu: usize,
+    /// Tuning overrides for an A/B run, e.g. `tile_bytes=32768,max_cluster_blocks=8` (the
+    /// GPU architecture's own policy otherwise).
+    #[arg(long, default_value = "")]
+    policy: String,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -85,6 +89,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         serial_max_exp: args.serial_max_exp,
         cpu_max_exp: args.cpu_max_exp,
         seed: args.seed,
+        policy: args.policy.clone(),
     };
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
@@ -263,6 +268,9 @@ pub struct RowsArgs {
     /// Only print the CSV header line (for the peer programs' output) and exit.
     #[arg(long)]
     csv_header: bool,
+    /// Tuning overrides for an A/B run, as for `bench --policy`.
+    #[arg(long, default_value = "")]
+    policy: String,
 }
 
 fn parse_shape(text: &str) -> std::result::Result<(usize, usize), String> {
@@ -296,7 +304,7 @@ pub fn rows(args: RowsArgs) -> Result<ExitCode> {
         ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")
             .expect("valid template"),
     );
-    let mut measured = bench::rows::run(&shapes, args.repeats.max(1), args.seed, &who, &|what| {
+    let mut measured = bench::rows::run(&shapes, args.repeats.max(1), args.seed, &args.policy, &who, &|what| {
         bar.inc(1);
         bar.set_message(what.to_string());
     })?;

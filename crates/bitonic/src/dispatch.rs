@@ -99,6 +99,22 @@ impl Strategy {
 
 /// The backend and strategy for `request`; `gpu` is the GPU's policy when a GPU works.
 ///
+/// ```
+/// use bitonic::dispatch::{choose, Layout, Request};
+/// use bitonic::{Backend, Policy, Strategy};
+/// let request = Request {
+///     len: 1 << 24,
+///     layout: Layout::Rows { row_len: 1024 },
+///     with_values: false,
+///     backend: Backend::Auto,
+///     version: None,
+/// };
+/// let hopper = Policy::for_compute_capability(9, 0);
+/// assert_eq!(choose(&request, Some(&hopper))?, (Backend::Cuda, Strategy::NetworkPasses));
+/// assert_eq!(choose(&request, None)?, (Backend::Cpu, Strategy::CpuSort));
+/// # Ok::<(), bitonic::Error>(())
+/// ```
+///
 /// * [`Backend::Auto`] takes the GPU from [`AUTO_GPU_MIN_LEN`] keys, or whenever a version is
 ///   pinned, and the fastest CPU sort otherwise.
 /// * A pinned version other than [`Version::Tuned`] sorts the keys of one array only; asked of

@@ -69,11 +69,25 @@ pub use policy::Policy;
 pub use sorter::{Backend, Order, Ran, SortIndex, Sorter, Version};
 
 /// Sorts `keys` ascending on the best available backend ([`Sorter::sort`]).
+///
+/// ```
+/// let mut keys = vec![3i64, -1, 2];
+/// bitonic::sort(&mut keys)?;
+/// assert_eq!(keys, [-1, 2, 3]);
+/// # Ok::<(), bitonic::Error>(())
+/// ```
 pub fn sort<K: SortKey>(keys: &mut [K]) -> Result<Ran> {
     Sorter::new().sort(keys)
 }
 
 /// Sorts `keys` descending on the best available backend.
+///
+/// ```
+/// let mut keys = vec![0.5f32, 2.0, -1.0];
+/// bitonic::sort_descending(&mut keys)?;
+/// assert_eq!(keys, [2.0, 0.5, -1.0]);
+/// # Ok::<(), bitonic::Error>(())
+/// ```
 pub fn sort_descending<K: SortKey>(keys: &mut [K]) -> Result<Ran> {
     Sorter::new().order(Order::Descending).sort(keys)
 }
@@ -91,6 +105,14 @@ pub fn argsort<K: SortKey, I: SortIndex>(keys: &[K], indices: &mut [I]) -> Resul
 }
 
 /// Sorts `keys` ascending and moves `values` with them, stably ([`Sorter::sort_pairs`]).
+///
+/// ```
+/// let mut scores = vec![0.9f32, 0.1, 0.5];
+/// let mut names = vec!["a", "b", "c"];
+/// bitonic::sort_pairs(&mut scores, &mut names)?;
+/// assert_eq!(names, ["b", "c", "a"]);
+/// # Ok::<(), bitonic::Error>(())
+/// ```
 pub fn sort_pairs<K: SortKey, V: Copy + Send + Sync>(
     keys: &mut [K],
     values: &mut [V],

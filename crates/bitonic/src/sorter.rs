@@ -13,6 +13,13 @@ use cudarc::driver::{CudaSlice, DeviceRepr};
 use rayon::prelude::*;
 
 /// Sort direction.
+///
+/// ```
+/// let mut keys = vec![1i32, -4, 3];
+/// bitonic::Sorter::new().order(bitonic::Order::Descending).sort(&mut keys)?;
+/// assert_eq!(keys, [3, 1, -4]);
+/// # Ok::<(), bitonic::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Order {
     /// Smallest first.
@@ -23,6 +30,15 @@ pub enum Order {
 }
 
 /// Where a sort runs.
+///
+/// ```
+/// use bitonic::{Backend, Sorter, Strategy};
+/// let mut keys = vec![5u64, 3, 9];
+/// let ran = Sorter::new().backend(Backend::CpuNetworkSerial).sort(&mut keys)?;
+/// assert_eq!((keys, ran.strategy), (vec![3, 5, 9], Strategy::CpuNetworkSerial));
+/// assert_eq!("cpu-network".parse::<Backend>()?, Backend::CpuNetwork);
+/// # Ok::<(), bitonic::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Backend {
     /// The GPU when one works and the input has at least [`dispatch::AUTO_GPU_MIN_LEN`] keys
@@ -65,6 +81,15 @@ impl Backend {
 
 /// The GPU algorithm: the report's six versions, each adding one idea to the one before, and
 /// the tuned version beyond them.
+///
+/// ```
+/// use bitonic::{Backend, Sorter, Version};
+/// assert_eq!("v3".parse::<Version>()?, Version::V3);
+/// // A version is for the GPU: on a CPU backend it is refused, not ignored.
+/// let refused = Sorter::new().backend(Backend::Cpu).version(Version::V3).sort(&mut [2u32, 1]);
+/// assert!(refused.is_err());
+/// # Ok::<(), bitonic::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Version {
     /// One thread per key, global memory, one launch per network step.
@@ -139,6 +164,15 @@ macro_rules! display_and_parse_by_name {
 display_and_parse_by_name!(Backend, Version, DType);
 
 /// What a sort ran: every sorting call returns one.
+///
+/// ```
+/// use bitonic::{Backend, Sorter, Strategy};
+/// let mut keys = vec![2.0f64, -1.0];
+/// let ran = Sorter::new().backend(Backend::Cpu).sort(&mut keys)?;
+/// assert_eq!(ran.backend, Backend::Cpu);
+/// assert!(!ran.strategy.on_gpu());
+/// # Ok::<(), bitonic::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Ran {
     /// `Cpu`, `CpuNetwork`, `CpuNetworkSerial` or `Cuda`, never `Auto`.
@@ -150,6 +184,15 @@ pub struct Ran {
 /// An integer type that argsort indices are written in: `u32`, `u64` or `usize`. Indices
 /// count from each row's start; a row longer than the type can count is an error
 /// ([`Error::IndexTooNarrow`]), the same rule for one array and for rows.
+///
+/// ```
+/// let keys = [30u32, 10, 20];
+/// let (mut narrow, mut wide) = (vec![0u32; 3], vec![0usize; 3]);
+/// bitonic::argsort(&keys, &mut narrow)?;
+/// bitonic::argsort(&keys, &mut wide)?;
+/// assert_eq!((narrow, wide), (vec![1, 2, 0], vec![1, 2, 0]));
+/// # Ok::<(), bitonic::Error>(())
+/// ```
 pub trait SortIndex: Copy + Send + Sync + 'static {
     /// The largest index the type holds.
     const MAX: usize;

@@ -195,10 +195,9 @@ pub(crate) fn merge_level<W: DeviceRepr>(
     gpu: &Gpu,
     kernel: &CudaFunction,
     cfg: LaunchConfig,
-    src: &CudaView<W>,
+    (src, dst): (&CudaView<W>, &mut CudaViewMut<W>),
     run_len: u64,
     ranks: &CudaSlice<u64>,
-    dst: &mut CudaViewMut<W>,
     map: u32,
 ) -> Result<(), DriverError> {
     let n = src.len() as u64;

@@ -139,7 +139,7 @@ fn merge_level<W: DeviceRepr>(
     .during(|| "launching level_co_ranks".into())?;
     let f = gpu.function(&kernels::MERGE, &kernel_name::<W>("merge_level"))?;
     let cfg = config(tiles, policy.merge_threads, 0);
-    launch::merge_level(gpu, &f, cfg, src, run64, ranks, dst, map)
+    launch::merge_level(gpu, &f, cfg, (src, dst), run64, ranks, map)
         .during(|| "launching merge_level".into())
 }
 
