@@ -292,9 +292,7 @@ pub(super) fn time_on_stream(gpu: &Gpu, queue: impl FnOnce() -> Result<()>) -> R
     start
         .record(gpu.stream())
         .with_context(|| "recording an event")?;
-    let enqueue = Instant::now();
     queue()?;
-    let enqueue = enqueue.elapsed();
     end.record(gpu.stream())
         .with_context(|| "recording an event")?;
     end.synchronize()
@@ -303,14 +301,6 @@ pub(super) fn time_on_stream(gpu: &Gpu, queue: impl FnOnce() -> Result<()>) -> R
         .elapsed_ms(&end)
         .map(f64::from)
         .with_context(|| "reading the event timer")?;
-    // Diagnostics: how long the host took to queue the work, against the GPU's time for it.
-    if std::env::var_os("BITONIC_BENCH_ENQUEUE").is_some() {
-        eprintln!(
-            "enqueue {:.1} us, events {:.1} us",
-            enqueue.as_secs_f64() * 1e6,
-            ms * 1e3
-        );
-    }
     Ok(ms)
 }
 

@@ -304,10 +304,17 @@ pub fn rows(args: RowsArgs) -> Result<ExitCode> {
         ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")
             .expect("valid template"),
     );
-    let mut measured = bench::rows::run(&shapes, args.repeats.max(1), args.seed, &args.policy, &who, &|what| {
-        bar.inc(1);
-        bar.set_message(what.to_string());
-    })?;
+    let mut measured = bench::rows::run(
+        &shapes,
+        args.repeats.max(1),
+        args.seed,
+        &args.policy,
+        &who,
+        &|what| {
+            bar.inc(1);
+            bar.set_message(what.to_string());
+        },
+    )?;
     bar.finish_and_clear();
     let csv = args.out.join("rows.csv");
     bench::rows::write_csv(&csv, &measured)

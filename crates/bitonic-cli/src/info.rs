@@ -1,13 +1,13 @@
 //! `bitonic info`: what this machine can sort with.
 
 use anyhow::Result;
-use bitonic::cuda::{nvrtc, Gpu};
+use bitonic::cuda::{self, Gpu};
 use std::process::ExitCode;
 
 pub fn run() -> Result<ExitCode> {
     println!("bitonic {}", env!("CARGO_PKG_VERSION"));
     println!("cpu: {} threads (rayon)", rayon::current_num_threads());
-    match nvrtc::version() {
+    match cuda::nvrtc_version() {
         Ok((major, minor)) => println!("nvrtc: {major}.{minor}"),
         Err(why) => println!("nvrtc: unavailable ({why})"),
     }

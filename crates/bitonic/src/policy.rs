@@ -89,10 +89,20 @@ impl Policy {
         }
     }
 
+    /// The numbers of this policy that the kernels are compiled with: two policies that agree
+    /// on them share compiled kernels.
+    pub fn kernel_variant(&self) -> KernelVariant {
+        KernelVariant {
+            tile_bytes: self.tile_bytes,
+            merge_tile: self.merge_tile,
+            merge_threads: self.merge_threads,
+        }
+    }
+
     /// The `-D` options that give the kernels this policy's numbers. The merge kernels'
     /// register layout is written for them; the key-value kernels' tiles are the tuned tiles
     /// of 32- and 64-bit keys.
-    pub fn defines(&self) -> Vec<(&'static str, String)> {
+    pub(crate) fn defines(&self) -> Vec<(&'static str, String)> {
         vec![
             ("BITONIC_MERGE_TILE", self.merge_tile.to_string()),
             ("BITONIC_MERGE_THREADS", self.merge_threads.to_string()),
@@ -100,6 +110,14 @@ impl Policy {
             ("BITONIC_TILE_BITS_64", self.tile_bits(8).to_string()),
         ]
     }
+}
+
+/// The numbers of a [`Policy`] that the kernels are compiled with ([`Policy::defines`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct KernelVariant {
+    tile_bytes: usize,
+    merge_tile: usize,
+    merge_threads: u32,
 }
 
 #[cfg(test)]

@@ -1,14 +1,14 @@
-//! Every kernel file compiles under NVRTC for sm_80 and sm_90: no GPU needed, only libnvrtc.
-//! Skips when NVRTC is missing, unless BITONIC_REQUIRE_NVRTC=1 or BITONIC_REQUIRE_GPU=1 (CI
-//! sets the first, so a kernel that does not compile fails CI).
+//! Every kernel module compiles under NVRTC for sm_80 and sm_90, with the policy of each: no
+//! GPU needed, only libnvrtc. Skips when NVRTC is missing, unless BITONIC_REQUIRE_NVRTC=1 or
+//! BITONIC_REQUIRE_GPU=1 (CI sets the first, so a kernel that does not compile fails CI).
 
 mod common;
 
-use bitonic::cuda::{kernels, nvrtc};
+use bitonic::{cuda, Policy};
 
 #[test]
 fn every_kernel_compiles_for_ampere_and_hopper() {
-    if !nvrtc::nvrtc_present() {
+    if cuda::nvrtc_version().is_err() {
         let required = common::require_env("BITONIC_REQUIRE_NVRTC")
             || common::require_env("BITONIC_REQUIRE_GPU");
         assert!(
@@ -21,41 +21,22 @@ fn every_kernel_compiles_for_ampere_and_hopper() {
     // A private cache folder, so this really compiles instead of reading an old CUBIN.
     let cache = tempfile::tempdir().unwrap();
     std::env::set_var("BITONIC_CACHE_DIR", cache.path());
-    for module in kernels::ALL {
-        for arch in ["sm_80", "sm_90"] {
-            let cubin = nvrtc::compile(module, arch).unwrap_or_else(|e| panic!("{e}"));
+    for (arch, major) in [("sm_80", 8), ("sm_90", 9)] {
+        let policy = Policy::for_compute_capability(major, 0);
+        let modules = cuda::compile_all(arch, &policy).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(modules.len(), 11, "every .cu file");
+        for (module, cubin) in &modules {
             assert_eq!(
                 &cubin[..4],
                 b"\x7fELF",
-                "{} for {arch} is not a CUBIN",
-                module.name
+                "{module} for {arch} is not a CUBIN"
             );
         }
     }
-    // The second round comes from the disk cache and is identical.
-    for module in kernels::ALL {
-        let first = std::fs::read_dir(cache.path()).unwrap().count();
-        let again = nvrtc::compile(module, "sm_90").unwrap();
-        assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), first);
-        assert_eq!(&again[..4], b"\x7fELF");
-    }
-}
-
-#[test]
-fn a_broken_kernel_reports_the_compiler_log() {
-    if !nvrtc::nvrtc_present() {
-        eprintln!("SKIPPED a_broken_kernel_reports_the_compiler_log: no libnvrtc.so");
-        return;
-    }
-    let err = nvrtc::compile_source(
-        "broken.cu",
-        "__global__ void k() { undeclared_name = 1; }",
-        "sm_90",
-    )
-    .unwrap_err()
-    .to_string();
-    assert!(
-        err.contains("broken.cu") && err.contains("undeclared_name"),
-        "{err}"
-    );
+    // The second round comes from the disk cache: no new file, the same CUBINs.
+    let files = std::fs::read_dir(cache.path()).unwrap().count();
+    let first = cuda::compile_all("sm_90", &Policy::HOPPER).unwrap();
+    let again = cuda::compile_all("sm_90", &Policy::HOPPER).unwrap();
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), files);
+    assert_eq!(first, again);
 }

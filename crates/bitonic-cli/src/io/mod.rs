@@ -73,7 +73,6 @@ enum Bytes {
 pub struct KeyFile {
     pub path: PathBuf,
     pub dtype: DType,
-    pub format: Format,
     /// `[len]`, or `[rows, keys per row]` for a 2-D .npy array.
     pub shape: Vec<usize>,
     bytes: Bytes,
@@ -121,9 +120,9 @@ impl KeyFile {
         } else {
             None
         };
-        let (format, found, offset) = match &npy_header {
-            Some(h) => (Format::Npy, Some(h.dtype), h.data_offset),
-            None => (Format::Raw, None, 0),
+        let (found, offset) = match &npy_header {
+            Some(h) => (Some(h.dtype), h.data_offset),
+            None => (None, 0),
         };
         let dtype = match (found, dtype) {
             (Some(found), Some(given)) if found != given => {
@@ -163,7 +162,6 @@ impl KeyFile {
         Ok(KeyFile {
             path: path.to_path_buf(),
             dtype,
-            format,
             shape,
             bytes,
             offset,
@@ -181,10 +179,6 @@ impl KeyFile {
 
     pub fn len(&self) -> usize {
         self.data().len() / self.dtype.size()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     /// The keys, copied into an aligned vector. Panics if `K` is not the file's dtype.

@@ -5,7 +5,7 @@ use super::kernels::KernelModule;
 use super::launch::config;
 use super::{graph, nvrtc, staging};
 use crate::error::{CudaContext as _, GpuUnavailable, Result};
-use crate::policy::Policy;
+use crate::policy::{KernelVariant, Policy};
 use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig};
 use std::collections::HashMap;
@@ -57,11 +57,12 @@ pub struct Gpu {
     info: DeviceInfo,
     /// The architecture's tuning ([`Policy::for_device`]).
     policy: Policy,
-    modules: Mutex<HashMap<&'static str, Arc<CudaModule>>>,
+    /// Loaded modules by file and policy variant ([`Policy::kernel_variant`]).
+    modules: Mutex<HashMap<(&'static str, KernelVariant), Arc<CudaModule>>>,
     /// Pinned buffers for host transfers, made on first use of a large host sort.
     pub(super) staging: Mutex<Option<staging::Staging>>,
     /// Kernels already looked up, by module and name: a small sort's host time counts.
-    functions: Mutex<HashMap<(&'static str, String), CudaFunction>>,
+    functions: Mutex<HashMap<(&'static str, KernelVariant, String), CudaFunction>>,
     /// The dynamic shared memory each kernel was allowed, so that it is set once.
     shared_allowed: Mutex<HashMap<usize, u32>>,
     /// Whether clusters of a kernel and shape fit the device (plan.rs asks once per shape).
@@ -213,13 +214,26 @@ impl Gpu {
         f(guard.as_mut().expect("made above"))
     }
 
-    /// A kernel of one of the embedded modules, compiling and loading the module on first use.
+    /// A kernel of one of the embedded modules compiled for this GPU's own policy.
     pub(crate) fn function(
         &self,
         module: &'static KernelModule,
         name: &str,
     ) -> Result<CudaFunction> {
-        let key = (module.name, name.to_string());
+        self.function_for(&self.policy, module, name)
+    }
+
+    /// A kernel of one of the embedded modules compiled with `policy`'s numbers, compiling and
+    /// loading the module on first use (a small sort's host time counts: a kernel already
+    /// looked up costs one map lookup).
+    pub(crate) fn function_for(
+        &self,
+        policy: &Policy,
+        module: &'static KernelModule,
+        name: &str,
+    ) -> Result<CudaFunction> {
+        let variant = policy.kernel_variant();
+        let key = (module.name, variant, name.to_string());
         if let Some(f) = self
             .functions
             .lock()
@@ -230,15 +244,16 @@ impl Gpu {
         }
         let loaded = {
             let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-            match modules.get(module.name) {
+            match modules.get(&(module.name, variant)) {
                 Some(m) => m.clone(),
                 None => {
-                    let cubin = nvrtc::compile(module, &self.info.arch())?;
+                    let defines = super::kernel_defines(policy);
+                    let cubin = nvrtc::compile(module, &self.info.arch(), &defines)?;
                     let m = self
                         .ctx
                         .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
                         .during(|| format!("loading kernels/{}", module.name))?;
-                    modules.insert(module.name, m.clone());
+                    modules.insert((module.name, variant), m.clone());
                     m
                 }
             }

@@ -1,24 +1,28 @@
-//! The CUDA C++ sources under `kernels/`, embedded in the binary.
-//!
-//! Every `.cu` file starts with `#include "common.cuh"`; NVRTC gets the header spliced in place
-//! of that line, so the files also compile unchanged with `nvcc -I kernels`.
+//! The CUDA C++ sources under `kernels/`, embedded in the binary: one [`KernelModule`] a `.cu`
+//! file (one NVRTC compile, one CUDA module) and the headers they include, which NVRTC gets by
+//! their include names (so the files also compile unchanged with `nvcc -I kernels` and the
+//! `-D` defines of [`super::nvrtc`]).
 
 /// One kernel file: one NVRTC compile, one CUDA module.
 #[derive(Debug)]
 pub struct KernelModule {
     /// The file name under `kernels/`.
     pub name: &'static str,
-    source: &'static str,
+    /// Its text.
+    pub source: &'static str,
 }
 
-const COMMON: &str = include_str!("../../kernels/common.cuh");
-const INCLUDE_LINE: &str = "#include \"common.cuh\"";
+macro_rules! embed {
+    ($file:literal) => {
+        include_str!(concat!("../../kernels/", $file))
+    };
+}
 
 macro_rules! kernel_module {
     ($file:literal) => {
         KernelModule {
             name: $file,
-            source: include_str!(concat!("../../kernels/", $file)),
+            source: embed!($file),
         }
     };
 }
@@ -27,7 +31,7 @@ macro_rules! kernel_module {
 pub static MAP_KEYS: KernelModule = kernel_module!("map_keys.cu");
 /// The report's V0: one launch a network step.
 pub static V0: KernelModule = kernel_module!("v0_naive.cu");
-/// The report's V1: block steps fused, in global memory.
+/// The report's V1: a block's steps fused, in global memory.
 pub static V1: KernelModule = kernel_module!("v1_fused.cu");
 /// The report's V2: the block's tile in shared memory.
 pub static V2: KernelModule = kernel_module!("v2_shared.cu");
@@ -46,19 +50,69 @@ pub static MERGE: KernelModule = kernel_module!("merge.cu");
 /// The multi-GPU sort's kernels.
 pub static MULTI: KernelModule = kernel_module!("multi.cu");
 
-/// Every kernel file, for the compile-everything test.
+/// Every kernel file.
 pub static ALL: [&KernelModule; 11] = [
     &MAP_KEYS, &V0, &V1, &V2, &V3, &V4, &V5, &TUNED, &PAIRS, &MERGE, &MULTI,
 ];
 
-impl KernelModule {
-    /// The source NVRTC compiles: the file with `common.cuh` spliced in.
-    pub fn full_source(&self) -> String {
-        assert!(
-            self.source.contains(INCLUDE_LINE),
-            "{} must include common.cuh",
-            self.name
-        );
-        self.source.replacen(INCLUDE_LINE, COMMON, 1)
+/// Every header, by the name the files include it by.
+pub static HEADERS: [(&str, &str); 17] = [
+    ("common.cuh", embed!("common.cuh")),
+    ("common/types.cuh", embed!("common/types.cuh")),
+    ("common/keys.cuh", embed!("common/keys.cuh")),
+    ("common/compare.cuh", embed!("common/compare.cuh")),
+    ("common/memory.cuh", embed!("common/memory.cuh")),
+    ("common/network.cuh", embed!("common/network.cuh")),
+    ("common/layout.cuh", embed!("common/layout.cuh")),
+    ("tuned/tuning.cuh", embed!("tuned/tuning.cuh")),
+    ("tuned/registers.cuh", embed!("tuned/registers.cuh")),
+    ("tuned/lanes.cuh", embed!("tuned/lanes.cuh")),
+    ("tuned/tile_sort.cuh", embed!("tuned/tile_sort.cuh")),
+    ("tuned/cluster.cuh", embed!("tuned/cluster.cuh")),
+    ("tuned/pass.cuh", embed!("tuned/pass.cuh")),
+    ("merge/path.cuh", embed!("merge/path.cuh")),
+    ("merge/tile.cuh", embed!("merge/tile.cuh")),
+    ("merge/levels.cuh", embed!("merge/levels.cuh")),
+    ("merge/place.cuh", embed!("merge/place.cuh")),
+];
+
+/// The names a source `#include "…"`s.
+#[cfg(test)]
+fn includes(source: &str) -> impl Iterator<Item = &str> {
+    source.lines().filter_map(|line| {
+        let rest = line.trim().strip_prefix("#include")?.trim();
+        rest.strip_prefix('"')?.split('"').next()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_include_names_an_embedded_header() {
+        let names: Vec<&str> = HEADERS.iter().map(|(name, _)| *name).collect();
+        let texts = ALL.iter().map(|m| (m.name, m.source));
+        for (file, text) in texts.chain(HEADERS.iter().copied()) {
+            for included in includes(text) {
+                assert!(
+                    names.contains(&included),
+                    "{file} includes {included}, not embedded"
+                );
+            }
+        }
+        // And every header is used by some file.
+        let all_includes: Vec<&str> = ALL
+            .iter()
+            .map(|m| m.source)
+            .chain(HEADERS.iter().map(|(_, text)| *text))
+            .flat_map(includes)
+            .collect();
+        for name in names {
+            assert!(
+                all_includes.contains(&name),
+                "{name} is embedded but never included"
+            );
+        }
     }
 }

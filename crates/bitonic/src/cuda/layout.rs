@@ -2,6 +2,7 @@
 //! (kernels/common.cuh). Their sizes are checked at compile time here and, through the
 //! `-D` defines of [`shared_defines`], by a `static_assert` in the kernels.
 
+use crate::key::MapKind;
 use crate::network::padded_len;
 use cudarc::driver::DeviceRepr;
 
@@ -107,7 +108,7 @@ pub(crate) const MAP_ON_STORE: u32 = 16;
 
 /// The `-D` defines that tell the kernels the sizes and flags above, so that a kernel whose
 /// struct differs fails to compile (`static_assert`) instead of reading garbage.
-pub(crate) fn shared_defines() -> Vec<(&'static str, String)> {
+pub(crate) fn shared_defines() -> Vec<super::nvrtc::Define> {
     vec![
         (
             "BITONIC_ROW_LAYOUT_BYTES",
@@ -117,6 +118,8 @@ pub(crate) fn shared_defines() -> Vec<(&'static str, String)> {
             "BITONIC_KEY_INDEX_BYTES",
             std::mem::size_of::<KeyIndex>().to_string(),
         ),
+        ("BITONIC_MAP_SIGNED", (MapKind::Signed as u32).to_string()),
+        ("BITONIC_MAP_FLOAT", (MapKind::Float as u32).to_string()),
         ("BITONIC_MAP_DESCENDING", MAP_DESCENDING.to_string()),
         ("BITONIC_MAP_ON_LOAD", MAP_ON_LOAD.to_string()),
         ("BITONIC_MAP_ON_STORE", MAP_ON_STORE.to_string()),

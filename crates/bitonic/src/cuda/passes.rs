@@ -47,6 +47,24 @@ impl TunedShape {
     }
 }
 
+/// log2 of the keys a thread of each tuned kernel holds (kernels/tuned/tuning.cuh's E_BITS,
+/// passed to the kernels as defines): 32 u32 keys a thread, 16 in the narrow kernel, 16 u64
+/// keys or 16-byte key-index pairs.
+const E_BITS_U32: u32 = 5;
+const E_BITS_U32_NARROW: u32 = 4;
+const E_BITS_U64: u32 = 4;
+const E_BITS_PAIRS: u32 = 4;
+
+/// The tuned kernels' `-D` defines: their keys a thread.
+pub(crate) fn kernel_defines() -> Vec<crate::cuda::nvrtc::Define> {
+    vec![
+        ("BITONIC_E_BITS_U32", E_BITS_U32.to_string()),
+        ("BITONIC_E_BITS_U32_NARROW", E_BITS_U32_NARROW.to_string()),
+        ("BITONIC_E_BITS_U64", E_BITS_U64.to_string()),
+        ("BITONIC_E_BITS_PAIRS", E_BITS_PAIRS.to_string()),
+    ]
+}
+
 /// What bounds a tuned kernel's tile on one device: the threads a block may have (the kernel's
 /// own limit, from its `__launch_bounds__` and registers, and the device's), the shared memory
 /// a block may opt into, and the SMs to fill.
@@ -135,9 +153,12 @@ fn tuned_kernel<T>(
 ) -> Result<(CudaFunction, TunedShape)> {
     let (slots, row_bits) = (layout.slots(), layout.row_bits);
     let word_bytes = std::mem::size_of::<T>();
-    let wide = gpu.function(&kernels::TUNED, &kernel_name::<T>("tuned_pass"))?;
-    // kernels/tuned.cu's E_BITS: 32 keys a thread for u32, 16 for u64 and key-index pairs.
-    let wide_bits = if word_bytes == 4 { 5 } else { 4 };
+    let wide = gpu.function_for(policy, &kernels::TUNED, &kernel_name::<T>("tuned_pass"))?;
+    let wide_bits = match word_bytes {
+        4 => E_BITS_U32,
+        8 => E_BITS_U64,
+        _ => E_BITS_PAIRS,
+    };
     let limits = TileLimits::of(gpu, &wide)?;
     let shape = tuned_shape(policy, limits, word_bytes, slots, row_bits, wide_bits);
     let narrow =
@@ -145,9 +166,16 @@ fn tuned_kernel<T>(
     if !narrow {
         return Ok((wide, shape));
     }
-    let kernel = gpu.function(&kernels::TUNED, "tuned_pass_u32_narrow")?;
+    let kernel = gpu.function_for(policy, &kernels::TUNED, "tuned_pass_u32_narrow")?;
     let limits = TileLimits::of(gpu, &kernel)?;
-    let shape = tuned_shape(policy, limits, word_bytes, slots, row_bits, 4);
+    let shape = tuned_shape(
+        policy,
+        limits,
+        word_bytes,
+        slots,
+        row_bits,
+        E_BITS_U32_NARROW,
+    );
     Ok((kernel, shape))
 }
 
