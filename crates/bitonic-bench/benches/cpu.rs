@@ -1,9 +1,10 @@
-//! Criterion benches of the CPU paths: the serial network, the rayon network, and std's
+//! Criterion benches of the CPU paths: the serial network, the rayon network, the CPU
+//! fallback (`Backend::Cpu`), and std's
 //! `sort_unstable` / rayon's `par_sort_unstable` as baselines. GPU timings come from
 //! `bitonic bench` on a GPU host, not from here.
 
-use bitonic::gen::{generate, Pattern};
 use bitonic::{Backend, Sorter};
+use bitonic_bench::gen::{generate, Pattern};
 use criterion::{criterion_group, criterion_main, BatchSize, BenchmarkId, Criterion, Throughput};
 use rayon::prelude::*;
 
@@ -21,10 +22,16 @@ fn cpu_sorts(c: &mut Criterion) {
                 |b, keys| b.iter_batched_ref(|| keys.clone(), |v| sort(v), BatchSize::LargeInput),
             );
         };
-        bench("bitonic cpu-serial", &|v| {
-            Sorter::new().backend(Backend::CpuSerial).sort(v).unwrap();
+        bench("bitonic cpu-network-serial", &|v| {
+            Sorter::new()
+                .backend(Backend::CpuNetworkSerial)
+                .sort(v)
+                .unwrap();
         });
-        bench("bitonic cpu", &|v| {
+        bench("bitonic cpu-network", &|v| {
+            Sorter::new().backend(Backend::CpuNetwork).sort(v).unwrap();
+        });
+        bench("bitonic cpu (the fallback)", &|v| {
             Sorter::new().backend(Backend::Cpu).sort(v).unwrap();
         });
         bench("std sort_unstable", &|v| v.sort_unstable());

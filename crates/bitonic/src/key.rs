@@ -233,6 +233,45 @@ pub fn cmp_keys<K: SortKey>(a: &K, b: &K) -> std::cmp::Ordering {
     a.to_bits_ordered().cmp(&b.to_bits_ordered())
 }
 
+/// Runs `$body` with `$K` bound to the Rust type of `$dtype`.
+///
+/// ```
+/// use bitonic::{with_key_type, DType};
+/// let size = with_key_type!(DType::F64, K => std::mem::size_of::<K>());
+/// assert_eq!(size, 8);
+/// ```
+#[macro_export]
+macro_rules! with_key_type {
+    ($dtype:expr, $K:ident => $body:expr) => {
+        match $dtype {
+            $crate::DType::U32 => {
+                type $K = u32;
+                $body
+            }
+            $crate::DType::I32 => {
+                type $K = i32;
+                $body
+            }
+            $crate::DType::U64 => {
+                type $K = u64;
+                $body
+            }
+            $crate::DType::I64 => {
+                type $K = i64;
+                $body
+            }
+            $crate::DType::F32 => {
+                type $K = f32;
+                $body
+            }
+            $crate::DType::F64 => {
+                type $K = f64;
+                $body
+            }
+        }
+    };
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -290,43 +329,4 @@ mod tests {
             -2.5
         );
     }
-}
-
-/// Runs `$body` with `$K` bound to the Rust type of `$dtype`.
-///
-/// ```
-/// use bitonic::{with_key_type, DType};
-/// let size = with_key_type!(DType::F64, K => std::mem::size_of::<K>());
-/// assert_eq!(size, 8);
-/// ```
-#[macro_export]
-macro_rules! with_key_type {
-    ($dtype:expr, $K:ident => $body:expr) => {
-        match $dtype {
-            $crate::DType::U32 => {
-                type $K = u32;
-                $body
-            }
-            $crate::DType::I32 => {
-                type $K = i32;
-                $body
-            }
-            $crate::DType::U64 => {
-                type $K = u64;
-                $body
-            }
-            $crate::DType::I64 => {
-                type $K = i64;
-                $body
-            }
-            $crate::DType::F32 => {
-                type $K = f32;
-                $body
-            }
-            $crate::DType::F64 => {
-                type $K = f64;
-                $body
-            }
-        }
-    };
 }

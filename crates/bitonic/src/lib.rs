@@ -47,7 +47,7 @@
 //! [`Sorter`] sort them in place on the GPU's stream.
 //!
 //! **Environment.** The library reads one variable: `BITONIC_CACHE_DIR`, the folder of compiled
-//! kernels (see [`cuda::nvrtc`]).
+//! kernels (see [`cuda::compile_all`]).
 
 #![warn(missing_docs)]
 

@@ -1,7 +1,7 @@
 //! The CUDA backend, in layers:
 //!
 //! * [`device`]: the device handle ([`Gpu`]): probing without panicking, the device's facts,
-//!   its stream, its kernels (compiled by [`nvrtc`] from the sources of [`kernels`]);
+//!   its stream, its kernels (compiled by `nvrtc` from the sources of `kernels`);
 //! * `run`: carries out the strategy [`crate::dispatch::choose`] picked, one file per strategy:
 //!   `seed` (V0–V5), `passes` (the tuned network), `merge` (merge sort), `kv` (key-value merge
 //!   sort), `rows` (segments and key-index pairs);

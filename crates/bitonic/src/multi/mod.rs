@@ -14,11 +14,11 @@
 //! * [`Algorithm::Partition`]: sample sort. Every rank sorts locally, the ranks agree on `p-1`
 //!   splitters from a regular sample, and one all-to-all sends each key to its rank; each rank
 //!   then merges the `p` sorted runs that arrived, pairwise in `log p` levels
-//!   ([`merge_runs`]). Splitters are ordered by (key, rank, index), so equal keys still split
+//!   (`merge_runs`). Splitters are ordered by (key, rank, index), so equal keys still split
 //!   evenly without tagging any key.
 //!
 //! A merge of two sorted runs of any lengths goes one *tile* of the output at a time
-//! ([`merge_by_tiles`]), as a GPU block merges it: the merge path ([`co_rank`]) says which keys
+//! (`merge_by_tiles`), as a GPU block merges it: the merge path (`co_rank`) says which keys
 //! of each run fall in the tile; those, the second run's falling and then the first run's
 //! rising, padded with `+inf`, make a bitonic sequence that one bitonic merge sorts. Each key
 //! is read and written once a merge.
@@ -34,7 +34,7 @@ use crate::network::{stage_sizes, stage_steps};
 use crate::{Order, SortKey};
 
 /// Moves bytes between ranks: [`ThreadTransport`] between simulated ranks. The GPUs
-/// (src/cuda/multi.rs) run the same schedule, [`merge_split_rounds`], and the same splitter
+/// (src/cuda/multi.rs) run the same schedule, `merge_split_rounds`, and the same splitter
 /// rules from one host thread over NCCL, since NCCL wants all ranks' calls of a round in one
 /// group.
 pub trait Transport: Sync {

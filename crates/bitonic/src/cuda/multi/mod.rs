@@ -3,7 +3,7 @@
 //! Each *rank* holds one shard on one GPU. Every rank sorts its shard with the tuned version;
 //! then the shards are merged across ranks by one of the two algorithms of [`crate::multi`],
 //! which also runs them over simulated ranks on the CPU with the same schedule
-//! ([`merge_split_rounds`]) and the same splitter rules ([`choose_splitters`], [`cut_for`]):
+//! (`merge_split_rounds`) and the same splitter rules (`choose_splitters`, `cut_for`):
 //!
 //! * merge-split: in each round of the bitonic network over ranks, each pair keeps the
 //!   elementwise min (lower rank) or max (upper) of its shard and the partner's read backwards,
@@ -211,7 +211,7 @@ impl MultiGpu {
     /// Sorts keys already on the GPUs, one shard per rank (any lengths, empty ones too), and
     /// returns new shards in global order: rank 0 holds the smallest keys. The inputs are left
     /// as they are. Merge-split returns `m` keys on each rank (`m` the longest input shard) but
-    /// fewer on the last ones ([`merge_split_share`]); partition returns each rank its bucket.
+    /// fewer on the last ones (`merge_split_share`); partition returns each rank its bucket.
     /// Returns when the sort is done (all GPUs synchronized).
     pub fn sort_shards<K: SortKey>(
         &self,
