@@ -1,6 +1,6 @@
 // CUB's DeviceSegmentedSort on rows of u32 keys, timed like `bitonic bench-rows` times ours:
 // fresh random keys every repeat, one warm-up, CUDA events around the sort call alone, the
-// median. Prints rows in the row-bench CSV format (src/bench/rows.rs):
+// median. Prints rows in the row-bench CSV format (crates/bitonic-bench/src/rows.rs):
 //   sort        DeviceSegmentedSort::SortKeys
 //   argsort     DeviceSegmentedSort::StableSortPairs with each key's index in its row as value
 //   sort_by_key DeviceSegmentedSort::SortPairs with u32 values

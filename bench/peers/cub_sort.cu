@@ -1,6 +1,6 @@
 // CUB's DeviceRadixSort and DeviceMergeSort on u32 keys, timed like `bitonic bench` times ours:
 // fresh random keys for every repeat, one warm-up, CUDA events around the sort call alone,
-// the median of the repeats. Prints rows in bitonic's bench CSV format (src/bench/mod.rs).
+// the median of the repeats. Prints rows in bitonic's bench CSV format (crates/bitonic-bench/src/lib.rs).
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90 -o cub_sort bench/peers/cub_sort.cu
 //   ./cub_sort MIN_EXP MAX_EXP REPEATS COMMIT DATE > cub.csv

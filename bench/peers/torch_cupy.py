@@ -1,7 +1,7 @@
 """torch.sort and cupy.sort timed like `bitonic bench` times ours: fresh random keys for every
 repeat, one warm-up, CUDA events around the sort call alone, the median of the repeats; plus
 torch's end-to-end time from a pageable NumPy array and back. Prints rows in bitonic's bench CSV
-format (src/bench/mod.rs).
+format (crates/bitonic-bench/src/lib.rs).
 
     python3 bench/peers/torch_cupy.py MIN_EXP MAX_EXP REPEATS COMMIT DATE > torch_cupy.csv
 

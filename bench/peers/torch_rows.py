@@ -1,6 +1,6 @@
 """torch's row sorts timed like `bitonic bench-rows` times ours: fresh random keys every repeat,
 one warm-up, CUDA events around the call alone, the median. Prints rows in the row-bench CSV
-format (src/bench/rows.rs), all named "torch":
+format (crates/bitonic-bench/src/rows.rs), all named "torch":
 
     sort         torch.sort(x, dim=-1)            (values and indices: torch always makes both)
     argsort      torch.argsort(x, dim=-1, stable=True)   (ours is stable too)

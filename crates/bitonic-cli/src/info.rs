@@ -41,5 +41,14 @@ pub fn run() -> Result<ExitCode> {
         }
         Err(why) => println!("cuda: unavailable: {why}"),
     }
+    let policy = match Gpu::get() {
+        Ok(gpu) => gpu.policy(),
+        Err(_) => bitonic::Policy::HOPPER,
+    };
+    let defines: Vec<String> = cuda::kernel_defines(&policy)
+        .iter()
+        .map(|(name, value)| format!("-D{name}={value}"))
+        .collect();
+    println!("kernel defines: {}", defines.join(" "));
     Ok(ExitCode::SUCCESS)
 }

@@ -1,4 +1,4 @@
-// Kernels of the multi-GPU sort (src/cuda/multi.rs) and its benchmark: the binary searches that
+// Kernels of the multi-GPU sort (src/cuda/multi/) and its benchmark: the binary searches that
 // cut shards at splitters, key-value packing, and on-device random keys with an order-free
 // checksum, so that 16 GiB of keys never cross the PCIe bus. Its merges are kernels/merge.cu's.
 // Words are sortable u32 or u64 (src/key.rs); lengths and indices are 64-bit.

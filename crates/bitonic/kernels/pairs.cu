@@ -1,4 +1,4 @@
-// Key-value sorting, argsort and their row-wise forms (src/cuda/pairs.rs) sort (key, index)
+// Key-value sorting, argsort and their row-wise forms (src/cuda/rows.rs) sort (key, index)
 // pairs with the tuned passes: equal keys then stay in index order, which makes the sort
 // stable. A 32-bit key and its index pack into one u64 word (key in the high half), so they
 // sort with the u64 passes; a 64-bit key goes with its index into a 16-byte KeyIndex.

@@ -1,5 +1,5 @@
 // V0: the naive network. One thread per key, global memory only, one launch per step.
-// The host (src/cuda/plan.rs) loops over every stage and step.
+// The host (src/cuda/seed.rs) loops over every stage and step.
 #include "common.cuh"
 
 template <typename K> __device__ void v0_step(K *keys, u32 n, u32 size, u32 stride) {

@@ -25,7 +25,7 @@ fn check<K: TestKey>(shard_lens: &[usize], pattern: Pattern, seed: u64) {
             let parts = simulate(&shards, order, algorithm).unwrap();
             assert_eq!(parts.len(), shard_lens.len());
             if algorithm == Algorithm::MergeSplit {
-                // The GPUs return the same shares (src/cuda/multi.rs).
+                // The GPUs return the same shares (src/cuda/multi/).
                 let (m, n) = (*shard_lens.iter().max().unwrap(), all.len());
                 let shares: Vec<usize> = (0..parts.len())
                     .map(|r| merge_split_share(r, m, n))

@@ -4,7 +4,7 @@
 #include "tuned/tuning.cuh"
 #include "common/compare.cuh"
 
-// Register steps (order_pair: common.cuh).
+// Register steps (order_pair: common/compare.cuh).
 // A half-cleaner step on register bit J: k[r] meets k[r | 2^J].
 template <typename T, int J, typename K = typename T::K> __device__ __forceinline__ void register_step(K *k) {
     const int E = 1 << T::E_BITS;

@@ -34,7 +34,7 @@ typedef Tuning<u64, BITONIC_E_BITS_U64, 4> WideU64;
 #define MAP_ON_LOAD BITONIC_MAP_ON_LOAD
 #define MAP_ON_STORE BITONIC_MAP_ON_STORE
 
-// Key-index pairs (common.cuh) sort by key, then index; 16 a thread, 256 threads.
+// Key-index pairs (common/types.cuh) sort by key, then index; 16 a thread, 256 threads.
 typedef Tuning<KeyIndex, BITONIC_E_BITS_PAIRS, 3, 8> PairTuning;
 
 // Shared-memory slot of tile index i: the low SWIZZLE_BITS bits XORed with the next ones, so

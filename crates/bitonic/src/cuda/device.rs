@@ -65,7 +65,7 @@ pub struct Gpu {
     functions: Mutex<HashMap<(&'static str, KernelVariant, String), CudaFunction>>,
     /// The dynamic shared memory each kernel was allowed, so that it is set once.
     shared_allowed: Mutex<HashMap<usize, u32>>,
-    /// Whether clusters of a kernel and shape fit the device (plan.rs asks once per shape).
+    /// Whether clusters of a kernel and shape fit the device (launch.rs asks once per shape).
     pub(super) cluster_fits: Mutex<HashMap<(usize, u32, u32, u32), bool>>,
     /// The tuned sort's multi-pass plans as CUDA graphs, built on first use (graph.rs).
     pub(super) graphs: Mutex<graph::GraphCache>,

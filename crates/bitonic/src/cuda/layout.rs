@@ -1,5 +1,5 @@
 //! The structs and flags the host shares with the kernels, each laid out as its CUDA twin
-//! (kernels/common.cuh). Their sizes are checked at compile time here and, through the
+//! (kernels/common/). Their sizes are checked at compile time here and, through the
 //! `-D` defines of [`shared_defines`], by a `static_assert` in the kernels.
 
 use crate::key::MapKind;
@@ -84,7 +84,7 @@ impl RowLayout {
     }
 }
 
-/// kernels/common.cuh's `KeyIndex`: a sortable 64-bit key and its index in its row.
+/// kernels/common/types.cuh's `KeyIndex`: a sortable 64-bit key and its index in its row.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct KeyIndex {
@@ -99,7 +99,7 @@ unsafe impl DeviceRepr for KeyIndex {}
 const _: () = assert!(std::mem::size_of::<RowLayout>() == 40);
 const _: () = assert!(std::mem::size_of::<KeyIndex>() == 16);
 
-/// Key-map flags of the kernels, beside a `MapKind` (kernels/common.cuh): descending order,
+/// Key-map flags of the kernels, beside a `MapKind` (kernels/common/keys.cuh): descending order,
 /// and (the tuned passes) the map applied on the first pass's loads and undone on the last
 /// pass's stores.
 pub(crate) const MAP_DESCENDING: u32 = 4;

@@ -197,7 +197,7 @@ pub(crate) fn merge_sort<W: DeviceRepr>(
     merge_levels(gpu, policy, keys, spare, 1 << run_bits::<W>(policy), map)
 }
 
-/// One thread a binary search (merge paths here, splitter cuts in src/cuda/multi.rs).
+/// One thread a binary search (merge paths here, splitter cuts in src/cuda/multi/).
 pub(crate) fn search_grid(count: u32) -> LaunchConfig {
     config(count.div_ceil(128).max(1), 128, 0)
 }

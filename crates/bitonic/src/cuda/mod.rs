@@ -59,10 +59,16 @@ pub fn compile_all(
         .collect()
 }
 
-/// Every `-D` define the kernels are compiled with: the structs and flags shared with the host
-/// (src/cuda/layout.rs), the tuned kernels' keys a thread (src/cuda/passes.rs) and the
-/// policy's numbers (src/policy.rs).
-pub(crate) fn kernel_defines(policy: &crate::Policy) -> Vec<nvrtc::Define> {
+/// Every `-D` define the kernels are compiled with under `policy`: the structs and flags shared
+/// with the host (src/cuda/layout.rs), the tuned kernels' keys a thread (src/cuda/passes.rs)
+/// and the policy's numbers (src/policy.rs). To compile `kernels/*.cu` with another compiler
+/// (`nvcc -I kernels`), pass these.
+///
+/// ```
+/// let defines = bitonic::cuda::kernel_defines(&bitonic::Policy::HOPPER);
+/// assert!(defines.iter().any(|(name, value)| *name == "BITONIC_MERGE_TILE" && value == "4096"));
+/// ```
+pub fn kernel_defines(policy: &crate::Policy) -> Vec<(&'static str, String)> {
     let mut defines = layout::shared_defines();
     defines.extend(passes::kernel_defines());
     defines.extend(policy.defines());

@@ -1,7 +1,7 @@
 //! Sorting keys sharded over several ranks (GPUs): the exchange schedules and the merge logic,
 //! written above a [`Transport`] so that the same code runs over simulated ranks (threads, in
 //! the tests and on machines without GPUs); the GPUs run the same schedule and splitter rules
-//! over NCCL (src/cuda/multi.rs).
+//! over NCCL (src/cuda/multi/).
 //!
 //! Two algorithms, both ending with the keys in global order across ranks (rank 0 holds the
 //! smallest):
@@ -34,7 +34,7 @@ use crate::network::{stage_sizes, stage_steps};
 use crate::{Order, SortKey};
 
 /// Moves bytes between ranks: [`ThreadTransport`] between simulated ranks. The GPUs
-/// (src/cuda/multi.rs) run the same schedule, `merge_split_rounds`, and the same splitter
+/// (src/cuda/multi/) run the same schedule, `merge_split_rounds`, and the same splitter
 /// rules from one host thread over NCCL, since NCCL wants all ranks' calls of a round in one
 /// group.
 pub trait Transport: Sync {
@@ -109,7 +109,7 @@ pub fn sort_sharded<K: SortKey, T: Transport>(
 /// Sorts one rank's words ascending (the CPU network in simulations).
 pub type LocalSort<'a, B> = &'a (dyn Fn(&mut [B]) + Sync);
 
-// ---- The schedule and the splitter rules, shared with the GPUs (src/cuda/multi.rs) ----
+// ---- The schedule and the splitter rules, shared with the GPUs (src/cuda/multi/) ----
 
 /// The rounds of the bitonic network over `p` ranks, each a list of `(lower, upper)` rank pairs
 /// that merge-split: the lower keeps the smaller half of the two shards, the upper the larger.
