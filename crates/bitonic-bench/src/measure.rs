@@ -68,7 +68,7 @@ impl Provenance {
 /// The measurements `plan` will take, for a progress bar.
 pub fn count(plan: &Plan) -> usize {
     let gpu = plan.versions.len() * if plan.end_to_end { 2 } else { 1 };
-    let cpu = if plan.cpu { 4 } else { 0 };
+    let cpu = if plan.cpu { 5 } else { 0 };
     plan.exps.len() * (gpu + cpu) + usize::from(Gpu::get().is_ok())
 }
 
@@ -172,12 +172,17 @@ fn run_typed<K: RandomKey>(
             }
         }
         if plan.cpu {
-            let cpu_sorts: [CpuSort<K>; 4] = [
+            let cpu_sorts: [CpuSort<K>; 5] = [
                 ("cpu-serial-bitonic", plan.serial_max_exp, |k| {
                     network_sort(k, Backend::CpuNetworkSerial)
                 }),
                 ("cpu-parallel-bitonic", plan.cpu_max_exp, |k| {
                     network_sort(k, Backend::CpuNetwork)
+                }),
+                // What Backend::Cpu (and Auto without a GPU) runs: the rayon sort of the keys'
+                // ordered words.
+                ("bitonic-cpu-fallback", plan.cpu_max_exp, |k| {
+                    network_sort(k, Backend::Cpu)
                 }),
                 ("std-sort_unstable", plan.cpu_max_exp, |k| {
                     k.sort_unstable_by(bitonic::key::cmp_keys)
@@ -233,7 +238,7 @@ pub(super) fn check_sorted<K: SortKey>(
 /// A CPU sort in the bench: its name, the largest size it runs at, and the sort.
 type CpuSort<K> = (&'static str, u32, fn(&mut [K]));
 
-/// The CPU network of `backend` on `keys`, ascending.
+/// The CPU sort of `backend` on `keys`, ascending.
 fn network_sort<K: SortKey>(keys: &mut [K], backend: Backend) {
     Sorter::new()
         .backend(backend)
