@@ -54,20 +54,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let row_len = shape.get(1).copied();
         if args.argsort {
             let len = row_len.unwrap_or(keys.len()).max(1);
+            let out = Output { path: &args.output, format, shape: &shape, progress: &progress };
+            // u32 indices while rows fit them, u64 past that.
             if len <= u32::MAX as usize {
-                let mut perm = vec![0u32; keys.len()];
-                let ran = sorter.argsort_rows(&keys, len, &mut perm)?;
-                let sort_time = sort_start.elapsed();
-                progress.set_message(format!("writing {}", args.output.display()));
-                write_keys(&args.output, format, &perm, &shape)?;
-                (ran, sort_time)
+                argsort_to_file::<K, u32>(&sorter, &keys, len, &out)?
             } else {
-                let mut perm = vec![0u64; keys.len()];
-                let ran = sorter.argsort_rows(&keys, len, &mut perm)?;
-                let sort_time = sort_start.elapsed();
-                progress.set_message(format!("writing {}", args.output.display()));
-                write_keys(&args.output, format, &perm, &shape)?;
-                (ran, sort_time)
+                argsort_to_file::<K, u64>(&sorter, &keys, len, &out)?
             }
         } else {
             let ran = match row_len {
@@ -93,6 +85,32 @@ pub fn run(args: Args) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Where an argsort's indices go.
+struct Output<'a> {
+    path: &'a std::path::Path,
+    format: Format,
+    shape: &'a [usize],
+    progress: &'a indicatif::ProgressBar,
+}
+
+/// Each row's stable argsort of `keys` as indices of type `I`, written to `out`; what ran and
+/// how long the argsort took.
+fn argsort_to_file<K: bitonic::SortKey, I: bitonic::SortIndex + bitonic::SortKey + Default>(
+    sorter: &bitonic::Sorter,
+    keys: &[K],
+    row_len: usize,
+    out: &Output,
+) -> Result<(bitonic::Ran, std::time::Duration)> {
+    let started = Instant::now();
+    let mut indices = vec![I::default(); keys.len()];
+    let ran = sorter.argsort_rows(keys, row_len, &mut indices)?;
+    let sort_time = started.elapsed();
+    out.progress
+        .set_message(format!("writing {}", out.path.display()));
+    write_keys(out.path, out.format, &indices, out.shape)?;
+    Ok((ran, sort_time))
 }
 
 /// `[len]` for one sort, `[rows, keys per row]` for independent rows: from `--rows`, else from a

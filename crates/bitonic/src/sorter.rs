@@ -9,7 +9,7 @@ use crate::dispatch::{self, Layout, Request, Strategy};
 use crate::error::{check_same_len, Error, GpuUnavailable, Result};
 use crate::policy::Policy;
 use crate::{cpu, DType, SortKey};
-use cudarc::driver::{CudaSlice, DeviceRepr};
+use cudarc::driver::{CudaSlice, CudaViewMut, DeviceRepr};
 use rayon::prelude::*;
 
 /// Sort direction.
@@ -318,16 +318,9 @@ impl<'g> Sorter<'g> {
         check_rows(keys.len(), row_len)?;
         let (ran, target) = self.choose(keys.len(), rows_layout(keys.len(), row_len), false)?;
         match target {
-            Some(t) => {
-                run::check_len(keys.len())?;
-                if keys.len() >= 2 {
-                    let words: &mut [K::Bits] = bytemuck::cast_slice_mut(keys);
-                    transfer::round_trip(t.gpu, words, |device| {
-                        let mut words = device.as_view_mut();
-                        run::sort::<K>(t, ran.strategy, &mut words, row_len, self.order)
-                    })?;
-                }
-            }
+            Some(t) => on_gpu(t, keys, |words| {
+                run::sort::<K>(t, ran.strategy, words, row_len, self.order)
+            })?,
             None => cpu::sort_each(chunks(keys, row_len), self.order, ran.strategy),
         }
         Ok(ran)
@@ -345,16 +338,9 @@ impl<'g> Sorter<'g> {
         check_segments(keys.len(), offsets)?;
         let (ran, target) = self.choose(keys.len(), Layout::Segments, false)?;
         match target {
-            Some(t) => {
-                run::check_len(keys.len())?;
-                if keys.len() >= 2 {
-                    let words: &mut [K::Bits] = bytemuck::cast_slice_mut(keys);
-                    transfer::round_trip(t.gpu, words, |device| {
-                        let mut words = device.as_view_mut();
-                        run::sort_segments::<K>(t, &mut words, offsets, self.order)
-                    })?;
-                }
-            }
+            Some(t) => on_gpu(t, keys, |words| {
+                run::sort_segments::<K>(t, words, offsets, self.order)
+            })?,
             None => cpu::sort_each(segments(keys, offsets), self.order, ran.strategy),
         }
         Ok(ran)
@@ -661,6 +647,21 @@ fn segments<'a, K>(keys: &'a mut [K], offsets: &[usize]) -> Vec<&'a mut [K]> {
         rest = tail;
     }
     segments
+}
+
+/// Copies host keys to the GPU as their words, runs `work` on them there and copies them back
+/// (nothing to do for fewer than two keys).
+fn on_gpu<K: SortKey>(
+    t: Target,
+    keys: &mut [K],
+    work: impl FnOnce(&mut CudaViewMut<K::Bits>) -> Result<()>,
+) -> Result<()> {
+    run::check_len(keys.len())?;
+    if keys.len() < 2 {
+        return Ok(());
+    }
+    let words: &mut [K::Bits] = bytemuck::cast_slice_mut(keys);
+    transfer::round_trip(t.gpu, words, |device| work(&mut device.as_view_mut()))
 }
 
 /// Each row's stable argsort of host keys, on the GPU (the keys are copied, not changed).
