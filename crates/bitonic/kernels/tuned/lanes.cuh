@@ -7,7 +7,7 @@
 // Lane steps. In a tile sort's first trip, thread t holds the E keys of tile indices
 // t*E .. t*E+E-1, so tile bits E_BITS .. E_BITS+4 are the bits of its lane: a step on one of them
 // runs between two lanes of a warp, with a shuffle, and the keys never leave the registers
-// (docs/notes/tuned.md, step 23). A step on lane bit L keeps the smaller key in the lane whose
+// (docs/notes/tuned.md). A step on lane bit L keeps the smaller key in the lane whose
 // bit L is 0: min or max by a per-thread choice, with no branch.
 // Only 4-byte keys take lane steps (see sort_warp_keys).
 template <typename K> constexpr bool has_lane_steps = sizeof(K) == 4;
@@ -68,8 +68,8 @@ __device__ __forceinline__ void lane_stages_from(K *k, u32 last) {
 // stages E_BITS .. up to `last` (at most E_BITS+4: a warp's keys) with lane steps, one trip
 // through shared memory for all of them (the slot map is linear in XOR, so slot(t*E | r) =
 // slot(t*E) ^ slot(r), and lanes hit distinct banks). Returns the next stage. Lane steps are
-// for 4-byte keys only: an 8-byte key takes two shuffles a step, and u64 sorts measured slower
-// with them (2^15: 0.056 → 0.088 ms, rows of pairs 8–13% slower); 8- and 16-byte keys stop at
+// for 4-byte keys only: an 8-byte key takes two shuffles a step, which costs more than the
+// trip through shared memory it saves (docs/notes/tuned.md); 8- and 16-byte keys stop at
 // stage E_BITS-1 here.
 template <typename T, typename K = typename T::K> __device__ __forceinline__ u32 sort_warp_keys(K *tile, u32 last) {
     const u32 E_BITS = T::E_BITS, E = 1u << E_BITS;

@@ -193,10 +193,10 @@ template <typename K> __device__ __forceinline__ void store_vector(const Pass<K>
 
 // The staging loops: consecutive threads take consecutive tile indices, in 16-byte vectors
 // where slot g is key g (fewer instructions: the tile sort and the row sorts are
-// instruction-bound; docs/notes/tuned.md, step 11). A strided tile's rows lie far apart in
+// instruction-bound). A strided tile's rows lie far apart in
 // the array: there every thread issues all its E keys' loads before it stores any, so that
-// they are in flight together (step 19; tile_len = blockDim.x * E). Contiguous tiles keep the
-// rolled loops, which measured faster for inputs that fit in L2.
+// they are in flight together (tile_len = blockDim.x * E). Contiguous tiles keep the rolled
+// loops, faster for inputs that fit in L2 (docs/notes/tuned.md has the measurements).
 template <typename T, typename K = typename T::K> __device__ __forceinline__ void stage_in(const Pass<K> &p, K *tile) {
     const u32 E = 1u << T::E_BITS, V = Vector16<K>::KEYS, tile_len = 1u << p.tile_bits;
     if (!p.layout.contiguous || !p.aligned) {

@@ -8,7 +8,7 @@
 // tile bits TOP-E_BITS+1 .. TOP (or 0 .. E_BITS-1 at the bottom) comes out of shared memory,
 // runs its steps and goes back, then the next group below. Every index, step and address is
 // known at compile time, so the keys stay in the same registers from step to step (the run-time
-// path through register_group moves them at every join; docs/notes/tuned.md, step 20).
+// path through register_group moves them at every join).
 template <typename T, u32 B, u32 TOP, typename K = typename T::K>
 __device__ __forceinline__ void tile_sort_groups(K *tile) {
     const u32 E_BITS = T::E_BITS, E = 1u << E_BITS;
