@@ -223,7 +223,7 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
 fn write_report(rows: &[Row], out: &Path) -> Result<()> {
     let markdown = table::report(rows);
     let path = out.join("report.md");
-    std::fs::write(&path, &markdown).with_context(|| format!("writing {}", path.display()))?;
+    crate::io::write_text(&path, &markdown)?;
     println!("{markdown}");
     let device = rows
         .iter()
@@ -324,7 +324,7 @@ pub fn rows(args: RowsArgs) -> Result<ExitCode> {
     }
     let markdown = bench::rows::report(&measured);
     let path = args.out.join("rows.md");
-    std::fs::write(&path, &markdown).with_context(|| format!("writing {}", path.display()))?;
+    crate::io::write_text(&path, &markdown)?;
     println!("{markdown}");
     Ok(ExitCode::SUCCESS)
 }

@@ -15,10 +15,13 @@ pub struct Args {
     /// Number of keys: 1000, 2^20, 16M …
     #[arg(short = 'n', long, value_parser = ui::parse_len)]
     len: usize,
+    /// Key type.
     #[arg(long, value_parser = crate::ui::named(&DType::ALL, DType::name), default_value = "u32")]
     dtype: DType,
+    /// How the keys are ordered.
     #[arg(long, value_parser = crate::ui::named(&Pattern::ALL, Pattern::name), default_value = "random")]
     pattern: Pattern,
+    /// Seed of the random keys: the same seed writes the same file.
     #[arg(long, default_value_t = 0)]
     seed: u64,
     /// Overwrite OUTPUT if it exists.
@@ -33,5 +36,14 @@ pub fn run(args: Args) -> Result<ExitCode> {
         let keys = generate::<K>(args.len, args.pattern, args.seed);
         write_keys(&args.output, format, &keys, &[keys.len()])?;
     });
+    if args.output.as_os_str() != "-" {
+        eprintln!(
+            "wrote {} {} {} keys to {}",
+            args.len,
+            args.pattern.name(),
+            args.dtype,
+            args.output.display()
+        );
+    }
     Ok(ExitCode::SUCCESS)
 }

@@ -2,6 +2,7 @@
 //! and the benchmarks.
 
 mod bench;
+mod compile;
 mod demo;
 mod gen;
 mod info;
@@ -35,6 +36,9 @@ enum Command {
     Demo(demo::Args),
     /// Show which backends work here: GPU, driver and NVRTC, or why there is none.
     Info,
+    /// Compile every GPU kernel ahead of time into the kernel cache (for deployment images);
+    /// needs NVRTC, not a GPU.
+    Compile(compile::Args),
     /// Time every version and backend over a range of sizes; write CSV, table and figures.
     Bench(bench::Args),
     /// Merge bench CSVs (ours and the peers') into one table and figures.
@@ -55,14 +59,29 @@ fn version() -> &'static str {
     })
 }
 
+/// Rust ignores SIGPIPE, so a closed pipe (`bitonic info | head -1`) turns every later write
+/// into an error or a panic. Restore the default, as for any Unix tool: the process ends
+/// quietly when its reader goes away.
+fn restore_sigpipe() {
+    #[cfg(unix)]
+    // SAFETY: setting a signal's disposition to the default, before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
+}
+
 fn main() -> std::process::ExitCode {
+    restore_sigpipe();
     let cli = Cli::parse();
+    ui::show_kernel_compiles();
+    io::remove_partial_files_on_signals();
     let result = match cli.command {
         Command::Sort(args) => sort::run(args),
         Command::Gen(args) => gen::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Info => info::run(),
+        Command::Compile(args) => compile::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Report(args) => bench::report(args),
         Command::BenchRows(args) => bench::rows(args),

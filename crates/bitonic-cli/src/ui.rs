@@ -103,6 +103,60 @@ pub fn describe(ran: &bitonic::Ran) -> String {
     }
 }
 
+/// Whether compile messages are silenced (`--quiet`).
+static QUIET: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Silences [`show_kernel_compiles`]'s messages (errors still show).
+pub fn quiet() {
+    QUIET.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Tells the user on stderr when GPU kernels compile (seconds, once a machine) and of kernel
+/// cache trouble, so that a first run does not look like a hang.
+pub fn show_kernel_compiles() {
+    use bitonic::cuda::CompileEvent;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    static ANNOUNCED: AtomicBool = AtomicBool::new(false);
+    bitonic::cuda::on_compile(|event| {
+        let quiet = QUIET.load(Ordering::Relaxed);
+        match event {
+            CompileEvent::Started {
+                module,
+                arch,
+                cache,
+            } if !quiet => {
+                if !ANNOUNCED.swap(true, Ordering::Relaxed) {
+                    let kept = match cache {
+                        Some(dir) => format!("cached in {}", dir.display()),
+                        None => "not cached: the kernel cache is off".into(),
+                    };
+                    eprintln!("compiling GPU kernels for {arch}: once on this machine ({kept})");
+                }
+                eprintln!("  compiling {module} …");
+            }
+            CompileEvent::Finished {
+                module, seconds, ..
+            } if !quiet => {
+                eprintln!("  compiled {module} in {seconds:.1} s");
+            }
+            CompileEvent::CacheCorrupt { path } if !quiet => {
+                eprintln!(
+                    "warning: {} was damaged; compiling it again",
+                    path.display()
+                );
+            }
+            CompileEvent::CacheUnwritable { dir, error } => {
+                eprintln!(
+                    "warning: cannot write the kernel cache in {} ({error}); kernels compile \
+                     again in every run (set BITONIC_CACHE_DIR to a writable folder)",
+                    dir.display()
+                );
+            }
+            _ => {}
+        }
+    });
+}
+
 /// A parser of the names of a library enum (`T::ALL` and `T::name`), listing them in `--help`.
 pub fn named<T: Copy + Send + Sync + 'static>(
     all: &'static [T],

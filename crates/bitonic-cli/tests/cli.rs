@@ -550,3 +550,129 @@ fn argsort_writes_the_permutation() {
         .success();
     assert_eq!(read_npy_u32(&per_row).1, [0, 2, 1, 0, 2, 1]);
 }
+
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+/// A new output gets 0666 less the umask, as any new file; a file written over with --force
+/// keeps its own mode. (The umask of the test process: 022 on the machines we run on.)
+#[cfg(unix)]
+#[test]
+fn outputs_get_the_usual_permissions() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = Dir::new();
+    let (input, output) = (dir.path("in.raw"), dir.path("out.raw"));
+    write_raw_u32(&input, &[3, 1, 2]);
+    // The umask, read off a file made the ordinary way.
+    let probe = dir.path("probe");
+    std::fs::write(&probe, b"").unwrap();
+    let usual = mode(&probe);
+    bitonic()
+        .args(["sort", "--backend", "cpu"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .assert()
+        .success();
+    assert_eq!(mode(&output), usual, "a new output");
+    std::fs::set_permissions(&output, std::fs::Permissions::from_mode(0o640)).unwrap();
+    bitonic()
+        .args(["sort", "--backend", "cpu", "--force"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .assert()
+        .success();
+    assert_eq!(
+        mode(&output),
+        0o640,
+        "an output written over keeps its mode"
+    );
+    assert_eq!(read_raw_u32(&output), [1, 2, 3]);
+}
+
+/// A missing or unwritable destination folder is found before the sort, and the message
+/// names the user's path once (not a temporary file's).
+#[test]
+fn a_bad_destination_fails_before_the_work() {
+    let dir = Dir::new();
+    let input = dir.path("in.raw");
+    write_raw_u32(&input, &[3, 1, 2]);
+    let output = dir.path("no-such-folder").join("out.raw");
+    let assert = bitonic()
+        .args(["sort", "--backend", "cpu"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&output)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("does not exist"))
+        .stderr(predicate::str::contains(".bitonic-").not());
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+    assert_eq!(stderr.matches("out.raw").count(), 1, "{stderr}");
+    // gen checks too, before generating.
+    bitonic()
+        .args(["gen", "-n", "10"])
+        .arg(&output)
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("does not exist"));
+    // A folder as the output.
+    bitonic()
+        .args(["sort", "--backend", "cpu", "--force"])
+        .arg(&input)
+        .arg("-o")
+        .arg(dir.0.path())
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("is a folder"));
+}
+
+/// SIGTERM while the output is being written leaves no partial file behind.
+#[cfg(unix)]
+#[test]
+fn an_interrupted_write_leaves_nothing() {
+    let dir = Dir::new();
+    let output = dir.path("big.raw");
+    // 2^28 u32 keys: 1 GiB, written for long enough to be interrupted.
+    let bin = bitonic().get_program().to_owned();
+    let mut child = std::process::Command::new(bin)
+        .args(["gen", "-n", "2^28"])
+        .arg(&output)
+        .env("BITONIC_CACHE_DIR", "")
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait for the partial file to appear, then interrupt.
+    let partial = || {
+        std::fs::read_dir(dir.0.path()).unwrap().any(|e| {
+            e.unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".bitonic-")
+        })
+    };
+    let started = std::time::Instant::now();
+    while !partial() && started.elapsed().as_secs() < 60 {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let status = child.wait().unwrap();
+    let left: Vec<_> = std::fs::read_dir(dir.0.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    if status.success() {
+        // It finished before the signal: then the whole file is there and nothing else.
+        assert_eq!(left, ["big.raw"]);
+    } else {
+        assert!(left.is_empty(), "left behind: {left:?}");
+    }
+}

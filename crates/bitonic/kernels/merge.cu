@@ -27,6 +27,10 @@
 #include "merge/levels.cuh"
 #include "merge/place.cuh"
 
+// One compile a part (src/cuda/kernels.rs defines BITONIC_PART_*), so that a sort compiles
+// only the kernels it runs: the merges of words alone, or the key-value kernels of one key
+// and value width.
+#if defined(BITONIC_PART_WORDS)
 #define CO_RANKS_PARAMS(W) (const W *a, u64 a_len, const W *b, u64 b_len, u64 *ranks, u32 count)
 EXPORT_FOR_ALL_WORDS(co_ranks, CO_RANKS_PARAMS, (a, a_len, b, b_len, ranks, count))
 #define MERGE_TILES_PARAMS(W) (const W *a, const W *b, const u64 *ranks, W *out, u64 total)
@@ -35,6 +39,7 @@ EXPORT_FOR_ALL_WORDS(merge_tiles, MERGE_TILES_PARAMS, (a, b, ranks, out, total))
 EXPORT_FOR_ALL_WORDS(level_co_ranks, LEVEL_CO_RANKS_PARAMS, (keys, n, run_len, ranks, tiles))
 #define MERGE_LEVEL_PARAMS(W) (const W *keys, u64 n, u64 run_len, const u64 *ranks, W *out, u32 map)
 EXPORT_FOR_ALL_WORDS(merge_level, MERGE_LEVEL_PARAMS, (keys, n, run_len, ranks, out, map))
+#endif
 
 // Key-value kernels, name_kv_K_V for keys K and values V (u32 or u64 words): a level's merge
 // and the value placement after the tuned tile sort (the policy's tiles of 32- and 64-bit
@@ -64,9 +69,18 @@ EXPORT_FOR_ALL_WORDS(merge_level, MERGE_LEVEL_PARAMS, (keys, n, run_len, ranks, 
 #if !defined(BITONIC_TILE_BITS_32) || !defined(BITONIC_TILE_BITS_64)
 #error "the host passes the tuned tiles, BITONIC_TILE_BITS_32 and _64 (src/policy.rs)"
 #endif
+#if defined(BITONIC_PART_KV_U32_U32)
 EXPORT_KV(u32, u32, BITONIC_TILE_BITS_32)
-EXPORT_KV(u32, u64, BITONIC_TILE_BITS_32)
-EXPORT_KV(u64, u32, BITONIC_TILE_BITS_64)
-EXPORT_KV(u64, u64, BITONIC_TILE_BITS_64)
 EXPORT_KV_CO_RANKS(u32)
+#elif defined(BITONIC_PART_KV_U32_U64)
+EXPORT_KV(u32, u64, BITONIC_TILE_BITS_32)
+EXPORT_KV_CO_RANKS(u32)
+#elif defined(BITONIC_PART_KV_U64_U32)
+EXPORT_KV(u64, u32, BITONIC_TILE_BITS_64)
 EXPORT_KV_CO_RANKS(u64)
+#elif defined(BITONIC_PART_KV_U64_U64)
+EXPORT_KV(u64, u64, BITONIC_TILE_BITS_64)
+EXPORT_KV_CO_RANKS(u64)
+#elif !defined(BITONIC_PART_WORDS)
+#error "compile one part: BITONIC_PART_WORDS or _KV_<key>_<value> (src/cuda/kernels.rs)"
+#endif

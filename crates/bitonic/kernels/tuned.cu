@@ -49,7 +49,16 @@
         u32 hi_first, u32 stop, u32 map) {                                                       \
         tuned_pass<T>(keys, layout, tile_bits, col_bits, lo, b_first, b_last, hi_first, stop, map); \
     }
+// One compile a word type (src/cuda/kernels.rs defines BITONIC_PART_*), so that a sort
+// compiles only the kernel it runs.
+#if defined(BITONIC_PART_U32)
 TUNED_PASS(WideU32, u32, 1024)
+#elif defined(BITONIC_PART_U32_NARROW)
 TUNED_PASS(NarrowU32, u32_narrow, 1024)
+#elif defined(BITONIC_PART_U64)
 TUNED_PASS(WideU64, u64, 1024)
+#elif defined(BITONIC_PART_KV64)
 TUNED_PASS(PairTuning, kv64, 256)
+#else
+#error "compile one part: BITONIC_PART_U32, _U32_NARROW, _U64 or _KV64 (src/cuda/kernels.rs)"
+#endif

@@ -519,6 +519,29 @@ impl<'g> Sorter<'g> {
         Ok(ran)
     }
 
+    /// Compiles and loads the GPU kernels that a sort of `len` keys of `K` in `layout` would
+    /// run, with values of `V` (`()` for keys alone; an argsort's indices are `u32` on the
+    /// GPU), so that the first sort's time is the sort's. Kernels compile once a machine
+    /// (seconds, cached on disk: [`crate::cuda::on_compile`] tells of it); nothing happens
+    /// when the sort would run on the CPU. Returns what the sort would run.
+    ///
+    /// ```no_run
+    /// use bitonic::{dispatch::Layout, Sorter};
+    /// let sorter = Sorter::new();
+    /// sorter.prepare::<f32, ()>(1 << 24, Layout::Whole)?; // compiles here, once
+    /// let mut keys: Vec<f32> = (0..1 << 24).map(|i| (i % 1000) as f32).collect();
+    /// let ran = sorter.sort(&mut keys)?; // the sort alone
+    /// # Ok::<(), bitonic::Error>(())
+    /// ```
+    pub fn prepare<K: SortKey, V>(&self, len: usize, layout: Layout) -> Result<Ran> {
+        let value_bytes = std::mem::size_of::<V>();
+        let (ran, target) = self.choose(len, layout, value_bytes > 0)?;
+        if let Some(t) = target {
+            run::prepare(t, ran.strategy, len, K::DTYPE.size(), value_bytes)?;
+        }
+        Ok(ran)
+    }
+
     /// What a sort of `len` keys of one array would run, without sorting: to refuse early
     /// (a `Cuda` backend without a GPU, a version on the CPU) before work that would be lost.
     pub fn what_runs(&self, len: usize) -> Result<Ran> {

@@ -194,9 +194,31 @@ impl KeyFile {
     }
 }
 
-/// Refuses to write over an existing file, or over the input, unless `force`.
+/// Refuses to write over an existing file, or over the input, unless `force`; and checks,
+/// before any work, that the output's folder exists and takes a new file.
 pub fn check_output(output: &Path, input: Option<&Path>, force: bool) -> Result<(), IoError> {
-    if is_stdio(output) || force {
+    if is_stdio(output) {
+        return Ok(());
+    }
+    let err = |source| IoError::Io {
+        path: output.to_path_buf(),
+        source,
+    };
+    if output.is_dir() {
+        return Err(err(std::io::Error::other("is a folder")));
+    }
+    let dir = folder_of(output);
+    if !dir.is_dir() {
+        let why = format!("the folder {} does not exist", dir.display());
+        return Err(err(std::io::Error::new(std::io::ErrorKind::NotFound, why)));
+    }
+    // The same temporary file the write will make, made and dropped now: a folder that does
+    // not take it fails here, before the work, not after.
+    temporary_in(dir, None).map_err(|e| {
+        let why = format!("cannot write in {}: {e}", dir.display());
+        err(std::io::Error::new(e.kind(), why))
+    })?;
+    if force {
         return Ok(());
     }
     if let (Some(input), Ok(out)) = (input, output.canonicalize()) {
@@ -214,8 +236,7 @@ pub fn check_output(output: &Path, input: Option<&Path>, force: bool) -> Result<
     Ok(())
 }
 
-/// Writes keys to `path` (`-` for stdout, raw) in `format`, atomically: readers see the old
-/// file or the whole new one, and a failure leaves nothing behind.
+/// Writes keys to `path` (`-` for stdout, raw) in `format`, atomically ([`write_atomically`]).
 /// `shape` is `[keys.len()]` or `[rows, keys per row]`; raw files ignore it.
 pub fn write_keys<K: SortKey>(
     path: &Path,
@@ -223,33 +244,111 @@ pub fn write_keys<K: SortKey>(
     keys: &[K],
     shape: &[usize],
 ) -> Result<(), IoError> {
+    write_atomically(path, |out| {
+        if format == Format::Npy {
+            out.write_all(&npy::header(K::DTYPE, shape))?;
+        }
+        out.write_all(bytemuck::cast_slice(keys))
+    })
+}
+
+/// Writes `text` to `path` atomically ([`write_atomically`]).
+pub fn write_text(path: &Path, text: &str) -> Result<(), IoError> {
+    write_atomically(path, |out| out.write_all(text.as_bytes()))
+}
+
+/// Writes a file (`-`: stdout) with `write`, atomically: a temporary file in the destination's
+/// folder, renamed into place when whole, so readers see the old file or the whole new one. A
+/// failure, or Ctrl-C or SIGTERM ([`remove_partial_files_on_signals`]), leaves nothing behind.
+/// A new file gets the usual permissions (0666 less the umask); a file written over keeps its
+/// own. Errors name the user's path, once.
+pub fn write_atomically(
+    path: &Path,
+    write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> Result<(), IoError> {
     let io = |source| IoError::Io {
         path: path.to_path_buf(),
         source,
     };
-    let write = |out: &mut dyn Write| -> std::io::Result<()> {
-        if format == Format::Npy {
-            out.write_all(&npy::header(K::DTYPE, shape))?;
-        }
-        out.write_all(bytemuck::cast_slice(keys))?;
-        out.flush()
-    };
     if is_stdio(path) {
-        return write(&mut std::io::stdout().lock()).map_err(io);
+        let mut out = std::io::stdout().lock();
+        return write(&mut out).and_then(|()| out.flush()).map_err(io);
     }
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    let mut tmp = tempfile::Builder::new()
-        .prefix(".bitonic-")
-        .tempfile_in(dir)
-        .map_err(io)?;
+    let existing = std::fs::metadata(path).ok().map(|m| m.permissions());
+    let mut tmp = temporary_in(folder_of(path), existing).map_err(io)?;
+    let pending = Pending::register(tmp.path());
     {
         let mut buffered = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
-        write(&mut buffered).map_err(io)?;
+        write(&mut buffered)
+            .and_then(|()| buffered.flush())
+            .map_err(io)?;
     }
     tmp.as_file().sync_all().map_err(io)?;
     tmp.persist(path).map_err(|e| io(e.error))?;
+    drop(pending);
     Ok(())
+}
+
+/// The folder a file goes in (`.` for a bare name).
+fn folder_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// A hidden temporary file in `dir`, with `permissions` (those of the file it will replace),
+/// else 0666 less the umask, as any new file.
+fn temporary_in(
+    dir: &Path,
+    permissions: Option<std::fs::Permissions>,
+) -> std::io::Result<tempfile::NamedTempFile> {
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(".bitonic-").suffix(".partial");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let tmp = builder.tempfile_in(dir)?;
+    if let Some(permissions) = permissions {
+        tmp.as_file().set_permissions(permissions)?;
+    }
+    Ok(tmp)
+}
+
+/// Temporary files being written now: what a signal handler removes.
+static PENDING: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// A temporary file listed in [`PENDING`] while it lives.
+struct Pending(PathBuf);
+
+impl Pending {
+    fn register(path: &Path) -> Pending {
+        let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        pending.push(path.to_path_buf());
+        Pending(path.to_path_buf())
+    }
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        pending.retain(|p| *p != self.0);
+    }
+}
+
+/// On Ctrl-C, SIGTERM or SIGHUP: removes the partial files being written and exits with status
+/// 130, so an interrupted command leaves nothing behind.
+pub fn remove_partial_files_on_signals() {
+    let handler = || {
+        let pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        for path in pending.iter() {
+            std::fs::remove_file(path).ok();
+        }
+        eprintln!("bitonic: interrupted");
+        std::process::exit(130);
+    };
+    // Fails only when a handler is already set: then that one stays.
+    ctrlc::set_handler(handler).ok();
 }

@@ -57,12 +57,12 @@ pub struct Gpu {
     info: DeviceInfo,
     /// The architecture's tuning ([`Policy::for_device`]).
     policy: Policy,
-    /// Loaded modules by file and policy variant ([`Policy::kernel_variant`]).
-    modules: Mutex<HashMap<(&'static str, KernelVariant), Arc<CudaModule>>>,
+    /// Loaded modules by module and policy variant ([`Policy::kernel_variant`]).
+    modules: Mutex<HashMap<(ModuleId, KernelVariant), Arc<CudaModule>>>,
     /// Pinned buffers for host transfers, made on first use of a large host sort.
     pub(super) staging: Mutex<Option<staging::Staging>>,
     /// Kernels already looked up, by module and name: a small sort's host time counts.
-    functions: Mutex<HashMap<(&'static str, KernelVariant, String), CudaFunction>>,
+    functions: Mutex<HashMap<(ModuleId, KernelVariant, String), CudaFunction>>,
     /// The dynamic shared memory each kernel was allowed, so that it is set once.
     shared_allowed: Mutex<HashMap<usize, u32>>,
     /// Whether clusters of a kernel and shape fit the device (launch.rs asks once per shape).
@@ -75,6 +75,13 @@ impl std::fmt::Debug for Gpu {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Gpu").field("info", &self.info).finish()
     }
+}
+
+/// A kernel module's file and part.
+type ModuleId = (&'static str, Option<&'static str>);
+
+fn id(module: &KernelModule) -> ModuleId {
+    (module.file, module.part)
 }
 
 static GPU: OnceLock<std::result::Result<Gpu, GpuUnavailable>> = OnceLock::new();
@@ -233,7 +240,7 @@ impl Gpu {
         name: &str,
     ) -> Result<CudaFunction> {
         let variant = policy.kernel_variant();
-        let key = (module.name, variant, name.to_string());
+        let key = (id(module), variant, name.to_string());
         if let Some(f) = self
             .functions
             .lock()
@@ -242,30 +249,55 @@ impl Gpu {
         {
             return Ok(f.clone());
         }
-        let loaded = {
-            let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-            match modules.get(&(module.name, variant)) {
-                Some(m) => m.clone(),
-                None => {
-                    let defines = super::kernel_defines(policy);
-                    let cubin = nvrtc::compile(module, &self.info.arch(), &defines)?;
-                    let m = self
-                        .ctx
-                        .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
-                        .during(|| format!("loading kernels/{}", module.name))?;
-                    modules.insert((module.name, variant), m.clone());
-                    m
-                }
-            }
-        };
-        let f = loaded
+        let f = self
+            .module(policy, module)?
             .load_function(name)
-            .during(|| format!("finding kernel {name} in kernels/{}", module.name))?;
+            .during(|| format!("finding kernel {name} in kernels/{}", module.name()))?;
         self.functions
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .insert(key, f.clone());
         Ok(f)
+    }
+
+    /// `module` compiled with `policy`'s numbers and loaded, on first use.
+    fn module(&self, policy: &Policy, module: &'static KernelModule) -> Result<Arc<CudaModule>> {
+        let key = (id(module), policy.kernel_variant());
+        let mut modules = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = modules.get(&key) {
+            return Ok(m.clone());
+        }
+        let defines = super::kernel_defines(policy);
+        let compiled = nvrtc::compile(module, &self.info.arch(), &defines)?;
+        let cubin = compiled.cubin.as_ref().clone();
+        let m = self
+            .ctx
+            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+            .during(|| format!("loading kernels/{}", module.name()))?;
+        modules.insert(key, m.clone());
+        Ok(m)
+    }
+
+    /// Compiles (or reads from the cache) and loads every module of `modules` not loaded yet,
+    /// the compiles side by side on threads of their own: a first sort waits for its slowest
+    /// module, not for their sum. Every later lookup of their kernels is a map lookup.
+    pub(crate) fn prepare(&self, policy: &Policy, modules: &[&'static KernelModule]) -> Result<()> {
+        let variant = policy.kernel_variant();
+        let missing: Vec<&'static KernelModule> = {
+            let loaded = self.modules.lock().unwrap_or_else(|e| e.into_inner());
+            modules
+                .iter()
+                .copied()
+                .filter(|m| !loaded.contains_key(&(id(m), variant)))
+                .collect()
+        };
+        if missing.len() > 1 {
+            let (arch, defines) = (self.info.arch(), super::kernel_defines(policy));
+            nvrtc::compile_side_by_side(&missing, &arch, &defines)?;
+        }
+        missing
+            .into_iter()
+            .try_for_each(|m| self.module(policy, m).map(drop))
     }
 
     /// Lets `kernel` take `bytes` of dynamic shared memory: above 48 KiB a block gets it only

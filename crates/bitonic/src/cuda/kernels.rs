@@ -1,15 +1,37 @@
-//! The CUDA C++ sources under `kernels/`, embedded in the binary: one [`KernelModule`] a `.cu`
-//! file (one NVRTC compile, one CUDA module) and the headers they include, which NVRTC gets by
-//! their include names (so the files also compile unchanged with `nvcc -I kernels` and the
-//! `-D` defines of [`super::nvrtc`]).
+//! The CUDA C++ sources under `kernels/`, embedded in the binary, as [`KernelModule`]s: a
+//! `.cu` file, or one *part* of it (one NVRTC compile, one CUDA module each), and the headers
+//! they include, which NVRTC gets by their include names (so the files also compile unchanged
+//! with `nvcc -I kernels` and the `-D` defines of [`super::nvrtc`]).
+//!
+//! The large files come in parts, so that a sort compiles only the kernels it runs: each
+//! tuned kernel alone takes seconds of NVRTC's time (docs/results/cold-start/).
 
-/// One kernel file: one NVRTC compile, one CUDA module.
-#[derive(Debug)]
+/// One NVRTC compile and one CUDA module: a kernel file, or one part of it.
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub struct KernelModule {
     /// The file name under `kernels/`.
-    pub name: &'static str,
-    /// Its text.
+    pub file: &'static str,
+    /// The part of the file this module compiles (the file sees `BITONIC_PART_<PART>`
+    /// defined), or `None` for the whole file.
+    pub part: Option<&'static str>,
+    /// The file's text.
     pub source: &'static str,
+}
+
+impl KernelModule {
+    /// `file` or `file[part]`: the module's name in messages and cache files.
+    pub fn name(&self) -> String {
+        match self.part {
+            Some(part) => format!("{}[{part}]", self.file),
+            None => self.file.to_string(),
+        }
+    }
+
+    /// The define that selects the part: `BITONIC_PART_U32` for part `u32`.
+    pub(crate) fn part_define(&self) -> Option<String> {
+        self.part
+            .map(|part| format!("BITONIC_PART_{}", part.to_ascii_uppercase()))
+    }
 }
 
 macro_rules! embed {
@@ -21,7 +43,15 @@ macro_rules! embed {
 macro_rules! kernel_module {
     ($file:literal) => {
         KernelModule {
-            name: $file,
+            file: $file,
+            part: None,
+            source: embed!($file),
+        }
+    };
+    ($file:literal, $part:literal) => {
+        KernelModule {
+            file: $file,
+            part: Some($part),
             source: embed!($file),
         }
     };
@@ -41,19 +71,70 @@ pub static V3: KernelModule = kernel_module!("v3_warp_shuffle.cu");
 pub static V4: KernelModule = kernel_module!("v4_half_threads.cu");
 /// The report's V5: no shared-memory bank conflicts.
 pub static V5: KernelModule = kernel_module!("v5_conflict_free.cu");
-/// The tuned network's passes.
-pub static TUNED: KernelModule = kernel_module!("tuned.cu");
+/// The tuned network's pass on u32 words, 32 a thread.
+pub static TUNED_U32: KernelModule = kernel_module!("tuned.cu", "u32");
+/// The tuned pass on u32 words, 16 a thread: small inputs ([`crate::Policy::narrow_small_u32`]).
+pub static TUNED_U32_NARROW: KernelModule = kernel_module!("tuned.cu", "u32_narrow");
+/// The tuned pass on u64 words.
+pub static TUNED_U64: KernelModule = kernel_module!("tuned.cu", "u64");
+/// The tuned pass on 16-byte key-index pairs.
+pub static TUNED_KV64: KernelModule = kernel_module!("tuned.cu", "kv64");
 /// Key-index pairs: pack, unpack, gather.
 pub static PAIRS: KernelModule = kernel_module!("pairs.cu");
-/// Merge paths, tile merges, value placement and key-value merge levels.
-pub static MERGE: KernelModule = kernel_module!("merge.cu");
+/// Merge paths, tile merges and merge levels of words alone.
+pub static MERGE_WORDS: KernelModule = kernel_module!("merge.cu", "words");
+/// Value placement and key-value merge levels, u32 keys with u32 values.
+pub static MERGE_KV_U32_U32: KernelModule = kernel_module!("merge.cu", "kv_u32_u32");
+/// The same, u32 keys with u64 values.
+pub static MERGE_KV_U32_U64: KernelModule = kernel_module!("merge.cu", "kv_u32_u64");
+/// The same, u64 keys with u32 values.
+pub static MERGE_KV_U64_U32: KernelModule = kernel_module!("merge.cu", "kv_u64_u32");
+/// The same, u64 keys with u64 values.
+pub static MERGE_KV_U64_U64: KernelModule = kernel_module!("merge.cu", "kv_u64_u64");
 /// The multi-GPU sort's kernels.
 pub static MULTI: KernelModule = kernel_module!("multi.cu");
 
-/// Every kernel file.
-pub static ALL: [&KernelModule; 11] = [
-    &MAP_KEYS, &V0, &V1, &V2, &V3, &V4, &V5, &TUNED, &PAIRS, &MERGE, &MULTI,
+/// Every kernel module.
+pub static ALL: [&KernelModule; 18] = [
+    &MAP_KEYS,
+    &V0,
+    &V1,
+    &V2,
+    &V3,
+    &V4,
+    &V5,
+    &TUNED_U32,
+    &TUNED_U32_NARROW,
+    &TUNED_U64,
+    &TUNED_KV64,
+    &PAIRS,
+    &MERGE_WORDS,
+    &MERGE_KV_U32_U32,
+    &MERGE_KV_U32_U64,
+    &MERGE_KV_U64_U32,
+    &MERGE_KV_U64_U64,
+    &MULTI,
 ];
+
+/// The tuned pass on words `W` (4 or 8 bytes, or a 16-byte key-index pair), 32 or 16 a
+/// thread.
+pub(crate) fn tuned<W>() -> &'static KernelModule {
+    match std::mem::size_of::<W>() {
+        4 => &TUNED_U32,
+        8 => &TUNED_U64,
+        _ => &TUNED_KV64,
+    }
+}
+
+/// The key-value kernels of 4- or 8-byte keys `K` with 4- or 8-byte values `V`.
+pub(crate) fn merge_kv<K, V>() -> &'static KernelModule {
+    match (std::mem::size_of::<K>(), std::mem::size_of::<V>()) {
+        (4, 4) => &MERGE_KV_U32_U32,
+        (4, _) => &MERGE_KV_U32_U64,
+        (_, 4) => &MERGE_KV_U64_U32,
+        _ => &MERGE_KV_U64_U64,
+    }
+}
 
 /// Every header, by the name the files include it by.
 pub static HEADERS: [(&str, &str); 17] = [
@@ -92,7 +173,7 @@ mod tests {
     #[test]
     fn every_include_names_an_embedded_header() {
         let names: Vec<&str> = HEADERS.iter().map(|(name, _)| *name).collect();
-        let texts = ALL.iter().map(|m| (m.name, m.source));
+        let texts = ALL.iter().map(|m| (m.file, m.source));
         for (file, text) in texts.chain(HEADERS.iter().copied()) {
             for included in includes(text) {
                 assert!(

@@ -125,7 +125,11 @@ pub(crate) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
     let (n64, unmap) = (n as u64, if levels == 0 { map } else { 0 });
     let shared = place_shared_bytes::<K, V>(tile);
     for name in ["place_values", "place_equal_values"] {
-        let f = gpu.function_for(policy, &kernels::MERGE, &kv_kernel_name::<K, V>(name))?;
+        let f = gpu.function_for(
+            policy,
+            kernels::merge_kv::<K, V>(),
+            &kv_kernel_name::<K, V>(name),
+        )?;
         gpu.allow_shared(&f, shared)?;
         let cfg = config(runs as u32, (tile / 16) as u32, shared);
         let keys = (original_keys, sorted_keys);
@@ -148,12 +152,12 @@ pub(crate) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
         .during(|| format!("allocating {tiles} merge paths"))?;
     let co_ranks = gpu.function_for(
         policy,
-        &kernels::MERGE,
+        kernels::merge_kv::<K, V>(),
         &kernel_name::<K>("level_co_ranks_kv"),
     )?;
     let merge = gpu.function_for(
         policy,
-        &kernels::MERGE,
+        kernels::merge_kv::<K, V>(),
         &kv_kernel_name::<K, V>("merge_level"),
     )?;
     let merge_shared = kv_merge_shared_bytes::<K, V>(policy);

@@ -55,10 +55,14 @@ pub(crate) fn merge_two_runs<W: DeviceRepr>(
     let count = tiles + 1;
     let mut ranks = unsafe { stream.alloc::<u64>(count as usize) }
         .during(|| format!("allocating {count} merge paths"))?;
-    let f = gpu.function_for(policy, &kernels::MERGE, &kernel_name::<W>("co_ranks"))?;
+    let f = gpu.function_for(policy, &kernels::MERGE_WORDS, &kernel_name::<W>("co_ranks"))?;
     launch::co_ranks(gpu, &f, search_grid(count), (a, b), &mut ranks, count)
         .during(|| "launching co_ranks".into())?;
-    let f = gpu.function_for(policy, &kernels::MERGE, &kernel_name::<W>("merge_tiles"))?;
+    let f = gpu.function_for(
+        policy,
+        &kernels::MERGE_WORDS,
+        &kernel_name::<W>("merge_tiles"),
+    )?;
     let cfg = config(tiles, policy.merge_threads, 0);
     launch::merge_tiles(gpu, &f, cfg, (a, b), &ranks, out).during(|| "launching merge_tiles".into())
 }
@@ -125,7 +129,11 @@ fn merge_level<W: DeviceRepr>(
 ) -> Result<()> {
     let tiles = src.len().div_ceil(merge_tile_len::<W>(policy)) as u32;
     let (n64, run64) = (src.len() as u64, run_len as u64);
-    let f = gpu.function_for(policy, &kernels::MERGE, &kernel_name::<W>("level_co_ranks"))?;
+    let f = gpu.function_for(
+        policy,
+        &kernels::MERGE_WORDS,
+        &kernel_name::<W>("level_co_ranks"),
+    )?;
     let (keys, _record_read) = src.device_ptr(gpu.stream());
     launch::level_co_ranks(
         gpu,
@@ -137,7 +145,11 @@ fn merge_level<W: DeviceRepr>(
         tiles,
     )
     .during(|| "launching level_co_ranks".into())?;
-    let f = gpu.function_for(policy, &kernels::MERGE, &kernel_name::<W>("merge_level"))?;
+    let f = gpu.function_for(
+        policy,
+        &kernels::MERGE_WORDS,
+        &kernel_name::<W>("merge_level"),
+    )?;
     let cfg = config(tiles, policy.merge_threads, 0);
     launch::merge_level(gpu, &f, cfg, (src, dst), run64, ranks, map)
         .during(|| "launching merge_level".into())

@@ -1,19 +1,26 @@
 //! Run-time compilation of the kernels with NVRTC, with a disk cache.
 //!
-//! Each kernel file is compiled straight to a CUBIN for the device's own architecture
+//! Each kernel module is compiled straight to a CUBIN for the device's own architecture
 //! (`sm_XY`), so the driver never JIT-compiles PTX, and a CUBIN from a newer NVRTC still loads on
 //! an older driver. The headers go to NVRTC by their include names ([`super::kernels::HEADERS`]),
-//! and the numbers the host shares with the kernels as `-D` defines ([`Define`]). CUBINs are
-//! cached on disk under a key made of the source and header texts, the architecture, the
-//! options and NVRTC's version; a cache that cannot be written is skipped.
+//! and the numbers the host shares with the kernels as `-D` defines ([`Define`]).
+//!
+//! A first use compiles only the modules its sort runs ([`super::Gpu::prepare`]), several at
+//! once, each with ptxas's own threads (`--split-compile`). CUBINs are cached on
+//! disk under a key made of the source and header texts, the architecture, the options and
+//! NVRTC's version; a cache file is written whole and renamed into place (processes may share
+//! the folder) and checked when read (a truncated or corrupt one is compiled again). A folder
+//! that cannot be written is reported once ([`CompileEvent::CacheUnwritable`]) and skipped.
 
 use super::kernels::{KernelModule, HEADERS};
 use crate::error::{Error, GpuUnavailable, Result};
 use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys};
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
-use std::path::PathBuf;
-use std::sync::{LazyLock, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, LazyLock, Mutex, RwLock};
+use std::time::Instant;
 
 /// NVRTC's version as (major, minor), or why NVRTC cannot be used.
 pub(crate) fn version() -> Result<(i32, i32)> {
@@ -34,12 +41,70 @@ pub(crate) fn nvrtc_present() -> bool {
 /// A `-D NAME=VALUE` option: a number the host shares with the kernels.
 pub type Define = (&'static str, String);
 
-fn options(arch: &str, defines: &[Define]) -> Vec<String> {
+/// What the kernel compiler is doing, as told to the function given to
+/// [`crate::cuda::on_compile`]: a program shows it (compiling takes seconds, once) and keeps
+/// it out of the time it reports for a sort.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub enum CompileEvent {
+    /// `module` was not in the cache and is being compiled for `arch`; `cache` is the folder
+    /// its CUBIN will be kept in (`None`: caching is off or impossible).
+    Started {
+        /// The module's name ([`KernelModule::name`]).
+        module: String,
+        /// Such as `sm_90`.
+        arch: String,
+        /// The cache folder.
+        cache: Option<PathBuf>,
+    },
+    /// `module` compiled in `seconds`.
+    Finished {
+        /// The module's name.
+        module: String,
+        /// Such as `sm_90`.
+        arch: String,
+        /// NVRTC's wall time.
+        seconds: f64,
+    },
+    /// The cache file at `path` was truncated or corrupt: the module was compiled again.
+    CacheCorrupt {
+        /// The file.
+        path: PathBuf,
+    },
+    /// The cache folder cannot be made or written: kernels compile again in every process.
+    /// Told once a process.
+    CacheUnwritable {
+        /// The folder.
+        dir: PathBuf,
+        /// Why.
+        error: String,
+    },
+}
+
+type Observer = Box<dyn Fn(&CompileEvent) + Send + Sync>;
+static OBSERVER: RwLock<Option<Observer>> = RwLock::new(None);
+
+/// Tells `observer` of every [`CompileEvent`] from now on (in place of any earlier one).
+pub(crate) fn set_observer(observer: Option<Observer>) {
+    *OBSERVER.write().unwrap_or_else(|e| e.into_inner()) = observer;
+}
+
+fn tell(event: CompileEvent) {
+    if let Some(observer) = OBSERVER.read().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        observer(&event);
+    }
+}
+
+fn options(module: &KernelModule, arch: &str, defines: &[Define]) -> Vec<String> {
     let mut options = vec![
         format!("--gpu-architecture={arch}"),
         "--std=c++17".into(),
         "--extra-device-vectorization".into(),
+        // ptxas assembles the module's functions on all cores: the same machine code, sooner
+        // (NVVM's own --split-compile changed the code of some kernels: not used).
+        "-Xptxas=--split-compile=0".into(),
     ];
+    options.extend(module.part_define().map(|part| format!("-D{part}")));
     options.extend(
         defines
             .iter()
@@ -48,43 +113,149 @@ fn options(arch: &str, defines: &[Define]) -> Vec<String> {
     options
 }
 
-/// Compiles one kernel module to a CUBIN for `arch` (such as `"sm_90"`) with `defines`: once
-/// per process (several GPUs of one architecture share it), and from the disk cache when an
-/// identical compile was done before.
-pub(crate) fn compile(module: &KernelModule, arch: &str, defines: &[Define]) -> Result<Vec<u8>> {
-    type Compiled = HashMap<(&'static str, Vec<String>), Vec<u8>>;
-    static IN_PROCESS: LazyLock<Mutex<Compiled>> = LazyLock::new(Default::default);
-    let opts = options(arch, defines);
-    // Held across the compile, so that GPUs asking at once wait for one compile.
-    let mut done = IN_PROCESS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(cubin) = done.get(&(module.name, opts.clone())) {
-        return Ok(cubin.clone());
-    }
-    let cubin = compile_cached(module, arch, &opts)?;
-    done.insert((module.name, opts), cubin.clone());
-    Ok(cubin)
+/// Where a CUBIN came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    /// Compiled by NVRTC now.
+    Compiled,
+    /// Read from the disk cache.
+    DiskCache,
+    /// Compiled or read earlier in this process.
+    Process,
 }
 
-fn compile_cached(module: &KernelModule, arch: &str, opts: &[String]) -> Result<Vec<u8>> {
+/// One module's CUBIN, where it came from and how long getting it took.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// The CUBIN.
+    pub cubin: Arc<Vec<u8>>,
+    /// Where it came from.
+    pub origin: Origin,
+    /// Wall seconds spent getting it (compiling, or reading the cache).
+    pub seconds: f64,
+}
+
+/// One slot a (module, options): the first caller compiles while later ones wait on its lock,
+/// and callers for other modules go on at once.
+type Slot = Arc<Mutex<Option<Arc<Vec<u8>>>>>;
+
+/// Compiles one kernel module to a CUBIN for `arch` (such as `"sm_90"`) with `defines`: once
+/// per process (several GPUs of one architecture share it), and from the disk cache when an
+/// identical compile was done before. Safe to call from several threads at once.
+pub(crate) fn compile(module: &KernelModule, arch: &str, defines: &[Define]) -> Result<Compiled> {
+    static IN_PROCESS: LazyLock<Mutex<HashMap<Vec<String>, Slot>>> =
+        LazyLock::new(Default::default);
+    let opts = options(module, arch, defines);
+    let mut key = opts.clone();
+    key.push(module.file.to_string());
+    let slot = IN_PROCESS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(key)
+        .or_default()
+        .clone();
+    let started = Instant::now();
+    let mut done = slot.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(cubin) = done.as_ref() {
+        let seconds = started.elapsed().as_secs_f64();
+        return Ok(Compiled {
+            cubin: cubin.clone(),
+            origin: Origin::Process,
+            seconds,
+        });
+    }
+    let (cubin, origin) = compile_cached(module, arch, &opts, cache_dir())?;
+    let cubin = Arc::new(cubin);
+    *done = Some(cubin.clone());
+    let seconds = started.elapsed().as_secs_f64();
+    Ok(Compiled {
+        cubin,
+        origin,
+        seconds,
+    })
+}
+
+/// [`compile`] for each of `modules`, side by side on a thread each: a first use waits for the
+/// slowest module, not for their sum.
+pub(crate) fn compile_side_by_side(
+    modules: &[&KernelModule],
+    arch: &str,
+    defines: &[Define],
+) -> Result<Vec<Compiled>> {
+    std::thread::scope(|scope| {
+        let compiles: Vec<_> = modules
+            .iter()
+            .map(|module| scope.spawn(move || compile(module, arch, defines)))
+            .collect();
+        compiles
+            .into_iter()
+            .map(|compile| {
+                let panicked = Err(Error::Unsupported("a kernel compile panicked"));
+                compile.join().unwrap_or(panicked)
+            })
+            .collect()
+    })
+}
+
+/// The CUBIN from the cache folder `dir` when a whole one is there, else compiled (and stored
+/// there).
+fn compile_cached(
+    module: &KernelModule,
+    arch: &str,
+    opts: &[String],
+    dir: Option<PathBuf>,
+) -> Result<(Vec<u8>, Origin)> {
     let nvrtc = version()?;
-    let source = module.source;
-    let key = cache_key(source, opts, nvrtc);
-    let cached = cache_dir().map(|d| d.join(format!("{}-{arch}-{key:016x}.cubin", module.name)));
-    if let Some(bytes) = cached.as_ref().and_then(|p| std::fs::read(p).ok()) {
-        return Ok(bytes);
+    let name = module.name();
+    let key = cache_key(module.source, opts, nvrtc);
+    let cached = dir
+        .as_ref()
+        .map(|d| d.join(format!("{name}-{arch}-{key:016x}.cubin")));
+    if let Some(path) = &cached {
+        match std::fs::read(path) {
+            Ok(bytes) => match unwrap_cache_file(&bytes) {
+                Some(cubin) => return Ok((cubin.to_vec(), Origin::DiskCache)),
+                None => tell(CompileEvent::CacheCorrupt { path: path.clone() }),
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => tell(CompileEvent::CacheCorrupt { path: path.clone() }),
+        }
     }
-    let cubin = compile_with_options(module.name, source, arch, opts)?;
-    if let Some(path) = cached {
-        store_atomically(&path, &cubin);
+    tell(CompileEvent::Started {
+        module: name.clone(),
+        arch: arch.to_string(),
+        cache: dir.clone(),
+    });
+    let started = Instant::now();
+    let cubin = compile_with_options(&name, module.source, arch, opts)?;
+    tell(CompileEvent::Finished {
+        module: name,
+        arch: arch.to_string(),
+        seconds: started.elapsed().as_secs_f64(),
+    });
+    if let (Some(path), Some(dir)) = (cached, dir) {
+        if let Err(e) = store_atomically(&path, &wrap_cache_file(&cubin)) {
+            cache_unwritable(&dir, &e);
+        }
     }
-    Ok(cubin)
+    Ok((cubin, Origin::Compiled))
 }
 
 /// Compiles CUDA C++ `source` (named `name` in messages, its includes from the embedded
 /// headers) to a CUBIN for `arch`, uncached. A compile error carries NVRTC's log.
 #[cfg(test)]
-fn compile_source(name: &str, source: &str, arch: &str, defines: &[Define]) -> Result<Vec<u8>> {
-    compile_with_options(name, source, arch, &options(arch, defines))
+fn compile_source(
+    name: &str,
+    source: &'static str,
+    arch: &str,
+    defines: &[Define],
+) -> Result<Vec<u8>> {
+    let module = KernelModule {
+        file: "test.cu",
+        part: None,
+        source,
+    };
+    compile_with_options(name, source, arch, &options(&module, arch, defines))
 }
 
 fn compile_with_options(name: &str, source: &str, arch: &str, opts: &[String]) -> Result<Vec<u8>> {
@@ -177,44 +348,97 @@ fn check(status: nvrtc_sys::nvrtcResult, call: &str, module: &str) -> Result<()>
     }
 }
 
-/// `$BITONIC_CACHE_DIR`, else `$XDG_CACHE_HOME/bitonic`, else `~/.cache/bitonic`; `None` when
-/// caching is off (`BITONIC_CACHE_DIR=` set empty) or no folder can be made.
-fn cache_dir() -> Option<PathBuf> {
+/// `$BITONIC_CACHE_DIR`, else `$XDG_CACHE_HOME/bitonic`, else `~/.cache/bitonic`, made if
+/// missing; `None` when caching is off (`BITONIC_CACHE_DIR=` set empty), there is no home, or
+/// the folder cannot be made (told once: [`CompileEvent::CacheUnwritable`]).
+pub(crate) fn cache_dir() -> Option<PathBuf> {
     let dir = match std::env::var_os("BITONIC_CACHE_DIR") {
         Some(d) if d.is_empty() => return None,
         Some(d) => PathBuf::from(d),
         None => std::env::var_os("XDG_CACHE_HOME")
+            .filter(|d| !d.is_empty())
             .map(PathBuf::from)
             .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?
             .join("bitonic"),
     };
-    std::fs::create_dir_all(&dir).ok()?;
-    Some(dir)
+    match std::fs::create_dir_all(&dir) {
+        Ok(()) => Some(dir),
+        Err(e) => {
+            cache_unwritable(&dir, &e);
+            None
+        }
+    }
 }
 
-fn store_atomically(path: &std::path::Path, bytes: &[u8]) {
-    let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-    if std::fs::write(&tmp, bytes).is_ok() && std::fs::rename(&tmp, path).is_err() {
+fn cache_unwritable(dir: &Path, error: &std::io::Error) {
+    static TOLD: AtomicBool = AtomicBool::new(false);
+    if !TOLD.swap(true, Ordering::Relaxed) {
+        tell(CompileEvent::CacheUnwritable {
+            dir: dir.to_path_buf(),
+            error: error.to_string(),
+        });
+    }
+}
+
+/// Writes `bytes` to a temporary file beside `path` and renames it into place, so that a
+/// reader (another process) sees the whole file or none; the temporary file is removed when
+/// anything fails.
+fn store_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    static COUNT: AtomicU64 = AtomicU64::new(0);
+    let unique = COUNT.fetch_add(1, Ordering::Relaxed);
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    let tmp = path.with_file_name(format!(".{name}.{}.{unique}.tmp", std::process::id()));
+    let result = std::fs::write(&tmp, bytes).and_then(|()| std::fs::rename(&tmp, path));
+    if result.is_err() {
         std::fs::remove_file(&tmp).ok();
     }
+    result
+}
+
+/// A cache file: a magic tag, the CUBIN's length and hash (FNV-1a), then the CUBIN. A file
+/// cut short or changed fails [`unwrap_cache_file`].
+const CACHE_MAGIC: &[u8; 8] = b"BTNCUBN1";
+
+fn wrap_cache_file(cubin: &[u8]) -> Vec<u8> {
+    let mut file = Vec::with_capacity(cubin.len() + 24);
+    file.extend_from_slice(CACHE_MAGIC);
+    file.extend_from_slice(&(cubin.len() as u64).to_le_bytes());
+    file.extend_from_slice(&fnv1a([cubin]).to_le_bytes());
+    file.extend_from_slice(cubin);
+    file
+}
+
+fn unwrap_cache_file(file: &[u8]) -> Option<&[u8]> {
+    let (magic, rest) = file.split_first_chunk::<8>()?;
+    let (len, rest) = rest.split_first_chunk::<8>()?;
+    let (hash, cubin) = rest.split_first_chunk::<8>()?;
+    let whole = magic == CACHE_MAGIC
+        && u64::from_le_bytes(*len) == cubin.len() as u64
+        && u64::from_le_bytes(*hash) == fnv1a([cubin]);
+    whole.then_some(cubin)
+}
+
+fn fnv1a<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> u64 {
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    for part in parts {
+        for &byte in part {
+            hash = (hash ^ byte as u64).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    hash
 }
 
 /// FNV-1a over everything that changes the CUBIN (the source, every header, the options and
 /// NVRTC's version): stable across runs and Rust versions.
 fn cache_key(source: &str, opts: &[String], nvrtc: (i32, i32)) -> u64 {
-    let mut hash = 0xcbf2_9ce4_8422_2325u64;
     let nvrtc = format!("nvrtc {}.{}", nvrtc.0, nvrtc.1);
     let headers = HEADERS.iter().flat_map(|(name, text)| [*name, *text]);
     let parts = std::iter::once(source)
         .chain(headers)
         .chain(opts.iter().map(String::as_str))
         .chain([nvrtc.as_str()]);
-    for part in parts {
-        for byte in part.bytes().chain([0]) {
-            hash = (hash ^ byte as u64).wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    hash
+    // Each part ends with a NUL, so that moving text from one part to the next changes the key.
+    fnv1a(parts.flat_map(|part| [part.as_bytes(), b"\0"]))
 }
 
 #[cfg(test)]
@@ -244,7 +468,8 @@ mod tests {
 
     #[test]
     fn the_cache_key_covers_options_and_source() {
-        let opts = |d: &str| options("sm_90", &[("BITONIC_X", d.to_string())]);
+        let module = &super::super::kernels::MAP_KEYS;
+        let opts = |d: &str| options(module, "sm_90", &[("BITONIC_X", d.to_string())]);
         assert_ne!(
             cache_key("a", &opts("1"), (13, 0)),
             cache_key("a", &opts("2"), (13, 0))
@@ -257,5 +482,117 @@ mod tests {
             cache_key("a", &opts("1"), (13, 0)),
             cache_key("a", &opts("1"), (13, 1))
         );
+    }
+
+    #[test]
+    fn a_cache_file_cut_short_or_changed_is_refused() {
+        let cubin: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+        let file = wrap_cache_file(&cubin);
+        assert_eq!(unwrap_cache_file(&file), Some(&cubin[..]));
+        for cut in [0, 7, 8, 23, 24, file.len() - 1] {
+            assert_eq!(unwrap_cache_file(&file[..cut]), None, "cut at {cut}");
+        }
+        let mut changed = file.clone();
+        changed[500] ^= 1;
+        assert_eq!(unwrap_cache_file(&changed), None);
+        let mut longer = file;
+        longer.push(0);
+        assert_eq!(unwrap_cache_file(&longer), None);
+    }
+
+    #[test]
+    fn the_cache_is_written_whole_and_leaves_no_temporary_file() {
+        let dir = tempdir("store");
+        let path = dir.join("a.cubin");
+        store_atomically(&path, b"one").unwrap();
+        store_atomically(&path, b"two").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"two");
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["a.cubin"]);
+        // A folder that cannot take the file: an error, and nothing left behind.
+        let missing = dir.join("missing").join("b.cubin");
+        assert!(store_atomically(&missing, b"x").is_err());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn a_corrupt_cache_file_is_compiled_again_and_threads_may_compile_at_once() {
+        if version().is_err() {
+            eprintln!("SKIPPED a_corrupt_cache_file_is_compiled_again_and_threads_may_compile_at_once: no libnvrtc.so");
+            return;
+        }
+        let dir = tempdir("corrupt");
+        let module = &super::super::kernels::MAP_KEYS;
+        let opts = options(
+            module,
+            "sm_90",
+            &super::super::kernel_defines(&crate::Policy::HOPPER),
+        );
+        let compile = || compile_cached(module, "sm_90", &opts, Some(dir.clone())).unwrap();
+        let (first, origin) = compile();
+        assert_eq!(origin, Origin::Compiled);
+        let (again, origin) = compile();
+        assert_eq!((again == first, origin), (true, Origin::DiskCache));
+        let files: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(files.len(), 1, "{files:?}");
+        // Truncated, then garbage: each is compiled again, and the file repaired.
+        let whole = std::fs::read(&files[0]).unwrap();
+        for broken in [whole[..whole.len() / 2].to_vec(), vec![0xff; 64]] {
+            std::fs::write(&files[0], broken).unwrap();
+            let (cubin, origin) = compile();
+            assert_eq!((cubin == first, origin), (true, Origin::Compiled));
+            assert_eq!(std::fs::read(&files[0]).unwrap(), whole);
+        }
+        // Several threads at once, with a cold folder: each gets the same CUBIN.
+        std::fs::remove_file(&files[0]).unwrap();
+        let cubins: Vec<Vec<u8>> = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..4).map(|_| s.spawn(|| compile().0)).collect();
+            handles.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert!(cubins.iter().all(|c| *c == first));
+        let names: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names.len(), 1, "no temporary file is left: {names:?}");
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn an_unwritable_cache_folder_still_compiles() {
+        if version().is_err() {
+            eprintln!("SKIPPED an_unwritable_cache_folder_still_compiles: no libnvrtc.so");
+            return;
+        }
+        // A file where the folder should be: nothing can be stored in it.
+        let dir = tempdir("unwritable");
+        let blocked = dir.join("not-a-folder");
+        std::fs::write(&blocked, b"").unwrap();
+        let module = &super::super::kernels::MAP_KEYS;
+        let opts = options(
+            module,
+            "sm_90",
+            &super::super::kernel_defines(&crate::Policy::HOPPER),
+        );
+        let (cubin, origin) = compile_cached(module, "sm_90", &opts, Some(blocked)).unwrap();
+        assert_eq!(origin, Origin::Compiled);
+        assert!(!cubin.is_empty());
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    /// A fresh folder under the system's temporary folder.
+    fn tempdir(tag: &str) -> PathBuf {
+        static COUNT: AtomicU64 = AtomicU64::new(0);
+        let n = COUNT.fetch_add(1, Ordering::Relaxed);
+        let dir =
+            std::env::temp_dir().join(format!("bitonic-nvrtc-{tag}-{}-{n}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
     }
 }

@@ -153,7 +153,11 @@ fn tuned_kernel<T>(
 ) -> Result<(CudaFunction, TunedShape)> {
     let (slots, row_bits) = (layout.slots(), layout.row_bits);
     let word_bytes = std::mem::size_of::<T>();
-    let wide = gpu.function_for(policy, &kernels::TUNED, &kernel_name::<T>("tuned_pass"))?;
+    let wide = gpu.function_for(
+        policy,
+        kernels::tuned::<T>(),
+        &kernel_name::<T>("tuned_pass"),
+    )?;
     let wide_bits = match word_bytes {
         4 => E_BITS_U32,
         8 => E_BITS_U64,
@@ -166,7 +170,7 @@ fn tuned_kernel<T>(
     if !narrow {
         return Ok((wide, shape));
     }
-    let kernel = gpu.function_for(policy, &kernels::TUNED, "tuned_pass_u32_narrow")?;
+    let kernel = gpu.function_for(policy, &kernels::TUNED_U32_NARROW, "tuned_pass_u32_narrow")?;
     let limits = TileLimits::of(gpu, &kernel)?;
     let shape = tuned_shape(
         policy,

@@ -1,8 +1,9 @@
 //! Carries out the GPU strategy that [`crate::dispatch::choose`] picked, on words already on
 //! the device: the key map around the seed versions, and the call into the strategy's file.
 
+use super::kernels::{self, KernelModule};
 use super::layout::{map_flags, RowLayout};
-use super::{kernel_name, kernels, kv, launch, merge, passes, rows, seed, Gpu};
+use super::{kernel_name, kv, launch, merge, passes, rows, seed, Gpu};
 use crate::dispatch::{Layout, Request, Strategy};
 use crate::error::{CudaContext as _, Error, Result};
 use crate::key::MapKind;
@@ -20,6 +21,70 @@ pub(crate) struct Target<'a> {
     pub policy: &'a Policy,
 }
 
+/// The kernel modules `strategy` runs for `len` keys of `key_bytes` bytes with values of
+/// `value_bytes` (0: keys alone; argsorts carry 4-byte indices). [`prepare`] compiles them
+/// side by side before the first sort; a module missing here would still compile on first
+/// use, alone (a GPU test checks that none does).
+pub(crate) fn modules_for(
+    strategy: Strategy,
+    policy: &Policy,
+    len: usize,
+    key_bytes: usize,
+    value_bytes: usize,
+) -> Vec<&'static KernelModule> {
+    let wide = key_bytes == 8;
+    let tuned = if wide {
+        kernels::tuned::<u64>()
+    } else {
+        kernels::tuned::<u32>()
+    };
+    // Small u32 inputs and short rows run the narrow tuned kernel; exactly which depends on
+    // the device's shape (passes.rs), so every input that could gets it.
+    let narrow = !wide
+        && policy.narrow_small_u32
+        && match strategy {
+            Strategy::NetworkPasses | Strategy::SegmentPasses => true,
+            Strategy::KeyValueMerge | Strategy::MergeSort => len <= policy.merge_sort_above,
+            _ => false,
+        };
+    let mut modules = match strategy {
+        Strategy::Seed(version) => vec![&kernels::MAP_KEYS, seed::module(version)],
+        Strategy::NetworkPasses | Strategy::SegmentPasses => vec![tuned],
+        Strategy::MergeSort => vec![tuned, &kernels::MERGE_WORDS],
+        Strategy::KeyValueMerge => {
+            let merge_kv = match (wide, value_bytes == 8) {
+                (false, false) => kernels::merge_kv::<u32, u32>(),
+                (false, true) => kernels::merge_kv::<u32, u64>(),
+                (true, false) => kernels::merge_kv::<u64, u32>(),
+                (true, true) => kernels::merge_kv::<u64, u64>(),
+            };
+            vec![tuned, merge_kv]
+        }
+        // (key, index) pairs: a u32 key and its index make a u64 word, a u64 key a 16-byte
+        // pair.
+        Strategy::PairPasses if wide => vec![&kernels::TUNED_KV64, &kernels::PAIRS],
+        Strategy::PairPasses => vec![kernels::tuned::<u64>(), &kernels::PAIRS],
+        Strategy::CpuSort | Strategy::CpuNetwork | Strategy::CpuNetworkSerial => vec![],
+    };
+    if narrow {
+        modules.push(&kernels::TUNED_U32_NARROW);
+    }
+    modules
+}
+
+/// Compiles and loads what [`modules_for`] names, on first use: called before every GPU sort,
+/// so that a first sort's modules compile side by side.
+pub(crate) fn prepare(
+    t: Target,
+    strategy: Strategy,
+    len: usize,
+    key_bytes: usize,
+    value_bytes: usize,
+) -> Result<()> {
+    let modules = modules_for(strategy, t.policy, len, key_bytes, value_bytes);
+    t.gpu.prepare(t.policy, &modules)
+}
+
 /// Sorts `words` (keys `K` as their words) in rows of `row_len` (the whole slice: one row).
 pub(crate) fn sort<K: SortKey>(
     t: Target,
@@ -31,6 +96,7 @@ pub(crate) fn sort<K: SortKey>(
     if words.len() < 2 {
         return Ok(());
     }
+    prepare(t, strategy, words.len(), K::DTYPE.size(), 0)?;
     let map = map_flags::<K>(order);
     match strategy {
         Strategy::Seed(version) => sort_seed::<K>(t.gpu, words, version, order),
@@ -51,6 +117,7 @@ pub(crate) fn sort_segments<K: SortKey>(
     offsets: &[usize],
     order: Order,
 ) -> Result<()> {
+    prepare(t, Strategy::SegmentPasses, words.len(), K::DTYPE.size(), 0)?;
     rows::sort_segments(t.gpu, t.policy, words, offsets, map_flags::<K>(order))
 }
 
@@ -67,6 +134,7 @@ pub(crate) fn sort_with_indices<K: SortKey>(
     if words.is_empty() {
         return Ok(());
     }
+    prepare(t, strategy, words.len(), K::DTYPE.size(), 4)?;
     let map = map_flags::<K>(order);
     match strategy {
         Strategy::KeyValueMerge => kv::merge_sort_kv(t.gpu, t.policy, words, indices, true, map),
@@ -92,6 +160,7 @@ pub(crate) fn sort_with_values<K: SortKey, V: DeviceRepr>(
     if n < 2 {
         return Ok(());
     }
+    prepare(t, strategy, n, K::DTYPE.size(), value_bytes)?;
     match strategy {
         Strategy::KeyValueMerge => {
             let map = map_flags::<K>(order);

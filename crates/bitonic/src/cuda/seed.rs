@@ -61,6 +61,14 @@ fn blocked_version(version: Version) -> Option<&'static Blocked> {
     }
 }
 
+/// The kernel module of `version` (V0–V5).
+pub(crate) fn module(version: Version) -> &'static KernelModule {
+    match blocked_version(version) {
+        Some(v) => v.module,
+        None => &kernels::V0,
+    }
+}
+
 /// Sorts `keys` (at least 2, at most `MAX_LEN`) ascending with one of the seed's versions
 /// V0–V5. The tuned version goes through [`tuned`], which also maps the keys.
 pub(crate) fn run<B: Bits>(gpu: &Gpu, keys: &mut CudaViewMut<B>, version: Version) -> Result<()> {

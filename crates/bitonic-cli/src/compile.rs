@@ -1,0 +1,103 @@
+//! `bitonic compile`: every GPU kernel compiled ahead of time into the kernel cache (for
+//! deployment images), with NVRTC's time per module.
+
+use anyhow::{bail, Context, Result};
+use bitonic::cuda::{self, Gpu, Origin};
+use bitonic::Policy;
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Architecture to compile for, such as sm_90 (default: this machine's GPU). Needs NVRTC,
+    /// not a GPU.
+    #[arg(long)]
+    arch: Option<String>,
+    /// Compile the modules one after another, not side by side: each module's time alone.
+    #[arg(long)]
+    one_at_a_time: bool,
+    /// Also write the table as CSV to this file.
+    #[arg(long, value_name = "FILE")]
+    csv: Option<PathBuf>,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    let (arch, policy) = match (&args.arch, Gpu::get()) {
+        (Some(arch), _) => (arch.clone(), policy_of(arch)?),
+        (None, Ok(gpu)) => (gpu.info().arch(), gpu.policy()),
+        (None, Err(why)) => {
+            bail!("no GPU to compile for ({why}); name the architecture, such as --arch sm_90")
+        }
+    };
+    cuda::nvrtc_version().context("compiling the kernels needs NVRTC")?;
+    let cache = cuda::cache_dir();
+    match &cache {
+        Some(dir) => eprintln!(
+            "compiling every GPU kernel for {arch} into {}",
+            dir.display()
+        ),
+        None => eprintln!("compiling every GPU kernel for {arch} (the kernel cache is off)"),
+    }
+    let started = Instant::now();
+    let modules = if args.one_at_a_time {
+        let compile = |m: &&cuda::KernelModule| cuda::compile(m, &arch, &policy);
+        cuda::kernel_modules()
+            .iter()
+            .map(compile)
+            .collect::<bitonic::Result<Vec<_>>>()?
+    } else {
+        cuda::compile_all(&arch, &policy)?
+    };
+    let wall = started.elapsed().as_secs_f64();
+    let mut csv = String::from("module,arch,origin,seconds,cubin_bytes\n");
+    println!(
+        "{:<24} {:>10} {:>10} {:>12}",
+        "module", "origin", "seconds", "CUBIN KiB"
+    );
+    for m in &modules {
+        let origin = match m.origin {
+            Origin::Compiled => "compiled",
+            Origin::DiskCache => "cache",
+            Origin::Process => "process",
+        };
+        let kib = m.cubin.len() / 1024;
+        println!("{:<24} {origin:>10} {:>10.2} {kib:>12}", m.name, m.seconds);
+        writeln!(
+            csv,
+            "{},{arch},{origin},{:.3},{}",
+            m.name,
+            m.seconds,
+            m.cubin.len()
+        )?;
+    }
+    let mode = if args.one_at_a_time {
+        "one at a time"
+    } else {
+        "side by side"
+    };
+    println!(
+        "{} modules in {wall:.2} s of wall time ({mode})",
+        modules.len()
+    );
+    if let Some(path) = &args.csv {
+        crate::io::write_text(path, &csv)?;
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The policy of an `sm_XY` architecture.
+fn policy_of(arch: &str) -> Result<Policy> {
+    let digits = arch.strip_prefix("sm_").filter(|d| d.len() >= 2);
+    let Some((major, minor)) = digits.and_then(|d| {
+        let (major, minor) = d.split_at(d.len() - 1);
+        Some((
+            major.parse().ok()?,
+            minor.trim_end_matches(['a', 'f']).parse().ok()?,
+        ))
+    }) else {
+        bail!("{arch:?} is not an architecture such as sm_90");
+    };
+    Ok(Policy::for_compute_capability(major, minor))
+}
