@@ -42,23 +42,28 @@
 // but two 512-thread blocks of 64 KiB tiles then share an SM, and one block's loads and
 // barriers overlap the other's register work. 128 spill-free registers with one block per SM
 // measured slower, for the first pass too (docs/notes/tuned.md). Key-index pairs take three
-// registers a key: 256 threads.
+// registers a key: 256 threads. The kernel keeps `tile_bits` among its parameters: the host's
+// word for the tile it sized the launch by, checked against the tile the module was compiled
+// for.
 #define TUNED_PASS(T, NAME, MAX_THREADS)                                                         \
+    static_assert(T::E_BITS + 5 <= TILE_BITS && TILE_BITS <= T::MAX_TILE_BITS, "one warp's keys to a whole block's"); \
+    static_assert(1u << (T::MAX_TILE_BITS - T::E_BITS) == MAX_THREADS, "the block the host sizes tiles by");     \
     extern "C" __global__ void __launch_bounds__(MAX_THREADS) tuned_pass_##NAME(                 \
         T::K *keys, RowLayout layout, u32 tile_bits, u32 col_bits, u32 lo, u32 b_first, u32 b_last,  \
         u32 hi_first, u32 stop, u32 map) {                                                       \
-        tuned_pass<T>(keys, layout, tile_bits, col_bits, lo, b_first, b_last, hi_first, stop, map); \
+        if (tile_bits != TILE_BITS) __trap();                                                    \
+        tuned_pass<T>(keys, layout, col_bits, lo, b_first, b_last, hi_first, stop, map);         \
     }
-// One compile a word type (src/cuda/kernels.rs defines BITONIC_PART_*), so that a sort
-// compiles only the kernel it runs.
+// One compile a word type (src/cuda/kernels.rs defines BITONIC_PART_*) and tile size
+// (BITONIC_TUNED_TILE_BITS), so that a sort compiles only the kernel it runs.
 #if defined(BITONIC_PART_U32)
-TUNED_PASS(WideU32, u32, 1024)
+TUNED_PASS(WideU32, u32, BITONIC_TUNED_THREADS)
 #elif defined(BITONIC_PART_U32_NARROW)
-TUNED_PASS(NarrowU32, u32_narrow, 1024)
+TUNED_PASS(NarrowU32, u32_narrow, BITONIC_TUNED_THREADS)
 #elif defined(BITONIC_PART_U64)
-TUNED_PASS(WideU64, u64, 1024)
+TUNED_PASS(WideU64, u64, BITONIC_TUNED_THREADS)
 #elif defined(BITONIC_PART_KV64)
-TUNED_PASS(PairTuning, kv64, 256)
+TUNED_PASS(PairTuning, kv64, BITONIC_TUNED_THREADS_PAIRS)
 #else
 #error "compile one part: BITONIC_PART_U32, _U32_NARROW, _U64 or _KV64 (src/cuda/kernels.rs)"
 #endif

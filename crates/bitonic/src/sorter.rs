@@ -537,7 +537,11 @@ impl<'g> Sorter<'g> {
         let value_bytes = std::mem::size_of::<V>();
         let (ran, target) = self.choose(len, layout, value_bytes > 0)?;
         if let Some(t) = target {
-            run::prepare(t, ran.strategy, len, K::DTYPE.size(), value_bytes)?;
+            let row_len = match layout {
+                Layout::Rows { row_len } => row_len,
+                Layout::Whole | Layout::Segments => len,
+            };
+            run::prepare(t, ran.strategy, len, row_len, K::DTYPE.size(), value_bytes)?;
         }
         Ok(ran)
     }

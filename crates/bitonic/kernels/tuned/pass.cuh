@@ -159,10 +159,15 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, u32 stop,
 
 // The register group holding tile bit tb: aligned groups of E_BITS bits, the last one
 // shifted down to end at the tile's top bit.
-template <typename T> __device__ __forceinline__ u32 group_start(u32 tb, u32 tile_bits) {
+template <typename T> __device__ __forceinline__ u32 group_start(u32 tb) {
     const u32 E_BITS = T::E_BITS;
-    return min(E_BITS * (tb / E_BITS), tile_bits - E_BITS);
+    return min(E_BITS * (tb / E_BITS), TILE_BITS - E_BITS);
 }
+
+// Whether some tile bit's group starts at q0 (group_start's values): only those groups are
+// compiled.
+template <typename T, u32 Q0>
+constexpr bool is_group_start = (Q0 % T::E_BITS == 0 && Q0 + T::E_BITS <= TILE_BITS) || Q0 == TILE_BITS - T::E_BITS;
 
 // 16 bytes of keys from tile index i on (i a multiple of the vector's keys: a strided tile's
 // rows hold at least 32 adjacent keys, so they are adjacent in the array too), mapped; keys
@@ -238,8 +243,9 @@ template <typename T, typename K = typename T::K> __device__ __forceinline__ voi
 // down to bit 0 but the last, which stops at bit `stop`. A strided pass holds at most one
 // stage start: its first step (hi_first == b_first), or stage b_last's in a window.
 template <typename T, typename K = typename T::K>
-__device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 col_bits, u32 lo, u32 b_first,
-                           u32 b_last, u32 hi_first, u32 stop, u32 map) {
+__device__ void tuned_pass(K *keys, const RowLayout &layout, u32 col_bits, u32 lo, u32 b_first, u32 b_last,
+                           u32 hi_first, u32 stop, u32 map) {
+    const u32 tile_bits = TILE_BITS;
     K *tile = shared_tile<K>();
     Pass<K> p;
     p.keys = keys;
@@ -257,7 +263,7 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
 
     // A first group that cannot read global memory directly (see direct_group), and a pass
     // whose first step is a cluster step, start from the tile staged in shared memory.
-    const u32 first_group = group_start<T>(tile_bit(p, hi_first), tile_bits);
+    const u32 first_group = group_start<T>(tile_bit(p, hi_first));
     const bool starts_in_cluster = p.contiguous && hi_first >= tile_bits;
     if (!direct_group(p, first_group) || starts_in_cluster) stage_in<T>(p, tile);
     bool first = true, stored = false;
@@ -279,15 +285,17 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 tile_bits, u32 
                 first = false;
                 continue;
             }
-            switch (group_start<T>(tile_bit(p, u32(g)), tile_bits)) {
-            case 0: g = register_group<T, 0>(p, tile, b, g, stage_stop, first, &stored); break;
-            case 4: g = register_group<T, 4>(p, tile, b, g, stage_stop, first, &stored); break;
-            case 5: g = register_group<T, 5>(p, tile, b, g, stage_stop, first, &stored); break;
-            case 6: g = register_group<T, 6>(p, tile, b, g, stage_stop, first, &stored); break;
-            case 7: g = register_group<T, 7>(p, tile, b, g, stage_stop, first, &stored); break;
-            case 8: g = register_group<T, 8>(p, tile, b, g, stage_stop, first, &stored); break;
-            case 9: g = register_group<T, 9>(p, tile, b, g, stage_stop, first, &stored); break;
-            case 10: g = register_group<T, 10>(p, tile, b, g, stage_stop, first, &stored); break;
+            switch (group_start<T>(tile_bit(p, u32(g)))) {
+#define REGISTER_GROUP(Q0)                                                                         \
+    case Q0:                                                                                       \
+        if constexpr (is_group_start<T, Q0>) {                                                     \
+            g = register_group<T, Q0>(p, tile, b, g, stage_stop, first, &stored);                 \
+            break;                                                                                 \
+        }                                                                                          \
+        __trap();
+                REGISTER_GROUP(0) REGISTER_GROUP(4) REGISTER_GROUP(5) REGISTER_GROUP(6) REGISTER_GROUP(7)
+                REGISTER_GROUP(8) REGISTER_GROUP(9) REGISTER_GROUP(10)
+#undef REGISTER_GROUP
             default: __trap(); // the host never asks for another group
             }
             first = false;

@@ -36,12 +36,12 @@ __device__ __forceinline__ void tile_sort_groups(K *tile) {
     if constexpr (Q0 > 0) tile_sort_groups<T, B, Q0 - 1>(tile);
 }
 
-// Stage b (first_group_stage <= b < tile_bits) of a tile sort, the tile in shared memory.
+// Stage b (first_group_stage <= b < TILE_BITS) of a tile sort, the tile in shared memory.
 template <typename T, typename K = typename T::K> __device__ __forceinline__ void tile_sort_stage(K *tile, u32 b) {
     switch (b) {
 #define TILE_SORT_STAGE(B)                                                                                   \
     case B:                                                                                                  \
-        if constexpr (B >= first_group_stage<T> && B < T::MAX_TILE_BITS) tile_sort_groups<T, B, B>(tile); \
+        if constexpr (B >= first_group_stage<T> && B < TILE_BITS) tile_sort_groups<T, B, B>(tile);       \
         break;
         TILE_SORT_STAGE(4) TILE_SORT_STAGE(5) TILE_SORT_STAGE(6) TILE_SORT_STAGE(7) TILE_SORT_STAGE(8)
         TILE_SORT_STAGE(9) TILE_SORT_STAGE(10) TILE_SORT_STAGE(11) TILE_SORT_STAGE(12) TILE_SORT_STAGE(13)

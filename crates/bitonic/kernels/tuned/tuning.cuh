@@ -19,6 +19,9 @@ template <typename Key, u32 E_BITS_, u32 SWIZZLE_BITS_, u32 THREAD_BITS_ = 10> s
     !defined(BITONIC_E_BITS_PAIRS)
 #error "the host passes the tuned kernels' BITONIC_E_BITS_* (src/cuda/passes.rs)"
 #endif
+#if !defined(BITONIC_TUNED_THREADS) || !defined(BITONIC_TUNED_THREADS_PAIRS)
+#error "the host passes the tuned kernels' most threads, BITONIC_TUNED_THREADS(_PAIRS) (src/cuda/passes.rs)"
+#endif
 // u32: 32 keys a thread, 1024 threads -> up to 2^15 keys (128 KiB) per tile.
 typedef Tuning<u32, BITONIC_E_BITS_U32, 5> WideU32;
 // u32, 16 keys a thread: twice the threads for the same tile, for small inputs that one
@@ -36,6 +39,14 @@ typedef Tuning<u64, BITONIC_E_BITS_U64, 4> WideU64;
 
 // Key-index pairs (common/types.cuh) sort by key, then index; 16 a thread, 256 threads.
 typedef Tuning<KeyIndex, BITONIC_E_BITS_PAIRS, 3, 8> PairTuning;
+
+// log2 of the keys of one block's tile. A module is compiled for one tile size
+// (src/cuda/kernels.rs): it then holds only the register groups that tile has, which takes
+// NVRTC a third of the time of every size at once (a first use waits for it).
+#if !defined(BITONIC_TUNED_TILE_BITS)
+#error "the host compiles the tuned kernels for one tile size, BITONIC_TUNED_TILE_BITS (src/cuda/kernels.rs)"
+#endif
+constexpr u32 TILE_BITS = BITONIC_TUNED_TILE_BITS;
 
 // Shared-memory slot of tile index i: the low SWIZZLE_BITS bits XORed with the next ones, so
 // that a warp reading one key per lane at any power-of-two stride hits distinct banks.

@@ -77,11 +77,11 @@ impl std::fmt::Debug for Gpu {
     }
 }
 
-/// A kernel module's file and part.
-type ModuleId = (&'static str, Option<&'static str>);
+/// A kernel module's file, part and tile.
+type ModuleId = (&'static str, Option<&'static str>, Option<u32>);
 
 fn id(module: &KernelModule) -> ModuleId {
-    (module.file, module.part)
+    (module.file, module.part, module.tile_bits)
 }
 
 static GPU: OnceLock<std::result::Result<Gpu, GpuUnavailable>> = OnceLock::new();

@@ -14,23 +14,34 @@ pub struct KernelModule {
     /// The part of the file this module compiles (the file sees `BITONIC_PART_<PART>`
     /// defined), or `None` for the whole file.
     pub part: Option<&'static str>,
+    /// For the tuned kernels, log2 of the keys of the one tile size the module is compiled
+    /// for (`BITONIC_TUNED_TILE_BITS`): it holds only that tile's register groups.
+    pub tile_bits: Option<u32>,
     /// The file's text.
     pub source: &'static str,
 }
 
 impl KernelModule {
-    /// `file` or `file[part]`: the module's name in messages and cache files.
+    /// `file`, `file[part]` or `file[part, 2^tile_bits]`: the module's name in messages and
+    /// cache files.
     pub fn name(&self) -> String {
-        match self.part {
-            Some(part) => format!("{}[{part}]", self.file),
-            None => self.file.to_string(),
+        match (self.part, self.tile_bits) {
+            (Some(part), Some(bits)) => format!("{}[{part}, 2^{bits}]", self.file),
+            (Some(part), None) => format!("{}[{part}]", self.file),
+            _ => self.file.to_string(),
         }
     }
 
-    /// The define that selects the part: `BITONIC_PART_U32` for part `u32`.
-    pub(crate) fn part_define(&self) -> Option<String> {
-        self.part
-            .map(|part| format!("BITONIC_PART_{}", part.to_ascii_uppercase()))
+    /// The defines that select the part and the tile: `BITONIC_PART_U32` for part `u32`,
+    /// `BITONIC_TUNED_TILE_BITS=14` for tiles of 2^14 keys.
+    pub(crate) fn defines(&self) -> Vec<String> {
+        let part = self
+            .part
+            .map(|part| format!("BITONIC_PART_{}", part.to_ascii_uppercase()));
+        let tile = self
+            .tile_bits
+            .map(|bits| format!("BITONIC_TUNED_TILE_BITS={bits}"));
+        part.into_iter().chain(tile).collect()
     }
 }
 
@@ -45,6 +56,7 @@ macro_rules! kernel_module {
         KernelModule {
             file: $file,
             part: None,
+            tile_bits: None,
             source: embed!($file),
         }
     };
@@ -52,8 +64,22 @@ macro_rules! kernel_module {
         KernelModule {
             file: $file,
             part: Some($part),
+            tile_bits: None,
             source: embed!($file),
         }
+    };
+}
+
+/// The modules of one tuned kernel, one a tile size: from one warp's keys (2^(E_BITS+5)) to
+/// the most a block of the kernel holds.
+macro_rules! tuned_modules {
+    ($part:literal, $($bits:literal),*) => {
+        [$(KernelModule {
+            file: "tuned.cu",
+            part: Some($part),
+            tile_bits: Some($bits),
+            source: embed!("tuned.cu"),
+        }),*]
     };
 }
 
@@ -71,14 +97,16 @@ pub static V3: KernelModule = kernel_module!("v3_warp_shuffle.cu");
 pub static V4: KernelModule = kernel_module!("v4_half_threads.cu");
 /// The report's V5: no shared-memory bank conflicts.
 pub static V5: KernelModule = kernel_module!("v5_conflict_free.cu");
-/// The tuned network's pass on u32 words, 32 a thread.
-pub static TUNED_U32: KernelModule = kernel_module!("tuned.cu", "u32");
-/// The tuned pass on u32 words, 16 a thread: small inputs ([`crate::Policy::narrow_small_u32`]).
-pub static TUNED_U32_NARROW: KernelModule = kernel_module!("tuned.cu", "u32_narrow");
-/// The tuned pass on u64 words.
-pub static TUNED_U64: KernelModule = kernel_module!("tuned.cu", "u64");
-/// The tuned pass on 16-byte key-index pairs.
-pub static TUNED_KV64: KernelModule = kernel_module!("tuned.cu", "kv64");
+/// The tuned network's pass on u32 words, 32 a thread (tiles of 2^10 to 2^15 keys).
+pub static TUNED_U32: [KernelModule; 6] = tuned_modules!("u32", 10, 11, 12, 13, 14, 15);
+/// The tuned pass on u32 words, 16 a thread (2^9 to 2^14): small inputs
+/// ([`crate::Policy::narrow_small_u32`]).
+pub static TUNED_U32_NARROW: [KernelModule; 6] =
+    tuned_modules!("u32_narrow", 9, 10, 11, 12, 13, 14);
+/// The tuned pass on u64 words, 16 a thread (2^9 to 2^14).
+pub static TUNED_U64: [KernelModule; 6] = tuned_modules!("u64", 9, 10, 11, 12, 13, 14);
+/// The tuned pass on 16-byte key-index pairs, 16 a thread in at most 256 threads (2^9 to 2^12).
+pub static TUNED_KV64: [KernelModule; 4] = tuned_modules!("kv64", 9, 10, 11, 12);
 /// Key-index pairs: pack, unpack, gather.
 pub static PAIRS: KernelModule = kernel_module!("pairs.cu");
 /// Merge paths, tile merges and merge levels of words alone.
@@ -95,34 +123,75 @@ pub static MERGE_KV_U64_U64: KernelModule = kernel_module!("merge.cu", "kv_u64_u
 pub static MULTI: KernelModule = kernel_module!("multi.cu");
 
 /// Every kernel module.
-pub static ALL: [&KernelModule; 18] = [
-    &MAP_KEYS,
-    &V0,
-    &V1,
-    &V2,
-    &V3,
-    &V4,
-    &V5,
-    &TUNED_U32,
-    &TUNED_U32_NARROW,
-    &TUNED_U64,
-    &TUNED_KV64,
-    &PAIRS,
-    &MERGE_WORDS,
-    &MERGE_KV_U32_U32,
-    &MERGE_KV_U32_U64,
-    &MERGE_KV_U64_U32,
-    &MERGE_KV_U64_U64,
-    &MULTI,
-];
+pub static ALL: std::sync::LazyLock<Vec<&'static KernelModule>> = std::sync::LazyLock::new(|| {
+    let seeds = [&MAP_KEYS, &V0, &V1, &V2, &V3, &V4, &V5];
+    let tuned = [&TUNED_U32[..], &TUNED_U32_NARROW, &TUNED_U64, &TUNED_KV64];
+    let others = [
+        &PAIRS,
+        &MERGE_WORDS,
+        &MERGE_KV_U32_U32,
+        &MERGE_KV_U32_U64,
+        &MERGE_KV_U64_U32,
+        &MERGE_KV_U64_U64,
+        &MULTI,
+    ];
+    let tuned = tuned.into_iter().flatten();
+    seeds.into_iter().chain(tuned).chain(others).collect()
+});
 
-/// The tuned pass on words `W` (4 or 8 bytes, or a 16-byte key-index pair), 32 or 16 a
-/// thread.
-pub(crate) fn tuned<W>() -> &'static KernelModule {
-    match std::mem::size_of::<W>() {
-        4 => &TUNED_U32,
-        8 => &TUNED_U64,
-        _ => &TUNED_KV64,
+/// The tuned kernels, by the words they sort and their keys a thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Tuned {
+    /// u32 words, 32 a thread.
+    U32,
+    /// u32 words, 16 a thread.
+    U32Narrow,
+    /// u64 words, 16 a thread.
+    U64,
+    /// 16-byte key-index pairs, 16 a thread.
+    Kv64,
+}
+
+impl Tuned {
+    /// The wide kernel of words of `word_bytes` (4 or 8, or a 16-byte key-index pair).
+    pub(crate) fn of_word_bytes(word_bytes: usize) -> Tuned {
+        match word_bytes {
+            4 => Tuned::U32,
+            8 => Tuned::U64,
+            _ => Tuned::Kv64,
+        }
+    }
+
+    /// The kernel's modules, one a tile size.
+    fn modules(self) -> &'static [KernelModule] {
+        match self {
+            Tuned::U32 => &TUNED_U32,
+            Tuned::U32Narrow => &TUNED_U32_NARROW,
+            Tuned::U64 => &TUNED_U64,
+            Tuned::Kv64 => &TUNED_KV64,
+        }
+    }
+
+    /// The module for tiles of 2^`tile_bits` keys, which must lie in the kernel's range (the
+    /// host sizes tiles from one warp's keys to the most threads the kernel takes).
+    pub(crate) fn module(self, tile_bits: u32) -> &'static KernelModule {
+        let modules = self.modules();
+        let smallest = modules[0].tile_bits.expect("tuned modules have a tile");
+        let at = tile_bits.checked_sub(smallest).map(|i| i as usize);
+        match at.and_then(|i| modules.get(i)) {
+            Some(module) => module,
+            None => panic!("no {self:?} tuned module for tiles of 2^{tile_bits} keys"),
+        }
+    }
+
+    /// The kernel's name in its modules.
+    pub(crate) fn kernel_name(self) -> &'static str {
+        match self {
+            Tuned::U32 => "tuned_pass_u32",
+            Tuned::U32Narrow => "tuned_pass_u32_narrow",
+            Tuned::U64 => "tuned_pass_u64",
+            Tuned::Kv64 => "tuned_pass_kv64",
+        }
     }
 }
 

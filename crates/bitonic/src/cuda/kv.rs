@@ -6,8 +6,7 @@
 //! Keys and values stay in two arrays; no pass packs, unpacks or gathers them.
 
 use super::launch::{self, config, KeyValueArrays};
-use super::layout::RowLayout;
-use super::merge::{padded_tile_bytes, search_grid};
+use super::merge::{self, padded_tile_bytes, search_grid};
 use super::{kernel_name, kernels, passes, Gpu};
 use crate::error::{CudaContext as _, Result};
 use crate::policy::Policy;
@@ -88,11 +87,7 @@ pub(crate) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
     // The runs go to the spare arrays when the levels are odd; the keys are sorted there, and
     // their copy elsewhere keeps the order the values are in.
     let mut in_spare = levels % 2 == 1;
-    let layout = if runs == 1 {
-        RowLayout::rows(n, n)
-    } else {
-        RowLayout::runs(n, tile_bits)
-    };
+    let layout = merge::run_layout(policy, n, std::mem::size_of::<K>());
     if in_spare {
         passes::tuned_keeping_map(
             gpu,

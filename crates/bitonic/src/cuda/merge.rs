@@ -160,6 +160,17 @@ fn run_bits<W>(policy: &Policy) -> u32 {
     policy.tile_bits(std::mem::size_of::<W>())
 }
 
+/// The runs the tile sort of a [`merge_sort`] of `n` words of `word_bytes` sorts (a key-value
+/// merge sort's too): one tuned tile each, or the whole array when it fits one.
+pub(crate) fn run_layout(policy: &Policy, n: usize, word_bytes: usize) -> RowLayout {
+    let run_bits = policy.tile_bits(word_bytes);
+    if n <= 1 << run_bits {
+        RowLayout::rows(n, n)
+    } else {
+        RowLayout::runs(n, run_bits)
+    }
+}
+
 /// Sorts one array of words as a [`merge_sort`], the key map `map` folded into the tile
 /// sort's loads and the last merge level's stores, and the result copied back when it ends in
 /// the spare buffer. Without memory for that buffer it sorts with the network's passes
@@ -204,7 +215,7 @@ pub(crate) fn merge_sort<W: DeviceRepr>(
     spare: &mut CudaViewMut<W>,
     map: u32,
 ) -> Result<bool> {
-    let runs = RowLayout::runs(keys.len(), run_bits::<W>(policy));
+    let runs = run_layout(policy, keys.len(), std::mem::size_of::<W>());
     passes::tuned_keeping_map(gpu, policy, keys, runs, map, true)?;
     merge_levels(gpu, policy, keys, spare, 1 << run_bits::<W>(policy), map)
 }

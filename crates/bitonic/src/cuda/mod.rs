@@ -41,7 +41,7 @@ pub fn nvrtc_version() -> crate::Result<(i32, i32)> {
 
 /// Every kernel module ([`compile`] takes one).
 pub fn kernel_modules() -> &'static [&'static KernelModule] {
-    &kernels::ALL
+    kernels::ALL.as_slice()
 }
 
 /// One kernel module compiled: its name, its CUBIN, where it came from and the wall seconds

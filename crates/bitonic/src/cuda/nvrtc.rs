@@ -104,7 +104,12 @@ fn options(module: &KernelModule, arch: &str, defines: &[Define]) -> Vec<String>
         // (NVVM's own --split-compile changed the code of some kernels: not used).
         "-Xptxas=--split-compile=0".into(),
     ];
-    options.extend(module.part_define().map(|part| format!("-D{part}")));
+    options.extend(
+        module
+            .defines()
+            .into_iter()
+            .map(|define| format!("-D{define}")),
+    );
     options.extend(
         defines
             .iter()
@@ -175,26 +180,19 @@ pub(crate) fn compile(module: &KernelModule, arch: &str, defines: &[Define]) -> 
     })
 }
 
-/// [`compile`] for each of `modules`, side by side on a thread each: a first use waits for the
-/// slowest module, not for their sum.
+/// [`compile`] for each of `modules`, side by side on rayon's threads (one a core, so that
+/// compiling every module at once does not hold one NVRTC's memory a module): a first use
+/// waits for its slowest module, not for their sum.
 pub(crate) fn compile_side_by_side(
     modules: &[&KernelModule],
     arch: &str,
     defines: &[Define],
 ) -> Result<Vec<Compiled>> {
-    std::thread::scope(|scope| {
-        let compiles: Vec<_> = modules
-            .iter()
-            .map(|module| scope.spawn(move || compile(module, arch, defines)))
-            .collect();
-        compiles
-            .into_iter()
-            .map(|compile| {
-                let panicked = Err(Error::Unsupported("a kernel compile panicked"));
-                compile.join().unwrap_or(panicked)
-            })
-            .collect()
-    })
+    use rayon::prelude::*;
+    modules
+        .par_iter()
+        .map(|module| compile(module, arch, defines))
+        .collect()
 }
 
 /// The CUBIN from the cache folder `dir` when a whole one is there, else compiled (and stored
@@ -253,6 +251,7 @@ fn compile_source(
     let module = KernelModule {
         file: "test.cu",
         part: None,
+        tile_bits: None,
         source,
     };
     compile_with_options(name, source, arch, &options(&module, arch, defines))

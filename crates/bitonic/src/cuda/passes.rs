@@ -7,9 +7,10 @@
 //! allows: strided passes, tile merges and *windows* that finish one stage and start the next
 //! (docs/notes/tuned.md tells how each rule was measured).
 
+use super::kernels::{KernelModule, Tuned};
 use super::launch::{self, cluster, config, PassArgs};
 use super::layout::{RowLayout, MAP_ON_LOAD, MAP_ON_STORE};
-use super::{graph, kernel_name, kernels, Gpu};
+use super::{graph, DeviceInfo, Gpu};
 use crate::error::{CudaContext as _, Result};
 use crate::network::padded_len;
 use crate::policy::Policy;
@@ -55,14 +56,42 @@ const E_BITS_U32_NARROW: u32 = 4;
 const E_BITS_U64: u32 = 4;
 const E_BITS_PAIRS: u32 = 4;
 
-/// The tuned kernels' `-D` defines: their keys a thread.
+/// The most threads a block of the tuned kernels has (their `__launch_bounds__`, passed as
+/// defines): key-index pairs take three registers a key, so 256 of them.
+const MAX_THREADS: u32 = 1024;
+const MAX_THREADS_PAIRS: u32 = 256;
+
+/// The tuned kernels' `-D` defines: their keys a thread and most threads.
 pub(crate) fn kernel_defines() -> Vec<crate::cuda::nvrtc::Define> {
     vec![
         ("BITONIC_E_BITS_U32", E_BITS_U32.to_string()),
         ("BITONIC_E_BITS_U32_NARROW", E_BITS_U32_NARROW.to_string()),
         ("BITONIC_E_BITS_U64", E_BITS_U64.to_string()),
         ("BITONIC_E_BITS_PAIRS", E_BITS_PAIRS.to_string()),
+        ("BITONIC_TUNED_THREADS", MAX_THREADS.to_string()),
+        ("BITONIC_TUNED_THREADS_PAIRS", MAX_THREADS_PAIRS.to_string()),
     ]
+}
+
+impl Tuned {
+    /// log2 of the keys a thread holds: the kernel's E_BITS.
+    fn register_bits(self) -> u32 {
+        match self {
+            Tuned::U32 => E_BITS_U32,
+            Tuned::U32Narrow => E_BITS_U32_NARROW,
+            Tuned::U64 => E_BITS_U64,
+            Tuned::Kv64 => E_BITS_PAIRS,
+        }
+    }
+
+    /// The most threads a block of the kernel has: its `__launch_bounds__`, which the compiler
+    /// keeps within the registers a thread may use.
+    fn max_threads(self) -> u32 {
+        match self {
+            Tuned::Kv64 => MAX_THREADS_PAIRS,
+            _ => MAX_THREADS,
+        }
+    }
 }
 
 /// What bounds a tuned kernel's tile on one device: the threads a block may have (the kernel's
@@ -76,16 +105,12 @@ struct TileLimits {
 }
 
 impl TileLimits {
-    fn of(gpu: &Gpu, kernel: &CudaFunction) -> Result<TileLimits> {
-        let kernel_limit = kernel
-            .max_threads_per_block()
-            .during(|| "reading tuned_pass's thread limit".into())?;
-        let info = gpu.info();
-        Ok(TileLimits {
-            max_threads: (info.max_threads_per_block as u32).min(kernel_limit as u32),
+    fn of(info: &DeviceInfo, kernel: Tuned) -> TileLimits {
+        TileLimits {
+            max_threads: (info.max_threads_per_block as u32).min(kernel.max_threads()),
             shared_bytes: info.shared_per_block_optin,
             multiprocessors: info.multiprocessors.max(1) as usize,
-        })
+        }
     }
 }
 
@@ -118,7 +143,7 @@ fn tuned_shape(
     let needed = padded_len(slots).trailing_zeros().max(min_bits);
     tile_bits = tile_bits.min(needed);
 
-    let spread_bits = policy.spread_tile_bits;
+    let spread_bits = policy.spread_tile_bits.max(min_bits);
     let sms = limits.multiprocessors;
     let most_cluster_bits = policy.max_cluster_blocks.max(1).ilog2();
     let mut cluster_bits = 0;
@@ -140,47 +165,57 @@ fn tuned_shape(
     }
 }
 
-/// The tuned kernel for `layout` and its shape. The wide kernels hold 32 u32 or 16 u64 keys
-/// (or key-index pairs) a thread. With [`Policy::narrow_small_u32`], a u32 input too small to
-/// fill full tiles (its tiles shrunk or spread over a cluster) gets the narrow kernel instead,
-/// 16 keys a thread in twice the threads: its passes are latency-bound, and more warps hide
-/// more of the latency. With full tiles the passes are throughput-bound and the wide kernel's
-/// fewer instructions a key win.
+/// The tuned kernel and its shape for `layout` of words of `word_bytes` on `info`'s device. The
+/// wide kernels hold 32 u32 or 16 u64 keys (or key-index pairs) a thread. With
+/// [`Policy::narrow_small_u32`], a u32 input too small to fill full tiles (its tiles shrunk or
+/// spread over a cluster) gets the narrow kernel instead, 16 keys a thread in twice the
+/// threads: its passes are latency-bound, and more warps hide more of the latency. With full
+/// tiles the passes are throughput-bound and the wide kernel's fewer instructions a key win.
+fn tuned_plan(
+    info: &DeviceInfo,
+    policy: &Policy,
+    word_bytes: usize,
+    layout: &RowLayout,
+) -> (Tuned, TunedShape) {
+    let (slots, row_bits) = (layout.slots(), layout.row_bits);
+    let shape_of = |kernel: Tuned| {
+        let limits = TileLimits::of(info, kernel);
+        let e = kernel.register_bits();
+        tuned_shape(policy, limits, word_bytes, slots, row_bits, e)
+    };
+    let wide = Tuned::of_word_bytes(word_bytes);
+    let shape = shape_of(wide);
+    let narrow =
+        word_bytes == 4 && policy.narrow_small_u32 && shape.tile_bits < policy.tile_bits(4);
+    if narrow {
+        (Tuned::U32Narrow, shape_of(Tuned::U32Narrow))
+    } else {
+        (wide, shape)
+    }
+}
+
+/// The kernel module the tuned passes over `layout` of words of `word_bytes` run on `info`'s
+/// device (one module a kernel and tile size): what a sort compiles before it starts.
+pub(crate) fn tuned_module(
+    info: &DeviceInfo,
+    policy: &Policy,
+    word_bytes: usize,
+    layout: &RowLayout,
+) -> &'static KernelModule {
+    let (kernel, shape) = tuned_plan(info, policy, word_bytes, layout);
+    kernel.module(shape.tile_bits)
+}
+
+/// The tuned kernel of words `T` for `layout`, compiled for its tile, and its shape.
 fn tuned_kernel<T>(
     gpu: &Gpu,
     policy: &Policy,
     layout: &RowLayout,
 ) -> Result<(CudaFunction, TunedShape)> {
-    let (slots, row_bits) = (layout.slots(), layout.row_bits);
-    let word_bytes = std::mem::size_of::<T>();
-    let wide = gpu.function_for(
-        policy,
-        kernels::tuned::<T>(),
-        &kernel_name::<T>("tuned_pass"),
-    )?;
-    let wide_bits = match word_bytes {
-        4 => E_BITS_U32,
-        8 => E_BITS_U64,
-        _ => E_BITS_PAIRS,
-    };
-    let limits = TileLimits::of(gpu, &wide)?;
-    let shape = tuned_shape(policy, limits, word_bytes, slots, row_bits, wide_bits);
-    let narrow =
-        word_bytes == 4 && policy.narrow_small_u32 && shape.tile_bits < policy.tile_bits(4);
-    if !narrow {
-        return Ok((wide, shape));
-    }
-    let kernel = gpu.function_for(policy, &kernels::TUNED_U32_NARROW, "tuned_pass_u32_narrow")?;
-    let limits = TileLimits::of(gpu, &kernel)?;
-    let shape = tuned_shape(
-        policy,
-        limits,
-        word_bytes,
-        slots,
-        row_bits,
-        E_BITS_U32_NARROW,
-    );
-    Ok((kernel, shape))
+    let (kernel, shape) = tuned_plan(gpu.info(), policy, std::mem::size_of::<T>(), layout);
+    let module = kernel.module(shape.tile_bits);
+    let function = gpu.function_for(policy, module, kernel.kernel_name())?;
+    Ok((function, shape))
 }
 
 /// One launch of `tuned_pass` (see kernels/tuned.cu for the meaning of the fields): its tile
@@ -514,6 +549,60 @@ mod tests {
         (from..log_p)
             .flat_map(|b| (0..=b).rev().map(move |g| (b, g)))
             .collect()
+    }
+
+    /// An H100's numbers as the probe reads them.
+    fn h100() -> DeviceInfo {
+        DeviceInfo {
+            ordinal: 0,
+            name: "H100".into(),
+            compute_capability: (9, 0),
+            multiprocessors: 132,
+            max_threads_per_block: 1024,
+            warp_size: 32,
+            shared_per_block: 48 << 10,
+            shared_per_block_optin: 227 << 10,
+            l2_bytes: 50 << 20,
+            total_memory: 80 << 30,
+            driver_version: (13, 0),
+            nvrtc_version: (13, 0),
+        }
+    }
+
+    #[test]
+    fn each_input_names_a_module_of_its_tile() {
+        let (info, policy) = (h100(), Policy::HOPPER);
+        let module = |bytes, n, row_len| {
+            let m = tuned_module(&info, &policy, bytes, &RowLayout::rows(n, row_len));
+            m.name()
+        };
+        // Large arrays, and many rows, take the policy's full tiles; a small array the narrow
+        // u32 kernel's smaller tiles (spread over a cluster).
+        assert_eq!(module(4, 1 << 24, 1 << 24), "tuned.cu[u32, 2^14]");
+        assert_eq!(module(8, 1 << 24, 1 << 24), "tuned.cu[u64, 2^13]");
+        assert_eq!(module(16, 1 << 24, 1 << 24), "tuned.cu[kv64, 2^12]");
+        assert_eq!(module(4, 1 << 15, 1 << 15), "tuned.cu[u32_narrow, 2^12]");
+        assert_eq!(module(4, 4096 * 257, 4096), "tuned.cu[u32, 2^14]");
+        // Every length and row length, every word, maps to a module whose tile the kernel
+        // has (Tuned::module panics otherwise), for the policy and for a big-tile one.
+        let big_tiles = Policy {
+            tile_bytes: 1 << 20,
+            ..Policy::HOPPER
+        };
+        for policy in [Policy::HOPPER, Policy::AMPERE, big_tiles] {
+            for bytes in [4, 8, 16] {
+                for log_n in 1..=29 {
+                    for row_bits in 1..=log_n {
+                        let layout = RowLayout::rows(1 << log_n, 1 << row_bits);
+                        let (kernel, shape) = tuned_plan(&info, &policy, bytes, &layout);
+                        assert_eq!(
+                            kernel.module(shape.tile_bits).tile_bits,
+                            Some(shape.tile_bits)
+                        );
+                    }
+                }
+            }
+        }
     }
 
     #[test]

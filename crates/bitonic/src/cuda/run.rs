@@ -21,36 +21,30 @@ pub(crate) struct Target<'a> {
     pub policy: &'a Policy,
 }
 
-/// The kernel modules `strategy` runs for `len` keys of `key_bytes` bytes with values of
-/// `value_bytes` (0: keys alone; argsorts carry 4-byte indices). [`prepare`] compiles them
-/// side by side before the first sort; a module missing here would still compile on first
-/// use, alone (a GPU test checks that none does).
+/// The kernel modules `strategy` runs for `len` keys of `key_bytes` bytes in rows of `row_len`
+/// (`len` for one array) with values of `value_bytes` (0: keys alone; argsorts carry 4-byte
+/// indices), on `t`'s device. The tuned kernels come in one module a tile size, and the tile
+/// depends on the input and the device (passes.rs). [`prepare`] compiles them side by side
+/// before the first sort; a module missing here would still compile on first use, alone (a
+/// GPU test checks that none does; a segmented sort's tiles follow its segments' lengths, so
+/// it compiles them as it meets them).
 pub(crate) fn modules_for(
+    t: Target,
     strategy: Strategy,
-    policy: &Policy,
     len: usize,
+    row_len: usize,
     key_bytes: usize,
     value_bytes: usize,
 ) -> Vec<&'static KernelModule> {
+    let tuned =
+        |word_bytes, layout| passes::tuned_module(t.gpu.info(), t.policy, word_bytes, &layout);
+    let rows = RowLayout::rows(len, row_len.clamp(1, len.max(1)));
+    let runs = merge::run_layout(t.policy, len, key_bytes);
     let wide = key_bytes == 8;
-    let tuned = if wide {
-        kernels::tuned::<u64>()
-    } else {
-        kernels::tuned::<u32>()
-    };
-    // Small u32 inputs and short rows run the narrow tuned kernel; exactly which depends on
-    // the device's shape (passes.rs), so every input that could gets it.
-    let narrow = !wide
-        && policy.narrow_small_u32
-        && match strategy {
-            Strategy::NetworkPasses | Strategy::SegmentPasses => true,
-            Strategy::KeyValueMerge | Strategy::MergeSort => len <= policy.merge_sort_above,
-            _ => false,
-        };
-    let mut modules = match strategy {
+    match strategy {
         Strategy::Seed(version) => vec![&kernels::MAP_KEYS, seed::module(version)],
-        Strategy::NetworkPasses | Strategy::SegmentPasses => vec![tuned],
-        Strategy::MergeSort => vec![tuned, &kernels::MERGE_WORDS],
+        Strategy::NetworkPasses | Strategy::SegmentPasses => vec![tuned(key_bytes, rows)],
+        Strategy::MergeSort => vec![tuned(key_bytes, runs), &kernels::MERGE_WORDS],
         Strategy::KeyValueMerge => {
             let merge_kv = match (wide, value_bytes == 8) {
                 (false, false) => kernels::merge_kv::<u32, u32>(),
@@ -58,18 +52,16 @@ pub(crate) fn modules_for(
                 (true, false) => kernels::merge_kv::<u64, u32>(),
                 (true, true) => kernels::merge_kv::<u64, u64>(),
             };
-            vec![tuned, merge_kv]
+            vec![tuned(key_bytes, runs), merge_kv]
         }
         // (key, index) pairs: a u32 key and its index make a u64 word, a u64 key a 16-byte
         // pair.
-        Strategy::PairPasses if wide => vec![&kernels::TUNED_KV64, &kernels::PAIRS],
-        Strategy::PairPasses => vec![kernels::tuned::<u64>(), &kernels::PAIRS],
+        Strategy::PairPasses => {
+            let pair_bytes = if wide { 16 } else { 8 };
+            vec![tuned(pair_bytes, rows), &kernels::PAIRS]
+        }
         Strategy::CpuSort | Strategy::CpuNetwork | Strategy::CpuNetworkSerial => vec![],
-    };
-    if narrow {
-        modules.push(&kernels::TUNED_U32_NARROW);
     }
-    modules
 }
 
 /// Compiles and loads what [`modules_for`] names, on first use: called before every GPU sort,
@@ -78,10 +70,11 @@ pub(crate) fn prepare(
     t: Target,
     strategy: Strategy,
     len: usize,
+    row_len: usize,
     key_bytes: usize,
     value_bytes: usize,
 ) -> Result<()> {
-    let modules = modules_for(strategy, t.policy, len, key_bytes, value_bytes);
+    let modules = modules_for(t, strategy, len, row_len, key_bytes, value_bytes);
     t.gpu.prepare(t.policy, &modules)
 }
 
@@ -96,7 +89,7 @@ pub(crate) fn sort<K: SortKey>(
     if words.len() < 2 {
         return Ok(());
     }
-    prepare(t, strategy, words.len(), K::DTYPE.size(), 0)?;
+    prepare(t, strategy, words.len(), row_len, K::DTYPE.size(), 0)?;
     let map = map_flags::<K>(order);
     match strategy {
         Strategy::Seed(version) => sort_seed::<K>(t.gpu, words, version, order),
@@ -117,7 +110,14 @@ pub(crate) fn sort_segments<K: SortKey>(
     offsets: &[usize],
     order: Order,
 ) -> Result<()> {
-    prepare(t, Strategy::SegmentPasses, words.len(), K::DTYPE.size(), 0)?;
+    prepare(
+        t,
+        Strategy::SegmentPasses,
+        words.len(),
+        words.len(),
+        K::DTYPE.size(),
+        0,
+    )?;
     rows::sort_segments(t.gpu, t.policy, words, offsets, map_flags::<K>(order))
 }
 
@@ -134,7 +134,7 @@ pub(crate) fn sort_with_indices<K: SortKey>(
     if words.is_empty() {
         return Ok(());
     }
-    prepare(t, strategy, words.len(), K::DTYPE.size(), 4)?;
+    prepare(t, strategy, words.len(), row_len, K::DTYPE.size(), 4)?;
     let map = map_flags::<K>(order);
     match strategy {
         Strategy::KeyValueMerge => kv::merge_sort_kv(t.gpu, t.policy, words, indices, true, map),
@@ -160,7 +160,7 @@ pub(crate) fn sort_with_values<K: SortKey, V: DeviceRepr>(
     if n < 2 {
         return Ok(());
     }
-    prepare(t, strategy, n, K::DTYPE.size(), value_bytes)?;
+    prepare(t, strategy, n, row_len, K::DTYPE.size(), value_bytes)?;
     match strategy {
         Strategy::KeyValueMerge => {
             let map = map_flags::<K>(order);
