@@ -306,7 +306,7 @@ fn npy_with_wrong_length() {
         &["sort"],
         Some(&bad),
         &dir.path("out.npy"),
-        "promises 100 keys but the file holds 98",
+        "truncated .npy file: the header promises 100 keys (400 bytes) but the file holds 392 bytes",
     );
 }
 

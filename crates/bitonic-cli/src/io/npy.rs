@@ -18,7 +18,7 @@ pub struct Header {
 
 fn bad(path: &Path, reason: impl Into<String>) -> IoError {
     IoError::BadNpy {
-        path: path.to_path_buf(),
+        path: super::input_name(path),
         reason: reason.into(),
     }
 }
@@ -30,7 +30,7 @@ pub fn parse_header(path: &Path, bytes: &[u8]) -> Result<Header, IoError> {
         npyz::DType::Plain(type_str) => type_str.to_string(),
         other => {
             return Err(IoError::UnsupportedNpyDtype {
-                path: path.to_path_buf(),
+                path: super::input_name(path),
                 descr: other.descr(),
             })
         }
@@ -44,7 +44,7 @@ pub fn parse_header(path: &Path, bytes: &[u8]) -> Result<Header, IoError> {
         "<f8" => DType::F64,
         _ => {
             return Err(IoError::UnsupportedNpyDtype {
-                path: path.to_path_buf(),
+                path: super::input_name(path),
                 descr,
             })
         }
@@ -52,7 +52,7 @@ pub fn parse_header(path: &Path, bytes: &[u8]) -> Result<Header, IoError> {
     let shape = header.shape().to_vec();
     if shape.is_empty() || shape.len() > 2 {
         return Err(IoError::UnsupportedShape {
-            path: path.to_path_buf(),
+            path: super::input_name(path),
             shape,
         });
     }
@@ -60,11 +60,26 @@ pub fn parse_header(path: &Path, bytes: &[u8]) -> Result<Header, IoError> {
         let reason = "a 2-D array in Fortran (column-major) order: rows would not be contiguous";
         return Err(bad(path, reason));
     }
+    // Checked: a crafted shape must not wrap to a small count.
+    let too_many = || {
+        let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+        let reason = format!(
+            "its shape ({}) holds more keys than this machine can address",
+            dims.join(", ")
+        );
+        bad(path, reason)
+    };
+    let len = shape
+        .iter()
+        .try_fold(1u64, |n, &d| n.checked_mul(d))
+        .filter(|&n| usize::try_from(n).is_ok())
+        .ok_or_else(too_many)?;
+    let dims: Option<Vec<usize>> = shape.iter().map(|&d| usize::try_from(d).ok()).collect();
     Ok(Header {
         dtype,
-        data_offset: cursor.position() as usize,
-        len: shape.iter().product(),
-        shape: shape.iter().map(|&d| d as usize).collect(),
+        data_offset: usize::try_from(cursor.position()).map_err(|_| too_many())?,
+        len,
+        shape: dims.ok_or_else(too_many)?,
     })
 }
 
