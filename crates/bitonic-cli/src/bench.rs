@@ -18,6 +18,18 @@ pub struct PolicyArg {
     policy: String,
 }
 
+/// A CSV of `header` and `lines`, written as every output ([`crate::io::write_text`]:
+/// atomically, with the usual permissions).
+fn write_csv(path: &Path, header: &str, lines: impl Iterator<Item = String>) -> Result<()> {
+    let mut text = format!("{header}\n");
+    for line in lines {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    crate::io::write_text(path, &text)?;
+    Ok(())
+}
+
 /// The GPU, or an error saying why there is none and what to do instead (`instead`).
 fn need_gpu(command: &str, instead: &str) -> Result<()> {
     match bitonic::Gpu::get() {
@@ -136,7 +148,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     })?;
     bar.finish_and_clear();
     let csv = args.out.join("bitonic.csv");
-    bench::write_csv(&csv, &rows).with_context(|| format!("writing {}", csv.display()))?;
+    write_csv(&csv, bench::CSV_HEADER, rows.iter().map(Row::to_csv))?;
     eprintln!("wrote {}", csv.display());
     let mut all = rows;
     for peer in &args.peers {
@@ -248,7 +260,7 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let merged = args.out.join("results.csv");
-    bench::write_csv(&merged, &rows).with_context(|| format!("writing {}", merged.display()))?;
+    write_csv(&merged, bench::CSV_HEADER, rows.iter().map(Row::to_csv))?;
     write_report(&rows, &args.out)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -364,8 +376,8 @@ pub fn rows(args: RowsArgs) -> Result<ExitCode> {
     )?;
     bar.finish_and_clear();
     let csv = args.out.join("rows.csv");
-    bench::rows::write_csv(&csv, &measured)
-        .with_context(|| format!("writing {}", csv.display()))?;
+    let lines = measured.iter().map(bench::rows::Measured::to_csv);
+    write_csv(&csv, bench::rows::CSV_HEADER, lines)?;
     for peer in &args.peers {
         measured.extend(bench::rows::read_csv(peer).map_err(anyhow::Error::msg)?);
     }

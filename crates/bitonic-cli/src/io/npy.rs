@@ -23,7 +23,52 @@ fn bad(path: &Path, reason: impl Into<String>) -> IoError {
     }
 }
 
+fn too_many(path: &Path, dims: &str) -> IoError {
+    let reason = format!("its shape ({dims}) holds more keys than this machine can address");
+    bad(path, reason)
+}
+
+/// Refuses a shape whose dimensions' product overflows 64 bits, before npyz reads the header
+/// (npyz multiplies them unchecked: a panic in debug builds, a wrapped count in release). The
+/// rest of the header is npyz's to judge.
+fn check_shape_product(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
+    let dict = match bytes.get(6) {
+        Some(1) => bytes.get(8..10).and_then(|n| {
+            let len = u16::from_le_bytes([n[0], n[1]]) as usize;
+            bytes.get(10..10 + len)
+        }),
+        Some(2 | 3) => bytes.get(8..12).and_then(|n| {
+            let len = u32::from_le_bytes([n[0], n[1], n[2], n[3]]) as usize;
+            bytes.get(12..12usize.checked_add(len)?)
+        }),
+        _ => None,
+    };
+    let Some(dict) = dict.map(String::from_utf8_lossy) else {
+        return Ok(());
+    };
+    let Some(at) = dict.find("'shape'").or_else(|| dict.find("\"shape\"")) else {
+        return Ok(());
+    };
+    let rest = &dict[at..];
+    let Some(dims) = rest
+        .find('(')
+        .and_then(|open| Some(&rest[open + 1..open + rest[open..].find(')')?]))
+    else {
+        return Ok(());
+    };
+    let mut len: u64 = 1;
+    for dim in dims.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        if !dim.bytes().all(|b| b.is_ascii_digit()) {
+            return Ok(());
+        }
+        let fits = dim.parse::<u64>().ok().and_then(|d| len.checked_mul(d));
+        len = fits.ok_or_else(|| too_many(path, dims.trim()))?;
+    }
+    Ok(())
+}
+
 pub fn parse_header(path: &Path, bytes: &[u8]) -> Result<Header, IoError> {
+    check_shape_product(path, bytes)?;
     let mut cursor = std::io::Cursor::new(bytes);
     let header = npyz::NpyHeader::from_reader(&mut cursor).map_err(|e| bad(path, e.to_string()))?;
     let descr = match header.dtype() {
@@ -63,11 +108,7 @@ pub fn parse_header(path: &Path, bytes: &[u8]) -> Result<Header, IoError> {
     // Checked: a crafted shape must not wrap to a small count.
     let too_many = || {
         let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
-        let reason = format!(
-            "its shape ({}) holds more keys than this machine can address",
-            dims.join(", ")
-        );
-        bad(path, reason)
+        too_many(path, &dims.join(", "))
     };
     let len = shape
         .iter()
