@@ -29,7 +29,7 @@ for version in ${VERSIONS-v0 v1 v2 v3 v4 v5 tuned}; do
       out="$tmp/out-$version-$name.${input##*.}"
       log="$out.$tool.log"
       if compute-sanitizer --tool "$tool" --error-exitcode 99 "$bin" sort "$input" $options \
-          -o "$out" --force --backend cuda --version "$version" --quiet > "$log" 2>&1 \
+          -o "$out" --force --backend cuda --algo "$version" --quiet > "$log" 2>&1 \
           && "$bin" verify "$out" $options --permutation-of "$input" > /dev/null; then
         printf "%-6s %-10s %-9s %s\n" "$version" "$tool" "$name" "$(grep -h 'SUMMARY' "$log" | tr '\n' ' ')"
       else

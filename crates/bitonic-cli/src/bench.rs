@@ -9,8 +9,40 @@ use indicatif::{ProgressBar, ProgressStyle};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+/// The tuning override of `bench` and `bench-rows`.
+#[derive(clap::Args)]
+pub struct PolicyArg {
+    /// Tuning overrides for an A/B run, e.g. tile_bytes=32768,max_cluster_blocks=8 (the GPU
+    /// architecture's own policy otherwise).
+    #[arg(long, default_value = "")]
+    policy: String,
+}
+
+/// A CSV of `header` and `lines`, written as every output ([`crate::io::write_text`]:
+/// atomically, with the usual permissions).
+fn write_csv(path: &Path, header: &str, lines: impl Iterator<Item = String>) -> Result<()> {
+    let mut text = format!("{header}\n");
+    for line in lines {
+        text.push_str(&line);
+        text.push('\n');
+    }
+    crate::io::write_text(path, &text)?;
+    Ok(())
+}
+
+/// The GPU, or an error saying why there is none and what to do instead (`instead`).
+fn need_gpu(command: &str, instead: &str) -> Result<()> {
+    match bitonic::Gpu::get() {
+        Ok(_) => Ok(()),
+        Err(why) => {
+            anyhow::bail!("{command} needs a GPU and there is none here ({why}); {instead}")
+        }
+    }
+}
+
 #[derive(clap::Args)]
 pub struct Args {
+    /// Key type.
     #[arg(long, value_parser = crate::ui::named(&DType::ALL, DType::name), default_value = "u32")]
     dtype: DType,
     /// Smallest size, as a power of two.
@@ -43,6 +75,7 @@ pub struct Args {
     /// Largest size at which the other CPU sorts are measured.
     #[arg(long, default_value_t = 29)]
     cpu_max_exp: u32,
+    /// Seed of the random keys.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Peer CSVs (bench/peers/) to merge into the report.
@@ -64,15 +97,21 @@ pub struct Args {
     /// Ranks on each GPU at least, for --gpus (more when one rank would hold too many keys).
     #[arg(long, default_value_t = 1)]
     ranks_per_gpu: usize,
-    /// Tuning overrides for an A/B run, e.g. `tile_bytes=32768,max_cluster_blocks=8` (the
-    /// GPU architecture's own policy otherwise).
-    #[arg(long, default_value = "")]
-    policy: String,
+    #[command(flatten)]
+    policy: PolicyArg,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    // Before any work or any file: a GPU run without a GPU fails now.
     if !args.gpus.is_empty() {
+        need_gpu("bench --gpus", "run it on a host with the GPUs to compare")?;
         return run_gpus(args);
+    }
+    if !args.no_gpu && !args.versions.is_empty() {
+        need_gpu(
+            "bench",
+            "pass --no-gpu to time the CPU sorts alone, or run it on a GPU host",
+        )?;
     }
     let plan = measure::Plan {
         dtype: args.dtype,
@@ -89,7 +128,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         serial_max_exp: args.serial_max_exp,
         cpu_max_exp: args.cpu_max_exp,
         seed: args.seed,
-        policy: args.policy.clone(),
+        policy: args.policy.policy.clone(),
     };
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
@@ -109,7 +148,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     })?;
     bar.finish_and_clear();
     let csv = args.out.join("bitonic.csv");
-    bench::write_csv(&csv, &rows).with_context(|| format!("writing {}", csv.display()))?;
+    write_csv(&csv, bench::CSV_HEADER, rows.iter().map(Row::to_csv))?;
     eprintln!("wrote {}", csv.display());
     let mut all = rows;
     for peer in &args.peers {
@@ -173,7 +212,14 @@ fn draw_scaling(rows: &[gpus::ScalingRow], out: &Path) -> Result<()> {
             .trim_end_matches(|c: char| c == 'x' || c.is_ascii_digit())
             .trim()
     );
-    figure::scaling(rows, &title, out, "multi_gpu_scaling").map_err(anyhow::Error::msg)?;
+    let stem = "multi_gpu_scaling";
+    if let Err(why) = figure::scaling(rows, &title, out, stem) {
+        // A figure that failed half-way is not left behind.
+        for ext in ["svg", "png"] {
+            std::fs::remove_file(out.join(format!("{stem}.{ext}"))).ok();
+        }
+        anyhow::bail!(why);
+    }
     Ok(())
 }
 
@@ -185,7 +231,7 @@ pub struct ReportArgs {
     /// Only print the CSV header line (for the peer programs' output) and exit.
     #[arg(long)]
     csv_header: bool,
-    /// A multi_gpu.csv from `bench --gpus` to draw as the scaling figure (instead of CSVs).
+    /// A multi_gpu.csv from bench --gpus to draw as the scaling figure (instead of CSVs).
     #[arg(long, conflicts_with = "csv")]
     scaling: Option<PathBuf>,
     /// Folder for results.csv, report.md and the figures.
@@ -214,7 +260,7 @@ pub fn report(args: ReportArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let merged = args.out.join("results.csv");
-    bench::write_csv(&merged, &rows).with_context(|| format!("writing {}", merged.display()))?;
+    write_csv(&merged, bench::CSV_HEADER, rows.iter().map(Row::to_csv))?;
     write_report(&rows, &args.out)?;
     Ok(ExitCode::SUCCESS)
 }
@@ -243,7 +289,13 @@ fn write_report(rows: &[Row], out: &Path) -> Result<()> {
             Ok(files) => files
                 .iter()
                 .for_each(|f| eprintln!("wrote {}", f.display())),
-            Err(why) => eprintln!("no {stem} figure: {why}"),
+            Err(why) => {
+                // A figure that failed half-way is not left behind.
+                for ext in ["svg", "png"] {
+                    std::fs::remove_file(out.join(format!("{stem}.{ext}"))).ok();
+                }
+                eprintln!("no {stem} figure: {why}")
+            }
         }
     }
     Ok(())
@@ -257,6 +309,7 @@ pub struct RowsArgs {
     /// Timed repeats per measurement (after one warm-up); the median is reported.
     #[arg(long, default_value_t = 10)]
     repeats: u32,
+    /// Seed of the random keys.
     #[arg(long, default_value_t = 1)]
     seed: u64,
     /// Peer CSVs in the row-bench format (bench/peers/) to merge into the report.
@@ -268,9 +321,8 @@ pub struct RowsArgs {
     /// Only print the CSV header line (for the peer programs' output) and exit.
     #[arg(long)]
     csv_header: bool,
-    /// Tuning overrides for an A/B run, as for `bench --policy`.
-    #[arg(long, default_value = "")]
-    policy: String,
+    #[command(flatten)]
+    policy: PolicyArg,
 }
 
 fn parse_shape(text: &str) -> std::result::Result<(usize, usize), String> {
@@ -278,7 +330,10 @@ fn parse_shape(text: &str) -> std::result::Result<(usize, usize), String> {
         .split_once('x')
         .ok_or_else(|| format!("{text:?} is not ROWSxLEN"))?;
     let int = |s: &str| s.trim().parse::<usize>().map_err(|e| format!("{s:?}: {e}"));
-    Ok((int(rows)?, int(len)?))
+    let (rows, len) = (int(rows)?, int(len)?);
+    rows.checked_mul(len)
+        .ok_or_else(|| format!("{text:?}: {rows} rows of {len} keys are too many to address"))?;
+    Ok((rows, len))
 }
 
 /// `bitonic bench-rows`: row sorts, argsorts and key-value sorts on the GPU, beside the peers.
@@ -287,6 +342,10 @@ pub fn rows(args: RowsArgs) -> Result<ExitCode> {
         println!("{}", bench::rows::CSV_HEADER);
         return Ok(ExitCode::SUCCESS);
     }
+    need_gpu(
+        "bench-rows",
+        "it times the GPU's row sorts and has no CPU mode: run it on a GPU host",
+    )?;
     let shapes = if args.shapes.is_empty() {
         bench::rows::SHAPES.to_vec()
     } else {
@@ -308,7 +367,7 @@ pub fn rows(args: RowsArgs) -> Result<ExitCode> {
         &shapes,
         args.repeats.max(1),
         args.seed,
-        &args.policy,
+        &args.policy.policy,
         &who,
         &|what| {
             bar.inc(1);
@@ -317,8 +376,8 @@ pub fn rows(args: RowsArgs) -> Result<ExitCode> {
     )?;
     bar.finish_and_clear();
     let csv = args.out.join("rows.csv");
-    bench::rows::write_csv(&csv, &measured)
-        .with_context(|| format!("writing {}", csv.display()))?;
+    let lines = measured.iter().map(bench::rows::Measured::to_csv);
+    write_csv(&csv, bench::rows::CSV_HEADER, lines)?;
     for peer in &args.peers {
         measured.extend(bench::rows::read_csv(peer).map_err(anyhow::Error::msg)?);
     }

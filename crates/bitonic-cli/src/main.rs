@@ -17,6 +17,7 @@ use clap::{Parser, Subcommand};
 #[command(
     name = "bitonic",
     version = version(),
+    propagate_version = true,
     about = "Bitonic sorting networks on NVIDIA GPUs and on the CPU"
 )]
 struct Cli {
@@ -70,9 +71,40 @@ fn restore_sigpipe() {
     }
 }
 
+/// `--version` once chose the GPU algorithm in subcommands; now it prints the program's version
+/// everywhere. An old command line (`sort --version v5 …`) gets an error naming `--algo`, not
+/// the version printed and nothing sorted.
+fn refuse_old_version_option(args: &[std::ffi::OsString]) -> Option<String> {
+    let names: Vec<&str> = bitonic::Version::ALL.iter().map(|v| v.name()).collect();
+    let args: Vec<&str> = args.iter().skip(1).filter_map(|a| a.to_str()).collect();
+    let pairs = args.iter().zip(args.iter().skip(1).map(Some).chain([None]));
+    for (arg, next) in pairs {
+        if arg == &"--" {
+            break;
+        }
+        let value = match arg.strip_prefix("--version") {
+            Some(rest) if rest.starts_with('=') => Some(&rest[1..]),
+            Some("") => next.copied().filter(|n| names.contains(n)),
+            _ => None,
+        };
+        if let Some(value) = value {
+            return Some(format!(
+                "--version prints the program's version; the GPU algorithm is chosen with \
+                 --algo (--algo {value})"
+            ));
+        }
+    }
+    None
+}
+
 fn main() -> std::process::ExitCode {
     restore_sigpipe();
-    let cli = Cli::parse();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(why) = refuse_old_version_option(&args) {
+        eprintln!("bitonic: error: {why}");
+        return std::process::ExitCode::from(2);
+    }
+    let cli = Cli::parse_from(args);
     ui::show_kernel_compiles();
     io::remove_partial_files_on_signals();
     let result = match cli.command {

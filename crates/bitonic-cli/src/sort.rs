@@ -11,9 +11,11 @@ use std::time::Instant;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Input: raw little-endian keys or .npy; `-` reads raw keys from stdin.
+    /// Input: raw little-endian keys or .npy; - reads raw keys (or a .npy) from standard
+    /// input.
     input: PathBuf,
-    /// Output: .npy when the name ends in .npy, raw otherwise; `-` writes raw keys to stdout.
+    /// Output: .npy when the name ends in .npy, raw otherwise; - writes raw keys to standard
+    /// output.
     #[arg(short, long)]
     output: PathBuf,
     /// Key type of raw input (a .npy header names its own; u32 when not given).
@@ -21,8 +23,9 @@ pub struct Args {
     dtype: Option<DType>,
     #[command(flatten)]
     options: SortOptions,
-    /// Sort each of R equal rows independently (a 2-D .npy input is sorted along its last axis
-    /// without this).
+    /// Sort each of R equal rows independently; a .npy output then has shape (R, N/R). A 2-D
+    /// .npy input is sorted row by row and keeps its shape without this: R must then equal
+    /// its number of rows.
     #[arg(long, value_name = "R")]
     rows: Option<usize>,
     /// Write the sorting permutation (u32 indices, u64 past 2^32 keys; per row with rows)
@@ -43,29 +46,36 @@ pub fn run(args: Args) -> Result<ExitCode> {
     }
     check_output(&args.output, Some(&args.input), args.force)?;
     let progress = ui::spinner(args.quiet);
-    progress.set_message(format!("reading {}", args.input.display()));
+    progress.set_message(format!("reading {}", ui::input_name(&args.input)));
     let file = KeyFile::open(&args.input, args.dtype)?;
+    let shape = output_shape(&file, args.rows)?;
     let sorter = args.options.sorter();
     // Resolve the backend before touching the output, so a refused `--backend cuda` writes nothing.
     sorter.what_runs(file.len())?;
     let format = Format::from_path(&args.output);
-    let shape = output_shape(&file, args.rows)?;
+    let output_name = ui::output_name(&args.output);
     let started = Instant::now();
     let (ran, sort_time) = with_key_type!(file.dtype, K => {
-        let mut keys = file.keys::<K>();
+        let mut keys = file.keys::<K>()?;
         progress.set_message(format!("sorting {} {} keys", keys.len(), file.dtype));
-        let row_len = shape.get(1).copied();
+        // Rows only when there are keys: a (R, 0) or (0, N) array has nothing to sort.
+        let row_len = shape.get(1).copied().filter(|_| !keys.is_empty());
         // A first GPU use compiles the kernels this sort runs: before the clock starts.
         let layout = match row_len {
             Some(row_len) => Layout::Rows { row_len },
             None => Layout::Whole,
         };
         if args.argsort {
-            sorter.prepare::<K, u32>(keys.len(), layout)?;
+            let ran = sorter.prepare::<K, u32>(keys.len(), layout)?;
+            if ran.backend != bitonic::Backend::Cuda {
+                // The CPU argsort pairs each key's ordered word with its index.
+                let pair = std::mem::size_of::<(<K as bitonic::SortKey>::Bits, usize)>();
+                let what = format!("the argsort of {} {} keys", keys.len(), file.dtype);
+                ui::check_memory(keys.len().checked_mul(pair), &what)?;
+            }
         } else {
             sorter.prepare::<K, ()>(keys.len(), layout)?;
         }
-        let sort_start = Instant::now();
         if args.argsort {
             let len = row_len.unwrap_or(keys.len()).max(1);
             let out = Output { path: &args.output, format, shape: &shape, progress: &progress };
@@ -76,12 +86,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 argsort_to_file::<K, u64>(&sorter, &keys, len, &out)?
             }
         } else {
+            let sort_start = Instant::now();
             let ran = match row_len {
                 Some(len) => sorter.sort_rows(&mut keys, len)?,
                 None => sorter.sort(&mut keys)?,
             };
             let sort_time = sort_start.elapsed();
-            progress.set_message(format!("writing {}", args.output.display()));
+            progress.set_message(format!("writing {output_name}"));
             write_keys(&args.output, format, &keys, &shape)?;
             (ran, sort_time)
         }
@@ -117,24 +128,33 @@ fn argsort_to_file<K: bitonic::SortKey, I: bitonic::SortIndex + bitonic::SortKey
     row_len: usize,
     out: &Output,
 ) -> Result<(bitonic::Ran, std::time::Duration)> {
+    let what = format!("{} argsort indices", keys.len());
+    let mut indices = crate::ui::alloc_keys::<I>(keys.len(), &what)?;
     let started = Instant::now();
-    let mut indices = vec![I::default(); keys.len()];
     let ran = sorter.argsort_rows(keys, row_len, &mut indices)?;
     let sort_time = started.elapsed();
     out.progress
-        .set_message(format!("writing {}", out.path.display()));
+        .set_message(format!("writing {}", crate::ui::output_name(out.path)));
     write_keys(out.path, out.format, &indices, out.shape)?;
     Ok((ran, sort_time))
 }
 
-/// `[len]` for one sort, `[rows, keys per row]` for independent rows: from `--rows`, else from a
-/// 2-D .npy input.
-fn output_shape(file: &KeyFile, rows: Option<usize>) -> Result<Vec<usize>> {
+/// The shape of the output and of the rows sorted: a 2-D .npy input keeps its own (`--rows`,
+/// when given, must agree with it); another input is `[len]`, or `[R, len / R]` with
+/// `--rows R`.
+pub fn output_shape(file: &KeyFile, rows: Option<usize>) -> Result<Vec<usize>> {
     let len = file.len();
-    match rows {
-        Some(0) => anyhow::bail!("--rows must be at least 1"),
-        Some(r) if len % r != 0 => anyhow::bail!("{len} keys do not split into {r} equal rows"),
-        Some(r) => Ok(vec![r, len / r]),
-        None => Ok(file.shape.clone()),
+    match (rows, &file.shape[..]) {
+        (Some(0), _) => anyhow::bail!("--rows must be at least 1"),
+        (Some(r), &[have, row_len]) if r != have => anyhow::bail!(
+            "--rows {r} disagrees with {}, a 2-D .npy of shape ({have}, {row_len}) whose rows \
+             are sorted as they are: leave --rows out, or give --rows {have}",
+            ui::input_name(&file.path)
+        ),
+        (Some(r), &[_]) if len % r != 0 => {
+            anyhow::bail!("{len} keys do not split into {r} equal rows")
+        }
+        (Some(r), &[_]) => Ok(vec![r, len / r]),
+        _ => Ok(file.shape.clone()),
     }
 }

@@ -14,9 +14,10 @@ pub struct SortOptions {
     /// CPU sort), cpu-network or cpu-network-serial (the bitonic network on the CPU), or cuda.
     #[arg(long, value_parser = named(&Backend::ALL, Backend::name), default_value = "auto")]
     pub backend: Backend,
-    /// GPU algorithm: the report's v0 … v5, or tuned (the library's choice when not given).
-    #[arg(long = "version", visible_alias = "algo", value_parser = named(&Version::ALL, Version::name))]
-    pub version: Option<Version>,
+    /// GPU algorithm: the report's v0 to v5, or tuned (the library's choice when not given).
+    /// Needs a GPU.
+    #[arg(long, value_name = "ALGO", value_parser = named(&Version::ALL, Version::name))]
+    pub algo: Option<Version>,
 }
 
 impl SortOptions {
@@ -30,7 +31,7 @@ impl SortOptions {
 
     pub fn sorter(&self) -> Sorter<'static> {
         let sorter = Sorter::new().backend(self.backend).order(self.order());
-        match self.version {
+        match self.algo {
             Some(version) => sorter.version(version),
             None => sorter,
         }
@@ -56,6 +57,92 @@ pub fn parse_len(text: &str) -> Result<usize, String> {
         .ok()
         .and_then(|d| d.checked_mul(scale))
         .ok_or_else(bad)
+}
+
+/// How the CLI names a path in messages: `-` is "standard input" or "standard output".
+pub fn input_name(path: &std::path::Path) -> String {
+    stdio_name(path, "standard input")
+}
+
+/// As [`input_name`], for an output.
+pub fn output_name(path: &std::path::Path) -> String {
+    stdio_name(path, "standard output")
+}
+
+fn stdio_name(path: &std::path::Path, stdio: &str) -> String {
+    if path.as_os_str() == "-" {
+        stdio.to_string()
+    } else {
+        path.display().to_string()
+    }
+}
+
+/// "1.5 GiB" style sizes (binary units).
+pub fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 6] = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    if bytes < 1024 {
+        return format!("{bytes} bytes");
+    }
+    let mut value = bytes as f64 / 1024.0;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < UNITS.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+/// Memory the system can still give without swapping (Linux: MemAvailable in /proc/meminfo);
+/// `None` where unknown.
+pub fn available_memory() -> Option<u64> {
+    let meminfo = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = meminfo.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    kib.checked_mul(1024)
+}
+
+/// The error for `bytes` of memory (None: past the address space) that could not be had, for
+/// `what` ("2^40 u32 keys").
+pub fn no_memory(what: &str, bytes: Option<u64>) -> anyhow::Error {
+    anyhow::anyhow!(memory_message(
+        what,
+        bytes.and_then(|b| usize::try_from(b).ok())
+    ))
+}
+
+/// The message of [`no_memory`]: the size in bytes and binary units, and what is available.
+pub fn memory_message(what: &str, bytes: Option<usize>) -> String {
+    let bytes = bytes.map(|b| b as u64);
+    let needed = match bytes {
+        Some(b) => format!("{} ({b} bytes)", human_bytes(b)),
+        None => "more bytes than this machine can address".to_string(),
+    };
+    let available = match available_memory() {
+        Some(a) => format!("{} ({a} bytes) is available", human_bytes(a)),
+        None => "how much is available is unknown here".to_string(),
+    };
+    format!("not enough memory for {what}: it needs {needed}; {available}")
+}
+
+/// A vector of `len` zeroed keys, allocated fallibly: too large a request is an error that
+/// names the size and the memory available, not an abort.
+pub fn alloc_keys<K: bytemuck::Zeroable + Clone>(len: usize, what: &str) -> anyhow::Result<Vec<K>> {
+    let bytes = len.checked_mul(std::mem::size_of::<K>());
+    let mut keys = Vec::new();
+    if bytes.is_none() || keys.try_reserve_exact(len).is_err() {
+        return Err(no_memory(what, bytes.map(|b| b as u64)));
+    }
+    keys.resize(len, K::zeroed());
+    Ok(keys)
+}
+
+/// Fails, as [`alloc_keys`], when `bytes` (None: past the address space) cannot be allocated
+/// now: for buffers a library call allocates itself.
+pub fn check_memory(bytes: Option<usize>, what: &str) -> anyhow::Result<()> {
+    match bytes {
+        Some(b) if Vec::<u8>::new().try_reserve_exact(b).is_ok() => Ok(()),
+        _ => Err(no_memory(what, bytes.map(|b| b as u64))),
+    }
 }
 
 /// A spinner on stderr naming the current phase; draws nothing when stderr is not a terminal.

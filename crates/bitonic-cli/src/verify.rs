@@ -1,6 +1,8 @@
-//! `bitonic verify FILE`: is it sorted, and is it a permutation of another file?
+//! `bitonic verify FILE`: is it sorted (each row of a 2-D .npy, or of `--rows R`), and is it
+//! a permutation of another file (row by row)?
 
 use crate::io::KeyFile;
+use crate::ui;
 use anyhow::{bail, Result};
 use bitonic::key::cmp_keys;
 use bitonic::{with_key_type, DType, Order};
@@ -11,21 +13,30 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The file to check (raw or .npy).
+    /// The file to check (raw or .npy); - reads standard input.
     file: PathBuf,
-    /// Key type of raw input.
-    #[arg(long, value_parser = crate::ui::named(&DType::ALL, DType::name))]
+    /// Key type of raw input (a .npy header names its own; u32 when not given).
+    #[arg(long, value_parser = ui::named(&DType::ALL, DType::name))]
     dtype: Option<DType>,
     /// Check for descending order.
     #[arg(long)]
     desc: bool,
-    /// Also check that FILE holds exactly the keys of this file (in any order).
+    /// Check each of R equal rows on its own, as sort --rows R sorted them. A 2-D .npy is
+    /// checked row by row without this: R must then equal its number of rows.
+    #[arg(long, value_name = "R")]
+    rows: Option<usize>,
+    /// Also check that FILE holds exactly the keys of this file (in any order; row by row
+    /// when FILE has rows).
     #[arg(long, value_name = "ORIGINAL")]
     permutation_of: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
     let file = KeyFile::open(&args.file, args.dtype)?;
+    let name = ui::input_name(&args.file);
+    let shape = crate::sort::output_shape(&file, args.rows)?;
+    // Rows of at least one key: a (R, 0) array has nothing to check.
+    let row_len = shape.get(1).copied().unwrap_or(file.len()).max(1);
     let order = if args.desc {
         Order::Descending
     } else {
@@ -36,10 +47,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
             let other = KeyFile::open(path, Some(file.dtype).filter(|_| args.dtype.is_some()))?;
             if other.dtype != file.dtype {
                 bail!(
-                    "{} holds {} keys but {} holds {}",
-                    path.display(),
+                    "{} holds {} keys but {name} holds {}",
+                    ui::input_name(path),
                     other.dtype,
-                    args.file.display(),
                     file.dtype
                 );
             }
@@ -48,29 +58,42 @@ pub fn run(args: Args) -> Result<ExitCode> {
         None => None,
     };
     let verdict = with_key_type!(file.dtype, K => {
-        let keys = file.keys::<K>();
-        if let Some(at) = first_unsorted(&keys, order) {
-            Some(format!("not sorted: key {at} ({:?}) and key {} ({:?}) are out of order", keys[at], at + 1, keys[at + 1]))
+        let keys = file.keys::<K>()?;
+        let unsorted = keys
+            .chunks(row_len)
+            .enumerate()
+            .find_map(|(row, keys)| first_unsorted(keys, order).map(|at| (row, at)));
+        if let Some((row, at)) = unsorted {
+            let (a, b) = (row * row_len + at, row * row_len + at + 1);
+            let row = if shape.len() == 2 { format!("row {row}: ") } else { String::new() };
+            Some(format!("not sorted: {row}key {a} ({:?}) and key {b} ({:?}) are out of order", keys[a], keys[b]))
         } else if let Some(original) = &original {
-            let mut want = original.keys::<K>();
-            want.par_sort_unstable_by(cmp_keys);
-            if order == Order::Descending {
-                want.reverse();
-            }
-            let same = want.len() == keys.len()
-                && bytemuck::cast_slice::<K, u8>(&want) == bytemuck::cast_slice::<K, u8>(&keys);
-            (!same).then(|| format!("sorted, but not a permutation of {}", original.path.display()))
+            let mut want = original.keys::<K>()?;
+            let same = want.len() == keys.len() && {
+                if want.len() <= row_len {
+                    want.par_sort_unstable_by(cmp_keys);
+                } else {
+                    want.par_chunks_mut(row_len).for_each(|row| row.sort_unstable_by(cmp_keys));
+                }
+                if order == Order::Descending {
+                    want.par_chunks_mut(row_len).for_each(|row| row.reverse());
+                }
+                bytemuck::cast_slice::<K, u8>(&want) == bytemuck::cast_slice::<K, u8>(&keys)
+            };
+            let per_row = if shape.len() == 2 { " row by row" } else { "" };
+            (!same).then(|| format!("sorted, but not a permutation of {}{per_row}", ui::input_name(&original.path)))
         } else {
             None
         }
     });
+    let what = match shape[..] {
+        [rows, len] => format!("{rows} rows of {len} {} keys, each row sorted", file.dtype),
+        _ => format!("{} {} keys, sorted", file.len(), file.dtype),
+    };
     match verdict {
         None => {
             println!(
-                "{}: {} {} keys, sorted{}",
-                args.file.display(),
-                file.len(),
-                file.dtype,
+                "{name}: {what}{}",
                 if original.is_some() {
                     ", a permutation of the original"
                 } else {
@@ -80,7 +103,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some(why) => {
-            println!("{}: {why}", args.file.display());
+            println!("{name}: {why}");
             Ok(ExitCode::from(1))
         }
     }

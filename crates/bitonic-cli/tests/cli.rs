@@ -306,7 +306,7 @@ fn npy_with_wrong_length() {
         &["sort"],
         Some(&bad),
         &dir.path("out.npy"),
-        "promises 100 keys but the file holds 98",
+        "truncated .npy file: the header promises 100 keys (400 bytes) but the file holds 392 bytes",
     );
 }
 
@@ -674,5 +674,513 @@ fn an_interrupted_write_leaves_nothing() {
         assert_eq!(left, ["big.raw"]);
     } else {
         assert!(left.is_empty(), "left behind: {left:?}");
+    }
+}
+
+// ---- the edges of the command line ----
+
+/// A 2-D .npy of u32 keys, as NumPy writes it.
+fn write_npy_u32(path: &Path, shape: &str, keys: &[u32]) {
+    let mut bytes = npy_with_descr("<u4", shape);
+    bytes.truncate(bytes.len() - 16);
+    bytes.extend(bytemuck::cast_slice::<u32, u8>(keys));
+    std::fs::write(path, bytes).unwrap();
+}
+
+#[test]
+fn verify_checks_each_row_of_a_2d_file() {
+    let dir = Dir::new();
+    let (matrix, rows) = (dir.path("matrix.npy"), dir.path("rows.npy"));
+    write_npy_u32(&matrix, "(2, 3)", &[3, 1, 2, 9, 7, 8]);
+    bitonic()
+        .arg("sort")
+        .arg(&matrix)
+        .arg("-o")
+        .arg(&rows)
+        .assert()
+        .success();
+    bitonic()
+        .arg("verify")
+        .arg(&rows)
+        .arg("--permutation-of")
+        .arg(&matrix)
+        .assert()
+        .success()
+        .stdout(predicate::str::contains(
+            "2 rows of 3 u32 keys, each row sorted, a permutation",
+        ));
+    // Each row sorted, all the keys there, but not row by row.
+    let mixed = dir.path("mixed.npy");
+    write_npy_u32(&mixed, "(2, 3)", &[1, 2, 9, 3, 7, 8]);
+    bitonic()
+        .arg("verify")
+        .arg(&mixed)
+        .arg("--permutation-of")
+        .arg(&matrix)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("not a permutation"));
+    // A row out of order is named.
+    let bad = dir.path("bad.npy");
+    write_npy_u32(&bad, "(2, 3)", &[1, 2, 3, 7, 9, 8]);
+    bitonic()
+        .arg("verify")
+        .arg(&bad)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("row 1: key 4 (9) and key 5 (8)"));
+    // Raw rows, as `sort --rows` writes them.
+    let raw = dir.path("rows.u32");
+    write_raw_u32(&raw, &[1, 2, 3, 0, 5, 6]);
+    bitonic()
+        .args(["verify", "--rows", "2"])
+        .arg(&raw)
+        .assert()
+        .success();
+    bitonic().arg("verify").arg(&raw).assert().code(1);
+}
+
+/// Sizes past memory are errors that name the size and what is available, never an abort.
+#[test]
+fn huge_sizes_fail_with_the_size_named() {
+    let dir = Dir::new();
+    // 2^46 u64 keys: 512 TiB, past any address space (no overcommit setting lends it).
+    for command in [
+        &["gen", "-n", "2^46", "--dtype", "u64"][..],
+        &["demo", "-n", "2^46", "--dtype", "u64", "--backend", "cpu"],
+    ] {
+        let mut cmd = bitonic();
+        cmd.args(command);
+        if command[0] == "gen" {
+            cmd.arg(dir.path("big"));
+        }
+        cmd.assert()
+            .code(2)
+            .stderr(predicate::str::contains(
+                "not enough memory for 70368744177664 u64 keys: it needs 512.0 TiB \
+                 (562949953421312 bytes)",
+            ))
+            .stderr(predicate::str::contains("available"));
+    }
+    assert!(!dir.path("big").exists());
+    bitonic()
+        .args(["gen", "-n", "2^62", "--dtype", "u64"])
+        .arg(dir.path("big"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "more bytes than this machine can address",
+        ));
+    bitonic()
+        .args(["gen", "-n", "2^64"])
+        .arg(dir.path("big"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is not a length"));
+}
+
+#[test]
+fn npy_shapes_that_overflow_are_errors() {
+    let dir = Dir::new();
+    for (shape, message) in [
+        (
+            "(4294967296, 4294967296)",
+            "its shape (4294967296, 4294967296) holds more keys than this machine can address",
+        ),
+        (
+            "(99999999999999999999,)",
+            "holds more keys than this machine",
+        ),
+        (
+            "(4611686018427387904,)",
+            "promises 4611686018427387904 keys, too many",
+        ),
+    ] {
+        let input = dir.path("x.npy");
+        std::fs::write(&input, npy_with_descr("<u4", shape)).unwrap();
+        fails_without_output(&["sort"], Some(&input), &dir.path("out.npy"), message);
+    }
+}
+
+#[test]
+fn npy_longer_than_its_shape() {
+    let dir = Dir::new();
+    let input = dir.path("long.npy");
+    std::fs::write(&input, npy_with_descr("<u4", "(3,)")).unwrap(); // 16 bytes of keys
+    fails_without_output(
+        &["sort"],
+        Some(&input),
+        &dir.path("out.npy"),
+        "the header promises 3 keys (12 bytes) but the file holds 16 bytes after the header",
+    );
+}
+
+#[test]
+fn gpu_benches_without_a_gpu_fail_first() {
+    if bitonic::Gpu::get().is_ok() {
+        return;
+    }
+    let dir = Dir::new();
+    let out = dir.path("results");
+    bitonic()
+        .args(["bench", "--min-exp", "10", "--max-exp", "10", "-o"])
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("bench needs a GPU"))
+        .stderr(predicate::str::contains("--no-gpu"));
+    bitonic()
+        .args(["bench-rows", "-o"])
+        .arg(&out)
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("bench-rows needs a GPU"))
+        .stderr(predicate::str::contains("no CPU mode"));
+    assert!(!out.exists(), "nothing is made before the GPU is found");
+}
+
+/// bench --no-gpu writes whole files only, with the usual permissions.
+#[cfg(unix)]
+#[test]
+fn cpu_bench_leaves_whole_files() {
+    let dir = Dir::new();
+    let out = dir.path("results");
+    let probe = dir.path("probe");
+    std::fs::write(&probe, b"").unwrap();
+    bitonic()
+        .args([
+            "bench",
+            "--no-gpu",
+            "--min-exp",
+            "8",
+            "--max-exp",
+            "8",
+            "-o",
+        ])
+        .arg(&out)
+        .assert()
+        .success();
+    for entry in std::fs::read_dir(&out).unwrap() {
+        let path = entry.unwrap().path();
+        let len = std::fs::metadata(&path).unwrap().len();
+        assert!(len > 0, "{} is empty", path.display());
+        if path.extension().is_some_and(|e| e == "csv" || e == "md") {
+            assert_eq!(mode(&path), mode(&probe), "{}", path.display());
+        }
+    }
+}
+
+#[test]
+fn demo_on_cuda_without_a_gpu_just_fails() {
+    if bitonic::Gpu::get().is_ok() {
+        return;
+    }
+    for args in [
+        &["demo", "-n", "1000", "--backend", "cuda"][..],
+        &["demo", "-n", "1000", "--algo", "v5"],
+    ] {
+        bitonic()
+            .args(args)
+            .assert()
+            .code(2)
+            .stdout(predicate::str::is_empty())
+            .stderr(predicate::str::contains(
+                "the CUDA backend is unavailable: no ",
+            ))
+            .stderr(predicate::str::contains("to sort on the CPU"))
+            .stderr(predicate::str::contains("the CPU sorts instead").not());
+    }
+}
+
+#[test]
+fn version_prints_the_program_version_and_algo_picks_the_algorithm() {
+    let version = env!("CARGO_PKG_VERSION");
+    for args in [
+        &["--version"][..],
+        &["demo", "--version"],
+        &["sort", "--version"],
+    ] {
+        bitonic()
+            .args(args)
+            .assert()
+            .success()
+            .stdout(predicate::str::contains(format!("{version} (commit ")));
+    }
+    let dir = Dir::new();
+    let input = dir.path("in");
+    write_raw_u32(&input, &[2, 1]);
+    fails_without_output(
+        &["sort", "--version", "v5"],
+        Some(&input),
+        &dir.path("out"),
+        "the GPU algorithm is chosen with --algo (--algo v5)",
+    );
+    fails_without_output(
+        &["sort", "--version=tuned"],
+        Some(&input),
+        &dir.path("out"),
+        "--algo tuned",
+    );
+    fails_without_output(
+        &["sort", "--backend", "cpu", "--algo", "v3"],
+        Some(&input),
+        &dir.path("out"),
+        "version v3 runs on the GPU",
+    );
+}
+
+const SUBCOMMANDS: [&str; 9] = [
+    "sort",
+    "gen",
+    "verify",
+    "demo",
+    "info",
+    "compile",
+    "bench",
+    "report",
+    "bench-rows",
+];
+
+#[test]
+fn help_is_plain_text() {
+    let mut helps = vec![vec!["--help"]];
+    helps.extend(SUBCOMMANDS.iter().map(|c| vec![*c, "--help"]));
+    for args in helps {
+        let out = bitonic()
+            .args(&args)
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let text = String::from_utf8(out).unwrap();
+        assert!(!text.contains('`'), "{args:?}: {text}");
+        assert!(!text.contains("[`"), "{args:?}: {text}");
+    }
+}
+
+#[test]
+fn rows_must_agree_with_a_2d_input() {
+    let dir = Dir::new();
+    let matrix = dir.path("matrix.npy");
+    write_npy_u32(&matrix, "(2, 3)", &[3, 1, 2, 9, 7, 8]);
+    fails_without_output(
+        &["sort", "--rows", "1"],
+        Some(&matrix),
+        &dir.path("out.npy"),
+        "--rows 1 disagrees with",
+    );
+    let out = dir.path("same.npy");
+    bitonic()
+        .args(["sort", "--rows", "2"])
+        .arg(&matrix)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success();
+    let (header, keys) = read_npy_u32(&out);
+    assert!(header.contains("'shape': (2, 3)"), "{header}");
+    assert_eq!(keys, [1, 2, 3, 7, 8, 9]);
+    // Empty rows and no rows sort and verify.
+    for shape in ["(2, 0)", "(0, 3)"] {
+        let (input, output) = (dir.path("empty.npy"), dir.path("empty-out.npy"));
+        write_npy_u32(&input, shape, &[]);
+        bitonic()
+            .args(["sort", "--force"])
+            .arg(&input)
+            .arg("-o")
+            .arg(&output)
+            .assert()
+            .success();
+        assert!(read_npy_u32(&output).0.contains(shape));
+        bitonic().arg("verify").arg(&output).assert().success();
+    }
+}
+
+#[test]
+fn standard_input_and_output_are_named() {
+    bitonic()
+        .args(["sort", "-", "-o", "-"])
+        .write_stdin(vec![1u8, 2, 3])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "standard input: 3 bytes is not a whole number",
+        ));
+    bitonic()
+        .args(["verify", "-"])
+        .write_stdin(bytemuck::cast_slice::<u32, u8>(&[2, 1]).to_vec())
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("standard input: not sorted"));
+    bitonic()
+        .args(["gen", "-", "-n", "3"])
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "wrote 3 random u32 keys (12 bytes of keys) to standard output",
+        ));
+}
+
+#[test]
+fn bench_commands_share_one_policy_option() {
+    let policy_line = |command: &str| {
+        let out = bitonic().args([command, "--help"]).assert().success();
+        let text = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        let at = text.find("--policy").expect("--policy in the help");
+        let end = at + text[at..].find("[default").expect("a default");
+        // The same words, whatever the layout.
+        text[at..end]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    assert_eq!(policy_line("bench"), policy_line("bench-rows"));
+}
+
+#[test]
+fn gen_documents_its_options_and_reports() {
+    let out = bitonic().args(["gen", "--help"]).assert().success();
+    let help = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+    for option in [
+        "--output",
+        "--len",
+        "--dtype",
+        "--pattern",
+        "--seed",
+        "--force",
+    ] {
+        let line = help
+            .lines()
+            .find(|l| l.trim_start().starts_with(option) || l.contains(&format!(", {option}")))
+            .unwrap_or_else(|| panic!("{option} missing: {help}"));
+        let described = line.split("  ").filter(|s| !s.trim().is_empty()).count() >= 2;
+        assert!(described, "{option} is not described: {line}");
+    }
+    let dir = Dir::new();
+    let output = dir.path("keys.npy");
+    bitonic()
+        .args([
+            "gen",
+            "-n",
+            "2^4",
+            "--dtype",
+            "u64",
+            "--pattern",
+            "sorted",
+            "-o",
+        ])
+        .arg(&output)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "wrote 16 sorted u64 keys (128 bytes of keys) to",
+        ));
+    bitonic().arg("verify").arg(&output).assert().success();
+}
+
+// ---- a new user's mistakes ----
+
+#[test]
+fn a_folder_as_input() {
+    let dir = Dir::new();
+    let assert = bitonic()
+        .arg("sort")
+        .arg(dir.0.path())
+        .arg("-o")
+        .arg(dir.path("out"))
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is a folder, not a key file"));
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+    assert_eq!(
+        stderr.matches("is a folder").count(),
+        1,
+        "said once: {stderr}"
+    );
+    assert!(!dir.path("out").exists());
+    bitonic()
+        .arg("verify")
+        .arg(dir.0.path())
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains("is a folder"));
+}
+
+/// A FIFO is read as a stream, not taken for an empty file.
+#[cfg(unix)]
+#[test]
+fn a_fifo_as_input() {
+    let dir = Dir::new();
+    let (fifo, output) = (dir.path("keys.fifo"), dir.path("out"));
+    let name = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+    // SAFETY: a valid NUL-terminated path.
+    assert_eq!(unsafe { libc::mkfifo(name.as_ptr(), 0o600) }, 0);
+    let writer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || write_raw_u32(&fifo, &[5, 4, 3, 2, 1]))
+    };
+    bitonic()
+        .args(["sort", "--backend", "cpu"])
+        .arg(&fifo)
+        .arg("-o")
+        .arg(&output)
+        .assert()
+        .success();
+    writer.join().unwrap();
+    assert_eq!(read_raw_u32(&output), [1, 2, 3, 4, 5]);
+}
+
+/// `bitonic gen - -n 1000000 | head -c 10`: the reader leaving ends the writer quietly.
+#[cfg(unix)]
+#[test]
+fn a_pipe_closed_early() {
+    use std::io::Read;
+    use std::os::unix::process::ExitStatusExt;
+    let bin = bitonic().get_program().to_owned();
+    let mut child = std::process::Command::new(bin)
+        .args(["gen", "-", "-n", "1000000"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut head = [0u8; 10];
+    child.stdout.take().unwrap().read_exact(&mut head).unwrap(); // then dropped: closed
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() || out.status.signal() == Some(libc::SIGPIPE),
+        "{:?}: {stderr}",
+        out.status
+    );
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn zero_and_one_key() {
+    let dir = Dir::new();
+    for n in ["0", "1"] {
+        let (input, output) = (
+            dir.path(&format!("{n}.npy")),
+            dir.path(&format!("{n}-out.npy")),
+        );
+        bitonic()
+            .args(["gen", "-n", n])
+            .arg(&input)
+            .assert()
+            .success();
+        for extra in [&[][..], &["--argsort"]] {
+            bitonic()
+                .arg("sort")
+                .args(extra)
+                .arg(&input)
+                .arg("-o")
+                .arg(&output)
+                .arg("--force")
+                .assert()
+                .success();
+        }
+        bitonic().arg("verify").arg(&output).assert().success();
+        bitonic().args(["demo", "-n", n]).assert().success();
     }
 }

@@ -9,40 +9,50 @@ use std::fs::File;
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-/// Problems with a key file. Every message names the file.
+/// Problems with a key file. Every message names the file as the user does (`-` as "standard
+/// input" or "standard output": see [`crate::ui::input_name`]).
 #[derive(Debug, thiserror::Error)]
 pub enum IoError {
     #[error("{path}: no such file")]
-    NotFound { path: PathBuf },
-    #[error("{path}: {source}")]
-    Io {
-        path: PathBuf,
-        #[source]
-        source: std::io::Error,
-    },
+    NotFound { path: String },
+    // The cause is in the message, not a source, so that `{:#}` says it once.
+    #[error("{path}: {error}")]
+    Io { path: String, error: std::io::Error },
     #[error("{path}: {bytes} bytes is not a whole number of {dtype} keys ({size} bytes each)")]
     RaggedLength {
-        path: PathBuf,
+        path: String,
         bytes: usize,
         dtype: DType,
         size: usize,
     },
+    #[error(
+        "{path}: truncated .npy file: the header promises {keys} keys ({bytes} bytes) but the \
+         file holds {held} bytes"
+    )]
+    Truncated {
+        path: String,
+        keys: u64,
+        bytes: u64,
+        held: usize,
+    },
+    #[error("{path}: {reason}")]
+    TooLarge { path: String, reason: String },
     #[error("{path}: not a valid .npy file: {reason}")]
-    BadNpy { path: PathBuf, reason: String },
+    BadNpy { path: String, reason: String },
     #[error("{path}: .npy dtype {descr:?} is not supported (use one of <u4 <i4 <u8 <i8 <f4 <f8)")]
-    UnsupportedNpyDtype { path: PathBuf, descr: String },
+    UnsupportedNpyDtype { path: String, descr: String },
     #[error("{path}: the file holds {found} keys but --dtype {given} was given")]
     DtypeMismatch {
-        path: PathBuf,
+        path: String,
         found: DType,
         given: DType,
     },
     #[error("{path}: a .npy array of shape {shape:?} is not supported (one or two dimensions)")]
-    UnsupportedShape { path: PathBuf, shape: Vec<u64> },
+    UnsupportedShape { path: String, shape: Vec<u64> },
     #[error("{path} exists; pass --force to overwrite it")]
-    WouldOverwrite { path: PathBuf },
+    WouldOverwrite { path: String },
     #[error("{path} is the input file; pass --force to sort it in place")]
-    OutputIsInput { path: PathBuf },
+    OutputIsInput { path: String },
 }
 
 /// How keys are laid out in a file.
@@ -84,26 +94,67 @@ fn is_stdio(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
+fn input_name(path: &Path) -> String {
+    crate::ui::input_name(path)
+}
+
+fn output_name(path: &Path) -> String {
+    crate::ui::output_name(path)
+}
+
+/// All of a stream (stdin, a FIFO), its buffer grown fallibly: a stream larger than memory is
+/// an error naming the size, not an abort.
+fn read_stream(mut from: impl Read, path: &Path) -> Result<Vec<u8>, IoError> {
+    let mut all: Vec<u8> = Vec::new();
+    loop {
+        let more = all.len().max(1 << 20);
+        if all.try_reserve(more).is_err() {
+            let what = format!("reading more than {} bytes", all.len());
+            return Err(IoError::TooLarge {
+                path: input_name(path),
+                reason: crate::ui::memory_message(&what, all.len().checked_add(more)),
+            });
+        }
+        let spare = (all.capacity() - all.len()) as u64;
+        let read = (&mut from)
+            .take(spare)
+            .read_to_end(&mut all)
+            .map_err(|error| IoError::Io {
+                path: input_name(path),
+                error,
+            })?;
+        if (read as u64) < spare {
+            return Ok(all);
+        }
+    }
+}
+
 impl KeyFile {
-    /// Opens `path` (`-` for stdin, raw only). A `.npy` header gives the dtype; `dtype` must
-    /// then agree with it. Raw data takes `dtype`, `u32` when none is given.
+    /// Opens `path` (`-` for stdin). A `.npy` header gives the dtype; `dtype` must then agree
+    /// with it. Raw data takes `dtype`, `u32` when none is given. Regular files are mapped;
+    /// stdin, FIFOs and devices are read whole; a folder is an error. Every size the file
+    /// states is checked against what it holds.
     pub fn open(path: &Path, dtype: Option<DType>) -> Result<KeyFile, IoError> {
-        let io = |source| IoError::Io {
-            path: path.to_path_buf(),
-            source,
+        let io = |error| IoError::Io {
+            path: input_name(path),
+            error,
         };
         let bytes = if is_stdio(path) {
-            let mut all = Vec::new();
-            std::io::stdin().lock().read_to_end(&mut all).map_err(io)?;
-            Bytes::Owned(all)
+            Bytes::Owned(read_stream(std::io::stdin().lock(), path)?)
         } else {
             let file = File::open(path).map_err(|e| match e.kind() {
                 std::io::ErrorKind::NotFound => IoError::NotFound {
-                    path: path.to_path_buf(),
+                    path: input_name(path),
                 },
                 _ => io(e),
             })?;
-            if file.metadata().map_err(io)?.len() == 0 {
+            let metadata = file.metadata().map_err(io)?;
+            if metadata.is_dir() {
+                return Err(io(std::io::Error::other("is a folder, not a key file")));
+            }
+            if !metadata.is_file() {
+                Bytes::Owned(read_stream(file, path)?) // a FIFO or a device: no length to map
+            } else if metadata.len() == 0 {
                 Bytes::Owned(Vec::new()) // an empty file cannot be mapped
             } else {
                 // SAFETY: the map is only read; a file truncated under us would fault, as any
@@ -127,7 +178,7 @@ impl KeyFile {
         let dtype = match (found, dtype) {
             (Some(found), Some(given)) if found != given => {
                 return Err(IoError::DtypeMismatch {
-                    path: path.to_path_buf(),
+                    path: input_name(path),
                     found,
                     given,
                 })
@@ -136,29 +187,49 @@ impl KeyFile {
             (None, given) => given.unwrap_or(DType::U32),
         };
         let data_bytes = all.len() - offset;
-        if data_bytes % dtype.size() != 0 {
-            return Err(IoError::RaggedLength {
-                path: path.to_path_buf(),
-                bytes: data_bytes,
-                dtype,
-                size: dtype.size(),
-            });
-        }
         let shape = match &npy_header {
-            Some(h) => h.shape.clone(),
-            None => vec![data_bytes / dtype.size()],
-        };
-        if let Some(promised) = npy_header.map(|h| h.len) {
-            let held = (data_bytes / dtype.size()) as u64;
-            if promised != held {
-                let reason =
-                    format!("the header promises {promised} keys but the file holds {held}");
-                return Err(IoError::BadNpy {
-                    path: path.to_path_buf(),
-                    reason,
-                });
+            Some(h) => {
+                // The header's promise, in checked arithmetic: a crafted shape is an error.
+                let bytes = h.len.checked_mul(dtype.size() as u64).ok_or_else(|| {
+                    let reason = format!("its shape promises {} keys, too many to address", h.len);
+                    IoError::BadNpy {
+                        path: input_name(path),
+                        reason,
+                    }
+                })?;
+                if bytes > data_bytes as u64 {
+                    return Err(IoError::Truncated {
+                        path: input_name(path),
+                        keys: h.len,
+                        bytes,
+                        held: data_bytes,
+                    });
+                }
+                if bytes < data_bytes as u64 {
+                    let reason = format!(
+                        "the header promises {} keys ({bytes} bytes) but the file holds \
+                         {data_bytes} bytes after the header",
+                        h.len
+                    );
+                    return Err(IoError::BadNpy {
+                        path: input_name(path),
+                        reason,
+                    });
+                }
+                h.shape.clone()
             }
-        }
+            None => {
+                if data_bytes % dtype.size() != 0 {
+                    return Err(IoError::RaggedLength {
+                        path: input_name(path),
+                        bytes: data_bytes,
+                        dtype,
+                        size: dtype.size(),
+                    });
+                }
+                vec![data_bytes / dtype.size()]
+            }
+        };
         Ok(KeyFile {
             path: path.to_path_buf(),
             dtype,
@@ -181,16 +252,23 @@ impl KeyFile {
         self.data().len() / self.dtype.size()
     }
 
-    /// The keys, copied into an aligned vector. Panics if `K` is not the file's dtype.
-    pub fn keys<K: SortKey>(&self) -> Vec<K> {
+    /// The keys, copied into an aligned vector allocated fallibly (an error names the size
+    /// and the memory available). Panics if `K` is not the file's dtype.
+    pub fn keys<K: SortKey>(&self) -> anyhow::Result<Vec<K>> {
         assert_eq!(
             K::DTYPE,
             self.dtype,
             "KeyFile::keys called with the wrong type"
         );
-        let mut keys = vec![K::zeroed(); self.len()];
+        let what = format!(
+            "the {} {} keys of {}",
+            self.len(),
+            self.dtype,
+            input_name(&self.path)
+        );
+        let mut keys = crate::ui::alloc_keys::<K>(self.len(), &what)?;
         bytemuck::cast_slice_mut::<K, u8>(&mut keys).copy_from_slice(self.data());
-        keys
+        Ok(keys)
     }
 }
 
@@ -200,9 +278,9 @@ pub fn check_output(output: &Path, input: Option<&Path>, force: bool) -> Result<
     if is_stdio(output) {
         return Ok(());
     }
-    let err = |source| IoError::Io {
-        path: output.to_path_buf(),
-        source,
+    let err = |error| IoError::Io {
+        path: output_name(output),
+        error,
     };
     if output.is_dir() {
         return Err(err(std::io::Error::other("is a folder")));
@@ -224,13 +302,13 @@ pub fn check_output(output: &Path, input: Option<&Path>, force: bool) -> Result<
     if let (Some(input), Ok(out)) = (input, output.canonicalize()) {
         if !is_stdio(input) && input.canonicalize().is_ok_and(|i| i == out) {
             return Err(IoError::OutputIsInput {
-                path: output.to_path_buf(),
+                path: output_name(output),
             });
         }
     }
     if output.exists() {
         return Err(IoError::WouldOverwrite {
-            path: output.to_path_buf(),
+            path: output_name(output),
         });
     }
     Ok(())
@@ -266,9 +344,9 @@ pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
 ) -> Result<(), IoError> {
-    let io = |source| IoError::Io {
-        path: path.to_path_buf(),
-        source,
+    let io = |error| IoError::Io {
+        path: output_name(path),
+        error,
     };
     if is_stdio(path) {
         let mut out = std::io::stdout().lock();

@@ -18,19 +18,64 @@ pub struct Header {
 
 fn bad(path: &Path, reason: impl Into<String>) -> IoError {
     IoError::BadNpy {
-        path: path.to_path_buf(),
+        path: super::input_name(path),
         reason: reason.into(),
     }
 }
 
+fn too_many(path: &Path, dims: &str) -> IoError {
+    let reason = format!("its shape ({dims}) holds more keys than this machine can address");
+    bad(path, reason)
+}
+
+/// Refuses a shape whose dimensions' product overflows 64 bits, before npyz reads the header
+/// (npyz multiplies them unchecked: a panic in debug builds, a wrapped count in release). The
+/// rest of the header is npyz's to judge.
+fn check_shape_product(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
+    let dict = match bytes.get(6) {
+        Some(1) => bytes.get(8..10).and_then(|n| {
+            let len = u16::from_le_bytes([n[0], n[1]]) as usize;
+            bytes.get(10..10 + len)
+        }),
+        Some(2 | 3) => bytes.get(8..12).and_then(|n| {
+            let len = u32::from_le_bytes([n[0], n[1], n[2], n[3]]) as usize;
+            bytes.get(12..12usize.checked_add(len)?)
+        }),
+        _ => None,
+    };
+    let Some(dict) = dict.map(String::from_utf8_lossy) else {
+        return Ok(());
+    };
+    let Some(at) = dict.find("'shape'").or_else(|| dict.find("\"shape\"")) else {
+        return Ok(());
+    };
+    let rest = &dict[at..];
+    let Some(dims) = rest
+        .find('(')
+        .and_then(|open| Some(&rest[open + 1..open + rest[open..].find(')')?]))
+    else {
+        return Ok(());
+    };
+    let mut len: u64 = 1;
+    for dim in dims.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        if !dim.bytes().all(|b| b.is_ascii_digit()) {
+            return Ok(());
+        }
+        let fits = dim.parse::<u64>().ok().and_then(|d| len.checked_mul(d));
+        len = fits.ok_or_else(|| too_many(path, dims.trim()))?;
+    }
+    Ok(())
+}
+
 pub fn parse_header(path: &Path, bytes: &[u8]) -> Result<Header, IoError> {
+    check_shape_product(path, bytes)?;
     let mut cursor = std::io::Cursor::new(bytes);
     let header = npyz::NpyHeader::from_reader(&mut cursor).map_err(|e| bad(path, e.to_string()))?;
     let descr = match header.dtype() {
         npyz::DType::Plain(type_str) => type_str.to_string(),
         other => {
             return Err(IoError::UnsupportedNpyDtype {
-                path: path.to_path_buf(),
+                path: super::input_name(path),
                 descr: other.descr(),
             })
         }
@@ -44,7 +89,7 @@ pub fn parse_header(path: &Path, bytes: &[u8]) -> Result<Header, IoError> {
         "<f8" => DType::F64,
         _ => {
             return Err(IoError::UnsupportedNpyDtype {
-                path: path.to_path_buf(),
+                path: super::input_name(path),
                 descr,
             })
         }
@@ -52,7 +97,7 @@ pub fn parse_header(path: &Path, bytes: &[u8]) -> Result<Header, IoError> {
     let shape = header.shape().to_vec();
     if shape.is_empty() || shape.len() > 2 {
         return Err(IoError::UnsupportedShape {
-            path: path.to_path_buf(),
+            path: super::input_name(path),
             shape,
         });
     }
@@ -60,11 +105,22 @@ pub fn parse_header(path: &Path, bytes: &[u8]) -> Result<Header, IoError> {
         let reason = "a 2-D array in Fortran (column-major) order: rows would not be contiguous";
         return Err(bad(path, reason));
     }
+    // Checked: a crafted shape must not wrap to a small count.
+    let too_many = || {
+        let dims: Vec<String> = shape.iter().map(u64::to_string).collect();
+        too_many(path, &dims.join(", "))
+    };
+    let len = shape
+        .iter()
+        .try_fold(1u64, |n, &d| n.checked_mul(d))
+        .filter(|&n| usize::try_from(n).is_ok())
+        .ok_or_else(too_many)?;
+    let dims: Option<Vec<usize>> = shape.iter().map(|&d| usize::try_from(d).ok()).collect();
     Ok(Header {
         dtype,
-        data_offset: cursor.position() as usize,
-        len: shape.iter().product(),
-        shape: shape.iter().map(|&d| d as usize).collect(),
+        data_offset: usize::try_from(cursor.position()).map_err(|_| too_many())?,
+        len,
+        shape: dims.ok_or_else(too_many)?,
     })
 }
 
