@@ -462,7 +462,7 @@ fn gpu_cli_reaches_every_version() {
     for version in ["v0", "v1", "v2", "v3", "v4", "v5", "tuned"] {
         let output = dir.path(&format!("{version}.npy"));
         bitonic()
-            .args(["sort", "--backend", "cuda", "--version", version])
+            .args(["sort", "--backend", "cuda", "--algo", version])
             .arg(&input)
             .arg("-o")
             .arg(&output)
