@@ -437,49 +437,6 @@ fn cuda_backend_without_gpu_says_why() {
     );
 }
 
-#[test]
-fn gpu_cli_reaches_every_version() {
-    if bitonic::Gpu::get().is_err() {
-        assert!(
-            std::env::var("BITONIC_REQUIRE_GPU").as_deref() != Ok("1"),
-            "BITONIC_REQUIRE_GPU=1 but no GPU"
-        );
-        eprintln!("SKIPPED gpu_cli_reaches_every_version: no GPU");
-        return;
-    }
-    let dir = Dir::new();
-    let input = dir.path("in.npy");
-    bitonic()
-        .args(["gen", "-n", "100003", "--dtype", "i64"])
-        .arg(&input)
-        .assert()
-        .success();
-    bitonic()
-        .arg("info")
-        .assert()
-        .success()
-        .stdout(predicate::str::contains("cuda: available"));
-    for version in ["v0", "v1", "v2", "v3", "v4", "v5", "tuned"] {
-        let output = dir.path(&format!("{version}.npy"));
-        bitonic()
-            .args(["sort", "--backend", "cuda", "--algo", version])
-            .arg(&input)
-            .arg("-o")
-            .arg(&output)
-            .assert()
-            .success()
-            // "with cuda (v3) on …", "with cuda (tuned network passes) on …"
-            .stderr(predicate::str::contains(format!("cuda ({version}")));
-        bitonic()
-            .arg("verify")
-            .arg(&output)
-            .arg("--permutation-of")
-            .arg(&input)
-            .assert()
-            .success();
-    }
-}
-
 fn read_npy_u32(path: &Path) -> (String, Vec<u32>) {
     let bytes = std::fs::read(path).unwrap();
     let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;

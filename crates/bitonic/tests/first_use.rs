@@ -7,7 +7,12 @@ mod common;
 use bitonic::cuda::{self, CompileEvent};
 use bitonic::dispatch::Layout;
 use bitonic::{SortKey, Sorter};
+use common::harness::{self, tests, Needs};
 use std::sync::atomic::{AtomicUsize, Ordering};
+
+fn main() {
+    harness::run(tests![Needs::Gpu => the_sort_after_prepare_compiles_nothing]);
+}
 
 static COMPILES: AtomicUsize = AtomicUsize::new(0);
 
@@ -29,11 +34,8 @@ fn prepared<K: SortKey, V>(what: &str, len: usize, layout: Layout, sort: impl Fn
     );
 }
 
-#[test]
 fn the_sort_after_prepare_compiles_nothing() {
-    let Some(_) = common::gpu_or_skip("the_sort_after_prepare_compiles_nothing") else {
-        return;
-    };
+    common::gpu("the_sort_after_prepare_compiles_nothing");
     let cache = tempfile::tempdir().unwrap();
     // Before any compile in this process (the only test of this file).
     std::env::set_var("BITONIC_CACHE_DIR", cache.path());

@@ -1,10 +1,22 @@
 //! Every GPU version × key type × order against std's sort, at the sizes of issue 3 and on
-//! every pattern. Skips without a GPU; fails under BITONIC_REQUIRE_GPU=1.
+//! every pattern. Ignored without a GPU; fails under BITONIC_REQUIRE_GPU=1.
 
 mod common;
 
 use bitonic::{cuda::Gpu, Backend, Order, SortKey, Sorter, Version};
-use common::{assert_same_bits, gpu_or_skip, make_keys, reference, TestKey, PATTERNS};
+use common::harness::{self, tests, Needs};
+use common::{assert_same_bits, gpu, make_keys, reference, TestKey, PATTERNS};
+
+fn main() {
+    harness::run(tests![
+        Needs::Gpu =>
+            gpu_u32, gpu_i32, gpu_u64, gpu_i64, gpu_f32, gpu_f64,
+            device_buffer_api, auto_backend_uses_the_gpu,
+            tuned_cluster_boundaries_u32, tuned_cluster_boundaries_f32,
+            tuned_cluster_boundaries_i64, tuned_graphs_follow_their_buffers;
+        Needs::NoGpu => cuda_request_without_gpu_is_a_clear_error;
+    ]);
+}
 
 const SIZES: [usize; 19] = [
     0,
@@ -34,7 +46,7 @@ fn all_versions_one_type<K: TestKey>(test: &str) {
 
 /// Sorts every pattern of every length in both orders with each version, against std's sort.
 fn check_against_std<K: TestKey>(test: &str, sizes: &[usize], versions: &[Version], seed: u64) {
-    let Some(gpu) = gpu_or_skip(test) else { return };
+    let gpu = gpu(test);
     eprintln!("{test} on {}", gpu.info().name);
     for (round, &len) in sizes.iter().enumerate() {
         for pattern in PATTERNS {
@@ -56,37 +68,28 @@ fn check_against_std<K: TestKey>(test: &str, sizes: &[usize], versions: &[Versio
     }
 }
 
-#[test]
 fn gpu_u32() {
     all_versions_one_type::<u32>("gpu_u32");
 }
-#[test]
 fn gpu_i32() {
     all_versions_one_type::<i32>("gpu_i32");
 }
-#[test]
 fn gpu_u64() {
     all_versions_one_type::<u64>("gpu_u64");
 }
-#[test]
 fn gpu_i64() {
     all_versions_one_type::<i64>("gpu_i64");
 }
-#[test]
 fn gpu_f32() {
     all_versions_one_type::<f32>("gpu_f32");
 }
-#[test]
 fn gpu_f64() {
     all_versions_one_type::<f64>("gpu_f64");
 }
 
 /// The device-buffer API sorts in place with no host round trip, and agrees with the host API.
-#[test]
 fn device_buffer_api() {
-    let Some(gpu) = gpu_or_skip("device_buffer_api") else {
-        return;
-    };
+    let gpu = gpu("device_buffer_api");
     let keys = make_keys::<f32>(100_003, common::Pattern::Random, 5);
     for version in Version::ALL {
         let mut device = gpu.stream().clone_htod(&keys).unwrap();
@@ -106,11 +109,8 @@ fn device_buffer_api() {
 }
 
 /// Auto picks the GPU for large inputs when one works, the CPU for small ones.
-#[test]
 fn auto_backend_uses_the_gpu() {
-    let Some(_) = gpu_or_skip("auto_backend_uses_the_gpu") else {
-        return;
-    };
+    gpu("auto_backend_uses_the_gpu");
     let mut big = make_keys::<u32>(1 << 17, common::Pattern::Random, 1);
     assert_eq!(Sorter::new().sort(&mut big).unwrap().backend, Backend::Cuda);
     let mut small = make_keys::<u32>(10, common::Pattern::Random, 1);
@@ -121,7 +121,6 @@ fn auto_backend_uses_the_gpu() {
 }
 
 /// Without a GPU, asking for CUDA is an error that says why, never a panic.
-#[test]
 fn cuda_request_without_gpu_is_a_clear_error() {
     if Gpu::get().is_ok() {
         return; // covered by the tests above
@@ -162,15 +161,12 @@ fn tuned_cluster_boundaries_one_type<K: TestKey>(test: &str) {
     check_against_std::<K>(test, &sizes, &[Version::Tuned], 100);
 }
 
-#[test]
 fn tuned_cluster_boundaries_u32() {
     tuned_cluster_boundaries_one_type::<u32>("tuned_cluster_boundaries_u32");
 }
-#[test]
 fn tuned_cluster_boundaries_f32() {
     tuned_cluster_boundaries_one_type::<f32>("tuned_cluster_boundaries_f32");
 }
-#[test]
 fn tuned_cluster_boundaries_i64() {
     tuned_cluster_boundaries_one_type::<i64>("tuned_cluster_boundaries_i64");
 }
@@ -178,11 +174,8 @@ fn tuned_cluster_boundaries_i64() {
 /// The tuned sort's multi-pass plans run as CUDA graphs, built once per plan and re-pointed at
 /// each buffer (src/cuda/graph.rs): one plan on two buffers in turn, on the first again with new
 /// keys, and the other order (another plan) on the same buffer must all sort right.
-#[test]
 fn tuned_graphs_follow_their_buffers() {
-    let Some(gpu) = gpu_or_skip("tuned_graphs_follow_their_buffers") else {
-        return;
-    };
+    let gpu = gpu("tuned_graphs_follow_their_buffers");
     for len in [300_007, 1 << 20] {
         let first = make_keys::<u32>(len, common::Pattern::Random, 11);
         let second = make_keys::<u32>(len, common::Pattern::Random, 12);

@@ -1,12 +1,16 @@
 //! Every kernel module compiles under NVRTC for sm_80 and sm_90, with the policy of each: no
-//! GPU needed, only libnvrtc. Skips when NVRTC is missing, unless BITONIC_REQUIRE_NVRTC=1 or
+//! GPU needed, only libnvrtc. Ignored when NVRTC is missing, unless BITONIC_REQUIRE_NVRTC=1 or
 //! BITONIC_REQUIRE_GPU=1 (CI sets the first, so a kernel that does not compile fails CI).
 
 mod common;
 
 use bitonic::{cuda, Policy};
+use common::harness::{self, tests, Needs};
 
-#[test]
+fn main() {
+    harness::run(tests![Needs::Nvrtc => every_kernel_compiles_for_ampere_and_hopper]);
+}
+
 fn every_kernel_compiles_for_ampere_and_hopper() {
     if cuda::nvrtc_version().is_err() {
         let required = common::require_env("BITONIC_REQUIRE_NVRTC")

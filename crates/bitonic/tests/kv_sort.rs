@@ -1,13 +1,26 @@
 //! Key-value sorts, argsort, rows and segments against a stable std sort of (key, index)
-//! pairs, for every key type, both orders, both CPU backends and the GPU (whose tests skip
-//! without one, and fail under BITONIC_REQUIRE_GPU=1).
+//! pairs, for every key type, both orders, both CPU backends and the GPU (whose tests are
+//! ignored without one, and fail under BITONIC_REQUIRE_GPU=1).
 
 mod common;
 
 use bitonic::key::cmp_keys;
 use bitonic::{Backend, Order, Sorter};
-use common::{assert_same_bits, gpu_or_skip, make_keys, Pattern, TestKey, PATTERNS};
+use common::harness::{self, tests, Needs};
+use common::{assert_same_bits, gpu, make_keys, Pattern, TestKey, PATTERNS};
 use proptest::prelude::*;
+
+fn main() {
+    harness::run(tests![
+        Needs::Nothing =>
+            key_value_every_type_and_pattern, rows_of_many_lengths,
+            segments_of_different_lengths, bad_shapes_are_errors_not_panics,
+            argsort_is_stable_on_any_floats, argsort_is_stable_with_many_ties;
+        Needs::Gpu =>
+            gpu_key_value_every_type_and_pattern, gpu_key_value_with_groups_of_equal_keys,
+            gpu_rows_of_many_lengths, gpu_segments_of_different_lengths, gpu_sort_pairs_device;
+    ]);
+}
 
 const CPU: &[Backend] = &[Backend::CpuNetworkSerial, Backend::CpuNetwork, Backend::Cpu];
 const GPU: &[Backend] = &[Backend::Cuda];
@@ -163,32 +176,27 @@ fn segments_of_different_lengths_on(backends: &[Backend]) {
     check_segments::<i32>(0, &[0], backends);
 }
 
-#[test]
 fn key_value_every_type_and_pattern() {
     key_value_every_type_and_pattern_on(CPU);
 }
 
-#[test]
 fn rows_of_many_lengths() {
     rows_of_many_lengths_on(CPU);
 }
 
-#[test]
 fn segments_of_different_lengths() {
     segments_of_different_lengths_on(CPU);
 }
 
-#[test]
 fn gpu_key_value_every_type_and_pattern() {
-    if gpu_or_skip("gpu_key_value_every_type_and_pattern").is_some() {
-        key_value_every_type_and_pattern_on(GPU);
-        // Past 2^20 keys the host slices stream through the pinned staging buffers.
-        check_kv(
-            &make_keys::<f32>((1 << 22) + 3, Pattern::FewDistinct, 7),
-            GPU,
-        );
-        check_kv(&make_keys::<i64>((1 << 21) + 5, Pattern::Random, 8), GPU);
-    }
+    gpu("gpu_key_value_every_type_and_pattern");
+    key_value_every_type_and_pattern_on(GPU);
+    // Past 2^20 keys the host slices stream through the pinned staging buffers.
+    check_kv(
+        &make_keys::<f32>((1 << 22) + 3, Pattern::FewDistinct, 7),
+        GPU,
+    );
+    check_kv(&make_keys::<i64>((1 << 21) + 5, Pattern::Random, 8), GPU);
 }
 
 /// Tiles (2^14 32-bit keys, 2^13 64-bit) with a few equal keys, which the GPU orders in the
@@ -211,36 +219,27 @@ fn keys_with_groups_of_equal_ones<K: TestKey>(tile: usize) -> Vec<K> {
     keys
 }
 
-#[test]
 fn gpu_key_value_with_groups_of_equal_keys() {
-    if gpu_or_skip("gpu_key_value_with_groups_of_equal_keys").is_some() {
-        check_kv(&keys_with_groups_of_equal_ones::<u32>(1 << 14), GPU);
-        check_kv(&keys_with_groups_of_equal_ones::<i64>(1 << 13), GPU);
-    }
+    gpu("gpu_key_value_with_groups_of_equal_keys");
+    check_kv(&keys_with_groups_of_equal_ones::<u32>(1 << 14), GPU);
+    check_kv(&keys_with_groups_of_equal_ones::<i64>(1 << 13), GPU);
 }
 
-#[test]
 fn gpu_rows_of_many_lengths() {
-    if gpu_or_skip("gpu_rows_of_many_lengths").is_some() {
-        rows_of_many_lengths_on(GPU);
-        check_rows::<u32>(16, 1 << 16, GPU);
-        check_rows::<f64>(3, 100_003, GPU);
-    }
+    gpu("gpu_rows_of_many_lengths");
+    rows_of_many_lengths_on(GPU);
+    check_rows::<u32>(16, 1 << 16, GPU);
+    check_rows::<f64>(3, 100_003, GPU);
 }
 
-#[test]
 fn gpu_segments_of_different_lengths() {
-    if gpu_or_skip("gpu_segments_of_different_lengths").is_some() {
-        segments_of_different_lengths_on(GPU);
-    }
+    gpu("gpu_segments_of_different_lengths");
+    segments_of_different_lengths_on(GPU);
 }
 
 /// Device-resident key-value sort: the values move on the GPU.
-#[test]
 fn gpu_sort_pairs_device() {
-    let Some(gpu) = gpu_or_skip("gpu_sort_pairs_device") else {
-        return;
-    };
+    let gpu = gpu("gpu_sort_pairs_device");
     for (rows, row_len) in [(1, 1 << 20), (1, 1_000_003), (300, 1000), (4, 65_536)] {
         let n = rows * row_len;
         let keys = make_keys::<u32>(n, Pattern::FewDistinct, 11);
@@ -298,7 +297,6 @@ fn gpu_sort_pairs_device() {
     }
 }
 
-#[test]
 fn bad_shapes_are_errors_not_panics() {
     let s = Sorter::new();
     let mut v = vec![1u32, 2, 3];
@@ -335,14 +333,18 @@ fn bad_shapes_are_errors_not_panics() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, ..ProptestConfig::default() })]
+    // No regression files: proptest finds no lib.rs or main.rs above a test file to put them
+    // beside (it said so on stderr, which libtest-mimic does not capture).
+    #![proptest_config(ProptestConfig {
+        cases: 48,
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
-    #[test]
     fn argsort_is_stable_on_any_floats(bits in prop::collection::vec(any::<u32>(), 0..3000)) {
         check_kv(&bits.into_iter().map(f32::from_bits).collect::<Vec<_>>(), CPU);
     }
 
-    #[test]
     fn argsort_is_stable_with_many_ties(keys in prop::collection::vec(0i64..5, 0..3000)) {
         check_kv(&keys, CPU);
     }

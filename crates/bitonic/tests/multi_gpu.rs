@@ -1,9 +1,10 @@
 //! The multi-GPU sort on real GPUs, against std's sort: every key type, both orders, both
 //! algorithms, uneven and empty shards, several ranks on one GPU, and failures.
 //!
-//! Tests that need more GPUs than the machine has skip with a note, unless
-//! `BITONIC_REQUIRE_GPUS=N` asks for N of them (then they fail); with no GPU at all they fail
-//! under `BITONIC_REQUIRE_GPU=1`, like every GPU test.
+//! Tests that need more GPUs than the machine has are ignored, unless `BITONIC_REQUIRE_GPUS=N`
+//! asks for N of them (then they fail); with no GPU at all they fail under
+//! `BITONIC_REQUIRE_GPU=1`, like every GPU test. Parts of a test that need more GPUs than the
+//! test (`key_value_pairs`, `three_gpus_and_a_host_slice`) skip with a note by the same rule.
 
 mod common;
 
@@ -12,7 +13,19 @@ use bitonic::cuda::Gpu;
 use bitonic::key::cmp_keys;
 use bitonic::multi::{merge_split_share, Algorithm};
 use bitonic::Order;
-use common::{assert_same_bits, make_keys, reference, require_env, Pattern, TestKey, PATTERNS};
+use common::harness::{self, required_gpus, tests, Needs};
+use common::{assert_same_bits, make_keys, reference, Pattern, TestKey, PATTERNS};
+
+fn main() {
+    harness::run(tests![
+        Needs::Gpus(1) =>
+            ranks_sharing_one_gpu, four_ranks_sharing_one_gpu, small_sorts_for_the_sanitizer,
+            three_gpus_and_a_host_slice, wrong_shards_are_errors,
+            out_of_memory_is_an_error_for_the_whole_sort, key_value_pairs;
+        Needs::Gpus(2) => two_gpus, two_ranks_on_each_of_two_gpus;
+        Needs::Gpus(4) => four_gpus;
+    ]);
+}
 
 const ALGORITHMS: [Algorithm; 2] = [Algorithm::MergeSplit, Algorithm::Partition];
 
@@ -20,14 +33,7 @@ const ALGORITHMS: [Algorithm; 2] = [Algorithm::MergeSplit, Algorithm::Partition]
 /// has too few GPUs and nothing requires them.
 fn multi_or_skip(test: &str, ordinals: &[usize]) -> Option<MultiGpu> {
     let needed = ordinals.iter().max().map_or(1, |o| o + 1);
-    let required: usize = std::env::var("BITONIC_REQUIRE_GPUS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(if require_env("BITONIC_REQUIRE_GPU") {
-            1
-        } else {
-            0
-        });
+    let required = required_gpus();
     let have = match Gpu::device_count() {
         Ok(count) => count,
         Err(why) if required > 0 => panic!("{test}: a GPU is required but there is none: {why}"),
@@ -148,7 +154,6 @@ fn check_all_types(multi: &MultiGpu, p: usize) {
     }
 }
 
-#[test]
 fn ranks_sharing_one_gpu() {
     for ordinals in [vec![0], vec![0, 0], vec![0, 0, 0]] {
         let Some(multi) = multi_or_skip("ranks_sharing_one_gpu", &ordinals) else {
@@ -160,7 +165,6 @@ fn ranks_sharing_one_gpu() {
 
 /// Partition on four ranks: two levels of run merges, runs of every length (empty, a few keys,
 /// millions: power-of-two chunks of several passes each), keys alone and key-value pairs.
-#[test]
 fn four_ranks_sharing_one_gpu() {
     let Some(multi) = multi_or_skip("four_ranks_sharing_one_gpu", &[0, 0, 0, 0]) else {
         return;
@@ -186,7 +190,6 @@ fn four_ranks_sharing_one_gpu() {
 
 /// A few sorts with merges on any GPU count, small enough for compute-sanitizer's racecheck
 /// (bench/sanitize.sh): two ranks of one GPU, both algorithms, keys alone and key-value pairs.
-#[test]
 fn small_sorts_for_the_sanitizer() {
     let Some(multi) = multi_or_skip("small_sorts_for_the_sanitizer", &[0, 0]) else {
         return;
@@ -198,7 +201,6 @@ fn small_sorts_for_the_sanitizer() {
     check_kv::<u64, f64>(&multi, &[3_001, 4_000], Pattern::Random, |i| i as f64 * 0.5);
 }
 
-#[test]
 fn two_gpus() {
     if let Some(multi) = multi_or_skip("two_gpus", &[0, 1]) {
         check_all_types(&multi, 2);
@@ -207,7 +209,6 @@ fn two_gpus() {
     }
 }
 
-#[test]
 fn four_gpus() {
     if let Some(multi) = multi_or_skip("four_gpus", &[0, 1, 2, 3]) {
         check_all_types(&multi, 4);
@@ -220,14 +221,12 @@ fn four_gpus() {
     }
 }
 
-#[test]
 fn two_ranks_on_each_of_two_gpus() {
     if let Some(multi) = multi_or_skip("two_ranks_on_each_of_two_gpus", &[0, 1, 0, 1]) {
         check_all_types(&multi, 4);
     }
 }
 
-#[test]
 fn three_gpus_and_a_host_slice() {
     if let Some(multi) = multi_or_skip("three_gpus_and_a_host_slice", &[0, 1, 2]) {
         check_all_types(&multi, 3);
@@ -246,7 +245,6 @@ fn three_gpus_and_a_host_slice() {
     }
 }
 
-#[test]
 fn wrong_shards_are_errors() {
     let Some(multi) = multi_or_skip("wrong_shards_are_errors", &[0, 0]) else {
         return;
@@ -260,7 +258,6 @@ fn wrong_shards_are_errors() {
 
 /// A GPU without memory for the sort's buffers: the sort returns the library's error (no hang,
 /// no result), and the sorter refuses later sorts instead of waiting on aborted peers.
-#[test]
 fn out_of_memory_is_an_error_for_the_whole_sort() {
     let two = Gpu::device_count().is_ok_and(|c| c >= 2);
     let ordinals = if two { vec![0, 1] } else { vec![0, 0] };
@@ -355,7 +352,6 @@ fn check_kv<
     }
 }
 
-#[test]
 fn key_value_pairs() {
     for ordinals in [vec![0, 0, 0], vec![0, 1], vec![0, 1, 2, 3]] {
         let Some(multi) = multi_or_skip("key_value_pairs", &ordinals) else {

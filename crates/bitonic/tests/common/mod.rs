@@ -1,23 +1,25 @@
 //! Helpers shared by the integration tests: input patterns, the reference sort, and the rule
-//! for GPU tests (skip without a GPU, fail under BITONIC_REQUIRE_GPU=1).
+//! for GPU tests (ignored without a GPU, run and fail under BITONIC_REQUIRE_GPU=1: see
+//! [`harness`]).
 #![allow(dead_code)]
+
+pub mod harness;
 
 use bitonic::{key::cmp_keys, Gpu, Order, SortKey};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-/// The GPU, or `None` (with a note on stderr) when there is none; panics instead when
-/// `BITONIC_REQUIRE_GPU=1`, so a GPU run cannot pass by skipping.
-pub fn gpu_or_skip(test: &str) -> Option<&'static Gpu> {
+/// The GPU, for a test the harness runs as [`harness::Needs::Gpu`]: it runs one without a GPU
+/// only when that is asked for (`BITONIC_REQUIRE_GPU=1`, `--include-ignored`), so that no GPU
+/// is a failure here, never a pass.
+#[track_caller]
+pub fn gpu(test: &str) -> &'static Gpu {
     match Gpu::get() {
-        Ok(gpu) => Some(gpu),
+        Ok(gpu) => gpu,
         Err(why) if require_env("BITONIC_REQUIRE_GPU") => {
             panic!("{test}: BITONIC_REQUIRE_GPU=1 but there is no GPU: {why}")
         }
-        Err(why) => {
-            eprintln!("SKIPPED {test}: {why}");
-            None
-        }
+        Err(why) => panic!("{test}: there is no GPU: {why}"),
     }
 }
 
