@@ -706,18 +706,8 @@ fn gpu_argsort_host<K: SortKey>(
     let mut view = indices.as_view_mut();
     let mut words = device.as_view_mut();
     run::sort_with_indices::<K>(t, strategy, &mut words, row_len, &mut view, order)?;
-    let indices = indices.slice(0..keys.len());
-    t.gpu
-        .stream()
-        .memcpy_dtoh(&indices, &mut positions)
-        .map_err(|cause| Error::Cuda {
-            context: "copying the indices back".into(),
-            cause,
-        })?;
-    t.gpu.stream().synchronize().map_err(|cause| Error::Cuda {
-        context: "waiting for the GPU".into(),
-        cause,
-    })?;
+    // The buffer holds at least one index; the view holds exactly `keys.len()`.
+    transfer::download(t.gpu, &indices.slice(0..keys.len()), &mut positions)?;
     Ok(positions)
 }
 

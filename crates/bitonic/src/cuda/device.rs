@@ -3,7 +3,7 @@
 
 use super::kernels::KernelModule;
 use super::launch::config;
-use super::{graph, nvrtc, staging};
+use super::{driver, graph, nvrtc, staging};
 use crate::error::{CudaContext as _, GpuUnavailable, Result};
 use crate::policy::{KernelVariant, Policy};
 use cudarc::driver::sys::CUdevice_attribute as Attr;
@@ -132,10 +132,7 @@ impl Gpu {
         let init = |e: cudarc::driver::DriverError| GpuUnavailable::InitFailed(e.to_string());
         let ctx = CudaContext::new(ordinal).map_err(init)?;
         let attr = |a: Attr| ctx.attribute(a).map_err(init);
-        let mut driver = 0;
-        unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) }
-            .result()
-            .map_err(init)?;
+        let driver = driver::driver_version().map_err(init)?;
         let info = DeviceInfo {
             ordinal,
             name: ctx.name().map_err(init)?,
@@ -333,23 +330,12 @@ fn keep_freed_memory(ctx: &CudaContext, total_memory: usize) {
 /// Sets how much freed memory the device's default pool keeps, trimming it to that when
 /// `trim`. Best effort, as [`keep_freed_memory`].
 pub(crate) fn set_pool_threshold(ctx: &CudaContext, bytes: usize, trim: bool) {
-    use cudarc::driver::sys;
-    let mut pool: sys::CUmemoryPool = std::ptr::null_mut();
-    // SAFETY: plain driver calls on a valid device, with pointers to live locals.
+    // SAFETY: plain driver calls on a valid device (a live context's) and on its default pool.
     unsafe {
-        if sys::cuDeviceGetDefaultMemPool(&mut pool, ctx.cu_device())
-            .result()
-            .is_ok()
-        {
-            let mut threshold = bytes as u64;
-            let _ = sys::cuMemPoolSetAttribute(
-                pool,
-                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
-                (&mut threshold as *mut u64).cast(),
-            )
-            .result();
+        if let Ok(pool) = driver::default_mem_pool(ctx.cu_device()) {
+            let _ = driver::mem_pool_set_release_threshold(pool, bytes as u64);
             if trim {
-                let _ = sys::cuMemPoolTrimTo(pool, bytes).result();
+                let _ = driver::mem_pool_trim_to(pool, bytes);
             }
         }
     }
@@ -357,8 +343,7 @@ pub(crate) fn set_pool_threshold(ctx: &CudaContext, bytes: usize, trim: bool) {
 
 /// cudarc panics when a library is missing: ask first, and contain any other panic.
 fn check_libraries() -> std::result::Result<(), GpuUnavailable> {
-    let driver_present =
-        std::panic::catch_unwind(|| unsafe { cudarc::driver::sys::is_culib_present() });
+    let driver_present = std::panic::catch_unwind(driver::library_present);
     if !driver_present.unwrap_or(false) {
         return Err(GpuUnavailable::NoDriver);
     }

@@ -8,6 +8,7 @@
 //! another buffer with the same plan re-points the graph's kernel nodes instead of building it
 //! again.
 
+use super::driver;
 use super::launch::{PassArgs, PASS_ARG_COUNT};
 use super::layout::RowLayout;
 use super::Gpu;
@@ -122,14 +123,14 @@ impl Drop for Graph {
     fn drop(&mut self) {
         // SAFETY: a graph this module created and nothing else holds. Nothing to report an
         // error to in drop; the handle is gone either way.
-        unsafe { sys::cuGraphDestroy(self.0) };
+        let _ = unsafe { driver::graph_destroy(self.0) };
     }
 }
 
 impl Drop for Exec {
     fn drop(&mut self) {
         // SAFETY: as for `Graph`.
-        unsafe { sys::cuGraphExecDestroy(self.0) };
+        let _ = unsafe { driver::graph_exec_destroy(self.0) };
     }
 }
 
@@ -176,10 +177,10 @@ pub(super) fn launch(gpu: &Gpu, plan: PassPlan, keys: CUdeviceptr) -> Result<()>
     if entry.keys != keys {
         repoint(&mut entry, keys)?;
     }
-    // SAFETY: a live executable graph and the Gpu's live stream.
-    let launched = unsafe { sys::cuGraphLaunch(entry.exec.0, gpu.stream().cu_stream()) }
-        .result()
-        .during(|| {
+    // SAFETY: a live executable graph and the Gpu's live stream, its context bound above; the
+    // keys' buffer outlives the run through the caller's view of it, as for any launch.
+    let launched =
+        unsafe { driver::graph_launch(entry.exec.0, gpu.stream().cu_stream()) }.during(|| {
             format!(
                 "launching the graph of {} tuned passes",
                 entry.plan.passes.len()
@@ -194,31 +195,21 @@ pub(super) fn launch(gpu: &Gpu, plan: PassPlan, keys: CUdeviceptr) -> Result<()>
 
 /// A graph of one kernel node per pass, each depending on the one before.
 fn build(plan: PassPlan, keys: CUdeviceptr) -> Result<CachedGraph> {
-    let mut raw: CUgraph = std::ptr::null_mut();
-    // SAFETY: an out-pointer to a local.
-    unsafe { sys::cuGraphCreate(&mut raw, 0) }
-        .result()
-        .during(|| "creating a CUDA graph".into())?;
+    let raw: CUgraph = driver::graph_create().during(|| "creating a CUDA graph".into())?;
     let graph = Graph(raw);
     let mut nodes: Vec<CUgraphNode> = Vec::with_capacity(plan.passes.len());
     let mut args = NodeArgs::new(keys, plan.layout);
     for i in 0..plan.passes.len() {
         let params = plan.node(i, &mut args);
-        let mut node: CUgraphNode = std::ptr::null_mut();
-        let after = nodes.last().map_or(std::ptr::null(), |n| n as *const _);
+        let after = nodes.last().map_or(&[][..], std::slice::from_ref);
         // SAFETY: `params` points at `args`, alive across the call (the driver copies the
         // values); the dependency is a node of this graph.
-        unsafe {
-            sys::cuGraphAddKernelNode_v2(&mut node, graph.0, after, usize::from(i > 0), &params)
-        }
-        .result()
-        .during(|| format!("adding tuned pass {i} to a graph"))?;
+        let node = unsafe { driver::graph_add_kernel_node(graph.0, after, &params) }
+            .during(|| format!("adding tuned pass {i} to a graph"))?;
         nodes.push(node);
     }
-    let mut exec: CUgraphExec = std::ptr::null_mut();
-    // SAFETY: a complete graph and an out-pointer to a local.
-    unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, graph.0, 0) }
-        .result()
+    // SAFETY: a complete graph.
+    let exec: CUgraphExec = unsafe { driver::graph_instantiate(graph.0, 0) }
         .during(|| "instantiating the tuned passes' graph".into())?;
     Ok(CachedGraph {
         plan,
@@ -235,8 +226,7 @@ fn repoint(entry: &mut CachedGraph, keys: CUdeviceptr) -> Result<()> {
     for (i, &node) in entry.nodes.iter().enumerate() {
         let params = entry.plan.node(i, &mut args);
         // SAFETY: a node of this executable graph's graph; `params` as in `build`.
-        unsafe { sys::cuGraphExecKernelNodeSetParams_v2(entry.exec.0, node, &params) }
-            .result()
+        unsafe { driver::graph_exec_kernel_node_set_params(entry.exec.0, node, &params) }
             .during(|| format!("re-pointing tuned pass {i} of a graph"))?;
     }
     entry.keys = keys;

@@ -503,8 +503,10 @@ pub(crate) fn check_sorted<W: DeviceRepr>(
 
 /// Launches in thread-block clusters, which cudarc's launch builder cannot express (cudarc
 /// 0.19.10, the newest, has no cluster launch, and its cluster occupancy query passes no
-/// cluster dimension): the raw driver calls, each with its safety argument.
+/// cluster dimension): the raw driver calls (wrapped in driver.rs), each with its safety
+/// argument.
 pub(crate) mod cluster {
+    use super::super::driver;
     use super::super::layout::RowLayout;
     use super::super::Gpu;
     use super::PassArgs;
@@ -580,15 +582,13 @@ pub(crate) mod cluster {
             ..cfg
         };
         let raw = raw_config(gpu, query, &mut attribute);
-        let mut clusters = 0;
         gpu.context()
             .bind_to_thread()
             .during(|| "binding the CUDA context".into())?;
         // SAFETY: valid function and config; `attribute` outlives the call.
-        let status =
-            unsafe { sys::cuOccupancyMaxActiveClusters(&mut clusters, kernel.cu_function(), &raw) };
+        let clusters = unsafe { driver::occupancy_max_active_clusters(kernel.cu_function(), &raw) };
         // An error here (a driver without clusters, say) means: do not use them.
-        let fits = status == sys::CUresult::CUDA_SUCCESS && clusters > 0;
+        let fits = matches!(clusters, Ok(n) if n > 0);
         gpu.cluster_fits
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -619,14 +619,6 @@ pub(crate) mod cluster {
         let raw = raw_config(gpu, cfg, &mut attribute);
         // SAFETY: the parameters match the kernel's signature and live until the call returns
         // (the driver copies them); the keys' buffer outlives the launch through `keys`.
-        unsafe {
-            sys::cuLaunchKernelEx(
-                &raw,
-                kernel.cu_function(),
-                params.as_mut_ptr(),
-                std::ptr::null_mut(),
-            )
-            .result()
-        }
+        unsafe { driver::launch_kernel_ex(&raw, kernel.cu_function(), &mut params) }
     }
 }

@@ -7,13 +7,15 @@
 //!   `seed` (V0–V5), `passes` (the tuned network), `merge` (merge sort), `kv` (key-value merge
 //!   sort), `rows` (segments and key-index pairs);
 //! * `layout` (structs shared with the kernels), `launch` (launch shapes and the raw cluster
-//!   launch), `graph` (multi-pass plans as CUDA graphs), `transfer` and `staging` (host copies);
+//!   launch), `graph` (multi-pass plans as CUDA graphs), `transfer` and `staging` (host copies),
+//!   `driver` (the raw driver calls cudarc lacks, each made fallible);
 //! * [`multi`]: the sort across GPUs over NCCL.
 //!
 //! Nothing here panics when CUDA is missing: [`Gpu::get`] probes for the driver, NVRTC and a
 //! device once per process and says why it cannot run.
 
 pub mod device;
+mod driver;
 mod graph;
 mod kernels;
 mod kv;

@@ -22,10 +22,10 @@ pub(crate) fn upload<T: bytemuck::Pod + DeviceRepr>(gpu: &Gpu, host: &[T]) -> Re
     Ok(device)
 }
 
-/// Copies `device` into `host` (same length) and waits for the copy.
+/// Copies `device` (a slice or a view of one) into `host` (same length) and waits for the copy.
 pub(crate) fn download<T: bytemuck::Pod + DeviceRepr>(
     gpu: &Gpu,
-    device: &CudaSlice<T>,
+    device: &impl DevicePtr<T>,
     host: &mut [T],
 ) -> Result<()> {
     let stream = gpu.stream();
