@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reproduces docs/results on a GPU host in one command, from the project root:
-#   ../shared/tools/gpu-bundle.sh        (here: packs the release binary into .gpu/)
+#   bench/pack-gpu.sh                    (here: packs the release binary into .gpu/)
 #   bash bench/run-gpu.sh OUT_DIR        (on the GPU host)
 # Measures our versions, the CPU sorts, CUB (radix and merge sort), torch.sort and cupy.sort on
 # the same sizes, then merges everything into OUT_DIR/report.md and the figures.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# On a multi-GPU host, after ../shared/tools/gpu-bundle.sh here: the multi-GPU tests with
+# On a multi-GPU host, after bench/pack-gpu.sh here: the multi-GPU tests with
 # every GPU of the host required, then `bitonic bench --gpus` (the scaling table and figure).
 #   bash bench/run-multi-gpu.sh OUT_DIR          (GPUS=4 COUNTS=1,2,4 LEN=2^32 REPEATS=5)
 # NCCL comes from the host's Python environment (the nvidia-nccl-cu13 wheel); NVLink

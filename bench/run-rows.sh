@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Reproduces docs/results/rows on a GPU host in one command, from the project root:
-#   ../shared/tools/gpu-bundle.sh        (here: packs the release binary into .gpu/)
+#   bench/pack-gpu.sh                    (here: packs the release binary into .gpu/)
 #   bash bench/run-rows.sh OUT_DIR       (on the GPU host)
 # Times our row sorts, argsorts and key-value sorts (u32 keys, device-resident) beside CUB's
 # DeviceSegmentedSort and torch.sort / torch.argsort on the same shapes; writes OUT_DIR/rows.md.

@@ -61,7 +61,7 @@ done
 # The multi-GPU kernels (splitter searches, samples, merge paths and the tile merge of both
 # algorithms, key-value packing),
 # with two ranks on one GPU: the whole one-GPU multi test under memcheck, a small one under
-# racecheck. Run from the project root after gpu-bundle.sh.
+# racecheck. Run from the project root after bench/pack-gpu.sh.
 multi=$(ls .gpu/tests/multi_gpu-* 2>/dev/null | head -1)
 if [ -n "$multi" ]; then
   for run in "memcheck ranks_sharing_one_gpu" "memcheck key_value_pairs" "racecheck small_sorts_for_the_sanitizer"; do

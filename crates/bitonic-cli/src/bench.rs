@@ -107,6 +107,27 @@ pub fn run(args: Args) -> Result<ExitCode> {
         need_gpu("bench --gpus", "run it on a host with the GPUs to compare")?;
         return run_gpus(args);
     }
+    // Sizes first: a size past what one sort takes, or past the host's memory (the keys, a
+    // copy to sort and the reference the check compares with), fails now.
+    if args.min_exp > args.max_exp {
+        anyhow::bail!(
+            "--min-exp {} is above --max-exp {}",
+            args.min_exp,
+            args.max_exp
+        );
+    }
+    let most = bitonic::cuda::MAX_LEN.trailing_zeros();
+    if args.max_exp > most {
+        anyhow::bail!(
+            "--max-exp {}: one sort takes at most 2^{most} keys",
+            args.max_exp
+        );
+    }
+    let largest = 1usize << args.max_exp;
+    crate::ui::check_memory(
+        largest.checked_mul(3 * args.dtype.size()),
+        &format!("bench at 2^{} {} keys", args.max_exp, args.dtype),
+    )?;
     if !args.no_gpu && !args.versions.is_empty() {
         need_gpu(
             "bench",
@@ -342,15 +363,23 @@ pub fn rows(args: RowsArgs) -> Result<ExitCode> {
         println!("{}", bench::rows::CSV_HEADER);
         return Ok(ExitCode::SUCCESS);
     }
-    need_gpu(
-        "bench-rows",
-        "it times the GPU's row sorts and has no CPU mode: run it on a GPU host",
-    )?;
     let shapes = if args.shapes.is_empty() {
         bench::rows::SHAPES.to_vec()
     } else {
         args.shapes.clone()
     };
+    // The largest shape's keys, values, indices and their copies (u32 each), on the host.
+    for &(rows, row_len) in &shapes {
+        let keys = rows.checked_mul(row_len);
+        crate::ui::check_memory(
+            keys.and_then(|k| k.checked_mul(4 * 4)),
+            &format!("bench-rows at {rows}x{row_len} keys"),
+        )?;
+    }
+    need_gpu(
+        "bench-rows",
+        "it times the GPU's row sorts and has no CPU mode: run it on a GPU host",
+    )?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
     let who = measure::Provenance::here();

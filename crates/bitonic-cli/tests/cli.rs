@@ -697,6 +697,33 @@ fn verify_checks_each_row_of_a_2d_file() {
     bitonic().arg("verify").arg(&raw).assert().code(1);
 }
 
+/// A benchmark's sizes are checked before it makes its folder or starts timing.
+#[test]
+fn bench_sizes_are_checked_before_the_work() {
+    let dir = Dir::new();
+    let out = dir.path("results");
+    let args: [&[&str]; 3] = [
+        &["bench", "--no-gpu", "--max-exp", "40"],
+        &["bench", "--no-gpu", "--min-exp", "20", "--max-exp", "18"],
+        &["bench-rows", "--shapes", "1099511627776x1024"],
+    ];
+    let messages = [
+        "one sort takes at most 2^31 keys",
+        "--min-exp 20 is above --max-exp 18",
+        "not enough memory for bench-rows at 1099511627776x1024 keys",
+    ];
+    for (args, message) in args.iter().zip(messages) {
+        bitonic()
+            .args(*args)
+            .arg("-o")
+            .arg(&out)
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(message));
+        assert!(!out.exists(), "{args:?} made its output folder");
+    }
+}
+
 /// Sizes past memory are errors that name the size and what is available, never an abort.
 #[test]
 fn huge_sizes_fail_with_the_size_named() {
