@@ -1,27 +1,11 @@
 //! The `bitonic` command line: every subcommand, and every bad input gets a clear message, a
 //! non-zero exit and no output file.
 
-use assert_cmd::Command;
-use predicates::prelude::*;
-use std::path::{Path, PathBuf};
+mod common;
 
-/// The binary under test: `BITONIC_BIN`, else `../bin/bitonic` beside this test executable (the
-/// layout of a `.gpu/` bundle on a GPU host), else the one cargo built.
-fn bitonic() -> Command {
-    let bundled = std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some(exe.parent()?.parent()?.join("bin/bitonic")));
-    let mut cmd = match std::env::var_os("BITONIC_BIN")
-        .map(PathBuf::from)
-        .or(bundled.filter(|p| p.exists()))
-    {
-        Some(path) => Command::new(path),
-        None => Command::cargo_bin("bitonic").unwrap(),
-    };
-    // Keep the tests on the CPU unless a test asks otherwise, and NVRTC's cache private.
-    cmd.env("BITONIC_CACHE_DIR", "");
-    cmd
-}
+use common::{bitonic, Dir};
+use predicates::prelude::*;
+use std::path::Path;
 
 fn write_raw_u32(path: &Path, keys: &[u32]) {
     std::fs::write(path, bytemuck::cast_slice::<u32, u8>(keys)).unwrap();
@@ -29,16 +13,6 @@ fn write_raw_u32(path: &Path, keys: &[u32]) {
 
 fn read_raw_u32(path: &Path) -> Vec<u32> {
     bytemuck::pod_collect_to_vec(&std::fs::read(path).unwrap())
-}
-
-struct Dir(tempfile::TempDir);
-impl Dir {
-    fn new() -> Dir {
-        Dir(tempfile::tempdir().unwrap())
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.path().join(name)
-    }
 }
 
 #[test]
@@ -582,7 +556,7 @@ fn a_bad_destination_fails_before_the_work() {
         .args(["sort", "--backend", "cpu", "--force"])
         .arg(&input)
         .arg("-o")
-        .arg(dir.0.path())
+        .arg(dir.root())
         .assert()
         .failure()
         .stderr(predicate::str::contains("is a folder"));
@@ -605,7 +579,7 @@ fn an_interrupted_write_leaves_nothing() {
         .unwrap();
     // Wait for the partial file to appear, then interrupt.
     let partial = || {
-        std::fs::read_dir(dir.0.path()).unwrap().any(|e| {
+        std::fs::read_dir(dir.root()).unwrap().any(|e| {
             e.unwrap()
                 .file_name()
                 .to_string_lossy()
@@ -622,7 +596,7 @@ fn an_interrupted_write_leaves_nothing() {
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = child.wait().unwrap();
-    let left: Vec<_> = std::fs::read_dir(dir.0.path())
+    let left: Vec<_> = std::fs::read_dir(dir.root())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
@@ -1070,7 +1044,7 @@ fn a_folder_as_input() {
     let dir = Dir::new();
     let assert = bitonic()
         .arg("sort")
-        .arg(dir.0.path())
+        .arg(dir.root())
         .arg("-o")
         .arg(dir.path("out"))
         .assert()
@@ -1085,7 +1059,7 @@ fn a_folder_as_input() {
     assert!(!dir.path("out").exists());
     bitonic()
         .arg("verify")
-        .arg(dir.0.path())
+        .arg(dir.root())
         .assert()
         .code(2)
         .stderr(predicate::str::contains("is a folder"));

@@ -3,10 +3,11 @@
 //! Its own harness (`harness = false`): libtest's flags through libtest-mimic, with the GPU
 //! looked for when the test runs.
 
-use assert_cmd::Command;
+mod common;
+
+use common::{bitonic, Dir};
 use libtest_mimic::{Arguments, Trial};
 use predicates::prelude::*;
-use std::path::PathBuf;
 
 fn main() {
     let args = Arguments::from_args();
@@ -21,34 +22,6 @@ fn main() {
         eprintln!("note: 1 test ignored, no GPU ({why}); BITONIC_REQUIRE_GPU=1 runs it");
     }
     libtest_mimic::run(&args, vec![trial]).exit()
-}
-
-/// The binary under test: `BITONIC_BIN`, else `../bin/bitonic` beside this test executable (the
-/// layout of a `.gpu/` bundle on a GPU host), else the one cargo built. (As in cli.rs.)
-fn bitonic() -> Command {
-    let bundled = std::env::current_exe()
-        .ok()
-        .and_then(|exe| Some(exe.parent()?.parent()?.join("bin/bitonic")));
-    let mut cmd = match std::env::var_os("BITONIC_BIN")
-        .map(PathBuf::from)
-        .or(bundled.filter(|p| p.exists()))
-    {
-        Some(path) => Command::new(path),
-        None => Command::cargo_bin("bitonic").unwrap(),
-    };
-    // NVRTC's cache private.
-    cmd.env("BITONIC_CACHE_DIR", "");
-    cmd
-}
-
-struct Dir(tempfile::TempDir);
-impl Dir {
-    fn new() -> Dir {
-        Dir(tempfile::tempdir().unwrap())
-    }
-    fn path(&self, name: &str) -> PathBuf {
-        self.0.path().join(name)
-    }
 }
 
 fn gpu_cli_reaches_every_version() {
