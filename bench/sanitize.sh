@@ -74,7 +74,7 @@ if [ -n "$multi" ]; then
     fi
   done
 fi
-# The top-k kernels (kernels/topk.cu: the filter over keys and over partials of both key
+# The top-k kernels (kernels/topk.cu: the radix select and the filter, over keys and over partials of both key
 # widths, several passes, misaligned rows, the take after a sort for a large k), through the
 # packed topk test, which checks the results.
 topk=$(ls .gpu/tests/topk-* 2>/dev/null | head -1)

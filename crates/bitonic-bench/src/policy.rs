@@ -23,9 +23,10 @@ pub fn with_overrides(mut base: Policy, spec: &str) -> Result<Policy> {
             "max_cluster_blocks" => base.max_cluster_blocks = number()? as u32,
             "narrow_small_u32" => base.narrow_small_u32 = number()? != 0,
             "merge_sort_above" => base.merge_sort_above = number()?,
+            "topk_filter_above" => base.topk_filter_above = number()?,
             other => bail!(
                 "{other:?} is not a policy number (tile_bytes, spread_tile_bits, \
-                 max_cluster_blocks, narrow_small_u32, merge_sort_above)"
+                 max_cluster_blocks, narrow_small_u32, merge_sort_above, topk_filter_above)"
             ),
         }
     }

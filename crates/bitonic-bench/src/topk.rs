@@ -91,17 +91,26 @@ impl Measured {
 /// Times `topk_rows_device` (largest) on every shape and k not above the row length: fresh
 /// random keys for each repeat, one warm-up, CUDA events around the call alone (its scratch
 /// allocations included). The last repeat's first row is checked against the CPU's top-k.
+/// `policy` is [`crate::policy::with_overrides`]'s text: an A/B run names its rows
+/// `bitonic-topk[policy]`.
 pub fn run(
     shapes: &[(usize, usize)],
     ks: &[usize],
     repeats: u32,
     seed: u64,
+    policy: &str,
     who: &Provenance,
     progress: &dyn Fn(&str),
 ) -> Result<Vec<Measured>> {
     let gpu = Gpu::get()?;
     let stream = gpu.stream();
-    let sorter = Sorter::new().gpu(gpu);
+    let sorter = Sorter::new()
+        .gpu(gpu)
+        .policy(crate::policy::with_overrides(gpu.policy(), policy)?);
+    let name = match policy.trim() {
+        "" => "bitonic-topk".to_string(),
+        spec => format!("bitonic-topk[{spec}]"),
+    };
     let mut out = Vec::new();
     for &(rows, row_len) in shapes {
         let n = rows * row_len;
@@ -139,7 +148,7 @@ pub fn run(
                 .with_context(|| format!("top-{k} of {rows}x{row_len}"))?;
             let (median_ms, min_ms, max_ms) = summarize(&mut times);
             out.push(Measured {
-                name: "bitonic-topk".into(),
+                name: name.clone(),
                 who: who.clone(),
                 dtype: "f32".into(),
                 rows,

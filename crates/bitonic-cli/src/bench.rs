@@ -441,6 +441,8 @@ pub struct TopkArgs {
     /// Only print the CSV header line (for the peer programs' output) and exit.
     #[arg(long)]
     csv_header: bool,
+    #[command(flatten)]
+    policy: PolicyArg,
 }
 
 /// `bitonic bench-topk`: the top-k of f32 rows on the GPU beside torch.topk.
@@ -487,6 +489,7 @@ pub fn topk(args: TopkArgs) -> Result<ExitCode> {
         &ks,
         args.repeats.max(1),
         args.seed,
+        &args.policy.policy,
         &who,
         &|what| {
             bar.inc(1);

@@ -19,6 +19,15 @@ pub const AUTO_GPU_MIN_LEN: usize = 1 << 16;
 /// rows ([`Strategy::PairPasses`], or [`Strategy::KeyValueMerge`] for one row).
 pub const TOPK_FILTER_MAX_K: usize = 2048;
 
+/// Elements one block of [`Strategy::TopkRadix`] holds in registers (256 threads, 32 a
+/// thread): a row up to this long is selected by one block in one launch.
+pub const TOPK_RADIX_CHUNK: usize = 8192;
+
+/// The largest k that [`Strategy::TopkRadix`] takes for rows longer than
+/// [`TOPK_RADIX_CHUNK`]: each pass keeps k of every chunk, so a larger k would shrink the
+/// candidates by less than 8× a pass.
+pub const TOPK_RADIX_MAX_K: usize = TOPK_RADIX_CHUNK / 8;
+
 /// What a request asks of the keys.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Operation {
@@ -94,6 +103,10 @@ pub enum Strategy {
     /// of a row in shared memory, filtering keys against the k-th best and sorting the
     /// survivors in with a bitonic network; the chunks' results reduce the same way.
     TopkFilter,
+    /// Top-k selection on the GPU (src/cuda/topk.rs): each block holds a chunk of a row in
+    /// registers and finds its k-th best by a radix select, digit by digit; the chunks' k best
+    /// reduce the same way, and a row's last block sorts its k with a bitonic network.
+    TopkRadix,
     /// Top-k selection on the CPU: a selection and a sort of the k best per row (rayon).
     CpuTopk,
 }
@@ -111,6 +124,7 @@ impl std::fmt::Display for Strategy {
             Strategy::KeyValueMerge => f.write_str("tuned key-value merge sort"),
             Strategy::PairPasses => f.write_str("tuned key-index pair passes"),
             Strategy::TopkFilter => f.write_str("top-k threshold filter"),
+            Strategy::TopkRadix => f.write_str("top-k radix select"),
             Strategy::CpuTopk => f.write_str("CPU top-k selection"),
         }
     }
@@ -154,8 +168,11 @@ impl Strategy {
 ///   rows, segments, argsorts or key-value sorts, or of a CPU backend, it is an error rather
 ///   than being ignored.
 /// * A top-k selection runs [`Strategy::CpuTopk`] on every CPU backend (the network has no
-///   selection of its own) and [`Strategy::TopkFilter`] on the GPU up to
-///   [`TOPK_FILTER_MAX_K`]; past it the GPU sorts the rows stably and keeps their first k.
+///   selection of its own). On the GPU, up to [`TOPK_FILTER_MAX_K`], a row that one block holds
+///   ([`TOPK_RADIX_CHUNK`]), or a longer one up to [`Policy::topk_filter_above`] with k up to
+///   [`TOPK_RADIX_MAX_K`], runs [`Strategy::TopkRadix`], and other rows
+///   [`Strategy::TopkFilter`]; past [`TOPK_FILTER_MAX_K`] the GPU sorts the rows stably and
+///   keeps their first k.
 pub fn choose(request: &Request, gpu: Option<&Policy>) -> Result<(Backend, Strategy)> {
     let backend = match (request.backend, gpu) {
         (Backend::Cuda, None) => return Err(Error::NoGpu),
@@ -212,7 +229,17 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
     }
     match (topk, layout) {
         (Some(k), Layout::Whole | Layout::Rows { .. }) if k <= TOPK_FILTER_MAX_K => {
-            return Ok(Strategy::TopkFilter)
+            let row_len = match layout {
+                Layout::Rows { row_len } => row_len,
+                _ => request.len,
+            };
+            let radix = row_len <= TOPK_RADIX_CHUNK
+                || (k <= TOPK_RADIX_MAX_K && row_len <= policy.topk_filter_above);
+            return Ok(if radix {
+                Strategy::TopkRadix
+            } else {
+                Strategy::TopkFilter
+            });
         }
         // A large k: each row's stable argsort, of which the first k are kept.
         (Some(_), Layout::Whole) => return Ok(Strategy::KeyValueMerge),
@@ -349,16 +376,24 @@ mod tests {
             ..request(len, layout, true)
         };
         let max = TOPK_FILTER_MAX_K;
+        let (chunk, radix_k) = (TOPK_RADIX_CHUNK, TOPK_RADIX_MAX_K);
+        let long = Policy::HOPPER.topk_filter_above;
         #[rustfmt::skip]
         let table = [
             // (keys, layout, k, GPU present) -> backend, strategy
             (1000, Layout::Whole, 10, true, Backend::Cpu, CpuTopk),
             (1 << 20, Layout::Whole, 10, false, Backend::Cpu, CpuTopk),
-            (1 << 20, Layout::Whole, 10, true, Backend::Cuda, TopkFilter),
+            (1 << 20, Layout::Whole, 10, true, Backend::Cuda, TopkRadix),
+            (1 << 20, Layout::Whole, radix_k, true, Backend::Cuda, TopkRadix),
+            (1 << 20, Layout::Whole, radix_k + 1, true, Backend::Cuda, TopkFilter),
             (1 << 20, Layout::Whole, max, true, Backend::Cuda, TopkFilter),
+            (long + 1, Layout::Whole, 10, true, Backend::Cuda, TopkFilter),
+            (long + 1, rows(long), 10, true, Backend::Cuda, TopkRadix),
             (1 << 20, Layout::Whole, max + 1, true, Backend::Cuda, KeyValueMerge),
             (1 << 20, rows(1 << 20), max + 1, true, Backend::Cuda, KeyValueMerge),
-            (1 << 20, rows(4096), 100, true, Backend::Cuda, TopkFilter),
+            (1 << 20, rows(4096), 100, true, Backend::Cuda, TopkRadix),
+            (1 << 20, rows(chunk), max, true, Backend::Cuda, TopkRadix),
+            (1 << 20, rows(chunk * 2), max, true, Backend::Cuda, TopkFilter),
             (1 << 20, rows(4096), 4096, true, Backend::Cuda, PairPasses),
         ];
         for (len, layout, k, has_gpu, backend, strategy) in table {
@@ -384,9 +419,9 @@ mod tests {
             })
         ));
         r.version = Some(Version::Tuned);
-        assert_eq!(choose(&r, GPU).unwrap(), (Backend::Cuda, TopkFilter));
+        assert_eq!(choose(&r, GPU).unwrap(), (Backend::Cuda, TopkRadix));
         assert!(choose(&topk(1 << 20, Layout::Segments, 3), GPU).is_err());
-        assert!(TopkFilter.on_gpu() && !CpuTopk.on_gpu());
+        assert!(TopkFilter.on_gpu() && TopkRadix.on_gpu() && !CpuTopk.on_gpu());
     }
 
     #[test]

@@ -37,6 +37,10 @@ pub struct Policy {
     pub merge_tile: usize,
     /// Threads of a merge block (kernels: `BITONIC_MERGE_THREADS`): 16 words a thread.
     pub merge_threads: u32,
+    /// A top-k row longer than this streams through the threshold filter
+    /// ([`crate::dispatch::Strategy::TopkFilter`]); shorter rows are cut into chunks that blocks
+    /// hold in registers for a radix select ([`crate::dispatch::Strategy::TopkRadix`]).
+    pub topk_filter_above: usize,
 }
 
 impl Policy {
@@ -49,6 +53,7 @@ impl Policy {
         merge_sort_above: 1 << 22,
         merge_tile: 1 << 12,
         merge_threads: 256,
+        topk_filter_above: 1 << 26,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which

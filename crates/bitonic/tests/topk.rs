@@ -5,8 +5,8 @@
 
 mod common;
 
-use bitonic::dispatch::TOPK_FILTER_MAX_K;
-use bitonic::{Backend, Error, Select, SortKey, Sorter, Strategy};
+use bitonic::dispatch::{TOPK_FILTER_MAX_K, TOPK_RADIX_CHUNK, TOPK_RADIX_MAX_K};
+use bitonic::{Backend, Error, Policy, Select, SortKey, Sorter, Strategy};
 use common::harness::{self, tests, Needs};
 use common::{gpu, make_keys, Pattern, TestKey, PATTERNS};
 use rayon::prelude::*;
@@ -18,15 +18,16 @@ fn main() {
             cpu_patterns_with_ties;
         Needs::Gpu =>
             gpu_u32, gpu_i32, gpu_u64, gpu_i64, gpu_f32, gpu_f64, gpu_patterns_with_ties,
-            gpu_device_buffers, gpu_auto_backend, topk_for_the_sanitizer;
+            gpu_filter_on_every_row, gpu_device_buffers, gpu_auto_backend, topk_for_the_sanitizer;
     ]);
 }
 
 const SELECTS: [Select; 2] = [Select::Largest, Select::Smallest];
 const KS: [usize; 9] = [1, 2, 7, 50, 64, 256, 1000, 1024, 2048];
 /// (rows, row_len): rows shorter than 2k for the larger k, lengths across the filter's tiles
-/// and chunks, and rows long enough for two and three reduction passes.
-const SHAPES: [(usize, usize); 17] = [
+/// and chunks and around the radix select's chunk, and rows long enough for two and three
+/// reduction passes.
+const SHAPES: [(usize, usize); 21] = [
     (1, 1),
     (3, 1),
     (64, 1),
@@ -40,6 +41,10 @@ const SHAPES: [(usize, usize); 17] = [
     (1, 4097),
     (3, 4097),
     (64, 4097),
+    (2, TOPK_RADIX_CHUNK - 1),
+    (3, TOPK_RADIX_CHUNK),
+    (2, TOPK_RADIX_CHUNK + 1),
+    (1, 2 * TOPK_RADIX_CHUNK + 5),
     (1, 100_003),
     (3, 100_003),
     (1, (1 << 20) + 3),
@@ -108,9 +113,17 @@ fn ks_for(row_len: usize) -> Vec<usize> {
     ks
 }
 
-/// The strategy a top-k of this shape runs on `backend`.
-fn expected_strategy(backend: Backend, rows: usize, k: usize) -> Strategy {
+/// The strategy a top-k of this shape runs on `backend` with `policy`.
+fn expected_strategy(
+    backend: Backend,
+    (rows, row_len): (usize, usize),
+    k: usize,
+    policy: &Policy,
+) -> Strategy {
+    let radix = row_len <= TOPK_RADIX_CHUNK
+        || (k <= TOPK_RADIX_MAX_K && row_len <= policy.topk_filter_above);
     match backend {
+        Backend::Cuda if k <= TOPK_FILTER_MAX_K && radix => Strategy::TopkRadix,
         Backend::Cuda if k <= TOPK_FILTER_MAX_K => Strategy::TopkFilter,
         Backend::Cuda if rows == 1 => Strategy::KeyValueMerge,
         Backend::Cuda => Strategy::PairPasses,
@@ -120,6 +133,17 @@ fn expected_strategy(backend: Backend, rows: usize, k: usize) -> Strategy {
 
 /// Every k of every shape, both selections, on `backend`, against the stable sort.
 fn check_shapes<K: TestKey>(backend: Backend, shapes: &[(usize, usize)], pattern: Pattern) {
+    check_shapes_with::<K>(backend, None, shapes, pattern)
+}
+
+/// [`check_shapes`] with `policy` for the GPU instead of its architecture's own (whose top-k
+/// numbers are Hopper's on every architecture).
+fn check_shapes_with<K: TestKey>(
+    backend: Backend,
+    policy: Option<&Policy>,
+    shapes: &[(usize, usize)],
+    pattern: Pattern,
+) {
     for &(rows, row_len) in shapes {
         let keys = make_keys::<K>(rows * row_len, pattern, (rows * 7 + row_len) as u64);
         for select in SELECTS {
@@ -131,11 +155,16 @@ fn check_shapes<K: TestKey>(backend: Backend, shapes: &[(usize, usize)], pattern
                 );
                 let mut values = vec![keys[0]; rows * k];
                 let mut indices = vec![u32::MAX; rows * k];
-                let sorter = Sorter::new().backend(backend);
+                let mut sorter = Sorter::new().backend(backend);
+                if let Some(policy) = policy {
+                    sorter = sorter.policy(policy.clone());
+                }
                 let ran = sorter
                     .topk_rows(&keys, row_len, k, select, &mut values, &mut indices)
                     .unwrap_or_else(|e| panic!("{what}: {e}"));
-                assert_eq!(ran.strategy, expected_strategy(backend, rows, k), "{what}");
+                let policy = policy.unwrap_or(&Policy::HOPPER);
+                let want = expected_strategy(backend, (rows, row_len), k, policy);
+                assert_eq!(ran.strategy, want, "{what}");
                 check_result(&keys, row_len, k, &orders, (&values, &indices), &what);
             }
         }
@@ -201,6 +230,22 @@ fn patterns_on(backend: Backend) {
     }
 }
 
+/// The threshold filter on rows the radix select would take by default (a policy that streams
+/// every row longer than one radix chunk), all k, random keys and ties.
+fn gpu_filter_on_every_row() {
+    gpu("gpu_filter_on_every_row");
+    let filter = Policy {
+        topk_filter_above: 0,
+        ..Policy::HOPPER
+    };
+    let filter = Some(&filter);
+    check_shapes_with::<f32>(Backend::Cuda, filter, &SHAPES, Pattern::Random);
+    check_shapes_with::<u64>(Backend::Cuda, filter, &SHAPES[8..], Pattern::Random);
+    for pattern in PATTERNS {
+        check_shapes_with::<i32>(Backend::Cuda, filter, &PATTERN_SHAPES, pattern);
+    }
+}
+
 fn gpu_patterns_with_ties() {
     gpu("gpu_patterns_with_ties");
     patterns_on(Backend::Cuda);
@@ -238,7 +283,8 @@ fn gpu_device_buffers() {
                 .gpu(gpu)
                 .topk_rows_device(&keys_d, row_len, k, select, &mut values_d, &mut indices_d)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
-            assert_eq!(ran.strategy, expected_strategy(Backend::Cuda, rows, k));
+            let want = expected_strategy(Backend::Cuda, (rows, row_len), k, &Policy::HOPPER);
+            assert_eq!(ran.strategy, want, "{what}");
             let values = stream.clone_dtoh(&values_d).unwrap();
             let indices = stream.clone_dtoh(&indices_d).unwrap();
             let orders = stable_orders(&keys, row_len, select);
@@ -294,7 +340,7 @@ fn gpu_auto_backend() {
     let ran = bitonic::topk(&big, 10, Select::Largest, &mut values, &mut indices).unwrap();
     assert_eq!(
         (ran.backend, ran.strategy),
-        (Backend::Cuda, Strategy::TopkFilter)
+        (Backend::Cuda, Strategy::TopkRadix)
     );
     let orders = stable_orders(&big, big.len(), Select::Largest);
     check_result(&big, big.len(), 10, &orders, (&values, &indices), "auto");
@@ -307,8 +353,8 @@ fn gpu_auto_backend() {
 /// the largest k of the filter and the take after a sort.
 fn topk_for_the_sanitizer() {
     gpu("topk_for_the_sanitizer");
-    let shapes_u32 = [(3, 4097), (1, 100_003)];
-    let shapes_f64 = [(5, 31), (1, 70_001)];
+    let shapes_u32 = [(3, 4097), (1, 100_003), (2, 9000)];
+    let shapes_f64 = [(5, 31), (1, 70_001), (2, 9000)];
     for select in SELECTS {
         for (shapes, wide) in [(&shapes_u32[..], false), (&shapes_f64[..], true)] {
             for &(rows, row_len) in shapes {

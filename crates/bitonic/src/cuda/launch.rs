@@ -418,7 +418,8 @@ pub(crate) fn fill_largest<W: DeviceRepr>(
     }
 }
 
-/// The shape arguments of kernels/topk.cu's filter, in the kernel's order after the input.
+/// The shape arguments of kernels/topk.cu's filter and radix select, in the kernels' order
+/// after the input.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TopkArgs {
     pub row_len: u64,
@@ -430,7 +431,7 @@ pub(crate) struct TopkArgs {
     pub map: u32,
 }
 
-/// Where a top-k filter launch writes: every chunk's k best composites, or (one chunk a row)
+/// Where a top-k launch writes: every chunk's k best composites, or (one chunk a row)
 /// each row's k keys and their indices.
 pub(crate) enum TopkOut<'a, 'v, 'i, C, B> {
     Partials(&'a mut CudaSlice<C>),
@@ -440,11 +441,12 @@ pub(crate) enum TopkOut<'a, 'v, 'i, C, B> {
     },
 }
 
-/// kernels/topk.cu `topk_keys_W` and `topk_partials_W(input, row_len, rows, chunks,
-/// chunk_len, k, slots, map, partials, values, indices)`: each chunk's k best of rows of
-/// keys `W` or of composites `C`, into `partials` or, one chunk a row, `values` and `indices`
-/// (the output not written is passed as a null pointer).
-pub(crate) fn topk_filter<In: DeviceRepr, C: DeviceRepr, B: DeviceRepr>(
+/// kernels/topk.cu `topk_keys_W`, `topk_partials_W`, `topk_radix_keys_W_R` and
+/// `topk_radix_partials_W_R(input, row_len, rows, chunks, chunk_len, k, slots, map, partials,
+/// values, indices)`: each chunk's k best of rows of keys `W` or of composites `C`, into
+/// `partials` or, one chunk a row, `values` and `indices` (the output not written is passed
+/// as a null pointer).
+pub(crate) fn topk_pass<In: DeviceRepr, C: DeviceRepr, B: DeviceRepr>(
     gpu: &Gpu,
     kernel: &CudaFunction,
     cfg: LaunchConfig,
@@ -459,13 +461,14 @@ pub(crate) fn topk_filter<In: DeviceRepr, C: DeviceRepr, B: DeviceRepr>(
         "rows of row_len elements"
     );
     assert!(a.slots as usize * std::mem::size_of::<C>() <= cfg.shared_mem_bytes as usize);
-    assert!(k >= 1 && (a.slots as usize).is_power_of_two() && a.slots > a.k);
+    assert!(k >= 1 && (a.slots as usize).is_power_of_two() && a.slots >= a.k);
     let null = 0u64;
     // SAFETY: topk_*_W(const In *, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k,
     // u32 slots, u32 map, C *partials, W *values, u32 *indices). The kernel reads rows x
     // row_len input elements (checked above), writes chunks x k partials a row when chunks > 1
     // and k values and indices a row when chunks == 1 (checked below; the other pointer is
-    // null and unused), and keeps `slots` composites in the dynamic shared memory of `cfg`.
+    // null and unused), and keeps `slots` composites in the dynamic shared memory of `cfg`
+    // (the radix kernels that sample also their candidates: src/cuda/topk.rs sizes it).
     unsafe {
         launch(gpu, kernel, cfg, |l| {
             l.arg(input).arg(&a.row_len).arg(&a.rows).arg(&a.chunks);

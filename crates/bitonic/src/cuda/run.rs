@@ -61,7 +61,7 @@ pub(crate) fn modules_for(
             vec![tuned(pair_bytes, rows), &kernels::PAIRS]
         }
         // A top-k larger than the filter keeps runs the argsort's strategy and topk.cu's take.
-        Strategy::TopkFilter => vec![topk::module(key_bytes)],
+        Strategy::TopkFilter | Strategy::TopkRadix => vec![topk::module(key_bytes)],
         Strategy::CpuSort
         | Strategy::CpuNetwork
         | Strategy::CpuNetworkSerial

@@ -1,5 +1,14 @@
-//! Top-k selection on the GPU (kernels/topk.cu): [`Strategy::TopkFilter`], and past
-//! [`crate::dispatch::TOPK_FILTER_MAX_K`] the first k of each row's stable argsort.
+//! Top-k selection on the GPU (kernels/topk.cu): [`Strategy::TopkRadix`],
+//! [`Strategy::TopkFilter`], and past [`crate::dispatch::TOPK_FILTER_MAX_K`] the first k of
+//! each row's stable argsort.
+//!
+//! **The radix select.** One block holds one chunk of a row in registers (up to
+//! [`RADIX_PER_THREAD`] elements a thread) and finds the chunk's k-th best composite digit by
+//! digit: a histogram of one 8-bit digit of the elements still in play, a scan from the top
+//! bin to the bin where the k-th falls, and the elements of the bins above it win. A chunk's
+//! k best go to a scratch buffer unsorted; the next pass selects over them, until a row is one
+//! chunk, whose block sorts its k best with a bitonic network. [`radix_plan`] gives the
+//! passes.
 //!
 //! **The filter.** One block selects the best k of one chunk of a row, keeping them in shared
 //! memory and letting through only the keys that beat the k-th best (kernels/topk.cu says
@@ -37,9 +46,30 @@ const CHUNK_PER_K: usize = 16;
 /// Chunks start at multiples of this many elements: 16-byte aligned when the row is.
 const CHUNK_ALIGN: usize = 16;
 
+/// The elements a thread of the radix select can hold: the kernels' instances of `R`.
+pub(crate) const RADIX_PER_THREAD: [usize; 3] = [4, 16, 32];
+/// Candidates a thread of the radix select holds when a sampled threshold has narrowed the
+/// field (kernels: `BITONIC_TOPK_CANDIDATES_PER_THREAD`); the kernels of at least
+/// [`RADIX_SAMPLES_FROM`] elements a thread sample.
+const RADIX_CANDIDATES_PER_THREAD: usize = 8;
+/// The fewest elements a thread of a radix kernel that samples holds (kernels:
+/// `BITONIC_TOPK_SAMPLES_FROM`).
+const RADIX_SAMPLES_FROM: usize = 16;
+/// The blocks a multiprocessor that the radix chunks of few rows aim for.
+const RADIX_BLOCKS_PER_SM: usize = 8;
+/// The fewest elements a radix chunk has when rows are cut to fill the GPU.
+const RADIX_MIN_CHUNK: usize = 2048;
+
 /// The `-D` defines of kernels/topk.cu.
 pub(crate) fn kernel_defines() -> Vec<super::nvrtc::Define> {
-    vec![("BITONIC_TOPK_THREADS", THREADS.to_string())]
+    vec![
+        ("BITONIC_TOPK_THREADS", THREADS.to_string()),
+        (
+            "BITONIC_TOPK_CANDIDATES_PER_THREAD",
+            RADIX_CANDIDATES_PER_THREAD.to_string(),
+        ),
+        ("BITONIC_TOPK_SAMPLES_FROM", RADIX_SAMPLES_FROM.to_string()),
+    ]
 }
 
 /// The module of the top-k kernels of keys of `key_bytes` bytes.
@@ -100,6 +130,57 @@ pub(crate) fn plan(
     }
 }
 
+/// One launch of the radix select: rows of `row_len` elements cut into `chunks` chunks of
+/// `chunk_len` (the last may be shorter), `per_thread` elements a thread.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RadixPass {
+    pub(crate) row_len: usize,
+    pub(crate) chunks: usize,
+    pub(crate) chunk_len: usize,
+    pub(crate) per_thread: usize,
+}
+
+/// The passes of the radix select over `rows` rows of `row_len` elements keeping `k`
+/// (1 ≤ k ≤ row_len, and k ≤ [`crate::dispatch::TOPK_RADIX_MAX_K`] when a row is longer than
+/// one chunk): the first over the keys, each later one over the k best of every chunk of the
+/// pass before, the last with one chunk a row. Rows are cut into chunks no longer than a
+/// block holds, and into more (down to [`RADIX_MIN_CHUNK`] and 8k elements) while the grid
+/// has fewer than [`RADIX_BLOCKS_PER_SM`] blocks a multiprocessor.
+pub(crate) fn radix_plan(
+    rows: usize,
+    row_len: usize,
+    k: usize,
+    multiprocessors: usize,
+) -> Vec<RadixPass> {
+    let most = THREADS as usize * RADIX_PER_THREAD[RADIX_PER_THREAD.len() - 1];
+    let wanted = (RADIX_BLOCKS_PER_SM * multiprocessors.max(1)).div_ceil(rows.max(1));
+    let min_chunk = RADIX_MIN_CHUNK.max(8 * k).min(most);
+    let mut passes = Vec::new();
+    let mut len = row_len;
+    loop {
+        let chunks = len
+            .div_ceil(most)
+            .max(wanted.min(len.div_ceil(min_chunk)))
+            .max(1);
+        let chunk_len = len.div_ceil(chunks);
+        let chunks = len.div_ceil(chunk_len);
+        let per_thread = RADIX_PER_THREAD
+            .into_iter()
+            .find(|&r| r * THREADS as usize >= chunk_len)
+            .expect("a chunk is at most a block's registers");
+        passes.push(RadixPass {
+            row_len: len,
+            chunks,
+            chunk_len,
+            per_thread,
+        });
+        if chunks == 1 {
+            return passes;
+        }
+        len = chunks * k;
+    }
+}
+
 /// Selects each row's best `k` of `keys` (words of `K`) into `values` and `indices` (`k` a
 /// row), with the strategy [`crate::dispatch::choose`] picked: the filter, or for a large k
 /// the rows' stable argsort.
@@ -129,26 +210,91 @@ pub(crate) fn select<K: SortKey>(
     modules.push(module(key_bytes));
     modules.dedup();
     t.gpu.prepare(t.policy, &modules)?;
+    // The better key has the larger word: the smallest keys select complemented words.
+    let map = K::DTYPE.map_kind() as u32
+        | match select {
+            Select::Largest => 0,
+            Select::Smallest => MAP_DESCENDING,
+        };
+    let shape = (rows, row_len, k, map);
     match strategy {
-        Strategy::TopkFilter => {
-            // The better key has the larger word: the smallest keys select complemented words.
-            let map = K::DTYPE.map_kind() as u32
-                | match select {
-                    Select::Largest => 0,
-                    Select::Smallest => MAP_DESCENDING,
-                };
-            let shape = (rows, row_len, k, map);
-            if key_bytes == 4 {
-                filter::<K::Bits, u64>(t.gpu, keys, shape, values, indices)
-            } else {
-                filter::<K::Bits, KeyIndex>(t.gpu, keys, shape, values, indices)
-            }
+        Strategy::TopkRadix if key_bytes == 4 => {
+            radix::<K::Bits, u64>(t.gpu, keys, shape, values, indices)
         }
+        Strategy::TopkRadix => radix::<K::Bits, KeyIndex>(t.gpu, keys, shape, values, indices),
+        Strategy::TopkFilter if key_bytes == 4 => {
+            filter::<K::Bits, u64>(t.gpu, keys, shape, values, indices)
+        }
+        Strategy::TopkFilter => filter::<K::Bits, KeyIndex>(t.gpu, keys, shape, values, indices),
         Strategy::PairPasses | Strategy::KeyValueMerge => {
             by_sorting::<K>(t, strategy, keys, (row_len, k, select), values, indices)
         }
         other => unreachable!("{other:?} is not a GPU top-k"),
     }
+}
+
+/// The radix select's passes ([`radix_plan`]) over keys of words `B` with composites `C`;
+/// `shape` is (rows, row_len, k, key map).
+fn radix<B: DeviceRepr, C: DeviceRepr>(
+    gpu: &Gpu,
+    keys: &CudaView<B>,
+    (rows, row_len, k, map): (usize, usize, usize, u32),
+    values: &mut CudaViewMut<B>,
+    indices: &mut CudaViewMut<u32>,
+) -> Result<()> {
+    let key_bytes = std::mem::size_of::<B>();
+    let module = module(key_bytes);
+    let width = if key_bytes == 4 { "u32" } else { "u64" };
+    let sms = gpu.info().multiprocessors.max(1) as usize;
+    // The last pass sorts the k best in shared memory; the kernels that sample gather their
+    // candidates there.
+    let slots = k.next_power_of_two();
+    let mut input: Option<CudaSlice<C>> = None;
+    for (i, pass) in radix_plan(rows, row_len, k, sms).iter().enumerate() {
+        let what = if i == 0 { "keys" } else { "partials" };
+        let name = format!("topk_radix_{what}_{width}_{}", pass.per_thread);
+        let held = match pass.per_thread >= RADIX_SAMPLES_FROM {
+            true => slots.max(THREADS as usize * RADIX_CANDIDATES_PER_THREAD),
+            false => slots,
+        };
+        let shared = held * std::mem::size_of::<C>();
+        let f = gpu.function(module, &name)?;
+        gpu.allow_shared(&f, shared as u32)?;
+        let items = rows * pass.chunks;
+        let blocks = items.min(sms * 32);
+        let cfg = launch::config(blocks as u32, THREADS, shared as u32);
+        let args = launch::TopkArgs {
+            row_len: pass.row_len as u64,
+            rows: rows as u32,
+            chunks: pass.chunks as u32,
+            chunk_len: pass.chunk_len as u64,
+            k: k as u32,
+            slots: slots as u32,
+            map,
+        };
+        let mut partials = None;
+        let out = if pass.chunks == 1 {
+            launch::TopkOut::Rows {
+                values: &mut *values,
+                indices: &mut *indices,
+            }
+        } else {
+            let len = items * k;
+            // SAFETY: the pass writes every partial (k a chunk) before the next reads them.
+            let buffer = unsafe { gpu.stream().alloc::<C>(len) }
+                .during(|| format!("allocating {len} top-k partial results"))?;
+            launch::TopkOut::Partials(partials.insert(buffer))
+        };
+        match &input {
+            None => launch::topk_pass(gpu, &f, cfg, keys, args, out),
+            Some(partial_input) => {
+                launch::topk_pass(gpu, &f, cfg, &partial_input.as_view(), args, out)
+            }
+        }
+        .during(|| format!("launching {name}"))?;
+        input = partials;
+    }
+    Ok(())
 }
 
 /// The filter's passes ([`plan`]) over keys of words `B` with composites `C`; `shape` is
@@ -210,9 +356,9 @@ fn filter<B: DeviceRepr, C: DeviceRepr>(
             launch::TopkOut::Partials(partials.insert(buffer))
         };
         match &input {
-            None => launch::topk_filter(gpu, &f, cfg, keys, args, out),
+            None => launch::topk_pass(gpu, &f, cfg, keys, args, out),
             Some(partial_input) => {
-                launch::topk_filter(gpu, &f, cfg, &partial_input.as_view(), args, out)
+                launch::topk_pass(gpu, &f, cfg, &partial_input.as_view(), args, out)
             }
         }
         .during(|| format!("launching {name}"))?;
@@ -296,6 +442,60 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every radix pass fits a block's registers, the chunks cover the row, each pass reads the
+    /// k best of every chunk of the one before and shrinks the row, and the last has one chunk.
+    #[test]
+    fn radix_plans_reduce_to_one_chunk_a_row() {
+        use crate::dispatch::{TOPK_RADIX_CHUNK, TOPK_RADIX_MAX_K};
+        let most = THREADS as usize * RADIX_PER_THREAD[2];
+        assert_eq!(most, TOPK_RADIX_CHUNK);
+        let ks = [1, 2, 7, 50, 64, 256, 1000, 1024, 2048];
+        let lens = [
+            1,
+            2,
+            31,
+            1000,
+            4097,
+            8191,
+            8192,
+            8193,
+            100_003,
+            (1 << 20) + 3,
+            1 << 28,
+        ];
+        for rows in [1, 3, 64, 100_000] {
+            for &row_len in &lens {
+                for &k in ks.iter().filter(|&&k| k <= row_len) {
+                    if rows * row_len > 1 << 31 || (row_len > most && k > TOPK_RADIX_MAX_K) {
+                        continue;
+                    }
+                    let passes = radix_plan(rows, row_len, k, 132);
+                    let what = format!("{rows}x{row_len} k {k}");
+                    assert_eq!(passes[0].row_len, row_len, "{what}");
+                    assert_eq!(passes.last().unwrap().chunks, 1, "{what}");
+                    assert!(passes.len() <= 8, "{what}: {passes:?}");
+                    for (i, p) in passes.iter().enumerate() {
+                        assert!(p.chunk_len <= p.per_thread * THREADS as usize, "{what}");
+                        assert!(p.chunks * p.chunk_len >= p.row_len, "{what}");
+                        assert!((p.chunks - 1) * p.chunk_len < p.row_len, "{what}");
+                        if let Some(next) = passes.get(i + 1) {
+                            assert_eq!(next.row_len, p.chunks * k, "{what}");
+                            assert!(next.row_len * 4 <= p.row_len, "{what}: {passes:?}");
+                        }
+                    }
+                }
+            }
+        }
+        // 16,384 rows of 1,024: one pass, 4 elements a thread.
+        let short = radix_plan(16_384, 1024, 50, 132);
+        assert_eq!((short.len(), short[0].per_thread), (1, 4));
+        // One row of 2^24: 2,048 chunks of 8,192, then the 2,048 x 50 partials spread over
+        // the GPU in chunks of 2,048, then those results.
+        let long = radix_plan(1, 1 << 24, 50, 132);
+        let chunks: Vec<usize> = long.iter().map(|p| p.chunks).collect();
+        assert_eq!(chunks, [2048, 50, 2, 1]);
     }
 
     #[test]
