@@ -16,6 +16,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rayon::prelude::*;
 
+mod dlpack;
+
 create_exception!(
     _native,
     BitonicError,
@@ -25,6 +27,10 @@ create_exception!(
 
 fn sort_error(e: bitonic::Error) -> PyErr {
     BitonicError::new_err(e.to_string())
+}
+
+fn unavailable(why: bitonic::GpuUnavailable) -> PyErr {
+    sort_error(bitonic::Error::GpuUnavailable(why))
 }
 
 /// The sorter of a call: `backend` by the library's names (`auto`, `cpu`, `cpu-network`,
@@ -279,5 +285,8 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sort_rows, m)?)?;
     m.add_function(wrap_pyfunction!(sort_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(info, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::sort_rows_cuda, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::cuda_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::dlpack_describe, m)?)?;
     Ok(())
 }
