@@ -74,5 +74,19 @@ if [ -n "$multi" ]; then
     fi
   done
 fi
+# The top-k kernels (kernels/topk.cu: the filter over keys and over partials of both key
+# widths, several passes, misaligned rows, the take after a sort for a large k), through the
+# packed topk test, which checks the results.
+topk=$(ls .gpu/tests/topk-* 2>/dev/null | head -1)
+if [ -n "$topk" ]; then
+  for tool in memcheck racecheck; do
+    log="$tmp/topk.$tool.log"
+    if BITONIC_REQUIRE_GPU=1 compute-sanitizer --tool "$tool" --error-exitcode 99 "$topk" --exact topk_for_the_sanitizer --test-threads=1 > "$log" 2>&1; then
+      printf "%-6s %-10s %-16s %s\n" topk "$tool" topk_for_the_sanitizer "$(grep -h 'SUMMARY\|test result' "$log" | tr '\n' ' ')"
+    else
+      echo "topk $tool topk_for_the_sanitizer: FAILED"; tail -40 "$log"; status=1
+    fi
+  done
+fi
 rm -rf "$tmp"
 exit $status

@@ -9,6 +9,7 @@ pub mod measure;
 pub mod policy;
 pub mod rows;
 pub mod table;
+pub mod topk;
 
 use std::path::Path;
 

@@ -416,3 +416,95 @@ pub fn rows(args: RowsArgs) -> Result<ExitCode> {
     println!("{markdown}");
     Ok(ExitCode::SUCCESS)
 }
+
+#[derive(clap::Args)]
+pub struct TopkArgs {
+    /// Shapes as ROWSxLEN (comma-separated); default: the top-k issue's table.
+    #[arg(long, value_delimiter = ',', value_parser = parse_shape)]
+    shapes: Vec<(usize, usize)>,
+    /// Values of k (comma-separated); default 1,8,50,256,1024. A k above a row's length is
+    /// skipped.
+    #[arg(long, value_delimiter = ',')]
+    ks: Vec<usize>,
+    /// Timed repeats per measurement (after one warm-up); the median is reported.
+    #[arg(long, default_value_t = 20)]
+    repeats: u32,
+    /// Seed of the random keys.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Peer CSVs in the top-k format (bench/peers/torch_topk.py) to merge into the report.
+    #[arg(long, value_delimiter = ',')]
+    peers: Vec<PathBuf>,
+    /// Folder for topk.csv and topk.md.
+    #[arg(short, long, default_value = "bench-results")]
+    out: PathBuf,
+    /// Only print the CSV header line (for the peer programs' output) and exit.
+    #[arg(long)]
+    csv_header: bool,
+}
+
+/// `bitonic bench-topk`: the top-k of f32 rows on the GPU beside torch.topk.
+pub fn topk(args: TopkArgs) -> Result<ExitCode> {
+    if args.csv_header {
+        println!("{}", bench::topk::CSV_HEADER);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let shapes = if args.shapes.is_empty() {
+        bench::topk::SHAPES.to_vec()
+    } else {
+        args.shapes.clone()
+    };
+    let ks = if args.ks.is_empty() {
+        bench::topk::KS.to_vec()
+    } else {
+        args.ks.clone()
+    };
+    // The largest shape's keys on the host, checked before the work.
+    for &(rows, row_len) in &shapes {
+        crate::ui::check_memory(
+            rows.checked_mul(row_len).and_then(|n| n.checked_mul(4)),
+            &format!("bench-topk at {rows}x{row_len} keys"),
+        )?;
+    }
+    need_gpu(
+        "bench-topk",
+        "it times the GPU's top-k and has no CPU mode: run it on a GPU host",
+    )?;
+    std::fs::create_dir_all(&args.out)
+        .with_context(|| format!("creating {}", args.out.display()))?;
+    let who = measure::Provenance::here();
+    eprintln!(
+        "benchmarking top-k on {} ({}), commit {}",
+        who.device, who.driver, who.commit
+    );
+    let bar = ProgressBar::new((shapes.len() * ks.len()) as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")
+            .expect("valid template"),
+    );
+    let mut measured = bench::topk::run(
+        &shapes,
+        &ks,
+        args.repeats.max(1),
+        args.seed,
+        &who,
+        &|what| {
+            bar.inc(1);
+            bar.set_message(what.to_string());
+        },
+    )?;
+    bar.finish_and_clear();
+    let csv = args.out.join("topk.csv");
+    write_csv(
+        &csv,
+        bench::topk::CSV_HEADER,
+        measured.iter().map(bench::topk::Measured::to_csv),
+    )?;
+    for peer in &args.peers {
+        measured.extend(bench::topk::read_csv(peer).map_err(anyhow::Error::msg)?);
+    }
+    let markdown = bench::topk::report(&measured);
+    crate::io::write_text(&args.out.join("topk.md"), &markdown)?;
+    println!("{markdown}");
+    Ok(ExitCode::SUCCESS)
+}

@@ -8,6 +8,7 @@ mod gen;
 mod info;
 mod io;
 mod sort;
+mod topk;
 mod ui;
 mod verify;
 
@@ -31,6 +32,9 @@ enum Command {
     Sort(sort::Args),
     /// Write random, sorted, reversed, few-distinct or all-equal keys.
     Gen(gen::Args),
+    /// Keep the k largest (or smallest) keys of an array or of every row, sorted, and their
+    /// indices.
+    Topk(topk::Args),
     /// Check that a file is sorted (and optionally a permutation of another).
     Verify(verify::Args),
     /// Generate keys, sort them on the best backend, verify, and report the speed.
@@ -46,6 +50,8 @@ enum Command {
     Report(bench::ReportArgs),
     /// Time row sorts, argsorts and key-value sorts on the GPU (u32 keys); write CSV and table.
     BenchRows(bench::RowsArgs),
+    /// Time the top-k of f32 rows on the GPU (beside torch.topk's CSV); write CSV and table.
+    BenchTopk(bench::TopkArgs),
 }
 
 /// "0.1.0 (commit abc1234567)": the benchmark scripts read the commit from it.
@@ -110,6 +116,7 @@ fn main() -> std::process::ExitCode {
     let result = match cli.command {
         Command::Sort(args) => sort::run(args),
         Command::Gen(args) => gen::run(args),
+        Command::Topk(args) => topk::run(args),
         Command::Verify(args) => verify::run(args),
         Command::Demo(args) => demo::run(args),
         Command::Info => info::run(),
@@ -117,6 +124,7 @@ fn main() -> std::process::ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Report(args) => bench::report(args),
         Command::BenchRows(args) => bench::rows(args),
+        Command::BenchTopk(args) => bench::topk(args),
     };
     match result {
         Ok(code) => code,

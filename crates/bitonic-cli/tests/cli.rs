@@ -457,6 +457,47 @@ fn rows_and_two_dimensional_npy() {
 }
 
 #[test]
+fn topk_keeps_the_best_of_each_row_with_indices() {
+    let dir = Dir::new();
+    let (flat, by_rows) = (dir.path("flat.u32"), dir.path("rows.npy"));
+    // Two rows of five; row 1 has a tie for its second place (indices 1 and 4 hold 8).
+    write_raw_u32(&flat, &[5, 1, 9, 3, 7, 2, 8, 0, 9, 8]);
+    let (top, at) = (dir.path("top.npy"), dir.path("at.npy"));
+    bitonic()
+        .args(["topk", "-k", "3", "--rows", "2"])
+        .arg(&flat)
+        .arg("-o")
+        .arg(&top)
+        .arg("--indices")
+        .arg(&at)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains(
+            "kept the 3 largest of 5 u32 keys in each of 2 rows",
+        ));
+    let (header, keys) = read_npy_u32(&top);
+    assert!(header.contains("'shape': (2, 3)"), "{header}");
+    assert_eq!(keys, [9, 7, 5, 9, 8, 8]);
+    assert_eq!(read_npy_u32(&at).1, [2, 4, 0, 3, 1, 4]);
+    bitonic()
+        .args(["topk", "-k", "2", "--smallest", "--rows", "2"])
+        .arg(&flat)
+        .arg("-o")
+        .arg(&by_rows)
+        .assert()
+        .success();
+    assert_eq!(read_npy_u32(&by_rows).1, [1, 3, 0, 2]);
+    for (k, message) in [("0", "-k 0 must be from 1"), ("6", "-k 6 must be from 1")] {
+        fails_without_output(
+            &["topk", "--rows", "2", "-k", k],
+            Some(&flat),
+            &dir.path("bad.npy"),
+            message,
+        );
+    }
+}
+
+#[test]
 fn argsort_writes_the_permutation() {
     let dir = Dir::new();
     let (input, output) = (dir.path("in.u32"), dir.path("perm.npy"));

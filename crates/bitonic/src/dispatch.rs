@@ -14,6 +14,25 @@ use crate::{Backend, Version};
 /// launching kernels costs more than the sort there.
 pub const AUTO_GPU_MIN_LEN: usize = 1 << 16;
 
+/// The most keys a row's top-k selection keeps that [`Strategy::TopkFilter`] selects on the
+/// GPU (its best keys live in shared memory); a larger k selects with the stable argsort of the
+/// rows ([`Strategy::PairPasses`], or [`Strategy::KeyValueMerge`] for one row).
+pub const TOPK_FILTER_MAX_K: usize = 2048;
+
+/// What a request asks of the keys.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Operation {
+    /// Sort them (or argsort them, with `with_values`).
+    #[default]
+    Sort,
+    /// Select each row's `k` largest or smallest keys, sorted, with their indices
+    /// ([`crate::Sorter::topk_rows`]).
+    Topk {
+        /// Keys kept a row.
+        k: usize,
+    },
+}
+
 /// How the keys of a request are grouped.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Layout {
@@ -41,6 +60,8 @@ pub struct Request {
     pub backend: Backend,
     /// The GPU algorithm asked for; `None` lets the library choose.
     pub version: Option<Version>,
+    /// A sort or a top-k selection.
+    pub operation: Operation,
 }
 
 /// An algorithm that sorts a request: the answer of [`choose`], and what a sort reports in
@@ -69,6 +90,12 @@ pub enum Strategy {
     /// Key-index pairs through the tuned passes over rows (src/cuda/rows.rs): argsorts and
     /// key-value sorts of rows, stable.
     PairPasses,
+    /// Top-k selection on the GPU (src/cuda/topk.rs): each block keeps the best k of one chunk
+    /// of a row in shared memory, filtering keys against the k-th best and sorting the
+    /// survivors in with a bitonic network; the chunks' results reduce the same way.
+    TopkFilter,
+    /// Top-k selection on the CPU: a selection and a sort of the k best per row (rayon).
+    CpuTopk,
 }
 
 impl std::fmt::Display for Strategy {
@@ -83,6 +110,8 @@ impl std::fmt::Display for Strategy {
             Strategy::MergeSort => f.write_str("tuned merge sort"),
             Strategy::KeyValueMerge => f.write_str("tuned key-value merge sort"),
             Strategy::PairPasses => f.write_str("tuned key-index pair passes"),
+            Strategy::TopkFilter => f.write_str("top-k threshold filter"),
+            Strategy::CpuTopk => f.write_str("CPU top-k selection"),
         }
     }
 }
@@ -92,7 +121,10 @@ impl Strategy {
     pub fn on_gpu(self) -> bool {
         !matches!(
             self,
-            Strategy::CpuSort | Strategy::CpuNetwork | Strategy::CpuNetworkSerial
+            Strategy::CpuSort
+                | Strategy::CpuNetwork
+                | Strategy::CpuNetworkSerial
+                | Strategy::CpuTopk
         )
     }
 }
@@ -100,7 +132,7 @@ impl Strategy {
 /// The backend and strategy for `request`; `gpu` is the GPU's policy when a GPU works.
 ///
 /// ```
-/// use bitonic::dispatch::{choose, Layout, Request};
+/// use bitonic::dispatch::{choose, Layout, Operation, Request};
 /// use bitonic::{Backend, Policy, Strategy};
 /// let request = Request {
 ///     len: 1 << 24,
@@ -108,6 +140,7 @@ impl Strategy {
 ///     with_values: false,
 ///     backend: Backend::Auto,
 ///     version: None,
+///     operation: Operation::Sort,
 /// };
 /// let hopper = Policy::for_compute_capability(9, 0);
 /// assert_eq!(choose(&request, Some(&hopper))?, (Backend::Cuda, Strategy::NetworkPasses));
@@ -120,6 +153,9 @@ impl Strategy {
 /// * A pinned version other than [`Version::Tuned`] sorts the keys of one array only; asked of
 ///   rows, segments, argsorts or key-value sorts, or of a CPU backend, it is an error rather
 ///   than being ignored.
+/// * A top-k selection runs [`Strategy::CpuTopk`] on every CPU backend (the network has no
+///   selection of its own) and [`Strategy::TopkFilter`] on the GPU up to
+///   [`TOPK_FILTER_MAX_K`]; past it the GPU sorts the rows stably and keeps their first k.
 pub fn choose(request: &Request, gpu: Option<&Policy>) -> Result<(Backend, Strategy)> {
     let backend = match (request.backend, gpu) {
         (Backend::Cuda, None) => return Err(Error::NoGpu),
@@ -135,6 +171,7 @@ pub fn choose(request: &Request, gpu: Option<&Policy>) -> Result<(Backend, Strat
                 return Err(Error::VersionNeedsGpu(version));
             }
             match backend {
+                _ if matches!(request.operation, Operation::Topk { .. }) => Strategy::CpuTopk,
                 Backend::Cpu => Strategy::CpuSort,
                 Backend::CpuNetwork => Strategy::CpuNetwork,
                 _ => Strategy::CpuNetworkSerial,
@@ -153,18 +190,35 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
         Layout::Rows { row_len } if row_len >= request.len => Layout::Whole,
         other => other,
     };
+    let topk = match request.operation {
+        Operation::Topk { k } => Some(k),
+        Operation::Sort => None,
+    };
     match request.version {
         Some(version) if version != Version::Tuned => {
-            return if layout == Layout::Whole && !request.with_values {
+            return if layout == Layout::Whole && !request.with_values && topk.is_none() {
                 Ok(Strategy::Seed(version))
             } else {
                 Err(Error::VersionUnsupported {
                     version,
-                    operation: operation_name(layout, request.with_values),
+                    operation: match topk {
+                        Some(_) => "top-k selections",
+                        None => operation_name(layout, request.with_values),
+                    },
                 })
             };
         }
         _ => {}
+    }
+    match (topk, layout) {
+        (Some(k), Layout::Whole | Layout::Rows { .. }) if k <= TOPK_FILTER_MAX_K => {
+            return Ok(Strategy::TopkFilter)
+        }
+        // A large k: each row's stable argsort, of which the first k are kept.
+        (Some(_), Layout::Whole) => return Ok(Strategy::KeyValueMerge),
+        (Some(_), Layout::Rows { .. }) => return Ok(Strategy::PairPasses),
+        (Some(_), Layout::Segments) => return Err(Error::Unsupported("top-k of segments")),
+        (None, _) => {}
     }
     Ok(match (layout, request.with_values) {
         (Layout::Whole, false) if request.len > policy.merge_sort_above => Strategy::MergeSort,
@@ -202,6 +256,7 @@ mod tests {
             with_values,
             backend: Backend::Auto,
             version: None,
+            operation: Operation::Sort,
         }
     }
 
@@ -284,6 +339,54 @@ mod tests {
         // The tuned version, pinned, is what runs anyway.
         r.version = Some(Version::Tuned);
         assert_eq!(choose(&r, GPU).unwrap(), (Backend::Cuda, NetworkPasses));
+    }
+
+    #[test]
+    fn top_k_selections() {
+        let rows = |row_len| Layout::Rows { row_len };
+        let topk = |len, layout, k| Request {
+            operation: Operation::Topk { k },
+            ..request(len, layout, true)
+        };
+        let max = TOPK_FILTER_MAX_K;
+        #[rustfmt::skip]
+        let table = [
+            // (keys, layout, k, GPU present) -> backend, strategy
+            (1000, Layout::Whole, 10, true, Backend::Cpu, CpuTopk),
+            (1 << 20, Layout::Whole, 10, false, Backend::Cpu, CpuTopk),
+            (1 << 20, Layout::Whole, 10, true, Backend::Cuda, TopkFilter),
+            (1 << 20, Layout::Whole, max, true, Backend::Cuda, TopkFilter),
+            (1 << 20, Layout::Whole, max + 1, true, Backend::Cuda, KeyValueMerge),
+            (1 << 20, rows(1 << 20), max + 1, true, Backend::Cuda, KeyValueMerge),
+            (1 << 20, rows(4096), 100, true, Backend::Cuda, TopkFilter),
+            (1 << 20, rows(4096), 4096, true, Backend::Cuda, PairPasses),
+        ];
+        for (len, layout, k, has_gpu, backend, strategy) in table {
+            let gpu = if has_gpu { GPU } else { None };
+            let got = choose(&topk(len, layout, k), gpu).unwrap();
+            assert_eq!(got, (backend, strategy), "{len} keys, {layout:?}, k {k}");
+        }
+        // Every CPU backend selects; a seed version is refused, the tuned one honoured.
+        for backend in [Backend::Cpu, Backend::CpuNetwork, Backend::CpuNetworkSerial] {
+            let r = Request {
+                backend,
+                ..topk(10, Layout::Whole, 3)
+            };
+            assert_eq!(choose(&r, GPU).unwrap(), (backend, CpuTopk));
+        }
+        let mut r = topk(10, Layout::Whole, 3);
+        r.version = Some(Version::V5);
+        assert!(matches!(
+            choose(&r, GPU),
+            Err(Error::VersionUnsupported {
+                operation: "top-k selections",
+                ..
+            })
+        ));
+        r.version = Some(Version::Tuned);
+        assert_eq!(choose(&r, GPU).unwrap(), (Backend::Cuda, TopkFilter));
+        assert!(choose(&topk(1 << 20, Layout::Segments, 3), GPU).is_err());
+        assert!(TopkFilter.on_gpu() && !CpuTopk.on_gpu());
     }
 
     #[test]

@@ -109,6 +109,28 @@ pub enum Error {
         max: usize,
     },
 
+    /// A top-k of no keys, or of more keys than a row holds.
+    #[error("the top {k} of rows of {row_len} keys: k must be from 1 to the row length")]
+    BadK {
+        /// The k asked for.
+        k: usize,
+        /// Keys a row.
+        row_len: usize,
+    },
+
+    /// A top-k output of the wrong length: `rows × k` values and as many indices.
+    #[error("{what} holds {len} elements; the top {k} of {rows} rows takes {}", rows * k)]
+    TopkOutputLength {
+        /// `values` or `indices`.
+        what: &'static str,
+        /// Its length.
+        len: usize,
+        /// Rows of the input.
+        rows: usize,
+        /// The k asked for.
+        k: usize,
+    },
+
     /// A name that names no backend, version or key type.
     #[error("{name:?} is not a {what}: choose one of {choices}")]
     UnknownName {

@@ -3,8 +3,8 @@
 //! Sorting with bitonic sorting networks on NVIDIA GPUs (CUDA kernels compiled at run time by
 //! NVRTC, so no CUDA toolkit is needed to build) and on the CPU, for `u32`, `i32`, `u64`,
 //! `i64`, `f32` and `f64` keys of any length, ascending or descending: whole arrays, rows of
-//! a matrix, segments, stable argsorts and key-value sorts, on host slices or on keys already
-//! on the GPU.
+//! a matrix, segments, stable argsorts, key-value sorts and top-k selections, on host slices
+//! or on keys already on the GPU.
 //!
 //! ```
 //! let mut keys = vec![3.5f32, -1.0, f32::NAN, 0.0, -0.0, f32::NEG_INFINITY];
@@ -66,7 +66,7 @@ pub use dispatch::Strategy;
 pub use error::{Error, GpuUnavailable, Result};
 pub use key::{DType, SortKey};
 pub use policy::Policy;
-pub use sorter::{Backend, Order, Ran, SortIndex, Sorter, Version};
+pub use sorter::{Backend, Order, Ran, Select, SortIndex, Sorter, Version};
 
 /// Sorts `keys` ascending on the best available backend ([`Sorter::sort`]).
 ///
@@ -102,6 +102,47 @@ pub fn sort_descending<K: SortKey>(keys: &mut [K]) -> Result<Ran> {
 /// ```
 pub fn argsort<K: SortKey, I: SortIndex>(keys: &[K], indices: &mut [I]) -> Result<Ran> {
     Sorter::new().argsort(keys, indices)
+}
+
+/// Writes the `k` largest or smallest keys of `keys`, best first, to `values` and their
+/// indices to `indices` ([`Sorter::topk`]): the first `k` of a stable sort.
+///
+/// ```
+/// use bitonic::Select;
+/// let (mut values, mut indices) = (vec![0u64; 2], vec![0usize; 2]);
+/// bitonic::topk(&[4u64, 9, 4, 1], 2, Select::Largest, &mut values, &mut indices)?;
+/// assert_eq!((values, indices), (vec![9, 4], vec![1, 0]));
+/// # Ok::<(), bitonic::Error>(())
+/// ```
+pub fn topk<K: SortKey, I: SortIndex>(
+    keys: &[K],
+    k: usize,
+    select: Select,
+    values: &mut [K],
+    indices: &mut [I],
+) -> Result<Ran> {
+    Sorter::new().topk(keys, k, select, values, indices)
+}
+
+/// [`topk`] of every row of `row_len` keys ([`Sorter::topk_rows`]): `k` values and indices a
+/// row.
+///
+/// ```
+/// use bitonic::Select;
+/// let (mut values, mut indices) = (vec![0i32; 2], vec![0u32; 2]);
+/// bitonic::topk_rows(&[5, -2, 8, 1], 2, 1, Select::Smallest, &mut values, &mut indices)?;
+/// assert_eq!((values, indices), (vec![-2, 1], vec![1, 1]));
+/// # Ok::<(), bitonic::Error>(())
+/// ```
+pub fn topk_rows<K: SortKey, I: SortIndex>(
+    keys: &[K],
+    row_len: usize,
+    k: usize,
+    select: Select,
+    values: &mut [K],
+    indices: &mut [I],
+) -> Result<Ran> {
+    Sorter::new().topk_rows(keys, row_len, k, select, values, indices)
 }
 
 /// Sorts `keys` ascending and moves `values` with them, stably ([`Sorter::sort_pairs`]).

@@ -4,9 +4,9 @@
 //! backend (src/cuda/run.rs), and reports it in a [`Ran`].
 
 use crate::cuda::run::{self, Target};
-use crate::cuda::{transfer, Gpu};
-use crate::dispatch::{self, Layout, Request, Strategy};
-use crate::error::{check_same_len, Error, GpuUnavailable, Result};
+use crate::cuda::{self, transfer, Gpu};
+use crate::dispatch::{self, Layout, Operation, Request, Strategy};
+use crate::error::{check_same_len, CudaContext as _, Error, GpuUnavailable, Result};
 use crate::policy::Policy;
 use crate::{cpu, DType, SortKey};
 use cudarc::driver::{CudaSlice, CudaViewMut, DeviceRepr};
@@ -27,6 +27,47 @@ pub enum Order {
     Ascending,
     /// Largest first.
     Descending,
+}
+
+/// Which keys a top-k selection keeps ([`Sorter::topk`]).
+///
+/// ```
+/// use bitonic::Select;
+/// let (mut values, mut indices) = (vec![0i32; 2], vec![0u32; 2]);
+/// bitonic::topk(&[5, -3, 9, 0], 2, Select::Smallest, &mut values, &mut indices)?;
+/// assert_eq!((values, indices), (vec![-3, 0], vec![1, 3]));
+/// assert_eq!("largest".parse::<Select>()?, Select::Largest);
+/// # Ok::<(), bitonic::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Select {
+    /// The largest keys, largest first.
+    #[default]
+    Largest,
+    /// The smallest keys, smallest first.
+    Smallest,
+}
+
+impl Select {
+    /// Both selections.
+    pub const ALL: [Select; 2] = [Select::Largest, Select::Smallest];
+
+    /// `largest` or `smallest`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Select::Largest => "largest",
+            Select::Smallest => "smallest",
+        }
+    }
+
+    /// The order of the sort whose first keys the selection keeps: descending for the
+    /// largest keys.
+    pub fn order(self) -> Order {
+        match self {
+            Select::Largest => Order::Descending,
+            Select::Smallest => Order::Ascending,
+        }
+    }
 }
 
 /// Where a sort runs.
@@ -161,7 +202,7 @@ macro_rules! display_and_parse_by_name {
     )*};
 }
 
-display_and_parse_by_name!(Backend, Version, DType);
+display_and_parse_by_name!(Backend, Version, DType, Select);
 
 /// What a sort ran: every sorting call returns one.
 ///
@@ -450,6 +491,157 @@ impl<'g> Sorter<'g> {
         Ok(ran)
     }
 
+    /// Writes the `k` largest or smallest keys of `keys` (left as they are) to `values`, best
+    /// first, and their indices to `indices` (`k` of each): exactly the first `k` of a stable
+    /// sort (descending for [`Select::Largest`]), so among equal keys the smaller index comes
+    /// first; floats in total order. `k` must be from 1 to `keys.len()` ([`Error::BadK`]). The
+    /// sorter's [`Order`] plays no part.
+    ///
+    /// ```
+    /// use bitonic::{Select, Sorter};
+    /// let keys = [0.5f32, 2.0, -1.0, 2.0, f32::NAN];
+    /// let (mut values, mut indices) = (vec![0.0f32; 3], vec![0usize; 3]);
+    /// Sorter::new().topk(&keys, 3, Select::Largest, &mut values, &mut indices)?;
+    /// assert!(values[0].is_nan()); // NaN is the largest key in total order
+    /// assert_eq!((&values[1..], indices), (&[2.0, 2.0][..], vec![4, 1, 3]));
+    /// # Ok::<(), bitonic::Error>(())
+    /// ```
+    pub fn topk<K: SortKey, I: SortIndex>(
+        &self,
+        keys: &[K],
+        k: usize,
+        select: Select,
+        values: &mut [K],
+        indices: &mut [I],
+    ) -> Result<Ran> {
+        self.topk_rows(keys, keys.len(), k, select, values, indices)
+    }
+
+    /// [`Sorter::topk`] of every row of `row_len` keys of a row-major matrix: `values` and
+    /// `indices` hold `k` a row (`rows × k`), each index counted from its row's start. `k` must
+    /// be from 1 to `row_len`; no rows (no keys) select nothing.
+    ///
+    /// ```
+    /// use bitonic::{Select, Sorter};
+    /// let m = [3u32, 1, 2, /* next row */ 7, 9, 7];
+    /// let (mut values, mut indices) = (vec![0u32; 4], vec![0u32; 4]);
+    /// Sorter::new().topk_rows(&m, 3, 2, Select::Largest, &mut values, &mut indices)?;
+    /// assert_eq!((values, indices), (vec![3, 2, 9, 7], vec![0, 2, 1, 0]));
+    /// # Ok::<(), bitonic::Error>(())
+    /// ```
+    pub fn topk_rows<K: SortKey, I: SortIndex>(
+        &self,
+        keys: &[K],
+        row_len: usize,
+        k: usize,
+        select: Select,
+        values: &mut [K],
+        indices: &mut [I],
+    ) -> Result<Ran> {
+        let rows = check_topk(keys.len(), row_len, k, values.len(), indices.len())?;
+        if row_len.saturating_sub(1) > I::MAX {
+            return Err(Error::IndexTooNarrow {
+                row_len,
+                max: I::MAX,
+            });
+        }
+        let layout = rows_layout(keys.len(), row_len);
+        let (ran, target) = self.choose_for(keys.len(), layout, true, Operation::Topk { k })?;
+        if rows == 0 {
+            return Ok(ran);
+        }
+        match target {
+            Some(t) => {
+                run::check_len(keys.len())?;
+                let device = transfer::upload::<K::Bits>(t.gpu, bytemuck::cast_slice(keys))?;
+                let len = rows * k;
+                // SAFETY: the selection writes every value and index before they are read.
+                let alloc = |what: &str| {
+                    unsafe { t.gpu.stream().alloc::<K::Bits>(len) }
+                        .during(|| format!("allocating {len} top-k {what}"))
+                };
+                let mut best = alloc("values")?;
+                let mut positions = run::alloc_indices(t.gpu, len)?;
+                cuda::topk::select::<K>(
+                    t,
+                    ran.strategy,
+                    &device.as_view(),
+                    row_len,
+                    k,
+                    select,
+                    &mut best.as_view_mut(),
+                    &mut positions.as_view_mut(),
+                )?;
+                transfer::download(t.gpu, &best, bytemuck::cast_slice_mut(values))?;
+                let mut host = vec![0u32; len];
+                transfer::download(t.gpu, &positions, &mut host)?;
+                let out = indices.par_iter_mut().zip(host.par_iter());
+                out.for_each(|(out, &i)| *out = I::from_usize(i as usize));
+            }
+            None => cpu::topk::topk_rows(keys, row_len, k, select, values, indices),
+        }
+        Ok(ran)
+    }
+
+    /// [`Sorter::topk_rows`] of keys on the GPU, into device buffers of `rows × k` values and
+    /// `u32` indices, queued on the GPU's stream (the keys are left as they are). Returns when
+    /// the work is queued.
+    ///
+    /// ```no_run
+    /// use bitonic::{Gpu, Select, Sorter};
+    /// let gpu = Gpu::get()?;
+    /// let keys = gpu.stream().clone_htod(&[4.0f32, 1.0, 8.0, 2.0])?;
+    /// let mut values = gpu.stream().alloc_zeros::<f32>(2)?;
+    /// let mut indices = gpu.stream().alloc_zeros::<u32>(2)?;
+    /// Sorter::new().topk_rows_device(&keys, 4, 2, Select::Largest, &mut values, &mut indices)?;
+    /// assert_eq!(gpu.stream().clone_dtoh(&indices)?, [2, 0]);
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn topk_rows_device<K: SortKey>(
+        &self,
+        keys: &CudaSlice<K>,
+        row_len: usize,
+        k: usize,
+        select: Select,
+        values: &mut CudaSlice<K>,
+        indices: &mut CudaSlice<u32>,
+    ) -> Result<Ran> {
+        let rows = check_topk(keys.len(), row_len, k, values.len(), indices.len())?;
+        let layout = rows_layout(keys.len(), row_len);
+        let (ran, t) = self.choose_device_for(keys.len(), layout, true, Operation::Topk { k })?;
+        let sorter = t.gpu.info().ordinal;
+        for buffer in [
+            keys.context().ordinal(),
+            values.context().ordinal(),
+            indices.context().ordinal(),
+        ] {
+            if buffer != sorter {
+                return Err(Error::WrongDevice { buffer, sorter });
+            }
+        }
+        run::check_len(keys.len())?;
+        if rows == 0 {
+            return Ok(ran);
+        }
+        let len = values.len();
+        // SAFETY: every key type has the size and alignment of its Bits word, and every bit
+        // pattern of one is a valid value of the other.
+        let words = unsafe { keys.transmute::<K::Bits>(keys.len()) }.expect("same size");
+        let mut best = unsafe { values.transmute_mut::<K::Bits>(len) }.expect("same size");
+        let mut positions = indices.as_view_mut();
+        cuda::topk::select::<K>(
+            t,
+            ran.strategy,
+            &words,
+            row_len,
+            k,
+            select,
+            &mut best,
+            &mut positions,
+        )?;
+        Ok(ran)
+    }
+
     /// Sorts keys already on the GPU, in place, queued on the GPU's stream. Returns when the
     /// work is queued; errors raised by the kernels surface at the next synchronizing call.
     /// Device buffers are cudarc's [`CudaSlice`], allocated on the sorter's GPU
@@ -567,12 +759,24 @@ impl<'g> Sorter<'g> {
         layout: Layout,
         with_values: bool,
     ) -> Result<(Ran, Option<Target<'_>>)> {
+        self.choose_for(len, layout, with_values, Operation::Sort)
+    }
+
+    /// [`Sorter::choose`] for an operation.
+    fn choose_for(
+        &self,
+        len: usize,
+        layout: Layout,
+        with_values: bool,
+        operation: Operation,
+    ) -> Result<(Ran, Option<Target<'_>>)> {
         let request = Request {
             len,
             layout,
             with_values,
             backend: self.backend,
             version: self.version,
+            operation,
         };
         let may_use_gpu = match self.backend {
             Backend::Cuda => true,
@@ -610,6 +814,17 @@ impl<'g> Sorter<'g> {
         layout: Layout,
         with_values: bool,
     ) -> Result<(Ran, Target<'_>)> {
+        self.choose_device_for(len, layout, with_values, Operation::Sort)
+    }
+
+    /// [`Sorter::choose_device`] for an operation.
+    fn choose_device_for(
+        &self,
+        len: usize,
+        layout: Layout,
+        with_values: bool,
+        operation: Operation,
+    ) -> Result<(Ran, Target<'_>)> {
         if !matches!(self.backend, Backend::Auto | Backend::Cuda) {
             return Err(Error::Unsupported("device buffers on a CPU backend"));
         }
@@ -620,6 +835,7 @@ impl<'g> Sorter<'g> {
             with_values,
             backend: Backend::Cuda,
             version: self.version,
+            operation,
         };
         let policy = self.policy_ref(gpu);
         let (backend, strategy) = dispatch::choose(&request, Some(policy))?;
@@ -718,6 +934,28 @@ fn check_rows(len: usize, row_len: usize) -> Result<()> {
         return Err(Error::BadRows { len, row_len });
     }
     Ok(())
+}
+
+/// The rows of a top-k of `len` keys in rows of `row_len` keeping `k` a row into outputs of
+/// `values` and `indices` elements: `k` from 1 to `row_len`, `rows × k` of each output.
+fn check_topk(
+    len: usize,
+    row_len: usize,
+    k: usize,
+    values: usize,
+    indices: usize,
+) -> Result<usize> {
+    check_rows(len, row_len)?;
+    if k == 0 || k > row_len {
+        return Err(Error::BadK { k, row_len });
+    }
+    let rows = len / row_len;
+    for (what, len) in [("values", values), ("indices", indices)] {
+        if len != rows * k {
+            return Err(Error::TopkOutputLength { what, len, rows, k });
+        }
+    }
+    Ok(rows)
 }
 
 /// Whether `offsets` cut `len` keys into segments: from 0, never decreasing, to `len`.

@@ -8,6 +8,7 @@
 //! makes equal keys keep their index order.
 
 pub(crate) mod network;
+pub(crate) mod topk;
 
 use crate::dispatch::Strategy;
 use crate::key::{key_from_ordered_bits, ordered_bits};

@@ -121,6 +121,10 @@ pub static MERGE_KV_U64_U32: KernelModule = kernel_module!("merge.cu", "kv_u64_u
 pub static MERGE_KV_U64_U64: KernelModule = kernel_module!("merge.cu", "kv_u64_u64");
 /// The multi-GPU sort's kernels.
 pub static MULTI: KernelModule = kernel_module!("multi.cu");
+/// Top-k selection of 32-bit keys (u64 composites).
+pub static TOPK_U32: KernelModule = kernel_module!("topk.cu", "u32");
+/// Top-k selection of 64-bit keys (16-byte composites).
+pub static TOPK_U64: KernelModule = kernel_module!("topk.cu", "u64");
 
 /// Every kernel module.
 pub static ALL: std::sync::LazyLock<Vec<&'static KernelModule>> = std::sync::LazyLock::new(|| {
@@ -134,6 +138,8 @@ pub static ALL: std::sync::LazyLock<Vec<&'static KernelModule>> = std::sync::Laz
         &MERGE_KV_U64_U32,
         &MERGE_KV_U64_U64,
         &MULTI,
+        &TOPK_U32,
+        &TOPK_U64,
     ];
     let tuned = tuned.into_iter().flatten();
     seeds.into_iter().chain(tuned).chain(others).collect()

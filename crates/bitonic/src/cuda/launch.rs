@@ -418,6 +418,93 @@ pub(crate) fn fill_largest<W: DeviceRepr>(
     }
 }
 
+/// The shape arguments of kernels/topk.cu's filter, in the kernel's order after the input.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TopkArgs {
+    pub row_len: u64,
+    pub rows: u32,
+    pub chunks: u32,
+    pub chunk_len: u64,
+    pub k: u32,
+    pub slots: u32,
+    pub map: u32,
+}
+
+/// Where a top-k filter launch writes: every chunk's k best composites, or (one chunk a row)
+/// each row's k keys and their indices.
+pub(crate) enum TopkOut<'a, 'v, 'i, C, B> {
+    Partials(&'a mut CudaSlice<C>),
+    Rows {
+        values: &'a mut CudaViewMut<'v, B>,
+        indices: &'a mut CudaViewMut<'i, u32>,
+    },
+}
+
+/// kernels/topk.cu `topk_keys_W` and `topk_partials_W(input, row_len, rows, chunks,
+/// chunk_len, k, slots, map, partials, values, indices)`: each chunk's k best of rows of
+/// keys `W` or of composites `C`, into `partials` or, one chunk a row, `values` and `indices`
+/// (the output not written is passed as a null pointer).
+pub(crate) fn topk_filter<In: DeviceRepr, C: DeviceRepr, B: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    input: &CudaView<In>,
+    a: TopkArgs,
+    out: TopkOut<C, B>,
+) -> Result<(), DriverError> {
+    let (rows, k) = (a.rows as usize, a.k as usize);
+    let items = rows * a.chunks as usize;
+    assert!(
+        input.len() >= rows * a.row_len as usize,
+        "rows of row_len elements"
+    );
+    assert!(a.slots as usize * std::mem::size_of::<C>() <= cfg.shared_mem_bytes as usize);
+    assert!(k >= 1 && (a.slots as usize).is_power_of_two() && a.slots > a.k);
+    let null = 0u64;
+    // SAFETY: topk_*_W(const In *, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k,
+    // u32 slots, u32 map, C *partials, W *values, u32 *indices). The kernel reads rows x
+    // row_len input elements (checked above), writes chunks x k partials a row when chunks > 1
+    // and k values and indices a row when chunks == 1 (checked below; the other pointer is
+    // null and unused), and keeps `slots` composites in the dynamic shared memory of `cfg`.
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(input).arg(&a.row_len).arg(&a.rows).arg(&a.chunks);
+            l.arg(&a.chunk_len).arg(&a.k).arg(&a.slots).arg(&a.map);
+            match out {
+                TopkOut::Partials(partials) => {
+                    assert!(a.chunks > 1 && partials.len() >= items * k);
+                    l.arg(partials).arg(&null).arg(&null);
+                }
+                TopkOut::Rows { values, indices } => {
+                    assert!(a.chunks == 1 && values.len() >= rows * k && indices.len() >= rows * k);
+                    l.arg(&null).arg(values).arg(indices);
+                }
+            }
+        })
+    }
+}
+
+/// kernels/topk.cu `topk_take_W(src, row_len, dst, k, count)`: the first k elements of each
+/// row of `row_len` of `src`, k a row into `dst`.
+pub(crate) fn topk_take<W: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    src: &CudaView<W>,
+    (row_len, k): (u64, u64),
+    dst: &mut CudaViewMut<W>,
+) -> Result<(), DriverError> {
+    let count = dst.len() as u64;
+    assert!(k <= row_len && count % k == 0 && src.len() as u64 >= count / k * row_len);
+    // SAFETY: topk_take_W(const W *src, u64 row_len, W *dst, u64 k, u64 count): reads the
+    // first k of count / k rows of src (checked above), writes count elements of dst.
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(src).arg(&row_len).arg(dst).arg(&k).arg(&count);
+        })
+    }
+}
+
 /// kernels/multi.cu `take_W(keys, positions, out, count)`: the words at `positions`.
 pub(crate) fn take<W: DeviceRepr>(
     gpu: &Gpu,

@@ -5,7 +5,7 @@
 //!   modules a sort runs, side by side, and cached on disk: [`compile_all`], [`on_compile`]);
 //! * `run`: carries out the strategy [`crate::dispatch::choose`] picked, one file per strategy:
 //!   `seed` (V0–V5), `passes` (the tuned network), `merge` (merge sort), `kv` (key-value merge
-//!   sort), `rows` (segments and key-index pairs);
+//!   sort), `rows` (segments and key-index pairs), `topk` (top-k selection);
 //! * `layout` (structs shared with the kernels), `launch` (launch shapes and the raw cluster
 //!   launch), `graph` (multi-pass plans as CUDA graphs), `transfer` and `staging` (host copies),
 //!   `driver` (the raw driver calls cudarc lacks, each made fallible);
@@ -29,6 +29,7 @@ mod rows;
 pub(crate) mod run;
 mod seed;
 mod staging;
+pub(crate) mod topk;
 pub(crate) mod transfer;
 
 pub use device::{DeviceInfo, Gpu};
@@ -133,6 +134,7 @@ pub fn cache_dir() -> Option<std::path::PathBuf> {
 pub fn kernel_defines(policy: &crate::Policy) -> Vec<(&'static str, String)> {
     let mut defines = layout::shared_defines();
     defines.extend(passes::kernel_defines());
+    defines.extend(topk::kernel_defines());
     defines.extend(policy.defines());
     defines
 }

@@ -3,8 +3,8 @@
 
 use super::kernels::{self, KernelModule};
 use super::layout::{map_flags, RowLayout};
-use super::{kernel_name, kv, launch, merge, passes, rows, seed, Gpu};
-use crate::dispatch::{Layout, Request, Strategy};
+use super::{kernel_name, kv, launch, merge, passes, rows, seed, topk, Gpu};
+use crate::dispatch::{Layout, Operation, Request, Strategy};
 use crate::error::{CudaContext as _, Error, Result};
 use crate::key::MapKind;
 use crate::policy::Policy;
@@ -60,7 +60,12 @@ pub(crate) fn modules_for(
             let pair_bytes = if wide { 16 } else { 8 };
             vec![tuned(pair_bytes, rows), &kernels::PAIRS]
         }
-        Strategy::CpuSort | Strategy::CpuNetwork | Strategy::CpuNetworkSerial => vec![],
+        // A top-k larger than the filter keeps runs the argsort's strategy and topk.cu's take.
+        Strategy::TopkFilter => vec![topk::module(key_bytes)],
+        Strategy::CpuSort
+        | Strategy::CpuNetwork
+        | Strategy::CpuNetworkSerial
+        | Strategy::CpuTopk => vec![],
     }
 }
 
@@ -197,6 +202,7 @@ pub(crate) fn sort_ascending_words<W: DeviceRepr>(
         with_values: false,
         backend: crate::Backend::Cuda,
         version: None,
+        operation: Operation::Sort,
     };
     match crate::dispatch::choose(&request, Some(policy))?.1 {
         Strategy::MergeSort => merge::sort_by_merging(gpu, policy, words, 0),

@@ -1,0 +1,226 @@
+//! The top-k benchmark behind `bitonic bench-topk`: the k largest f32 keys of every row,
+//! sorted, with their indices, device-resident, beside `torch.topk(sorted=True)`
+//! (bench/peers/torch_topk.py), and the time to read the input once at the copy ceiling.
+
+use super::measure::{time_on_stream, Provenance};
+use super::{summarize, Fields};
+use crate::gen::{fill, Pattern};
+use anyhow::{ensure, Context as _, Result};
+use bitonic::{Backend, Gpu, Select, Sorter};
+use std::fmt::Write;
+use std::path::Path;
+
+pub const CSV_HEADER: &str =
+    "name,device,driver,commit,date,dtype,rows,row_len,k,median_ms,min_ms,max_ms,repeats";
+
+/// The shapes of the top-k issue's table: logits of a batch (vocabularies of 128,256 and
+/// 151,936), many medium rows, many short ones, and one long array.
+pub const SHAPES: [(usize, usize); 6] = [
+    (64, 128_256),
+    (256, 151_936),
+    (4096, 32_768),
+    (16_384, 1024),
+    (1, 1 << 24),
+    (1, 1 << 28),
+];
+
+/// The issue's values of k.
+pub const KS: [usize; 5] = [1, 8, 50, 256, 1024];
+
+/// The copy ceiling the read-once time is counted against, bytes a second.
+pub const COPY_CEILING: f64 = 3.0e12;
+
+/// One measurement of one implementation on one shape and k.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Measured {
+    pub name: String,
+    pub who: Provenance,
+    pub dtype: String,
+    pub rows: usize,
+    pub row_len: usize,
+    pub k: usize,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub repeats: u32,
+}
+
+impl Measured {
+    pub fn to_csv(&self) -> String {
+        let clean = |s: &str| s.replace(',', ";");
+        format!(
+            "{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{}",
+            clean(&self.name),
+            clean(&self.who.device),
+            clean(&self.who.driver),
+            clean(&self.who.commit),
+            clean(&self.who.date),
+            self.dtype,
+            self.rows,
+            self.row_len,
+            self.k,
+            self.median_ms,
+            self.min_ms,
+            self.max_ms,
+            self.repeats
+        )
+    }
+
+    fn from_csv(line: &str) -> std::result::Result<Measured, String> {
+        let f = Fields::split(line, 13)?;
+        Ok(Measured {
+            name: f.text(0),
+            who: Provenance {
+                device: f.text(1),
+                driver: f.text(2),
+                commit: f.text(3),
+                date: f.text(4),
+            },
+            dtype: f.text(5),
+            rows: f.parse(6)?,
+            row_len: f.parse(7)?,
+            k: f.parse(8)?,
+            median_ms: f.parse(9)?,
+            min_ms: f.parse(10)?,
+            max_ms: f.parse(11)?,
+            repeats: f.parse(12)?,
+        })
+    }
+}
+
+/// Times `topk_rows_device` (largest) on every shape and k not above the row length: fresh
+/// random keys for each repeat, one warm-up, CUDA events around the call alone (its scratch
+/// allocations included). The last repeat's first row is checked against the CPU's top-k.
+pub fn run(
+    shapes: &[(usize, usize)],
+    ks: &[usize],
+    repeats: u32,
+    seed: u64,
+    who: &Provenance,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<Measured>> {
+    let gpu = Gpu::get()?;
+    let stream = gpu.stream();
+    let sorter = Sorter::new().gpu(gpu);
+    let mut out = Vec::new();
+    for &(rows, row_len) in shapes {
+        let n = rows * row_len;
+        let mut host = vec![0f32; n];
+        let mut keys = stream
+            .clone_htod(&host)
+            .with_context(|| format!("allocating {n} keys"))?;
+        for &k in ks.iter().filter(|&&k| k <= row_len) {
+            progress(&format!("top-{k} of {rows}x{row_len}"));
+            // SAFETY: the top-k writes every value and index before they are read.
+            let mut values = unsafe { stream.alloc::<f32>(rows * k) }.context("values")?;
+            let mut indices = unsafe { stream.alloc::<u32>(rows * k) }.context("indices")?;
+            let mut times = Vec::new();
+            for r in 0..=repeats {
+                fill(&mut host, Pattern::Random, seed + r as u64);
+                stream
+                    .memcpy_htod(&host, &mut keys)
+                    .context("uploading keys")?;
+                let t = time_on_stream(gpu, || {
+                    sorter.topk_rows_device(
+                        &keys,
+                        row_len,
+                        k,
+                        Select::Largest,
+                        &mut values,
+                        &mut indices,
+                    )?;
+                    Ok(())
+                })?;
+                if r > 0 {
+                    times.push(t);
+                }
+            }
+            check_first_row(&host[..row_len], k, &stream.clone_dtoh(&values)?[..k])
+                .with_context(|| format!("top-{k} of {rows}x{row_len}"))?;
+            let (median_ms, min_ms, max_ms) = summarize(&mut times);
+            out.push(Measured {
+                name: "bitonic-topk".into(),
+                who: who.clone(),
+                dtype: "f32".into(),
+                rows,
+                row_len,
+                k,
+                median_ms,
+                min_ms,
+                max_ms,
+                repeats,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// The GPU's first row against the CPU backend's top-k of the same keys.
+fn check_first_row(row: &[f32], k: usize, got: &[f32]) -> Result<()> {
+    let (mut want, mut at) = (vec![0f32; k], vec![0u32; k]);
+    Sorter::new()
+        .backend(Backend::Cpu)
+        .topk(row, k, Select::Largest, &mut want, &mut at)?;
+    let same = want
+        .iter()
+        .zip(got)
+        .all(|(a, b)| a.to_bits() == b.to_bits());
+    ensure!(same, "the GPU's top-k of row 0 differs from the CPU's");
+    Ok(())
+}
+
+pub fn write_csv(path: &Path, rows: &[Measured]) -> std::io::Result<()> {
+    super::write_table(path, CSV_HEADER, rows.iter().map(Measured::to_csv))
+}
+
+pub fn read_csv(path: &Path) -> std::result::Result<Vec<Measured>, String> {
+    super::read_table(path, CSV_HEADER, "top-k bench", Measured::from_csv)
+}
+
+/// Milliseconds to read `rows × row_len` keys of `bytes` each once at [`COPY_CEILING`].
+pub fn read_once_ms(rows: usize, row_len: usize, bytes: usize) -> f64 {
+    (rows * row_len * bytes) as f64 / COPY_CEILING * 1e3
+}
+
+/// The Markdown report: for each dtype, shape and k, ours, torch's, the speed-up over torch
+/// and our time over the read-once time.
+pub fn report(rows: &[Measured]) -> String {
+    let mut md = String::new();
+    if let Some(r) = rows.iter().find(|r| r.name.starts_with("bitonic")) {
+        let _ = writeln!(
+            md,
+            "Top-k, the k largest of every row, sorted, with indices; device-resident, median \
+             of {} (CUDA events) — {}, {}, commit {}, {}.\n",
+            r.repeats, r.who.device, r.who.driver, r.who.commit, r.who.date
+        );
+    }
+    md.push_str("| dtype | rows × length | k | bitonic ms | torch.topk ms | speed-up | read once ms | bitonic / read once |\n");
+    md.push_str("|---|---|---:|---:|---:|---:|---:|---:|\n");
+    for ours in rows.iter().filter(|r| r.name.starts_with("bitonic")) {
+        let theirs = rows.iter().find(|r| {
+            r.name == "torch"
+                && (r.dtype.as_str(), r.rows, r.row_len, r.k)
+                    == (ours.dtype.as_str(), ours.rows, ours.row_len, ours.k)
+        });
+        let bytes = if ours.dtype == "f32" { 4 } else { 2 };
+        let floor = read_once_ms(ours.rows, ours.row_len, bytes);
+        let (torch, speedup) = match theirs {
+            Some(t) => (
+                format!("{:.3}", t.median_ms),
+                format!("{:.1}×", t.median_ms / ours.median_ms),
+            ),
+            None => ("–".into(), "–".into()),
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} × {} | {} | {:.3} | {torch} | {speedup} | {floor:.3} | {:.1}× |",
+            ours.dtype,
+            ours.rows,
+            ours.row_len,
+            ours.k,
+            ours.median_ms,
+            ours.median_ms / floor
+        );
+    }
+    md
+}

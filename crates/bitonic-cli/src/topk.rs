@@ -1,0 +1,106 @@
+//! `bitonic topk IN -k K -o OUT`: the k largest (or smallest) keys of an array, or of every row
+//! of a 2-D .npy, sorted, and optionally their indices.
+
+use crate::io::{check_output, write_keys, Format, KeyFile};
+use crate::ui::{self, named};
+use anyhow::Result;
+use bitonic::{with_key_type, Backend, DType, Select, Sorter};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Input: raw little-endian keys or .npy (2-D: every row); - reads standard input.
+    input: PathBuf,
+    /// How many keys to keep from each row (1 to the row's length).
+    #[arg(short, long)]
+    k: usize,
+    /// Output for the kept keys, best first: .npy when the name ends in .npy, raw otherwise;
+    /// - writes raw keys to standard output. Shape (R, K) for R rows.
+    #[arg(short, long)]
+    output: PathBuf,
+    /// Also write each kept key's index in its row (u32), in the same shape and format rules.
+    #[arg(long, value_name = "FILE")]
+    indices: Option<PathBuf>,
+    /// Keep the k smallest keys instead of the largest.
+    #[arg(long)]
+    smallest: bool,
+    /// Key type of raw input (a .npy header names its own; u32 when not given).
+    #[arg(long, value_parser = named(&DType::ALL, DType::name))]
+    dtype: Option<DType>,
+    /// Treat raw or 1-D input as R equal rows (a 2-D .npy gives its own rows).
+    #[arg(long, value_name = "R")]
+    rows: Option<usize>,
+    /// Where to select: auto (the GPU when one works and the input is large), cpu or cuda.
+    #[arg(long, value_parser = named(&Backend::ALL, Backend::name), default_value = "auto")]
+    backend: Backend,
+    /// Overwrite the outputs if they exist.
+    #[arg(long)]
+    force: bool,
+    /// Print nothing but errors.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+pub fn run(args: Args) -> Result<ExitCode> {
+    if args.quiet {
+        ui::quiet();
+    }
+    check_output(&args.output, Some(&args.input), args.force)?;
+    if let Some(indices) = &args.indices {
+        check_output(indices, Some(&args.input), args.force)?;
+        if indices == &args.output {
+            anyhow::bail!("--indices and --output name the same file");
+        }
+    }
+    let file = KeyFile::open(&args.input, args.dtype)?;
+    let shape = crate::sort::output_shape(&file, args.rows)?;
+    let (rows, row_len) = match shape[..] {
+        [rows, row_len] => (rows, row_len),
+        _ => (1, file.len()),
+    };
+    if args.k == 0 || args.k > row_len {
+        anyhow::bail!("-k {} must be from 1 to the row length, {row_len}", args.k);
+    }
+    let select = if args.smallest {
+        Select::Smallest
+    } else {
+        Select::Largest
+    };
+    let sorter = Sorter::new().backend(args.backend);
+    let out_shape = if shape.len() == 2 {
+        vec![rows, args.k]
+    } else {
+        vec![args.k]
+    };
+    let started = Instant::now();
+    let (ran, select_time) = with_key_type!(file.dtype, K => {
+        let keys = file.keys::<K>()?;
+        let what = |w: &str| format!("{} {w} of the top-{}", rows * args.k, args.k);
+        let mut values = ui::alloc_keys::<K>(rows * args.k, &what("keys"))?;
+        let mut indices = ui::alloc_keys::<u32>(rows * args.k, &what("indices"))?;
+        let start = Instant::now();
+        let ran = sorter.topk_rows(&keys, row_len, args.k, select, &mut values, &mut indices)?;
+        let select_time = start.elapsed();
+        write_keys(&args.output, Format::from_path(&args.output), &values, &out_shape)?;
+        if let Some(path) = &args.indices {
+            write_keys(path, Format::from_path(path), &indices, &out_shape)?;
+        }
+        (ran, select_time)
+    });
+    if !args.quiet {
+        eprintln!(
+            "kept the {} {} of {} {} keys{} in {:.2} ms with {}; {:.2} ms with file input and output",
+            args.k,
+            select.name(),
+            row_len,
+            file.dtype,
+            if rows > 1 { format!(" in each of {rows} rows") } else { String::new() },
+            ui::millis(select_time),
+            ui::describe(&ran),
+            ui::millis(started.elapsed()),
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,317 @@
+//! Top-k selection on the GPU (kernels/topk.cu): [`Strategy::TopkFilter`], and past
+//! [`crate::dispatch::TOPK_FILTER_MAX_K`] the first k of each row's stable argsort.
+//!
+//! **The filter.** One block selects the best k of one chunk of a row, keeping them in shared
+//! memory and letting through only the keys that beat the k-th best (kernels/topk.cu says
+//! how). A row too long for one block is cut into chunks, so that the grid has
+//! [`BLOCKS_PER_SM`] blocks a multiprocessor; the chunks' k best (composites: a key's word and
+//! its index) go to a scratch buffer, and the same kernel selects over them again, pass after
+//! pass, until each row is one chunk, whose block writes the keys and indices. [`plan`] gives
+//! the passes, a pure function of the shape.
+//!
+//! **Order.** Larger composites are better: the word of a key is its sortable word for the
+//! largest keys and its complement for the smallest, and the index is complemented, so equal
+//! keys go to the smaller index: the result is the first k of a stable sort.
+
+use super::kernels::{self, KernelModule};
+use super::layout::{KeyIndex, MAP_DESCENDING};
+use super::run::{self, Target};
+use super::{launch, Gpu};
+use crate::dispatch::Strategy;
+use crate::error::{CudaContext as _, Error, Result};
+use crate::{Select, SortKey};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
+
+/// Threads of a top-k block (kernels: `BITONIC_TOPK_THREADS`).
+pub(crate) const THREADS: u32 = 256;
+/// Bytes each thread loads a tile: one 16-byte vector.
+const VECTOR_BYTES: usize = 16;
+/// Blocks a multiprocessor that the chunks of few rows aim for.
+const BLOCKS_PER_SM: usize = 4;
+/// The fewest elements a chunk of a row has (unless the row is shorter): below it, a block's
+/// start-up (padding its buffer, the first sorts) costs more than its loads.
+const MIN_CHUNK: usize = 1 << 13;
+/// A chunk holds at least this many times k elements, so that each reduction pass reads at
+/// most about a sixteenth of the elements of the pass before.
+const CHUNK_PER_K: usize = 16;
+/// Chunks start at multiples of this many elements: 16-byte aligned when the row is.
+const CHUNK_ALIGN: usize = 16;
+
+/// The `-D` defines of kernels/topk.cu.
+pub(crate) fn kernel_defines() -> Vec<super::nvrtc::Define> {
+    vec![("BITONIC_TOPK_THREADS", THREADS.to_string())]
+}
+
+/// The module of the top-k kernels of keys of `key_bytes` bytes.
+pub(crate) fn module(key_bytes: usize) -> &'static KernelModule {
+    match key_bytes {
+        4 => &kernels::TOPK_U32,
+        _ => &kernels::TOPK_U64,
+    }
+}
+
+/// One launch of the filter: rows of `row_len` elements cut into `chunks` chunks of
+/// `chunk_len` (the last may be shorter), a block's buffer of `slots` composites.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Pass {
+    pub(crate) row_len: usize,
+    pub(crate) chunks: usize,
+    pub(crate) chunk_len: usize,
+    pub(crate) slots: usize,
+}
+
+/// Elements a block loads a tile: one 16-byte vector a thread.
+fn tile(element_bytes: usize) -> usize {
+    THREADS as usize * (VECTOR_BYTES / element_bytes).max(1)
+}
+
+/// The passes of the filter over `rows` rows of `row_len` keys of `key_bytes` bytes, keeping
+/// `k` (1 ≤ k ≤ row_len): the first over the keys, each later one over the k best of every
+/// chunk of the pass before, the last with one chunk a row. `multiprocessors` sizes the grid.
+pub(crate) fn plan(
+    rows: usize,
+    row_len: usize,
+    k: usize,
+    key_bytes: usize,
+    multiprocessors: usize,
+) -> Vec<Pass> {
+    let composite_bytes = 2 * key_bytes;
+    let wanted = (BLOCKS_PER_SM * multiprocessors.max(1)).div_ceil(rows.max(1));
+    let min_chunk = MIN_CHUNK.max(CHUNK_PER_K * k);
+    let mut passes = Vec::new();
+    let (mut len, mut element_bytes) = (row_len, key_bytes);
+    loop {
+        let chunks = wanted.min(len.div_ceil(min_chunk)).max(1);
+        let chunk_len = len.div_ceil(chunks).next_multiple_of(CHUNK_ALIGN).min(len);
+        let chunks = len.div_ceil(chunk_len);
+        // Room for two tiles of candidates (or the whole chunk) beside the best k: a tile fits
+        // after every flush, and a flush comes at most every other tile.
+        let slots = (k + chunk_len.min(2 * tile(element_bytes))).next_power_of_two();
+        passes.push(Pass {
+            row_len: len,
+            chunks,
+            chunk_len,
+            slots,
+        });
+        if chunks == 1 {
+            return passes;
+        }
+        (len, element_bytes) = (chunks * k, composite_bytes);
+    }
+}
+
+/// Selects each row's best `k` of `keys` (words of `K`) into `values` and `indices` (`k` a
+/// row), with the strategy [`crate::dispatch::choose`] picked: the filter, or for a large k
+/// the rows' stable argsort.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn select<K: SortKey>(
+    t: Target,
+    strategy: Strategy,
+    keys: &CudaView<K::Bits>,
+    row_len: usize,
+    k: usize,
+    select: Select,
+    values: &mut CudaViewMut<K::Bits>,
+    indices: &mut CudaViewMut<u32>,
+) -> Result<()> {
+    let n = keys.len();
+    if n == 0 {
+        return Ok(());
+    }
+    run::check_len(n)?;
+    let rows = n / row_len;
+    assert!(
+        values.len() == rows * k && indices.len() == rows * k,
+        "k values and indices a row"
+    );
+    let key_bytes = K::DTYPE.size();
+    let mut modules = run::modules_for(t, strategy, n, row_len, key_bytes, 4);
+    modules.push(module(key_bytes));
+    modules.dedup();
+    t.gpu.prepare(t.policy, &modules)?;
+    match strategy {
+        Strategy::TopkFilter => {
+            // The better key has the larger word: the smallest keys select complemented words.
+            let map = K::DTYPE.map_kind() as u32
+                | match select {
+                    Select::Largest => 0,
+                    Select::Smallest => MAP_DESCENDING,
+                };
+            let shape = (rows, row_len, k, map);
+            if key_bytes == 4 {
+                filter::<K::Bits, u64>(t.gpu, keys, shape, values, indices)
+            } else {
+                filter::<K::Bits, KeyIndex>(t.gpu, keys, shape, values, indices)
+            }
+        }
+        Strategy::PairPasses | Strategy::KeyValueMerge => {
+            by_sorting::<K>(t, strategy, keys, (row_len, k, select), values, indices)
+        }
+        other => unreachable!("{other:?} is not a GPU top-k"),
+    }
+}
+
+/// The filter's passes ([`plan`]) over keys of words `B` with composites `C`; `shape` is
+/// (rows, row_len, k, key map).
+fn filter<B: DeviceRepr, C: DeviceRepr>(
+    gpu: &Gpu,
+    keys: &CudaView<B>,
+    (rows, row_len, k, map): (usize, usize, usize, u32),
+    values: &mut CudaViewMut<B>,
+    indices: &mut CudaViewMut<u32>,
+) -> Result<()> {
+    let key_bytes = std::mem::size_of::<B>();
+    let module = module(key_bytes);
+    let width = if key_bytes == 4 { "u32" } else { "u64" };
+    let passes = plan(
+        rows,
+        row_len,
+        k,
+        key_bytes,
+        gpu.info().multiprocessors as usize,
+    );
+    let mut input: Option<CudaSlice<C>> = None;
+    for (i, pass) in passes.iter().enumerate() {
+        let shared = pass.slots * std::mem::size_of::<C>();
+        if shared > gpu.info().shared_per_block_optin {
+            return Err(Error::Unsupported(
+                "top-k selections whose k best do not fit a block's shared memory",
+            ));
+        }
+        let name = match i {
+            0 => format!("topk_keys_{width}"),
+            _ => format!("topk_partials_{width}"),
+        };
+        let f = gpu.function(module, &name)?;
+        gpu.allow_shared(&f, shared as u32)?;
+        let items = rows * pass.chunks;
+        let blocks = items.min(gpu.info().multiprocessors.max(1) as usize * 32);
+        let cfg = launch::config(blocks as u32, THREADS, shared as u32);
+        let args = launch::TopkArgs {
+            row_len: pass.row_len as u64,
+            rows: rows as u32,
+            chunks: pass.chunks as u32,
+            chunk_len: pass.chunk_len as u64,
+            k: k as u32,
+            slots: pass.slots as u32,
+            map,
+        };
+        let mut partials = None;
+        let out = if pass.chunks == 1 {
+            launch::TopkOut::Rows {
+                values: &mut *values,
+                indices: &mut *indices,
+            }
+        } else {
+            let len = items * k;
+            // SAFETY: the pass writes every partial (k a chunk) before the next reads them.
+            let buffer = unsafe { gpu.stream().alloc::<C>(len) }
+                .during(|| format!("allocating {len} top-k partial results"))?;
+            launch::TopkOut::Partials(partials.insert(buffer))
+        };
+        match &input {
+            None => launch::topk_filter(gpu, &f, cfg, keys, args, out),
+            Some(partial_input) => {
+                launch::topk_filter(gpu, &f, cfg, &partial_input.as_view(), args, out)
+            }
+        }
+        .during(|| format!("launching {name}"))?;
+        input = partials;
+    }
+    Ok(())
+}
+
+/// A large k: each row's stable argsort (descending for the largest keys) on a copy of the
+/// keys, then the first k keys and indices of every row.
+fn by_sorting<K: SortKey>(
+    t: Target,
+    strategy: Strategy,
+    keys: &CudaView<K::Bits>,
+    (row_len, k, select): (usize, usize, Select),
+    values: &mut CudaViewMut<K::Bits>,
+    indices: &mut CudaViewMut<u32>,
+) -> Result<()> {
+    let n = keys.len();
+    let stream = t.gpu.stream();
+    let mut sorted = stream
+        .clone_dtod(keys)
+        .during(|| format!("copying {n} keys to select from"))?;
+    let mut all = run::alloc_indices(t.gpu, n)?;
+    {
+        let mut words = sorted.as_view_mut();
+        let mut positions = all.as_view_mut();
+        let order = select.order();
+        run::sort_with_indices::<K>(t, strategy, &mut words, row_len, &mut positions, order)?;
+    }
+    let width = if K::DTYPE.size() == 4 { "u32" } else { "u64" };
+    let module = module(K::DTYPE.size());
+    let take_keys = t.gpu.function(module, &format!("topk_take_{width}"))?;
+    let take_indices = t.gpu.function(module, "topk_take_u32")?;
+    let cfg = t.gpu.elementwise(values.len());
+    let shape = (row_len as u64, k as u64);
+    launch::topk_take(t.gpu, &take_keys, cfg, &sorted.as_view(), shape, values)
+        .during(|| format!("launching topk_take_{width}"))?;
+    launch::topk_take(t.gpu, &take_indices, cfg, &all.as_view(), shape, indices)
+        .during(|| "launching topk_take_u32".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every pass's shape keeps the kernel's contract: the chunks cover the row, aligned, the
+    /// candidate area holds a tile after a flush (or the whole chunk), the buffer fits 64 KiB,
+    /// each pass reads the k best of every chunk of the one before, and the last has one chunk.
+    #[test]
+    fn plans_reduce_to_one_chunk_a_row() {
+        let ks = [1, 2, 7, 50, 64, 256, 1000, 1024, 2048];
+        let lens = [1, 2, 31, 1000, 4097, 100_003, (1 << 20) + 3, 1 << 31];
+        for key_bytes in [4, 8] {
+            for rows in [1, 3, 64, 100_000] {
+                for &row_len in &lens {
+                    for &k in ks.iter().filter(|&&k| k <= row_len) {
+                        if rows * row_len > 1 << 31 {
+                            continue;
+                        }
+                        let passes = plan(rows, row_len, k, key_bytes, 132);
+                        let what = format!("{rows}x{row_len} k {k} {key_bytes}-byte keys");
+                        assert_eq!(passes[0].row_len, row_len, "{what}");
+                        assert_eq!(passes.last().unwrap().chunks, 1, "{what}");
+                        assert!(passes.len() <= 4, "{what}: {passes:?}");
+                        for (i, p) in passes.iter().enumerate() {
+                            let element = if i == 0 { key_bytes } else { 2 * key_bytes };
+                            assert!(p.chunks * p.chunk_len >= p.row_len, "{what}");
+                            assert!((p.chunks - 1) * p.chunk_len < p.row_len, "{what}");
+                            assert!(p.chunks == 1 || p.chunk_len % CHUNK_ALIGN == 0, "{what}");
+                            assert!(p.slots.is_power_of_two(), "{what}");
+                            let capacity = p.slots - k;
+                            assert!(capacity >= p.chunk_len.min(2 * tile(element)), "{what}");
+                            assert!(p.slots * 2 * key_bytes <= 64 * 1024, "{what}: {p:?}");
+                            if let Some(next) = passes.get(i + 1) {
+                                assert_eq!(next.row_len, p.chunks * k, "{what}");
+                                assert!(next.row_len < p.row_len, "{what}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn many_rows_are_one_pass_and_one_long_row_is_spread() {
+        let many = plan(10_000, 1000, 10, 4, 132);
+        assert_eq!(many.len(), 1);
+        assert_eq!((many[0].chunk_len, many[0].slots), (1000, 1024));
+        let long = plan(1, 1 << 24, 64, 4, 132);
+        assert_eq!(long[0].chunks, 4 * 132);
+        // 528 x 64 partials in 5 chunks of at least 2^13, then the 5 x 64 best in one.
+        assert_eq!(
+            long.iter().map(|p| p.chunks).collect::<Vec<_>>(),
+            [528, 5, 1]
+        );
+        // The largest k the filter takes: 32 KiB of u64 composites, 64 KiB of 16-byte ones.
+        let wide = plan(1, 1 << 24, 2048, 8, 132);
+        assert_eq!(wide[0].slots, 4096);
+    }
+}

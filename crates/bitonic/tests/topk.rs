@@ -1,0 +1,421 @@
+//! Top-k selection against the first k of a stable sort (by key in total order, ties by
+//! index), for every key type, the largest and the smallest keys, many k and row shapes, on the
+//! CPU and the GPU (whose tests are ignored without one and fail under BITONIC_REQUIRE_GPU=1),
+//! host slices and device buffers; and the errors of bad shapes, which need no GPU.
+
+mod common;
+
+use bitonic::dispatch::TOPK_FILTER_MAX_K;
+use bitonic::{Backend, Error, Select, SortKey, Sorter, Strategy};
+use common::harness::{self, tests, Needs};
+use common::{gpu, make_keys, Pattern, TestKey, PATTERNS};
+use rayon::prelude::*;
+
+fn main() {
+    harness::run(tests![
+        Needs::Nothing =>
+            bad_k_and_outputs_are_errors, cpu_every_type_against_a_stable_sort,
+            cpu_patterns_with_ties;
+        Needs::Gpu =>
+            gpu_u32, gpu_i32, gpu_u64, gpu_i64, gpu_f32, gpu_f64, gpu_patterns_with_ties,
+            gpu_device_buffers, gpu_auto_backend, topk_for_the_sanitizer;
+    ]);
+}
+
+const SELECTS: [Select; 2] = [Select::Largest, Select::Smallest];
+const KS: [usize; 9] = [1, 2, 7, 50, 64, 256, 1000, 1024, 2048];
+/// (rows, row_len): rows shorter than 2k for the larger k, lengths across the filter's tiles
+/// and chunks, and rows long enough for two and three reduction passes.
+const SHAPES: [(usize, usize); 17] = [
+    (1, 1),
+    (3, 1),
+    (64, 1),
+    (1, 2),
+    (64, 2),
+    (1, 31),
+    (3, 31),
+    (64, 31),
+    (1, 1000),
+    (64, 1000),
+    (1, 4097),
+    (3, 4097),
+    (64, 4097),
+    (1, 100_003),
+    (3, 100_003),
+    (1, (1 << 20) + 3),
+    (3, (1 << 20) + 3),
+];
+
+/// Each row's stable order: positions sorted by key (descending for the largest), ties by
+/// position. Pairs of (ordered word, position) are unique, so an unstable sort is stable.
+fn stable_orders<K: SortKey>(keys: &[K], row_len: usize, select: Select) -> Vec<Vec<u32>> {
+    keys.par_chunks(row_len)
+        .map(|row| {
+            let mut pairs: Vec<(K::Bits, u32)> = row
+                .iter()
+                .enumerate()
+                .map(|(i, key)| (key.to_bits_ordered(), i as u32))
+                .collect();
+            match select {
+                Select::Smallest => pairs.sort_unstable(),
+                Select::Largest => pairs.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1))),
+            }
+            pairs.into_iter().map(|(_, i)| i).collect()
+        })
+        .collect()
+}
+
+/// Checks a result against the first k of each row's stable order, bit for bit.
+fn check_result<K: SortKey>(
+    keys: &[K],
+    row_len: usize,
+    k: usize,
+    orders: &[Vec<u32>],
+    (values, indices): (&[K], &[u32]),
+    what: &str,
+) {
+    assert_eq!(values.len(), orders.len() * k, "{what}: values");
+    assert_eq!(indices.len(), orders.len() * k, "{what}: indices");
+    for (r, order) in orders.iter().enumerate() {
+        let want = &order[..k];
+        let got = &indices[r * k..(r + 1) * k];
+        if got != want {
+            let at = got.iter().zip(want).position(|(a, b)| a != b).unwrap();
+            let row = &keys[r * row_len..(r + 1) * row_len];
+            panic!(
+                "{what}: row {r}, rank {at}: index {} (key {:?}), want {} (key {:?})",
+                got[at],
+                row.get(got[at] as usize),
+                want[at],
+                row[want[at] as usize]
+            );
+        }
+        for (rank, &i) in want.iter().enumerate() {
+            let (got, want) = (values[r * k + rank], keys[r * row_len + i as usize]);
+            assert!(
+                got.to_bits_ordered() == want.to_bits_ordered(),
+                "{what}: row {r}, rank {rank}: value {got:?}, want {want:?}"
+            );
+        }
+    }
+}
+
+/// The k of a shape: every k of [`KS`] up to the row length, and the row length itself.
+fn ks_for(row_len: usize) -> Vec<usize> {
+    let mut ks: Vec<usize> = KS.iter().copied().filter(|&k| k <= row_len).collect();
+    ks.push(row_len);
+    ks.dedup();
+    ks
+}
+
+/// The strategy a top-k of this shape runs on `backend`.
+fn expected_strategy(backend: Backend, rows: usize, k: usize) -> Strategy {
+    match backend {
+        Backend::Cuda if k <= TOPK_FILTER_MAX_K => Strategy::TopkFilter,
+        Backend::Cuda if rows == 1 => Strategy::KeyValueMerge,
+        Backend::Cuda => Strategy::PairPasses,
+        _ => Strategy::CpuTopk,
+    }
+}
+
+/// Every k of every shape, both selections, on `backend`, against the stable sort.
+fn check_shapes<K: TestKey>(backend: Backend, shapes: &[(usize, usize)], pattern: Pattern) {
+    for &(rows, row_len) in shapes {
+        let keys = make_keys::<K>(rows * row_len, pattern, (rows * 7 + row_len) as u64);
+        for select in SELECTS {
+            let orders = stable_orders(&keys, row_len, select);
+            for k in ks_for(row_len) {
+                let what = format!(
+                    "{:?} {backend:?} {pattern:?} {rows}x{row_len} k {k} {select:?}",
+                    K::DTYPE
+                );
+                let mut values = vec![keys[0]; rows * k];
+                let mut indices = vec![u32::MAX; rows * k];
+                let sorter = Sorter::new().backend(backend);
+                let ran = sorter
+                    .topk_rows(&keys, row_len, k, select, &mut values, &mut indices)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_eq!(ran.strategy, expected_strategy(backend, rows, k), "{what}");
+                check_result(&keys, row_len, k, &orders, (&values, &indices), &what);
+            }
+        }
+    }
+}
+
+/// One type on the GPU: every shape on random keys (floats with NaN, ±0 and ±inf mixed in),
+/// and indices of another type.
+fn gpu_type<K: TestKey>(test: &str) {
+    let gpu = gpu(test);
+    eprintln!("{test} on {}", gpu.info().name);
+    check_shapes::<K>(Backend::Cuda, &SHAPES, Pattern::Random);
+    let keys = make_keys::<K>(100_003, Pattern::Random, 3);
+    let orders = stable_orders(&keys, keys.len(), Select::Largest);
+    let (mut values, mut wide) = (vec![keys[0]; 50], vec![0usize; 50]);
+    Sorter::new()
+        .backend(Backend::Cuda)
+        .topk(&keys, 50, Select::Largest, &mut values, &mut wide)
+        .unwrap();
+    let narrow: Vec<u32> = wide.iter().map(|&i| i as u32).collect();
+    check_result(
+        &keys,
+        keys.len(),
+        50,
+        &orders,
+        (&values, &narrow),
+        "usize indices",
+    );
+}
+
+fn gpu_u32() {
+    gpu_type::<u32>("gpu_u32");
+}
+fn gpu_i32() {
+    gpu_type::<i32>("gpu_i32");
+}
+fn gpu_u64() {
+    gpu_type::<u64>("gpu_u64");
+}
+fn gpu_i64() {
+    gpu_type::<i64>("gpu_i64");
+}
+fn gpu_f32() {
+    gpu_type::<f32>("gpu_f32");
+}
+fn gpu_f64() {
+    gpu_type::<f64>("gpu_f64");
+}
+
+/// Shapes for the patterns: one long row (reduction passes), rows shorter than 2k, many rows.
+const PATTERN_SHAPES: [(usize, usize); 4] = [(1, (1 << 20) + 3), (3, 4097), (64, 1000), (5, 31)];
+
+/// Sorted input makes every key a candidate (a flush every other tile); few distinct and
+/// all-equal keys make the ties decide, across chunks and passes.
+fn patterns_on(backend: Backend) {
+    // The long row is the GPU's (the CPU's long rows are its unit tests').
+    let long = if backend == Backend::Cuda { 0 } else { 1 };
+    for pattern in PATTERNS {
+        check_shapes::<u32>(backend, &PATTERN_SHAPES[long..], pattern);
+        check_shapes::<f64>(backend, &PATTERN_SHAPES[long..], pattern);
+        check_shapes::<i64>(backend, &PATTERN_SHAPES[1..], pattern);
+        check_shapes::<f32>(backend, &PATTERN_SHAPES[1..], pattern);
+    }
+}
+
+fn gpu_patterns_with_ties() {
+    gpu("gpu_patterns_with_ties");
+    patterns_on(Backend::Cuda);
+}
+
+fn cpu_patterns_with_ties() {
+    patterns_on(Backend::Cpu);
+}
+
+fn cpu_every_type_against_a_stable_sort() {
+    // The CPU backends by name all select; the long rows are the GPU tests'.
+    let shapes = &SHAPES[..14];
+    check_shapes::<u32>(Backend::Cpu, shapes, Pattern::Random);
+    check_shapes::<i32>(Backend::CpuNetwork, shapes, Pattern::Random);
+    check_shapes::<u64>(Backend::CpuNetworkSerial, shapes, Pattern::Random);
+    check_shapes::<i64>(Backend::Cpu, shapes, Pattern::Random);
+    check_shapes::<f32>(Backend::Cpu, shapes, Pattern::Random);
+    check_shapes::<f64>(Backend::Cpu, shapes, Pattern::Random);
+}
+
+/// Device buffers in and out: the filter and (k past it) the sort; the keys stay as they
+/// were.
+fn gpu_device_buffers() {
+    let gpu = gpu("gpu_device_buffers");
+    let stream = gpu.stream();
+    fn one<K: TestKey>(gpu: &bitonic::Gpu, rows: usize, row_len: usize, k: usize) {
+        let stream = gpu.stream();
+        let keys = make_keys::<K>(rows * row_len, Pattern::FewDistinct, k as u64);
+        let keys_d = stream.clone_htod(&keys).unwrap();
+        for select in SELECTS {
+            let what = format!("device {:?} {rows}x{row_len} k {k} {select:?}", K::DTYPE);
+            let mut values_d = stream.clone_htod(&vec![keys[0]; rows * k]).unwrap();
+            let mut indices_d = stream.alloc_zeros::<u32>(rows * k).unwrap();
+            let ran = Sorter::new()
+                .gpu(gpu)
+                .topk_rows_device(&keys_d, row_len, k, select, &mut values_d, &mut indices_d)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_eq!(ran.strategy, expected_strategy(Backend::Cuda, rows, k));
+            let values = stream.clone_dtoh(&values_d).unwrap();
+            let indices = stream.clone_dtoh(&indices_d).unwrap();
+            let orders = stable_orders(&keys, row_len, select);
+            check_result(&keys, row_len, k, &orders, (&values, &indices), &what);
+            let after = stream.clone_dtoh(&keys_d).unwrap();
+            let bits = |v: &[K]| bytemuck::cast_slice::<K, u8>(v).to_vec();
+            assert_eq!(bits(&after), bits(&keys), "{what}: the keys changed");
+        }
+    }
+    one::<f32>(gpu, 1, (1 << 20) + 3, 100);
+    one::<f32>(gpu, 64, 4097, 2048);
+    one::<u64>(gpu, 3, 100_003, 7);
+    one::<i32>(gpu, 1, 100_003, 5000); // past the filter: the key-value merge sort
+    one::<f64>(gpu, 3, 10_001, 4096); // past the filter: the pair passes
+    one::<i64>(gpu, 7, 33, 33);
+    // Errors on device buffers: bad k and outputs of the wrong length.
+    let keys_d = stream.clone_htod(&[1u32, 2, 3, 4]).unwrap();
+    let mut values_d = stream.alloc_zeros::<u32>(2).unwrap();
+    let mut indices_d = stream.alloc_zeros::<u32>(2).unwrap();
+    let sorter = Sorter::new().gpu(gpu);
+    let bad_k = sorter.topk_rows_device(
+        &keys_d,
+        2,
+        3,
+        Select::Largest,
+        &mut values_d,
+        &mut indices_d,
+    );
+    assert!(
+        matches!(bad_k, Err(Error::BadK { k: 3, row_len: 2 })),
+        "{bad_k:?}"
+    );
+    let short = sorter.topk_rows_device(
+        &keys_d,
+        4,
+        1,
+        Select::Largest,
+        &mut values_d,
+        &mut indices_d,
+    );
+    assert!(
+        matches!(short, Err(Error::TopkOutputLength { .. })),
+        "{short:?}"
+    );
+}
+
+/// Auto selects on the GPU from [`bitonic::dispatch::AUTO_GPU_MIN_LEN`] keys, on the CPU
+/// below.
+fn gpu_auto_backend() {
+    gpu("gpu_auto_backend");
+    let big = make_keys::<f32>(1 << 17, Pattern::Random, 1);
+    let (mut values, mut indices) = (vec![0f32; 10], vec![0u32; 10]);
+    let ran = bitonic::topk(&big, 10, Select::Largest, &mut values, &mut indices).unwrap();
+    assert_eq!(
+        (ran.backend, ran.strategy),
+        (Backend::Cuda, Strategy::TopkFilter)
+    );
+    let orders = stable_orders(&big, big.len(), Select::Largest);
+    check_result(&big, big.len(), 10, &orders, (&values, &indices), "auto");
+    let ran = bitonic::topk(&big[..1000], 10, Select::Largest, &mut values, &mut indices);
+    assert_eq!(ran.unwrap().strategy, Strategy::CpuTopk);
+}
+
+/// Small selections that run every top-k kernel once or twice, for compute-sanitizer
+/// (bench/sanitize.sh): keys and partials of both widths, misaligned rows, several passes,
+/// the largest k of the filter and the take after a sort.
+fn topk_for_the_sanitizer() {
+    gpu("topk_for_the_sanitizer");
+    let shapes_u32 = [(3, 4097), (1, 100_003)];
+    let shapes_f64 = [(5, 31), (1, 70_001)];
+    for select in SELECTS {
+        for (shapes, wide) in [(&shapes_u32[..], false), (&shapes_f64[..], true)] {
+            for &(rows, row_len) in shapes {
+                for k in [1, 50, 2048, 3000] {
+                    if k > row_len {
+                        continue;
+                    }
+                    if wide {
+                        one_selection::<f64>(rows, row_len, k, select);
+                    } else {
+                        one_selection::<u32>(rows, row_len, k, select);
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn one_selection<K: TestKey>(rows: usize, row_len: usize, k: usize, select: Select) {
+    let keys = make_keys::<K>(rows * row_len, Pattern::Random, 17);
+    let (mut values, mut indices) = (vec![keys[0]; rows * k], vec![0u32; rows * k]);
+    let what = format!("{:?} {rows}x{row_len} k {k} {select:?}", K::DTYPE);
+    Sorter::new()
+        .backend(Backend::Cuda)
+        .topk_rows(&keys, row_len, k, select, &mut values, &mut indices)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let orders = stable_orders(&keys, row_len, select);
+    check_result(&keys, row_len, k, &orders, (&values, &indices), &what);
+}
+
+/// k = 0, k past the row, rows of no keys and outputs of the wrong length are errors that
+/// say so, on every backend, before any work (no GPU needed); no rows select nothing.
+fn bad_k_and_outputs_are_errors() {
+    let keys = [3u32, 1, 4, 1, 5, 9];
+    for backend in [Backend::Auto, Backend::Cpu, Backend::Cuda] {
+        let s = Sorter::new().backend(backend);
+        let (mut v, mut i) = (vec![0u32; 6], vec![0u32; 6]);
+        let zero = s.topk(&keys, 0, Select::Largest, &mut v[..0], &mut i[..0]);
+        assert!(
+            matches!(zero, Err(Error::BadK { k: 0, row_len: 6 })),
+            "{zero:?}"
+        );
+        let past = s.topk_rows(&keys, 3, 4, Select::Smallest, &mut v, &mut i);
+        assert!(
+            matches!(past, Err(Error::BadK { k: 4, row_len: 3 })),
+            "{past:?}"
+        );
+        let message = past.unwrap_err().to_string();
+        assert!(
+            message.contains("k must be from 1 to the row length"),
+            "{message}"
+        );
+        let empty = s.topk::<u32, u32>(&[], 1, Select::Largest, &mut [], &mut []);
+        assert!(
+            matches!(empty, Err(Error::BadK { k: 1, row_len: 0 })),
+            "{empty:?}"
+        );
+        let rows = s.topk_rows(&keys, 4, 1, Select::Largest, &mut v[..1], &mut i[..1]);
+        assert!(matches!(rows, Err(Error::BadRows { .. })), "{rows:?}");
+        let short = s.topk_rows(&keys, 3, 2, Select::Largest, &mut v[..3], &mut i[..4]);
+        assert!(
+            matches!(
+                short,
+                Err(Error::TopkOutputLength {
+                    what: "values",
+                    len: 3,
+                    rows: 2,
+                    k: 2
+                })
+            ),
+            "{short:?}"
+        );
+        let long = s.topk_rows(&keys, 3, 2, Select::Largest, &mut v[..4], &mut i[..5]);
+        assert!(
+            matches!(
+                long,
+                Err(Error::TopkOutputLength {
+                    what: "indices",
+                    ..
+                })
+            ),
+            "{long:?}"
+        );
+        assert_eq!(keys, [3, 1, 4, 1, 5, 9], "the keys stay as they are");
+        // No keys in rows of 5: nothing to select, on any backend that runs.
+        let none = s.topk_rows::<u32, u32>(&[], 5, 2, Select::Largest, &mut [], &mut []);
+        if backend != Backend::Cuda || bitonic::Gpu::get().is_ok() {
+            assert!(none.is_ok(), "{backend:?}: {none:?}");
+        }
+    }
+    // Without a GPU, the GPU asked for is an error that says why.
+    if bitonic::Gpu::get().is_err() {
+        let (mut v, mut i) = (vec![0u32; 2], vec![0u32; 2]);
+        let err = Sorter::new()
+            .backend(Backend::Cuda)
+            .topk(&keys, 2, Select::Largest, &mut v, &mut i)
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("CUDA backend is unavailable"),
+            "{err}"
+        );
+    }
+    // A seed version is for sorts.
+    let (mut v, mut i) = (vec![0u32; 2], vec![0u32; 2]);
+    let pinned = Sorter::new()
+        .backend(Backend::Cuda)
+        .version(bitonic::Version::V2)
+        .topk(&keys, 2, Select::Largest, &mut v, &mut i);
+    assert!(pinned.is_err(), "{pinned:?}");
+}
