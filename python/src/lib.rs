@@ -1,11 +1,16 @@
 //! `bitonic._native`: the Rust half of the Python package. It sorts flat, C-contiguous,
-//! native-byte-order numpy arrays holding rows of `row_len` keys; the Python half
-//! (python/bitonic/__init__.py) turns shapes, `dim` and array-likes into that and back. Every
-//! call copies its input (inputs are never written), releases the GIL while it sorts, and
-//! raises `bitonic.BitonicError` (a `RuntimeError`) with the library's message when a sort
-//! fails.
+//! native-byte-order numpy arrays holding rows of `row_len` keys (this file), and CUDA arrays
+//! of torch or cupy through DLPack, in place on the caller's stream (dlpack.rs); the Python
+//! half (python/bitonic/) turns shapes, `dim`, array-likes and tensors into that and back.
+//! Every numpy call copies its input (inputs are never written); every call releases the GIL
+//! while it sorts and raises `bitonic.BitonicError` (a `RuntimeError`) with the library's
+//! message when a sort fails.
+//!
+//! The key types are listed once a table: [`by_key_type`] (DType to Rust type), [`key_dtype`]
+//! (numpy), `dlpack::key_dtype` (DLPack codes) and python/bitonic/_dtypes.py; a new key type
+//! of the library is one line in each.
 
-use bitonic::{Backend, DType, Gpu, Order, SortKey, Sorter};
+use bitonic::{Backend, DType, Gpu, Order, Select, SortKey, Sorter};
 use numpy::{
     dtype, Element, PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray,
     PyUntypedArrayMethods,
@@ -71,19 +76,38 @@ fn key_dtype(x: &Bound<'_, PyUntypedArray>) -> PyResult<DType> {
         })
 }
 
-/// Runs `$f::<K>($args)` for the key type `K` of `$dtype`.
+/// Evaluates `$body` with `$K` the Rust key type of `$dtype`: one line a key type.
 macro_rules! by_key_type {
-    ($dtype:expr, $f:ident($($arg:expr),*)) => {
+    ($dtype:expr, $K:ident => $body:expr) => {
         match $dtype {
-            DType::U32 => $f::<u32>($($arg),*),
-            DType::I32 => $f::<i32>($($arg),*),
-            DType::U64 => $f::<u64>($($arg),*),
-            DType::I64 => $f::<i64>($($arg),*),
-            DType::F32 => $f::<f32>($($arg),*),
-            DType::F64 => $f::<f64>($($arg),*),
+            DType::U32 => {
+                type $K = u32;
+                $body
+            }
+            DType::I32 => {
+                type $K = i32;
+                $body
+            }
+            DType::U64 => {
+                type $K = u64;
+                $body
+            }
+            DType::I64 => {
+                type $K = i64;
+                $body
+            }
+            DType::F32 => {
+                type $K = f32;
+                $body
+            }
+            DType::F64 => {
+                type $K = f64;
+                $body
+            }
         }
     };
 }
+pub(crate) use by_key_type;
 
 /// The keys of a flat array of `K`, which must be 1-D and C-contiguous.
 fn keys_of<'py, K: Element>(
@@ -164,10 +188,7 @@ fn sort_rows<'py>(
     indices: bool,
 ) -> PyResult<Sorted> {
     let sorter = sorter(backend, descending)?;
-    by_key_type!(
-        key_dtype(x)?,
-        sort_typed(x, row_len, sorter, values || !indices, indices)
-    )
+    by_key_type!(key_dtype(x)?, K => sort_typed::<K>(x, row_len, sorter, values || !indices, indices))
 }
 
 fn pairs_sized<K: SortKey, const N: usize>(
@@ -239,10 +260,59 @@ fn sort_pairs<'py>(
         )));
     }
     let sorter = sorter(backend, descending)?;
-    by_key_type!(
-        key_dtype(keys)?,
-        pairs_typed(keys, values, itemsize, sorter)
-    )
+    by_key_type!(key_dtype(keys)?, K => pairs_typed::<K>(keys, values, itemsize, sorter))
+}
+
+fn topk_typed<'py, K: SortKey + Element>(
+    x: &Bound<'py, PyUntypedArray>,
+    row_len: usize,
+    k: usize,
+    select: Select,
+    sorter: Sorter<'static>,
+) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
+    let py = x.py();
+    let keys = keys_of::<K>(x)?;
+    let keys = keys.as_slice()?;
+    let rows = keys.len().checked_div(row_len).unwrap_or(0);
+    let (values, indices) = py
+        .detach(|| -> bitonic::Result<(Vec<K>, Vec<i64>)> {
+            let mut values = vec![K::zeroed(); rows * k];
+            let mut indices = vec![0i64; rows * k];
+            // Indices are below a row's length, so their u64 and i64 words are the same.
+            let out = bytemuck::cast_slice_mut::<i64, u64>(&mut indices);
+            sorter.topk_rows(keys, row_len, k, select, &mut values, out)?;
+            Ok((values, indices))
+        })
+        .map_err(sort_error)?;
+    Ok((
+        PyArray1::from_vec(py, values).into_any().unbind(),
+        PyArray1::from_vec(py, indices).into_any().unbind(),
+    ))
+}
+
+/// The `k` largest (or smallest) keys of each row of `row_len` keys of the flat array `x`,
+/// best first, and their int64 indices in the row: new flat arrays of `rows × k`. Among equal
+/// keys the smaller index wins: exactly the first `k` of a stable sort.
+#[pyfunction]
+#[pyo3(signature = (x, row_len, k, largest=true, backend="auto"))]
+fn topk_rows(
+    x: &Bound<'_, PyUntypedArray>,
+    row_len: usize,
+    k: usize,
+    largest: bool,
+    backend: &str,
+) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
+    let sorter = sorter(backend, false)?;
+    by_key_type!(key_dtype(x)?, K => topk_typed::<K>(x, row_len, k, select(largest), sorter))
+}
+
+/// [`Select::Largest`] or [`Select::Smallest`].
+fn select(largest: bool) -> Select {
+    if largest {
+        Select::Largest
+    } else {
+        Select::Smallest
+    }
 }
 
 /// What the GPU probe found: `cuda` (whether sorts can run on the GPU), `reason` (why not, or
@@ -284,9 +354,11 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("BitonicError", m.py().get_type::<BitonicError>())?;
     m.add_function(wrap_pyfunction!(sort_rows, m)?)?;
     m.add_function(wrap_pyfunction!(sort_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(topk_rows, m)?)?;
     m.add_function(wrap_pyfunction!(info, m)?)?;
-    m.add_function(wrap_pyfunction!(dlpack::sort_rows_cuda, m)?)?;
-    m.add_function(wrap_pyfunction!(dlpack::cuda_stream, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::cuda_sort, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::cuda_sort_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::cuda_topk, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::dlpack_describe, m)?)?;
     Ok(())
 }

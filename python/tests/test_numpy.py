@@ -39,6 +39,15 @@ def expected_argsort(x, descending=False, axis=-1):
     return np.argsort(~rank if descending else rank, axis=axis, kind="stable")
 
 
+def in_threads(work, n):
+    """Runs ``work(j)`` for j in 0..n, each on a thread of its own, and waits for them all."""
+    threads = [threading.Thread(target=work, args=(j,)) for j in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 def specials(dtype):
     """Every special float of ``dtype``: NaNs of both signs, infinities, zeros, subnormals."""
     f = np.finfo(dtype)
@@ -262,10 +271,46 @@ def test_threads():
     def work(j):
         out[j] = bitonic.argsort(xs[j], descending=bool(j % 2))
 
-    threads = [threading.Thread(target=work, args=(j,)) for j in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
+    in_threads(work, 4)
     for j in range(4):
         np.testing.assert_array_equal(out[j], expected_argsort(xs[j], bool(j % 2)))
+
+
+@pytest.mark.parametrize("dtype", KEY_DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("shape", [(1000,), (3, 1000), (64, 257), (2, 100003)])
+@pytest.mark.parametrize("k", [1, 8, 50, 257])
+@pytest.mark.parametrize("largest", [True, False], ids=["largest", "smallest"])
+def test_topk_is_the_first_k_of_a_stable_sort(dtype, shape, k, largest):
+    x = make(dtype, int(np.prod(shape)), "few" if k == 8 else "random").reshape(shape)
+    want = expected_argsort(x, largest, axis=-1)[..., :k]
+    v, i = bitonic.topk(x, k, largest=largest)
+    assert v.shape == shape[:-1] + (k,) and i.dtype == np.int64
+    np.testing.assert_array_equal(i, want)
+    np.testing.assert_array_equal(bits(v), bits(np.take_along_axis(x, want, -1)))
+
+
+def test_topk_dims_edges_and_errors():
+    x = make(np.int64, 4 * 5 * 6, "few").reshape(4, 5, 6)
+    for dim in (0, 1, -1):
+        want = expected_argsort(x, True, axis=dim).take(range(3), axis=dim)
+        v, i = bitonic.topk(x, 3, dim=dim)
+        np.testing.assert_array_equal(i, want)
+        np.testing.assert_array_equal(v, np.take_along_axis(x, want, dim))
+    v, i = bitonic.topk(x, 0)
+    assert v.shape == (4, 5, 0) and i.shape == (4, 5, 0)
+    v, i = bitonic.topk(np.empty((0, 7), np.float32), 2)
+    assert v.shape == (0, 2)
+    with pytest.raises(ValueError, match="out of range"):
+        bitonic.topk(x, 7)
+    with pytest.raises(TypeError, match="k must be an int"):
+        bitonic.topk(x, 2.0)
+
+
+def test_sort_in_place():
+    x = make(np.float32, 3 * 1001, "random").reshape(3, 1001)
+    want = np.take_along_axis(x, expected_argsort(x, True, axis=0), 0)
+    y = x.copy()
+    assert bitonic.sort_(y, dim=0, descending=True) is y
+    np.testing.assert_array_equal(bits(y), bits(want))
+    with pytest.raises(TypeError, match="in place"):
+        bitonic.sort_([3, 1, 2])
