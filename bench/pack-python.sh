@@ -4,7 +4,8 @@
 # (as `pip install ./python` builds it) and .gpu/run-python.sh, which on the GPU host (Python
 # 3.12 with torch, cupy, numpy and pytest; no network) installs the wheel into /tmp/site, runs
 # python/tests with the GPU required (a GPU test fails instead of being skipped) and then
-# `python -m bitonic.bench`. From the repository root, here and there:
+# `python -m bitonic.bench` (at most 6 + 3 minutes: one device call of 10). From the repository
+# root, here and there:
 #   bash bench/pack-python.sh
 #   OUT=DIR bash .gpu/run-python.sh      # DIR/python-gpu-tests.log, DIR/python-bench.csv
 set -euo pipefail
@@ -44,10 +45,10 @@ python3 -c 'import bitonic, json; print(json.dumps(bitonic.info()))' 2>&1 | tee 
 {
   echo "# $(date -u +%FT%TZ) $(git rev-parse --short HEAD 2>/dev/null) $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
   python3 -c 'import sys, torch, cupy, numpy; print("# python", sys.version.split()[0], "torch", torch.__version__, "cupy", cupy.__version__, "numpy", numpy.__version__)'
-  timeout 420 python3 -m pytest -q -rs -p no:cacheprovider python/tests
+  timeout 360 python3 -m pytest -q -rs -p no:cacheprovider python/tests
 } 2>&1 | tee "$OUT/python-gpu-tests.log"
 status=${PIPESTATUS[0]}
-timeout 300 python3 -m bitonic.bench --csv "$OUT/python-bench.csv" 2>&1 | tee "$OUT/python-bench.txt"
+timeout 180 python3 -m bitonic.bench --csv "$OUT/python-bench.csv" 2>&1 | tee "$OUT/python-bench.txt"
 exit "$status"
 RUN
 echo "packed: .gpu/wheel/$(ls .gpu/wheel) and .gpu/run-python.sh ($(du -sh .gpu | cut -f1) in .gpu)"
