@@ -1,0 +1,257 @@
+"""Sorting with bitonic networks on NVIDIA GPUs, with a CPU fallback, shaped like torch.
+
+Functions take numpy arrays (or anything ``numpy.asarray`` takes) and return new numpy arrays,
+or torch tensors and cupy arrays and return tensors of the same library: CUDA ones sorted on
+the GPU zero copy through DLPack, queued on the caller's current stream with nothing waiting
+on the host (as a torch kernel would be); CPU tensors through numpy. Inputs are never
+modified, but by ``sort_``. Keys are uint32, int32, uint64, int64, float32 or float64. Floats
+sort in IEEE 754 total order: -NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN (numpy puts
+every NaN last and keeps -0.0 and +0.0 as they come). Indices are int64, as torch's. Whatever
+has indices is stable: equal keys keep their index order, ascending and descending.
+
+``backend`` is "auto" (the GPU when one works and the input is large, else the CPU), "cuda"
+(the GPU or a BitonicError), "cpu", "cpu-network" or "cpu-network-serial". The GIL is released
+while a sort runs.
+"""
+
+from collections import namedtuple
+
+import numpy as np
+
+
+def _preload_nvrtc():
+    """Loads the NVRTC of the ``nvidia-cuda-nvrtc-cu12`` wheel, when installed, so that the
+    library finds it by its name (``libnvrtc.so.12``) without LD_LIBRARY_PATH. Best effort:
+    NVRTC from the system comes first when the loader finds it there."""
+    import ctypes
+    import glob
+    import os
+
+    try:
+        import nvidia
+    except ImportError:
+        return
+    for root in getattr(nvidia, "__path__", []):
+        for pattern in ("libnvrtc-builtins.so.12*", "libnvrtc.so.12"):
+            for lib in sorted(glob.glob(os.path.join(root, "*", "lib", pattern))):
+                try:
+                    ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+                except OSError:
+                    pass
+
+
+_preload_nvrtc()
+
+from . import _native, _tensors  # noqa: E402
+from ._native import BitonicError  # noqa: E402
+
+__all__ = [
+    "BitonicError",
+    "SortResult",
+    "TopkResult",
+    "argsort",
+    "info",
+    "sort",
+    "sort_",
+    "sort_pairs",
+    "sort_values",
+    "topk",
+]
+
+#: The result of :func:`sort`: ``values`` and ``indices``, as ``torch.sort``'s.
+SortResult = namedtuple("SortResult", ["values", "indices"])
+
+#: The result of :func:`topk`: ``values`` and ``indices``, as ``torch.topk``'s.
+TopkResult = namedtuple("TopkResult", ["values", "indices"])
+
+# The numpy key types, one line each (python/src/lib.rs has the Rust side's tables).
+_KEY_DTYPES = tuple(
+    np.dtype(t)
+    for t in (
+        np.uint32,
+        np.int32,
+        np.uint64,
+        np.int64,
+        np.float32,
+        np.float64,
+    )
+)
+
+
+def _tensor(x):
+    """(the library's adapter, whether ``x`` is on the GPU) for torch and cupy arrays, or
+    (None, False) for anything numpy takes."""
+    name = _tensors.library(x)
+    if name is None:
+        return None, False
+    lib = _tensors.lib(name)
+    return lib, lib.is_cuda(x)
+
+
+def _via_numpy(lib, f, x, *args):
+    """``f`` of a CPU tensor's numpy view, its arrays returned as tensors of its library."""
+    out = f(lib.to_numpy(x), *args)
+    return tuple(None if a is None else lib.from_numpy(a, x) for a in out)
+
+
+def _as_rows(x, dim, name="x"):
+    """(C-contiguous native-order keys with ``dim`` moved last, that shape, dim in range)."""
+    x = np.asarray(x)
+    if x.ndim == 0:
+        raise ValueError(f"{name} is 0-dimensional: bitonic sorts arrays of 1 or more dimensions")
+    if not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"dim must be an int, not {type(dim).__name__}")
+    if not -x.ndim <= dim < x.ndim:
+        raise ValueError(f"dim {dim} is out of range for an array of {x.ndim} dimensions")
+    dim = int(dim) % x.ndim
+    dtype = x.dtype
+    if dtype.byteorder not in "=|" and dtype.newbyteorder("=") in _KEY_DTYPES:
+        dtype = dtype.newbyteorder("=")
+    if dtype not in _KEY_DTYPES:
+        raise TypeError(
+            f"{name} has dtype {x.dtype}: bitonic sorts keys of dtype uint32, int32, uint64, "
+            "int64, float32 or float64"
+        )
+    moved = np.moveaxis(x, dim, -1)
+    # A copy only when the rows are not already contiguous (dim not last, a strided view) or
+    # not in native byte order; the original is never written.
+    keys = np.ascontiguousarray(moved, dtype=dtype)
+    return keys, moved.shape, dim
+
+
+def _back(flat, shape, dim):
+    """``flat`` in ``shape`` (dim last), with the last dimension moved back to ``dim``."""
+    out = flat.reshape(shape)
+    if dim != len(shape) - 1:
+        out = np.ascontiguousarray(np.moveaxis(out, -1, dim))
+    return out
+
+
+def _sort(x, dim, descending, backend, values, indices):
+    keys, shape, dim = _as_rows(x, dim)
+    v, i = _native.sort_rows(
+        keys.reshape(-1), shape[-1], bool(descending), str(backend), values, indices
+    )
+    return (
+        None if v is None else _back(v, shape, dim),
+        None if i is None else _back(i, shape, dim),
+    )
+
+
+def _any_sort(x, dim, descending, backend, values, indices):
+    lib, cuda = _tensor(x)
+    if cuda:
+        return _tensors.sort(lib, x, dim, bool(descending), values, indices)
+    if lib is not None:
+        return _via_numpy(lib, _sort, x, dim, descending, backend, values, indices)
+    return _sort(x, dim, descending, backend, values, indices)
+
+
+def sort(x, dim=-1, descending=False, *, stable=True, backend="auto"):
+    """Sorts ``x`` along ``dim``, like ``torch.sort``: returns ``SortResult(values, indices)``,
+    ``values[..., j] == x[..., indices[..., j]]`` along ``dim``. Always stable; ``stable`` is
+    accepted for torch's signature. Any number of dimensions (1 or more): each 1-D slice along
+    ``dim`` is sorted on its own (``dim`` other than the last costs a copy each way). CUDA
+    tensors always sort on the GPU (``backend`` is for numpy arrays and CPU tensors)."""
+    del stable  # every sort with indices is stable
+    v, i = _any_sort(x, dim, descending, backend, True, True)
+    return SortResult(v, i)
+
+
+def argsort(x, dim=-1, descending=False, *, stable=True, backend="auto"):
+    """The int64 indices that sort ``x`` along ``dim``, like ``torch.argsort``. Always stable."""
+    del stable
+    return _any_sort(x, dim, descending, backend, False, True)[1]
+
+
+def sort_values(x, dim=-1, descending=False, *, backend="auto"):
+    """The sorted values of ``x`` along ``dim`` alone (like ``numpy.sort``): the library's
+    key-only sort, the fastest path, with no indices."""
+    return _any_sort(x, dim, descending, backend, True, False)[0]
+
+
+def sort_(x, dim=-1, descending=False, *, backend="auto"):
+    """Sorts ``x`` along ``dim`` in place (values only) and returns it, like ``Tensor.sort_``
+    would be: zero copy for CUDA tensors whose rows along ``dim`` are contiguous, else a sort
+    and a copy back. ``x`` is a writable numpy array or a torch or cupy array."""
+    lib, cuda = _tensor(x)
+    if cuda:
+        return _tensors.sort_(lib, x, dim, bool(descending))
+    if lib is not None:
+        lib.copy_into(x, sort_values(x, dim, descending, backend=backend))
+        return x
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"sort_ sorts numpy arrays and tensors in place, not {type(x).__name__}")
+    x[...] = sort_values(x, dim, descending, backend=backend)
+    return x
+
+
+def _topk(x, k, dim, largest, backend):
+    keys, shape, dim = _as_rows(x, dim)
+    if not isinstance(k, (int, np.integer)) or isinstance(k, bool):
+        raise TypeError(f"k must be an int, not {type(k).__name__}")
+    row = shape[-1]
+    if not 0 <= k <= row:
+        raise ValueError(f"k {k} is out of range for rows of {row} keys")
+    out = shape[:-1] + (int(k),)
+    if k == 0 or keys.size == 0:
+        return (
+            _back(np.empty(out, keys.dtype), out, dim),
+            _back(np.empty(out, np.int64), out, dim),
+        )
+    v, i = _native.topk_rows(keys.reshape(-1), row, int(k), bool(largest), str(backend))
+    return _back(v, out, dim), _back(i, out, dim)
+
+
+def topk(x, k, dim=-1, largest=True, sorted=True, *, backend="auto"):
+    """The ``k`` largest (or smallest) elements of ``x`` along ``dim``, like ``torch.topk``:
+    ``TopkResult(values, indices)``, best first. Among equal keys the smaller index wins:
+    exactly the first ``k`` of a stable sort (floats in total order, NaN the largest).
+    ``sorted`` is accepted for torch's signature: the results are always sorted."""
+    del sorted
+    lib, cuda = _tensor(x)
+    if cuda:
+        return TopkResult(*_tensors.topk(lib, x, k, dim, bool(largest)))
+    if lib is not None:
+        return TopkResult(*_via_numpy(lib, _topk, x, k, dim, largest, backend))
+    return TopkResult(*_topk(x, k, dim, largest, backend))
+
+
+def sort_pairs(keys, values, descending=False, *, backend="auto"):
+    """Sorts ``keys`` and moves ``values`` (as long, any dtype but object) with them,
+    stably: returns new arrays ``(sorted_keys, sorted_values)``, the key-value sort of CUB's
+    SortPairs. numpy arrays and CPU tensors are 1-D; CUDA tensors may have rows (both of one
+    shape, sorted along the last dimension)."""
+    lib, cuda = _tensor(keys)
+    if cuda:
+        return _tensors.sort_pairs(lib, keys, values, bool(descending))
+    if lib is not None:
+        k, v = sort_pairs(lib.to_numpy(keys), lib.to_numpy(values), descending, backend=backend)
+        return lib.from_numpy(k, keys), lib.from_numpy(v, keys)
+    k, shape, _ = _as_rows(keys, -1, "keys")
+    values = np.asarray(values)
+    if len(shape) != 1 or values.ndim != 1:
+        raise ValueError(
+            f"sort_pairs takes 1-D keys and values, not {len(shape)}-D keys and {values.ndim}-D "
+            "values (for rows: argsort, then numpy.take_along_axis)"
+        )
+    if values.shape[0] != shape[0]:
+        raise ValueError(f"{shape[0]} keys but {values.shape[0]} values: one value a key")
+    if values.dtype.hasobject:
+        raise TypeError("values of dtype object cannot be moved by bitonic (they hold references)")
+    v = np.ascontiguousarray(values)
+    size = v.dtype.itemsize
+    if size in (1, 2, 4, 8, 16):
+        k, vb = _native.sort_pairs(
+            k, v.view(np.uint8).reshape(-1), size, bool(descending), str(backend)
+        )
+        return k, vb.view(v.dtype)
+    # Other value sizes (structured, strings): the stable permutation, then numpy's gather.
+    i = argsort(k, descending=descending, backend=backend)
+    return k[i], v[i]
+
+
+def info():
+    """What the GPU probe found: ``{"version", "cuda", "reason", "device", "nvrtc_version"}``;
+    ``reason`` says why sorts run on the CPU when ``cuda`` is False."""
+    return _native.info()

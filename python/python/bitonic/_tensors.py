@@ -1,0 +1,260 @@
+"""torch tensors and cupy arrays: CUDA ones through DLPack, zero copy, on the caller's current
+stream; CPU tensors through numpy, returned as tensors of their own library.
+
+Outputs are allocated by the caller's library (``torch.empty`` or ``cupy.empty`` on the
+input's device, on its current stream) and filled by bitonic's kernels: the Rust side
+(python/src/dlpack.rs) reads the capsules of ``__dlpack__(stream=s)``, where ``s`` is the
+caller's current stream (so the producer has nothing to order), forks its own stream from
+``s`` with an event, sorts, and makes ``s`` wait for the sort with another. Nothing waits on
+the host: later work on ``s`` sees the results, as after a torch kernel.
+"""
+
+import sys
+
+from . import _native
+
+#: Rows at most this long get int32 indices from the GPU, widened to int64 by the caller's
+#: library (one elementwise kernel); longer rows sort int64 positions along as values.
+_U32_ROW = 2**31
+
+
+def library(x):
+    """``"torch"``, ``"cupy"`` or None: which array library ``x`` belongs to."""
+    mod = type(x).__module__.split(".", 1)[0]
+    if mod == "torch" and "torch" in sys.modules and isinstance(x, sys.modules["torch"].Tensor):
+        return "torch"
+    if mod == "cupy" and "cupy" in sys.modules and isinstance(x, sys.modules["cupy"].ndarray):
+        return "cupy"
+    return None
+
+
+class _Torch:
+    def __init__(self):
+        import torch
+
+        self.t = torch
+        self.int32, self.int64 = torch.int32, torch.int64
+
+    def is_cuda(self, x):
+        return x.is_cuda
+
+    def stream(self, x):
+        s = self.t.cuda.current_stream(x.device).cuda_stream
+        return s if s else 1  # DLPack's legacy default stream is 1, not 0
+
+    def ndim(self, x):
+        return x.dim()
+
+    def numel(self, x):
+        return x.numel()
+
+    def contiguous(self, x):
+        return x.is_contiguous()
+
+    def itemsize(self, x):
+        return x.element_size()
+
+    def rows(self, x, dim, copy):
+        """``x`` with ``dim`` moved last, C-contiguous; a new tensor when ``copy``. Detached:
+        DLPack exports no tensor that requires grad (bitonic's outputs carry no gradient)."""
+        m = x.detach().movedim(dim, -1)
+        if copy:
+            return m.clone(memory_format=self.t.contiguous_format)
+        return m.contiguous()
+
+    def back(self, y, dim):
+        return y.movedim(-1, dim)
+
+    def empty(self, shape, dtype, like):
+        return self.t.empty(shape, dtype=dtype, device=like.device)
+
+    def arange_rows(self, shape, like):
+        n = shape[-1]
+        return self.t.arange(n, device=like.device).expand(shape).contiguous()
+
+    def wide(self, i):
+        return i.to(self.t.int64)
+
+    def gather(self, v, i):
+        return self.t.gather(v, -1, i)
+
+    def to_numpy(self, x):
+        return x.detach().resolve_conj().resolve_neg().numpy()
+
+    def from_numpy(self, a, like):
+        return self.t.from_numpy(a)
+
+    def copy_into(self, dst, src):
+        dst.copy_(src)
+
+    def dtype_name(self, x):
+        return str(x.dtype).replace("torch.", "")
+
+
+class _Cupy:
+    def __init__(self):
+        import cupy
+
+        self.c = cupy
+        self.int32, self.int64 = cupy.int32, cupy.int64
+
+    def is_cuda(self, x):
+        return True
+
+    def stream(self, x):
+        s = self.c.cuda.get_current_stream().ptr
+        return s if s else 1
+
+    def ndim(self, x):
+        return x.ndim
+
+    def numel(self, x):
+        return x.size
+
+    def contiguous(self, x):
+        return x.flags.c_contiguous
+
+    def itemsize(self, x):
+        return x.itemsize
+
+    def rows(self, x, dim, copy):
+        m = self.c.moveaxis(x, dim, -1)
+        if copy:
+            return m.copy(order="C")
+        return self.c.ascontiguousarray(m)
+
+    def back(self, y, dim):
+        return self.c.moveaxis(y, -1, dim)
+
+    def empty(self, shape, dtype, like):
+        with like.device:
+            return self.c.empty(shape, dtype=dtype)
+
+    def arange_rows(self, shape, like):
+        with like.device:
+            return self.c.ascontiguousarray(
+                self.c.broadcast_to(self.c.arange(shape[-1], dtype=self.c.int64), shape)
+            )
+
+    def wide(self, i):
+        return i.astype(self.c.int64)
+
+    def gather(self, v, i):
+        return self.c.take_along_axis(v, i, axis=-1)
+
+    def to_numpy(self, x):  # never: cupy arrays are always on the GPU
+        return self.c.asnumpy(x)
+
+    def from_numpy(self, a, like):
+        return self.c.asarray(a)
+
+    def copy_into(self, dst, src):
+        dst[...] = src
+
+    def dtype_name(self, x):
+        return str(x.dtype)
+
+
+_LIBS = {}
+
+
+def lib(name):
+    if name not in _LIBS:
+        _LIBS[name] = _Torch() if name == "torch" else _Cupy()
+    return _LIBS[name]
+
+
+def _dim(L, x, dim):
+    nd = L.ndim(x)
+    if nd == 0:
+        raise ValueError("x is 0-dimensional: bitonic sorts arrays of 1 or more dimensions")
+    if not isinstance(dim, int) or isinstance(dim, bool):
+        raise TypeError(f"dim must be an int, not {type(dim).__name__}")
+    if not -nd <= dim < nd:
+        raise ValueError(f"dim {dim} is out of range for an array of {nd} dimensions")
+    return dim % nd
+
+
+def _capsule(x, stream):
+    return x.__dlpack__(stream=stream)
+
+
+def sort(L, x, dim, descending, values, indices):
+    """(values or None, int64 indices or None) of a CUDA ``x`` sorted along ``dim``."""
+    dim = _dim(L, x, dim)
+    keys = L.rows(x, dim, copy=True)
+    shape = tuple(keys.shape)
+    s = L.stream(x)
+    if L.numel(keys) == 0:
+        idx = L.empty(shape, L.int64, keys) if indices else None
+        return (L.back(keys, dim) if values else None), (None if idx is None else L.back(idx, dim))
+    row = shape[-1]
+    if not indices:
+        _native.cuda_sort(_capsule(keys, s), None, row, descending, s)
+        return L.back(keys, dim), None
+    if row <= _U32_ROW:
+        idx = L.empty(shape, L.int32, keys)
+        _native.cuda_sort(_capsule(keys, s), _capsule(idx, s), row, descending, s)
+        idx = L.wide(idx)
+    else:
+        idx = L.arange_rows(shape, keys)
+        _native.cuda_sort_pairs(_capsule(keys, s), _capsule(idx, s), row, descending, s)
+    return (L.back(keys, dim) if values else None), L.back(idx, dim)
+
+
+def sort_(L, x, dim, descending):
+    """Sorts ``x`` along ``dim`` in place: zero copy when the rows are contiguous."""
+    dim = _dim(L, x, dim)
+    if L.contiguous(x) and dim == L.ndim(x) - 1:
+        if L.numel(x):
+            s = L.stream(x)
+            target = x.detach() if L is lib("torch") else x
+            _native.cuda_sort(_capsule(target, s), None, x.shape[-1], descending, s)
+        return x
+    v, _ = sort(L, x, dim, descending, True, False)
+    L.copy_into(x, v)
+    return x
+
+
+def topk(L, x, k, dim, largest):
+    dim = _dim(L, x, dim)
+    keys = L.rows(x, dim, copy=False)
+    shape = tuple(keys.shape)
+    row = shape[-1]
+    if not isinstance(k, int) or isinstance(k, bool):
+        raise TypeError(f"k must be an int, not {type(k).__name__}")
+    if not 0 <= k <= row:
+        raise ValueError(f"k {k} is out of range for rows of {row} keys")
+    out = shape[:-1] + (k,)
+    values = L.empty(out, keys.dtype, keys)
+    if L.numel(values) == 0:
+        return L.back(values, dim), L.back(L.empty(out, L.int64, keys), dim)
+    if row > _U32_ROW:
+        raise ValueError(f"top-k of rows of {row} keys: bitonic selects in rows of 2^31 at most")
+    idx = L.empty(out, L.int32, keys)
+    s = L.stream(x)
+    _native.cuda_topk(
+        _capsule(keys, s), _capsule(values, s), _capsule(idx, s), row, k, largest, s
+    )
+    return L.back(values, dim), L.back(L.wide(idx), dim)
+
+
+def sort_pairs(L, keys, values, descending):
+    """Keys and values of one shape, sorted along the last dimension; the values move with
+    their keys. 4- and 8-byte values move in the sort; others by a gather of the permutation."""
+    if tuple(keys.shape) != tuple(values.shape):
+        raise ValueError(
+            f"keys of shape {tuple(keys.shape)} but values of shape {tuple(values.shape)}: "
+            "one value a key"
+        )
+    _dim(L, keys, -1)
+    if L.itemsize(values) not in (4, 8):
+        sorted_keys, i = sort(L, keys, -1, descending, True, True)
+        return sorted_keys, L.gather(values, i)
+    k = L.rows(keys, -1, copy=True)
+    if L.numel(k) == 0:
+        return k, L.rows(values, -1, copy=True)
+    v = L.rows(values, -1, copy=True)
+    s = L.stream(keys)
+    _native.cuda_sort_pairs(_capsule(k, s), _capsule(v, s), k.shape[-1], descending, s)
+    return k, v

@@ -1,0 +1,443 @@
+//! Arrays already on a CUDA GPU (torch, cupy), taken through DLPack: the caller's library
+//! allocates and copies (python/bitonic/_tensors.py), and this sorts its buffers in place or
+//! selects into them, zero copy. The capsules are read, not consumed: their producer keeps
+//! ownership, and the caller keeps the arrays alive across the call.
+//!
+//! Streams: the library queues its work on its `Gpu`'s own stream. Each call here forks from
+//! the caller's stream and joins it again, with events and no synchronisation of any kind: our
+//! stream waits for an event recorded on the caller's stream (everything queued there before
+//! the call, such as the copy that made the keys), the sort is queued, and the caller's stream
+//! waits for an event recorded on ours. Work queued on the caller's stream after the call sees
+//! the results; the host never waits.
+
+use bitonic::{DType, Gpu, GpuUnavailable, Sorter};
+use cudarc::driver::{result, sys, CudaEvent, CudaSlice, CudaStream};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyCapsule;
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::mem::ManuallyDrop;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// DLPack's device type of CUDA device memory (kDLCUDA).
+const DL_CUDA: i32 = 2;
+
+#[repr(C)]
+struct DLDevice {
+    device_type: i32,
+    device_id: i32,
+}
+
+#[repr(C)]
+struct DLDataType {
+    code: u8,
+    bits: u8,
+    lanes: u16,
+}
+
+/// The first field of DLPack's `DLManagedTensor`, which a "dltensor" capsule points at.
+#[repr(C)]
+struct DLTensor {
+    data: *mut c_void,
+    device: DLDevice,
+    ndim: i32,
+    dtype: DLDataType,
+    shape: *const i64,
+    strides: *const i64,
+    byte_offset: u64,
+}
+
+/// What a capsule describes: a compact row-major array of `len` elements.
+pub struct Tensor {
+    /// The first element's address.
+    pub address: u64,
+    /// Elements.
+    pub len: usize,
+    /// DLPack's (device type, device id).
+    pub device: (i32, i32),
+    /// DLPack's type code (0 int, 1 uint, 2 float, ...) and bits.
+    pub code: u8,
+    pub bits: u8,
+}
+
+impl Tensor {
+    /// The dtype's name the numpy way (`float32`, `bfloat16`).
+    pub fn dtype_name(&self) -> String {
+        let kind = match self.code {
+            0 => "int",
+            1 => "uint",
+            2 => "float",
+            4 => "bfloat",
+            5 => "complex",
+            6 => "bool",
+            _ => "code-",
+        };
+        format!("{kind}{}", self.bits)
+    }
+
+    /// The key type of the elements: DLPack's (code, bits) of each, one line a key type.
+    pub fn key_dtype(&self) -> PyResult<DType> {
+        Ok(match (self.code, self.bits) {
+            (1, 32) => DType::U32,
+            (0, 32) => DType::I32,
+            (1, 64) => DType::U64,
+            (0, 64) => DType::I64,
+            (2, 32) => DType::F32,
+            (2, 64) => DType::F64,
+            _ => {
+                return Err(PyTypeError::new_err(format!(
+                    "bitonic sorts keys of dtype uint32, int32, uint64, int64, float32 or \
+                     float64, not {}",
+                    self.dtype_name()
+                )))
+            }
+        })
+    }
+
+    /// The checked buffer, or a `ValueError` unless it is in CUDA device memory.
+    fn on_cuda(&self, what: &str) -> PyResult<Buffer> {
+        if self.device.0 != DL_CUDA {
+            return Err(PyValueError::new_err(format!(
+                "{what} are not in CUDA device memory (DLPack device type {})",
+                self.device.0
+            )));
+        }
+        Ok(Buffer {
+            address: self.address,
+            len: self.len,
+            ordinal: self.device.1 as usize,
+            bytes: self.bits as usize / 8,
+        })
+    }
+}
+
+/// Reads an unconsumed "dltensor" capsule (from `__dlpack__()`); a `ValueError` unless it is
+/// compact row-major with one lane an element.
+pub fn read(capsule: &Bound<'_, PyAny>) -> PyResult<Tensor> {
+    let capsule = capsule
+        .cast::<PyCapsule>()
+        .map_err(|_| PyTypeError::new_err("expected a DLPack capsule (from __dlpack__())"))?;
+    let pointer = capsule.pointer_checked(Some(c"dltensor"))?;
+    // SAFETY: a "dltensor" capsule points at a DLManagedTensor, which starts with a DLTensor,
+    // alive while the capsule is (the caller holds it).
+    let t = unsafe { &*(pointer.as_ptr() as *const DLTensor) };
+    if t.dtype.lanes != 1 || t.ndim < 0 {
+        return Err(PyValueError::new_err(
+            "DLPack tensor with vector lanes or negative ndim",
+        ));
+    }
+    let ndim = t.ndim as usize;
+    let (shape, strides) = unsafe {
+        let shape = if ndim == 0 {
+            &[][..]
+        } else {
+            std::slice::from_raw_parts(t.shape, ndim)
+        };
+        let strides =
+            (!t.strides.is_null() && ndim > 0).then(|| std::slice::from_raw_parts(t.strides, ndim));
+        (shape, strides)
+    };
+    let len = shape.iter().try_fold(1usize, |n, &d| {
+        usize::try_from(d).ok().and_then(|d| n.checked_mul(d))
+    });
+    let len = len.ok_or_else(|| PyValueError::new_err("DLPack tensor with a bad shape"))?;
+    if let (Some(strides), true) = (strides, len > 0) {
+        // Row-major and compact: each dimension of more than one element steps over the
+        // elements of the dimensions after it.
+        let mut step = 1i64;
+        for (&d, &s) in shape.iter().zip(strides).rev() {
+            if d > 1 && s != step {
+                return Err(PyValueError::new_err(
+                    "DLPack tensor is not C-contiguous (bitonic copies it first: this is a bug)",
+                ));
+            }
+            step *= d;
+        }
+    }
+    Ok(Tensor {
+        address: (t.data as u64).wrapping_add(t.byte_offset),
+        len,
+        device: (t.device.device_type, t.device.device_id),
+        code: t.dtype.code,
+        bits: t.dtype.bits,
+    })
+}
+
+/// (device type, device id, dtype name, elements, address) of a capsule: for tests.
+#[pyfunction]
+pub fn dlpack_describe(capsule: &Bound<'_, PyAny>) -> PyResult<(i32, i32, String, usize, u64)> {
+    let t = read(capsule)?;
+    Ok((t.device.0, t.device.1, t.dtype_name(), t.len, t.address))
+}
+
+/// A checked buffer of a capsule, as plain numbers that can cross `detach`.
+#[derive(Clone, Copy)]
+struct Buffer {
+    address: u64,
+    len: usize,
+    ordinal: usize,
+    /// Bytes an element.
+    bytes: usize,
+}
+
+impl Buffer {
+    /// The buffer as a `CudaSlice` of `T` on `stream`, never freed.
+    ///
+    /// SAFETY: the buffer is device memory of the stream's device holding `len` elements of
+    /// `T`'s size, alive while the value is (the caller holds the capsule's array).
+    unsafe fn slice<T>(self, stream: &Arc<CudaStream>) -> Foreign<T> {
+        debug_assert_eq!(self.bytes, std::mem::size_of::<T>());
+        Foreign(ManuallyDrop::new(
+            stream.upgrade_device_ptr(self.address, self.len),
+        ))
+    }
+}
+
+/// Someone else's device memory as a `CudaSlice` that is never freed: dropped, it is leaked.
+struct Foreign<T>(ManuallyDrop<CudaSlice<T>>);
+
+impl<T> Drop for Foreign<T> {
+    fn drop(&mut self) {
+        // SAFETY: taken once, here.
+        unsafe { ManuallyDrop::take(&mut self.0) }.leak();
+    }
+}
+
+/// A device's `Gpu` (a stream of its own) and the event that forks and joins the caller's
+/// stream (recorded and waited on under its lock, so one event serves every call).
+struct Device {
+    gpu: Gpu,
+    event: Mutex<CudaEvent>,
+}
+
+/// The process's `Device` of each ordinal, opened on first use.
+fn device(ordinal: usize) -> Result<&'static Device, GpuUnavailable> {
+    static DEVICES: OnceLock<Mutex<HashMap<usize, &'static Device>>> = OnceLock::new();
+    let mut devices = DEVICES.get_or_init(Default::default).lock().unwrap();
+    if let Some(d) = devices.get(&ordinal) {
+        return Ok(d);
+    }
+    let gpu = Gpu::new(ordinal)?;
+    let event = gpu
+        .context()
+        .new_event(None)
+        .map_err(|e| GpuUnavailable::InitFailed(e.to_string()))?;
+    let d: &'static Device = Box::leak(Box::new(Device {
+        gpu,
+        event: Mutex::new(event),
+    }));
+    devices.insert(ordinal, d);
+    Ok(d)
+}
+
+fn cuda_error(context: &'static str) -> impl Fn(cudarc::driver::DriverError) -> bitonic::Error {
+    move |cause| bitonic::Error::Cuda {
+        context: context.to_string(),
+        cause,
+    }
+}
+
+impl Device {
+    /// Makes `waiter` wait for the work queued on `recorded` so far (raw streams: the caller's
+    /// is not cudarc's). No host synchronisation.
+    fn order(&self, recorded: sys::CUstream, waiter: sys::CUstream) -> bitonic::Result<()> {
+        let event = self.event.lock().unwrap_or_else(|e| e.into_inner());
+        self.gpu
+            .context()
+            .bind_to_thread()
+            .map_err(cuda_error("binding the CUDA context"))?;
+        // SAFETY: both streams are live on this device's context (the caller's library gave
+        // its stream, which it keeps alive); the event is ours. A later record of the event
+        // does not change a wait already queued, so one event serves every call.
+        unsafe {
+            result::event::record(event.cu_event(), recorded)
+                .map_err(cuda_error("recording an event"))?;
+            result::stream::wait_event(
+                waiter,
+                event.cu_event(),
+                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+            )
+            .map_err(cuda_error("making a stream wait for an event"))
+        }
+    }
+
+    /// Runs `work` (which queues on our stream) between a fork from the caller's stream and a
+    /// join back to it; the join is queued even when `work` fails half way.
+    fn on_caller_stream(
+        &self,
+        caller: usize,
+        work: impl FnOnce(&Arc<CudaStream>) -> bitonic::Result<()>,
+    ) -> bitonic::Result<()> {
+        let caller = caller as sys::CUstream;
+        let ours = self.gpu.stream();
+        self.order(caller, ours.cu_stream())?;
+        let done = work(ours);
+        let joined = self.order(ours.cu_stream(), caller);
+        done.and(joined)
+    }
+}
+
+/// The device ordinal of `keys`, checking that every other buffer is on the same device.
+fn target(keys: Buffer, others: &[Buffer]) -> PyResult<usize> {
+    if let Some(b) = others.iter().find(|b| b.ordinal != keys.ordinal) {
+        return Err(PyValueError::new_err(format!(
+            "arrays on CUDA devices {} and {}: bitonic sorts arrays of one device",
+            keys.ordinal, b.ordinal
+        )));
+    }
+    Ok(keys.ordinal)
+}
+
+/// Runs `f` with the GIL released, on `ordinal`'s device between a fork from and a join to
+/// `caller_stream`, with a sorter on the device's `Gpu`.
+fn run_on(
+    py: Python<'_>,
+    ordinal: usize,
+    caller_stream: usize,
+    descending: bool,
+    f: impl FnOnce(&Sorter<'static>, &Arc<CudaStream>) -> bitonic::Result<()> + Send,
+) -> PyResult<()> {
+    let sorter = crate::sorter("cuda", descending)?;
+    py.detach(|| {
+        let d = device(ordinal).map_err(crate::unavailable)?;
+        let sorter = sorter.gpu(&d.gpu);
+        d.on_caller_stream(caller_stream, |stream| f(&sorter, stream))
+            .map_err(crate::sort_error)
+    })
+}
+
+/// The key type and buffer of the capsule `keys`, which must be in CUDA device memory.
+fn keys_on_cuda(keys: &Bound<'_, PyAny>) -> PyResult<(DType, Buffer)> {
+    let k = read(keys)?;
+    Ok((k.key_dtype()?, k.on_cuda("keys")?))
+}
+
+/// Sorts in place each row of `row_len` keys of the CUDA array of the capsule `keys`; with
+/// `indices` (a capsule of as many 4-byte elements), stably, writing for each sorted key its
+/// index in its row before the sort (as u32). Queued on `caller_stream` (a CUstream as an
+/// integer, 1 and 2 DLPack's legacy and per-thread default streams): later work on that
+/// stream sees the results, and the call returns without waiting.
+#[pyfunction]
+#[pyo3(signature = (keys, indices, row_len, descending, caller_stream))]
+pub fn cuda_sort(
+    py: Python<'_>,
+    keys: &Bound<'_, PyAny>,
+    indices: Option<&Bound<'_, PyAny>>,
+    row_len: usize,
+    descending: bool,
+    caller_stream: usize,
+) -> PyResult<()> {
+    let (dtype, kb) = keys_on_cuda(keys)?;
+    let ib = match indices {
+        None => None,
+        Some(i) => {
+            let i = read(i)?.on_cuda("indices")?;
+            if i.len != kb.len || i.bytes != 4 {
+                return Err(PyValueError::new_err(format!(
+                    "indices must be {} elements of 4 bytes",
+                    kb.len
+                )));
+            }
+            Some(i)
+        }
+    };
+    let ordinal = target(kb, ib.as_slice())?;
+    run_on(py, ordinal, caller_stream, descending, |sorter, stream| {
+        crate::by_key_type!(dtype, K => {
+            // SAFETY: described by live capsules of this device, held by the caller.
+            let mut keys = unsafe { kb.slice::<K>(stream) };
+            match ib {
+                None => sorter.sort_rows_device(&mut keys.0, row_len),
+                Some(ib) => {
+                    let mut idx = unsafe { ib.slice::<u32>(stream) };
+                    sorter.sort_rows_with_indices_device(&mut keys.0, row_len, &mut idx.0)
+                }
+            }
+            .map(drop)
+        })
+    })
+}
+
+/// Sorts in place each row of `row_len` keys of the CUDA array `keys` and moves the 4- or
+/// 8-byte elements of `values` (as many) with them, stably; streams as [`cuda_sort`].
+#[pyfunction]
+#[pyo3(signature = (keys, values, row_len, descending, caller_stream))]
+pub fn cuda_sort_pairs(
+    py: Python<'_>,
+    keys: &Bound<'_, PyAny>,
+    values: &Bound<'_, PyAny>,
+    row_len: usize,
+    descending: bool,
+    caller_stream: usize,
+) -> PyResult<()> {
+    let (dtype, kb) = keys_on_cuda(keys)?;
+    let vb = read(values)?.on_cuda("values")?;
+    if vb.len != kb.len || !(vb.bytes == 4 || vb.bytes == 8) {
+        return Err(PyValueError::new_err(format!(
+            "values must be {} elements of 4 or 8 bytes on the GPU",
+            kb.len
+        )));
+    }
+    let ordinal = target(kb, &[vb])?;
+    run_on(py, ordinal, caller_stream, descending, |sorter, stream| {
+        crate::by_key_type!(dtype, K => {
+            // SAFETY: described by live capsules of this device, held by the caller.
+            let mut keys = unsafe { kb.slice::<K>(stream) };
+            if vb.bytes == 4 {
+                let mut v = unsafe { vb.slice::<u32>(stream) };
+                sorter.sort_rows_pairs_device(&mut keys.0, &mut v.0, row_len)
+            } else {
+                let mut v = unsafe { vb.slice::<u64>(stream) };
+                sorter.sort_rows_pairs_device(&mut keys.0, &mut v.0, row_len)
+            }
+            .map(drop)
+        })
+    })
+}
+
+/// Writes the `k` largest (or smallest) keys of each row of `row_len` keys of the CUDA array
+/// `keys` (left as it is) to `values`, best first, and their u32 indices in the row to
+/// `indices` (`rows × k` each; ties: the smaller index first); streams as [`cuda_sort`].
+#[pyfunction]
+#[pyo3(signature = (keys, values, indices, row_len, k, largest, caller_stream))]
+#[allow(clippy::too_many_arguments)]
+pub fn cuda_topk(
+    py: Python<'_>,
+    keys: &Bound<'_, PyAny>,
+    values: &Bound<'_, PyAny>,
+    indices: &Bound<'_, PyAny>,
+    row_len: usize,
+    k: usize,
+    largest: bool,
+    caller_stream: usize,
+) -> PyResult<()> {
+    let (dtype, kb) = keys_on_cuda(keys)?;
+    let values = read(values)?;
+    if values.key_dtype()? != dtype {
+        return Err(PyTypeError::new_err(
+            "top-k values must have the keys' dtype",
+        ));
+    }
+    let vb = values.on_cuda("values")?;
+    let ib = read(indices)?.on_cuda("indices")?;
+    if ib.bytes != 4 || ib.len != vb.len {
+        return Err(PyValueError::new_err(format!(
+            "top-k indices must be {} elements of 4 bytes",
+            vb.len
+        )));
+    }
+    let ordinal = target(kb, &[vb, ib])?;
+    let select = crate::select(largest);
+    run_on(py, ordinal, caller_stream, false, |sorter, stream| {
+        crate::by_key_type!(dtype, K => {
+            // SAFETY: described by live capsules of this device, held by the caller.
+            let keys = unsafe { kb.slice::<K>(stream) };
+            let mut v = unsafe { vb.slice::<K>(stream) };
+            let mut i = unsafe { ib.slice::<u32>(stream) };
+            sorter
+                .topk_rows_device(&keys.0, row_len, k, select, &mut v.0, &mut i.0)
+                .map(drop)
+        })
+    })
+}

@@ -1,0 +1,364 @@
+//! `bitonic._native`: the Rust half of the Python package. It sorts flat, C-contiguous,
+//! native-byte-order numpy arrays holding rows of `row_len` keys (this file), and CUDA arrays
+//! of torch or cupy through DLPack, in place on the caller's stream (dlpack.rs); the Python
+//! half (python/bitonic/) turns shapes, `dim`, array-likes and tensors into that and back.
+//! Every numpy call copies its input (inputs are never written); every call releases the GIL
+//! while it sorts and raises `bitonic.BitonicError` (a `RuntimeError`) with the library's
+//! message when a sort fails.
+//!
+//! The key types are listed once a table: [`by_key_type`] (DType to Rust type), [`key_dtype`]
+//! (numpy), `dlpack::key_dtype` (DLPack codes) and python/bitonic/_dtypes.py; a new key type
+//! of the library is one line in each.
+
+use bitonic::{Backend, DType, Gpu, Order, Select, SortKey, Sorter};
+use numpy::{
+    dtype, Element, PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray,
+    PyUntypedArrayMethods,
+};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use rayon::prelude::*;
+
+mod dlpack;
+
+create_exception!(
+    _native,
+    BitonicError,
+    PyRuntimeError,
+    "A sort failed in the library (no GPU when `backend=\"cuda\"`, a CUDA error, ...); the message says why."
+);
+
+fn sort_error(e: bitonic::Error) -> PyErr {
+    BitonicError::new_err(e.to_string())
+}
+
+fn unavailable(why: bitonic::GpuUnavailable) -> PyErr {
+    sort_error(bitonic::Error::GpuUnavailable(why))
+}
+
+/// The sorter of a call: `backend` by the library's names (`auto`, `cpu`, `cpu-network`,
+/// `cpu-network-serial`, `cuda`); an unknown name is a `ValueError`.
+fn sorter(backend: &str, descending: bool) -> PyResult<Sorter<'static>> {
+    let backend: Backend = backend
+        .parse()
+        .map_err(|e: bitonic::Error| PyValueError::new_err(e.to_string()))?;
+    let order = if descending {
+        Order::Descending
+    } else {
+        Order::Ascending
+    };
+    Ok(Sorter::new().backend(backend).order(order))
+}
+
+/// The key type of `x`, or a `TypeError` naming the ones there are.
+fn key_dtype(x: &Bound<'_, PyUntypedArray>) -> PyResult<DType> {
+    let py = x.py();
+    let d = x.dtype();
+    let known = [
+        (DType::U32, dtype::<u32>(py)),
+        (DType::I32, dtype::<i32>(py)),
+        (DType::U64, dtype::<u64>(py)),
+        (DType::I64, dtype::<i64>(py)),
+        (DType::F32, dtype::<f32>(py)),
+        (DType::F64, dtype::<f64>(py)),
+    ];
+    known
+        .into_iter()
+        .find(|(_, k)| d.is_equiv_to(k))
+        .map(|(t, _)| t)
+        .ok_or_else(|| {
+            PyTypeError::new_err(format!(
+                "bitonic sorts keys of dtype uint32, int32, uint64, int64, float32 or float64 \
+                 (native byte order), not {d}"
+            ))
+        })
+}
+
+/// Evaluates `$body` with `$K` the Rust key type of `$dtype`: one line a key type.
+macro_rules! by_key_type {
+    ($dtype:expr, $K:ident => $body:expr) => {
+        match $dtype {
+            DType::U32 => {
+                type $K = u32;
+                $body
+            }
+            DType::I32 => {
+                type $K = i32;
+                $body
+            }
+            DType::U64 => {
+                type $K = u64;
+                $body
+            }
+            DType::I64 => {
+                type $K = i64;
+                $body
+            }
+            DType::F32 => {
+                type $K = f32;
+                $body
+            }
+            DType::F64 => {
+                type $K = f64;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use by_key_type;
+
+/// The keys of a flat array of `K`, which must be 1-D and C-contiguous.
+fn keys_of<'py, K: Element>(
+    x: &Bound<'py, PyUntypedArray>,
+) -> PyResult<numpy::PyReadonlyArray1<'py, K>> {
+    if x.ndim() != 1 || !x.is_c_contiguous() {
+        return Err(PyValueError::new_err(
+            "bitonic._native takes flat C-contiguous arrays (bitonic.sort reshapes for it)",
+        ));
+    }
+    let typed = x
+        .cast::<PyArray1<K>>()
+        .map_err(|e| PyTypeError::new_err(e.to_string()))?;
+    Ok(typed.readonly())
+}
+
+/// (sorted keys or None, int64 indices or None) as numpy arrays.
+type Sorted = (Option<Py<PyAny>>, Option<Py<PyAny>>);
+
+/// (sorted keys or None, int64 indices or None) before they become numpy arrays.
+type SortedVecs<K> = (Option<Vec<K>>, Option<Vec<i64>>);
+
+fn sort_typed<'py, K: SortKey + Element>(
+    x: &Bound<'py, PyUntypedArray>,
+    row_len: usize,
+    sorter: Sorter<'static>,
+    want_values: bool,
+    want_indices: bool,
+) -> PyResult<Sorted> {
+    let py = x.py();
+    let keys = keys_of::<K>(x)?;
+    let keys = keys.as_slice()?;
+    let n = keys.len();
+    let (values, indices) = py
+        .detach(|| -> bitonic::Result<SortedVecs<K>> {
+            if !want_indices {
+                let mut v = keys.to_vec();
+                if row_len == n {
+                    sorter.sort(&mut v)?;
+                } else {
+                    sorter.sort_rows(&mut v, row_len)?;
+                }
+                return Ok((Some(v), None));
+            }
+            // Indices are below a row's length, so their u64 and i64 words are the same.
+            let mut idx = vec![0i64; n];
+            sorter.argsort_rows(
+                keys,
+                row_len,
+                bytemuck::cast_slice_mut::<i64, u64>(&mut idx),
+            )?;
+            let values = want_values.then(|| {
+                idx.par_iter()
+                    .enumerate()
+                    .map(|(j, &i)| keys[j - j % row_len + i as usize])
+                    .collect()
+            });
+            Ok((values, Some(idx)))
+        })
+        .map_err(sort_error)?;
+    Ok((
+        values.map(|v| PyArray1::from_vec(py, v).into_any().unbind()),
+        indices.map(|v| PyArray1::from_vec(py, v).into_any().unbind()),
+    ))
+}
+
+/// Sorts each row of `row_len` keys of the flat array `x` into new arrays: (values, indices),
+/// each None unless asked for. Indices are int64, counted from each row's start; with indices
+/// the sort is stable (equal keys keep their index order, in both orders).
+#[pyfunction]
+#[pyo3(signature = (x, row_len, descending=false, backend="auto", values=true, indices=true))]
+fn sort_rows<'py>(
+    x: &Bound<'py, PyUntypedArray>,
+    row_len: usize,
+    descending: bool,
+    backend: &str,
+    values: bool,
+    indices: bool,
+) -> PyResult<Sorted> {
+    let sorter = sorter(backend, descending)?;
+    by_key_type!(key_dtype(x)?, K => sort_typed::<K>(x, row_len, sorter, values || !indices, indices))
+}
+
+fn pairs_sized<K: SortKey, const N: usize>(
+    sorter: Sorter<'static>,
+    keys: &mut [K],
+    bytes: &[u8],
+) -> bitonic::Result<Vec<u8>> {
+    let mut values: Vec<[u8; N]> = bytes
+        .chunks_exact(N)
+        .map(|c| c.try_into().expect("chunks of N bytes"))
+        .collect();
+    sorter.sort_pairs(keys, &mut values)?;
+    Ok(values.as_flattened().to_vec())
+}
+
+fn pairs_typed<'py, K: SortKey + Element>(
+    keys: &Bound<'py, PyUntypedArray>,
+    values: &Bound<'py, PyUntypedArray>,
+    itemsize: usize,
+    sorter: Sorter<'static>,
+) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
+    let py = keys.py();
+    let k = keys_of::<K>(keys)?;
+    let k = k.as_slice()?;
+    let v = keys_of::<u8>(values)?;
+    let v = v.as_slice()?;
+    if v.len() != k.len() * itemsize {
+        return Err(PyValueError::new_err(format!(
+            "{} keys but {} bytes of values of {itemsize} bytes",
+            k.len(),
+            v.len()
+        )));
+    }
+    let (k, v) = py
+        .detach(|| -> bitonic::Result<(Vec<K>, Vec<u8>)> {
+            let mut k = k.to_vec();
+            let v = match itemsize {
+                1 => pairs_sized::<K, 1>(sorter, &mut k, v),
+                2 => pairs_sized::<K, 2>(sorter, &mut k, v),
+                4 => pairs_sized::<K, 4>(sorter, &mut k, v),
+                8 => pairs_sized::<K, 8>(sorter, &mut k, v),
+                16 => pairs_sized::<K, 16>(sorter, &mut k, v),
+                _ => unreachable!("itemsize checked by the caller"),
+            }?;
+            Ok((k, v))
+        })
+        .map_err(sort_error)?;
+    Ok((
+        PyArray1::from_vec(py, k).into_any().unbind(),
+        PyArray1::from_vec(py, v).into_any().unbind(),
+    ))
+}
+
+/// Sorts the flat keys `keys` and moves the values with them, stably: `values` is a flat uint8
+/// array holding one value of `itemsize` bytes (1, 2, 4, 8 or 16) a key. Returns new arrays
+/// (keys, value bytes).
+#[pyfunction]
+#[pyo3(signature = (keys, values, itemsize, descending=false, backend="auto"))]
+fn sort_pairs<'py>(
+    keys: &Bound<'py, PyUntypedArray>,
+    values: &Bound<'py, PyUntypedArray>,
+    itemsize: usize,
+    descending: bool,
+    backend: &str,
+) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
+    if ![1, 2, 4, 8, 16].contains(&itemsize) {
+        return Err(PyValueError::new_err(format!(
+            "values of {itemsize} bytes: bitonic._native moves values of 1, 2, 4, 8 or 16 bytes"
+        )));
+    }
+    let sorter = sorter(backend, descending)?;
+    by_key_type!(key_dtype(keys)?, K => pairs_typed::<K>(keys, values, itemsize, sorter))
+}
+
+fn topk_typed<'py, K: SortKey + Element>(
+    x: &Bound<'py, PyUntypedArray>,
+    row_len: usize,
+    k: usize,
+    select: Select,
+    sorter: Sorter<'static>,
+) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
+    let py = x.py();
+    let keys = keys_of::<K>(x)?;
+    let keys = keys.as_slice()?;
+    let rows = keys.len().checked_div(row_len).unwrap_or(0);
+    let (values, indices) = py
+        .detach(|| -> bitonic::Result<(Vec<K>, Vec<i64>)> {
+            let mut values = vec![K::zeroed(); rows * k];
+            let mut indices = vec![0i64; rows * k];
+            // Indices are below a row's length, so their u64 and i64 words are the same.
+            let out = bytemuck::cast_slice_mut::<i64, u64>(&mut indices);
+            sorter.topk_rows(keys, row_len, k, select, &mut values, out)?;
+            Ok((values, indices))
+        })
+        .map_err(sort_error)?;
+    Ok((
+        PyArray1::from_vec(py, values).into_any().unbind(),
+        PyArray1::from_vec(py, indices).into_any().unbind(),
+    ))
+}
+
+/// The `k` largest (or smallest) keys of each row of `row_len` keys of the flat array `x`,
+/// best first, and their int64 indices in the row: new flat arrays of `rows × k`. Among equal
+/// keys the smaller index wins: exactly the first `k` of a stable sort.
+#[pyfunction]
+#[pyo3(signature = (x, row_len, k, largest=true, backend="auto"))]
+fn topk_rows(
+    x: &Bound<'_, PyUntypedArray>,
+    row_len: usize,
+    k: usize,
+    largest: bool,
+    backend: &str,
+) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
+    let sorter = sorter(backend, false)?;
+    by_key_type!(key_dtype(x)?, K => topk_typed::<K>(x, row_len, k, select(largest), sorter))
+}
+
+/// [`Select::Largest`] or [`Select::Smallest`].
+fn select(largest: bool) -> Select {
+    if largest {
+        Select::Largest
+    } else {
+        Select::Smallest
+    }
+}
+
+/// What the GPU probe found: `cuda` (whether sorts can run on the GPU), `reason` (why not, or
+/// None), `device` (a dict about GPU 0, or None) and `nvrtc_version` ((major, minor) or None).
+#[pyfunction]
+fn info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let (gpu, nvrtc) = py.detach(|| {
+        let gpu = Gpu::get().map(|g| g.info().clone());
+        (gpu, bitonic::cuda::nvrtc_version().ok())
+    });
+    let out = PyDict::new(py);
+    out.set_item("version", env!("CARGO_PKG_VERSION"))?;
+    out.set_item("cuda", gpu.is_ok())?;
+    out.set_item("nvrtc_version", nvrtc)?;
+    match gpu {
+        Ok(d) => {
+            let dev = PyDict::new(py);
+            dev.set_item("ordinal", d.ordinal)?;
+            dev.set_item("name", &d.name)?;
+            dev.set_item("arch", d.arch())?;
+            dev.set_item("compute_capability", d.compute_capability)?;
+            dev.set_item("multiprocessors", d.multiprocessors)?;
+            dev.set_item("total_memory", d.total_memory)?;
+            dev.set_item("driver_version", d.driver_version)?;
+            out.set_item("reason", py.None())?;
+            out.set_item("device", dev)?;
+        }
+        Err(why) => {
+            out.set_item("reason", why.to_string())?;
+            out.set_item("device", py.None())?;
+        }
+    }
+    Ok(out)
+}
+
+#[pymodule]
+#[pyo3(name = "_native")]
+fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("BitonicError", m.py().get_type::<BitonicError>())?;
+    m.add_function(wrap_pyfunction!(sort_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(sort_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(topk_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(info, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::cuda_sort, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::cuda_sort_pairs, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::cuda_topk, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::dlpack_describe, m)?)?;
+    Ok(())
+}
