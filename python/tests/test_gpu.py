@@ -217,7 +217,7 @@ def test_cupy_every_key_type_against_the_oracle(cupy, dtype, shape, descending):
         bits(cupy.asnumpy(v)), bits(np.take_along_axis(host, want, -1))
     )
     for k in (1, 50, 1000):
-        tv, ti = bitonic.topk(x, k, largest=not descending)
+        tv, ti = bitonic.topk(x, k, largest=descending)
         np.testing.assert_array_equal(cupy.asnumpy(ti), want[..., :k])
         np.testing.assert_array_equal(
             bits(cupy.asnumpy(tv)), bits(np.take_along_axis(host, want[..., :k], -1))

@@ -362,14 +362,32 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
         if (t == 0) in_play = 0, taken = 0, candidates = 0;
         C e[R];
         u32 alive = 0;
+        const u32 VEC = Vector<In>::N;
+        const bool whole = end - begin == u64(R) * THREADS && R % VEC == 0 &&
+                           reinterpret_cast<u64>(row_input + begin) % 16 == 0;
+        if (whole) {
+            // A whole, aligned chunk: 16-byte loads, register r of thread t holding element
+            // ((r / VEC) x THREADS + t) x VEC + r % VEC, and no bounds to check.
 #pragma unroll
-        for (u32 r = 0; r < R; r++) {
-            const u64 at = begin + u64(r) * THREADS + t;
-            e[r] = padding<C>();
-            if (at < end) e[r] = Candidate<C, In>::of(row_input[at], u32(at), map);
-            // Padding (from a short chunk of the pass before) never wins: it is not in play.
-            if (better(e[r], padding<C>())) alive |= 1u << r;
+            for (u32 q = 0; q < R / VEC; q++) {
+                In v[VEC];
+                const u32 at = u32(begin) + (q * THREADS + t) * VEC;
+                Vector<In>::load(row_input + at, v);
+#pragma unroll
+                for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Candidate<C, In>::of(v[i], at + i, map);
+            }
+        } else {
+#pragma unroll
+            for (u32 r = 0; r < R; r++) {
+                const u64 at = begin + u64(r) * THREADS + t;
+                e[r] = padding<C>();
+                if (at < end) e[r] = Candidate<C, In>::of(row_input[at], u32(at), map);
+            }
         }
+        // Padding (from a short chunk of the pass before) never wins: it is not in play.
+#pragma unroll
+        for (u32 r = 0; r < R; r++)
+            if (better(e[r], padding<C>())) alive |= 1u << r;
         __syncthreads();
         const u32 warp_in_play = __reduce_add_sync(FULL_WARP_MASK, __popc(alive));
         if (t % WARP_SIZE == 0) atomicAdd(&in_play, warp_in_play);
