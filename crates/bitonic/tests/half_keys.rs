@@ -7,7 +7,7 @@
 mod common;
 
 use bitonic::half::{bf16, f16};
-use bitonic::{Backend, Order, Select, Sorter, Version};
+use bitonic::{Backend, Order, Select, SortIndex, Sorter, Version};
 use common::harness::{self, tests, Needs};
 use common::PATTERNS;
 use common::{assert_same_bits, gpu, lengths_around_powers, make_keys, Pattern, TestKey};
@@ -120,20 +120,8 @@ fn check_argsorts_pairs_and_topk<K: Half>(keys: &[K], backends: &[Backend], ks: 
             sorter.argsort(keys, &mut wide).unwrap();
             assert_eq!(&wide, want, "argsort into usize {what}");
 
-            let (mut sorted, mut ids) = (keys.to_vec(), (0..n as u32).collect::<Vec<_>>());
-            sorter.sort_pairs(&mut sorted, &mut ids).unwrap();
-            assert_same_bits(&sorted, &gather(keys, want), &format!("pair keys {what}"));
-            assert!(
-                ids.iter().map(|&i| i as usize).eq(want.iter().copied()),
-                "u32 values {what}"
-            );
-            let (mut sorted, mut ids) = (keys.to_vec(), (0..n as u64).collect::<Vec<_>>());
-            sorter.sort_pairs(&mut sorted, &mut ids).unwrap();
-            assert_same_bits(&sorted, &gather(keys, want), &format!("pair keys {what}"));
-            assert!(
-                ids.iter().map(|&i| i as usize).eq(want.iter().copied()),
-                "u64 values {what}"
-            );
+            check_pairs::<K, u32>(&sorter, keys, want, &what);
+            check_pairs::<K, u64>(&sorter, keys, want, &what);
         }
         for &k in ks.iter().filter(|&&k| k >= 1 && k <= n) {
             for select in [Select::Largest, Select::Smallest] {
@@ -152,6 +140,26 @@ fn check_argsorts_pairs_and_topk<K: Half>(keys: &[K], backends: &[Backend], ks: 
             }
         }
     }
+}
+
+/// A key-value sort of `keys` whose values `V` are their positions, against the stable
+/// permutation `want`.
+fn check_pairs<K: Half, V: SortIndex + Into<u64>>(
+    sorter: &Sorter,
+    keys: &[K],
+    want: &[usize],
+    what: &str,
+) {
+    let mut sorted = keys.to_vec();
+    let mut values: Vec<V> = (0..keys.len()).map(V::from_usize).collect();
+    sorter.sort_pairs(&mut sorted, &mut values).unwrap();
+    assert_same_bits(&sorted, &gather(keys, want), &format!("pair keys {what}"));
+    let values = values.into_iter().map(|v| v.into() as usize);
+    let bytes = std::mem::size_of::<V>();
+    assert!(
+        values.eq(want.iter().copied()),
+        "{bytes}-byte values {what}"
+    );
 }
 
 /// Row sorts, row argsorts and row top-k of `rows` rows of `row_len`, row by row against the
