@@ -11,7 +11,8 @@ use rayon::prelude::*;
 /// The shape of generated data.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub enum Pattern {
-    /// Independent uniform keys (integers over their whole range, floats in [-1, 1)).
+    /// Independent uniform keys (integers over their whole range, floats in [-1, 1]: 16-bit
+    /// floats are rounded `f32`s, so 1.0 may come up).
     #[default]
     Random,
     /// Random keys, sorted ascending.
@@ -69,6 +70,18 @@ impl RandomKey for f32 {
 impl RandomKey for f64 {
     fn random(rng: &mut Xoshiro256PlusPlus) -> Self {
         rng.random::<f64>() * 2.0 - 1.0
+    }
+}
+
+impl RandomKey for bitonic::half::f16 {
+    fn random(rng: &mut Xoshiro256PlusPlus) -> Self {
+        Self::from_f32(f32::random(rng))
+    }
+}
+
+impl RandomKey for bitonic::half::bf16 {
+    fn random(rng: &mut Xoshiro256PlusPlus) -> Self {
+        Self::from_f32(f32::random(rng))
     }
 }
 

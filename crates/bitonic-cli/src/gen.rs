@@ -1,6 +1,6 @@
 //! `bitonic gen OUTPUT -n N`: seeded test and benchmark data.
 
-use crate::io::{check_output, write_keys, Format};
+use crate::io::{check_npy_dtype, check_output, write_keys, Format};
 use crate::ui;
 use anyhow::Result;
 use bitonic::{with_key_type, DType};
@@ -41,6 +41,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         .or(args.output_option)
         .expect("clap requires one output");
     check_output(&output, None, args.force)?;
+    check_npy_dtype(&output, args.dtype)?;
     let format = Format::from_path(&output);
     let bytes = with_key_type!(args.dtype, K => {
         let what = format!("{} {} keys", args.len, args.dtype);

@@ -1,6 +1,6 @@
 //! `bitonic sort IN -o OUT`: read (memory-mapped), sort, write atomically.
 
-use crate::io::{check_output, write_keys, Format, KeyFile};
+use crate::io::{check_npy_dtype, check_output, write_keys, Format, KeyFile};
 use crate::ui::{self, SortOptions};
 use anyhow::Result;
 use bitonic::dispatch::Layout;
@@ -48,6 +48,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let progress = ui::spinner(args.quiet);
     progress.set_message(format!("reading {}", ui::input_name(&args.input)));
     let file = KeyFile::open(&args.input, args.dtype)?;
+    if !args.argsort {
+        check_npy_dtype(&args.output, file.dtype)?;
+    }
     let shape = output_shape(&file, args.rows)?;
     let sorter = args.options.sorter();
     // Resolve the backend before touching the output, so a refused `--backend cuda` writes nothing.

@@ -1,7 +1,7 @@
 //! `bitonic topk IN -k K -o OUT`: the k largest (or smallest) keys of an array, or of every row
 //! of a 2-D .npy, sorted, and optionally their indices.
 
-use crate::io::{check_output, write_keys, Format, KeyFile};
+use crate::io::{check_npy_dtype, check_output, write_keys, Format, KeyFile};
 use crate::ui::{self, named};
 use anyhow::Result;
 use bitonic::{with_key_type, Backend, DType, Select, Sorter};
@@ -55,6 +55,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         }
     }
     let file = KeyFile::open(&args.input, args.dtype)?;
+    check_npy_dtype(&args.output, file.dtype)?;
     let shape = crate::sort::output_shape(&file, args.rows)?;
     let (rows, row_len) = match shape[..] {
         [rows, row_len] => (rows, row_len),

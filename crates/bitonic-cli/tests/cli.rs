@@ -39,7 +39,7 @@ fn sorts_a_raw_file() {
 #[test]
 fn sorts_descending_with_every_cpu_backend_and_dtype() {
     let dir = Dir::new();
-    for dtype in ["u32", "i32", "u64", "i64", "f32", "f64"] {
+    for dtype in ["u32", "i32", "u64", "i64", "f32", "f64", "f16"] {
         for backend in ["cpu", "cpu-network", "cpu-network-serial", "auto"] {
             let (input, output) = (
                 dir.path(&format!("{dtype}.npy")),
@@ -285,6 +285,10 @@ fn npy_with_wrong_length() {
 }
 
 fn npy_with_descr(descr: &str, shape: &str) -> Vec<u8> {
+    npy_with_data(descr, shape, &[0u8; 16])
+}
+
+fn npy_with_data(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
     let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
     while (10 + dict.len() + 1) % 64 != 0 {
         dict.push(' ');
@@ -293,7 +297,7 @@ fn npy_with_descr(descr: &str, shape: &str) -> Vec<u8> {
     let mut out = b"\x93NUMPY\x01\x00".to_vec();
     out.extend((dict.len() as u16).to_le_bytes());
     out.extend(dict.bytes());
-    out.extend([0u8; 16]);
+    out.extend(data);
     out
 }
 
@@ -301,7 +305,7 @@ fn npy_with_descr(descr: &str, shape: &str) -> Vec<u8> {
 fn unsupported_npy_dtypes_and_shapes() {
     let dir = Dir::new();
     for (descr, shape, message) in [
-        ("<f2", "(8,)", "dtype \"<f2\" is not supported"),
+        ("<c8", "(2,)", "dtype \"<c8\" is not supported"),
         (">u4", "(4,)", "dtype \">u4\" is not supported"),
         ("|u1", "(16,)", "dtype \"|u1\" is not supported"),
         (
@@ -1182,4 +1186,98 @@ fn zero_and_one_key() {
         bitonic().arg("verify").arg(&output).assert().success();
         bitonic().args(["demo", "-n", n]).assert().success();
     }
+}
+
+/// f16 keys from a `<f2` .npy (sort, argsort, top-k, verify) and bf16 keys from a raw file,
+/// in total order: -inf < -3 < -0 < +0 < 1.5 < 2 < NaN. NumPy has no bf16: a .npy output of
+/// bf16 keys is refused before any work.
+#[test]
+fn half_floats_from_npy_and_raw() {
+    let dir = Dir::new();
+    // 1.5, -0.0, NaN, -inf, 0.0, 2.0, -3.0 as f16 and as bf16 bits.
+    let f16_bits: [u16; 7] = [0x3e00, 0x8000, 0x7e00, 0xfc00, 0x0000, 0x4000, 0xc200];
+    let bf16_bits: [u16; 7] = [0x3fc0, 0x8000, 0x7fc0, 0xff80, 0x0000, 0x4000, 0xc040];
+    let ascending = [3, 6, 1, 4, 0, 5, 2];
+    let read_npy_u16 = |path: &Path| {
+        let bytes = std::fs::read(path).unwrap();
+        let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+        let header = String::from_utf8(bytes[10..10 + header_len].to_vec()).unwrap();
+        let keys: Vec<u16> = bytemuck::pod_collect_to_vec(&bytes[10 + header_len..]);
+        (header, keys)
+    };
+    let input = dir.path("logits.npy");
+    let data = bytemuck::cast_slice::<u16, u8>(&f16_bits);
+    std::fs::write(&input, npy_with_data("<f2", "(7,)", data)).unwrap();
+    let sorted = dir.path("sorted.npy");
+    bitonic()
+        .args(["sort", "--backend", "cpu"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&sorted)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("sorted 7 f16 keys"));
+    let (header, keys) = read_npy_u16(&sorted);
+    assert!(header.contains("'descr': '<f2'"), "{header}");
+    assert_eq!(keys, ascending.map(|i| f16_bits[i]));
+    bitonic()
+        .arg("verify")
+        .arg(&sorted)
+        .arg("--permutation-of")
+        .arg(&input)
+        .assert()
+        .success();
+    let order = dir.path("order.npy");
+    bitonic()
+        .args(["sort", "--argsort"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&order)
+        .assert()
+        .success();
+    assert_eq!(read_npy_u32(&order).1, ascending.map(|i| i as u32));
+    let (top, at) = (dir.path("top.npy"), dir.path("at.npy"));
+    bitonic()
+        .args(["topk", "-k", "3"])
+        .arg(&input)
+        .arg("-o")
+        .arg(&top)
+        .arg("--indices")
+        .arg(&at)
+        .assert()
+        .success();
+    assert_eq!(read_npy_u16(&top).1, [2, 5, 0].map(|i| f16_bits[i]));
+    assert_eq!(read_npy_u32(&at).1, [2, 5, 0]);
+
+    let (raw, raw_sorted) = (dir.path("logits.bf16"), dir.path("sorted.bf16"));
+    std::fs::write(&raw, bytemuck::cast_slice::<u16, u8>(&bf16_bits)).unwrap();
+    bitonic()
+        .args(["sort", "--desc", "--dtype", "bf16"])
+        .arg(&raw)
+        .arg("-o")
+        .arg(&raw_sorted)
+        .assert()
+        .success();
+    let got: Vec<u16> = bytemuck::pod_collect_to_vec(&std::fs::read(&raw_sorted).unwrap());
+    let mut descending = ascending.map(|i| bf16_bits[i]);
+    descending.reverse();
+    assert_eq!(got, descending);
+    bitonic()
+        .args(["verify", "--desc", "--dtype", "bf16"])
+        .arg(&raw_sorted)
+        .assert()
+        .success();
+    fails_without_output(
+        &["sort", "--dtype", "bf16"],
+        Some(&raw),
+        &dir.path("bf16.npy"),
+        "NumPy has no bf16 type",
+    );
+    bitonic()
+        .args(["gen", "-n", "1000", "--dtype", "bf16"])
+        .arg(dir.path("gen.npy"))
+        .assert()
+        .failure()
+        .stderr(predicate::str::contains("NumPy has no bf16 type"));
+    assert!(!dir.path("gen.npy").exists());
 }

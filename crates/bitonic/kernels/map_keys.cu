@@ -12,3 +12,20 @@ __device__ void map_keys(K *keys, u32 n, u32 kind, u32 descending, u32 inverse) 
 
 #define MAP_PARAMS(K) (K * keys, u32 n, u32 kind, u32 descending, u32 inverse)
 EXPORT_FOR_BOTH_WIDTHS(map_keys, MAP_PARAMS, (keys, n, kind, descending, inverse))
+
+// 16-bit keys (f16, bf16) and the u32 words the GPU sorts in their place (src/cuda/words.rs):
+// the key map of `kind` over their 16 bits, zero-extended, and back. The order (descending)
+// is left to the sort of the words.
+typedef unsigned short u16;
+
+extern "C" __global__ void widen_16(const u16 *keys, u32 *words, u32 n, u32 kind) {
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        words[i] = to_sortable(keys[i], kind);
+    }
+}
+
+extern "C" __global__ void narrow_16(const u32 *words, u16 *keys, u32 n, u32 kind) {
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        keys[i] = from_sortable((u16)words[i], kind);
+    }
+}

@@ -217,6 +217,15 @@ pub enum Error {
         /// The sorter's device.
         sorter: usize,
     },
+
+    /// Host memory for a sort's working copy could not be allocated.
+    #[error("out of host memory: {bytes} bytes for {what}")]
+    HostMemory {
+        /// Bytes asked for.
+        bytes: usize,
+        /// What they were for.
+        what: &'static str,
+    },
 }
 
 impl From<GpuUnavailable> for Error {

@@ -9,10 +9,18 @@
 //! | `u32`, `u64` | identity |
 //! | `i32`, `i64` | flip the sign bit, so negatives come first |
 //! | `f32`, `f64` | positive (sign 0): flip the sign bit; negative: flip every bit |
+//! | [`half::f16`], [`half::bf16`] | the float map of their 16 bits, zero-extended to a `u32` |
 //!
 //! The float map gives IEEE 754 *total order*, the order of [`f32::total_cmp`]:
 //! `-NaN < -inf < … < -0.0 < +0.0 < … < +inf < +NaN`. Negative NaNs (sign bit set) sort first,
 //! positive NaNs last, and `-0.0` sorts before `+0.0`.
+//!
+//! **16-bit keys.** Every other key type has its word's size, so the backends sort the keys
+//! in place as their words. A 16-bit key is narrower than its `u32` word: the CPU sorts a copy
+//! of the keys' ordered words and maps them back; the GPU widens the keys into a scratch buffer
+//! of their ordered words (kernels/map_keys.cu), sorts those as `u32` keys
+//! ([`SortKey::Wide`]) and narrows them back (src/cuda/words.rs). Logits come as `f16` and
+//! `bf16`; top-k, argsorts and key-value sorts take them as they do any key.
 //!
 //! Descending order is the ascending order of the complemented bits (`!bits`), so the
 //! networks themselves only ever sort ascending.
@@ -58,28 +66,35 @@ pub enum DType {
     F32,
     /// `f64`
     F64,
+    /// [`half::f16`]: IEEE 754 half precision.
+    F16,
+    /// [`half::bf16`]: bfloat16, the top half of an `f32`.
+    BF16,
 }
 
 impl DType {
     /// Every key type.
-    pub const ALL: [DType; 6] = [
+    pub const ALL: [DType; 8] = [
         DType::U32,
         DType::I32,
         DType::U64,
         DType::I64,
         DType::F32,
         DType::F64,
+        DType::F16,
+        DType::BF16,
     ];
 
     /// Bytes per key.
     pub fn size(self) -> usize {
         match self {
+            DType::F16 | DType::BF16 => 2,
             DType::U32 | DType::I32 | DType::F32 => 4,
             DType::U64 | DType::I64 | DType::F64 => 8,
         }
     }
 
-    /// The NumPy-style name: `u32`, `i32`, `u64`, `i64`, `f32`, `f64`.
+    /// The NumPy-style name: `u32`, `i32`, `u64`, `i64`, `f32`, `f64`, `f16`, `bf16`.
     pub fn name(self) -> &'static str {
         match self {
             DType::U32 => "u32",
@@ -88,6 +103,23 @@ impl DType {
             DType::I64 => "i64",
             DType::F32 => "f32",
             DType::F64 => "f64",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+        }
+    }
+
+    /// The type the GPU sorts in this one's place ([`SortKey::Wide`]): `u32` for 16-bit
+    /// keys (their ordered words), the type itself for the others.
+    ///
+    /// ```
+    /// use bitonic::DType;
+    /// assert_eq!(DType::BF16.wide(), DType::U32);
+    /// assert_eq!(DType::F32.wide(), DType::F32);
+    /// ```
+    pub fn wide(self) -> DType {
+        match self {
+            DType::F16 | DType::BF16 => DType::U32,
+            other => other,
         }
     }
 
@@ -102,7 +134,7 @@ impl DType {
         match self {
             DType::U32 | DType::U64 => MapKind::Unsigned,
             DType::I32 | DType::I64 => MapKind::Signed,
-            DType::F32 | DType::F64 => MapKind::Float,
+            DType::F32 | DType::F64 | DType::F16 | DType::BF16 => MapKind::Float,
         }
     }
 }
@@ -121,20 +153,29 @@ pub enum MapKind {
 
 /// A key type the library can sort.
 ///
-/// Implemented for `u32`, `i32`, `u64`, `i64`, `f32` and `f64`. `to_bits` and `from_bits` are
-/// inverse, and `a < b` in the key's order exactly when `a.to_bits() < b.to_bits()`.
+/// Implemented for `u32`, `i32`, `u64`, `i64`, `f32`, `f64`, [`half::f16`] and
+/// [`half::bf16`]. `to_bits` and `from_bits` are inverse, and `a < b` in the key's order exactly
+/// when `a.to_bits() < b.to_bits()`.
 ///
 /// ```
-/// use bitonic::SortKey;
+/// use bitonic::{half::f16, SortKey};
 /// assert!((-1.5f32).to_bits_ordered() < 0.25f32.to_bits_ordered());
 /// assert!((-0.0f64).to_bits_ordered() < 0.0f64.to_bits_ordered());
 /// assert_eq!(i32::from_bits_ordered((-7i32).to_bits_ordered()), -7);
+/// // A 16-bit key's word is a u32 holding the 16-bit map.
+/// assert_eq!(f16::NEG_INFINITY.to_bits_ordered(), 0x03ff);
+/// assert!(f16::MAX.to_bits_ordered() < f16::NAN.to_bits_ordered());
 /// ```
 pub trait SortKey:
     Copy + Send + Sync + bytemuck::Pod + cudarc::driver::DeviceRepr + std::fmt::Debug + 'static
 {
-    /// The unsigned word of the same width.
+    /// The unsigned word the backends sort the key as: of the key's width, or `u32` for
+    /// 16-bit keys (the ordered bits zero-extended).
     type Bits: Bits;
+    /// The key type the GPU sorts in this one's place: `Self` when the key has its word's
+    /// size; else the unsigned `Self::Bits`, whose values are the keys' ordered words (see the
+    /// module's 16-bit keys).
+    type Wide: SortKey;
     /// The key type's runtime name.
     const DTYPE: DType;
     /// The word whose unsigned order is the key's order.
@@ -147,6 +188,7 @@ macro_rules! impl_unsigned {
     ($t:ty, $dtype:ident) => {
         impl SortKey for $t {
             type Bits = $t;
+            type Wide = $t;
             const DTYPE: DType = DType::$dtype;
             #[inline]
             fn to_bits_ordered(self) -> $t {
@@ -164,6 +206,7 @@ macro_rules! impl_signed {
     ($t:ty, $u:ty, $dtype:ident) => {
         impl SortKey for $t {
             type Bits = $u;
+            type Wide = $t;
             const DTYPE: DType = DType::$dtype;
             #[inline]
             fn to_bits_ordered(self) -> $u {
@@ -177,27 +220,31 @@ macro_rules! impl_signed {
     };
 }
 
+/// A float `$t` whose raw bits are `$u` (`$i` signed), its word `$bits` (`$u` zero-extended)
+/// and the type the GPU sorts in its place `$wide`.
 macro_rules! impl_float {
-    ($t:ty, $u:ty, $i:ty, $dtype:ident) => {
+    ($t:ty, $u:ty, $i:ty, $bits:ty, $wide:ty, $dtype:ident) => {
         impl SortKey for $t {
-            type Bits = $u;
+            type Bits = $bits;
+            type Wide = $wide;
             const DTYPE: DType = DType::$dtype;
             #[inline]
-            fn to_bits_ordered(self) -> $u {
-                let bits = self.to_bits();
+            fn to_bits_ordered(self) -> $bits {
+                let raw = self.to_bits();
                 // Arithmetic shift spreads the sign: all ones for negatives, zero otherwise.
-                let sign_fill = ((bits as $i) >> (<$u>::BITS - 1)) as $u;
-                bits ^ (sign_fill | (1 << (<$u>::BITS - 1)))
+                let sign_fill = ((raw as $i) >> (<$u>::BITS - 1)) as $u;
+                <$bits>::from(raw ^ (sign_fill | (1 << (<$u>::BITS - 1))))
             }
             #[inline]
-            fn from_bits_ordered(bits: $u) -> $t {
+            fn from_bits_ordered(bits: $bits) -> $t {
+                let raw = bits as $u;
                 // A set top bit means the key was non-negative: only the sign bit was flipped.
-                let mask = if bits >> (<$u>::BITS - 1) == 1 {
+                let mask = if raw >> (<$u>::BITS - 1) == 1 {
                     1 << (<$u>::BITS - 1)
                 } else {
                     <$u>::MAX
                 };
-                <$t>::from_bits(bits ^ mask)
+                <$t>::from_bits(raw ^ mask)
             }
         }
     };
@@ -207,8 +254,16 @@ impl_unsigned!(u32, U32);
 impl_unsigned!(u64, U64);
 impl_signed!(i32, u32, I32);
 impl_signed!(i64, u64, I64);
-impl_float!(f32, u32, i32, F32);
-impl_float!(f64, u64, i64, F64);
+impl_float!(f32, u32, i32, u32, f32, F32);
+impl_float!(f64, u64, i64, u64, f64, F64);
+impl_float!(half::f16, u16, i16, u32, u32, F16);
+impl_float!(half::bf16, u16, i16, u32, u32, BF16);
+
+/// Whether keys `K` are narrower than their word (16-bit keys): the backends then sort a
+/// widened copy of them instead of the keys in place.
+pub(crate) fn is_narrow<K: SortKey>() -> bool {
+    std::mem::size_of::<K>() < std::mem::size_of::<K::Bits>()
+}
 
 /// The bits that sort ascending in `order`: complemented for descending.
 #[inline]
@@ -268,6 +323,14 @@ macro_rules! with_key_type {
                 type $K = f64;
                 $body
             }
+            $crate::DType::F16 => {
+                type $K = $crate::half::f16;
+                $body
+            }
+            $crate::DType::BF16 => {
+                type $K = $crate::half::bf16;
+                $body
+            }
         }
     };
 }
@@ -275,6 +338,7 @@ macro_rules! with_key_type {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cmp::Ordering;
 
     #[test]
     fn float_map_is_total_order() {
@@ -303,6 +367,80 @@ mod tests {
             assert_eq!(
                 f32::from_bits_ordered(v.to_bits_ordered()).to_bits(),
                 v.to_bits()
+            );
+        }
+    }
+
+    /// Every 16-bit pattern: the word is the 16-bit map zero-extended, it round-trips, and
+    /// the words sort as `total_cmp` does.
+    #[test]
+    fn half_maps_are_total_order() {
+        fn check<K: SortKey<Bits = u32>>(
+            from_bits: fn(u16) -> K,
+            total_cmp: fn(&K, &K) -> Ordering,
+        ) {
+            let keys: Vec<K> = (0..=u16::MAX).map(from_bits).collect();
+            for &key in &keys {
+                let word = key.to_bits_ordered();
+                assert!(word <= 0xffff, "{key:?}: {word:#x}");
+                let back = K::from_bits_ordered(word);
+                assert_eq!(
+                    bytemuck::cast::<K, u16>(back),
+                    bytemuck::cast::<K, u16>(key)
+                );
+            }
+            let mut by_word = keys.clone();
+            by_word.sort_by_key(|k| k.to_bits_ordered());
+            let mut by_cmp = keys;
+            by_cmp.sort_by(total_cmp);
+            let bits = |v: &[K]| bytemuck::cast_slice::<K, u16>(v).to_vec();
+            assert_eq!(bits(&by_word), bits(&by_cmp));
+        }
+        check(half::f16::from_bits, half::f16::total_cmp);
+        check(half::bf16::from_bits, half::bf16::total_cmp);
+        let order = [
+            -half::f16::NAN,
+            half::f16::NEG_INFINITY,
+            half::f16::MIN,
+            -half::f16::from_bits(1), // the smallest subnormal, negated
+            half::f16::NEG_ZERO,
+            half::f16::ZERO,
+            half::f16::from_bits(1),
+            half::f16::MAX,
+            half::f16::INFINITY,
+            half::f16::NAN,
+        ];
+        for pair in order.windows(2) {
+            assert!(
+                pair[0].to_bits_ordered() < pair[1].to_bits_ordered(),
+                "{pair:?}"
+            );
+        }
+    }
+
+    /// The GPU sorts `K::Wide`: the key itself, or for 16-bit keys the unsigned word.
+    #[test]
+    fn wide_types() {
+        fn check<K: SortKey>() {
+            let wide = <K::Wide as SortKey>::DTYPE;
+            assert_eq!(wide, K::DTYPE.wide(), "{:?}", K::DTYPE);
+            assert_eq!(is_narrow::<K>(), wide != K::DTYPE, "{:?}", K::DTYPE);
+            assert_eq!(
+                std::mem::size_of::<K::Bits>(),
+                wide.size(),
+                "{:?}",
+                K::DTYPE
+            );
+            assert!(!is_narrow::<K::Wide>(), "{:?}", K::DTYPE);
+            if is_narrow::<K>() {
+                assert_eq!(wide.map_kind(), MapKind::Unsigned, "{:?}", K::DTYPE);
+            }
+        }
+        for dtype in DType::ALL {
+            with_key_type!(dtype, K => check::<K>());
+            assert_eq!(
+                with_key_type!(dtype, K => std::mem::size_of::<K>()),
+                dtype.size()
             );
         }
     }

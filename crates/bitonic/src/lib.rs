@@ -2,9 +2,10 @@
 //!
 //! Sorting with bitonic sorting networks on NVIDIA GPUs (CUDA kernels compiled at run time by
 //! NVRTC, so no CUDA toolkit is needed to build) and on the CPU, for `u32`, `i32`, `u64`,
-//! `i64`, `f32` and `f64` keys of any length, ascending or descending: whole arrays, rows of
-//! a matrix, segments, stable argsorts, key-value sorts and top-k selections, on host slices
-//! or on keys already on the GPU.
+//! `i64`, `f32`, `f64`, `f16` and `bf16` keys of any length, ascending or descending: whole
+//! arrays, rows of a matrix, segments, stable argsorts, key-value sorts and top-k selections,
+//! on host slices or on keys already on the GPU. The 16-bit floats are the [`half`] crate's,
+//! re-exported here.
 //!
 //! ```
 //! let mut keys = vec![3.5f32, -1.0, f32::NAN, 0.0, -0.0, f32::NEG_INFINITY];
@@ -20,6 +21,15 @@
 //!
 //! Floats sort in IEEE 754 total order: `-NaN < -inf < … < -0.0 < +0.0 < … < +inf < +NaN`, the
 //! order of [`f32::total_cmp`].
+//!
+//! ```
+//! use bitonic::{half::f16, Select};
+//! let logits: Vec<f16> = [0.5, -2.0, 3.25, 1.0].into_iter().map(f16::from_f32).collect();
+//! let (mut values, mut indices) = (vec![f16::ZERO; 2], vec![0u32; 2]);
+//! bitonic::topk(&logits, 2, Select::Largest, &mut values, &mut indices)?;
+//! assert_eq!((values[0].to_f32(), indices), (3.25, vec![2, 3]));
+//! # Ok::<(), bitonic::Error>(())
+//! ```
 //!
 //! A [`Sorter`] chooses the backend, the GPU and its [`Version`] (the report's V0–V5, or the
 //! tuned default), the order and the tuning ([`Policy`]); every call returns what [`Ran`]:
@@ -64,6 +74,8 @@ mod sorter;
 pub use cuda::{DeviceInfo, Gpu};
 pub use dispatch::Strategy;
 pub use error::{Error, GpuUnavailable, Result};
+/// The `half` crate, whose [`half::f16`] and [`half::bf16`] are key types.
+pub use half;
 pub use key::{DType, SortKey};
 pub use policy::Policy;
 pub use sorter::{Backend, Order, Ran, Select, SortIndex, Sorter, Version};

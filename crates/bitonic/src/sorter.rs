@@ -4,6 +4,7 @@
 //! backend (src/cuda/run.rs), and reports it in a [`Ran`].
 
 use crate::cuda::run::{self, Target};
+use crate::cuda::words::{self, DeviceWords, Word};
 use crate::cuda::{self, transfer, Gpu};
 use crate::dispatch::{self, Layout, Operation, Request, Strategy};
 use crate::error::{check_same_len, CudaContext as _, Error, GpuUnavailable, Result};
@@ -360,9 +361,9 @@ impl<'g> Sorter<'g> {
         let (ran, target) = self.choose(keys.len(), rows_layout(keys.len(), row_len), false)?;
         match target {
             Some(t) => on_gpu(t, keys, |words| {
-                run::sort::<K>(t, ran.strategy, words, row_len, self.order)
+                run::sort::<K::Wide>(t, ran.strategy, words, row_len, self.order)
             })?,
-            None => cpu::sort_each(chunks(keys, row_len), self.order, ran.strategy),
+            None => cpu::sort_each(chunks(keys, row_len), self.order, ran.strategy)?,
         }
         Ok(ran)
     }
@@ -380,9 +381,9 @@ impl<'g> Sorter<'g> {
         let (ran, target) = self.choose(keys.len(), Layout::Segments, false)?;
         match target {
             Some(t) => on_gpu(t, keys, |words| {
-                run::sort_segments::<K>(t, words, offsets, self.order)
+                run::sort_segments::<K::Wide>(t, words, offsets, self.order)
             })?,
-            None => cpu::sort_each(segments(keys, offsets), self.order, ran.strategy),
+            None => cpu::sort_each(segments(keys, offsets), self.order, ran.strategy)?,
         }
         Ok(ran)
     }
@@ -553,26 +554,16 @@ impl<'g> Sorter<'g> {
         match target {
             Some(t) => {
                 run::check_len(keys.len())?;
-                let device = transfer::upload::<K::Bits>(t.gpu, bytemuck::cast_slice(keys))?;
+                let device = transfer::upload(t.gpu, keys)?;
                 let len = rows * k;
-                // SAFETY: the selection writes every value and index before they are read.
-                let alloc = |what: &str| {
-                    unsafe { t.gpu.stream().alloc::<K::Bits>(len) }
-                        .during(|| format!("allocating {len} top-k {what}"))
-                };
-                let mut best = alloc("values")?;
+                // SAFETY: the selection writes every value before it is read.
+                let mut best = unsafe { t.gpu.stream().alloc::<K>(len) }
+                    .during(|| format!("allocating {len} top-k values"))?;
                 let mut positions = run::alloc_indices(t.gpu, len)?;
-                cuda::topk::select::<K>(
-                    t,
-                    ran.strategy,
-                    &device.as_view(),
-                    row_len,
-                    k,
-                    select,
-                    &mut best.as_view_mut(),
-                    &mut positions.as_view_mut(),
-                )?;
-                transfer::download(t.gpu, &best, bytemuck::cast_slice_mut(values))?;
+                let shape = (row_len, k, select);
+                let mut view = positions.as_view_mut();
+                select_on_gpu(t, ran.strategy, &device, shape, &mut best, &mut view)?;
+                transfer::download(t.gpu, &best, values)?;
                 let mut host = vec![0u32; len];
                 transfer::download(t.gpu, &positions, &mut host)?;
                 let out = indices.par_iter_mut().zip(host.par_iter());
@@ -623,20 +614,13 @@ impl<'g> Sorter<'g> {
         if rows == 0 {
             return Ok(ran);
         }
-        let len = values.len();
-        // SAFETY: every key type has the size and alignment of its Bits word, and every bit
-        // pattern of one is a valid value of the other.
-        let words = unsafe { keys.transmute::<K::Bits>(keys.len()) }.expect("same size");
-        let mut best = unsafe { values.transmute_mut::<K::Bits>(len) }.expect("same size");
         let mut positions = indices.as_view_mut();
-        cuda::topk::select::<K>(
+        select_on_gpu(
             t,
             ran.strategy,
-            &words,
-            row_len,
-            k,
-            select,
-            &mut best,
+            keys,
+            (row_len, k, select),
+            values,
             &mut positions,
         )?;
         Ok(ran)
@@ -659,8 +643,9 @@ impl<'g> Sorter<'g> {
     ) -> Result<Ran> {
         check_rows(keys.len(), row_len)?;
         let (ran, t) = self.choose_device(keys.len(), rows_layout(keys.len(), row_len), false)?;
-        let mut words = run::words_of(t.gpu, keys)?;
-        run::sort::<K>(t, ran.strategy, &mut words, row_len, self.order)?;
+        words::with_words(t.gpu, keys, |words| {
+            run::sort::<K::Wide>(t, ran.strategy, words, row_len, self.order)
+        })?;
         Ok(ran)
     }
 
@@ -672,8 +657,9 @@ impl<'g> Sorter<'g> {
     ) -> Result<Ran> {
         check_segments(keys.len(), offsets)?;
         let (ran, t) = self.choose_device(keys.len(), Layout::Segments, false)?;
-        let mut words = run::words_of(t.gpu, keys)?;
-        run::sort_segments::<K>(t, &mut words, offsets, self.order)?;
+        words::with_words(t.gpu, keys, |words| {
+            run::sort_segments::<K::Wide>(t, words, offsets, self.order)
+        })?;
         Ok(ran)
     }
 
@@ -688,9 +674,17 @@ impl<'g> Sorter<'g> {
         check_rows(keys.len(), row_len)?;
         check_same_len(keys.len(), indices.len())?;
         let (ran, t) = self.choose_device(keys.len(), rows_layout(keys.len(), row_len), true)?;
-        let mut words = run::words_of(t.gpu, keys)?;
         let mut view = indices.as_view_mut();
-        run::sort_with_indices::<K>(t, ran.strategy, &mut words, row_len, &mut view, self.order)?;
+        words::with_words(t.gpu, keys, |words| {
+            run::sort_with_indices::<K::Wide>(
+                t,
+                ran.strategy,
+                words,
+                row_len,
+                &mut view,
+                self.order,
+            )
+        })?;
         Ok(ran)
     }
 
@@ -705,9 +699,11 @@ impl<'g> Sorter<'g> {
         check_rows(keys.len(), row_len)?;
         check_same_len(keys.len(), values.len())?;
         let (ran, t) = self.choose_device(keys.len(), rows_layout(keys.len(), row_len), true)?;
-        let mut words = run::words_of(t.gpu, keys)?;
         let mut view = values.as_view_mut();
-        run::sort_with_values::<K, V>(t, ran.strategy, &mut words, row_len, &mut view, self.order)?;
+        words::with_words(t.gpu, keys, |words| {
+            let order = self.order;
+            run::sort_with_values::<K::Wide, V>(t, ran.strategy, words, row_len, &mut view, order)
+        })?;
         Ok(ran)
     }
 
@@ -892,19 +888,43 @@ fn segments<'a, K>(keys: &'a mut [K], offsets: &[usize]) -> Vec<&'a mut [K]> {
     segments
 }
 
-/// Copies host keys to the GPU as their words, runs `work` on them there and copies them back
-/// (nothing to do for fewer than two keys).
+/// Copies host keys to the GPU, runs `work` on their words there ([`words`]) and copies them
+/// back (nothing to do for fewer than two keys).
 fn on_gpu<K: SortKey>(
     t: Target,
     keys: &mut [K],
-    work: impl FnOnce(&mut CudaViewMut<K::Bits>) -> Result<()>,
+    work: impl FnOnce(&mut CudaViewMut<Word<K>>) -> Result<()>,
 ) -> Result<()> {
     run::check_len(keys.len())?;
     if keys.len() < 2 {
         return Ok(());
     }
-    let words: &mut [K::Bits] = bytemuck::cast_slice_mut(keys);
-    transfer::round_trip(t.gpu, words, |device| work(&mut device.as_view_mut()))
+    transfer::round_trip(t.gpu, keys, |device| words::with_words(t.gpu, device, work))
+}
+
+/// Selects each row's best `k` of device keys into `values` and `indices` (`k` a row) on the
+/// GPU: the selection of the keys' words ([`words`]).
+fn select_on_gpu<K: SortKey>(
+    t: Target,
+    strategy: Strategy,
+    keys: &CudaSlice<K>,
+    (row_len, k, select): (usize, usize, Select),
+    values: &mut CudaSlice<K>,
+    indices: &mut CudaViewMut<u32>,
+) -> Result<()> {
+    let keys = words::read_words(t.gpu, keys)?;
+    let mut best = DeviceWords::output(t.gpu, values)?;
+    cuda::topk::select::<K::Wide>(
+        t,
+        strategy,
+        &keys.view(),
+        row_len,
+        k,
+        select,
+        &mut best.view(),
+        indices,
+    )?;
+    best.finish(t.gpu)
 }
 
 /// Each row's stable argsort of host keys, on the GPU (the keys are copied, not changed).
@@ -917,11 +937,12 @@ fn gpu_argsort_host<K: SortKey>(
 ) -> Result<Vec<u32>> {
     run::check_len(keys.len())?;
     let mut positions = vec![0u32; keys.len()];
-    let mut device = transfer::upload::<K::Bits>(t.gpu, bytemuck::cast_slice(keys))?;
+    let mut device = transfer::upload(t.gpu, keys)?;
     let mut indices = run::alloc_indices(t.gpu, keys.len())?;
     let mut view = indices.as_view_mut();
-    let mut words = device.as_view_mut();
-    run::sort_with_indices::<K>(t, strategy, &mut words, row_len, &mut view, order)?;
+    // The copy's words are sorted and dropped: they need not go back into its keys.
+    let mut words = DeviceWords::new(t.gpu, &mut device)?;
+    run::sort_with_indices::<K::Wide>(t, strategy, &mut words.view(), row_len, &mut view, order)?;
     // The buffer holds at least one index; the view holds exactly `keys.len()`.
     transfer::download(t.gpu, &indices.slice(0..keys.len()), &mut positions)?;
     Ok(positions)

@@ -6,6 +6,7 @@ mod common;
 
 use bitonic::cuda::{self, CompileEvent};
 use bitonic::dispatch::Layout;
+use bitonic::half::{bf16, f16};
 use bitonic::{SortKey, Sorter};
 use common::harness::{self, tests, Needs};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -54,6 +55,11 @@ fn the_sort_after_prepare_compiles_nothing() {
         prepared::<f64, ()>("f64 sort", len, Layout::Whole, || {
             sorter.sort(&mut wide).unwrap();
         });
+        // 16-bit keys sort as u32 words, widened and narrowed on the GPU.
+        let mut halves: Vec<f16> = (0..len).map(|i| f16::from_f32((i % 983) as f32)).collect();
+        prepared::<f16, ()>("f16 sort", len, Layout::Whole, || {
+            sorter.sort(&mut halves).unwrap();
+        });
         let floats: Vec<f32> = (0..len).map(|i| (i % 1013) as f32).collect();
         let mut indices = vec![0u32; len];
         prepared::<f32, u32>("f32 argsort", len, Layout::Whole, || {
@@ -70,6 +76,13 @@ fn the_sort_after_prepare_compiles_nothing() {
     let mut indices = vec![0u32; len];
     prepared::<i64, u32>("i64 row argsort", len, Layout::Rows { row_len }, || {
         sorter.argsort_rows(&wide, row_len, &mut indices).unwrap();
+    });
+    let logits: Vec<bf16> = (0..len)
+        .map(|i| bf16::from_f32((i % 4099) as f32))
+        .collect();
+    let mut indices = vec![0u32; len];
+    prepared::<bf16, u32>("bf16 row argsort", len, Layout::Rows { row_len }, || {
+        sorter.argsort_rows(&logits, row_len, &mut indices).unwrap();
     });
     let mut keys: Vec<u32> = (0..len as u32).rev().collect();
     let mut values: Vec<u64> = (0..len as u64).collect();

@@ -39,8 +39,12 @@ pub enum IoError {
     TooLarge { path: String, reason: String },
     #[error("{path}: not a valid .npy file: {reason}")]
     BadNpy { path: String, reason: String },
-    #[error("{path}: .npy dtype {descr:?} is not supported (use one of <u4 <i4 <u8 <i8 <f4 <f8)")]
+    #[error(
+        "{path}: .npy dtype {descr:?} is not supported (use one of <u4 <i4 <u8 <i8 <f4 <f8 <f2)"
+    )]
     UnsupportedNpyDtype { path: String, descr: String },
+    #[error("{path}: NumPy has no {dtype} type; write {dtype} keys to a raw file (not .npy)")]
+    NoNpyDtype { path: String, dtype: DType },
     #[error("{path}: the file holds {found} keys but --dtype {given} was given")]
     DtypeMismatch {
         path: String,
@@ -309,6 +313,17 @@ pub fn check_output(output: &Path, input: Option<&Path>, force: bool) -> Result<
     if output.exists() {
         return Err(IoError::WouldOverwrite {
             path: output_name(output),
+        });
+    }
+    Ok(())
+}
+
+/// Refuses a .npy output of keys NumPy has no type for (bf16), before any work.
+pub fn check_npy_dtype(output: &Path, dtype: DType) -> Result<(), IoError> {
+    if Format::from_path(output) == Format::Npy && npy::descr_of(dtype).is_none() {
+        return Err(IoError::NoNpyDtype {
+            path: output_name(output),
+            dtype,
         });
     }
     Ok(())

@@ -80,19 +80,14 @@ pub fn parse_header(path: &Path, bytes: &[u8]) -> Result<Header, IoError> {
             })
         }
     };
-    let dtype = match descr.as_str() {
-        "<u4" => DType::U32,
-        "<i4" => DType::I32,
-        "<u8" => DType::U64,
-        "<i8" => DType::I64,
-        "<f4" => DType::F32,
-        "<f8" => DType::F64,
-        _ => {
-            return Err(IoError::UnsupportedNpyDtype {
-                path: super::input_name(path),
-                descr,
-            })
-        }
+    let found = DType::ALL
+        .into_iter()
+        .find(|&d| descr_of(d) == Some(descr.as_str()));
+    let Some(dtype) = found else {
+        return Err(IoError::UnsupportedNpyDtype {
+            path: super::input_name(path),
+            descr,
+        });
     };
     let shape = header.shape().to_vec();
     if shape.is_empty() || shape.len() > 2 {
@@ -124,16 +119,24 @@ pub fn parse_header(path: &Path, bytes: &[u8]) -> Result<Header, IoError> {
     })
 }
 
-/// The header of a row-major array of `shape` (one or two dimensions).
+/// NumPy's name of a key type, little-endian; `None` for bf16, which NumPy lacks.
+pub fn descr_of(dtype: DType) -> Option<&'static str> {
+    match dtype {
+        DType::U32 => Some("<u4"),
+        DType::I32 => Some("<i4"),
+        DType::U64 => Some("<u8"),
+        DType::I64 => Some("<i8"),
+        DType::F32 => Some("<f4"),
+        DType::F64 => Some("<f8"),
+        DType::F16 => Some("<f2"),
+        DType::BF16 => None,
+    }
+}
+
+/// The header of a row-major array of `shape` (one or two dimensions) of a type NumPy has
+/// ([`descr_of`]; `check_npy_dtype` refuses the others before any work).
 pub fn header(dtype: DType, shape: &[usize]) -> Vec<u8> {
-    let descr = match dtype {
-        DType::U32 => "<u4",
-        DType::I32 => "<i4",
-        DType::U64 => "<u8",
-        DType::I64 => "<i8",
-        DType::F32 => "<f4",
-        DType::F64 => "<f8",
-    };
+    let descr = descr_of(dtype).expect("a .npy output of a type NumPy has");
     let dims = match shape {
         [len] => format!("({len},)"),
         _ => format!(

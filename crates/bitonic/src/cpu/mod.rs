@@ -11,7 +11,8 @@ pub(crate) mod network;
 pub(crate) mod topk;
 
 use crate::dispatch::Strategy;
-use crate::key::{key_from_ordered_bits, ordered_bits};
+use crate::error::{Error, Result};
+use crate::key::{is_narrow, key_from_ordered_bits, ordered_bits};
 use crate::{Order, SortKey};
 use rayon::prelude::*;
 
@@ -29,10 +30,33 @@ fn sort_words<W: network::Word>(words: &mut [W], strategy: Strategy) {
     }
 }
 
-/// Sorts `keys` in `order`: maps them to their ordered words in place, sorts, maps back.
-pub(crate) fn sort<K: SortKey>(keys: &mut [K], order: Order, strategy: Strategy) {
+/// Sorts `keys` in `order`: maps them to their ordered words, sorts, maps back. Keys of their
+/// word's size are mapped in place; 16-bit keys into a copy of their words (the only
+/// allocation, and the only error).
+pub(crate) fn sort<K: SortKey>(keys: &mut [K], order: Order, strategy: Strategy) -> Result<()> {
+    let parallel = strategy != Strategy::CpuNetworkSerial && keys.len() >= PARALLEL_MIN_LEN;
+    if is_narrow::<K>() {
+        let mut words = Vec::new();
+        words
+            .try_reserve_exact(keys.len())
+            .map_err(|_| Error::HostMemory {
+                bytes: keys.len() * std::mem::size_of::<K::Bits>(),
+                what: "the words of 16-bit keys",
+            })?;
+        let map = |&key: &K| ordered_bits(key, order);
+        let unmap = |(key, &word): (&mut K, &K::Bits)| *key = key_from_ordered_bits(word, order);
+        if parallel {
+            words.par_extend(keys.par_iter().map(map));
+            sort_words(&mut words, strategy);
+            keys.par_iter_mut().zip(&words).for_each(unmap);
+        } else {
+            words.extend(keys.iter().map(map));
+            sort_words(&mut words, strategy);
+            keys.iter_mut().zip(&words).for_each(unmap);
+        }
+        return Ok(());
+    }
     let words: &mut [K::Bits] = bytemuck::cast_slice_mut(keys);
-    let parallel = strategy != Strategy::CpuNetworkSerial && words.len() >= PARALLEL_MIN_LEN;
     let needs_map = K::DTYPE.needs_map(order);
     if needs_map {
         let map = |w: &mut K::Bits| *w = ordered_bits(bytemuck::cast::<_, K>(*w), order);
@@ -51,11 +75,16 @@ pub(crate) fn sort<K: SortKey>(keys: &mut [K], order: Order, strategy: Strategy)
             words.iter_mut().for_each(unmap);
         }
     }
+    Ok(())
 }
 
 /// Sorts each of `rows` (disjoint slices) on its own: rows in parallel (unless the strategy
 /// is serial), each row's network on one thread; a single row gets the whole strategy.
-pub(crate) fn sort_each<K: SortKey>(mut rows: Vec<&mut [K]>, order: Order, strategy: Strategy) {
+pub(crate) fn sort_each<K: SortKey>(
+    mut rows: Vec<&mut [K]>,
+    order: Order,
+    strategy: Strategy,
+) -> Result<()> {
     if rows.len() == 1 {
         return sort(rows.pop().expect("one row"), order, strategy);
     }
@@ -65,9 +94,9 @@ pub(crate) fn sort_each<K: SortKey>(mut rows: Vec<&mut [K]>, order: Order, strat
     };
     let sort_row = |row: &mut [K]| sort(row, order, row_strategy);
     if strategy == Strategy::CpuNetworkSerial {
-        rows.into_iter().for_each(sort_row);
+        rows.into_iter().try_for_each(sort_row)
     } else {
-        rows.into_par_iter().for_each(sort_row);
+        rows.into_par_iter().try_for_each(sort_row)
     }
 }
 

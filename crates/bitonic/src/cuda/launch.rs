@@ -712,3 +712,29 @@ pub(crate) mod cluster {
         unsafe { driver::launch_kernel_ex(&raw, kernel.cu_function(), &mut params) }
     }
 }
+
+/// kernels/map_keys.cu `widen_16(keys, words, n, kind)` and `narrow_16(words, keys, n,
+/// kind)`: 16-bit keys to the `u32` words the GPU sorts in their place, or back; `S` and `D`
+/// are the 2- and 4-byte element types, either way round.
+pub(crate) fn convert_16<S: DeviceRepr, D: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    src: &CudaView<S>,
+    dst: &mut CudaViewMut<D>,
+    kind: u32,
+) -> Result<(), DriverError> {
+    let sizes = (std::mem::size_of::<S>(), std::mem::size_of::<D>());
+    assert!(
+        matches!(sizes, (2, 4) | (4, 2)) && src.len() == dst.len(),
+        "16-bit keys and as many u32 words"
+    );
+    let n = src.len() as u32;
+    // SAFETY: widen_16(const u16 *, u32 *, u32 n, u32 kind) and narrow_16(const u32 *, u16 *,
+    // u32 n, u32 kind) read n elements of `src` and write n of `dst`, of the sizes asserted.
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(src).arg(dst).arg(&n).arg(&kind);
+        })
+    }
+}

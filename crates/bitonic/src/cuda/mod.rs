@@ -8,7 +8,8 @@
 //!   sort), `rows` (segments and key-index pairs), `topk` (top-k selection);
 //! * `layout` (structs shared with the kernels), `launch` (launch shapes and the raw cluster
 //!   launch), `graph` (multi-pass plans as CUDA graphs), `transfer` and `staging` (host copies),
-//!   `driver` (the raw driver calls cudarc lacks, each made fallible);
+//!   `driver` (the raw driver calls cudarc lacks, each made fallible), `words` (device keys as
+//!   the words the strategies sort: 16-bit keys widened);
 //! * [`multi`]: the sort across GPUs over NCCL.
 //!
 //! Nothing here panics when CUDA is missing: [`Gpu::get`] probes for the driver, NVRTC and a
@@ -31,6 +32,7 @@ mod seed;
 mod staging;
 pub(crate) mod topk;
 pub(crate) mod transfer;
+pub(crate) mod words;
 
 pub use device::{DeviceInfo, Gpu};
 pub use kernels::KernelModule;

@@ -23,7 +23,8 @@ pub(crate) struct Target<'a> {
 
 /// The kernel modules `strategy` runs for `len` keys of `key_bytes` bytes in rows of `row_len`
 /// (`len` for one array) with values of `value_bytes` (0: keys alone; argsorts carry 4-byte
-/// indices), on `t`'s device. The tuned kernels come in one module a tile size, and the tile
+/// indices), on `t`'s device. 16-bit keys sort as `u32` words, widened and narrowed by the
+/// map_keys module (src/cuda/words.rs). The tuned kernels come in one module a tile size, and the tile
 /// depends on the input and the device (passes.rs). [`prepare`] compiles them side by side
 /// before the first sort; a module missing here would still compile on first use, alone (a
 /// GPU test checks that none does; a segmented sort's tiles follow its segments' lengths, so
@@ -36,12 +37,16 @@ pub(crate) fn modules_for(
     key_bytes: usize,
     value_bytes: usize,
 ) -> Vec<&'static KernelModule> {
+    let (key_bytes, widen) = match key_bytes {
+        2 => (4, Some(&kernels::MAP_KEYS)),
+        other => (other, None),
+    };
     let tuned =
         |word_bytes, layout| passes::tuned_module(t.gpu.info(), t.policy, word_bytes, &layout);
     let rows = RowLayout::rows(len, row_len.clamp(1, len.max(1)));
     let runs = merge::run_layout(t.policy, len, key_bytes);
     let wide = key_bytes == 8;
-    match strategy {
+    let mut modules = match strategy {
         Strategy::Seed(version) => vec![&kernels::MAP_KEYS, seed::module(version)],
         Strategy::NetworkPasses | Strategy::SegmentPasses => vec![tuned(key_bytes, rows)],
         Strategy::MergeSort => vec![tuned(key_bytes, runs), &kernels::MERGE_WORDS],
@@ -66,7 +71,13 @@ pub(crate) fn modules_for(
         | Strategy::CpuNetwork
         | Strategy::CpuNetworkSerial
         | Strategy::CpuTopk => vec![],
+    };
+    if let Some(widen) = widen {
+        if strategy.on_gpu() && !modules.contains(&widen) {
+            modules.push(widen);
+        }
     }
+    modules
 }
 
 /// Compiles and loads what [`modules_for`] names, on first use: called before every GPU sort,
@@ -257,8 +268,8 @@ pub(crate) fn map_keys<B: crate::key::Bits>(
 
 /// Bytes `strategy` moves through device memory to sort `n` keys of `dtype` in one array: a
 /// read and a write of every key per pass over the array, plus the two key-map passes around
-/// a seed version when the type or the order needs them. The yardstick for achieved
-/// bandwidth.
+/// a seed version when the type or the order needs them, and for 16-bit keys the passes that
+/// widen them to words and narrow them back. The yardstick for achieved bandwidth.
 pub(crate) fn bytes_moved(
     t: Target,
     strategy: Strategy,
@@ -266,7 +277,8 @@ pub(crate) fn bytes_moved(
     dtype: DType,
     order: Order,
 ) -> Result<u64> {
-    let wide = dtype.size() == 8;
+    let words = dtype.wide();
+    let wide = words.size() == 8;
     let passes = match strategy {
         Strategy::Seed(version) if wide => seed::passes::<u64>(t.gpu, version, n),
         Strategy::Seed(version) => seed::passes::<u32>(t.gpu, version, n),
@@ -281,27 +293,15 @@ pub(crate) fn bytes_moved(
         }
     };
     let maps = match strategy {
-        Strategy::Seed(_) if dtype.needs_map(order) => 2,
+        Strategy::Seed(_) if words.needs_map(order) => 2,
         _ => 0,
     };
-    Ok(((passes + maps) * 2 * n * dtype.size()) as u64)
-}
-
-/// Device keys as their words (every key type has its word's size and alignment), checked to
-/// be on `gpu` and within [`MAX_LEN`].
-pub(crate) fn words_of<'a, K: SortKey>(
-    gpu: &Gpu,
-    keys: &'a mut CudaSlice<K>,
-) -> Result<CudaViewMut<'a, K::Bits>> {
-    let (buffer, sorter) = (keys.context().ordinal(), gpu.info().ordinal);
-    if buffer != sorter {
-        return Err(Error::WrongDevice { buffer, sorter });
-    }
-    check_len(keys.len())?;
-    let len = keys.len();
-    // SAFETY: every key type has the size and alignment of its Bits word, and every bit
-    // pattern of one is a valid value of the other.
-    Ok(unsafe { keys.transmute_mut::<K::Bits>(len) }.expect("same size"))
+    // Widening reads a key and writes a word; narrowing the reverse.
+    let widen = match words == dtype {
+        true => 0,
+        false => 2 * n * (dtype.size() + words.size()),
+    };
+    Ok(((passes + maps) * 2 * n * words.size() + widen) as u64)
 }
 
 /// `Ok` when `len` keys fit the kernels' 32-bit indexing.

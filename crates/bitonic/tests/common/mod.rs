@@ -105,6 +105,34 @@ impl TestKey for f64 {
     }
 }
 
+/// 16-bit floats from random bit patterns: every class (subnormals, NaNs with payloads) comes
+/// up, besides the specials.
+macro_rules! test_half {
+    ($($t:ty),*) => {$(
+        impl TestKey for $t {
+            fn from_random(word: u64) -> Self {
+                <$t>::from_bits((word >> 16) as u16)
+            }
+            fn specials() -> Vec<Self> {
+                vec![
+                    <$t>::NAN,
+                    -<$t>::NAN,
+                    <$t>::INFINITY,
+                    <$t>::NEG_INFINITY,
+                    <$t>::ZERO,
+                    <$t>::NEG_ZERO,
+                    <$t>::MIN_POSITIVE_SUBNORMAL,
+                    -<$t>::MIN_POSITIVE_SUBNORMAL,
+                    <$t>::MIN_POSITIVE,
+                    <$t>::MAX,
+                    <$t>::MIN,
+                ]
+            }
+        }
+    )*};
+}
+test_half!(bitonic::half::f16, bitonic::half::bf16);
+
 /// `len` keys of the given pattern, reproducible from `seed`.
 pub fn make_keys<K: TestKey>(len: usize, pattern: Pattern, seed: u64) -> Vec<K> {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed ^ (len as u64).rotate_left(32));

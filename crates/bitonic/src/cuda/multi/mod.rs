@@ -212,13 +212,17 @@ impl MultiGpu {
     /// returns new shards in global order: rank 0 holds the smallest keys. The inputs are left
     /// as they are. Merge-split returns `m` keys on each rank (`m` the longest input shard) but
     /// fewer on the last ones (`merge_split_share`); partition returns each rank its bucket.
-    /// Returns when the sort is done (all GPUs synchronized).
+    /// Returns when the sort is done (all GPUs synchronized). 16-bit keys are refused
+    /// ([`Error::Unsupported`]).
     pub fn sort_shards<K: SortKey>(
         &self,
         shards: &[CudaView<K>],
         order: Order,
         algorithm: Algorithm,
     ) -> Result<Vec<DeviceShard<K>>> {
+        if crate::key::is_narrow::<K>() {
+            return Err(Error::Unsupported("16-bit keys in multi-GPU sorts"));
+        }
         self.check_shards(shards)?;
         self.guarded(|| {
             let lens: Vec<usize> = shards.iter().map(CudaView::len).collect();
