@@ -1,12 +1,13 @@
-//! The top-k benchmark behind `bitonic bench-topk`: the k largest f32 keys of every row,
+//! The top-k benchmark behind `bitonic bench-topk`: the k largest f32, bf16 or f16 keys of every row,
 //! sorted, with their indices, device-resident, beside `torch.topk(sorted=True)`
 //! (bench/peers/torch_topk.py), and the time to read the input once at the copy ceiling.
 
 use super::measure::{time_on_stream, Provenance};
 use super::{summarize, Fields};
-use crate::gen::{fill, Pattern};
-use anyhow::{ensure, Context as _, Result};
-use bitonic::{Backend, Gpu, Select, Sorter};
+use crate::gen::{fill, Pattern, RandomKey};
+use anyhow::{bail, ensure, Context as _, Result};
+use bitonic::half::{bf16, f16};
+use bitonic::{Backend, DType, Gpu, Select, SortKey, Sorter};
 use std::fmt::Write;
 use std::path::Path;
 
@@ -88,13 +89,15 @@ impl Measured {
     }
 }
 
-/// Times `topk_rows_device` (largest) on every shape and k not above the row length: fresh
-/// random keys for each repeat, one warm-up, CUDA events around the call alone (its scratch
-/// allocations included). The last repeat's first row is checked against the CPU's top-k.
-/// `policy` is [`crate::policy::with_overrides`]'s text: an A/B run names its rows
-/// `bitonic-topk[policy]`.
+/// Times `topk_rows_device` (largest) of keys of every type in `dtypes` (f32, bf16, f16) on
+/// every shape and k not above the row length: fresh random keys for each repeat, one
+/// warm-up, CUDA events around the call alone (its scratch allocations included). The last
+/// repeat's first row is checked against the CPU's top-k. `policy` is
+/// [`crate::policy::with_overrides`]'s text: an A/B run names its rows `bitonic-topk[policy]`.
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     shapes: &[(usize, usize)],
+    dtypes: &[DType],
     ks: &[usize],
     repeats: u32,
     seed: u64,
@@ -103,7 +106,6 @@ pub fn run(
     progress: &dyn Fn(&str),
 ) -> Result<Vec<Measured>> {
     let gpu = Gpu::get()?;
-    let stream = gpu.stream();
     let sorter = Sorter::new()
         .gpu(gpu)
         .policy(crate::policy::with_overrides(gpu.policy(), policy)?);
@@ -113,67 +115,112 @@ pub fn run(
     };
     let mut out = Vec::new();
     for &(rows, row_len) in shapes {
-        let n = rows * row_len;
-        let mut host = vec![0f32; n];
-        let mut keys = stream
-            .clone_htod(&host)
-            .with_context(|| format!("allocating {n} keys"))?;
-        for &k in ks.iter().filter(|&&k| k <= row_len) {
-            progress(&format!("top-{k} of {rows}x{row_len}"));
-            // SAFETY: the top-k writes every value and index before they are read.
-            let mut values = unsafe { stream.alloc::<f32>(rows * k) }.context("values")?;
-            let mut indices = unsafe { stream.alloc::<u32>(rows * k) }.context("indices")?;
-            let mut times = Vec::new();
-            for r in 0..=repeats {
-                fill(&mut host, Pattern::Random, seed + r as u64);
-                stream
-                    .memcpy_htod(&host, &mut keys)
-                    .context("uploading keys")?;
-                let t = time_on_stream(gpu, || {
-                    sorter.topk_rows_device(
-                        &keys,
-                        row_len,
-                        k,
-                        Select::Largest,
-                        &mut values,
-                        &mut indices,
-                    )?;
-                    Ok(())
-                })?;
-                if r > 0 {
-                    times.push(t);
-                }
-            }
-            check_first_row(&host[..row_len], k, &stream.clone_dtoh(&values)?[..k])
-                .with_context(|| format!("top-{k} of {rows}x{row_len}"))?;
-            let (median_ms, min_ms, max_ms) = summarize(&mut times);
-            out.push(Measured {
-                name: name.clone(),
-                who: who.clone(),
-                dtype: "f32".into(),
+        for &dtype in dtypes {
+            let each = Shape {
                 rows,
                 row_len,
-                k,
-                median_ms,
-                min_ms,
-                max_ms,
                 repeats,
-            });
+                seed,
+            };
+            let measured = match dtype {
+                DType::F32 => time_shape::<f32>(gpu, &sorter, each, ks, progress)?,
+                DType::BF16 => time_shape::<bf16>(gpu, &sorter, each, ks, progress)?,
+                DType::F16 => time_shape::<f16>(gpu, &sorter, each, ks, progress)?,
+                other => bail!("bench-topk times f32, bf16 and f16 keys, not {other}"),
+            };
+            out.extend(
+                measured
+                    .into_iter()
+                    .map(|(k, (median_ms, min_ms, max_ms))| Measured {
+                        name: name.clone(),
+                        who: who.clone(),
+                        dtype: dtype.name().into(),
+                        rows,
+                        row_len,
+                        k,
+                        median_ms,
+                        min_ms,
+                        max_ms,
+                        repeats,
+                    }),
+            );
         }
     }
     Ok(out)
 }
 
+/// One shape of [`run`].
+#[derive(Clone, Copy)]
+struct Shape {
+    rows: usize,
+    row_len: usize,
+    repeats: u32,
+    seed: u64,
+}
+
+/// (k, (median, min, max) ms) of every k of `ks` up to the row length, keys `K`.
+fn time_shape<K: RandomKey>(
+    gpu: &Gpu,
+    sorter: &Sorter,
+    Shape {
+        rows,
+        row_len,
+        repeats,
+        seed,
+    }: Shape,
+    ks: &[usize],
+    progress: &dyn Fn(&str),
+) -> Result<Vec<(usize, (f64, f64, f64))>> {
+    let stream = gpu.stream();
+    let n = rows * row_len;
+    let mut host = vec![bytemuck::Zeroable::zeroed(); n];
+    let mut keys = stream
+        .clone_htod(&host)
+        .with_context(|| format!("allocating {n} keys"))?;
+    let mut out = Vec::new();
+    for &k in ks.iter().filter(|&&k| k <= row_len) {
+        progress(&format!("top-{k} of {rows}x{row_len} {}", K::DTYPE));
+        // SAFETY: the top-k writes every value and index before they are read.
+        let mut values = unsafe { stream.alloc::<K>(rows * k) }.context("values")?;
+        let mut indices = unsafe { stream.alloc::<u32>(rows * k) }.context("indices")?;
+        let mut times = Vec::new();
+        for r in 0..=repeats {
+            fill(&mut host, Pattern::Random, seed + r as u64);
+            stream
+                .memcpy_htod(&host, &mut keys)
+                .context("uploading keys")?;
+            let t = time_on_stream(gpu, || {
+                sorter.topk_rows_device(
+                    &keys,
+                    row_len,
+                    k,
+                    Select::Largest,
+                    &mut values,
+                    &mut indices,
+                )?;
+                Ok(())
+            })?;
+            if r > 0 {
+                times.push(t);
+            }
+        }
+        check_first_row(&host[..row_len], k, &stream.clone_dtoh(&values)?[..k])
+            .with_context(|| format!("top-{k} of {rows}x{row_len} {}", K::DTYPE))?;
+        out.push((k, summarize(&mut times)));
+    }
+    Ok(out)
+}
+
 /// The GPU's first row against the CPU backend's top-k of the same keys.
-fn check_first_row(row: &[f32], k: usize, got: &[f32]) -> Result<()> {
-    let (mut want, mut at) = (vec![0f32; k], vec![0u32; k]);
+fn check_first_row<K: SortKey>(row: &[K], k: usize, got: &[K]) -> Result<()> {
+    let (mut want, mut at) = (vec![row[0]; k], vec![0u32; k]);
     Sorter::new()
         .backend(Backend::Cpu)
         .topk(row, k, Select::Largest, &mut want, &mut at)?;
     let same = want
         .iter()
         .zip(got)
-        .all(|(a, b)| a.to_bits() == b.to_bits());
+        .all(|(a, b)| a.to_bits_ordered() == b.to_bits_ordered());
     ensure!(same, "the GPU's top-k of row 0 differs from the CPU's");
     Ok(())
 }

@@ -426,6 +426,10 @@ pub struct TopkArgs {
     /// skipped.
     #[arg(long, value_delimiter = ',')]
     ks: Vec<usize>,
+    /// Key types (comma-separated): f32, bf16, f16.
+    #[arg(long, value_delimiter = ',', default_value = "f32",
+          value_parser = crate::ui::named(&[DType::F32, DType::BF16, DType::F16], DType::name))]
+    dtypes: Vec<DType>,
     /// Timed repeats per measurement (after one warm-up); the median is reported.
     #[arg(long, default_value_t = 20)]
     repeats: u32,
@@ -445,7 +449,7 @@ pub struct TopkArgs {
     policy: PolicyArg,
 }
 
-/// `bitonic bench-topk`: the top-k of f32 rows on the GPU beside torch.topk.
+/// `bitonic bench-topk`: the top-k of f32, bf16 or f16 rows on the GPU beside torch.topk.
 pub fn topk(args: TopkArgs) -> Result<ExitCode> {
     if args.csv_header {
         println!("{}", bench::topk::CSV_HEADER);
@@ -486,6 +490,7 @@ pub fn topk(args: TopkArgs) -> Result<ExitCode> {
     );
     let mut measured = bench::topk::run(
         &shapes,
+        &args.dtypes,
         &ks,
         args.repeats.max(1),
         args.seed,
