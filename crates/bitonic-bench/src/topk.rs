@@ -158,7 +158,10 @@ struct Shape {
     seed: u64,
 }
 
-/// (k, (median, min, max) ms) of every k of `ks` up to the row length, keys `K`.
+/// (median, min, max) ms of one k.
+type Times = (f64, f64, f64);
+
+/// (k, times) of every k of `ks` up to the row length, keys `K`.
 fn time_shape<K: RandomKey>(
     gpu: &Gpu,
     sorter: &Sorter,
@@ -170,7 +173,7 @@ fn time_shape<K: RandomKey>(
     }: Shape,
     ks: &[usize],
     progress: &dyn Fn(&str),
-) -> Result<Vec<(usize, (f64, f64, f64))>> {
+) -> Result<Vec<(usize, Times)>> {
     let stream = gpu.stream();
     let n = rows * row_len;
     let mut host = vec![bytemuck::Zeroable::zeroed(); n];
