@@ -19,8 +19,9 @@
 // and `indices`. The host (src/cuda/topk.rs) sizes `slots` >= k + min(2 tiles, chunk) so that
 // a tile always fits after a flush, and rarely needs one.
 //
-// Parts: BITONIC_PART_U32 (32-bit keys, u64 composites), BITONIC_PART_U64 (64-bit keys,
-// KeyIndex composites).
+// Parts: BITONIC_PART_U16 (f16 and bf16 keys, read as they are, u64 composites),
+// BITONIC_PART_U32 (32-bit keys, u64 composites), BITONIC_PART_U64 (64-bit keys, KeyIndex
+// composites).
 #include "common/types.cuh"
 #include "common/keys.cuh"
 #include "common/network.cuh"
@@ -30,8 +31,23 @@
 #endif
 #define THREADS BITONIC_TOPK_THREADS
 
-// Composites: made from a sortable word and an index, compared, taken apart.
-__device__ __forceinline__ u64 composite(u32 word, u32 index) { return (u64(word) << 32) | u32(~index); }
+typedef unsigned short u16;
+
+// Composites: made from a sortable word and an index, compared, taken apart. A u64 composite
+// holds the word in its top bits and the complemented index below: bits 63..32 and 31..0 for
+// 32-bit keys, 63..48 and 47..16 for 16-bit keys, so that a composite's radix digits begin
+// with the word's.
+#if defined(BITONIC_PART_U16)
+#define WORD_SHIFT 48
+#define INDEX_SHIFT 16
+#else
+#define WORD_SHIFT 32
+#define INDEX_SHIFT 0
+#endif
+__device__ __forceinline__ u64 composite(u32 word, u32 index) {
+    return (u64(word) << WORD_SHIFT) | (u64(~index) << INDEX_SHIFT);
+}
+__device__ __forceinline__ u64 composite(u16 word, u32 index) { return composite(u32(word), index); }
 __device__ __forceinline__ KeyIndex composite(u64 word, u32 index) {
     KeyIndex c;
     c.key = word;
@@ -41,9 +57,9 @@ __device__ __forceinline__ KeyIndex composite(u64 word, u32 index) {
 }
 __device__ __forceinline__ bool better(u64 a, u64 b) { return a > b; }
 __device__ __forceinline__ bool better(const KeyIndex &a, const KeyIndex &b) { return b < a; }
-__device__ __forceinline__ u32 word_of(u64 c) { return u32(c >> 32); }
+__device__ __forceinline__ u32 word_of(u64 c) { return u32(c >> WORD_SHIFT); }
 __device__ __forceinline__ u64 word_of(const KeyIndex &c) { return c.key; }
-__device__ __forceinline__ u32 index_of(u64 c) { return ~u32(c); }
+__device__ __forceinline__ u32 index_of(u64 c) { return ~u32(c >> INDEX_SHIFT); }
 __device__ __forceinline__ u32 index_of(const KeyIndex &c) { return ~c.index; }
 
 template <typename C> __device__ __forceinline__ C padding();
@@ -61,6 +77,15 @@ template <typename C> struct Candidate<C, C> {
 
 // 16 bytes of elements, loaded at once from a 16-byte aligned address.
 template <typename T> struct Vector;
+template <> struct Vector<u16> {
+    static const u32 N = 8;
+    __device__ static void load(const u16 *p, u16 *out) {
+        uint4 v = *reinterpret_cast<const uint4 *>(p);
+        const u32 w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+        for (u32 i = 0; i < 4; i++) out[2 * i] = u16(w[i]), out[2 * i + 1] = u16(w[i] >> 16);
+    }
+};
 template <> struct Vector<u32> {
     static const u32 N = 4;
     __device__ static void load(const u32 *p, u32 *out) {
@@ -180,7 +205,7 @@ __device__ void topk_filter(const In *input, u64 row_len, u32 rows, u32 chunks, 
         for (u32 i = threadIdx.x; i < k; i += THREADS) {
             C c = buf[i];
             if (chunks == 1) {
-                values[row * k + i] = from_sortable(word_of(c), map);
+                values[row * k + i] = from_sortable(K(word_of(c)), map);
                 indices[row * k + i] = index_of(c);
             } else {
                 partials[item * k + i] = c;
@@ -362,21 +387,24 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
         if (t == 0) in_play = 0, taken = 0, candidates = 0;
         C e[R];
         u32 alive = 0;
-        const u32 VEC = Vector<In>::N;
-        const bool whole = end - begin == u64(R) * THREADS && R % VEC == 0 &&
-                           reinterpret_cast<u64>(row_input + begin) % 16 == 0;
-        if (whole) {
+        bool loaded = false;
+        if constexpr (R % Vector<In>::N == 0) {
             // A whole, aligned chunk: 16-byte loads, register r of thread t holding element
             // ((r / VEC) x THREADS + t) x VEC + r % VEC, and no bounds to check.
+            const u32 VEC = Vector<In>::N;
+            loaded = end - begin == u64(R) * THREADS && reinterpret_cast<u64>(row_input + begin) % 16 == 0;
+            if (loaded) {
 #pragma unroll
-            for (u32 q = 0; q < R / VEC; q++) {
-                In v[VEC];
-                const u32 at = u32(begin) + (q * THREADS + t) * VEC;
-                Vector<In>::load(row_input + at, v);
+                for (u32 q = 0; q < R / VEC; q++) {
+                    In v[VEC];
+                    const u32 at = u32(begin) + (q * THREADS + t) * VEC;
+                    Vector<In>::load(row_input + at, v);
 #pragma unroll
-                for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Candidate<C, In>::of(v[i], at + i, map);
+                    for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Candidate<C, In>::of(v[i], at + i, map);
+                }
             }
-        } else {
+        }
+        if (!loaded) {
 #pragma unroll
             for (u32 r = 0; r < R; r++) {
                 const u64 at = begin + u64(r) * THREADS + t;
@@ -447,7 +475,7 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
         sort_best_first(buf, slots);
         for (u32 i = t; i < k; i += THREADS) {
             C c = buf[i];
-            values[row * k + i] = from_sortable(word_of(c), map);
+            values[row * k + i] = from_sortable(K(word_of(c)), map);
             indices[row * k + i] = index_of(c);
         }
     }
@@ -489,11 +517,13 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
     EXPORT_TOPK_RADIX(W, C, 32)                                                                 \
     extern "C" __global__ void topk_take_##W TAKE_PARAMS(W) { topk_take<W> TAKE_ARGS; }
 
-#if defined(BITONIC_PART_U32)
+#if defined(BITONIC_PART_U16)
+EXPORT_TOPK(u16, u64)
+#elif defined(BITONIC_PART_U32)
 EXPORT_TOPK(u32, u64)
 #elif defined(BITONIC_PART_U64)
 EXPORT_TOPK(u64, KeyIndex)
 extern "C" __global__ void topk_take_u32 TAKE_PARAMS(u32) { topk_take<u32> TAKE_ARGS; }
 #else
-#error "topk.cu compiles one part a key width: BITONIC_PART_U32 or BITONIC_PART_U64"
+#error "topk.cu compiles one part a key width: BITONIC_PART_U16, _U32 or _U64"
 #endif

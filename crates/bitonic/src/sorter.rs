@@ -912,6 +912,17 @@ fn select_on_gpu<K: SortKey>(
     values: &mut CudaSlice<K>,
     indices: &mut CudaViewMut<u32>,
 ) -> Result<()> {
+    let by_composites = matches!(strategy, Strategy::TopkRadix | Strategy::TopkFilter);
+    if K::DTYPE.size() == 2 && by_composites {
+        // 16-bit keys are read as they are: no widened copy.
+        let (n, len) = (keys.len(), values.len());
+        // SAFETY: f16 and bf16 keys are 2-byte plain data, every bit pattern a u16 and back.
+        let words = unsafe { keys.transmute::<u16>(n) }.expect("2-byte keys");
+        let mut best = unsafe { values.transmute_mut::<u16>(len) }.expect("2-byte keys");
+        let shape = (row_len, k, select);
+        let kind = K::DTYPE.map_kind();
+        return cuda::topk::by_composites(t, strategy, &words, shape, kind, &mut best, indices);
+    }
     let keys = words::read_words(t.gpu, keys)?;
     let mut best = DeviceWords::output(t.gpu, values)?;
     cuda::topk::select::<K::Wide>(

@@ -17,7 +17,8 @@ fn main() {
             bad_k_and_outputs_are_errors, cpu_every_type_against_a_stable_sort,
             cpu_patterns_with_ties;
         Needs::Gpu =>
-            gpu_u32, gpu_i32, gpu_u64, gpu_i64, gpu_f32, gpu_f64, gpu_patterns_with_ties,
+            gpu_u32, gpu_i32, gpu_u64, gpu_i64, gpu_f32, gpu_f64, gpu_f16, gpu_bf16,
+            gpu_patterns_with_ties,
             gpu_filter_on_every_row, gpu_device_buffers, gpu_auto_backend, topk_for_the_sanitizer;
     ]);
 }
@@ -213,6 +214,12 @@ fn gpu_f32() {
 fn gpu_f64() {
     gpu_type::<f64>("gpu_f64");
 }
+fn gpu_f16() {
+    gpu_type::<bitonic::half::f16>("gpu_f16");
+}
+fn gpu_bf16() {
+    gpu_type::<bitonic::half::bf16>("gpu_bf16");
+}
 
 /// Shapes for the patterns: one long row (reduction passes), rows shorter than 2k, many rows.
 const PATTERN_SHAPES: [(usize, usize); 4] = [(1, (1 << 20) + 3), (3, 4097), (64, 1000), (5, 31)];
@@ -227,6 +234,7 @@ fn patterns_on(backend: Backend) {
         check_shapes::<f64>(backend, &PATTERN_SHAPES[long..], pattern);
         check_shapes::<i64>(backend, &PATTERN_SHAPES[1..], pattern);
         check_shapes::<f32>(backend, &PATTERN_SHAPES[1..], pattern);
+        check_shapes::<bitonic::half::bf16>(backend, &PATTERN_SHAPES[long..], pattern);
     }
 }
 
@@ -241,6 +249,7 @@ fn gpu_filter_on_every_row() {
     let filter = Some(&filter);
     check_shapes_with::<f32>(Backend::Cuda, filter, &SHAPES, Pattern::Random);
     check_shapes_with::<u64>(Backend::Cuda, filter, &SHAPES[8..], Pattern::Random);
+    check_shapes_with::<bitonic::half::bf16>(Backend::Cuda, filter, &SHAPES[8..], Pattern::Random);
     for pattern in PATTERNS {
         check_shapes_with::<i32>(Backend::Cuda, filter, &PATTERN_SHAPES, pattern);
     }
@@ -353,7 +362,7 @@ fn gpu_auto_backend() {
 /// the largest k of the filter and the take after a sort.
 fn topk_for_the_sanitizer() {
     gpu("topk_for_the_sanitizer");
-    let shapes_u32 = [(3, 4097), (1, 100_003), (2, 9000)];
+    let shapes_u32 = [(3, 4097), (1, 100_003), (2, 9000), (2, 16_384)];
     let shapes_f64 = [(5, 31), (1, 70_001), (2, 9000)];
     for select in SELECTS {
         for (shapes, wide) in [(&shapes_u32[..], false), (&shapes_f64[..], true)] {
@@ -366,6 +375,7 @@ fn topk_for_the_sanitizer() {
                         one_selection::<f64>(rows, row_len, k, select);
                     } else {
                         one_selection::<u32>(rows, row_len, k, select);
+                        one_selection::<bitonic::half::bf16>(rows, row_len, k, select);
                     }
                 }
             }

@@ -121,6 +121,8 @@ pub static MERGE_KV_U64_U32: KernelModule = kernel_module!("merge.cu", "kv_u64_u
 pub static MERGE_KV_U64_U64: KernelModule = kernel_module!("merge.cu", "kv_u64_u64");
 /// The multi-GPU sort's kernels.
 pub static MULTI: KernelModule = kernel_module!("multi.cu");
+/// Top-k selection of 16-bit keys, read as they are (u64 composites).
+pub static TOPK_U16: KernelModule = kernel_module!("topk.cu", "u16");
 /// Top-k selection of 32-bit keys (u64 composites).
 pub static TOPK_U32: KernelModule = kernel_module!("topk.cu", "u32");
 /// Top-k selection of 64-bit keys (16-byte composites).
@@ -138,6 +140,7 @@ pub static ALL: std::sync::LazyLock<Vec<&'static KernelModule>> = std::sync::Laz
         &MERGE_KV_U64_U32,
         &MERGE_KV_U64_U64,
         &MULTI,
+        &TOPK_U16,
         &TOPK_U32,
         &TOPK_U64,
     ];

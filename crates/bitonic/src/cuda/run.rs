@@ -24,7 +24,7 @@ pub(crate) struct Target<'a> {
 /// The kernel modules `strategy` runs for `len` keys of `key_bytes` bytes in rows of `row_len`
 /// (`len` for one array) with values of `value_bytes` (0: keys alone; argsorts carry 4-byte
 /// indices), on `t`'s device. 16-bit keys sort as `u32` words, widened and narrowed by the
-/// map_keys module (src/cuda/words.rs). The tuned kernels come in one module a tile size, and the tile
+/// map_keys module (src/cuda/words.rs), except in the top-k selections by composites. The tuned kernels come in one module a tile size, and the tile
 /// depends on the input and the device (passes.rs). [`prepare`] compiles them side by side
 /// before the first sort; a module missing here would still compile on first use, alone (a
 /// GPU test checks that none does; a segmented sort's tiles follow its segments' lengths, so
@@ -37,8 +37,10 @@ pub(crate) fn modules_for(
     key_bytes: usize,
     value_bytes: usize,
 ) -> Vec<&'static KernelModule> {
+    // The top-k selections by composites read 16-bit keys as they are.
+    let by_composites = matches!(strategy, Strategy::TopkFilter | Strategy::TopkRadix);
     let (key_bytes, widen) = match key_bytes {
-        2 => (4, Some(&kernels::MAP_KEYS)),
+        2 if !by_composites => (4, Some(&kernels::MAP_KEYS)),
         other => (other, None),
     };
     let tuned =

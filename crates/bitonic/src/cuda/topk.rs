@@ -28,6 +28,7 @@ use super::run::{self, Target};
 use super::{launch, Gpu};
 use crate::dispatch::Strategy;
 use crate::error::{CudaContext as _, Error, Result};
+use crate::key::MapKind;
 use crate::{Select, SortKey};
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
 
@@ -75,6 +76,7 @@ pub(crate) fn kernel_defines() -> Vec<super::nvrtc::Define> {
 /// The module of the top-k kernels of keys of `key_bytes` bytes.
 pub(crate) fn module(key_bytes: usize) -> &'static KernelModule {
     match key_bytes {
+        2 => &kernels::TOPK_U16,
         4 => &kernels::TOPK_U32,
         _ => &kernels::TOPK_U64,
     }
@@ -205,31 +207,77 @@ pub(crate) fn select<K: SortKey>(
         values.len() == rows * k && indices.len() == rows * k,
         "k values and indices a row"
     );
-    let key_bytes = K::DTYPE.size();
-    let mut modules = run::modules_for(t, strategy, n, row_len, key_bytes, 4);
-    modules.push(module(key_bytes));
-    modules.dedup();
-    t.gpu.prepare(t.policy, &modules)?;
+    match strategy {
+        Strategy::TopkRadix | Strategy::TopkFilter => {
+            let shape = (row_len, k, select);
+            by_composites(
+                t,
+                strategy,
+                keys,
+                shape,
+                K::DTYPE.map_kind(),
+                values,
+                indices,
+            )
+        }
+        Strategy::PairPasses | Strategy::KeyValueMerge => {
+            let key_bytes = K::DTYPE.size();
+            let mut modules = run::modules_for(t, strategy, n, row_len, key_bytes, 4);
+            modules.push(module(key_bytes));
+            modules.dedup();
+            t.gpu.prepare(t.policy, &modules)?;
+            by_sorting::<K>(t, strategy, keys, (row_len, k, select), values, indices)
+        }
+        other => unreachable!("{other:?} is not a GPU top-k"),
+    }
+}
+
+/// The selection by composites ([`Strategy::TopkRadix`] or [`Strategy::TopkFilter`]) of rows
+/// of `row_len` keys given as words `B` of 2, 4 or 8 bytes (16-bit keys as they are, with no
+/// widened copy), whose map to sortable words is `kind`; `shape` is (row_len, k, select).
+pub(crate) fn by_composites<B: DeviceRepr>(
+    t: Target,
+    strategy: Strategy,
+    keys: &CudaView<B>,
+    (row_len, k, select): (usize, usize, Select),
+    kind: MapKind,
+    values: &mut CudaViewMut<B>,
+    indices: &mut CudaViewMut<u32>,
+) -> Result<()> {
+    let n = keys.len();
+    if n == 0 {
+        return Ok(());
+    }
+    run::check_len(n)?;
+    let rows = n / row_len;
+    assert!(
+        values.len() == rows * k && indices.len() == rows * k,
+        "k values and indices a row"
+    );
+    let key_bytes = std::mem::size_of::<B>();
+    t.gpu.prepare(t.policy, &[module(key_bytes)])?;
     // The better key has the larger word: the smallest keys select complemented words.
-    let map = K::DTYPE.map_kind() as u32
+    let map = kind as u32
         | match select {
             Select::Largest => 0,
             Select::Smallest => MAP_DESCENDING,
         };
     let shape = (rows, row_len, k, map);
-    match strategy {
-        Strategy::TopkRadix if key_bytes == 4 => {
-            radix::<K::Bits, u64>(t.gpu, keys, shape, values, indices)
-        }
-        Strategy::TopkRadix => radix::<K::Bits, KeyIndex>(t.gpu, keys, shape, values, indices),
-        Strategy::TopkFilter if key_bytes == 4 => {
-            filter::<K::Bits, u64>(t.gpu, keys, shape, values, indices)
-        }
-        Strategy::TopkFilter => filter::<K::Bits, KeyIndex>(t.gpu, keys, shape, values, indices),
-        Strategy::PairPasses | Strategy::KeyValueMerge => {
-            by_sorting::<K>(t, strategy, keys, (row_len, k, select), values, indices)
-        }
-        other => unreachable!("{other:?} is not a GPU top-k"),
+    match (strategy, key_bytes) {
+        (Strategy::TopkRadix, 8) => radix::<B, KeyIndex>(t.gpu, keys, shape, values, indices),
+        (Strategy::TopkRadix, _) => radix::<B, u64>(t.gpu, keys, shape, values, indices),
+        (Strategy::TopkFilter, 8) => filter::<B, KeyIndex>(t.gpu, keys, shape, values, indices),
+        (Strategy::TopkFilter, _) => filter::<B, u64>(t.gpu, keys, shape, values, indices),
+        (other, _) => unreachable!("{other:?} does not select by composites"),
+    }
+}
+
+/// The kernels' name of words of `key_bytes`.
+fn width(key_bytes: usize) -> &'static str {
+    match key_bytes {
+        2 => "u16",
+        4 => "u32",
+        _ => "u64",
     }
 }
 
@@ -244,7 +292,7 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
 ) -> Result<()> {
     let key_bytes = std::mem::size_of::<B>();
     let module = module(key_bytes);
-    let width = if key_bytes == 4 { "u32" } else { "u64" };
+    let width = width(key_bytes);
     let sms = gpu.info().multiprocessors.max(1) as usize;
     // The last pass sorts the k best in shared memory; the kernels that sample gather their
     // candidates there.
@@ -308,7 +356,7 @@ fn filter<B: DeviceRepr, C: DeviceRepr>(
 ) -> Result<()> {
     let key_bytes = std::mem::size_of::<B>();
     let module = module(key_bytes);
-    let width = if key_bytes == 4 { "u32" } else { "u64" };
+    let width = width(key_bytes);
     let passes = plan(
         rows,
         row_len,
