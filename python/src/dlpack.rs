@@ -85,10 +85,12 @@ impl Tensor {
             (0, 64) => DType::I64,
             (2, 32) => DType::F32,
             (2, 64) => DType::F64,
+            (2, 16) => DType::F16,
+            (4, 16) => DType::BF16,
             _ => {
                 return Err(PyTypeError::new_err(format!(
-                    "bitonic sorts keys of dtype uint32, int32, uint64, int64, float32 or \
-                     float64, not {}",
+                    "bitonic sorts keys of dtype uint32, int32, uint64, int64, float32, \
+                     float64, float16 or bfloat16, not {}",
                     self.dtype_name()
                 )))
             }
