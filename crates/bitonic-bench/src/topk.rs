@@ -158,6 +158,9 @@ struct Shape {
     seed: u64,
 }
 
+/// (median, min, max) ms.
+type Spread = (f64, f64, f64);
+
 /// (k, (median, min, max) ms) of every k of `ks` up to the row length, keys `K`.
 fn time_shape<K: RandomKey>(
     gpu: &Gpu,
@@ -170,7 +173,7 @@ fn time_shape<K: RandomKey>(
     }: Shape,
     ks: &[usize],
     progress: &dyn Fn(&str),
-) -> Result<Vec<(usize, (f64, f64, f64))>> {
+) -> Result<Vec<(usize, Spread)>> {
     let stream = gpu.stream();
     let n = rows * row_len;
     let mut host = vec![bytemuck::Zeroable::zeroed(); n];
