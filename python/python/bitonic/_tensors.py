@@ -79,9 +79,21 @@ class _Torch:
         return self.t.gather(v, -1, i)
 
     def to_numpy(self, x):
-        return x.detach().resolve_conj().resolve_neg().numpy()
+        x = x.detach().resolve_conj().resolve_neg()
+        if x.dtype == self.t.bfloat16:  # numpy's bfloat16 is ml_dtypes'
+            try:
+                import ml_dtypes
+            except ImportError:
+                raise TypeError(
+                    "bfloat16 CPU tensors go through numpy as ml_dtypes.bfloat16: "
+                    "pip install ml_dtypes (or sort on the GPU)"
+                ) from None
+            return x.view(self.t.int16).numpy().view(ml_dtypes.bfloat16)
+        return x.numpy()
 
     def from_numpy(self, a, like):
+        if a.dtype.name == "bfloat16":
+            return self.t.from_numpy(a.view("int16")).view(self.t.bfloat16)
         return self.t.from_numpy(a)
 
     def copy_into(self, dst, src):
