@@ -85,10 +85,12 @@ impl Tensor {
             (0, 64) => DType::I64,
             (2, 32) => DType::F32,
             (2, 64) => DType::F64,
+            (2, 16) => DType::F16,
+            (4, 16) => DType::BF16,
             _ => {
                 return Err(PyTypeError::new_err(format!(
-                    "bitonic sorts keys of dtype uint32, int32, uint64, int64, float32 or \
-                     float64, not {}",
+                    "bitonic sorts keys of dtype uint32, int32, uint64, int64, float32, \
+                     float64, float16 or bfloat16, not {}",
                     self.dtype_name()
                 )))
             }
@@ -219,6 +221,13 @@ fn device(ordinal: usize) -> Result<&'static Device, GpuUnavailable> {
         return Ok(d);
     }
     let gpu = Gpu::new(ordinal)?;
+    // cudarc's event tracking gives every buffer two events (created and destroyed a call for
+    // the caller's buffers) and records and waits on them at each kernel launch: most of the
+    // host time of a small sort. Nothing here needs it: this `Gpu` is the binding's own (its
+    // own context handle), every buffer and temporary of a call lives on its one stream, and
+    // `Device::order` orders that stream with the caller's.
+    // SAFETY: all work on this context's buffers is queued on `gpu.stream()` (see above).
+    unsafe { gpu.context().disable_event_tracking() };
     let event = gpu
         .context()
         .new_event(None)

@@ -52,7 +52,9 @@ fn sorter(backend: &str, descending: bool) -> PyResult<Sorter<'static>> {
     Ok(Sorter::new().backend(backend).order(order))
 }
 
-/// The key type of `x`, or a `TypeError` naming the ones there are.
+/// The key type of `x`, or a `TypeError` naming the ones there are. bfloat16 is not numpy's
+/// own: an array of it comes from a package that registers the dtype (ml_dtypes), so it is
+/// told by name and `dtype::<bf16>` (which needs that package) is only asked once it is seen.
 fn key_dtype(x: &Bound<'_, PyUntypedArray>) -> PyResult<DType> {
     let py = x.py();
     let d = x.dtype();
@@ -63,17 +65,19 @@ fn key_dtype(x: &Bound<'_, PyUntypedArray>) -> PyResult<DType> {
         (DType::I64, dtype::<i64>(py)),
         (DType::F32, dtype::<f32>(py)),
         (DType::F64, dtype::<f64>(py)),
+        (DType::F16, dtype::<bitonic::half::f16>(py)),
     ];
-    known
-        .into_iter()
-        .find(|(_, k)| d.is_equiv_to(k))
-        .map(|(t, _)| t)
-        .ok_or_else(|| {
-            PyTypeError::new_err(format!(
-                "bitonic sorts keys of dtype uint32, int32, uint64, int64, float32 or float64 \
-                 (native byte order), not {d}"
-            ))
-        })
+    if let Some((t, _)) = known.into_iter().find(|(_, k)| d.is_equiv_to(k)) {
+        return Ok(t);
+    }
+    let named_bf16 = d.itemsize() == 2 && d.str()?.to_cow()? == "bfloat16";
+    if named_bf16 && d.is_equiv_to(&dtype::<bitonic::half::bf16>(py)) {
+        return Ok(DType::BF16);
+    }
+    Err(PyTypeError::new_err(format!(
+        "bitonic sorts keys of dtype uint32, int32, uint64, int64, float32, float64, float16 \
+         or bfloat16 (native byte order), not {d}"
+    )))
 }
 
 /// Evaluates `$body` with `$K` the Rust key type of `$dtype`: one line a key type.
@@ -102,6 +106,14 @@ macro_rules! by_key_type {
             }
             DType::F64 => {
                 type $K = f64;
+                $body
+            }
+            DType::F16 => {
+                type $K = bitonic::half::f16;
+                $body
+            }
+            DType::BF16 => {
+                type $K = bitonic::half::bf16;
                 $body
             }
         }

@@ -60,8 +60,8 @@ def cupy():
     return need("cupy")
 
 
-TORCH_DTYPES = ["int32", "int64", "float32", "float64"]
-NP_DTYPES = [np.uint32, np.int32, np.uint64, np.int64, np.float32, np.float64]
+TORCH_DTYPES = ["int32", "int64", "float32", "float64", "float16", "bfloat16"]
+NP_DTYPES = [np.uint32, np.int32, np.uint64, np.int64, np.float32, np.float64, np.float16]
 
 
 def tdata(torch, dtype, shape, ties, seed=0):
@@ -91,6 +91,29 @@ def test_torch_sort_equals_torch_stable_sort(torch, dtype, shape, descending, ti
     assert torch.equal(bitonic.argsort(x, descending=descending), ti)
     assert torch.equal(bitonic.sort_values(x, descending=descending), tv)
     assert torch.equal(x, before)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(1000,), (64, 1000), (3, 100003)])
+@pytest.mark.parametrize("descending", [False, True], ids=["asc", "desc"])
+def test_torch_half_floats_in_total_order(torch, dtype, shape, descending):
+    """NaNs of both signs, infinities, zeros and subnormals of 16-bit floats, against the
+    oracle of test_numpy.py on their words (torch orders NaN and -0.0 its own way)."""
+    host = make(np.float16, int(np.prod(shape)), "random", seed=len(shape))
+    words = host.view(np.uint16)
+    if dtype == "bfloat16":  # the float32 words' top halves: bf16 of the same specials
+        words = (host.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+    x = torch.from_numpy(words.view(np.int16).reshape(shape)).cuda().view(getattr(torch, dtype))
+    # The total order of 16-bit floats is their words' sign-magnitude order, whatever the format.
+    want = expected_argsort(words.view(np.float16).reshape(shape), descending, axis=-1)
+    v, i = bitonic.sort(x, descending=descending)
+    assert v.dtype == x.dtype and i.dtype == torch.int64
+    np.testing.assert_array_equal(i.cpu().numpy(), want)
+    got = v.view(torch.int16).cpu().numpy().view(np.uint16)
+    np.testing.assert_array_equal(got, np.take_along_axis(words.reshape(shape), want, -1))
+    for k in (1, 50, 1000):
+        tv, ti = bitonic.topk(x, k, largest=descending)
+        np.testing.assert_array_equal(ti.cpu().numpy(), want[..., :k])
 
 
 @pytest.mark.parametrize("dim", [0, 1, -1, -3])

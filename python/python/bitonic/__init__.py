@@ -4,7 +4,8 @@ Functions take numpy arrays (or anything ``numpy.asarray`` takes) and return new
 or torch tensors and cupy arrays and return tensors of the same library: CUDA ones sorted on
 the GPU zero copy through DLPack, queued on the caller's current stream with nothing waiting
 on the host (as a torch kernel would be); CPU tensors through numpy. Inputs are never
-modified, but by ``sort_``. Keys are uint32, int32, uint64, int64, float32 or float64. Floats
+modified, but by ``sort_``. Keys are uint32, int32, uint64, int64, float32, float64, float16
+or bfloat16 (torch.bfloat16; in numpy ``ml_dtypes.bfloat16``). Floats
 sort in IEEE 754 total order: -NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN (numpy puts
 every NaN last and keeps -0.0 and +0.0 as they come). Indices are int64, as torch's. Whatever
 has indices is stable: equal keys keep their index order, ascending and descending.
@@ -14,6 +15,7 @@ has indices is stable: equal keys keep their index order, ascending and descendi
 while a sort runs.
 """
 
+import sys
 from collections import namedtuple
 
 import numpy as np
@@ -74,8 +76,22 @@ _KEY_DTYPES = tuple(
         np.int64,
         np.float32,
         np.float64,
+        np.float16,
     )
 )
+
+
+def _key_dtype(dtype):
+    """``dtype`` in native byte order when it is a key type, else None. bfloat16 is not
+    numpy's: its arrays come from ml_dtypes, imported by whoever made them."""
+    if dtype.byteorder not in "=|" and dtype.newbyteorder("=") in _KEY_DTYPES:
+        dtype = dtype.newbyteorder("=")
+    if dtype in _KEY_DTYPES:
+        return dtype
+    ml = sys.modules.get("ml_dtypes")
+    if ml is not None and dtype == ml.bfloat16:
+        return dtype
+    return None
 
 
 def _tensor(x):
@@ -104,13 +120,11 @@ def _as_rows(x, dim, name="x"):
     if not -x.ndim <= dim < x.ndim:
         raise ValueError(f"dim {dim} is out of range for an array of {x.ndim} dimensions")
     dim = int(dim) % x.ndim
-    dtype = x.dtype
-    if dtype.byteorder not in "=|" and dtype.newbyteorder("=") in _KEY_DTYPES:
-        dtype = dtype.newbyteorder("=")
-    if dtype not in _KEY_DTYPES:
+    dtype = _key_dtype(x.dtype)
+    if dtype is None:
         raise TypeError(
             f"{name} has dtype {x.dtype}: bitonic sorts keys of dtype uint32, int32, uint64, "
-            "int64, float32 or float64"
+            "int64, float32, float64, float16 or bfloat16 (ml_dtypes)"
         )
     moved = np.moveaxis(x, dim, -1)
     # A copy only when the rows are not already contiguous (dim not last, a strided view) or

@@ -34,13 +34,28 @@ class _Torch:
 
         self.t = torch
         self.int32, self.int64 = torch.int32, torch.int64
+        # The per-call host time is most of a small sort's (python -m bitonic.bench): the raw
+        # stream handle and the plain capsule skip torch.cuda.current_stream's Stream object
+        # and __dlpack__'s stream checks (an ExternalStream and a current_stream a capsule),
+        # which order nothing here: the capsules are taken on the current stream anyway.
+        self._raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        self._to_dlpack = getattr(torch._C, "_to_dlpack", None)
 
     def is_cuda(self, x):
         return x.is_cuda
 
     def stream(self, x):
-        s = self.t.cuda.current_stream(x.device).cuda_stream
+        if self._raw_stream is not None:
+            s = self._raw_stream(x.get_device())
+        else:
+            s = self.t.cuda.current_stream(x.device).cuda_stream
         return s if s else 1  # DLPack's legacy default stream is 1, not 0
+
+    def capsule(self, x, stream):
+        """``x.__dlpack__(stream=stream)`` for ``stream`` the current one, cheaper."""
+        if self._to_dlpack is not None:
+            return self._to_dlpack(x)
+        return x.__dlpack__(stream=stream)
 
     def ndim(self, x):
         return x.dim()
@@ -57,13 +72,15 @@ class _Torch:
     def rows(self, x, dim, copy):
         """``x`` with ``dim`` moved last, C-contiguous; a new tensor when ``copy``. Detached:
         DLPack exports no tensor that requires grad (bitonic's outputs carry no gradient)."""
-        m = x.detach().movedim(dim, -1)
+        m = x.detach()
+        if dim != m.dim() - 1:
+            m = m.movedim(dim, -1)
         if copy:
             return m.clone(memory_format=self.t.contiguous_format)
         return m.contiguous()
 
     def back(self, y, dim):
-        return y.movedim(-1, dim)
+        return y if dim == y.dim() - 1 else y.movedim(-1, dim)
 
     def empty(self, shape, dtype, like):
         return self.t.empty(shape, dtype=dtype, device=like.device)
@@ -79,9 +96,21 @@ class _Torch:
         return self.t.gather(v, -1, i)
 
     def to_numpy(self, x):
-        return x.detach().resolve_conj().resolve_neg().numpy()
+        x = x.detach().resolve_conj().resolve_neg()
+        if x.dtype == self.t.bfloat16:  # numpy's bfloat16 is ml_dtypes'
+            try:
+                import ml_dtypes
+            except ImportError:
+                raise TypeError(
+                    "bfloat16 CPU tensors go through numpy as ml_dtypes.bfloat16: "
+                    "pip install ml_dtypes (or sort on the GPU)"
+                ) from None
+            return x.view(self.t.int16).numpy().view(ml_dtypes.bfloat16)
+        return x.numpy()
 
     def from_numpy(self, a, like):
+        if a.dtype.name == "bfloat16":
+            return self.t.from_numpy(a.view("int16")).view(self.t.bfloat16)
         return self.t.from_numpy(a)
 
     def copy_into(self, dst, src):
@@ -105,6 +134,9 @@ class _Cupy:
         s = self.c.cuda.get_current_stream().ptr
         return s if s else 1
 
+    def capsule(self, x, stream):
+        return x.__dlpack__(stream=stream)
+
     def ndim(self, x):
         return x.ndim
 
@@ -124,7 +156,7 @@ class _Cupy:
         return self.c.ascontiguousarray(m)
 
     def back(self, y, dim):
-        return self.c.moveaxis(y, -1, dim)
+        return y if dim == y.ndim - 1 else self.c.moveaxis(y, -1, dim)
 
     def empty(self, shape, dtype, like):
         with like.device:
@@ -175,10 +207,6 @@ def _dim(L, x, dim):
     return dim % nd
 
 
-def _capsule(x, stream):
-    return x.__dlpack__(stream=stream)
-
-
 def sort(L, x, dim, descending, values, indices):
     """(values or None, int64 indices or None) of a CUDA ``x`` sorted along ``dim``."""
     dim = _dim(L, x, dim)
@@ -190,15 +218,15 @@ def sort(L, x, dim, descending, values, indices):
         return (L.back(keys, dim) if values else None), (None if idx is None else L.back(idx, dim))
     row = shape[-1]
     if not indices:
-        _native.cuda_sort(_capsule(keys, s), None, row, descending, s)
+        _native.cuda_sort(L.capsule(keys, s), None, row, descending, s)
         return L.back(keys, dim), None
     if row <= _U32_ROW:
         idx = L.empty(shape, L.int32, keys)
-        _native.cuda_sort(_capsule(keys, s), _capsule(idx, s), row, descending, s)
+        _native.cuda_sort(L.capsule(keys, s), L.capsule(idx, s), row, descending, s)
         idx = L.wide(idx)
     else:
         idx = L.arange_rows(shape, keys)
-        _native.cuda_sort_pairs(_capsule(keys, s), _capsule(idx, s), row, descending, s)
+        _native.cuda_sort_pairs(L.capsule(keys, s), L.capsule(idx, s), row, descending, s)
     return (L.back(keys, dim) if values else None), L.back(idx, dim)
 
 
@@ -209,7 +237,7 @@ def sort_(L, x, dim, descending):
         if L.numel(x):
             s = L.stream(x)
             target = x.detach() if L is lib("torch") else x
-            _native.cuda_sort(_capsule(target, s), None, x.shape[-1], descending, s)
+            _native.cuda_sort(L.capsule(target, s), None, x.shape[-1], descending, s)
         return x
     v, _ = sort(L, x, dim, descending, True, False)
     L.copy_into(x, v)
@@ -234,7 +262,7 @@ def topk(L, x, k, dim, largest):
     idx = L.empty(out, L.int32, keys)
     s = L.stream(x)
     _native.cuda_topk(
-        _capsule(keys, s), _capsule(values, s), _capsule(idx, s), row, k, largest, s
+        L.capsule(keys, s), L.capsule(values, s), L.capsule(idx, s), row, k, largest, s
     )
     return L.back(values, dim), L.back(L.wide(idx), dim)
 
@@ -256,5 +284,5 @@ def sort_pairs(L, keys, values, descending):
         return k, L.rows(values, -1, copy=True)
     v = L.rows(values, -1, copy=True)
     s = L.stream(keys)
-    _native.cuda_sort_pairs(_capsule(k, s), _capsule(v, s), k.shape[-1], descending, s)
+    _native.cuda_sort_pairs(L.capsule(k, s), L.capsule(v, s), k.shape[-1], descending, s)
     return k, v
