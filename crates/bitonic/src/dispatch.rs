@@ -171,8 +171,8 @@ impl Strategy {
 ///   selection of its own). On the GPU, up to [`TOPK_FILTER_MAX_K`], a row that one block holds
 ///   ([`TOPK_RADIX_CHUNK`]), or a longer one up to [`Policy::topk_filter_above`] with k up to
 ///   [`TOPK_RADIX_MAX_K`], runs [`Strategy::TopkRadix`], and other rows
-///   [`Strategy::TopkFilter`]; past [`TOPK_FILTER_MAX_K`] the GPU sorts the rows stably and
-///   keeps their first k.
+///   [`Strategy::TopkFilter`]; past [`TOPK_FILTER_MAX_K`], or for a k above half the row,
+///   the GPU sorts the rows stably and keeps their first k.
 pub fn choose(request: &Request, gpu: Option<&Policy>) -> Result<(Backend, Strategy)> {
     let backend = match (request.backend, gpu) {
         (Backend::Cuda, None) => return Err(Error::NoGpu),
@@ -199,6 +199,14 @@ pub fn choose(request: &Request, gpu: Option<&Policy>) -> Result<(Backend, Strat
         }
     };
     Ok((backend, strategy))
+}
+
+/// The keys of one row of `len` keys laid out as `layout`.
+fn row_len_of(len: usize, layout: Layout) -> usize {
+    match layout {
+        Layout::Rows { row_len } => row_len,
+        _ => len,
+    }
 }
 
 fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
@@ -228,11 +236,10 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
         _ => {}
     }
     match (topk, layout) {
-        (Some(k), Layout::Whole | Layout::Rows { .. }) if k <= TOPK_FILTER_MAX_K => {
-            let row_len = match layout {
-                Layout::Rows { row_len } => row_len,
-                _ => request.len,
-            };
+        (Some(k), Layout::Whole | Layout::Rows { .. })
+            if k <= TOPK_FILTER_MAX_K && 2 * k <= row_len_of(request.len, layout) =>
+        {
+            let row_len = row_len_of(request.len, layout);
             let radix = row_len <= TOPK_RADIX_CHUNK
                 || (k <= TOPK_RADIX_MAX_K && row_len <= policy.topk_filter_above);
             return Ok(if radix {
@@ -241,7 +248,8 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
                 Strategy::TopkFilter
             });
         }
-        // A large k: each row's stable argsort, of which the first k are kept.
+        // A large k, or one above half the row (the selection would keep most of the row and
+        // sort it anyway): each row's stable argsort, of which the first k are kept.
         (Some(_), Layout::Whole) => return Ok(Strategy::KeyValueMerge),
         (Some(_), Layout::Rows { .. }) => return Ok(Strategy::PairPasses),
         (Some(_), Layout::Segments) => return Err(Error::Unsupported("top-k of segments")),
@@ -395,6 +403,9 @@ mod tests {
             (1 << 20, rows(chunk), max, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(chunk * 2), max, true, Backend::Cuda, TopkFilter),
             (1 << 20, rows(4096), 4096, true, Backend::Cuda, PairPasses),
+            (1 << 20, rows(1024), 512, true, Backend::Cuda, TopkRadix),
+            (1 << 20, rows(1024), 513, true, Backend::Cuda, PairPasses),
+            (1 << 20, rows(1000), 501, true, Backend::Cuda, PairPasses),
         ];
         for (len, layout, k, has_gpu, backend, strategy) in table {
             let gpu = if has_gpu { GPU } else { None };

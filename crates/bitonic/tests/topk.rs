@@ -123,9 +123,10 @@ fn expected_strategy(
 ) -> Strategy {
     let radix = row_len <= TOPK_RADIX_CHUNK
         || (k <= TOPK_RADIX_MAX_K && row_len <= policy.topk_filter_above);
+    let selects = k <= TOPK_FILTER_MAX_K && 2 * k <= row_len;
     match backend {
-        Backend::Cuda if k <= TOPK_FILTER_MAX_K && radix => Strategy::TopkRadix,
-        Backend::Cuda if k <= TOPK_FILTER_MAX_K => Strategy::TopkFilter,
+        Backend::Cuda if selects && radix => Strategy::TopkRadix,
+        Backend::Cuda if selects => Strategy::TopkFilter,
         Backend::Cuda if rows == 1 => Strategy::KeyValueMerge,
         Backend::Cuda => Strategy::PairPasses,
         _ => Strategy::CpuTopk,
