@@ -41,6 +41,9 @@ pub struct Policy {
     /// ([`crate::dispatch::Strategy::TopkFilter`]); shorter rows are cut into chunks that blocks
     /// hold in registers for a radix select ([`crate::dispatch::Strategy::TopkRadix`]).
     pub topk_filter_above: usize,
+    /// The most elements a thread of the top-k radix select holds: 32 (chunks of 8,192 at two
+    /// blocks an SM) or 16 (chunks of 4,096 at three).
+    pub topk_radix_per_thread: usize,
 }
 
 impl Policy {
@@ -54,6 +57,7 @@ impl Policy {
         merge_tile: 1 << 12,
         merge_threads: 256,
         topk_filter_above: 1 << 26,
+        topk_radix_per_thread: 32,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which

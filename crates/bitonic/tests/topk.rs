@@ -19,7 +19,7 @@ fn main() {
         Needs::Gpu =>
             gpu_u32, gpu_i32, gpu_u64, gpu_i64, gpu_f32, gpu_f64, gpu_f16, gpu_bf16,
             gpu_patterns_with_ties,
-            gpu_filter_on_every_row, gpu_device_buffers, gpu_auto_backend, topk_for_the_sanitizer;
+            gpu_filter_on_every_row, gpu_radix_at_16_a_thread, gpu_device_buffers, gpu_auto_backend, topk_for_the_sanitizer;
     ]);
 }
 
@@ -253,6 +253,21 @@ fn gpu_filter_on_every_row() {
     check_shapes_with::<bitonic::half::bf16>(Backend::Cuda, filter, &SHAPES[8..], Pattern::Random);
     for pattern in PATTERNS {
         check_shapes_with::<i32>(Backend::Cuda, filter, &PATTERN_SHAPES, pattern);
+    }
+}
+
+/// The radix select at most 16 elements a thread (chunks of 4,096), random keys and ties.
+fn gpu_radix_at_16_a_thread() {
+    gpu("gpu_radix_at_16_a_thread");
+    let sixteen = Policy {
+        topk_radix_per_thread: 16,
+        ..Policy::HOPPER
+    };
+    let sixteen = Some(&sixteen);
+    check_shapes_with::<f32>(Backend::Cuda, sixteen, &SHAPES, Pattern::Random);
+    check_shapes_with::<bitonic::half::bf16>(Backend::Cuda, sixteen, &SHAPES[8..], Pattern::Random);
+    for pattern in PATTERNS {
+        check_shapes_with::<u64>(Backend::Cuda, sixteen, &PATTERN_SHAPES, pattern);
     }
 }
 

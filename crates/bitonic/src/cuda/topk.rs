@@ -153,8 +153,10 @@ pub(crate) fn radix_plan(
     row_len: usize,
     k: usize,
     multiprocessors: usize,
+    most_per_thread: usize,
 ) -> Vec<RadixPass> {
-    let most = THREADS as usize * RADIX_PER_THREAD[RADIX_PER_THREAD.len() - 1];
+    assert!(RADIX_PER_THREAD[1..].contains(&most_per_thread));
+    let most = THREADS as usize * most_per_thread;
     let wanted = (RADIX_BLOCKS_PER_SM * multiprocessors.max(1)).div_ceil(rows.max(1));
     let min_chunk = RADIX_MIN_CHUNK.max(8 * k).min(most);
     let mut passes = Vec::new();
@@ -168,7 +170,7 @@ pub(crate) fn radix_plan(
         let chunks = len.div_ceil(chunk_len);
         let per_thread = RADIX_PER_THREAD
             .into_iter()
-            .find(|&r| r * THREADS as usize >= chunk_len)
+            .find(|&r| r * THREADS as usize >= chunk_len && r <= most_per_thread)
             .expect("a chunk is at most a block's registers");
         passes.push(RadixPass {
             row_len: len,
@@ -264,8 +266,8 @@ pub(crate) fn by_composites<B: DeviceRepr>(
         };
     let shape = (rows, row_len, k, map);
     match (strategy, key_bytes) {
-        (Strategy::TopkRadix, 8) => radix::<B, KeyIndex>(t.gpu, keys, shape, values, indices),
-        (Strategy::TopkRadix, _) => radix::<B, u64>(t.gpu, keys, shape, values, indices),
+        (Strategy::TopkRadix, 8) => radix::<B, KeyIndex>(t, keys, shape, values, indices),
+        (Strategy::TopkRadix, _) => radix::<B, u64>(t, keys, shape, values, indices),
         (Strategy::TopkFilter, 8) => filter::<B, KeyIndex>(t.gpu, keys, shape, values, indices),
         (Strategy::TopkFilter, _) => filter::<B, u64>(t.gpu, keys, shape, values, indices),
         (other, _) => unreachable!("{other:?} does not select by composites"),
@@ -284,12 +286,13 @@ fn width(key_bytes: usize) -> &'static str {
 /// The radix select's passes ([`radix_plan`]) over keys of words `B` with composites `C`;
 /// `shape` is (rows, row_len, k, key map).
 fn radix<B: DeviceRepr, C: DeviceRepr>(
-    gpu: &Gpu,
+    t: Target,
     keys: &CudaView<B>,
     (rows, row_len, k, map): (usize, usize, usize, u32),
     values: &mut CudaViewMut<B>,
     indices: &mut CudaViewMut<u32>,
 ) -> Result<()> {
+    let gpu = t.gpu;
     let key_bytes = std::mem::size_of::<B>();
     let module = module(key_bytes);
     let width = width(key_bytes);
@@ -298,7 +301,11 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
     // candidates there.
     let slots = k.next_power_of_two();
     let mut input: Option<CudaSlice<C>> = None;
-    for (i, pass) in radix_plan(rows, row_len, k, sms).iter().enumerate() {
+    let most_per_thread = t.policy.topk_radix_per_thread;
+    for (i, pass) in radix_plan(rows, row_len, k, sms, most_per_thread)
+        .iter()
+        .enumerate()
+    {
         let what = if i == 0 { "keys" } else { "partials" };
         let name = format!("topk_radix_{what}_{width}_{}", pass.per_thread);
         let held = match pass.per_thread >= RADIX_SAMPLES_FROM {
@@ -519,7 +526,7 @@ mod tests {
                     if rows * row_len > 1 << 31 || (row_len > most && k > TOPK_RADIX_MAX_K) {
                         continue;
                     }
-                    let passes = radix_plan(rows, row_len, k, 132);
+                    let passes = radix_plan(rows, row_len, k, 132, 32);
                     let what = format!("{rows}x{row_len} k {k}");
                     assert_eq!(passes[0].row_len, row_len, "{what}");
                     assert_eq!(passes.last().unwrap().chunks, 1, "{what}");
@@ -537,13 +544,25 @@ mod tests {
             }
         }
         // 16,384 rows of 1,024: one pass, 4 elements a thread.
-        let short = radix_plan(16_384, 1024, 50, 132);
+        let short = radix_plan(16_384, 1024, 50, 132, 32);
         assert_eq!((short.len(), short[0].per_thread), (1, 4));
         // One row of 2^24: 2,048 chunks of 8,192, then the 2,048 x 50 partials spread over
         // the GPU in chunks of 2,048, then those results.
-        let long = radix_plan(1, 1 << 24, 50, 132);
+        let long = radix_plan(1, 1 << 24, 50, 132, 32);
         let chunks: Vec<usize> = long.iter().map(|p| p.chunks).collect();
         assert_eq!(chunks, [2048, 50, 2, 1]);
+        // At most 16 a thread: chunks of 4,096, and still one pass for short rows.
+        let half = radix_plan(4096, 32_768, 50, 132, 16);
+        assert_eq!((half[0].chunks, half[0].per_thread, half.len()), (8, 16, 2));
+        for row_len in [1000, 4096, 8192, 100_003] {
+            for k in [1, 50, 1024, 2048.min(row_len)] {
+                let passes = radix_plan(3, row_len, k, 132, 16);
+                assert!(passes
+                    .iter()
+                    .all(|p| p.per_thread <= 16 && p.chunk_len <= 4096));
+                assert_eq!(passes.last().unwrap().chunks, 1);
+            }
+        }
     }
 
     #[test]
