@@ -498,14 +498,14 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
 // The kernels of one key width W: the filter over keys and over partial results, the radix
 // select over keys and over partial results at R = 4, 16 or 32 elements a thread
 // (src/cuda/topk.rs RADIX_PER_THREAD), and the take of indices (u32) and of keys of the width.
-// MIN_BLOCKS: the blocks an SM must hold, which caps the registers: u64 composites fit 6
-// blocks at 4 a thread, 3 at 16 and 2 at 32 without spilling; 16-byte ones 1 past 4.
-#define EXPORT_TOPK_RADIX(W, C, R, MIN_BLOCKS)                                                   \
-    extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)                            \
+// BOUNDS: the kernel's launch bounds, (THREADS) or (THREADS, blocks an SM), which caps the
+// registers: u64 composites fit 3 blocks at 16 a thread and 2 at 32 without spilling.
+#define EXPORT_TOPK_RADIX(W, C, R, BOUNDS)                                                       \
+    extern "C" __global__ void __launch_bounds__ BOUNDS                                          \
         topk_radix_keys_##W##_##R TOPK_PARAMS(W, C, W) {                                         \
         topk_radix<W, C, W, R> TOPK_ARGS;                                                        \
     }                                                                                            \
-    extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)                            \
+    extern "C" __global__ void __launch_bounds__ BOUNDS                                          \
         topk_radix_partials_##W##_##R TOPK_PARAMS(C, C, W) {                                     \
         topk_radix<W, C, C, R> TOPK_ARGS;                                                        \
     }
@@ -516,9 +516,9 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
     extern "C" __global__ void __launch_bounds__(THREADS) topk_partials_##W TOPK_PARAMS(C, C, W) { \
         topk_filter<W, C, C> TOPK_ARGS;                                                         \
     }                                                                                           \
-    EXPORT_TOPK_RADIX(W, C, 4, 6)                                                               \
-    EXPORT_TOPK_RADIX(W, C, 16, sizeof(C) == 8 ? 3 : 1)                                         \
-    EXPORT_TOPK_RADIX(W, C, 32, sizeof(C) == 8 ? 2 : 1)                                         \
+    EXPORT_TOPK_RADIX(W, C, 4, (THREADS))                                                       \
+    EXPORT_TOPK_RADIX(W, C, 16, (THREADS, sizeof(C) == 8 ? 3 : 1))                              \
+    EXPORT_TOPK_RADIX(W, C, 32, (THREADS, sizeof(C) == 8 ? 2 : 1))                              \
     extern "C" __global__ void topk_take_##W TAKE_PARAMS(W) { topk_take<W> TAKE_ARGS; }
 
 #if defined(BITONIC_PART_U16)
