@@ -313,11 +313,6 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
             false => slots,
         };
         let shared = held * std::mem::size_of::<C>();
-        let f = gpu.function(module, &name)?;
-        gpu.allow_shared(&f, shared as u32)?;
-        let items = rows * pass.chunks;
-        let blocks = items.min(sms * 32);
-        let cfg = launch::config(blocks as u32, THREADS, shared as u32);
         let args = launch::TopkArgs {
             row_len: pass.row_len as u64,
             rows: rows as u32,
@@ -327,29 +322,46 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
             slots: slots as u32,
             map,
         };
-        let mut partials = None;
-        let out = if pass.chunks == 1 {
-            launch::TopkOut::Rows {
-                values: &mut *values,
-                indices: &mut *indices,
-            }
-        } else {
-            let len = items * k;
-            // SAFETY: the pass writes every partial (k a chunk) before the next reads them.
-            let buffer = unsafe { gpu.stream().alloc::<C>(len) }
-                .during(|| format!("allocating {len} top-k partial results"))?;
-            launch::TopkOut::Partials(partials.insert(buffer))
-        };
-        match &input {
-            None => launch::topk_pass(gpu, &f, cfg, keys, args, out),
-            Some(partial_input) => {
-                launch::topk_pass(gpu, &f, cfg, &partial_input.as_view(), args, out)
-            }
-        }
-        .during(|| format!("launching {name}"))?;
-        input = partials;
+        let kernel = (module, name.as_str(), shared);
+        input = run_pass(gpu, kernel, args, keys, input, values, indices)?;
     }
     Ok(())
+}
+
+/// One pass of the filter or the radix select: kernel `name` of `module` with `shared` bytes of
+/// dynamic shared memory over `keys` (the first pass) or the partial results of the pass
+/// before (`input`), into new partial results (returned) or, one chunk a row, `values` and
+/// `indices`.
+fn run_pass<B: DeviceRepr, C: DeviceRepr>(
+    gpu: &Gpu,
+    (module, name, shared): (&'static KernelModule, &str, usize),
+    args: launch::TopkArgs,
+    keys: &CudaView<B>,
+    input: Option<CudaSlice<C>>,
+    values: &mut CudaViewMut<B>,
+    indices: &mut CudaViewMut<u32>,
+) -> Result<Option<CudaSlice<C>>> {
+    let f = gpu.function(module, name)?;
+    gpu.allow_shared(&f, shared as u32)?;
+    let items = args.rows as usize * args.chunks as usize;
+    let blocks = items.min(gpu.info().multiprocessors.max(1) as usize * 32);
+    let cfg = launch::config(blocks as u32, THREADS, shared as u32);
+    let mut partials = None;
+    let out = if args.chunks == 1 {
+        launch::TopkOut::Rows { values, indices }
+    } else {
+        let len = items * args.k as usize;
+        // SAFETY: the pass writes every partial (k a chunk) before the next reads them.
+        let buffer = unsafe { gpu.stream().alloc::<C>(len) }
+            .during(|| format!("allocating {len} top-k partial results"))?;
+        launch::TopkOut::Partials(partials.insert(buffer))
+    };
+    match &input {
+        None => launch::topk_pass(gpu, &f, cfg, keys, args, out),
+        Some(partial_input) => launch::topk_pass(gpu, &f, cfg, &partial_input.as_view(), args, out),
+    }
+    .during(|| format!("launching {name}"))?;
+    Ok(partials)
 }
 
 /// The filter's passes ([`plan`]) over keys of words `B` with composites `C`; `shape` is
@@ -383,11 +395,6 @@ fn filter<B: DeviceRepr, C: DeviceRepr>(
             0 => format!("topk_keys_{width}"),
             _ => format!("topk_partials_{width}"),
         };
-        let f = gpu.function(module, &name)?;
-        gpu.allow_shared(&f, shared as u32)?;
-        let items = rows * pass.chunks;
-        let blocks = items.min(gpu.info().multiprocessors.max(1) as usize * 32);
-        let cfg = launch::config(blocks as u32, THREADS, shared as u32);
         let args = launch::TopkArgs {
             row_len: pass.row_len as u64,
             rows: rows as u32,
@@ -397,27 +404,8 @@ fn filter<B: DeviceRepr, C: DeviceRepr>(
             slots: pass.slots as u32,
             map,
         };
-        let mut partials = None;
-        let out = if pass.chunks == 1 {
-            launch::TopkOut::Rows {
-                values: &mut *values,
-                indices: &mut *indices,
-            }
-        } else {
-            let len = items * k;
-            // SAFETY: the pass writes every partial (k a chunk) before the next reads them.
-            let buffer = unsafe { gpu.stream().alloc::<C>(len) }
-                .during(|| format!("allocating {len} top-k partial results"))?;
-            launch::TopkOut::Partials(partials.insert(buffer))
-        };
-        match &input {
-            None => launch::topk_pass(gpu, &f, cfg, keys, args, out),
-            Some(partial_input) => {
-                launch::topk_pass(gpu, &f, cfg, &partial_input.as_view(), args, out)
-            }
-        }
-        .during(|| format!("launching {name}"))?;
-        input = partials;
+        let kernel = (module, name.as_str(), shared);
+        input = run_pass(gpu, kernel, args, keys, input, values, indices)?;
     }
     Ok(())
 }
