@@ -353,7 +353,7 @@ pub fn cuda_sort(
     };
     let ordinal = target(kb, ib.as_slice())?;
     run_on(py, ordinal, caller_stream, descending, |sorter, stream| {
-        crate::by_key_type!(dtype, K => {
+        bitonic::with_key_type!(dtype, K => {
             // SAFETY: described by live capsules of this device, held by the caller.
             let mut keys = unsafe { kb.slice::<K>(stream) };
             match ib {
@@ -390,7 +390,7 @@ pub fn cuda_sort_pairs(
     }
     let ordinal = target(kb, &[vb])?;
     run_on(py, ordinal, caller_stream, descending, |sorter, stream| {
-        crate::by_key_type!(dtype, K => {
+        bitonic::with_key_type!(dtype, K => {
             // SAFETY: described by live capsules of this device, held by the caller.
             let mut keys = unsafe { kb.slice::<K>(stream) };
             if vb.bytes == 4 {
@@ -439,7 +439,7 @@ pub fn cuda_topk(
     let ordinal = target(kb, &[vb, ib])?;
     let select = crate::select(largest);
     run_on(py, ordinal, caller_stream, false, |sorter, stream| {
-        crate::by_key_type!(dtype, K => {
+        bitonic::with_key_type!(dtype, K => {
             // SAFETY: described by live capsules of this device, held by the caller.
             let keys = unsafe { kb.slice::<K>(stream) };
             let mut v = unsafe { vb.slice::<K>(stream) };

@@ -6,7 +6,7 @@
 //! while it sorts and raises `bitonic.BitonicError` (a `RuntimeError`) with the library's
 //! message when a sort fails.
 //!
-//! The key types are listed once a table: [`by_key_type`] (DType to Rust type), [`key_dtype`]
+//! The key types are listed once a table: [`bitonic::with_key_type`] (DType to Rust type), [`key_dtype`]
 //! (numpy), `dlpack::key_dtype` (DLPack codes) and python/bitonic/_dtypes.py; a new key type
 //! of the library is one line in each.
 
@@ -79,47 +79,6 @@ fn key_dtype(x: &Bound<'_, PyUntypedArray>) -> PyResult<DType> {
          or bfloat16 (native byte order), not {d}"
     )))
 }
-
-/// Evaluates `$body` with `$K` the Rust key type of `$dtype`: one line a key type.
-macro_rules! by_key_type {
-    ($dtype:expr, $K:ident => $body:expr) => {
-        match $dtype {
-            DType::U32 => {
-                type $K = u32;
-                $body
-            }
-            DType::I32 => {
-                type $K = i32;
-                $body
-            }
-            DType::U64 => {
-                type $K = u64;
-                $body
-            }
-            DType::I64 => {
-                type $K = i64;
-                $body
-            }
-            DType::F32 => {
-                type $K = f32;
-                $body
-            }
-            DType::F64 => {
-                type $K = f64;
-                $body
-            }
-            DType::F16 => {
-                type $K = bitonic::half::f16;
-                $body
-            }
-            DType::BF16 => {
-                type $K = bitonic::half::bf16;
-                $body
-            }
-        }
-    };
-}
-pub(crate) use by_key_type;
 
 /// The keys of a flat array of `K`, which must be 1-D and C-contiguous.
 fn keys_of<'py, K: Element>(
@@ -200,7 +159,7 @@ fn sort_rows<'py>(
     indices: bool,
 ) -> PyResult<Sorted> {
     let sorter = sorter(backend, descending)?;
-    by_key_type!(key_dtype(x)?, K => sort_typed::<K>(x, row_len, sorter, values || !indices, indices))
+    bitonic::with_key_type!(key_dtype(x)?, K => sort_typed::<K>(x, row_len, sorter, values || !indices, indices))
 }
 
 fn pairs_sized<K: SortKey, const N: usize>(
@@ -272,7 +231,7 @@ fn sort_pairs<'py>(
         )));
     }
     let sorter = sorter(backend, descending)?;
-    by_key_type!(key_dtype(keys)?, K => pairs_typed::<K>(keys, values, itemsize, sorter))
+    bitonic::with_key_type!(key_dtype(keys)?, K => pairs_typed::<K>(keys, values, itemsize, sorter))
 }
 
 fn topk_typed<'py, K: SortKey + Element>(
@@ -315,7 +274,7 @@ fn topk_rows(
     backend: &str,
 ) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
     let sorter = sorter(backend, false)?;
-    by_key_type!(key_dtype(x)?, K => topk_typed::<K>(x, row_len, k, select(largest), sorter))
+    bitonic::with_key_type!(key_dtype(x)?, K => topk_typed::<K>(x, row_len, k, select(largest), sorter))
 }
 
 /// [`Select::Largest`] or [`Select::Smallest`].

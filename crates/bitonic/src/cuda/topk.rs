@@ -203,12 +203,7 @@ pub(crate) fn select<K: SortKey>(
     if n == 0 {
         return Ok(());
     }
-    run::check_len(n)?;
-    let rows = n / row_len;
-    assert!(
-        values.len() == rows * k && indices.len() == rows * k,
-        "k values and indices a row"
-    );
+    checked_rows(n, row_len, k, (values.len(), indices.len()))?;
     match strategy {
         Strategy::TopkRadix | Strategy::TopkFilter => {
             let shape = (row_len, k, select);
@@ -234,6 +229,18 @@ pub(crate) fn select<K: SortKey>(
     }
 }
 
+/// The rows of `n` (> 0) keys in rows of `row_len`, checked: within the kernels' indexing,
+/// with `k` values and indices a row in `outputs`.
+fn checked_rows(n: usize, row_len: usize, k: usize, outputs: (usize, usize)) -> Result<usize> {
+    run::check_len(n)?;
+    let rows = n / row_len;
+    assert!(
+        outputs == (rows * k, rows * k),
+        "k values and indices a row"
+    );
+    Ok(rows)
+}
+
 /// The selection by composites ([`Strategy::TopkRadix`] or [`Strategy::TopkFilter`]) of rows
 /// of `row_len` keys given as words `B` of 2, 4 or 8 bytes (16-bit keys as they are, with no
 /// widened copy), whose map to sortable words is `kind`; `shape` is (row_len, k, select).
@@ -250,12 +257,7 @@ pub(crate) fn by_composites<B: DeviceRepr>(
     if n == 0 {
         return Ok(());
     }
-    run::check_len(n)?;
-    let rows = n / row_len;
-    assert!(
-        values.len() == rows * k && indices.len() == rows * k,
-        "k values and indices a row"
-    );
+    let rows = checked_rows(n, row_len, k, (values.len(), indices.len()))?;
     let key_bytes = std::mem::size_of::<B>();
     t.gpu.prepare(t.policy, &[module(key_bytes)])?;
     // The better key has the larger word: the smallest keys select complemented words.
