@@ -263,3 +263,73 @@ fn draw_scaling<DB: DrawingBackend>(
     }
     legend_and_present(&mut chart, &root)
 }
+
+/// Writes `<stem>.svg` and `<stem>.png`: torch.topk's time over ours against k, one line per
+/// shape and key type, and the bar of 3×.
+pub fn topk_speedups(
+    rows: &[super::topk::Measured],
+    title: &str,
+    dir: &Path,
+    stem: &str,
+) -> Result<Vec<PathBuf>, String> {
+    let series = super::topk::speedups(rows);
+    if series.is_empty() {
+        return Err("no top-k rows with torch's beside them to plot".into());
+    }
+    svg_and_png(
+        dir,
+        stem,
+        (1000, 680),
+        |area| draw_speedups(area, &series, title),
+        |area| draw_speedups(area, &series, title),
+    )
+}
+
+fn draw_speedups<DB: DrawingBackend>(
+    root: DrawingArea<DB, Shift>,
+    series: &[(String, Vec<(f64, f64)>)],
+    title: &str,
+) -> Result<(), String> {
+    let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+    let all = series.iter().flat_map(|(_, p)| p.iter());
+    let (x0, x1) = all
+        .clone()
+        .fold((f64::MAX, 0f64), |(a, b), p| (a.min(p.0), b.max(p.0)));
+    let (y0, y1) = all.fold((f64::MAX, 0f64), |(a, b), p| (a.min(p.1), b.max(p.1)));
+    let (y0, y1) = (y0.min(0.5), y1.max(4.0));
+    root.fill(&WHITE).map_err(err)?;
+    let mut chart = ChartBuilder::on(&root)
+        .caption(title, ("sans-serif", 22))
+        .margin(16)
+        .x_label_area_size(48)
+        .y_label_area_size(64)
+        .build_cartesian_2d(
+            (x0 / 1.3..x1 * 1.3)
+                .log_scale()
+                .with_key_points(powers_of_two(x0, x1)),
+            (y0 / 1.2..y1 * 1.2).log_scale(),
+        )
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("k")
+        .y_desc("torch.topk time / bitonic time")
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.1}×"))
+        .label_style(("sans-serif", 15))
+        .draw()
+        .map_err(err)?;
+    for (i, (name, points)) in series.iter().enumerate() {
+        line_with_dots(&mut chart, points, Palette99::pick(i).to_rgba(), 2, 3, name)?;
+    }
+    let bar = [(x0 / 1.3, 3.0), (x1 * 1.3, 3.0)];
+    line_with_dots(
+        &mut chart,
+        &bar,
+        BLACK.to_rgba(),
+        1,
+        0,
+        "3× (the issue's bar)",
+    )?;
+    legend_and_present(&mut chart, &root)
+}

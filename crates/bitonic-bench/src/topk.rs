@@ -236,6 +236,27 @@ pub fn read_csv(path: &Path) -> std::result::Result<Vec<Measured>, String> {
     super::read_table(path, CSV_HEADER, "top-k bench", Measured::from_csv)
 }
 
+/// torch's time over ours against k, one series per dtype and shape of ours (the rows named
+/// `bitonic-topk`) that has torch's rows beside it: the top-k figure's lines.
+pub fn speedups(rows: &[Measured]) -> Vec<(String, Vec<(f64, f64)>)> {
+    let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for ours in rows.iter().filter(|r| r.name == "bitonic-topk") {
+        let theirs = rows.iter().find(|r| {
+            r.name == "torch"
+                && (r.dtype.as_str(), r.rows, r.row_len, r.k)
+                    == (ours.dtype.as_str(), ours.rows, ours.row_len, ours.k)
+        });
+        let Some(theirs) = theirs else { continue };
+        let label = format!("{} {}×{}", ours.dtype, ours.rows, ours.row_len);
+        let point = (ours.k as f64, theirs.median_ms / ours.median_ms);
+        match series.iter_mut().find(|(name, _)| *name == label) {
+            Some((_, points)) => points.push(point),
+            None => series.push((label, vec![point])),
+        }
+    }
+    series
+}
+
 /// Milliseconds to read `rows × row_len` keys of `bytes` each once at [`COPY_CEILING`].
 pub fn read_once_ms(rows: usize, row_len: usize, bytes: usize) -> f64 {
     (rows * row_len * bytes) as f64 / COPY_CEILING * 1e3
@@ -282,4 +303,49 @@ pub fn report(rows: &[Measured]) -> String {
         );
     }
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(name: &str, dtype: &str, k: usize, ms: f64) -> Measured {
+        Measured {
+            name: name.into(),
+            who: Provenance {
+                device: "GPU".into(),
+                driver: "CUDA 13.0".into(),
+                commit: "abc".into(),
+                date: "2026-11-24".into(),
+            },
+            dtype: dtype.into(),
+            rows: 4,
+            row_len: 1024,
+            k,
+            median_ms: ms,
+            min_ms: ms,
+            max_ms: ms,
+            repeats: 3,
+        }
+    }
+
+    /// A series a dtype and shape, a point a k that torch was timed at too; A/B rows and rows
+    /// without torch's beside them draw nothing. The CSV reads back what it wrote.
+    #[test]
+    fn speed_ups_pair_ours_with_torch() {
+        let rows = [
+            row("bitonic-topk", "f32", 1, 0.5),
+            row("bitonic-topk", "f32", 8, 0.25),
+            row("bitonic-topk", "bf16", 1, 1.0),
+            row("bitonic-topk[topk_filter_above=0]", "f32", 1, 2.0),
+            row("torch", "f32", 1, 1.5),
+            row("torch", "f32", 8, 1.0),
+        ];
+        let series = speedups(&rows);
+        assert_eq!(
+            series,
+            [("f32 4×1024".to_string(), vec![(1.0, 3.0), (8.0, 4.0)])]
+        );
+        assert_eq!(Measured::from_csv(&rows[3].to_csv()).unwrap(), rows[3]);
+    }
 }

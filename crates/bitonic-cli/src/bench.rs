@@ -445,6 +445,10 @@ pub struct TopkArgs {
     /// Only print the CSV header line (for the peer programs' output) and exit.
     #[arg(long)]
     csv_header: bool,
+    /// Measure nothing: redraw topk.md and the figure from OUT/topk.csv and the --peers CSVs
+    /// (no GPU needed).
+    #[arg(long)]
+    replot: bool,
     #[command(flatten)]
     policy: PolicyArg,
 }
@@ -454,6 +458,14 @@ pub fn topk(args: TopkArgs) -> Result<ExitCode> {
     if args.csv_header {
         println!("{}", bench::topk::CSV_HEADER);
         return Ok(ExitCode::SUCCESS);
+    }
+    if args.replot {
+        let ours = args.out.join("topk.csv");
+        let mut measured = bench::topk::read_csv(&ours).map_err(anyhow::Error::msg)?;
+        for peer in &args.peers {
+            measured.extend(bench::topk::read_csv(peer).map_err(anyhow::Error::msg)?);
+        }
+        return topk_report(&measured, &args.out);
     }
     let shapes = if args.shapes.is_empty() {
         bench::topk::SHAPES.to_vec()
@@ -511,8 +523,24 @@ pub fn topk(args: TopkArgs) -> Result<ExitCode> {
     for peer in &args.peers {
         measured.extend(bench::topk::read_csv(peer).map_err(anyhow::Error::msg)?);
     }
-    let markdown = bench::topk::report(&measured);
-    crate::io::write_text(&args.out.join("topk.md"), &markdown)?;
+    topk_report(&measured, &args.out)
+}
+
+/// topk.md and the speed-up figure (topk.svg, topk.png) in `out`; a figure that cannot be
+/// drawn (no font, no torch rows) is reported and skipped.
+fn topk_report(measured: &[bench::topk::Measured], out: &Path) -> Result<ExitCode> {
+    let markdown = bench::topk::report(measured);
+    crate::io::write_text(&out.join("topk.md"), &markdown)?;
     println!("{markdown}");
+    let title = match measured.iter().find(|r| r.name == "bitonic-topk") {
+        Some(r) => format!(
+            "top-k beside torch.topk, {}, commit {}",
+            r.who.device, r.who.commit
+        ),
+        None => "top-k beside torch.topk".to_string(),
+    };
+    if let Err(why) = figure::topk_speedups(measured, &title, out, "topk") {
+        eprintln!("warning: no top-k figure: {why}");
+    }
     Ok(ExitCode::SUCCESS)
 }
