@@ -19,7 +19,8 @@
 //! in place as their words. A 16-bit key is narrower than its `u32` word: the CPU sorts a copy
 //! of the keys' ordered words and maps them back; the GPU widens the keys into a scratch buffer
 //! of their ordered words (kernels/map_keys.cu), sorts those as `u32` keys
-//! ([`SortKey::Wide`]) and narrows them back (src/cuda/words.rs). Logits come as `f16` and
+//! ([`SortKey::Wide`]) and narrows them back (src/cuda/words.rs), except in the top-k
+//! selections by composites, which read 16-bit keys as they are. Logits come as `f16` and
 //! `bf16`; top-k, argsorts and key-value sorts take them as they do any key.
 //!
 //! Descending order is the ascending order of the complemented bits (`!bits`), so the

@@ -39,10 +39,13 @@ pub struct Policy {
     pub merge_threads: u32,
     /// A top-k row longer than this streams through the threshold filter
     /// ([`crate::dispatch::Strategy::TopkFilter`]); shorter rows are cut into chunks that blocks
-    /// hold in registers for a radix select ([`crate::dispatch::Strategy::TopkRadix`]).
+    /// hold in registers for a radix select ([`crate::dispatch::Strategy::TopkRadix`]), except
+    /// rows longer than one chunk with k past [`crate::dispatch::TOPK_RADIX_MAX_K`], which
+    /// stream too.
     pub topk_filter_above: usize,
     /// The most elements a thread of the top-k radix select holds: 32 (chunks of 8,192 at two
-    /// blocks an SM) or 16 (chunks of 4,096 at three).
+    /// blocks an SM) or 16 (chunks of 4,096 at three); another value makes top-k selections
+    /// fail with [`crate::Error::Unsupported`].
     pub topk_radix_per_thread: usize,
 }
 

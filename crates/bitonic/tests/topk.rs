@@ -269,6 +269,16 @@ fn gpu_radix_at_16_a_thread() {
     for pattern in PATTERNS {
         check_shapes_with::<u64>(Backend::Cuda, sixteen, &PATTERN_SHAPES, pattern);
     }
+    // Another number is an error, not a panic.
+    let eight = Policy {
+        topk_radix_per_thread: 8,
+        ..Policy::HOPPER
+    };
+    let keys = vec![1.0f32; 4096];
+    let (mut values, mut indices) = (vec![0f32; 8], vec![0u32; 8]);
+    let sorter = Sorter::new().backend(Backend::Cuda).policy(eight);
+    let got = sorter.topk(&keys, 8, Select::Largest, &mut values, &mut indices);
+    assert!(matches!(got, Err(Error::Unsupported(_))), "{got:?}");
 }
 
 fn gpu_patterns_with_ties() {

@@ -1,6 +1,7 @@
 //! Top-k selection on the GPU (kernels/topk.cu): [`Strategy::TopkRadix`],
-//! [`Strategy::TopkFilter`], and past [`crate::dispatch::TOPK_FILTER_MAX_K`] the first k of
-//! each row's stable argsort.
+//! [`Strategy::TopkFilter`], and past [`crate::dispatch::TOPK_FILTER_MAX_K`] (or for a k above
+//! half the row) the first k of each row's stable argsort. 16-bit keys are read as they are by
+//! the first two (topk.cu's u16 part), and widened to u32 words for the argsort.
 //!
 //! **The radix select.** One block holds one chunk of a row in registers (up to
 //! [`RADIX_PER_THREAD`] elements a thread) and finds the chunk's k-th best composite digit by
@@ -107,7 +108,8 @@ pub(crate) fn plan(
     key_bytes: usize,
     multiprocessors: usize,
 ) -> Vec<Pass> {
-    let composite_bytes = 2 * key_bytes;
+    // 16- and 32-bit keys make u64 composites, 64-bit keys 16-byte ones.
+    let composite_bytes = if key_bytes == 8 { 16 } else { 8 };
     let wanted = (BLOCKS_PER_SM * multiprocessors.max(1)).div_ceil(rows.max(1));
     let min_chunk = MIN_CHUNK.max(CHUNK_PER_K * k);
     let mut passes = Vec::new();
@@ -144,7 +146,8 @@ pub(crate) struct RadixPass {
 
 /// The passes of the radix select over `rows` rows of `row_len` elements keeping `k`
 /// (1 ≤ k ≤ row_len, and k ≤ [`crate::dispatch::TOPK_RADIX_MAX_K`] when a row is longer than
-/// one chunk): the first over the keys, each later one over the k best of every chunk of the
+/// [`crate::dispatch::TOPK_RADIX_CHUNK`]), at most `most_per_thread` (16 or 32) elements a
+/// thread: the first over the keys, each later one over the k best of every chunk of the
 /// pass before, the last with one chunk a row. Rows are cut into chunks no longer than a
 /// block holds, and into more (down to [`RADIX_MIN_CHUNK`] and 8k elements) while the grid
 /// has fewer than [`RADIX_BLOCKS_PER_SM`] blocks a multiprocessor.
@@ -186,8 +189,8 @@ pub(crate) fn radix_plan(
 }
 
 /// Selects each row's best `k` of `keys` (words of `K`) into `values` and `indices` (`k` a
-/// row), with the strategy [`crate::dispatch::choose`] picked: the filter, or for a large k
-/// the rows' stable argsort.
+/// row), with the strategy [`crate::dispatch::choose`] picked: the radix select, the filter,
+/// or (a large k, or one above half the row) the rows' stable argsort.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn select<K: SortKey>(
     t: Target,
@@ -258,6 +261,11 @@ pub(crate) fn by_composites<B: DeviceRepr>(
         return Ok(());
     }
     let rows = checked_rows(n, row_len, k, (values.len(), indices.len()))?;
+    if !RADIX_PER_THREAD[1..].contains(&t.policy.topk_radix_per_thread) {
+        return Err(Error::Unsupported(
+            "a policy's topk_radix_per_thread other than 16 or 32",
+        ));
+    }
     let key_bytes = std::mem::size_of::<B>();
     t.gpu.prepare(t.policy, &[module(key_bytes)])?;
     // The better key has the larger word: the smallest keys select complemented words.
@@ -457,7 +465,8 @@ mod tests {
     fn plans_reduce_to_one_chunk_a_row() {
         let ks = [1, 2, 7, 50, 64, 256, 1000, 1024, 2048];
         let lens = [1, 2, 31, 1000, 4097, 100_003, (1 << 20) + 3, 1 << 31];
-        for key_bytes in [4, 8] {
+        for key_bytes in [2, 4, 8] {
+            let composite_bytes = if key_bytes == 8 { 16 } else { 8 };
             for rows in [1, 3, 64, 100_000] {
                 for &row_len in &lens {
                     for &k in ks.iter().filter(|&&k| k <= row_len) {
@@ -470,14 +479,14 @@ mod tests {
                         assert_eq!(passes.last().unwrap().chunks, 1, "{what}");
                         assert!(passes.len() <= 4, "{what}: {passes:?}");
                         for (i, p) in passes.iter().enumerate() {
-                            let element = if i == 0 { key_bytes } else { 2 * key_bytes };
+                            let element = if i == 0 { key_bytes } else { composite_bytes };
                             assert!(p.chunks * p.chunk_len >= p.row_len, "{what}");
                             assert!((p.chunks - 1) * p.chunk_len < p.row_len, "{what}");
                             assert!(p.chunks == 1 || p.chunk_len % CHUNK_ALIGN == 0, "{what}");
                             assert!(p.slots.is_power_of_two(), "{what}");
                             let capacity = p.slots - k;
                             assert!(capacity >= p.chunk_len.min(2 * tile(element)), "{what}");
-                            assert!(p.slots * 2 * key_bytes <= 64 * 1024, "{what}: {p:?}");
+                            assert!(p.slots * composite_bytes <= 64 * 1024, "{what}: {p:?}");
                             if let Some(next) = passes.get(i + 1) {
                                 assert_eq!(next.row_len, p.chunks * k, "{what}");
                                 assert!(next.row_len < p.row_len, "{what}");
