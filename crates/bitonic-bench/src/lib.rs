@@ -216,6 +216,68 @@ impl<'a> Fields<'a> {
     }
 }
 
+/// One measurement of one implementation on one shape of keys (rows × row length): the rows
+/// of the row-sort and top-k benchmarks' CSVs, which differ only in their `case` column (the
+/// task timed, or k).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShapeTiming<C> {
+    pub name: String,
+    pub who: measure::Provenance,
+    pub dtype: String,
+    pub rows: usize,
+    pub row_len: usize,
+    pub case: C,
+    pub median_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub repeats: u32,
+}
+
+impl<C: std::fmt::Display + std::str::FromStr<Err: std::fmt::Display>> ShapeTiming<C> {
+    /// The CSV line, in the column order of `rows::CSV_HEADER` and `topk::CSV_HEADER`.
+    pub fn to_csv(&self) -> String {
+        let clean = |s: &str| s.replace(',', ";");
+        format!(
+            "{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{}",
+            clean(&self.name),
+            clean(&self.who.device),
+            clean(&self.who.driver),
+            clean(&self.who.commit),
+            clean(&self.who.date),
+            self.dtype,
+            self.rows,
+            self.row_len,
+            self.case,
+            self.median_ms,
+            self.min_ms,
+            self.max_ms,
+            self.repeats
+        )
+    }
+
+    /// A line of [`ShapeTiming::to_csv`] read back.
+    pub fn from_csv(line: &str) -> Result<Self, String> {
+        let f = Fields::split(line, 13)?;
+        Ok(ShapeTiming {
+            name: f.text(0),
+            who: measure::Provenance {
+                device: f.text(1),
+                driver: f.text(2),
+                commit: f.text(3),
+                date: f.text(4),
+            },
+            dtype: f.text(5),
+            rows: f.parse(6)?,
+            row_len: f.parse(7)?,
+            case: f.parse(8)?,
+            median_ms: f.parse(9)?,
+            min_ms: f.parse(10)?,
+            max_ms: f.parse(11)?,
+            repeats: f.parse(12)?,
+        })
+    }
+}
+
 /// Median, min and max of a non-empty sample of times.
 pub fn summarize(times_ms: &mut [f64]) -> (f64, f64, f64) {
     times_ms.sort_by(f64::total_cmp);

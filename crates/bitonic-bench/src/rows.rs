@@ -4,7 +4,7 @@
 //! Its CSV has a shape (rows × row length) and a task instead of the size of `Row`.
 
 use super::measure::{check_sorted, time_on_stream, Provenance};
-use super::{summarize, Fields};
+use super::summarize;
 use crate::gen::{fill, Pattern};
 use anyhow::{Context as _, Result};
 use bitonic::{Gpu, Sorter};
@@ -26,63 +26,8 @@ pub const SHAPES: [(usize, usize); 5] = [
 /// What was timed: keys only, the permutation (keys sorted too), or keys moving u32 values.
 pub const TASKS: [&str; 3] = ["sort", "argsort", "sort_by_key"];
 
-/// One measurement of one implementation on one shape.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Measured {
-    pub name: String,
-    pub who: Provenance,
-    pub dtype: String,
-    pub rows: usize,
-    pub row_len: usize,
-    pub task: String,
-    pub median_ms: f64,
-    pub min_ms: f64,
-    pub max_ms: f64,
-    pub repeats: u32,
-}
-
-impl Measured {
-    pub fn to_csv(&self) -> String {
-        let clean = |s: &str| s.replace(',', ";");
-        format!(
-            "{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{}",
-            clean(&self.name),
-            clean(&self.who.device),
-            clean(&self.who.driver),
-            clean(&self.who.commit),
-            clean(&self.who.date),
-            self.dtype,
-            self.rows,
-            self.row_len,
-            self.task,
-            self.median_ms,
-            self.min_ms,
-            self.max_ms,
-            self.repeats
-        )
-    }
-
-    fn from_csv(line: &str) -> std::result::Result<Measured, String> {
-        let f = Fields::split(line, 13)?;
-        Ok(Measured {
-            name: f.text(0),
-            who: Provenance {
-                device: f.text(1),
-                driver: f.text(2),
-                commit: f.text(3),
-                date: f.text(4),
-            },
-            dtype: f.text(5),
-            rows: f.parse(6)?,
-            row_len: f.parse(7)?,
-            task: f.text(8),
-            median_ms: f.parse(9)?,
-            min_ms: f.parse(10)?,
-            max_ms: f.parse(11)?,
-            repeats: f.parse(12)?,
-        })
-    }
-}
+/// One measurement of one implementation on one shape; `case` is the task.
+pub type Measured = super::ShapeTiming<String>;
 
 /// Times every task on every shape: fresh random keys for each repeat, one warm-up, CUDA
 /// events around the sort call alone (allocations of its scratch buffers included).
@@ -147,7 +92,7 @@ pub fn run(
                 dtype: "u32".into(),
                 rows,
                 row_len,
-                task: task.into(),
+                case: task.into(),
                 median_ms,
                 min_ms,
                 max_ms,
@@ -194,7 +139,7 @@ pub fn report(rows: &[Measured]) -> String {
     shapes.dedup();
     let time = |name: &str, shape: (usize, usize), task: &str| {
         rows.iter()
-            .find(|r| r.name == name && (r.rows, r.row_len) == shape && r.task == task)
+            .find(|r| r.name == name && (r.rows, r.row_len) == shape && r.case == task)
             .map(|r| format!("{:.3}", r.median_ms))
             .unwrap_or_else(|| "–".into())
     };
@@ -202,7 +147,7 @@ pub fn report(rows: &[Measured]) -> String {
         let present: Vec<&str> = names
             .iter()
             .copied()
-            .filter(|n| rows.iter().any(|r| r.name == *n && r.task == task))
+            .filter(|n| rows.iter().any(|r| r.name == *n && r.case == task))
             .collect();
         if present.is_empty() {
             continue;
@@ -239,7 +184,7 @@ pub fn report(rows: &[Measured]) -> String {
     let ours = |task: &str| {
         rows.iter()
             .find(|r| {
-                r.name == "bitonic-tuned" && (r.rows, r.row_len) == (1, 1 << 24) && r.task == task
+                r.name == "bitonic-tuned" && (r.rows, r.row_len) == (1, 1 << 24) && r.case == task
             })
             .map(|r| r.median_ms)
     };
@@ -270,7 +215,7 @@ mod tests {
             dtype: "u32".into(),
             rows: 16384,
             row_len: 1024,
-            task: "argsort".into(),
+            case: "argsort".into(),
             median_ms: 0.625,
             min_ms: 0.5,
             max_ms: 0.75,

@@ -3,7 +3,7 @@
 //! (bench/peers/torch_topk.py), and the time to read the input once at the copy ceiling.
 
 use super::measure::{time_on_stream, Provenance};
-use super::{summarize, Fields};
+use super::summarize;
 use crate::gen::{fill, Pattern, RandomKey};
 use anyhow::{bail, ensure, Context as _, Result};
 use bitonic::half::{bf16, f16};
@@ -31,63 +31,8 @@ pub const KS: [usize; 5] = [1, 8, 50, 256, 1024];
 /// The copy ceiling the read-once time is counted against, bytes a second.
 pub const COPY_CEILING: f64 = 3.0e12;
 
-/// One measurement of one implementation on one shape and k.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Measured {
-    pub name: String,
-    pub who: Provenance,
-    pub dtype: String,
-    pub rows: usize,
-    pub row_len: usize,
-    pub k: usize,
-    pub median_ms: f64,
-    pub min_ms: f64,
-    pub max_ms: f64,
-    pub repeats: u32,
-}
-
-impl Measured {
-    pub fn to_csv(&self) -> String {
-        let clean = |s: &str| s.replace(',', ";");
-        format!(
-            "{},{},{},{},{},{},{},{},{},{:.6},{:.6},{:.6},{}",
-            clean(&self.name),
-            clean(&self.who.device),
-            clean(&self.who.driver),
-            clean(&self.who.commit),
-            clean(&self.who.date),
-            self.dtype,
-            self.rows,
-            self.row_len,
-            self.k,
-            self.median_ms,
-            self.min_ms,
-            self.max_ms,
-            self.repeats
-        )
-    }
-
-    fn from_csv(line: &str) -> std::result::Result<Measured, String> {
-        let f = Fields::split(line, 13)?;
-        Ok(Measured {
-            name: f.text(0),
-            who: Provenance {
-                device: f.text(1),
-                driver: f.text(2),
-                commit: f.text(3),
-                date: f.text(4),
-            },
-            dtype: f.text(5),
-            rows: f.parse(6)?,
-            row_len: f.parse(7)?,
-            k: f.parse(8)?,
-            median_ms: f.parse(9)?,
-            min_ms: f.parse(10)?,
-            max_ms: f.parse(11)?,
-            repeats: f.parse(12)?,
-        })
-    }
-}
+/// One measurement of one implementation on one shape; `case` is k.
+pub type Measured = super::ShapeTiming<usize>;
 
 /// Times `topk_rows_device` (largest) of keys of every type in `dtypes` (f32, bf16, f16) on
 /// every shape and k not above the row length: fresh random keys for each repeat, one
@@ -137,7 +82,7 @@ pub fn run(
                         dtype: dtype.name().into(),
                         rows,
                         row_len,
-                        k,
+                        case: k,
                         median_ms,
                         min_ms,
                         max_ms,
@@ -243,12 +188,12 @@ pub fn speedups(rows: &[Measured]) -> Vec<(String, Vec<(f64, f64)>)> {
     for ours in rows.iter().filter(|r| r.name == "bitonic-topk") {
         let theirs = rows.iter().find(|r| {
             r.name == "torch"
-                && (r.dtype.as_str(), r.rows, r.row_len, r.k)
-                    == (ours.dtype.as_str(), ours.rows, ours.row_len, ours.k)
+                && (r.dtype.as_str(), r.rows, r.row_len, r.case)
+                    == (ours.dtype.as_str(), ours.rows, ours.row_len, ours.case)
         });
         let Some(theirs) = theirs else { continue };
         let label = format!("{} {}×{}", ours.dtype, ours.rows, ours.row_len);
-        let point = (ours.k as f64, theirs.median_ms / ours.median_ms);
+        let point = (ours.case as f64, theirs.median_ms / ours.median_ms);
         match series.iter_mut().find(|(name, _)| *name == label) {
             Some((_, points)) => points.push(point),
             None => series.push((label, vec![point])),
@@ -279,8 +224,8 @@ pub fn report(rows: &[Measured]) -> String {
     for ours in rows.iter().filter(|r| r.name.starts_with("bitonic")) {
         let theirs = rows.iter().find(|r| {
             r.name == "torch"
-                && (r.dtype.as_str(), r.rows, r.row_len, r.k)
-                    == (ours.dtype.as_str(), ours.rows, ours.row_len, ours.k)
+                && (r.dtype.as_str(), r.rows, r.row_len, r.case)
+                    == (ours.dtype.as_str(), ours.rows, ours.row_len, ours.case)
         });
         let bytes = if ours.dtype == "f32" { 4 } else { 2 };
         let floor = read_once_ms(ours.rows, ours.row_len, bytes);
@@ -297,7 +242,7 @@ pub fn report(rows: &[Measured]) -> String {
             ours.dtype,
             ours.rows,
             ours.row_len,
-            ours.k,
+            ours.case,
             ours.median_ms,
             ours.median_ms / floor
         );
@@ -321,7 +266,7 @@ mod tests {
             dtype: dtype.into(),
             rows: 4,
             row_len: 1024,
-            k,
+            case: k,
             median_ms: ms,
             min_ms: ms,
             max_ms: ms,
