@@ -12,12 +12,12 @@
         }                                                                                        \
     } while (0)
 
-// splitmix64 of (index, seed): a fresh random key per element and repeat.
-__global__ void fill_random(unsigned *keys, size_t n, unsigned long long seed) {
+// splitmix64 of (index, seed): a fresh random key per element and repeat (u32 or u64 keys).
+template <typename K> __global__ void fill_random(K *keys, size_t n, unsigned long long seed) {
     size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
     if (i >= n) return;
     unsigned long long z = (i + 1) * 0x9e3779b97f4a7c15ull + seed * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    keys[i] = (unsigned)(z ^ (z >> 31));
+    keys[i] = (K)(z ^ (z >> 31));
 }

@@ -134,7 +134,8 @@ fn run_typed<K: RandomKey>(
                 let sorter = Sorter::new()
                     .gpu(gpu)
                     .backend(Backend::Cuda)
-                    .version(version);
+                    .version(version)
+                    .policy(crate::policy::with_overrides(gpu.policy(), &plan.policy)?);
                 progress(&format!("{name} device 2^{exp}"));
                 let mut times = Vec::new();
                 for r in 0..=plan.repeats {

@@ -23,17 +23,21 @@ pub fn with_overrides(mut base: Policy, spec: &str) -> Result<Policy> {
             "max_cluster_blocks" => base.max_cluster_blocks = number()? as u32,
             "narrow_small_u32" => base.narrow_small_u32 = number()? != 0,
             "merge_sort_above" => base.merge_sort_above = number()?,
+            "merge_ways" => base.merge_ways = number()? as u32,
             "topk_filter_above" => base.topk_filter_above = number()?,
             "topk_radix_per_thread" => base.topk_radix_per_thread = number()?,
             other => bail!(
                 "{other:?} is not a policy number (tile_bytes, spread_tile_bits, \
-                 max_cluster_blocks, narrow_small_u32, merge_sort_above, topk_filter_above, \
+                 max_cluster_blocks, narrow_small_u32, merge_sort_above, merge_ways, topk_filter_above, \
                  topk_radix_per_thread)"
             ),
         }
     }
     if !base.tile_bytes.is_power_of_two() || !base.max_cluster_blocks.is_power_of_two() {
         bail!("tile_bytes and max_cluster_blocks must be powers of two");
+    }
+    if !Policy::MERGE_WAYS.contains(&base.merge_ways) {
+        bail!("merge_ways is 2, 4, 8, 16 or 32");
     }
     if ![16, 32].contains(&base.topk_radix_per_thread) {
         bail!("topk_radix_per_thread is 16 or 32");

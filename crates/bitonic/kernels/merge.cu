@@ -25,6 +25,7 @@
 // merge/levels.cuh (a whole merge or level), merge/place.cuh (value placement); this file only
 // exports the kernels.
 #include "merge/levels.cuh"
+#include "merge/multiway.cuh"
 #include "merge/place.cuh"
 
 // One compile a part (src/cuda/kernels.rs defines BITONIC_PART_*), so that a sort compiles
@@ -39,6 +40,10 @@ EXPORT_FOR_ALL_WORDS(merge_tiles, MERGE_TILES_PARAMS, (a, b, ranks, out, total))
 EXPORT_FOR_ALL_WORDS(level_co_ranks, LEVEL_CO_RANKS_PARAMS, (keys, n, run_len, ranks, tiles))
 #define MERGE_LEVEL_PARAMS(W) (const W *keys, u64 n, u64 run_len, const u64 *ranks, W *out, u32 map)
 EXPORT_FOR_ALL_WORDS(merge_level, MERGE_LEVEL_PARAMS, (keys, n, run_len, ranks, out, map))
+#define MULTIWAY_CO_RANKS_PARAMS(W) (const W *keys, u64 n, u64 run_len, u32 ways, u64 *ranks, u32 tiles)
+EXPORT_FOR_ALL_WORDS(multiway_co_ranks, MULTIWAY_CO_RANKS_PARAMS, (keys, n, run_len, ways, ranks, tiles))
+#define MULTIWAY_MERGE_LEVEL_PARAMS(W) (const W *keys, u64 n, u64 run_len, u32 ways, const u64 *ranks, W *out, u32 map)
+EXPORT_FOR_ALL_WORDS(multiway_merge_level, MULTIWAY_MERGE_LEVEL_PARAMS, (keys, n, run_len, ways, ranks, out, map))
 #endif
 
 // Key-value kernels, name_kv_K_V for keys K and values V (u32 or u64 words): a level's merge

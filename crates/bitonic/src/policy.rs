@@ -37,6 +37,12 @@ pub struct Policy {
     pub merge_tile: usize,
     /// Threads of a merge block (kernels: `BITONIC_MERGE_THREADS`): 16 words a thread.
     pub merge_threads: u32,
+    /// The most runs one merge level merges (kernels: `BITONIC_MERGE_WAYS`; 2, 4, 8, 16 or
+    /// 32). 2 keeps every level a two-way bitonic merge; more makes a level a multiway merge
+    /// (kernels/merge/multiway.cuh), so a merge sort makes fewer passes, but each multiway
+    /// level measured slower than the two-way levels it replaces (docs/notes/multiway.md), so
+    /// Hopper keeps 2. A level that has only two runs left merges them the two-way way.
+    pub merge_ways: u32,
     /// A top-k row longer than this streams through the threshold filter
     /// ([`crate::dispatch::Strategy::TopkFilter`]); shorter rows are cut into chunks that blocks
     /// hold in registers for a radix select ([`crate::dispatch::Strategy::TopkRadix`]), except
@@ -50,6 +56,10 @@ pub struct Policy {
 }
 
 impl Policy {
+    /// The values [`Policy::merge_ways`] may take; another makes merge sorts fail with
+    /// [`crate::Error::Unsupported`].
+    pub const MERGE_WAYS: [u32; 5] = [2, 4, 8, 16, 32];
+
     /// Hopper (sm_90) and later: tuned and measured on the H100.
     pub const HOPPER: Policy = Policy {
         tile_bytes: 64 * 1024,
@@ -59,6 +69,7 @@ impl Policy {
         merge_sort_above: 1 << 22,
         merge_tile: 1 << 12,
         merge_threads: 256,
+        merge_ways: 2,
         topk_filter_above: 1 << 26,
         topk_radix_per_thread: 32,
     };
@@ -108,6 +119,7 @@ impl Policy {
             tile_bytes: self.tile_bytes,
             merge_tile: self.merge_tile,
             merge_threads: self.merge_threads,
+            merge_ways: self.merge_ways,
         }
     }
 
@@ -118,6 +130,7 @@ impl Policy {
         vec![
             ("BITONIC_MERGE_TILE", self.merge_tile.to_string()),
             ("BITONIC_MERGE_THREADS", self.merge_threads.to_string()),
+            ("BITONIC_MERGE_WAYS", self.merge_ways.to_string()),
             ("BITONIC_TILE_BITS_32", self.tile_bits(4).to_string()),
             ("BITONIC_TILE_BITS_64", self.tile_bits(8).to_string()),
         ]
@@ -130,6 +143,7 @@ pub struct KernelVariant {
     tile_bytes: usize,
     merge_tile: usize,
     merge_threads: u32,
+    merge_ways: u32,
 }
 
 #[cfg(test)]

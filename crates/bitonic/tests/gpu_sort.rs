@@ -3,7 +3,7 @@
 
 mod common;
 
-use bitonic::{cuda::Gpu, Backend, Order, SortKey, Sorter, Version};
+use bitonic::{cuda::Gpu, Backend, Order, Policy, SortKey, Sorter, Strategy, Version};
 use common::harness::{self, tests, Needs};
 use common::{assert_same_bits, gpu, make_keys, reference, TestKey, PATTERNS};
 
@@ -13,7 +13,9 @@ fn main() {
             gpu_u32, gpu_i32, gpu_u64, gpu_i64, gpu_f32, gpu_f64,
             device_buffer_api, auto_backend_uses_the_gpu,
             tuned_cluster_boundaries_u32, tuned_cluster_boundaries_f32,
-            tuned_cluster_boundaries_i64, tuned_graphs_follow_their_buffers;
+            tuned_cluster_boundaries_i64, tuned_graphs_follow_their_buffers,
+            multiway_merge_levels_u32, multiway_merge_levels_f32, multiway_merge_levels_i64,
+            multiway_merge_levels_f64;
         Needs::NoGpu => cuda_request_without_gpu_is_a_clear_error;
     ]);
 }
@@ -195,4 +197,77 @@ fn tuned_graphs_follow_their_buffers() {
         sort_and_check(&mut a, &third, Order::Descending, "buffer a, descending");
         sort_and_check(&mut b, &second, Order::Descending, "buffer b, descending");
     }
+}
+
+/// The merge sort with every number of ways a level may merge (2: the two-way bitonic levels),
+/// from one tile up: a last group of fewer runs (3 × 2^14), a short last run, levels that end
+/// in a two-way or four-way step, both orders, every pattern, 32- and 64-bit words with their
+/// key maps. The merge sort starts above one tile here, so small inputs take it too.
+fn multiway_merge_levels_one_type<K: TestKey>(test: &str) {
+    let gpu = gpu(test);
+    let tile = Policy::HOPPER.tile_bytes / std::mem::size_of::<K>();
+    let sizes = [
+        tile + 1,
+        3 * tile + 5,
+        8 * tile + 3,
+        20 * tile - 1,
+        72 * tile,
+        64 * tile + 12345,
+        256 * tile + 1,
+    ];
+    for ways in [2, 4, 8, 16, 32] {
+        let policy = Policy {
+            merge_ways: ways,
+            merge_sort_above: tile,
+            ..Policy::HOPPER
+        };
+        for (round, &len) in sizes.iter().enumerate() {
+            for pattern in PATTERNS {
+                let keys = make_keys::<K>(len, pattern, 7 + round as u64);
+                for order in [Order::Ascending, Order::Descending] {
+                    let mut got = keys.clone();
+                    let sorter = Sorter::new()
+                        .gpu(gpu)
+                        .backend(Backend::Cuda)
+                        .policy(policy.clone())
+                        .order(order);
+                    let ran = sorter.sort(&mut got).unwrap();
+                    assert_eq!(ran.strategy, Strategy::MergeSort);
+                    let what =
+                        format!("{:?} {ways} ways {order:?} {pattern:?} len {len}", K::DTYPE);
+                    assert_same_bits(&got, &reference(&keys, order), &what);
+                }
+            }
+        }
+    }
+}
+
+fn multiway_merge_levels_u32() {
+    multiway_merge_levels_one_type::<u32>("multiway_merge_levels_u32");
+    // A policy's merge_ways the kernels have no form for is an error, and the keys stay.
+    let policy = Policy {
+        merge_ways: 3,
+        merge_sort_above: 1 << 14,
+        ..Policy::HOPPER
+    };
+    let keys = make_keys::<u32>(1 << 16, common::Pattern::Random, 1);
+    let mut got = keys.clone();
+    let sorter = Sorter::new()
+        .gpu(gpu("multiway_merge_levels_u32"))
+        .backend(Backend::Cuda)
+        .policy(policy);
+    assert!(matches!(
+        sorter.sort(&mut got),
+        Err(bitonic::Error::Unsupported(_))
+    ));
+    assert_eq!(got, keys);
+}
+fn multiway_merge_levels_f32() {
+    multiway_merge_levels_one_type::<f32>("multiway_merge_levels_f32");
+}
+fn multiway_merge_levels_i64() {
+    multiway_merge_levels_one_type::<i64>("multiway_merge_levels_i64");
+}
+fn multiway_merge_levels_f64() {
+    multiway_merge_levels_one_type::<f64>("multiway_merge_levels_f64");
 }

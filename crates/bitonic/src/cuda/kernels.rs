@@ -215,7 +215,7 @@ pub(crate) fn merge_kv<K, V>() -> &'static KernelModule {
 }
 
 /// Every header, by the name the files include it by.
-pub static HEADERS: [(&str, &str); 17] = [
+pub static HEADERS: [(&str, &str); 18] = [
     ("common.cuh", embed!("common.cuh")),
     ("common/types.cuh", embed!("common/types.cuh")),
     ("common/keys.cuh", embed!("common/keys.cuh")),
@@ -232,6 +232,7 @@ pub static HEADERS: [(&str, &str); 17] = [
     ("merge/path.cuh", embed!("merge/path.cuh")),
     ("merge/tile.cuh", embed!("merge/tile.cuh")),
     ("merge/levels.cuh", embed!("merge/levels.cuh")),
+    ("merge/multiway.cuh", embed!("merge/multiway.cuh")),
     ("merge/place.cuh", embed!("merge/place.cuh")),
 ];
 

@@ -216,6 +216,63 @@ pub(crate) fn merge_level<W: DeviceRepr>(
     }
 }
 
+/// kernels/merge.cu `multiway_co_ranks_W(keys, n, run_len, ways, ranks, tiles)`: where every
+/// tile boundary of one multiway level falls in each run of its group, `max_ways` splits a
+/// tile (the policy's most ways, `BITONIC_MERGE_WAYS`).
+pub(crate) fn multiway_co_ranks<W: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    keys: &CudaView<W>,
+    (run_len, ways, max_ways): (u64, u32, u32),
+    ranks: &mut CudaSlice<u64>,
+    tiles: u32,
+) -> Result<(), DriverError> {
+    let n = keys.len() as u64;
+    assert!(ways <= max_ways && ranks.len() >= tiles as usize * max_ways as usize);
+    // SAFETY: multiway_co_ranks_W(const W *keys, u64 n, u64 run_len, u32 ways, u64 *ranks,
+    // u32 tiles) writes ranks[q BITONIC_MERGE_WAYS + j] for q < tiles and j < ways.
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(keys)
+                .arg(&n)
+                .arg(&run_len)
+                .arg(&ways)
+                .arg(ranks)
+                .arg(&tiles);
+        })
+    }
+}
+
+/// kernels/merge.cu `multiway_merge_level_W(keys, n, run_len, ways, ranks, out, map)`: one
+/// multiway merge level of keys alone, from `src` into `dst`, unmapping with `map` on the last.
+pub(crate) fn multiway_merge_level<W: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    (src, dst): (&CudaView<W>, &mut CudaViewMut<W>),
+    (run_len, ways): (u64, u32),
+    ranks: &CudaSlice<u64>,
+    map: u32,
+) -> Result<(), DriverError> {
+    let n = src.len() as u64;
+    assert_eq!(src.len(), dst.len(), "a level writes every word");
+    // SAFETY: multiway_merge_level_W(const W *keys, u64 n, u64 run_len, u32 ways,
+    // const u64 *ranks, W *out, u32 map), one block a tile, reading the splits of
+    // multiway_co_ranks for its tile and the next.
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(src)
+                .arg(&n)
+                .arg(&run_len)
+                .arg(&ways)
+                .arg(ranks)
+                .arg(dst)
+                .arg(&map);
+        })
+    }
+}
+
 /// The key and value arrays of one level of the key-value merge sort, by device address:
 /// they alternate between the caller's arrays and the spare pair, level by level.
 #[derive(Clone, Copy, Debug)]

@@ -67,11 +67,28 @@ pub(crate) fn merge_two_runs<W: DeviceRepr>(
     launch::merge_tiles(gpu, &f, cfg, (a, b), &ranks, out).during(|| "launching merge_tiles".into())
 }
 
+/// How many runs each level of a merge sort merges at once, from runs of `run_len` words to
+/// one run of `n`: the policy's most ([`Policy::merge_ways`]), fewer when fewer runs are left.
+/// A level of two ways is the two-way bitonic level; more ways, a multiway level.
+pub(crate) fn level_ways(policy: &Policy, n: usize, mut run_len: usize) -> Vec<usize> {
+    let mut ways = Vec::new();
+    while run_len < n {
+        let runs = n.div_ceil(run_len);
+        let w = (policy.merge_ways as usize)
+            .min(runs.next_power_of_two())
+            .max(2);
+        ways.push(w);
+        run_len = run_len.saturating_mul(w);
+    }
+    ways
+}
+
 /// Sorts `keys`, which holds sorted runs of `run_len` words (the last may be shorter), by
-/// merging neighbouring runs pairwise, one launch pair a level, between `keys` and `spare`
-/// (as long). Returns whether the sorted words ended in `spare` (an odd number of levels).
-/// `run_len` must be a power of two at least half a merge tile, so that no tile spans two
-/// pairs of runs, and below `keys.len()`. The last level's stores undo the key map `map`.
+/// merging neighbouring runs level by level ([`level_ways`] runs at once), one launch pair a
+/// level, between `keys` and `spare` (as long). Returns whether the sorted words ended in
+/// `spare` (an odd number of levels). `run_len` must be a power of two at least half a merge
+/// tile, so that no tile spans two groups of runs, and below `keys.len()`. The last level's
+/// stores undo the key map `map`.
 fn merge_levels<W: DeviceRepr>(
     gpu: &Gpu,
     policy: &Policy,
@@ -84,37 +101,107 @@ fn merge_levels<W: DeviceRepr>(
     assert_eq!(spare.len(), n, "the spare buffer holds every word");
     assert!(run_len.is_power_of_two() && 2 * run_len >= merge_tile_len::<W>(policy) && run_len < n);
     let stream = gpu.stream();
-    let tiles = n.div_ceil(merge_tile_len::<W>(policy)) as u32;
-    let mut ranks = unsafe { stream.alloc::<u64>(tiles.max(1) as usize) }
-        .during(|| format!("allocating {tiles} merge paths"))?;
+    let tiles = n.div_ceil(merge_tile_len::<W>(policy));
+    // Two-way levels need one merge path a tile, multiway levels one split a tile and run.
+    let splits = tiles.max(1) * policy.merge_ways.max(1) as usize;
+    let mut ranks = unsafe { stream.alloc::<u64>(splits) }
+        .during(|| format!("allocating {splits} merge paths"))?;
     let mut in_spare = false;
-    while run_len < n {
-        let level_map = if 2 * run_len >= n { map } else { 0 };
+    let plan = level_ways(policy, n, run_len);
+    for (level, &ways) in plan.iter().enumerate() {
+        let level_map = if level + 1 == plan.len() { map } else { 0 };
+        let sizes = (run_len, ways);
         if in_spare {
-            merge_level(
+            one_level(
                 gpu,
                 policy,
                 &spare.as_view(),
                 keys,
-                run_len,
+                sizes,
                 &mut ranks,
                 level_map,
             )?;
         } else {
-            merge_level(
+            one_level(
                 gpu,
                 policy,
                 &keys.as_view(),
                 spare,
-                run_len,
+                sizes,
                 &mut ranks,
                 level_map,
             )?;
         }
         in_spare = !in_spare;
-        run_len *= 2;
+        run_len *= ways;
     }
     Ok(in_spare)
+}
+
+/// One level of [`merge_levels`] that merges `ways` runs of `run_len` at once.
+fn one_level<W: DeviceRepr>(
+    gpu: &Gpu,
+    policy: &Policy,
+    src: &CudaView<W>,
+    dst: &mut CudaViewMut<W>,
+    (run_len, ways): (usize, usize),
+    ranks: &mut CudaSlice<u64>,
+    map: u32,
+) -> Result<()> {
+    if ways == 2 {
+        merge_level(gpu, policy, src, dst, run_len, ranks, map)
+    } else {
+        multiway_level(gpu, policy, src, dst, (run_len, ways), ranks, map)
+    }
+}
+
+/// Shared-memory bytes of a multiway merge block: the two padded tiles its rounds merge
+/// between (kernels/merge/multiway.cuh).
+fn multiway_shared_bytes<W>(policy: &Policy) -> u32 {
+    2 * padded_tile_bytes(merge_tile_len::<W>(policy), std::mem::size_of::<W>()) as u32
+}
+
+/// One multiway level of [`merge_levels`]: runs `ways` k … `ways` k + ways - 1 of `src`
+/// merge into `dst`. One warp a tile boundary finds the boundary in every run
+/// (`multiway_co_ranks`), then one block a tile merges (`multiway_merge_level`).
+fn multiway_level<W: DeviceRepr>(
+    gpu: &Gpu,
+    policy: &Policy,
+    src: &CudaView<W>,
+    dst: &mut CudaViewMut<W>,
+    (run_len, ways): (usize, usize),
+    ranks: &mut CudaSlice<u64>,
+    map: u32,
+) -> Result<()> {
+    let tiles = src.len().div_ceil(merge_tile_len::<W>(policy)) as u32;
+    let sizes = (run_len as u64, ways as u32);
+    let f = gpu.function_for(
+        policy,
+        &kernels::MERGE_WORDS,
+        &kernel_name::<W>("multiway_co_ranks"),
+    )?;
+    const WARPS_A_BLOCK: u32 = 4;
+    let cfg = config(tiles.div_ceil(WARPS_A_BLOCK), 32 * WARPS_A_BLOCK, 0);
+    launch::multiway_co_ranks(
+        gpu,
+        &f,
+        cfg,
+        src,
+        (sizes.0, sizes.1, policy.merge_ways),
+        ranks,
+        tiles,
+    )
+    .during(|| "launching multiway_co_ranks".into())?;
+    let f = gpu.function_for(
+        policy,
+        &kernels::MERGE_WORDS,
+        &kernel_name::<W>("multiway_merge_level"),
+    )?;
+    let shared = multiway_shared_bytes::<W>(policy);
+    gpu.allow_shared(&f, shared)?;
+    let cfg = config(tiles, policy.merge_threads, shared);
+    launch::multiway_merge_level(gpu, &f, cfg, (src, dst), sizes, ranks, map)
+        .during(|| "launching multiway_merge_level".into())
 }
 
 /// One level of [`merge_levels`]: runs 2k and 2k + 1 of `src` merge into `dst`.
@@ -195,12 +282,9 @@ pub(crate) fn sort_by_merging<W: DeviceRepr>(
 }
 
 /// Passes over the array of a [`merge_sort`] of `n` words and its copy back: the tile sort,
-/// one a merge level, and the copy when the levels are odd.
+/// one a merge level ([`level_ways`]), and the copy when the levels are odd.
 pub(crate) fn merge_sort_passes<W>(policy: &Policy, n: usize) -> usize {
-    let levels = n
-        .div_ceil(1 << run_bits::<W>(policy))
-        .next_power_of_two()
-        .trailing_zeros() as usize;
+    let levels = level_ways(policy, n, 1 << run_bits::<W>(policy)).len();
     1 + levels + levels % 2
 }
 
@@ -215,6 +299,11 @@ pub(crate) fn merge_sort<W: DeviceRepr>(
     spare: &mut CudaViewMut<W>,
     map: u32,
 ) -> Result<bool> {
+    if !Policy::MERGE_WAYS.contains(&policy.merge_ways) {
+        return Err(crate::Error::Unsupported(
+            "a policy's merge_ways other than 2, 4, 8, 16 or 32",
+        ));
+    }
     let runs = run_layout(policy, keys.len(), std::mem::size_of::<W>());
     passes::tuned_keeping_map(gpu, policy, keys, runs, map, true)?;
     merge_levels(gpu, policy, keys, spare, 1 << run_bits::<W>(policy), map)
@@ -296,15 +385,296 @@ mod tests {
         }
     }
 
+    /// A key and the position it started at, ordered by the key alone: a merge that keeps
+    /// equal keys in their runs' order leaves their tags rising.
+    #[derive(Clone, Copy, Debug)]
+    struct Tagged(u32, u32);
+    impl PartialEq for Tagged {
+        fn eq(&self, other: &Self) -> bool {
+            self.0 == other.0
+        }
+    }
+    impl Eq for Tagged {}
+    impl PartialOrd for Tagged {
+        fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+            Some(self.cmp(other))
+        }
+    }
+    impl Ord for Tagged {
+        fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+            self.0.cmp(&other.0)
+        }
+    }
+
+    /// kernels/merge/multiway.cuh's `multiway_co_ranks` on the CPU for one tile boundary: how
+    /// many words of each run come before output position `d` of their stable merge, found as
+    /// the kernel finds them — a word of the widest window as the pivot (aimed, or the middle,
+    /// by turns), its counts
+    /// in every window, the windows narrowed — until every window is closed.
+    fn model_splits<T: Copy + Ord>(runs: &[&[T]], d: usize) -> Vec<usize> {
+        let ways = runs.len();
+        let mut lo = vec![0; ways];
+        let mut hi: Vec<usize> = runs.iter().map(|r| r.len().min(d)).collect();
+        for round in 0.. {
+            let widest =
+                (0..ways).fold(0, |w, j| if hi[j] - lo[j] > hi[w] - lo[w] { j } else { w });
+            let widest_len = hi[widest] - lo[widest];
+            if widest_len == 0 {
+                break;
+            }
+            let open: usize = (0..ways).map(|j| hi[j] - lo[j]).sum();
+            let below: usize = lo.iter().sum();
+            let at = if round % 2 == 0 {
+                (widest_len as f64 * ((d - below) as f64 / open as f64)) as usize
+            } else {
+                widest_len / 2
+            };
+            let pivot = lo[widest] + at.min(widest_len - 1);
+            let c = runs[widest][pivot];
+            let counts: Vec<usize> = (0..ways)
+                .map(|j| {
+                    let window = &runs[j][lo[j]..hi[j]];
+                    match j.cmp(&widest) {
+                        std::cmp::Ordering::Less => lo[j] + window.partition_point(|w| *w <= c),
+                        std::cmp::Ordering::Equal => pivot,
+                        std::cmp::Ordering::Greater => lo[j] + window.partition_point(|w| *w < c),
+                    }
+                })
+                .collect();
+            let before = counts.iter().sum::<usize>() < d;
+            for j in 0..ways {
+                if before {
+                    lo[j] = lo[j].max(counts[j] + usize::from(j == widest));
+                } else {
+                    hi[j] = hi[j].min(counts[j]);
+                }
+            }
+        }
+        lo
+    }
+
+    /// kernels/merge/multiway.cuh's `merge_round`: `threads` threads of `e` outputs each merge
+    /// the pairs of segment groups of `width` (segments `seg[s] .. seg[s + 1]` of `from`).
+    fn model_round<T: Copy + Ord>(from: &[T], seg: &[usize], width: usize, e: usize) -> Vec<T> {
+        let ways = seg.len() - 1;
+        let pair = |p: usize| {
+            let at = |s: usize| seg[s.min(ways)];
+            (
+                at(2 * p * width),
+                at((2 * p + 1) * width),
+                at((2 * p + 2) * width),
+            )
+        };
+        let len = from.len();
+        let mut to = from.to_vec();
+        for thread in 0..len.div_ceil(e) {
+            let mut out = thread * e;
+            let stop = len.min(out + e);
+            let mut p = 0;
+            let (mut a, mut b, mut end) = pair(0);
+            while end <= out {
+                p += 1;
+                (a, b, end) = pair(p);
+            }
+            let k = co_rank(&from[a..b], &from[b..end], out - a);
+            let (mut ai, mut bi) = (a + k, b + (out - a - k));
+            while out < stop {
+                if out == end {
+                    while end == out {
+                        p += 1;
+                        (a, b, end) = pair(p);
+                    }
+                    (ai, bi) = (a, b);
+                }
+                let take_a = bi == end || (ai < b && from[ai] <= from[bi]);
+                to[out] = if take_a { from[ai] } else { from[bi] };
+                if take_a {
+                    ai += 1;
+                } else {
+                    bi += 1;
+                }
+                out += 1;
+            }
+        }
+        to
+    }
+
+    /// One multiway level on the CPU, as kernels/merge/multiway.cuh runs it: the splits at
+    /// every tile boundary, then each tile's segments loaded in run order and merged in rounds
+    /// by threads of `e` outputs.
+    fn model_multiway_level<T: Copy + Ord>(
+        keys: &[T],
+        run_len: usize,
+        ways: usize,
+        tile: usize,
+        e: usize,
+    ) -> Vec<T> {
+        let n = keys.len();
+        let group_at = |o: usize| {
+            let start = o / (run_len * ways) * (run_len * ways);
+            (start, (run_len * ways).min(n - start))
+        };
+        let runs_of = |start: usize, len: usize| -> Vec<&[T]> {
+            (0..ways)
+                .map(|j| {
+                    let begin = (j * run_len).min(len);
+                    &keys[start + begin..start + begin + run_len.min(len - begin)]
+                })
+                .collect()
+        };
+        let splits: Vec<Vec<usize>> = (0..n.div_ceil(tile))
+            .map(|q| {
+                let (start, len) = group_at(q * tile);
+                model_splits(&runs_of(start, len), q * tile - start)
+            })
+            .collect();
+        let mut out = Vec::with_capacity(n);
+        for (q, from) in splits.iter().enumerate() {
+            let (start, len) = group_at(q * tile);
+            let runs = runs_of(start, len);
+            let o1 = (q * tile - start + tile).min(len);
+            let to: Vec<usize> = if o1 == len {
+                runs.iter().map(|r| r.len()).collect()
+            } else {
+                splits[q + 1].clone()
+            };
+            let mut seg = vec![0];
+            let mut words = Vec::new();
+            for j in 0..ways {
+                words.extend_from_slice(&runs[j][from[j]..to[j]]);
+                seg.push(words.len());
+            }
+            let mut width = 1;
+            while width < len.div_ceil(run_len) {
+                words = model_round(&words, &seg, width, e);
+                width *= 2;
+            }
+            out.extend(words);
+        }
+        out
+    }
+
+    #[test]
+    fn multiway_splits_match_a_stable_merge() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(5);
+        for ways in [2, 4, 8, 16, 32] {
+            for distinct in [1, 3, 1000, u32::MAX] {
+                // Runs of different lengths, some empty (a level's last group).
+                let runs: Vec<Vec<u32>> = (0..ways)
+                    .map(|j| {
+                        let len = if j % 5 == 3 {
+                            0
+                        } else {
+                            rng.random_range(0..200)
+                        };
+                        let mut run: Vec<u32> =
+                            (0..len).map(|_| rng.random_range(0..distinct)).collect();
+                        run.sort_unstable();
+                        run
+                    })
+                    .collect();
+                // The stable merge: by key, then run, then position.
+                let mut merged: Vec<(u32, usize, usize)> = runs
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(j, r)| r.iter().enumerate().map(move |(i, &k)| (k, j, i)))
+                    .collect();
+                merged.sort_unstable();
+                let views: Vec<&[u32]> = runs.iter().map(Vec::as_slice).collect();
+                for d in 0..=merged.len() {
+                    let mut want = vec![0; ways];
+                    for &(_, j, _) in &merged[..d] {
+                        want[j] += 1;
+                    }
+                    assert_eq!(
+                        model_splits(&views, d),
+                        want,
+                        "{ways} ways, {distinct} keys, d {d}"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn multiway_levels_on_the_model_sort_stably() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(12);
+        // Runs of 16 merged in tiles of 8 by threads of 4 (a tile never spans two groups):
+        // whole groups, a last group of fewer runs, a short last run, few distinct keys.
+        for ways in [4, 8, 16, 32] {
+            for (n, distinct) in [
+                (16, 9),
+                (17, 1000),
+                (100, 3),
+                (128, 1000),
+                (129, 1),
+                (333, 50),
+                (1000, 7),
+            ] {
+                let mut keys: Vec<Tagged> = (0..n)
+                    .map(|i| Tagged(rng.random_range(0..distinct), i as u32))
+                    .collect();
+                let mut expected = keys.clone();
+                expected.sort_by_key(|t| t.0); // stable
+                for run in keys.chunks_mut(16) {
+                    run.sort_by_key(|t| t.0);
+                }
+                let policy = Policy {
+                    merge_ways: ways as u32,
+                    ..Policy::HOPPER
+                };
+                // (A two-way step runs the bitonic level on the GPU, modelled above; the
+                // multiway model merges two runs too.)
+                let mut run_len = 16;
+                for w in level_ways(&policy, n, 16) {
+                    keys = model_multiway_level(&keys, run_len, w, 8, 4);
+                    run_len *= w;
+                }
+                let got: Vec<(u32, u32)> = keys.iter().map(|t| (t.0, t.1)).collect();
+                let want: Vec<(u32, u32)> = expected.iter().map(|t| (t.0, t.1)).collect();
+                assert_eq!(got, want, "{ways} ways, {n} keys");
+            }
+        }
+    }
+
+    #[test]
+    fn level_plans() {
+        let p = |ways| Policy {
+            merge_ways: ways,
+            ..Policy::HOPPER
+        };
+        // 2^10 runs of 2^14: three eight-way levels and a two-way one.
+        assert_eq!(level_ways(&p(8), 1 << 24, 1 << 14), [8, 8, 8, 2]);
+        assert_eq!(level_ways(&p(16), 1 << 24, 1 << 14), [16, 16, 4]);
+        assert_eq!(level_ways(&p(2), 1 << 16, 1 << 14), [2, 2]);
+        // Three runs left take a four-way level; one key past a run, a two-way one.
+        assert_eq!(level_ways(&p(8), 3 << 14, 1 << 14), [4]);
+        assert_eq!(level_ways(&p(8), (1 << 14) + 1, 1 << 14), [2]);
+        assert!(level_ways(&p(8), 1 << 14, 1 << 14).is_empty());
+    }
+
     #[test]
     fn passes_of_a_merge_sort() {
-        const P: Policy = Policy::HOPPER;
+        const TWO: Policy = Policy {
+            merge_ways: 2,
+            ..Policy::HOPPER
+        };
         // 2^24 u32 keys: runs of 2^14, 10 levels, the result back in place.
-        assert_eq!(merge_sort_passes::<u32>(&P, 1 << 24), 11);
+        assert_eq!(merge_sort_passes::<u32>(&TWO, 1 << 24), 11);
         // 2^29: 15 levels, the last into the spare buffer, then the copy back.
-        assert_eq!(merge_sort_passes::<u32>(&P, 1 << 29), 17);
+        assert_eq!(merge_sort_passes::<u32>(&TWO, 1 << 29), 17);
         // One key past a power of two takes one level more.
-        assert_eq!(merge_sort_passes::<u64>(&P, (1 << 23) + 1), 1 + 11 + 1);
-        assert_eq!(merge_sort_passes::<[u8; 16]>(&P, 1 << 24), 1 + 12);
+        assert_eq!(merge_sort_passes::<u64>(&TWO, (1 << 23) + 1), 1 + 11 + 1);
+        assert_eq!(merge_sort_passes::<[u8; 16]>(&TWO, 1 << 24), 1 + 12);
+        // Eight ways: 2^24 in 8, 8, 8, 2; 2^29 in five eight-way levels and the copy back.
+        const EIGHT: Policy = Policy {
+            merge_ways: 8,
+            ..Policy::HOPPER
+        };
+        assert_eq!(merge_sort_passes::<u32>(&EIGHT, 1 << 24), 1 + 4);
+        assert_eq!(merge_sort_passes::<u32>(&EIGHT, 1 << 29), 1 + 5 + 1);
+        assert_eq!(merge_sort_passes::<u64>(&EIGHT, (1 << 23) + 1), 1 + 4);
     }
 }

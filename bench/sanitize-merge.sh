@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# compute-sanitizer (memcheck and racecheck) over the multiway merge levels, on a GPU host:
+#   bash bench/sanitize-merge.sh [BIN]
+# `bitonic bench` sorts 2^17 random keys with the merge sort forced from one tile up
+# (merge_sort_above) and each number of ways, and checks the result sorted: eight runs of u32
+# (2^14) or sixteen of u64 (2^13) make four-, eight- and sixteen-way levels and two-way tails.
+set -uo pipefail
+bin=${1:-.gpu/bin/bitonic}
+tmp=$(mktemp -d)
+status=0
+for tool in memcheck racecheck; do
+  for dtype in u32 u64; do
+    for ways in 4 8 16; do
+      log="$tmp/$tool-$dtype-$ways.log"
+      compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin" bench --dtype "$dtype" --versions tuned \
+        --no-cpu --no-end-to-end --min-exp 17 --max-exp 17 --repeats 1 -o "$tmp/out" \
+        --policy "merge_ways=$ways,merge_sort_above=8192" > "$log" 2>&1
+      rc=$?
+      echo "$tool $dtype merge_ways=$ways: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
+      [ $rc -eq 0 ] || { status=1; tail -20 "$log"; }
+    done
+  done
+done
+rm -rf "$tmp"
+exit $status

@@ -1,0 +1,296 @@
+// Multiway merge levels: one level merges groups of `ways` neighbouring runs at once (up to
+// BITONIC_MERGE_WAYS, the policy's), so a merge sort of R runs makes ceil(log_ways R) passes
+// over its keys instead of log2 R.
+//
+// A level is two launches, as the two-way level's (merge/levels.cuh):
+// * multiway_co_ranks: one warp a tile boundary finds where the boundary's output position
+//   falls in each run of its group (the k-way merge path), exactly, by narrowing a window in
+//   every run: a pivot word's count in each run (the warp searching all runs at once) says on
+//   which side of the boundary it falls, and so which ends of the windows move.
+// * multiway_merge_level: one block a tile loads the tile's segment of every run into shared
+//   memory, merges them pairwise in log2(ways) rounds — each thread finds its first output's
+//   merge path with a binary search and then merges E outputs sequentially, one comparison an
+//   output — and stores the tile, coalesced.
+// Ties go to the lower run, then the lower position: the merge is stable, as a two-way level.
+// src/cuda/merge.rs's tests model both launches on the CPU.
+#pragma once
+
+#include "common/types.cuh"
+#include "common/keys.cuh"
+#include "common/memory.cuh"
+#include "merge/tile.cuh"
+
+#if !defined(BITONIC_MERGE_WAYS)
+#error "the host passes BITONIC_MERGE_WAYS (src/policy.rs)"
+#endif
+static_assert(BITONIC_MERGE_WAYS >= 2 && BITONIC_MERGE_WAYS <= 32 &&
+                  BITONIC_MERGE_WAYS == 1u << log2_of(BITONIC_MERGE_WAYS),
+              "2, 4, 8, 16 or 32 runs a multiway level");
+#define MAX_WAYS BITONIC_MERGE_WAYS
+
+// The group of runs output position o of a level lies in: `ways` runs of run_len words from
+// `start` (the last group may hold fewer, the last run be shorter), `len` words in all.
+struct RunGroup {
+    u64 start, len;
+};
+
+__device__ __forceinline__ RunGroup group_at(u64 n, u64 run_len, u32 ways, u64 o) {
+    RunGroup g;
+    const u64 span = run_len * ways;
+    g.start = o / span * span;
+    g.len = min(span, n - g.start);
+    return g;
+}
+
+// Words of run j of group g.
+__device__ __forceinline__ u64 run_length(RunGroup g, u64 run_len, u32 j) {
+    const u64 begin = min(g.len, u64(j) * run_len);
+    return min(run_len, g.len - begin);
+}
+
+__device__ __forceinline__ u64 warp_max(u64 x) {
+#pragma unroll
+    for (u32 d = 16; d > 0; d /= 2) x = max(x, __shfl_xor_sync(FULL_WARP_MASK, x, d));
+    return x;
+}
+
+__device__ __forceinline__ u64 warp_min(u64 x) {
+#pragma unroll
+    for (u32 d = 16; d > 0; d /= 2) x = min(x, __shfl_xor_sync(FULL_WARP_MASK, x, d));
+    return x;
+}
+
+// How many words of run `run` (positions [first, last) of it) come before the pivot c, a word
+// of run `pivot_run`: those <= c in lower runs, those < c in higher ones (the merge is stable).
+// The `lanes` lanes of one group search together, each step probing `lanes` evenly spaced
+// positions and keeping the gap between the last probe before c and the first after it, so a
+// window of w words takes log_{lanes+1} w steps. Every lane of the group returns the count.
+template <typename W>
+__device__ __forceinline__ u64 count_before(const W *run, u64 first, u64 last, W c, bool lower_run, u32 lanes,
+                                            u32 rank_in_group, u32 group_mask) {
+    for (;;) {
+        const bool open = first < last;
+        if (!__any_sync(FULL_WARP_MASK, open)) return first;
+        u64 probe = 0;
+        bool before = false;
+        if (open) {
+            probe = first + (last - first) * (rank_in_group + 1) / (lanes + 1);
+            const W w = run[probe];
+            before = lower_run ? !(c < w) : w < c;
+        }
+        // Probes rise with the lane: those before c are a prefix of the group's lanes.
+        const u32 ballot = __ballot_sync(FULL_WARP_MASK, before) & group_mask;
+        const u32 below = __popc(ballot), group_first = __ffs(group_mask) - 1;
+        if (open) { // the same for the whole group: its lanes share the window
+            const u64 lower = below ? __shfl_sync(group_mask, probe, group_first + below - 1) + 1 : first;
+            const u64 upper = below < lanes ? __shfl_sync(group_mask, probe, group_first + below) : last;
+            first = lower;
+            last = upper;
+        }
+    }
+}
+
+// ranks[q MAX_WAYS + j] = how many words of run j come before output position q T of the
+// level (T: the merge tile), for every tile q < tiles. One warp a tile boundary.
+//
+// The invariant: run j's split lies in [lo_j, hi_j]. Each round takes a word of the widest
+// window as the pivot (where the boundary falls if the words are spread alike, or the middle,
+// by turns) and counts the words before it in every window, one group
+// of 32 / ways lanes a run (count_before). The pivot comes before the boundary's output
+// position d exactly when the counts sum below d; then every run's split is at least its
+// count (the pivot's own run: one more), else at most. The counts are taken within the
+// windows (clamped to them), which changes no comparison with d: a run's count below lo_j
+// (above hi_j) lies on the same side of its split as lo_j (hi_j). The widest window halves
+// every other round at least; on keys of like distributions the aimed rounds close in fast.
+template <typename W>
+__device__ void multiway_co_ranks(const W *keys, u64 n, u64 run_len, u32 ways, u64 *ranks, u32 tiles) {
+    const u32 lane = threadIdx.x % WARP_SIZE;
+    const u32 q = (blockIdx.x * blockDim.x + threadIdx.x) / WARP_SIZE; // the same for the warp
+    if (q >= tiles) return;
+    const RunGroup g = group_at(n, run_len, ways, u64(q) << MergeTile<W>::TILE_BITS);
+    const u64 d = (u64(q) << MergeTile<W>::TILE_BITS) - g.start;
+    const W *runs = keys + g.start;
+    u64 lo[MAX_WAYS], hi[MAX_WAYS];
+#pragma unroll
+    for (u32 j = 0; j < MAX_WAYS; ++j) {
+        lo[j] = 0;
+        hi[j] = j < ways ? min(run_length(g, run_len, j), d) : 0;
+    }
+    // Lanes [mine lanes, (mine + 1) lanes) search run `mine`.
+    const u32 lanes = WARP_SIZE / ways, mine = lane / lanes, rank_in_group = lane % lanes;
+    const u32 group_mask = (lanes == WARP_SIZE ? FULL_WARP_MASK : (1u << lanes) - 1) << (mine * lanes);
+    for (u32 round = 0;; ++round) {
+        u32 widest = 0;
+        u64 widest_len = 0, lo_mine = 0, hi_mine = 0, open = 0, below = 0;
+#pragma unroll
+        for (u32 j = 0; j < MAX_WAYS; ++j) {
+            if (hi[j] - lo[j] > widest_len) widest_len = hi[j] - lo[j], widest = j;
+            if (j == mine) lo_mine = lo[j], hi_mine = hi[j];
+            open += hi[j] - lo[j];
+            below += lo[j];
+        }
+        if (widest_len == 0) break;
+        // Even rounds aim at where the boundary would fall if the windows' words were spread
+        // alike (interpolation); odd rounds take the middle, which bounds the rounds.
+        const u64 at = round % 2 == 0 ? u64(double(widest_len) * (double(d - below) / double(open)))
+                                       : widest_len / 2;
+        u64 pivot = 0;
+#pragma unroll
+        for (u32 j = 0; j < MAX_WAYS; ++j)
+            if (j == widest) pivot = lo[j] + min(at, widest_len - 1);
+        const W c = runs[u64(widest) * run_len + pivot];
+        // The pivot's own run counts the words before it: an empty window at the pivot. Every
+        // lane calls count_before, whose votes take the whole warp.
+        const bool own = mine == widest;
+        const u64 count = count_before(runs + u64(mine) * run_len, own ? pivot : lo_mine, own ? pivot : hi_mine, c,
+                                       mine < widest, lanes, rank_in_group, group_mask);
+        // Every lane learns every run's count (lane j lanes holds run j's) and their sum.
+        u64 rank = 0;
+        u64 counts[MAX_WAYS];
+#pragma unroll
+        for (u32 j = 0; j < MAX_WAYS; ++j) {
+            counts[j] = j < ways ? __shfl_sync(FULL_WARP_MASK, count, (j * lanes) % WARP_SIZE) : 0;
+            rank += counts[j];
+        }
+        const bool before = rank < d;
+#pragma unroll
+        for (u32 j = 0; j < MAX_WAYS; ++j) {
+            if (before) lo[j] = max(lo[j], counts[j] + (j == widest ? 1 : 0));
+            else hi[j] = min(hi[j], counts[j]);
+        }
+    }
+#pragma unroll
+    for (u32 j = 0; j < MAX_WAYS; ++j)
+        if (lane == j) ranks[u64(q) * MAX_WAYS + j] = lo[j];
+}
+
+// Tile indices [seg[s], seg[s + 1]) of the block's shared tile hold run s's words; a round of
+// width w merges segments [2 p w, (2 p + 1) w) with [(2 p + 1) w, (2 p + 2) w) for each pair p
+// (the segment indices capped at `ways`), so the pair's words are contiguous too.
+struct MergePair {
+    u32 a, b, end; // A = [a, b), B = [b, end)
+};
+
+__device__ __forceinline__ MergePair merge_pair(const u32 *seg, u32 ways, u32 width, u32 p) {
+    MergePair m;
+    m.a = seg[min(ways, 2 * p * width)];
+    m.b = seg[min(ways, (2 * p + 1) * width)];
+    m.end = seg[min(ways, (2 * p + 2) * width)];
+    return m;
+}
+
+// One merge round in shared memory: thread t writes `to`'s tile indices [t E, t E + E) below
+// len, merging `from`'s pairs of width `width`.
+template <typename W>
+__device__ __forceinline__ void merge_round(const W *from, W *to, const u32 *seg, u32 ways, u32 width, u32 len) {
+    const u32 E = 1u << MergeTile<W>::E_BITS;
+    u32 out = threadIdx.x * E;
+    if (out >= len) return;
+    const u32 stop = min(len, out + E);
+    // The pair holding output `out`, and the merge path there.
+    u32 p = 0;
+    MergePair m = merge_pair(seg, ways, width, 0);
+    while (m.end <= out) m = merge_pair(seg, ways, width, ++p);
+    const u32 o = out - m.a;
+    u32 lo = o > m.end - m.b ? o - (m.end - m.b) : 0, hi = min(o, m.b - m.a);
+    while (lo < hi) {
+        const u32 mid = (lo + hi) / 2;
+        if (!(from[merge_slot<W>(m.b + o - mid - 1)] < from[merge_slot<W>(m.a + mid)])) lo = mid + 1;
+        else hi = mid;
+    }
+    u32 ai = m.a + lo, bi = m.b + (o - lo);
+    for (; out < stop; ++out) {
+        if (out == m.end) { // the pair is done: the next one starts here (a pair may be empty)
+            do m = merge_pair(seg, ways, width, ++p);
+            while (m.end == out);
+            ai = m.a;
+            bi = m.b;
+        }
+        bool take_a = bi == m.end;
+        if (!take_a && ai < m.b) take_a = !(from[merge_slot<W>(bi)] < from[merge_slot<W>(ai)]);
+        to[merge_slot<W>(out)] = take_a ? from[merge_slot<W>(ai++)] : from[merge_slot<W>(bi++)];
+    }
+}
+
+// One tile of a multiway level, given the splits of multiway_co_ranks. Dynamic shared
+// memory: two padded tiles, which the rounds merge between (src/cuda/merge.rs's
+// multiway_shared_bytes).
+template <typename W>
+__device__ void multiway_merge_level(const W *keys, u64 n, u64 run_len, u32 ways, const u64 *ranks, W *out,
+                                     u32 map) {
+    typedef MergeTile<W> Tile;
+    const u32 E = 1u << Tile::E_BITS, THREADS = 1u << Tile::THREAD_BITS;
+    __shared__ u64 split[MAX_WAYS]; // run j's segment starts at its word split[j]
+    __shared__ u32 seg[MAX_WAYS + 1];
+    // The rounds merge from `merged` into `spare` and swap them.
+    W *merged = shared_tile<W>(), *spare = merged + padded_tile<W>(1u << Tile::TILE_BITS);
+
+    const u64 o = u64(blockIdx.x) << Tile::TILE_BITS;
+    const RunGroup g = group_at(n, run_len, ways, o);
+    const u64 o0 = o - g.start, o1 = min(g.len, o0 + (1u << Tile::TILE_BITS));
+    const u32 len = u32(o1 - o0);
+    if (threadIdx.x < WARP_SIZE) {
+        // Run j's segment: from its split at o0 to its split at o1 (the whole run when the
+        // tile ends the group), placed after the lower runs' segments.
+        const u32 j = threadIdx.x;
+        u64 a0 = 0, a1 = 0;
+        if (j < ways) {
+            a0 = ranks[u64(blockIdx.x) * MAX_WAYS + j];
+            a1 = o1 == g.len ? run_length(g, run_len, j) : ranks[(u64(blockIdx.x) + 1) * MAX_WAYS + j];
+            split[j] = a0;
+        }
+        u32 count = u32(a1 - a0), before = count;
+#pragma unroll
+        for (u32 d = 1; d < WARP_SIZE; d *= 2) {
+            const u32 x = __shfl_up_sync(FULL_WARP_MASK, before, d);
+            if (j >= d) before += x;
+        }
+        if (j < ways) seg[j] = before - count;
+        if (j == 0) seg[ways] = len;
+    }
+    __syncthreads();
+    // Load the segments, coalesced: tile index i is thread i % THREADS's register i / THREADS.
+    // The addresses first, then all E loads in flight at once, then the stores.
+    {
+        const W *runs = keys + g.start;
+        u32 run_of[E]; // the segment (run) of each register's word
+        u32 s = 0;
+#pragma unroll
+        for (u32 r = 0; r < E; ++r) {
+            const u32 i = r * THREADS + threadIdx.x;
+            if (i < len) {
+                while (seg[s + 1] <= i) ++s;
+            }
+            run_of[r] = s;
+        }
+        W w[E];
+#pragma unroll
+        for (u32 r = 0; r < E; ++r) {
+            const u32 i = r * THREADS + threadIdx.x, j = run_of[r];
+            if (i < len) w[r] = runs[u64(j) * run_len + split[j] + (i - seg[j])];
+        }
+#pragma unroll
+        for (u32 r = 0; r < E; ++r) {
+            const u32 i = r * THREADS + threadIdx.x;
+            if (i < len) merged[merge_slot<W>(i)] = w[r];
+        }
+    }
+    __syncthreads();
+    // Rounds of pairwise merges between the two tiles, as many as the group's runs need.
+    const u32 runs_here = u32((g.len + run_len - 1) / run_len);
+    for (u32 width = 1; width < runs_here; width *= 2) {
+        merge_round<W>(merged, spare, seg, ways, width, len);
+        W *was = merged;
+        merged = spare;
+        spare = was;
+        __syncthreads();
+    }
+#pragma unroll
+    for (u32 r = 0; r < E; ++r) {
+        const u32 i = r * THREADS + threadIdx.x;
+        if (i < len) {
+            const W w = merged[merge_slot<W>(i)];
+            out[g.start + o0 + i] = map ? from_sortable(w, map) : w;
+        }
+    }
+}
