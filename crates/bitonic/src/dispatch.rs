@@ -256,7 +256,14 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
         (None, _) => {}
     }
     Ok(match (layout, request.with_values) {
-        (Layout::Whole, false) if request.len > policy.merge_sort_above => Strategy::MergeSort,
+        (Layout::Whole, false) if request.len > policy.merge_sort_above => {
+            if !Policy::MERGE_WAYS.contains(&policy.merge_ways) {
+                return Err(Error::Unsupported(
+                    "a policy's merge_ways other than 2, 4, 8, 16 or 32",
+                ));
+            }
+            Strategy::MergeSort
+        }
         (Layout::Whole, false) | (Layout::Rows { .. }, false) => Strategy::NetworkPasses,
         (Layout::Segments, false) => Strategy::SegmentPasses,
         (Layout::Whole, true) => Strategy::KeyValueMerge,
@@ -444,5 +451,15 @@ mod tests {
         let r = request((1 << 20) + 1, Layout::Whole, false);
         assert_eq!(choose(&r, Some(&policy)).unwrap().1, MergeSort);
         assert_eq!(choose(&r, GPU).unwrap().1, NetworkPasses);
+        // A number of ways the merge kernels have no form for is an error, not a compile
+        // failure or a panic.
+        let three_ways = Policy {
+            merge_ways: 3,
+            ..policy
+        };
+        assert!(matches!(
+            choose(&r, Some(&three_ways)),
+            Err(Error::Unsupported(_))
+        ));
     }
 }

@@ -299,11 +299,6 @@ pub(crate) fn merge_sort<W: DeviceRepr>(
     spare: &mut CudaViewMut<W>,
     map: u32,
 ) -> Result<bool> {
-    if !Policy::MERGE_WAYS.contains(&policy.merge_ways) {
-        return Err(crate::Error::Unsupported(
-            "a policy's merge_ways other than 2, 4, 8, 16 or 32",
-        ));
-    }
     let runs = run_layout(policy, keys.len(), std::mem::size_of::<W>());
     passes::tuned_keeping_map(gpu, policy, keys, runs, map, true)?;
     merge_levels(gpu, policy, keys, spare, 1 << run_bits::<W>(policy), map)
