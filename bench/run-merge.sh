@@ -31,3 +31,5 @@ for dtype in ${DTYPES:-u32 u64}; do
       "$out/$dtype-ways$w/bitonic.csv" "$out/cub-$dtype.csv" | sort -k2n -k1
   done
 done
+# One file back from the GPU host: the reports and CSVs of every run.
+tar czf "$out.tgz" -C "$(dirname "$out")" "$(basename "$out")"

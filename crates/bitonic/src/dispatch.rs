@@ -86,12 +86,15 @@ pub enum Strategy {
     /// One of the report's GPU versions V0–V5, keys of one array only (src/cuda/seed.rs).
     Seed(Version),
     /// The tuned network's passes over one array or its rows: a tile sort in shared memory
-    /// and registers, then the later stages in few passes (src/cuda/passes.rs).
+    /// and registers, then the later stages in few passes (src/cuda/passes.rs). Its memory
+    /// accesses do not depend on the keys (it is data-oblivious); a policy whose
+    /// `merge_sort_above` is `usize::MAX` keeps every array on it.
     NetworkPasses,
     /// The tuned passes over segments, grouped by their padded length.
     SegmentPasses,
-    /// Tuned tile sorts, then merge levels that merge runs pairwise (src/cuda/merge.rs):
-    /// keys of one array longer than [`Policy::merge_sort_above`].
+    /// Tuned tile sorts, then merge levels that merge [`Policy::merge_ways`] runs at once
+    /// (src/cuda/merge.rs): keys of one array longer than [`Policy::merge_sort_above`]. The
+    /// merge paths read addresses that depend on the keys.
     MergeSort,
     /// The key-value merge sort (src/cuda/kv.rs): the keys and their values or indices of one
     /// array, stable, in their own arrays.
