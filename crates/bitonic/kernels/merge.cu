@@ -28,10 +28,10 @@
 #include "merge/multiway.cuh"
 #include "merge/place.cuh"
 
-// One compile a part (src/cuda/kernels.rs defines BITONIC_PART_*), so that a sort compiles
+// One compile a part (src/cuda/kernels.rs defines KERNEL_PART_*), so that a sort compiles
 // only the kernels it runs: the merges of words alone, or the key-value kernels of one key
 // and value width.
-#if defined(BITONIC_PART_WORDS)
+#if defined(KERNEL_PART_WORDS)
 #define CO_RANKS_PARAMS(W) (const W *a, u64 a_len, const W *b, u64 b_len, u64 *ranks, u32 count)
 EXPORT_FOR_ALL_WORDS(co_ranks, CO_RANKS_PARAMS, (a, a_len, b, b_len, ranks, count))
 #define MERGE_TILES_PARAMS(W) (const W *a, const W *b, const u64 *ranks, W *out, u64 total)
@@ -48,10 +48,10 @@ EXPORT_FOR_ALL_WORDS(multiway_merge_level, MULTIWAY_MERGE_LEVEL_PARAMS, (keys, n
 
 // Key-value kernels, name_kv_K_V for keys K and values V (u32 or u64 words): a level's merge
 // and the value placement after the tuned tile sort (the policy's tiles of 32- and 64-bit
-// keys, BITONIC_TILE_BITS_32 and _64). The bounds cap registers (80 a merge thread, no
+// keys, KERNEL_TILE_BITS_32 and _64). The bounds cap registers (80 a merge thread, no
 // spills: three blocks an SM).
 #define EXPORT_KV(K, V, TILE_BITS)                                                                \
-    extern "C" __global__ void __launch_bounds__(BITONIC_MERGE_THREADS, 3)                                          \
+    extern "C" __global__ void __launch_bounds__(KERNEL_MERGE_THREADS, 3)                                          \
         merge_level_kv_##K##_##V(const K *keys, const V *values, u64 n, u64 run_len, const u64 *ranks, K *out, \
                                  V *out_values, u32 map) {                                        \
         merge_level_kv<K, V>(keys, values, n, run_len, ranks, out, out_values, map);             \
@@ -71,21 +71,21 @@ EXPORT_FOR_ALL_WORDS(multiway_merge_level, MULTIWAY_MERGE_LEVEL_PARAMS, (keys, n
     extern "C" __global__ void level_co_ranks_kv_##K(const K *keys, u64 n, u64 run_len, u64 *ranks, u32 tiles) { \
         level_co_ranks_in<K, MergeTile<Tagged<K>::Word>::TILE_BITS>(keys, n, run_len, ranks, tiles);       \
     }
-#if !defined(BITONIC_TILE_BITS_32) || !defined(BITONIC_TILE_BITS_64)
-#error "the host passes the tuned tiles, BITONIC_TILE_BITS_32 and _64 (src/policy.rs)"
+#if !defined(KERNEL_TILE_BITS_32) || !defined(KERNEL_TILE_BITS_64)
+#error "the host passes the tuned tiles, KERNEL_TILE_BITS_32 and _64 (src/policy.rs)"
 #endif
-#if defined(BITONIC_PART_KV_U32_U32)
-EXPORT_KV(u32, u32, BITONIC_TILE_BITS_32)
+#if defined(KERNEL_PART_KV_U32_U32)
+EXPORT_KV(u32, u32, KERNEL_TILE_BITS_32)
 EXPORT_KV_CO_RANKS(u32)
-#elif defined(BITONIC_PART_KV_U32_U64)
-EXPORT_KV(u32, u64, BITONIC_TILE_BITS_32)
+#elif defined(KERNEL_PART_KV_U32_U64)
+EXPORT_KV(u32, u64, KERNEL_TILE_BITS_32)
 EXPORT_KV_CO_RANKS(u32)
-#elif defined(BITONIC_PART_KV_U64_U32)
-EXPORT_KV(u64, u32, BITONIC_TILE_BITS_64)
+#elif defined(KERNEL_PART_KV_U64_U32)
+EXPORT_KV(u64, u32, KERNEL_TILE_BITS_64)
 EXPORT_KV_CO_RANKS(u64)
-#elif defined(BITONIC_PART_KV_U64_U64)
-EXPORT_KV(u64, u64, BITONIC_TILE_BITS_64)
+#elif defined(KERNEL_PART_KV_U64_U64)
+EXPORT_KV(u64, u64, KERNEL_TILE_BITS_64)
 EXPORT_KV_CO_RANKS(u64)
-#elif !defined(BITONIC_PART_WORDS)
-#error "compile one part: BITONIC_PART_WORDS or _KV_<key>_<value> (src/cuda/kernels.rs)"
+#elif !defined(KERNEL_PART_WORDS)
+#error "compile one part: KERNEL_PART_WORDS or _KV_<key>_<value> (src/cuda/kernels.rs)"
 #endif

@@ -19,17 +19,17 @@
 // and `indices`. The host (src/cuda/topk.rs) sizes `slots` >= k + min(2 tiles, chunk) so that
 // a tile always fits after a flush, and rarely needs one.
 //
-// Parts: BITONIC_PART_U16 (f16 and bf16 keys, read as they are, u64 composites),
-// BITONIC_PART_U32 (32-bit keys, u64 composites), BITONIC_PART_U64 (64-bit keys, KeyIndex
+// Parts: KERNEL_PART_U16 (f16 and bf16 keys, read as they are, u64 composites),
+// KERNEL_PART_U32 (32-bit keys, u64 composites), KERNEL_PART_U64 (64-bit keys, KeyIndex
 // composites).
 #include "common/types.cuh"
 #include "common/keys.cuh"
 #include "common/network.cuh"
 
-#ifndef BITONIC_TOPK_THREADS
-#error "the host passes BITONIC_TOPK_THREADS (src/cuda/topk.rs)"
+#ifndef KERNEL_TOPK_THREADS
+#error "the host passes KERNEL_TOPK_THREADS (src/cuda/topk.rs)"
 #endif
-#define THREADS BITONIC_TOPK_THREADS
+#define THREADS KERNEL_TOPK_THREADS
 
 typedef unsigned short u16;
 
@@ -37,7 +37,7 @@ typedef unsigned short u16;
 // holds the word in its top bits and the complemented index below: bits 63..32 and 31..0 for
 // 32-bit keys, 63..48 and 47..16 for 16-bit keys, so that a composite's radix digits begin
 // with the word's.
-#if defined(BITONIC_PART_U16)
+#if defined(KERNEL_PART_U16)
 #define WORD_SHIFT 48
 #define INDEX_SHIFT 16
 #else
@@ -347,10 +347,10 @@ __device__ __forceinline__ void append(const C (&e)[N], u32 mask, u32 *count, C 
 
 // Candidates a block gathers above a sampled threshold (the radix select then runs over them
 // at CANDIDATES_PER_THREAD a thread instead of over the whole chunk).
-#if !defined(BITONIC_TOPK_CANDIDATES_PER_THREAD) || !defined(BITONIC_TOPK_SAMPLES_FROM)
-#error "the host passes BITONIC_TOPK_CANDIDATES_PER_THREAD and _SAMPLES_FROM (src/cuda/topk.rs)"
+#if !defined(KERNEL_TOPK_CANDIDATES_PER_THREAD) || !defined(KERNEL_TOPK_SAMPLES_FROM)
+#error "the host passes KERNEL_TOPK_CANDIDATES_PER_THREAD and _SAMPLES_FROM (src/cuda/topk.rs)"
 #endif
-#define CANDIDATES_PER_THREAD BITONIC_TOPK_CANDIDATES_PER_THREAD
+#define CANDIDATES_PER_THREAD KERNEL_TOPK_CANDIDATES_PER_THREAD
 #define CANDIDATES (THREADS * CANDIDATES_PER_THREAD)
 
 // The best k of chunk `chunk` of every row, as topk_filter, by a radix select in registers:
@@ -365,7 +365,7 @@ __device__ __forceinline__ void append(const C (&e)[N], u32 mask, u32 *count, C 
 //
 // Only a row's final chunk is sorted (best first, in shared memory `buf[slots]`, slots =
 // next_pow2(k)); partial results go out unsorted, since the next pass selects again. The
-// dynamic shared memory holds max(slots, CANDIDATES) composites when R >= BITONIC_TOPK_SAMPLES_FROM
+// dynamic shared memory holds max(slots, CANDIDATES) composites when R >= KERNEL_TOPK_SAMPLES_FROM
 // (the kernels that sample), else slots.
 template <typename K, typename C, typename In, u32 R>
 __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len,
@@ -428,7 +428,7 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
         bool sampled = false;
         C f[CANDIDATES_PER_THREAD];
         u32 f_alive = 0;
-        if (R >= BITONIC_TOPK_SAMPLES_FROM && j <= 32 && u64(j) * in_play <= u64(WARP_SIZE) * CANDIDATES * 3 / 4) {
+        if (R >= KERNEL_TOPK_SAMPLES_FROM && j <= 32 && u64(j) * in_play <= u64(WARP_SIZE) * CANDIDATES * 3 / 4) {
             if (t < WARP_SIZE) {
                 // Lane t samples thread t's element of register t % R, 32 positions across the
                 // chunk, read again (from cache) rather than picked from registers by a
@@ -521,13 +521,13 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
     EXPORT_TOPK_RADIX(W, C, 32, (THREADS, sizeof(C) == 8 ? 2 : 1))                              \
     extern "C" __global__ void topk_take_##W TAKE_PARAMS(W) { topk_take<W> TAKE_ARGS; }
 
-#if defined(BITONIC_PART_U16)
+#if defined(KERNEL_PART_U16)
 EXPORT_TOPK(u16, u64)
-#elif defined(BITONIC_PART_U32)
+#elif defined(KERNEL_PART_U32)
 EXPORT_TOPK(u32, u64)
-#elif defined(BITONIC_PART_U64)
+#elif defined(KERNEL_PART_U64)
 EXPORT_TOPK(u64, KeyIndex)
 extern "C" __global__ void topk_take_u32 TAKE_PARAMS(u32) { topk_take<u32> TAKE_ARGS; }
 #else
-#error "topk.cu compiles one part a key width: BITONIC_PART_U16, _U32 or _U64"
+#error "topk.cu compiles one part a key width: KERNEL_PART_U16, _U32 or _U64"
 #endif

@@ -54,16 +54,16 @@
         if (tile_bits != TILE_BITS) __trap();                                                    \
         tuned_pass<T>(keys, layout, col_bits, lo, b_first, b_last, hi_first, stop, map);         \
     }
-// One compile a word type (src/cuda/kernels.rs defines BITONIC_PART_*) and tile size
-// (BITONIC_TUNED_TILE_BITS), so that a sort compiles only the kernel it runs.
-#if defined(BITONIC_PART_U32)
-TUNED_PASS(WideU32, u32, BITONIC_TUNED_THREADS)
-#elif defined(BITONIC_PART_U32_NARROW)
-TUNED_PASS(NarrowU32, u32_narrow, BITONIC_TUNED_THREADS)
-#elif defined(BITONIC_PART_U64)
-TUNED_PASS(WideU64, u64, BITONIC_TUNED_THREADS)
-#elif defined(BITONIC_PART_KV64)
-TUNED_PASS(PairTuning, kv64, BITONIC_TUNED_THREADS_PAIRS)
+// One compile a word type (src/cuda/kernels.rs defines KERNEL_PART_*) and tile size
+// (KERNEL_TUNED_TILE_BITS), so that a sort compiles only the kernel it runs.
+#if defined(KERNEL_PART_U32)
+TUNED_PASS(WideU32, u32, KERNEL_TUNED_THREADS)
+#elif defined(KERNEL_PART_U32_NARROW)
+TUNED_PASS(NarrowU32, u32_narrow, KERNEL_TUNED_THREADS)
+#elif defined(KERNEL_PART_U64)
+TUNED_PASS(WideU64, u64, KERNEL_TUNED_THREADS)
+#elif defined(KERNEL_PART_KV64)
+TUNED_PASS(PairTuning, kv64, KERNEL_TUNED_THREADS_PAIRS)
 #else
-#error "compile one part: BITONIC_PART_U32, _U32_NARROW, _U64 or _KV64 (src/cuda/kernels.rs)"
+#error "compile one part: KERNEL_PART_U32, _U32_NARROW, _U64 or _KV64 (src/cuda/kernels.rs)"
 #endif

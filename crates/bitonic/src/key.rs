@@ -140,7 +140,7 @@ impl DType {
     }
 }
 
-/// The three families of bit maps. The discriminants are shared with the kernels (`BITONIC_MAP_*` defines, src/cuda/layout.rs).
+/// The three families of bit maps. The discriminants are shared with the kernels (`KERNEL_MAP_*` defines, src/cuda/layout.rs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum MapKind {

@@ -33,11 +33,11 @@ pub struct Policy {
     /// One array of more keys than this (keys alone) sorts as a merge sort of tile sorts; up
     /// to it, the network's passes stay in L2 and win.
     pub merge_sort_above: usize,
-    /// Output words one block of a merge level writes (kernels: `BITONIC_MERGE_TILE`).
+    /// Output words one block of a merge level writes (kernels: `KERNEL_MERGE_TILE`).
     pub merge_tile: usize,
-    /// Threads of a merge block (kernels: `BITONIC_MERGE_THREADS`): 16 words a thread.
+    /// Threads of a merge block (kernels: `KERNEL_MERGE_THREADS`): 16 words a thread.
     pub merge_threads: u32,
-    /// The most runs one merge level merges (kernels: `BITONIC_MERGE_WAYS`; 2, 4, 8, 16 or
+    /// The most runs one merge level merges (kernels: `KERNEL_MERGE_WAYS`; 2, 4, 8, 16 or
     /// 32). 2 keeps every level a two-way bitonic merge; more makes a level a multiway merge
     /// (kernels/merge/multiway.cuh), so a merge sort makes fewer passes, but each multiway
     /// level measured slower than the two-way levels it replaces (docs/notes/multiway.md), so
@@ -128,11 +128,11 @@ impl Policy {
     /// of 32- and 64-bit keys.
     pub(crate) fn defines(&self) -> Vec<(&'static str, String)> {
         vec![
-            ("BITONIC_MERGE_TILE", self.merge_tile.to_string()),
-            ("BITONIC_MERGE_THREADS", self.merge_threads.to_string()),
-            ("BITONIC_MERGE_WAYS", self.merge_ways.to_string()),
-            ("BITONIC_TILE_BITS_32", self.tile_bits(4).to_string()),
-            ("BITONIC_TILE_BITS_64", self.tile_bits(8).to_string()),
+            ("KERNEL_MERGE_TILE", self.merge_tile.to_string()),
+            ("KERNEL_MERGE_THREADS", self.merge_threads.to_string()),
+            ("KERNEL_MERGE_WAYS", self.merge_ways.to_string()),
+            ("KERNEL_TILE_BITS_32", self.tile_bits(4).to_string()),
+            ("KERNEL_TILE_BITS_64", self.tile_bits(8).to_string()),
         ]
     }
 }

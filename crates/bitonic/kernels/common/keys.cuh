@@ -5,13 +5,13 @@
 #include "common/types.cuh"
 
 // Flags of a key-map argument: src/key.rs's MapKind in the low bits, then options.
-#if !defined(BITONIC_MAP_SIGNED) || !defined(BITONIC_MAP_FLOAT) || !defined(BITONIC_MAP_DESCENDING)
+#if !defined(KERNEL_MAP_SIGNED) || !defined(KERNEL_MAP_FLOAT) || !defined(KERNEL_MAP_DESCENDING)
 #error "the host passes the key-map flags (src/cuda/layout.rs)"
 #endif
 #define MAP_KIND_MASK 3u
-#define MAP_SIGNED BITONIC_MAP_SIGNED
-#define MAP_FLOAT BITONIC_MAP_FLOAT
-#define MAP_DESCENDING BITONIC_MAP_DESCENDING
+#define MAP_SIGNED KERNEL_MAP_SIGNED
+#define MAP_FLOAT KERNEL_MAP_FLOAT
+#define MAP_DESCENDING KERNEL_MAP_DESCENDING
 
 // The order-preserving map of src/key.rs: key bits to the unsigned word the networks sort
 // ascending (descending order sorts the complement), and back.

@@ -17,10 +17,10 @@ struct RowLayout {
     u32 contiguous; // slot g is key g (one row, or rows of exactly 2^row_bits keys)
 };
 
-#ifndef BITONIC_ROW_LAYOUT_BYTES
-#error "the host passes BITONIC_ROW_LAYOUT_BYTES (src/cuda/layout.rs)"
+#ifndef KERNEL_ROW_LAYOUT_BYTES
+#error "the host passes KERNEL_ROW_LAYOUT_BYTES (src/cuda/layout.rs)"
 #endif
-static_assert(sizeof(RowLayout) == BITONIC_ROW_LAYOUT_BYTES, "RowLayout differs from src/cuda/layout.rs");
+static_assert(sizeof(RowLayout) == KERNEL_ROW_LAYOUT_BYTES, "RowLayout differs from src/cuda/layout.rs");
 
 #define PADDING 0xffffffffu
 

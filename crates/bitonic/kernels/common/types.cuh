@@ -33,10 +33,10 @@ template <> __device__ __forceinline__ KeyIndex largest_key<KeyIndex>() {
     return k;
 }
 
-#ifndef BITONIC_KEY_INDEX_BYTES
-#error "the host passes BITONIC_KEY_INDEX_BYTES (src/cuda/layout.rs)"
+#ifndef KERNEL_KEY_INDEX_BYTES
+#error "the host passes KERNEL_KEY_INDEX_BYTES (src/cuda/layout.rs)"
 #endif
-static_assert(sizeof(KeyIndex) == BITONIC_KEY_INDEX_BYTES, "KeyIndex differs from src/cuda/layout.rs");
+static_assert(sizeof(KeyIndex) == KERNEL_KEY_INDEX_BYTES, "KeyIndex differs from src/cuda/layout.rs");
 
 // Declares name_u32 and name_u64 kernels that call the template name<K>.
 #define EXPORT_FOR_BOTH_WIDTHS(name, PARAMS, ARGS)                                           \

@@ -1,5 +1,5 @@
 // Multiway merge levels: one level merges groups of `ways` neighbouring runs at once (up to
-// BITONIC_MERGE_WAYS, the policy's), so a merge sort of R runs makes ceil(log_ways R) passes
+// KERNEL_MERGE_WAYS, the policy's), so a merge sort of R runs makes ceil(log_ways R) passes
 // over its keys instead of log2 R.
 //
 // A level is two launches, as the two-way level's (merge/levels.cuh):
@@ -20,13 +20,13 @@
 #include "common/memory.cuh"
 #include "merge/tile.cuh"
 
-#if !defined(BITONIC_MERGE_WAYS)
-#error "the host passes BITONIC_MERGE_WAYS (src/policy.rs)"
+#if !defined(KERNEL_MERGE_WAYS)
+#error "the host passes KERNEL_MERGE_WAYS (src/policy.rs)"
 #endif
-static_assert(BITONIC_MERGE_WAYS >= 2 && BITONIC_MERGE_WAYS <= 32 &&
-                  BITONIC_MERGE_WAYS == 1u << log2_of(BITONIC_MERGE_WAYS),
+static_assert(KERNEL_MERGE_WAYS >= 2 && KERNEL_MERGE_WAYS <= 32 &&
+                  KERNEL_MERGE_WAYS == 1u << log2_of(KERNEL_MERGE_WAYS),
               "2, 4, 8, 16 or 32 runs a multiway level");
-#define MAX_WAYS BITONIC_MERGE_WAYS
+#define MAX_WAYS KERNEL_MERGE_WAYS
 
 // The group of runs output position o of a level lies in: `ways` runs of run_len words from
 // `start` (the last group may hold fewer, the last run be shorter), `len` words in all.

@@ -7,20 +7,20 @@
 #include "common/compare.cuh"
 #include "common/memory.cuh"
 
-#if !defined(BITONIC_MERGE_TILE) || !defined(BITONIC_MERGE_THREADS)
-#error "the host passes BITONIC_MERGE_TILE and BITONIC_MERGE_THREADS (src/policy.rs)"
+#if !defined(KERNEL_MERGE_TILE) || !defined(KERNEL_MERGE_THREADS)
+#error "the host passes KERNEL_MERGE_TILE and KERNEL_MERGE_THREADS (src/policy.rs)"
 #endif
 
 __host__ __device__ constexpr u32 log2_of(u32 x) { return x <= 1 ? 0 : 1 + log2_of(x / 2); }
-static_assert(BITONIC_MERGE_TILE == 1u << log2_of(BITONIC_MERGE_TILE), "a merge tile of 2^k words");
-static_assert(BITONIC_MERGE_THREADS == 1u << log2_of(BITONIC_MERGE_THREADS), "2^k merge threads");
+static_assert(KERNEL_MERGE_TILE == 1u << log2_of(KERNEL_MERGE_TILE), "a merge tile of 2^k words");
+static_assert(KERNEL_MERGE_THREADS == 1u << log2_of(KERNEL_MERGE_THREADS), "2^k merge threads");
 
-// The merge tile of words W, the policy's: BITONIC_MERGE_TILE words (16-byte key-index pairs:
-// half as many) in BITONIC_MERGE_THREADS threads, E = 2^E_BITS words a thread (16 and 8 on
+// The merge tile of words W, the policy's: KERNEL_MERGE_TILE words (16-byte key-index pairs:
+// half as many) in KERNEL_MERGE_THREADS threads, E = 2^E_BITS words a thread (16 and 8 on
 // Hopper: tiles of 16 or 32 KiB).
 template <typename W> struct MergeTile {
-    static const u32 THREAD_BITS = log2_of(BITONIC_MERGE_THREADS);
-    static const u32 TILE_BITS = log2_of(BITONIC_MERGE_TILE) - (sizeof(W) == 16 ? 1 : 0);
+    static const u32 THREAD_BITS = log2_of(KERNEL_MERGE_THREADS);
+    static const u32 TILE_BITS = log2_of(KERNEL_MERGE_TILE) - (sizeof(W) == 16 ? 1 : 0);
     static const u32 E_BITS = TILE_BITS - THREAD_BITS;
 };
 

@@ -15,38 +15,38 @@ template <typename Key, u32 E_BITS_, u32 SWIZZLE_BITS_, u32 THREAD_BITS_ = 10> s
 };
 // Keys a thread, as log2 (E_BITS), come from the host (src/cuda/passes.rs), which sizes the
 // blocks by them.
-#if !defined(BITONIC_E_BITS_U32) || !defined(BITONIC_E_BITS_U32_NARROW) || !defined(BITONIC_E_BITS_U64) || \
-    !defined(BITONIC_E_BITS_PAIRS)
-#error "the host passes the tuned kernels' BITONIC_E_BITS_* (src/cuda/passes.rs)"
+#if !defined(KERNEL_E_BITS_U32) || !defined(KERNEL_E_BITS_U32_NARROW) || !defined(KERNEL_E_BITS_U64) || \
+    !defined(KERNEL_E_BITS_PAIRS)
+#error "the host passes the tuned kernels' KERNEL_E_BITS_* (src/cuda/passes.rs)"
 #endif
-#if !defined(BITONIC_TUNED_THREADS) || !defined(BITONIC_TUNED_THREADS_PAIRS)
-#error "the host passes the tuned kernels' most threads, BITONIC_TUNED_THREADS(_PAIRS) (src/cuda/passes.rs)"
+#if !defined(KERNEL_TUNED_THREADS) || !defined(KERNEL_TUNED_THREADS_PAIRS)
+#error "the host passes the tuned kernels' most threads, KERNEL_TUNED_THREADS(_PAIRS) (src/cuda/passes.rs)"
 #endif
 // u32: 32 keys a thread, 1024 threads -> up to 2^15 keys (128 KiB) per tile.
-typedef Tuning<u32, BITONIC_E_BITS_U32, 5> WideU32;
+typedef Tuning<u32, KERNEL_E_BITS_U32, 5> WideU32;
 // u32, 16 keys a thread: twice the threads for the same tile, for small inputs that one
 // cluster sorts in one launch, where latency, not instruction count, sets the time.
-typedef Tuning<u32, BITONIC_E_BITS_U32_NARROW, 5> NarrowU32;
+typedef Tuning<u32, KERNEL_E_BITS_U32_NARROW, 5> NarrowU32;
 // u64: 16 keys a thread -> 2^14 keys (128 KiB) per tile with 1024 threads.
-typedef Tuning<u64, BITONIC_E_BITS_U64, 4> WideU64;
+typedef Tuning<u64, KERNEL_E_BITS_U64, 4> WideU64;
 
 // Options of the map argument, above the key-map flags (src/cuda/layout.rs).
-#if !defined(BITONIC_MAP_ON_LOAD) || !defined(BITONIC_MAP_ON_STORE)
-#error "the host passes BITONIC_MAP_ON_LOAD and BITONIC_MAP_ON_STORE (src/cuda/layout.rs)"
+#if !defined(KERNEL_MAP_ON_LOAD) || !defined(KERNEL_MAP_ON_STORE)
+#error "the host passes KERNEL_MAP_ON_LOAD and KERNEL_MAP_ON_STORE (src/cuda/layout.rs)"
 #endif
-#define MAP_ON_LOAD BITONIC_MAP_ON_LOAD
-#define MAP_ON_STORE BITONIC_MAP_ON_STORE
+#define MAP_ON_LOAD KERNEL_MAP_ON_LOAD
+#define MAP_ON_STORE KERNEL_MAP_ON_STORE
 
 // Key-index pairs (common/types.cuh) sort by key, then index; 16 a thread, 256 threads.
-typedef Tuning<KeyIndex, BITONIC_E_BITS_PAIRS, 3, 8> PairTuning;
+typedef Tuning<KeyIndex, KERNEL_E_BITS_PAIRS, 3, 8> PairTuning;
 
 // log2 of the keys of one block's tile. A module is compiled for one tile size
 // (src/cuda/kernels.rs): it then holds only the register groups that tile has, which takes
 // NVRTC a third of the time of every size at once (a first use waits for it).
-#if !defined(BITONIC_TUNED_TILE_BITS)
-#error "the host compiles the tuned kernels for one tile size, BITONIC_TUNED_TILE_BITS (src/cuda/kernels.rs)"
+#if !defined(KERNEL_TUNED_TILE_BITS)
+#error "the host compiles the tuned kernels for one tile size, KERNEL_TUNED_TILE_BITS (src/cuda/kernels.rs)"
 #endif
-constexpr u32 TILE_BITS = BITONIC_TUNED_TILE_BITS;
+constexpr u32 TILE_BITS = KERNEL_TUNED_TILE_BITS;
 
 // Shared-memory slot of tile index i: the low SWIZZLE_BITS bits XORed with the next ones, so
 // that a warp reading one key per lane at any power-of-two stride hits distinct banks.

@@ -11,11 +11,11 @@
 pub struct KernelModule {
     /// The file name under `kernels/`.
     pub file: &'static str,
-    /// The part of the file this module compiles (the file sees `BITONIC_PART_<PART>`
+    /// The part of the file this module compiles (the file sees `KERNEL_PART_<PART>`
     /// defined), or `None` for the whole file.
     pub part: Option<&'static str>,
     /// For the tuned kernels, log2 of the keys of the one tile size the module is compiled
-    /// for (`BITONIC_TUNED_TILE_BITS`): it holds only that tile's register groups.
+    /// for (`KERNEL_TUNED_TILE_BITS`): it holds only that tile's register groups.
     pub tile_bits: Option<u32>,
     /// The file's text.
     pub source: &'static str,
@@ -32,15 +32,15 @@ impl KernelModule {
         }
     }
 
-    /// The defines that select the part and the tile: `BITONIC_PART_U32` for part `u32`,
-    /// `BITONIC_TUNED_TILE_BITS=14` for tiles of 2^14 keys.
+    /// The defines that select the part and the tile: `KERNEL_PART_U32` for part `u32`,
+    /// `KERNEL_TUNED_TILE_BITS=14` for tiles of 2^14 keys.
     pub(crate) fn defines(&self) -> Vec<String> {
         let part = self
             .part
-            .map(|part| format!("BITONIC_PART_{}", part.to_ascii_uppercase()));
+            .map(|part| format!("KERNEL_PART_{}", part.to_ascii_uppercase()));
         let tile = self
             .tile_bits
-            .map(|bits| format!("BITONIC_TUNED_TILE_BITS={bits}"));
+            .map(|bits| format!("KERNEL_TUNED_TILE_BITS={bits}"));
         part.into_iter().chain(tile).collect()
     }
 }

@@ -218,7 +218,7 @@ pub(crate) fn merge_level<W: DeviceRepr>(
 
 /// kernels/merge.cu `multiway_co_ranks_W(keys, n, run_len, ways, ranks, tiles)`: where every
 /// tile boundary of one multiway level falls in each run of its group, `max_ways` splits a
-/// tile (the policy's most ways, `BITONIC_MERGE_WAYS`).
+/// tile (the policy's most ways, `KERNEL_MERGE_WAYS`).
 pub(crate) fn multiway_co_ranks<W: DeviceRepr>(
     gpu: &Gpu,
     kernel: &CudaFunction,
@@ -231,7 +231,7 @@ pub(crate) fn multiway_co_ranks<W: DeviceRepr>(
     let n = keys.len() as u64;
     assert!(ways <= max_ways && ranks.len() >= tiles as usize * max_ways as usize);
     // SAFETY: multiway_co_ranks_W(const W *keys, u64 n, u64 run_len, u32 ways, u64 *ranks,
-    // u32 tiles) writes ranks[q BITONIC_MERGE_WAYS + j] for q < tiles and j < ways.
+    // u32 tiles) writes ranks[q KERNEL_MERGE_WAYS + j] for q < tiles and j < ways.
     unsafe {
         launch(gpu, kernel, cfg, |l| {
             l.arg(keys)

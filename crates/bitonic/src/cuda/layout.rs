@@ -111,18 +111,18 @@ pub(crate) const MAP_ON_STORE: u32 = 16;
 pub(crate) fn shared_defines() -> Vec<super::nvrtc::Define> {
     vec![
         (
-            "BITONIC_ROW_LAYOUT_BYTES",
+            "KERNEL_ROW_LAYOUT_BYTES",
             std::mem::size_of::<RowLayout>().to_string(),
         ),
         (
-            "BITONIC_KEY_INDEX_BYTES",
+            "KERNEL_KEY_INDEX_BYTES",
             std::mem::size_of::<KeyIndex>().to_string(),
         ),
-        ("BITONIC_MAP_SIGNED", (MapKind::Signed as u32).to_string()),
-        ("BITONIC_MAP_FLOAT", (MapKind::Float as u32).to_string()),
-        ("BITONIC_MAP_DESCENDING", MAP_DESCENDING.to_string()),
-        ("BITONIC_MAP_ON_LOAD", MAP_ON_LOAD.to_string()),
-        ("BITONIC_MAP_ON_STORE", MAP_ON_STORE.to_string()),
+        ("KERNEL_MAP_SIGNED", (MapKind::Signed as u32).to_string()),
+        ("KERNEL_MAP_FLOAT", (MapKind::Float as u32).to_string()),
+        ("KERNEL_MAP_DESCENDING", MAP_DESCENDING.to_string()),
+        ("KERNEL_MAP_ON_LOAD", MAP_ON_LOAD.to_string()),
+        ("KERNEL_MAP_ON_STORE", MAP_ON_STORE.to_string()),
     ]
 }
 

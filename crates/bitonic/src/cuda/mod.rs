@@ -127,13 +127,13 @@ pub fn cache_dir() -> Option<std::path::PathBuf> {
 /// Every `-D` define the kernels are compiled with under `policy`: the structs and flags shared
 /// with the host (src/cuda/layout.rs), the tuned kernels' keys a thread (src/cuda/passes.rs)
 /// and the policy's numbers (src/policy.rs). To compile `kernels/*.cu` with another compiler
-/// (`nvcc -I kernels`), pass these. Their `BITONIC_*` names are C preprocessor macros of the
+/// (`nvcc -I kernels`), pass these. Their `KERNEL_*` names are C preprocessor macros of the
 /// kernels, not environment variables: the library reads only `BITONIC_CACHE_DIR` (and
 /// `XDG_CACHE_HOME` and `HOME` for the default cache folder).
 ///
 /// ```
 /// let defines = bitonic::cuda::kernel_defines(&bitonic::Policy::HOPPER);
-/// assert!(defines.iter().any(|(name, value)| *name == "BITONIC_MERGE_TILE" && value == "4096"));
+/// assert!(defines.iter().any(|(name, value)| *name == "KERNEL_MERGE_TILE" && value == "4096"));
 /// ```
 pub fn kernel_defines(policy: &crate::Policy) -> Vec<(&'static str, String)> {
     let mut defines = layout::shared_defines();

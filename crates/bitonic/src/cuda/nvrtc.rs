@@ -455,7 +455,7 @@ mod tests {
             "broken.cu",
             source,
             "sm_90",
-            &[("BITONIC_KEY_INDEX_BYTES", "16".into())],
+            &[("KERNEL_KEY_INDEX_BYTES", "16".into())],
         )
         .unwrap_err()
         .to_string();
@@ -468,7 +468,7 @@ mod tests {
     #[test]
     fn the_cache_key_covers_options_and_source() {
         let module = &super::super::kernels::MAP_KEYS;
-        let opts = |d: &str| options(module, "sm_90", &[("BITONIC_X", d.to_string())]);
+        let opts = |d: &str| options(module, "sm_90", &[("KERNEL_X", d.to_string())]);
         assert_ne!(
             cache_key("a", &opts("1"), (13, 0)),
             cache_key("a", &opts("2"), (13, 0))

@@ -64,12 +64,12 @@ const MAX_THREADS_PAIRS: u32 = 256;
 /// The tuned kernels' `-D` defines: their keys a thread and most threads.
 pub(crate) fn kernel_defines() -> Vec<crate::cuda::nvrtc::Define> {
     vec![
-        ("BITONIC_E_BITS_U32", E_BITS_U32.to_string()),
-        ("BITONIC_E_BITS_U32_NARROW", E_BITS_U32_NARROW.to_string()),
-        ("BITONIC_E_BITS_U64", E_BITS_U64.to_string()),
-        ("BITONIC_E_BITS_PAIRS", E_BITS_PAIRS.to_string()),
-        ("BITONIC_TUNED_THREADS", MAX_THREADS.to_string()),
-        ("BITONIC_TUNED_THREADS_PAIRS", MAX_THREADS_PAIRS.to_string()),
+        ("KERNEL_E_BITS_U32", E_BITS_U32.to_string()),
+        ("KERNEL_E_BITS_U32_NARROW", E_BITS_U32_NARROW.to_string()),
+        ("KERNEL_E_BITS_U64", E_BITS_U64.to_string()),
+        ("KERNEL_E_BITS_PAIRS", E_BITS_PAIRS.to_string()),
+        ("KERNEL_TUNED_THREADS", MAX_THREADS.to_string()),
+        ("KERNEL_TUNED_THREADS_PAIRS", MAX_THREADS_PAIRS.to_string()),
     ]
 }
 

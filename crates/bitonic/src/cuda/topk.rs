@@ -33,7 +33,7 @@ use crate::key::MapKind;
 use crate::{Select, SortKey};
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
 
-/// Threads of a top-k block (kernels: `BITONIC_TOPK_THREADS`).
+/// Threads of a top-k block (kernels: `KERNEL_TOPK_THREADS`).
 pub(crate) const THREADS: u32 = 256;
 /// Bytes each thread loads a tile: one 16-byte vector.
 const VECTOR_BYTES: usize = 16;
@@ -51,11 +51,11 @@ const CHUNK_ALIGN: usize = 16;
 /// The elements a thread of the radix select can hold: the kernels' instances of `R`.
 pub(crate) const RADIX_PER_THREAD: [usize; 3] = [4, 16, 32];
 /// Candidates a thread of the radix select holds when a sampled threshold has narrowed the
-/// field (kernels: `BITONIC_TOPK_CANDIDATES_PER_THREAD`); the kernels of at least
+/// field (kernels: `KERNEL_TOPK_CANDIDATES_PER_THREAD`); the kernels of at least
 /// [`RADIX_SAMPLES_FROM`] elements a thread sample.
 const RADIX_CANDIDATES_PER_THREAD: usize = 8;
 /// The fewest elements a thread of a radix kernel that samples holds (kernels:
-/// `BITONIC_TOPK_SAMPLES_FROM`).
+/// `KERNEL_TOPK_SAMPLES_FROM`).
 const RADIX_SAMPLES_FROM: usize = 16;
 /// The blocks a multiprocessor that the radix chunks of few rows aim for.
 const RADIX_BLOCKS_PER_SM: usize = 8;
@@ -65,12 +65,12 @@ const RADIX_MIN_CHUNK: usize = 2048;
 /// The `-D` defines of kernels/topk.cu.
 pub(crate) fn kernel_defines() -> Vec<super::nvrtc::Define> {
     vec![
-        ("BITONIC_TOPK_THREADS", THREADS.to_string()),
+        ("KERNEL_TOPK_THREADS", THREADS.to_string()),
         (
-            "BITONIC_TOPK_CANDIDATES_PER_THREAD",
+            "KERNEL_TOPK_CANDIDATES_PER_THREAD",
             RADIX_CANDIDATES_PER_THREAD.to_string(),
         ),
-        ("BITONIC_TOPK_SAMPLES_FROM", RADIX_SAMPLES_FROM.to_string()),
+        ("KERNEL_TOPK_SAMPLES_FROM", RADIX_SAMPLES_FROM.to_string()),
     ]
 }
 
