@@ -107,6 +107,10 @@ fn run_typed<K: RandomKey>(
     } else {
         Some(Gpu::get()?)
     };
+    // The policy of every GPU sort, its overrides checked before anything is measured.
+    let policy = gpu
+        .map(|gpu| crate::policy::with_overrides(gpu.policy(), &plan.policy))
+        .transpose()?;
     if let Some(gpu) = gpu {
         progress("device-to-device copy");
         let words = 1 << 28; // 1 GiB of u32, read once and written once
@@ -124,7 +128,7 @@ fn run_typed<K: RandomKey>(
     for &exp in &plan.exps {
         let n = 1usize << exp;
         let mut host = vec![K::zeroed(); n];
-        if let Some(gpu) = gpu {
+        if let (Some(gpu), Some(policy)) = (gpu, &policy) {
             let mut device = gpu
                 .stream()
                 .clone_htod(&host)
@@ -135,7 +139,7 @@ fn run_typed<K: RandomKey>(
                     .gpu(gpu)
                     .backend(Backend::Cuda)
                     .version(version)
-                    .policy(crate::policy::with_overrides(gpu.policy(), &plan.policy)?);
+                    .policy(policy.clone());
                 progress(&format!("{name} device 2^{exp}"));
                 let mut times = Vec::new();
                 for r in 0..=plan.repeats {

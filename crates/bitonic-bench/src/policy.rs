@@ -39,7 +39,7 @@ pub fn with_overrides(mut base: Policy, spec: &str) -> Result<Policy> {
     if !Policy::MERGE_WAYS.contains(&base.merge_ways) {
         bail!("merge_ways is 2, 4, 8, 16 or 32");
     }
-    if ![16, 32].contains(&base.topk_radix_per_thread) {
+    if !Policy::TOPK_RADIX_PER_THREAD.contains(&base.topk_radix_per_thread) {
         bail!("topk_radix_per_thread is 16 or 32");
     }
     Ok(base)

@@ -173,12 +173,17 @@ fn check_first_row<K: SortKey>(row: &[K], k: usize, got: &[K]) -> Result<()> {
     Ok(())
 }
 
-pub fn write_csv(path: &Path, rows: &[Measured]) -> std::io::Result<()> {
-    super::write_table(path, CSV_HEADER, rows.iter().map(Measured::to_csv))
-}
-
 pub fn read_csv(path: &Path) -> std::result::Result<Vec<Measured>, String> {
     super::read_table(path, CSV_HEADER, "top-k bench", Measured::from_csv)
+}
+
+/// torch's row of the same dtype, shape and k as `ours`, if one was measured.
+fn torch_row<'a>(rows: &'a [Measured], ours: &Measured) -> Option<&'a Measured> {
+    rows.iter().find(|r| {
+        r.name == "torch"
+            && (r.dtype.as_str(), r.rows, r.row_len, r.case)
+                == (ours.dtype.as_str(), ours.rows, ours.row_len, ours.case)
+    })
 }
 
 /// torch's time over ours against k, one series per dtype and shape of ours (the rows named
@@ -186,11 +191,7 @@ pub fn read_csv(path: &Path) -> std::result::Result<Vec<Measured>, String> {
 pub fn speedups(rows: &[Measured]) -> Vec<(String, Vec<(f64, f64)>)> {
     let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     for ours in rows.iter().filter(|r| r.name == "bitonic-topk") {
-        let theirs = rows.iter().find(|r| {
-            r.name == "torch"
-                && (r.dtype.as_str(), r.rows, r.row_len, r.case)
-                    == (ours.dtype.as_str(), ours.rows, ours.row_len, ours.case)
-        });
+        let theirs = torch_row(rows, ours);
         let Some(theirs) = theirs else { continue };
         let label = format!("{} {}×{}", ours.dtype, ours.rows, ours.row_len);
         let point = (ours.case as f64, theirs.median_ms / ours.median_ms);
@@ -222,12 +223,11 @@ pub fn report(rows: &[Measured]) -> String {
     md.push_str("| dtype | rows × length | k | bitonic ms | torch.topk ms | speed-up | read once ms | bitonic / read once |\n");
     md.push_str("|---|---|---:|---:|---:|---:|---:|---:|\n");
     for ours in rows.iter().filter(|r| r.name.starts_with("bitonic")) {
-        let theirs = rows.iter().find(|r| {
-            r.name == "torch"
-                && (r.dtype.as_str(), r.rows, r.row_len, r.case)
-                    == (ours.dtype.as_str(), ours.rows, ours.row_len, ours.case)
-        });
-        let bytes = if ours.dtype == "f32" { 4 } else { 2 };
+        let theirs = torch_row(rows, ours);
+        let bytes = DType::ALL
+            .iter()
+            .find(|d| d.name() == ours.dtype)
+            .map_or(4, |d| d.size());
         let floor = read_once_ms(ours.rows, ours.row_len, bytes);
         let (torch, speedup) = match theirs {
             Some(t) => (

@@ -415,7 +415,8 @@ fn cuda_backend_without_gpu_says_why() {
     );
 }
 
-fn read_npy_u32(path: &Path) -> (String, Vec<u32>) {
+/// A .npy file's header and its data as words of `T`.
+fn read_npy<T: bytemuck::Pod>(path: &Path) -> (String, Vec<T>) {
     let bytes = std::fs::read(path).unwrap();
     let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
     let header = String::from_utf8(bytes[10..10 + header_len].to_vec()).unwrap();
@@ -437,7 +438,7 @@ fn rows_and_two_dimensional_npy() {
         .arg(&by_rows)
         .assert()
         .success();
-    let (header, keys) = read_npy_u32(&by_rows);
+    let (header, keys) = read_npy::<u32>(&by_rows);
     assert!(header.contains("'shape': (2, 3)"), "{header}");
     assert_eq!(keys, [1, 2, 3, 7, 8, 9]);
     // A 2-D .npy input sorts along its last axis and keeps its shape.
@@ -449,7 +450,7 @@ fn rows_and_two_dimensional_npy() {
         .arg(&again)
         .assert()
         .success();
-    let (header, keys) = read_npy_u32(&again);
+    let (header, keys) = read_npy::<u32>(&again);
     assert!(header.contains("'shape': (2, 3)"), "{header}");
     assert_eq!(keys, [3, 2, 1, 9, 8, 7]);
     fails_without_output(
@@ -479,10 +480,10 @@ fn topk_keeps_the_best_of_each_row_with_indices() {
         .stderr(predicate::str::contains(
             "kept the 3 largest of 5 u32 keys in each of 2 rows",
         ));
-    let (header, keys) = read_npy_u32(&top);
+    let (header, keys) = read_npy::<u32>(&top);
     assert!(header.contains("'shape': (2, 3)"), "{header}");
     assert_eq!(keys, [9, 7, 5, 9, 8, 8]);
-    assert_eq!(read_npy_u32(&at).1, [2, 4, 0, 3, 1, 4]);
+    assert_eq!(read_npy::<u32>(&at).1, [2, 4, 0, 3, 1, 4]);
     bitonic()
         .args(["topk", "-k", "2", "--smallest", "--rows", "2"])
         .arg(&flat)
@@ -490,7 +491,7 @@ fn topk_keeps_the_best_of_each_row_with_indices() {
         .arg(&by_rows)
         .assert()
         .success();
-    assert_eq!(read_npy_u32(&by_rows).1, [1, 3, 0, 2]);
+    assert_eq!(read_npy::<u32>(&by_rows).1, [1, 3, 0, 2]);
     for (k, message) in [("0", "-k 0 must be from 1"), ("6", "-k 6 must be from 1")] {
         fails_without_output(
             &["topk", "--rows", "2", "-k", k],
@@ -513,7 +514,7 @@ fn argsort_writes_the_permutation() {
         .arg(&output)
         .assert()
         .success();
-    let (header, perm) = read_npy_u32(&output);
+    let (header, perm) = read_npy::<u32>(&output);
     assert!(header.contains("'descr': '<u4'"), "{header}");
     assert_eq!(perm, [4, 5, 1, 3, 2, 0], "ties keep their original order");
     let per_row = dir.path("per_row.npy");
@@ -524,7 +525,7 @@ fn argsort_writes_the_permutation() {
         .arg(&per_row)
         .assert()
         .success();
-    assert_eq!(read_npy_u32(&per_row).1, [0, 2, 1, 0, 2, 1]);
+    assert_eq!(read_npy::<u32>(&per_row).1, [0, 2, 1, 0, 2, 1]);
 }
 
 #[cfg(unix)]
@@ -981,7 +982,7 @@ fn rows_must_agree_with_a_2d_input() {
         .arg(&out)
         .assert()
         .success();
-    let (header, keys) = read_npy_u32(&out);
+    let (header, keys) = read_npy::<u32>(&out);
     assert!(header.contains("'shape': (2, 3)"), "{header}");
     assert_eq!(keys, [1, 2, 3, 7, 8, 9]);
     // Empty rows and no rows sort and verify.
@@ -995,7 +996,7 @@ fn rows_must_agree_with_a_2d_input() {
             .arg(&output)
             .assert()
             .success();
-        assert!(read_npy_u32(&output).0.contains(shape));
+        assert!(read_npy::<u32>(&output).0.contains(shape));
         bitonic().arg("verify").arg(&output).assert().success();
     }
 }
@@ -1198,13 +1199,6 @@ fn half_floats_from_npy_and_raw() {
     let f16_bits: [u16; 7] = [0x3e00, 0x8000, 0x7e00, 0xfc00, 0x0000, 0x4000, 0xc200];
     let bf16_bits: [u16; 7] = [0x3fc0, 0x8000, 0x7fc0, 0xff80, 0x0000, 0x4000, 0xc040];
     let ascending = [3, 6, 1, 4, 0, 5, 2];
-    let read_npy_u16 = |path: &Path| {
-        let bytes = std::fs::read(path).unwrap();
-        let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
-        let header = String::from_utf8(bytes[10..10 + header_len].to_vec()).unwrap();
-        let keys: Vec<u16> = bytemuck::pod_collect_to_vec(&bytes[10 + header_len..]);
-        (header, keys)
-    };
     let input = dir.path("logits.npy");
     let data = bytemuck::cast_slice::<u16, u8>(&f16_bits);
     std::fs::write(&input, npy_with_data("<f2", "(7,)", data)).unwrap();
@@ -1217,7 +1211,7 @@ fn half_floats_from_npy_and_raw() {
         .assert()
         .success()
         .stderr(predicate::str::contains("sorted 7 f16 keys"));
-    let (header, keys) = read_npy_u16(&sorted);
+    let (header, keys) = read_npy::<u16>(&sorted);
     assert!(header.contains("'descr': '<f2'"), "{header}");
     assert_eq!(keys, ascending.map(|i| f16_bits[i]));
     bitonic()
@@ -1235,7 +1229,7 @@ fn half_floats_from_npy_and_raw() {
         .arg(&order)
         .assert()
         .success();
-    assert_eq!(read_npy_u32(&order).1, ascending.map(|i| i as u32));
+    assert_eq!(read_npy::<u32>(&order).1, ascending.map(|i| i as u32));
     let (top, at) = (dir.path("top.npy"), dir.path("at.npy"));
     bitonic()
         .args(["topk", "-k", "3"])
@@ -1246,8 +1240,8 @@ fn half_floats_from_npy_and_raw() {
         .arg(&at)
         .assert()
         .success();
-    assert_eq!(read_npy_u16(&top).1, [2, 5, 0].map(|i| f16_bits[i]));
-    assert_eq!(read_npy_u32(&at).1, [2, 5, 0]);
+    assert_eq!(read_npy::<u16>(&top).1, [2, 5, 0].map(|i| f16_bits[i]));
+    assert_eq!(read_npy::<u32>(&at).1, [2, 5, 0]);
 
     let (raw, raw_sorted) = (dir.path("logits.bf16"), dir.path("sorted.bf16"));
     std::fs::write(&raw, bytemuck::cast_slice::<u16, u8>(&bf16_bits)).unwrap();

@@ -60,6 +60,10 @@ impl Policy {
     /// [`crate::Error::Unsupported`].
     pub const MERGE_WAYS: [u32; 5] = [2, 4, 8, 16, 32];
 
+    /// The values [`Policy::topk_radix_per_thread`] may take; another makes top-k selections
+    /// fail with [`crate::Error::Unsupported`].
+    pub const TOPK_RADIX_PER_THREAD: [usize; 2] = [16, 32];
+
     /// Hopper (sm_90) and later: tuned and measured on the H100.
     pub const HOPPER: Policy = Policy {
         tile_bytes: 64 * 1024,

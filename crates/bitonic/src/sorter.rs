@@ -417,12 +417,7 @@ impl<'g> Sorter<'g> {
     ) -> Result<Ran> {
         check_rows(keys.len(), row_len)?;
         check_same_len(keys.len(), indices.len())?;
-        if row_len.saturating_sub(1) > I::MAX {
-            return Err(Error::IndexTooNarrow {
-                row_len,
-                max: I::MAX,
-            });
-        }
+        check_index_width::<I>(row_len)?;
         let (ran, target) = self.choose(keys.len(), rows_layout(keys.len(), row_len), true)?;
         if keys.is_empty() {
             return Ok(ran);
@@ -430,8 +425,7 @@ impl<'g> Sorter<'g> {
         match target {
             Some(t) => {
                 let positions = gpu_argsort_host(t, ran.strategy, keys, row_len, self.order)?;
-                let out = indices.par_iter_mut().zip(positions.par_iter());
-                out.for_each(|(out, &i)| *out = I::from_usize(i as usize));
+                write_indices(indices, &positions);
             }
             None => {
                 let rows = keys
@@ -540,12 +534,7 @@ impl<'g> Sorter<'g> {
         indices: &mut [I],
     ) -> Result<Ran> {
         let rows = check_topk(keys.len(), row_len, k, values.len(), indices.len())?;
-        if row_len.saturating_sub(1) > I::MAX {
-            return Err(Error::IndexTooNarrow {
-                row_len,
-                max: I::MAX,
-            });
-        }
+        check_index_width::<I>(row_len)?;
         let layout = rows_layout(keys.len(), row_len);
         let (ran, target) = self.choose_for(keys.len(), layout, true, Operation::Topk { k })?;
         if rows == 0 {
@@ -566,8 +555,7 @@ impl<'g> Sorter<'g> {
                 transfer::download(t.gpu, &best, values)?;
                 let mut host = vec![0u32; len];
                 transfer::download(t.gpu, &positions, &mut host)?;
-                let out = indices.par_iter_mut().zip(host.par_iter());
-                out.for_each(|(out, &i)| *out = I::from_usize(i as usize));
+                write_indices(indices, &host);
             }
             None => cpu::topk::topk_rows(keys, row_len, k, select, values, indices),
         }
@@ -936,6 +924,23 @@ fn select_on_gpu<K: SortKey>(
         indices,
     )?;
     best.finish(t.gpu)
+}
+
+/// Whether indices of `I` can number every key of a row of `row_len` keys.
+fn check_index_width<I: SortIndex>(row_len: usize) -> Result<()> {
+    if row_len.saturating_sub(1) > I::MAX {
+        return Err(Error::IndexTooNarrow {
+            row_len,
+            max: I::MAX,
+        });
+    }
+    Ok(())
+}
+
+/// The GPU's u32 positions as the caller's indices (which [`check_index_width`] let hold them).
+fn write_indices<I: SortIndex>(indices: &mut [I], positions: &[u32]) {
+    let out = indices.par_iter_mut().zip(positions.par_iter());
+    out.for_each(|(out, &i)| *out = I::from_usize(i as usize));
 }
 
 /// Each row's stable argsort of host keys, on the GPU (the keys are copied, not changed).

@@ -30,7 +30,7 @@ use super::{launch, Gpu};
 use crate::dispatch::Strategy;
 use crate::error::{CudaContext as _, Error, Result};
 use crate::key::MapKind;
-use crate::{Select, SortKey};
+use crate::{Policy, Select, SortKey};
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
 
 /// Threads of a top-k block (kernels: `KERNEL_TOPK_THREADS`).
@@ -224,7 +224,6 @@ pub(crate) fn select<K: SortKey>(
             let key_bytes = K::DTYPE.size();
             let mut modules = run::modules_for(t, strategy, n, row_len, key_bytes, 4);
             modules.push(module(key_bytes));
-            modules.dedup();
             t.gpu.prepare(t.policy, &modules)?;
             by_sorting::<K>(t, strategy, keys, (row_len, k, select), values, indices)
         }
@@ -261,7 +260,7 @@ pub(crate) fn by_composites<B: DeviceRepr>(
         return Ok(());
     }
     let rows = checked_rows(n, row_len, k, (values.len(), indices.len()))?;
-    if !RADIX_PER_THREAD[1..].contains(&t.policy.topk_radix_per_thread) {
+    if !Policy::TOPK_RADIX_PER_THREAD.contains(&t.policy.topk_radix_per_thread) {
         return Err(Error::Unsupported(
             "a policy's topk_radix_per_thread other than 16 or 32",
         ));
@@ -442,14 +441,14 @@ fn by_sorting<K: SortKey>(
         let order = select.order();
         run::sort_with_indices::<K>(t, strategy, &mut words, row_len, &mut positions, order)?;
     }
-    let width = if K::DTYPE.size() == 4 { "u32" } else { "u64" };
     let module = module(K::DTYPE.size());
-    let take_keys = t.gpu.function(module, &format!("topk_take_{width}"))?;
+    let take_keys_name = super::kernel_name::<K::Bits>("topk_take");
+    let take_keys = t.gpu.function(module, &take_keys_name)?;
     let take_indices = t.gpu.function(module, "topk_take_u32")?;
     let cfg = t.gpu.elementwise(values.len());
     let shape = (row_len as u64, k as u64);
     launch::topk_take(t.gpu, &take_keys, cfg, &sorted.as_view(), shape, values)
-        .during(|| format!("launching topk_take_{width}"))?;
+        .during(|| format!("launching {take_keys_name}"))?;
     launch::topk_take(t.gpu, &take_indices, cfg, &all.as_view(), shape, indices)
         .during(|| "launching topk_take_u32".into())
 }
