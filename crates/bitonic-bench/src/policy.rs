@@ -24,20 +24,24 @@ pub fn with_overrides(mut base: Policy, spec: &str) -> Result<Policy> {
             "narrow_small_u32" => base.narrow_small_u32 = number()? != 0,
             "merge_sort_above" => base.merge_sort_above = number()?,
             "merge_ways" => base.merge_ways = number()? as u32,
+            "wide_merge_ways" => base.wide_merge_ways = number()? as u32,
             "topk_filter_above" => base.topk_filter_above = number()?,
             "topk_radix_per_thread" => base.topk_radix_per_thread = number()?,
             other => bail!(
                 "{other:?} is not a policy number (tile_bytes, spread_tile_bits, \
-                 max_cluster_blocks, narrow_small_u32, merge_sort_above, merge_ways, topk_filter_above, \
-                 topk_radix_per_thread)"
+                 max_cluster_blocks, narrow_small_u32, merge_sort_above, merge_ways, \
+                 wide_merge_ways, topk_filter_above, topk_radix_per_thread)"
             ),
         }
     }
     if !base.tile_bytes.is_power_of_two() || !base.max_cluster_blocks.is_power_of_two() {
         bail!("tile_bytes and max_cluster_blocks must be powers of two");
     }
-    if !Policy::MERGE_WAYS.contains(&base.merge_ways) {
-        bail!("merge_ways is 2, 4, 8, 16 or 32");
+    if ![base.merge_ways, base.wide_merge_ways]
+        .iter()
+        .all(|w| Policy::MERGE_WAYS.contains(w))
+    {
+        bail!("merge_ways and wide_merge_ways are 2, 4, 8, 16 or 32");
     }
     if !Policy::TOPK_RADIX_PER_THREAD.contains(&base.topk_radix_per_thread) {
         bail!("topk_radix_per_thread is 16 or 32");
@@ -58,6 +62,9 @@ mod tests {
         assert_eq!(with_overrides(base.clone(), "").unwrap(), base);
         assert!(with_overrides(base.clone(), "tile_bits=3").is_err());
         assert!(with_overrides(base.clone(), "tile_bytes=1000").is_err());
-        assert!(with_overrides(base, "tile_bytes").is_err());
+        assert!(with_overrides(base.clone(), "tile_bytes").is_err());
+        let p = with_overrides(base.clone(), "wide_merge_ways=4").unwrap();
+        assert_eq!((p.merge_ways, p.wide_merge_ways), (base.merge_ways, 4));
+        assert!(with_overrides(base, "wide_merge_ways=6").is_err());
     }
 }

@@ -92,8 +92,8 @@ pub enum Strategy {
     NetworkPasses,
     /// The tuned passes over segments, grouped by their padded length.
     SegmentPasses,
-    /// Tuned tile sorts, then merge levels that merge [`Policy::merge_ways`] runs at once
-    /// (src/cuda/merge.rs): keys of one array longer than [`Policy::merge_sort_above`]. The
+    /// Tuned tile sorts, then merge levels that merge [`Policy::merge_ways_of`] the word size
+    /// runs at once (src/cuda/merge.rs): keys of one array longer than [`Policy::merge_sort_above`]. The
     /// merge paths read addresses that depend on the keys.
     MergeSort,
     /// The key-value merge sort (src/cuda/kv.rs): the keys and their values or indices of one
@@ -260,9 +260,10 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
     }
     Ok(match (layout, request.with_values) {
         (Layout::Whole, false) if request.len > policy.merge_sort_above => {
-            if !Policy::MERGE_WAYS.contains(&policy.merge_ways) {
+            let ways = [policy.merge_ways, policy.wide_merge_ways];
+            if !ways.iter().all(|w| Policy::MERGE_WAYS.contains(w)) {
                 return Err(Error::Unsupported(
-                    "a policy's merge_ways other than 2, 4, 8, 16 or 32",
+                    "a policy's merge_ways or wide_merge_ways other than 2, 4, 8, 16 or 32",
                 ));
             }
             Strategy::MergeSort
@@ -458,10 +459,18 @@ mod tests {
         // failure or a panic.
         let three_ways = Policy {
             merge_ways: 3,
-            ..policy
+            ..policy.clone()
         };
         assert!(matches!(
             choose(&r, Some(&three_ways)),
+            Err(Error::Unsupported(_))
+        ));
+        let sixty_four_wide = Policy {
+            wide_merge_ways: 64,
+            ..policy
+        };
+        assert!(matches!(
+            choose(&r, Some(&sixty_four_wide)),
             Err(Error::Unsupported(_))
         ));
     }

@@ -218,6 +218,7 @@ fn multiway_merge_levels_one_type<K: TestKey>(test: &str) {
     for ways in [2, 4, 8, 16, 32] {
         let policy = Policy {
             merge_ways: ways,
+            wide_merge_ways: ways,
             merge_sort_above: tile,
             ..Policy::HOPPER
         };

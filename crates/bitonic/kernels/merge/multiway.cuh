@@ -1,5 +1,5 @@
-// Multiway merge levels: one level merges groups of `ways` neighbouring runs at once (up to
-// KERNEL_MERGE_WAYS, the policy's), so a merge sort of R runs makes ceil(log_ways R) passes
+// Multiway merge levels: one level merges groups of `ways` neighbouring runs at once (2 to 32,
+// a power of two: the policy's for the word size, src/policy.rs), so a merge sort of R runs makes ceil(log_ways R) passes
 // over its keys instead of log2 R.
 //
 // A level is two launches, as the two-way level's (merge/levels.cuh):
@@ -20,13 +20,8 @@
 #include "common/memory.cuh"
 #include "merge/tile.cuh"
 
-#if !defined(KERNEL_MERGE_WAYS)
-#error "the host passes KERNEL_MERGE_WAYS (src/policy.rs)"
-#endif
-static_assert(KERNEL_MERGE_WAYS >= 2 && KERNEL_MERGE_WAYS <= 32 &&
-                  KERNEL_MERGE_WAYS == 1u << log2_of(KERNEL_MERGE_WAYS),
-              "2, 4, 8, 16 or 32 runs a multiway level");
-#define MAX_WAYS KERNEL_MERGE_WAYS
+// The most runs a level merges: one lane of a warp a run, at least, in multiway_co_ranks.
+#define MAX_WAYS 32u
 
 // The group of runs output position o of a level lies in: `ways` runs of run_len words from
 // `start` (the last group may hold fewer, the last run be shorter), `len` words in all.
@@ -54,9 +49,9 @@ __device__ __forceinline__ u64 warp_max(u64 x) {
     return x;
 }
 
-__device__ __forceinline__ u64 warp_min(u64 x) {
+__device__ __forceinline__ u64 warp_sum(u64 x) {
 #pragma unroll
-    for (u32 d = 16; d > 0; d /= 2) x = min(x, __shfl_xor_sync(FULL_WARP_MASK, x, d));
+    for (u32 d = 16; d > 0; d /= 2) x += __shfl_xor_sync(FULL_WARP_MASK, x, d);
     return x;
 }
 
@@ -90,18 +85,20 @@ __device__ __forceinline__ u64 count_before(const W *run, u64 first, u64 last, W
     }
 }
 
-// ranks[q MAX_WAYS + j] = how many words of run j come before output position q T of the
-// level (T: the merge tile), for every tile q < tiles. One warp a tile boundary.
+// ranks[q ways + j] = how many words of run j come before output position q T of the
+// level (T: the merge tile), for every tile q < tiles and run j < ways. One warp a tile
+// boundary; the 32 / ways lanes of group j keep run j's window and search it, so a lane holds
+// one window, whatever the ways (few registers: many warps an SM hide the searches' latency).
 //
 // The invariant: run j's split lies in [lo_j, hi_j]. Each round takes a word of the widest
 // window as the pivot (where the boundary falls if the words are spread alike, or the middle,
-// by turns) and counts the words before it in every window, one group
-// of 32 / ways lanes a run (count_before). The pivot comes before the boundary's output
-// position d exactly when the counts sum below d; then every run's split is at least its
-// count (the pivot's own run: one more), else at most. The counts are taken within the
-// windows (clamped to them), which changes no comparison with d: a run's count below lo_j
-// (above hi_j) lies on the same side of its split as lo_j (hi_j). The widest window halves
-// every other round at least; on keys of like distributions the aimed rounds close in fast.
+// by turns) and counts the words before it in every window (count_before). The pivot comes
+// before the boundary's output position d exactly when the counts sum below d; then every
+// run's split is at least its count (the pivot's own run: one more), else at most. The counts
+// are taken within the windows (clamped to them), which changes no comparison with d: a run's
+// count below lo_j (above hi_j) lies on the same side of its split as lo_j (hi_j). The widest
+// window halves every other round at least; on keys of like distributions the aimed rounds
+// close in fast.
 template <typename W>
 __device__ void multiway_co_ranks(const W *keys, u64 n, u64 run_len, u32 ways, u64 *ranks, u32 tiles) {
     const u32 lane = threadIdx.x % WARP_SIZE;
@@ -110,58 +107,36 @@ __device__ void multiway_co_ranks(const W *keys, u64 n, u64 run_len, u32 ways, u
     const RunGroup g = group_at(n, run_len, ways, u64(q) << MergeTile<W>::TILE_BITS);
     const u64 d = (u64(q) << MergeTile<W>::TILE_BITS) - g.start;
     const W *runs = keys + g.start;
-    u64 lo[MAX_WAYS], hi[MAX_WAYS];
-#pragma unroll
-    for (u32 j = 0; j < MAX_WAYS; ++j) {
-        lo[j] = 0;
-        hi[j] = j < ways ? min(run_length(g, run_len, j), d) : 0;
-    }
-    // Lanes [mine lanes, (mine + 1) lanes) search run `mine`.
+    // Lanes [mine lanes, (mine + 1) lanes) keep and search run `mine` (ways is a power of two,
+    // so every lane has a run); a group's first lane, its leader, speaks for it in warp sums.
     const u32 lanes = WARP_SIZE / ways, mine = lane / lanes, rank_in_group = lane % lanes;
     const u32 group_mask = (lanes == WARP_SIZE ? FULL_WARP_MASK : (1u << lanes) - 1) << (mine * lanes);
+    const bool leader = rank_in_group == 0;
+    u64 lo = 0, hi = min(run_length(g, run_len, mine), d);
     for (u32 round = 0;; ++round) {
-        u32 widest = 0;
-        u64 widest_len = 0, lo_mine = 0, hi_mine = 0, open = 0, below = 0;
-#pragma unroll
-        for (u32 j = 0; j < MAX_WAYS; ++j) {
-            if (hi[j] - lo[j] > widest_len) widest_len = hi[j] - lo[j], widest = j;
-            if (j == mine) lo_mine = lo[j], hi_mine = hi[j];
-            open += hi[j] - lo[j];
-            below += lo[j];
-        }
+        const u64 width = hi - lo;
+        const u64 widest_len = warp_max(width);
         if (widest_len == 0) break;
+        // The widest window (the lowest run of the widest ones), the open words and the words
+        // known to come before the boundary.
+        const u32 widest_lane = __ffs(__ballot_sync(FULL_WARP_MASK, leader && width == widest_len)) - 1;
+        const u32 widest = widest_lane / lanes;
+        const u64 open = warp_sum(leader ? width : 0), below = warp_sum(leader ? lo : 0);
         // Even rounds aim at where the boundary would fall if the windows' words were spread
         // alike (interpolation); odd rounds take the middle, which bounds the rounds.
         const u64 at = round % 2 == 0 ? u64(double(widest_len) * (double(d - below) / double(open)))
                                        : widest_len / 2;
-        u64 pivot = 0;
-#pragma unroll
-        for (u32 j = 0; j < MAX_WAYS; ++j)
-            if (j == widest) pivot = lo[j] + min(at, widest_len - 1);
-        const W c = runs[u64(widest) * run_len + pivot];
+        const u64 pivot = __shfl_sync(FULL_WARP_MASK, lo, widest_lane) + min(at, widest_len - 1);
+        const W c = runs[u64(widest) * run_len + pivot]; // one address: one load for the warp
         // The pivot's own run counts the words before it: an empty window at the pivot. Every
         // lane calls count_before, whose votes take the whole warp.
         const bool own = mine == widest;
-        const u64 count = count_before(runs + u64(mine) * run_len, own ? pivot : lo_mine, own ? pivot : hi_mine, c,
+        const u64 count = count_before(runs + u64(mine) * run_len, own ? pivot : lo, own ? pivot : hi, c,
                                        mine < widest, lanes, rank_in_group, group_mask);
-        // Every lane learns every run's count (lane j lanes holds run j's) and their sum.
-        u64 rank = 0;
-        u64 counts[MAX_WAYS];
-#pragma unroll
-        for (u32 j = 0; j < MAX_WAYS; ++j) {
-            counts[j] = j < ways ? __shfl_sync(FULL_WARP_MASK, count, (j * lanes) % WARP_SIZE) : 0;
-            rank += counts[j];
-        }
-        const bool before = rank < d;
-#pragma unroll
-        for (u32 j = 0; j < MAX_WAYS; ++j) {
-            if (before) lo[j] = max(lo[j], counts[j] + (j == widest ? 1 : 0));
-            else hi[j] = min(hi[j], counts[j]);
-        }
+        if (warp_sum(leader ? count : 0) < d) lo = max(lo, count + (own ? 1 : 0));
+        else hi = min(hi, count);
     }
-#pragma unroll
-    for (u32 j = 0; j < MAX_WAYS; ++j)
-        if (lane == j) ranks[u64(q) * MAX_WAYS + j] = lo[j];
+    if (leader) ranks[u64(q) * ways + mine] = lo;
 }
 
 // Tile indices [seg[s], seg[s + 1]) of the block's shared tile hold run s's words; a round of
@@ -180,7 +155,9 @@ __device__ __forceinline__ MergePair merge_pair(const u32 *seg, u32 ways, u32 wi
 }
 
 // One merge round in shared memory: thread t writes `to`'s tile indices [t E, t E + E) below
-// len, merging `from`'s pairs of width `width`.
+// len, merging `from`'s pairs of width `width`. The heads of the pair's two segments stay in
+// registers, so an output costs one comparison, one shared load (the next head of the segment
+// it came from) and one shared store.
 template <typename W>
 __device__ __forceinline__ void merge_round(const W *from, W *to, const u32 *seg, u32 ways, u32 width, u32 len) {
     const u32 E = 1u << MergeTile<W>::E_BITS;
@@ -199,16 +176,27 @@ __device__ __forceinline__ void merge_round(const W *from, W *to, const u32 *seg
         else hi = mid;
     }
     u32 ai = m.a + lo, bi = m.b + (o - lo);
-    for (; out < stop; ++out) {
+    W head_a = from[merge_slot<W>(min(ai, m.end - 1))], head_b = from[merge_slot<W>(min(bi, m.end - 1))];
+#pragma unroll
+    for (u32 r = 0; r < E; ++r, ++out) {
+        if (out >= stop) break;
         if (out == m.end) { // the pair is done: the next one starts here (a pair may be empty)
             do m = merge_pair(seg, ways, width, ++p);
             while (m.end == out);
             ai = m.a;
             bi = m.b;
+            head_a = from[merge_slot<W>(ai)];
+            head_b = from[merge_slot<W>(min(bi, m.end - 1))];
         }
-        bool take_a = bi == m.end;
-        if (!take_a && ai < m.b) take_a = !(from[merge_slot<W>(bi)] < from[merge_slot<W>(ai)]);
-        to[merge_slot<W>(out)] = take_a ? from[merge_slot<W>(ai++)] : from[merge_slot<W>(bi++)];
+        // A's head goes first unless A is done or B's head is smaller (ties: A, the lower run).
+        const bool take_a = bi == m.end || (ai < m.b && !(head_b < head_a));
+        to[merge_slot<W>(out)] = take_a ? head_a : head_b;
+        const u32 next = take_a ? ++ai : ++bi;
+        if (next < m.end) {
+            const W w = from[merge_slot<W>(next)];
+            if (take_a) head_a = w;
+            else head_b = w;
+        }
     }
 }
 
@@ -235,8 +223,8 @@ __device__ void multiway_merge_level(const W *keys, u64 n, u64 run_len, u32 ways
         const u32 j = threadIdx.x;
         u64 a0 = 0, a1 = 0;
         if (j < ways) {
-            a0 = ranks[u64(blockIdx.x) * MAX_WAYS + j];
-            a1 = o1 == g.len ? run_length(g, run_len, j) : ranks[(u64(blockIdx.x) + 1) * MAX_WAYS + j];
+            a0 = ranks[u64(blockIdx.x) * ways + j];
+            a1 = o1 == g.len ? run_length(g, run_len, j) : ranks[(u64(blockIdx.x) + 1) * ways + j];
             split[j] = a0;
         }
         u32 count = u32(a1 - a0), before = count;

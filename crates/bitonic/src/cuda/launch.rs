@@ -217,21 +217,20 @@ pub(crate) fn merge_level<W: DeviceRepr>(
 }
 
 /// kernels/merge.cu `multiway_co_ranks_W(keys, n, run_len, ways, ranks, tiles)`: where every
-/// tile boundary of one multiway level falls in each run of its group, `max_ways` splits a
-/// tile (the policy's most ways, `KERNEL_MERGE_WAYS`).
+/// tile boundary of one multiway level falls in each run of its group, `ways` splits a tile.
 pub(crate) fn multiway_co_ranks<W: DeviceRepr>(
     gpu: &Gpu,
     kernel: &CudaFunction,
     cfg: LaunchConfig,
     keys: &CudaView<W>,
-    (run_len, ways, max_ways): (u64, u32, u32),
+    (run_len, ways): (u64, u32),
     ranks: &mut CudaSlice<u64>,
     tiles: u32,
 ) -> Result<(), DriverError> {
     let n = keys.len() as u64;
-    assert!(ways <= max_ways && ranks.len() >= tiles as usize * max_ways as usize);
+    assert!(ranks.len() >= tiles as usize * ways as usize);
     // SAFETY: multiway_co_ranks_W(const W *keys, u64 n, u64 run_len, u32 ways, u64 *ranks,
-    // u32 tiles) writes ranks[q KERNEL_MERGE_WAYS + j] for q < tiles and j < ways.
+    // u32 tiles) writes ranks[q ways + j] for q < tiles and j < ways.
     unsafe {
         launch(gpu, kernel, cfg, |l| {
             l.arg(keys)

@@ -67,16 +67,16 @@ pub(crate) fn merge_two_runs<W: DeviceRepr>(
     launch::merge_tiles(gpu, &f, cfg, (a, b), &ranks, out).during(|| "launching merge_tiles".into())
 }
 
-/// How many runs each level of a merge sort merges at once, from runs of `run_len` words to
-/// one run of `n`: the policy's most ([`Policy::merge_ways`]), fewer when fewer runs are left.
-/// A level of two ways is the two-way bitonic level; more ways, a multiway level.
-pub(crate) fn level_ways(policy: &Policy, n: usize, mut run_len: usize) -> Vec<usize> {
+/// How many runs each level of a merge sort of words `W` merges at once, from runs of
+/// `run_len` words to one run of `n`: the policy's most for the word size
+/// ([`Policy::merge_ways_of`]), fewer when fewer runs are left. A level of two ways is the
+/// two-way bitonic level; more ways, a multiway level.
+pub(crate) fn level_ways<W>(policy: &Policy, n: usize, mut run_len: usize) -> Vec<usize> {
+    let most = policy.merge_ways_of(std::mem::size_of::<W>()) as usize;
     let mut ways = Vec::new();
     while run_len < n {
         let runs = n.div_ceil(run_len);
-        let w = (policy.merge_ways as usize)
-            .min(runs.next_power_of_two())
-            .max(2);
+        let w = most.min(runs.next_power_of_two()).max(2);
         ways.push(w);
         run_len = run_len.saturating_mul(w);
     }
@@ -102,12 +102,12 @@ fn merge_levels<W: DeviceRepr>(
     assert!(run_len.is_power_of_two() && 2 * run_len >= merge_tile_len::<W>(policy) && run_len < n);
     let stream = gpu.stream();
     let tiles = n.div_ceil(merge_tile_len::<W>(policy));
+    let plan = level_ways::<W>(policy, n, run_len);
     // Two-way levels need one merge path a tile, multiway levels one split a tile and run.
-    let splits = tiles.max(1) * policy.merge_ways.max(1) as usize;
+    let splits = tiles.max(1) * plan.iter().copied().max().unwrap_or(2);
     let mut ranks = unsafe { stream.alloc::<u64>(splits) }
         .during(|| format!("allocating {splits} merge paths"))?;
     let mut in_spare = false;
-    let plan = level_ways(policy, n, run_len);
     for (level, &ways) in plan.iter().enumerate() {
         let level_map = if level + 1 == plan.len() { map } else { 0 };
         let sizes = (run_len, ways);
@@ -182,16 +182,8 @@ fn multiway_level<W: DeviceRepr>(
     )?;
     const WARPS_A_BLOCK: u32 = 4;
     let cfg = config(tiles.div_ceil(WARPS_A_BLOCK), 32 * WARPS_A_BLOCK, 0);
-    launch::multiway_co_ranks(
-        gpu,
-        &f,
-        cfg,
-        src,
-        (sizes.0, sizes.1, policy.merge_ways),
-        ranks,
-        tiles,
-    )
-    .during(|| "launching multiway_co_ranks".into())?;
+    launch::multiway_co_ranks(gpu, &f, cfg, src, sizes, ranks, tiles)
+        .during(|| "launching multiway_co_ranks".into())?;
     let f = gpu.function_for(
         policy,
         &kernels::MERGE_WORDS,
@@ -284,7 +276,7 @@ pub(crate) fn sort_by_merging<W: DeviceRepr>(
 /// Passes over the array of a [`merge_sort`] of `n` words and its copy back: the tile sort,
 /// one a merge level ([`level_ways`]), and the copy when the levels are odd.
 pub(crate) fn merge_sort_passes<W>(policy: &Policy, n: usize) -> usize {
-    let levels = level_ways(policy, n, 1 << run_bits::<W>(policy)).len();
+    let levels = level_ways::<W>(policy, n, 1 << run_bits::<W>(policy)).len();
     1 + levels + levels % 2
 }
 
@@ -623,7 +615,7 @@ mod tests {
                 // (A two-way step runs the bitonic level on the GPU, modelled above; the
                 // multiway model merges two runs too.)
                 let mut run_len = 16;
-                for w in level_ways(&policy, n, 16) {
+                for w in level_ways::<u32>(&policy, n, 16) {
                     keys = model_multiway_level(&keys, run_len, w, 8, 4);
                     run_len *= w;
                 }
@@ -638,22 +630,34 @@ mod tests {
     fn level_plans() {
         let p = |ways| Policy {
             merge_ways: ways,
+            wide_merge_ways: 2,
             ..Policy::HOPPER
         };
         // 2^10 runs of 2^14: three eight-way levels and a two-way one.
-        assert_eq!(level_ways(&p(8), 1 << 24, 1 << 14), [8, 8, 8, 2]);
-        assert_eq!(level_ways(&p(16), 1 << 24, 1 << 14), [16, 16, 4]);
-        assert_eq!(level_ways(&p(2), 1 << 16, 1 << 14), [2, 2]);
+        assert_eq!(level_ways::<u32>(&p(8), 1 << 24, 1 << 14), [8, 8, 8, 2]);
+        assert_eq!(level_ways::<u32>(&p(16), 1 << 24, 1 << 14), [16, 16, 4]);
+        assert_eq!(level_ways::<u32>(&p(2), 1 << 16, 1 << 14), [2, 2]);
         // Three runs left take a four-way level; one key past a run, a two-way one.
-        assert_eq!(level_ways(&p(8), 3 << 14, 1 << 14), [4]);
-        assert_eq!(level_ways(&p(8), (1 << 14) + 1, 1 << 14), [2]);
-        assert!(level_ways(&p(8), 1 << 14, 1 << 14).is_empty());
+        assert_eq!(level_ways::<u32>(&p(8), 3 << 14, 1 << 14), [4]);
+        assert_eq!(level_ways::<u32>(&p(8), (1 << 14) + 1, 1 << 14), [2]);
+        assert!(level_ways::<u32>(&p(8), 1 << 14, 1 << 14).is_empty());
+        // 8-byte words take wide_merge_ways: Hopper's 16 for 2^24 u64 keys in runs of 2^13.
+        assert_eq!(level_ways::<u64>(&p(8), 1 << 24, 1 << 13), [2; 11]);
+        assert_eq!(
+            level_ways::<u64>(&Policy::HOPPER, 1 << 24, 1 << 13),
+            [16, 16, 8]
+        );
+        assert_eq!(
+            level_ways::<u32>(&Policy::HOPPER, 1 << 24, 1 << 14),
+            [2; 10]
+        );
     }
 
     #[test]
     fn passes_of_a_merge_sort() {
         const TWO: Policy = Policy {
             merge_ways: 2,
+            wide_merge_ways: 2,
             ..Policy::HOPPER
         };
         // 2^24 u32 keys: runs of 2^14, 10 levels, the result back in place.
@@ -666,6 +670,7 @@ mod tests {
         // Eight ways: 2^24 in 8, 8, 8, 2; 2^29 in five eight-way levels and the copy back.
         const EIGHT: Policy = Policy {
             merge_ways: 8,
+            wide_merge_ways: 8,
             ..Policy::HOPPER
         };
         assert_eq!(merge_sort_passes::<u32>(&EIGHT, 1 << 24), 1 + 4);
