@@ -45,8 +45,8 @@ pub struct Policy {
     /// two runs left merges them the two-way way.
     pub merge_ways: u32,
     /// [`Policy::merge_ways`] for 8-byte words (u64, i64, f64), whose passes cost twice the
-    /// bytes for the same compute: Hopper merges 16 runs a level, measured 7–15% faster than
-    /// two-way levels from 2^24 to 2^28 keys on the H200.
+    /// bytes for the same compute: Hopper merges 16 runs a level, measured faster than
+    /// two-way levels from 2^24 to 2^28 keys on the H200 (8–16%).
     pub wide_merge_ways: u32,
     /// A top-k row longer than this streams through the threshold filter
     /// ([`crate::dispatch::Strategy::TopkFilter`]); shorter rows are cut into chunks that blocks
