@@ -122,7 +122,8 @@ impl Policy {
         }
     }
 
-    /// The most runs one merge level of words of `word_bytes` merges.
+    /// The most runs one merge level of words of `word_bytes` merges: [`Policy::merge_ways`]
+    /// for 4-byte words, [`Policy::wide_merge_ways`] for wider ones.
     pub fn merge_ways_of(&self, word_bytes: usize) -> u32 {
         if word_bytes == 4 {
             self.merge_ways

@@ -1,6 +1,6 @@
 // Multiway merge levels: one level merges groups of `ways` neighbouring runs at once (2 to 32,
-// a power of two: the policy's for the word size, src/policy.rs), so a merge sort of R runs makes ceil(log_ways R) passes
-// over its keys instead of log2 R.
+// a power of two: the policy's for the word size, src/policy.rs), so a merge sort of R runs
+// makes ceil(log_ways R) passes over its keys instead of log2 R.
 //
 // A level is two launches, as the two-way level's (merge/levels.cuh):
 // * multiway_co_ranks: one warp a tile boundary finds where the boundary's output position
