@@ -110,28 +110,13 @@ fn merge_levels<W: DeviceRepr>(
     let mut in_spare = false;
     for (level, &ways) in plan.iter().enumerate() {
         let level_map = if level + 1 == plan.len() { map } else { 0 };
-        let sizes = (run_len, ways);
-        if in_spare {
-            one_level(
-                gpu,
-                policy,
-                &spare.as_view(),
-                keys,
-                sizes,
-                &mut ranks,
-                level_map,
-            )?;
+        let (src, mut dst) = if in_spare {
+            (spare.as_view(), keys.slice_mut(..))
         } else {
-            one_level(
-                gpu,
-                policy,
-                &keys.as_view(),
-                spare,
-                sizes,
-                &mut ranks,
-                level_map,
-            )?;
-        }
+            (keys.as_view(), spare.slice_mut(..))
+        };
+        let sizes = (run_len, ways);
+        one_level(gpu, policy, &src, &mut dst, sizes, &mut ranks, level_map)?;
         in_spare = !in_spare;
         run_len *= ways;
     }
