@@ -214,30 +214,101 @@ __device__ void topk_filter(const In *input, u64 row_len, u32 rows, u32 chunks, 
     }
 }
 
-// The radix digits of a composite, 8 bits each, most significant first: the order of the
-// digits is the order of the composites.
-template <typename C> struct Digits;
+// ---------------------------------------------------------------------------------------------
+// The radix select (src/cuda/topk.rs, Strategy::TopkRadix). One block holds one chunk of a row
+// in registers, R elements a thread. What a register *holds* is a key's sortable word (its
+// index follows from the register and the thread, and its composite is made only when needed)
+// or, in a reduction pass, the composite the element already is. Three steps select the
+// chunk's k best:
+//  1. A threshold, when k is at most an eighth of the chunk. The registers of each thread are
+//     cut into G groups (G chosen so that the block has at least twice as many groups as the k
+//     wanted, up to MAX_GROUPS), and the groups' best values give a value T that k of them
+//     reach: with one group a thread, by sorting each warp's and ranking them all; with more,
+//     by a radix select over them. Each of those groups has an element that reaches T, so at
+//     least k elements do; for keys in no particular order, only a little more than k.
+//  2. The candidates: every element that reaches T goes, as a composite, to shared memory.
+//  3. The exact select among the candidates. Up to RANK_MAX of them, each one's rank (how many
+//     beat it) is its place in the sorted output. More are selected by a radix select over
+//     their composites, and the row's final chunk sorts its k best with a bitonic network.
+//     Without a threshold, or with candidates past the shared memory (ties: keys with few
+//     distinct values), the radix select runs over all the elements held.
+// Composites are unique, so a radix select over them keeps exactly k; over words it may end
+// on a bin of equal words, which a threshold does not mind.
+
+// Radix digits, 8 bits each, most significant first, of the values a radix select orders:
+// held words (u32, u64) and composites (u64, KeyIndex). The order of the digits is the order of
+// the values; `set` writes a digit into a value whose digits from d on are zero.
+template <typename T> struct Digits;
+template <> struct Digits<u32> {
+    static const u32 COUNT = 4;
+    __device__ static u32 at(u32 v, u32 d) { return (v >> (24 - 8 * d)) & 0xffu; }
+    __device__ static void set(u32 &v, u32 d, u32 digit) { v |= digit << (24 - 8 * d); }
+};
 template <> struct Digits<u64> {
     static const u32 COUNT = 8;
-    __device__ static u32 at(u64 c, u32 d) { return u32(c >> (56 - 8 * d)) & 0xffu; }
+    __device__ static u32 at(u64 v, u32 d) { return u32(v >> (56 - 8 * d)) & 0xffu; }
+    __device__ static void set(u64 &v, u32 d, u32 digit) { v |= u64(digit) << (56 - 8 * d); }
 };
 template <> struct Digits<KeyIndex> {
     static const u32 COUNT = 12; // 8 of the word, then 4 of the complemented index
     __device__ static u32 at(const KeyIndex &c, u32 d) {
         return d < 8 ? u32(c.key >> (56 - 8 * d)) & 0xffu : (c.index >> (24 - 8 * (d - 8))) & 0xffu;
     }
+    __device__ static void set(KeyIndex &c, u32 d, u32 digit) {
+        if (d < 8) c.key |= u64(digit) << (56 - 8 * d);
+        else c.index |= digit << (24 - 8 * (d - 8));
+    }
+};
+template <> __device__ __forceinline__ u32 padding<u32>() { return 0; }
+__device__ __forceinline__ bool better(u32 a, u32 b) { return a > b; }
+
+// What a register holds of an element `In` of a chunk whose composites are `C`: `of` reads it,
+// `composite` makes the element's composite from it and its index in the row, and `real` says
+// whether it is an element at all (a reduction pass's input has padding). 16-bit words are held
+// in the top half of a u32, so that their radix digits come first.
+template <typename C, typename In> struct Held;
+template <> struct Held<u64, u16> {
+    typedef u32 T;
+    __device__ static T of(u16 key, u32 map) { return u32(to_sortable(key, map)) << 16; }
+    __device__ static u64 composite(T h, u32 index) { return ::composite(u16(h >> 16), index); }
+    __device__ static bool real(T) { return true; }
+};
+template <> struct Held<u64, u32> {
+    typedef u32 T;
+    __device__ static T of(u32 key, u32 map) { return to_sortable(key, map); }
+    __device__ static u64 composite(T h, u32 index) { return ::composite(h, index); }
+    __device__ static bool real(T) { return true; }
+};
+template <> struct Held<KeyIndex, u64> {
+    typedef u64 T;
+    __device__ static T of(u64 key, u32 map) { return to_sortable(key, map); }
+    __device__ static KeyIndex composite(T h, u32 index) { return ::composite(h, index); }
+    __device__ static bool real(T) { return true; }
+};
+template <typename C> struct Held<C, C> {
+    typedef C T;
+    __device__ static T of(const C &c, u32) { return c; }
+    __device__ static C composite(const T &h, u32) { return h; }
+    __device__ static bool real(const T &h) { return better(h, padding<C>()); }
 };
 
-// What one round of the radix select decided, broadcast through shared memory.
+// What one round of a radix select decided, broadcast through shared memory.
 struct RadixRound {
-    u32 digit;   // the digit of the best-k boundary
-    u32 above;   // elements still in play whose digit is larger: all of them win
-    u32 at;      // elements still in play with that digit
+    u32 digit; // the digit of the boundary bin, where the need-th best falls
+    u32 above; // values still in play whose digit is larger: all of them win
+    u32 at;    // values still in play with that digit
 };
 
-// Counts one element's digit in hist when `alive`; called by every lane of the warp. Lanes
-// with the same digit add together (keys such as logits share their top digits, and
-// same-address atomics would queue).
+// The shared memory of a radix select's rounds.
+struct RadixShared {
+    u32 hist[256];
+    u32 warp_totals[8];
+    RadixRound round;
+};
+
+// Counts one value's digit in hist when `alive`; called by every lane of the warp. Lanes with
+// the same digit add together (keys such as logits share their top digits, and same-address
+// atomics would queue).
 __device__ __forceinline__ void count_digit(u32 *hist, u32 digit, bool alive) {
     const u32 active = __ballot_sync(FULL_WARP_MASK, alive);
     if (!alive) return;
@@ -245,93 +316,70 @@ __device__ __forceinline__ void count_digit(u32 *hist, u32 digit, bool alive) {
     if (threadIdx.x % WARP_SIZE == u32(__ffs(same) - 1)) atomicAdd(&hist[digit], u32(__popc(same)));
 }
 
-// The bin of hist[256] where the `need`-th largest element falls, counting from the top:
-// a suffix scan of the counts by the first 256 threads (8 warps). Ends with a barrier.
-__device__ void find_boundary(const u32 *hist, u32 need, u32 *warp_totals, RadixRound *round) {
+// The bin of hist[256] where the `need`-th largest value falls, counting from the top: a suffix
+// scan of the counts by the first 256 threads (8 warps). Ends with a barrier.
+__device__ void find_boundary(RadixShared &s, u32 need) {
     const u32 t = threadIdx.x, lane = t % WARP_SIZE, warp = t / WARP_SIZE;
     u32 count = 0, inclusive = 0;
     if (t < 256) {
-        count = hist[255 - t];
+        count = s.hist[255 - t];
         inclusive = count;
 #pragma unroll
         for (u32 d = 1; d < WARP_SIZE; d <<= 1) {
             u32 v = __shfl_up_sync(FULL_WARP_MASK, inclusive, d);
             if (lane >= d) inclusive += v;
         }
-        if (lane == WARP_SIZE - 1) warp_totals[warp] = inclusive;
+        if (lane == WARP_SIZE - 1) s.warp_totals[warp] = inclusive;
     }
     __syncthreads();
     if (t < 256) {
-        for (u32 w = 0; w < warp; w++) inclusive += warp_totals[w];
+        for (u32 w = 0; w < warp; w++) inclusive += s.warp_totals[w];
         if (inclusive >= need && inclusive - count < need) {
-            round->digit = 255 - t;
-            round->above = inclusive - count;
-            round->at = count;
+            s.round.digit = 255 - t;
+            s.round.above = inclusive - count;
+            s.round.at = count;
         }
     }
     __syncthreads();
 }
 
-// A composite from lane `lane ^ mask` of the warp.
-__device__ __forceinline__ u64 shuffle_xor(u64 c, u32 mask) { return __shfl_xor_sync(FULL_WARP_MASK, c, mask); }
-__device__ __forceinline__ KeyIndex shuffle_xor(const KeyIndex &c, u32 mask) {
-    KeyIndex o;
-    o.key = __shfl_xor_sync(FULL_WARP_MASK, c.key, mask);
-    o.index = __shfl_xor_sync(FULL_WARP_MASK, c.index, mask);
-    o.unused = 0;
-    return o;
-}
-
-// Sorts one composite a lane across the warp, best first (lane 0 the best): a bitonic
-// network of shuffles, whose blocks of `size` alternate direction until the last.
-template <typename C> __device__ __forceinline__ C warp_sort_best_first(C c) {
-    const u32 lane = threadIdx.x % WARP_SIZE;
-#pragma unroll
-    for (u32 size = 2; size <= WARP_SIZE; size <<= 1) {
-#pragma unroll
-        for (u32 stride = size >> 1; stride > 0; stride >>= 1) {
-            const C other = shuffle_xor(c, stride);
-            const bool keep_better = ((lane & size) == 0) == ((lane & stride) == 0);
-            if (keep_better == better(other, c)) c = other;
-        }
-    }
-    return c;
-}
-
-// The radix select over the N elements a thread holds, `alive` marking those in play: the
-// elements of the block's k best (`need` of those in play), as a mask. Each round counts one
-// digit of the elements in play, finds the bin of the need-th best, and decides every element
-// above or below it; the rounds stop once every element left in play wins. Composites are
-// unique, so the winners are exactly `need`.
-template <typename C, u32 N>
-__device__ __forceinline__ u32 radix_rounds(const C (&e)[N], u32 alive, u32 need, u32 *hist,
-                                            u32 *warp_totals, RadixRound *round) {
+// The radix select over N values a thread, value(r) for r < N, `alive` marking those in play:
+// returns the mask of the `need` best when the values are unique. Each round counts one digit of
+// the values in play, finds the bin of the need-th best, and decides every value above or below
+// it; the rounds stop once every value left in play wins. `reached` gets the boundary bins'
+// digits (zeros below): at least `need` of the values in play reach it. Called by the whole
+// block with a block-uniform `need`.
+template <typename T, u32 N, typename Value>
+__device__ __forceinline__ u32 radix_rounds(const Value &value, u32 alive, u32 need, RadixShared &s,
+                                            T &reached) {
     u32 won = 0;
-    for (u32 d = 0; d < Digits<C>::COUNT && need > 0; d++) { // need is block-uniform
-        if (threadIdx.x < 256) hist[threadIdx.x] = 0;
+    reached = padding<T>();
+    for (u32 d = 0; d < Digits<T>::COUNT && need > 0; d++) {
+        if (threadIdx.x < 256) s.hist[threadIdx.x] = 0;
         __syncthreads();
 #pragma unroll
-        for (u32 r = 0; r < N; r++) count_digit(hist, Digits<C>::at(e[r], d), alive >> r & 1);
+        for (u32 r = 0; r < N; r++) count_digit(s.hist, Digits<T>::at(value(r), d), alive >> r & 1);
         __syncthreads();
-        find_boundary(hist, need, warp_totals, round);
-        const RadixRound b = *round;
+        find_boundary(s, need);
+        const RadixRound b = s.round;
+        Digits<T>::set(reached, d, b.digit);
 #pragma unroll
         for (u32 r = 0; r < N; r++) {
-            const u32 digit = Digits<C>::at(e[r], d);
+            const u32 digit = Digits<T>::at(value(r), d);
             if (digit > b.digit) won |= alive & (1u << r);
             if (digit != b.digit) alive &= ~(1u << r);
         }
         need -= b.above;
-        if (b.at == need) won |= alive, need = 0; // every element left in play wins
+        if (b.at == need) won |= alive, need = 0; // every value left in play wins
     }
     return won;
 }
 
-// Appends the elements of `mask` to out[...], a slot each from the counter `*count`: a warp's
-// elements of one register take consecutive slots, and slots past `capacity` are not written
-// (the count still says how many wanted one).
-template <typename C, u32 N>
-__device__ __forceinline__ void append(const C (&e)[N], u32 mask, u32 *count, C *out, u32 capacity) {
+// Appends element(r) for the registers r of `mask` to out[...], a slot each from the counter
+// `*count`: a warp's elements of one register take consecutive slots, and slots past
+// `capacity` are not written (the count still says how many wanted one).
+template <u32 N, typename C, typename Element>
+__device__ __forceinline__ void append(const Element &element, u32 mask, u32 *count, C *out, u32 capacity) {
     const u32 lane = threadIdx.x % WARP_SIZE, lanes_below = (1u << lane) - 1;
 #pragma unroll
     for (u32 r = 0; r < N; r++) {
@@ -341,41 +389,148 @@ __device__ __forceinline__ void append(const C (&e)[N], u32 mask, u32 *count, C 
         u32 first = 0;
         if (lane == 0) first = atomicAdd(count, u32(__popc(members)));
         const u32 slot = __shfl_sync(FULL_WARP_MASK, first, 0) + __popc(members & lanes_below);
-        if (in && slot < capacity) out[slot] = e[r];
+        if (in && slot < capacity) out[slot] = element(r);
     }
 }
 
-// Candidates a block gathers above a sampled threshold (the radix select then runs over them
-// at CANDIDATES_PER_THREAD a thread instead of over the whole chunk).
-#if !defined(KERNEL_TOPK_CANDIDATES_PER_THREAD) || !defined(KERNEL_TOPK_SAMPLES_FROM)
-#error "the host passes KERNEL_TOPK_CANDIDATES_PER_THREAD and _SAMPLES_FROM (src/cuda/topk.rs)"
+// The groups of step 1 a thread has for `need` of `in_play` elements, R a thread, when in_play
+// >= 8 need: the fewest (a power of two) that give twice `need` groups, up to MAX_GROUPS, and
+// surely `need` groups with an element, each holding at most R / G (the most groups,
+// min(MAX_GROUPS, R), always do: in_play x G >= 8 need x G >= need x R).
+#define MAX_GROUPS 8u
+__device__ __forceinline__ u32 groups_for(u32 need, u32 in_play, u32 per_thread) {
+    const u32 most = min(MAX_GROUPS, per_thread);
+    u32 g = 1;
+    while (g < most && (g * THREADS < 2 * need || u64(in_play) * g < u64(need) * per_thread)) g <<= 1;
+    return g;
+}
+
+// The best value of each of G groups of R / G consecutive registers into best[g]. Registers
+// without an element hold padding, which no element is below: a group's best beats padding
+// only if it is an element.
+template <u32 G, typename T, u32 R>
+__device__ __forceinline__ void group_bests(const T (&e)[R], T (&best)[G]) {
+    static_assert(R % G == 0, "G groups of whole registers");
+#pragma unroll
+    for (u32 g = 0; g < G; g++) {
+        best[g] = e[g * (R / G)];
+#pragma unroll
+        for (u32 r = g * (R / G) + 1; r < (g + 1) * (R / G); r++)
+            if (better(e[r], best[g])) best[g] = e[r];
+    }
+}
+
+// Step 1 with G groups a thread: a value that the best values of `need` groups reach, by a
+// radix select over them. If it is padding, every element reaches it.
+template <u32 G, typename T, u32 R>
+__device__ __forceinline__ T group_threshold(const T (&e)[R], u32 need, RadixShared &s) {
+    T best[G];
+    group_bests<G>(e, best);
+    T threshold;
+    radix_rounds<T, G>([&](u32 g) { return best[g]; }, (1u << G) - 1, need, s, threshold);
+    return threshold;
+}
+
+// A value from lane `lane ^ mask` of the warp.
+__device__ __forceinline__ u32 shuffle_xor(u32 v, u32 mask) { return __shfl_xor_sync(FULL_WARP_MASK, v, mask); }
+__device__ __forceinline__ u64 shuffle_xor(u64 v, u32 mask) { return __shfl_xor_sync(FULL_WARP_MASK, v, mask); }
+__device__ __forceinline__ KeyIndex shuffle_xor(const KeyIndex &c, u32 mask) {
+    KeyIndex o;
+    o.key = __shfl_xor_sync(FULL_WARP_MASK, c.key, mask);
+    o.index = __shfl_xor_sync(FULL_WARP_MASK, c.index, mask);
+    o.unused = 0;
+    return o;
+}
+
+// Sorts one value a lane across the warp, best first (lane 0 the best): a bitonic network of
+// shuffles, whose blocks of `size` alternate direction until the last.
+template <typename T> __device__ __forceinline__ T warp_sort_best_first(T v) {
+    const u32 lane = threadIdx.x % WARP_SIZE;
+#pragma unroll
+    for (u32 size = 2; size <= WARP_SIZE; size <<= 1) {
+#pragma unroll
+        for (u32 stride = size >> 1; stride > 0; stride >>= 1) {
+            const T other = shuffle_xor(v, stride);
+            const bool keep_better = ((lane & size) == 0) == ((lane & stride) == 0);
+            if (keep_better == better(other, v)) v = other;
+        }
+    }
+    return v;
+}
+
+// Step 1 with one group a thread, without radix rounds: each warp sorts its lanes' best values
+// (in `lists`, THREADS values of shared memory, one sorted list a warp), and each value's rank
+// among all of them is its place in its list plus, in every other list, a binary search for the
+// values before it (equal ones count as before it in lower warps). The need-th best is the
+// threshold. Called by the whole block with 1 <= need <= THREADS; `lists` is free from its call.
+template <typename T, u32 R>
+__device__ __forceinline__ T lane_threshold(const T (&e)[R], u32 need, T *lists) {
+    T best[1];
+    group_bests<1>(e, best);
+    const u32 t = threadIdx.x, lane = t % WARP_SIZE, warp = t / WARP_SIZE;
+    const T v = warp_sort_best_first(best[0]);
+    lists[t] = v;
+    __syncthreads();
+    u32 rank = lane;
+#pragma unroll
+    for (u32 w = 0; w < THREADS / WARP_SIZE; w++) {
+        if (w == warp) continue;
+        const T *list = lists + w * WARP_SIZE;
+        u32 before = 0; // list[0, before) come before v
+#pragma unroll
+        for (u32 step = WARP_SIZE / 2; step > 0; step >>= 1) {
+            const T x = list[before + step - 1];
+            if (w < warp ? !better(v, x) : better(x, v)) before += step;
+        }
+        if (w < warp ? !better(v, list[WARP_SIZE - 1]) : better(list[WARP_SIZE - 1], v)) before = WARP_SIZE;
+        rank += before;
+    }
+    __shared__ T threshold; // apart from `lists`, which the caller overwrites next
+    if (rank == need - 1) threshold = v;
+    __syncthreads();
+    return threshold;
+}
+
+// Claims `count` consecutive slots of the counter `*total` for each lane of the warp (a prefix
+// sum over the lanes, one atomic a warp) and returns the lane's first. Called by every lane.
+__device__ __forceinline__ u32 claim_slots(u32 count, u32 *total) {
+    const u32 lane = threadIdx.x % WARP_SIZE;
+    u32 inclusive = count;
+#pragma unroll
+    for (u32 d = 1; d < WARP_SIZE; d <<= 1) {
+        const u32 v = __shfl_up_sync(FULL_WARP_MASK, inclusive, d);
+        if (lane >= d) inclusive += v;
+    }
+    u32 first = 0;
+    if (lane == WARP_SIZE - 1) first = atomicAdd(total, inclusive);
+    return __shfl_sync(FULL_WARP_MASK, first, WARP_SIZE - 1) + inclusive - count;
+}
+
+// The candidates of step 3 a thread holds in registers for a radix select over them, and the
+// most candidates that are ranked instead.
+#if !defined(KERNEL_TOPK_CANDIDATES_PER_THREAD) || !defined(KERNEL_TOPK_RANK_MAX)
+#error "the host passes KERNEL_TOPK_CANDIDATES_PER_THREAD and _RANK_MAX (src/cuda/topk.rs)"
 #endif
 #define CANDIDATES_PER_THREAD KERNEL_TOPK_CANDIDATES_PER_THREAD
-#define CANDIDATES (THREADS * CANDIDATES_PER_THREAD)
+#define RANK_MAX KERNEL_TOPK_RANK_MAX
 
-// The best k of chunk `chunk` of every row, as topk_filter, by a radix select in registers:
-// the block holds the chunk (up to THREADS x R elements, R a thread) and keeps every element
-// at or above the chunk's k-th best composite (composites are unique, so exactly k).
-//
-// When k is small beside the chunk, a sample first narrows the field: warp 0 sorts 32
-// elements spread over the chunk, and its j-th best, with j chosen so that about twice k
-// elements are expected above it (and at least 3 samples), is a threshold. The elements at or
-// above it (if there are from k to CANDIDATES) are gathered in shared memory and the radix
-// select runs over them; otherwise over the whole chunk.
-//
-// Only a row's final chunk is sorted (best first, in shared memory `buf[slots]`, slots =
-// next_pow2(k)); partial results go out unsorted, since the next pass selects again. The
-// dynamic shared memory holds max(slots, CANDIDATES) composites when R >= KERNEL_TOPK_SAMPLES_FROM
-// (the kernels that sample), else slots.
+// The best k of chunk `chunk` of every row, as topk_filter, by the radix select above, R
+// elements a thread. Only a row's final chunk is sorted (the candidates' ranks, or a bitonic
+// network over `slots` = next_pow2(k) composites); partial results go out unsorted when a radix
+// select chose them, since the next pass selects again. The dynamic shared memory holds
+// max(slots, THREADS x min(R, CANDIDATES_PER_THREAD)) composites.
 template <typename K, typename C, typename In, u32 R>
 __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len,
                            u32 k, u32 slots, u32 map, C *partials, K *values, u32 *indices) {
-    static_assert(R <= 32 && CANDIDATES_PER_THREAD <= 32, "32-bit masks of the elements a thread holds");
+    static_assert(R <= 32, "32-bit masks of the registers a thread holds");
     static_assert(THREADS == 256, "one bin of a digit a thread");
+    typedef typename Held<C, In>::T T;
+    const u32 PER_THREAD = R < CANDIDATES_PER_THREAD ? R : CANDIDATES_PER_THREAD;
+    const u32 CAPACITY = THREADS * PER_THREAD;
+    const u32 VEC = Vector<In>::N;
     C *buf = shared_tile<C>();
-    __shared__ u32 hist[256], warp_totals[8], in_play, taken, candidates;
-    __shared__ RadixRound round;
-    __shared__ C threshold;
+    __shared__ RadixShared s;
+    __shared__ u32 in_play, taken, candidates;
     const u32 t = threadIdx.x;
     const u64 items = u64(rows) * chunks;
     for (u64 item = blockIdx.x; item < items; item += gridDim.x) {
@@ -383,87 +538,113 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
         const u64 begin = chunk * chunk_len;
         const u64 end = min(begin + chunk_len, row_len);
         const In *row_input = input + row * row_len;
+        const bool last = chunks == 1;
         __syncthreads(); // the previous item is written
         if (t == 0) in_play = 0, taken = 0, candidates = 0;
-        C e[R];
+        T e[R];
         u32 alive = 0;
-        bool loaded = false;
+        // A whole, aligned chunk is loaded in 16-byte vectors, register r of thread t holding
+        // element ((r / VEC) x THREADS + t) x VEC + r % VEC, with no bounds to check; another,
+        // element r x THREADS + t.
+        const bool vectors = R % VEC == 0 && end - begin == u64(R) * THREADS &&
+                             reinterpret_cast<u64>(row_input + begin) % 16 == 0;
         if constexpr (R % Vector<In>::N == 0) {
-            // A whole, aligned chunk: 16-byte loads, register r of thread t holding element
-            // ((r / VEC) x THREADS + t) x VEC + r % VEC, and no bounds to check.
-            const u32 VEC = Vector<In>::N;
-            loaded = end - begin == u64(R) * THREADS && reinterpret_cast<u64>(row_input + begin) % 16 == 0;
-            if (loaded) {
+            if (vectors) {
 #pragma unroll
                 for (u32 q = 0; q < R / VEC; q++) {
                     In v[VEC];
-                    const u32 at = u32(begin) + (q * THREADS + t) * VEC;
-                    Vector<In>::load(row_input + at, v);
+                    Vector<In>::load(row_input + begin + (q * THREADS + t) * VEC, v);
 #pragma unroll
-                    for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Candidate<C, In>::of(v[i], at + i, map);
+                    for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map);
                 }
+                alive = R == 32 ? ~0u : (1u << R) - 1;
             }
         }
-        if (!loaded) {
+        if (!vectors) {
 #pragma unroll
             for (u32 r = 0; r < R; r++) {
                 const u64 at = begin + u64(r) * THREADS + t;
-                e[r] = padding<C>();
-                if (at < end) e[r] = Candidate<C, In>::of(row_input[at], u32(at), map);
+                e[r] = padding<T>();
+                if (at < end) e[r] = Held<C, In>::of(row_input[at], map), alive |= 1u << r;
             }
         }
-        // Padding (from a short chunk of the pass before) never wins: it is not in play.
+        const auto index = [&](u32 r) -> u32 {
+            return u32(begin) + (vectors ? ((r / VEC) * THREADS + t) * VEC + r % VEC : r * THREADS + t);
+        };
+        const auto composite_of = [&](u32 r) -> C { return Held<C, In>::composite(e[r], index(r)); };
 #pragma unroll
         for (u32 r = 0; r < R; r++)
-            if (better(e[r], padding<C>())) alive |= 1u << r;
+            if (!Held<C, In>::real(e[r])) alive &= ~(1u << r); // a reduction pass's padding
         __syncthreads();
         const u32 warp_in_play = __reduce_add_sync(FULL_WARP_MASK, __popc(alive));
         if (t % WARP_SIZE == 0) atomicAdd(&in_play, warp_in_play);
         __syncthreads();
         const u32 need = min(k, in_play);
-        const bool last = chunks == 1;
-        C *out = last ? buf : partials + item * k;
-        // The sample's rank j: about twice `need` expected at or above the j-th best of 32.
-        const u32 j = 3 + 64 * need / max(in_play, 1u);
-        bool sampled = false;
-        C f[CANDIDATES_PER_THREAD];
-        u32 f_alive = 0;
-        if (R >= KERNEL_TOPK_SAMPLES_FROM && j <= 32 && u64(j) * in_play <= u64(WARP_SIZE) * CANDIDATES * 3 / 4) {
-            if (t < WARP_SIZE) {
-                // Lane t samples thread t's element of register t % R, 32 positions across the
-                // chunk, read again (from cache) rather than picked from registers by a
-                // lane-dependent index, which would put the registers in local memory.
-                const u64 at = begin + u64(t % R) * THREADS + t;
-                C sample = at < end ? Candidate<C, In>::of(row_input[at], u32(at), map) : padding<C>();
-                sample = warp_sort_best_first(sample);
-                if (t == j - 1) threshold = sample;
+
+        // Steps 1 and 2 pay when k is a small part of the chunk; else the radix select of step
+        // 3 runs over every element held.
+        u32 gathered = ~0u;
+        if (8 * need <= in_play) { // block-uniform
+            // 1. The threshold.
+            T threshold;
+            switch (groups_for(need, in_play, R)) {
+            case 1: threshold = need > 0 ? lane_threshold(e, need, reinterpret_cast<T *>(buf)) : padding<T>(); break;
+            case 2: threshold = group_threshold<2>(e, need, s); break;
+            case 4: threshold = group_threshold<4>(e, need, s); break;
+            default: if constexpr (R >= 8) threshold = group_threshold<8>(e, need, s); break;
             }
-            __syncthreads();
-            const C at_least = threshold;
-            u32 above = 0;
+            // 2. The candidates: the elements that reach it. Each thread's few are read again
+            // (from cache) by their index, since picking registers by a varying index would put
+            // them in local memory.
+            u32 reach = 0;
 #pragma unroll
             for (u32 r = 0; r < R; r++)
-                if (!better(at_least, e[r])) above |= 1u << r;
-            append(e, alive & above, &candidates, buf, CANDIDATES);
+                if (!better(threshold, e[r])) reach |= alive & (1u << r);
+            for (u32 slot = claim_slots(__popc(reach), &candidates); reach != 0; reach &= reach - 1, slot++) {
+                const u32 at = index(__ffs(reach) - 1);
+                if (slot < CAPACITY) buf[slot] = Held<C, In>::composite(Held<C, In>::of(row_input[at], map), at);
+            }
             __syncthreads();
-            const u32 gathered = candidates;
-            sampled = gathered >= need && gathered <= CANDIDATES;
-            if (sampled) {
-#pragma unroll
-                for (u32 i = 0; i < CANDIDATES_PER_THREAD; i++) {
-                    const u32 at = i * THREADS + t;
-                    f[i] = at < gathered ? buf[at] : padding<C>();
-                    if (at < gathered) f_alive |= 1u << i;
+            gathered = candidates;
+        }
+
+        // 3. The exact select.
+        if (gathered <= RANK_MAX) {
+            // Each candidate's rank among them is its place, best first.
+            for (u32 i = t; i < gathered; i += THREADS) {
+                const C c = buf[i];
+                u32 rank = 0;
+                for (u32 j = 0; j < gathered; j++) rank += better(buf[j], c);
+                if (rank >= need) continue;
+                if (last) {
+                    values[row * k + rank] = from_sortable(K(word_of(c)), map);
+                    indices[row * k + rank] = index_of(c);
+                } else {
+                    partials[item * k + rank] = c;
                 }
             }
-            __syncthreads(); // buf is read before the winners overwrite it
+            if (!last)
+                for (u32 i = need + t; i < k; i += THREADS) partials[item * k + i] = padding<C>();
+            continue;
         }
-        if (sampled) {
-            const u32 won = radix_rounds(f, f_alive, need, hist, warp_totals, &round);
-            append(f, won, &taken, out, k);
+        C *out = last ? buf : partials + item * k;
+        if (gathered <= CAPACITY) {
+            C f[PER_THREAD];
+            u32 f_alive = 0;
+#pragma unroll
+            for (u32 i = 0; i < PER_THREAD; i++) {
+                const u32 at = i * THREADS + t;
+                f[i] = at < gathered ? buf[at] : padding<C>();
+                if (at < gathered) f_alive |= 1u << i;
+            }
+            __syncthreads(); // buf is read before the winners overwrite it
+            C unused;
+            const u32 won = radix_rounds<C, PER_THREAD>([&](u32 i) { return f[i]; }, f_alive, need, s, unused);
+            append<PER_THREAD>([&](u32 i) { return f[i]; }, won, &taken, out, k);
         } else {
-            const u32 won = radix_rounds(e, alive, need, hist, warp_totals, &round);
-            append(e, won, &taken, out, k);
+            C unused;
+            const u32 won = radix_rounds<C, R>(composite_of, alive, need, s, unused);
+            append<R>(composite_of, won, &taken, out, k);
         }
         if (!last) {
             for (u32 i = need + t; i < k; i += THREADS) out[i] = padding<C>();
@@ -474,7 +655,7 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
         __syncthreads();
         sort_best_first(buf, slots);
         for (u32 i = t; i < k; i += THREADS) {
-            C c = buf[i];
+            const C c = buf[i];
             values[row * k + i] = from_sortable(K(word_of(c)), map);
             indices[row * k + i] = index_of(c);
         }
@@ -498,14 +679,16 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
 // The kernels of one key width W: the filter over keys and over partial results, the radix
 // select over keys and over partial results at R = 4, 16 or 32 elements a thread
 // (src/cuda/topk.rs RADIX_PER_THREAD), and the take of indices (u32) and of keys of the width.
-// BOUNDS: the kernel's launch bounds, (THREADS) or (THREADS, blocks an SM), which caps the
-// registers: u64 composites fit 3 blocks at 16 a thread and 2 at 32 without spilling.
-#define EXPORT_TOPK_RADIX(W, C, R, BOUNDS)                                                       \
-    extern "C" __global__ void __launch_bounds__ BOUNDS                                          \
+// KEYS and PARTIALS: the launch bounds of the kernels over keys and over partial results,
+// (THREADS) or (THREADS, blocks an SM), which caps the registers. Where composites are u64, the
+// keys kernels hold 32-bit words, 3 blocks an SM at 32 a thread (80 registers); the partials
+// kernels hold composites, 3 blocks at 16 a thread and 2 at 32.
+#define EXPORT_TOPK_RADIX(W, C, R, KEYS, PARTIALS)                                               \
+    extern "C" __global__ void __launch_bounds__ KEYS                                            \
         topk_radix_keys_##W##_##R TOPK_PARAMS(W, C, W) {                                         \
         topk_radix<W, C, W, R> TOPK_ARGS;                                                        \
     }                                                                                            \
-    extern "C" __global__ void __launch_bounds__ BOUNDS                                          \
+    extern "C" __global__ void __launch_bounds__ PARTIALS                                        \
         topk_radix_partials_##W##_##R TOPK_PARAMS(C, C, W) {                                     \
         topk_radix<W, C, C, R> TOPK_ARGS;                                                        \
     }
@@ -516,9 +699,9 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
     extern "C" __global__ void __launch_bounds__(THREADS) topk_partials_##W TOPK_PARAMS(C, C, W) { \
         topk_filter<W, C, C> TOPK_ARGS;                                                         \
     }                                                                                           \
-    EXPORT_TOPK_RADIX(W, C, 4, (THREADS))                                                       \
-    EXPORT_TOPK_RADIX(W, C, 16, (THREADS, sizeof(C) == 8 ? 3 : 1))                              \
-    EXPORT_TOPK_RADIX(W, C, 32, (THREADS, sizeof(C) == 8 ? 2 : 1))                              \
+    EXPORT_TOPK_RADIX(W, C, 4, (THREADS), (THREADS))                                            \
+    EXPORT_TOPK_RADIX(W, C, 16, (THREADS, sizeof(C) == 8 ? 3 : 1), (THREADS, sizeof(C) == 8 ? 3 : 1)) \
+    EXPORT_TOPK_RADIX(W, C, 32, (THREADS, sizeof(C) == 8 ? 3 : 1), (THREADS, sizeof(C) == 8 ? 2 : 1)) \
     extern "C" __global__ void topk_take_##W TAKE_PARAMS(W) { topk_take<W> TAKE_ARGS; }
 
 #if defined(KERNEL_PART_U16)

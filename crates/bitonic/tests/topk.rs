@@ -384,8 +384,9 @@ fn gpu_auto_backend() {
 }
 
 /// Small selections that run every top-k kernel once or twice, for compute-sanitizer
-/// (bench/sanitize.sh): keys and partials of both widths, misaligned rows, several passes,
-/// the largest k of the filter and the take after a sort.
+/// (bench/sanitize.sh): keys and partials of both widths, misaligned rows, several passes, the
+/// radix select's thresholds of one, two and eight groups a thread, the largest k of the filter
+/// and the take after a sort.
 fn topk_for_the_sanitizer() {
     gpu("topk_for_the_sanitizer");
     let shapes_u32 = [(3, 4097), (1, 100_003), (2, 9000), (2, 16_384)];
@@ -393,7 +394,7 @@ fn topk_for_the_sanitizer() {
     for select in SELECTS {
         for (shapes, wide) in [(&shapes_u32[..], false), (&shapes_f64[..], true)] {
             for &(rows, row_len) in shapes {
-                for k in [1, 50, 2048, 3000] {
+                for k in [1, 50, 256, 600, 2048, 3000] {
                     if k > row_len {
                         continue;
                     }

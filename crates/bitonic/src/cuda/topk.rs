@@ -4,12 +4,13 @@
 //! the first two (topk.cu's u16 part), and widened to u32 words for the argsort.
 //!
 //! **The radix select.** One block holds one chunk of a row in registers (up to
-//! [`RADIX_PER_THREAD`] elements a thread) and finds the chunk's k-th best composite digit by
-//! digit: a histogram of one 8-bit digit of the elements still in play, a scan from the top
-//! bin to the bin where the k-th falls, and the elements of the bins above it win. A chunk's
-//! k best go to a scratch buffer unsorted; the next pass selects over them, until a row is one
-//! chunk, whose block sorts its k best with a bitonic network. [`radix_plan`] gives the
-//! passes.
+//! [`RADIX_PER_THREAD`] elements a thread, as sortable words) and narrows it in three steps
+//! (kernels/topk.cu says how): a threshold that at least k of the chunk's elements reach, from
+//! a radix select over the best of each small group of registers; the elements that reach it,
+//! gathered in shared memory as candidates (a little more than k for keys in no particular
+//! order); and the exact k best of those, placed by their ranks, or by a radix select over
+//! them. A chunk's k best go to a scratch buffer; the next pass selects over them, until a row
+//! is one chunk, whose block writes its k best sorted. [`radix_plan`] gives the passes.
 //!
 //! **The filter.** One block selects the best k of one chunk of a row, keeping them in shared
 //! memory and letting through only the keys that beat the k-th best (kernels/topk.cu says
@@ -50,13 +51,13 @@ const CHUNK_ALIGN: usize = 16;
 
 /// The elements a thread of the radix select can hold: the kernels' instances of `R`.
 pub(crate) const RADIX_PER_THREAD: [usize; 3] = [4, 16, 32];
-/// Candidates a thread of the radix select holds when a sampled threshold has narrowed the
-/// field (kernels: `KERNEL_TOPK_CANDIDATES_PER_THREAD`); the kernels of at least
-/// [`RADIX_SAMPLES_FROM`] elements a thread sample.
+/// Candidates above a block's threshold that a thread of the radix select holds in registers
+/// for a radix select over them (kernels: `KERNEL_TOPK_CANDIDATES_PER_THREAD`): the shared
+/// memory holds `THREADS` times this many, or times the elements a thread holds if fewer.
 const RADIX_CANDIDATES_PER_THREAD: usize = 8;
-/// The fewest elements a thread of a radix kernel that samples holds (kernels:
-/// `KERNEL_TOPK_SAMPLES_FROM`).
-const RADIX_SAMPLES_FROM: usize = 16;
+/// The most candidates a block places by their ranks (each counts the candidates that beat it)
+/// instead of a radix select and a bitonic sort (kernels: `KERNEL_TOPK_RANK_MAX`).
+const RADIX_RANK_MAX: usize = 128;
 /// The blocks a multiprocessor that the radix chunks of few rows aim for.
 const RADIX_BLOCKS_PER_SM: usize = 8;
 /// The fewest elements a radix chunk has when rows are cut to fill the GPU.
@@ -70,7 +71,7 @@ pub(crate) fn kernel_defines() -> Vec<super::nvrtc::Define> {
             "KERNEL_TOPK_CANDIDATES_PER_THREAD",
             RADIX_CANDIDATES_PER_THREAD.to_string(),
         ),
-        ("KERNEL_TOPK_SAMPLES_FROM", RADIX_SAMPLES_FROM.to_string()),
+        ("KERNEL_TOPK_RANK_MAX", RADIX_RANK_MAX.to_string()),
     ]
 }
 
@@ -306,8 +307,8 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
     let module = module(key_bytes);
     let width = width(key_bytes);
     let sms = gpu.info().multiprocessors.max(1) as usize;
-    // The last pass sorts the k best in shared memory; the kernels that sample gather their
-    // candidates there.
+    // The kernels gather their candidates in shared memory, where the last pass may sort the
+    // k best.
     let slots = k.next_power_of_two();
     let mut input: Option<CudaSlice<C>> = None;
     let most_per_thread = t.policy.topk_radix_per_thread;
@@ -317,10 +318,7 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
     {
         let what = if i == 0 { "keys" } else { "partials" };
         let name = format!("topk_radix_{what}_{width}_{}", pass.per_thread);
-        let held = match pass.per_thread >= RADIX_SAMPLES_FROM {
-            true => slots.max(THREADS as usize * RADIX_CANDIDATES_PER_THREAD),
-            false => slots,
-        };
+        let held = slots.max(THREADS as usize * pass.per_thread.min(RADIX_CANDIDATES_PER_THREAD));
         let shared = held * std::mem::size_of::<C>();
         let args = launch::TopkArgs {
             row_len: pass.row_len as u64,
