@@ -220,13 +220,15 @@ __device__ void topk_filter(const In *input, u64 row_len, u32 rows, u32 chunks, 
 // index follows from the register and the thread, and its composite is made only when needed)
 // or, in a reduction pass, the composite the element already is. Three steps select the
 // chunk's k best:
-//  1. A threshold, when k is at most an eighth of the chunk. The registers of each thread are
-//     cut into G groups (G chosen so that the block has at least twice as many groups as the k
-//     wanted, up to MAX_GROUPS), and the groups' best values give a value T that k of them
+//  1. A threshold, when k is at most an eighth of the chunk's elements. The registers of each
+//     thread are cut into G groups (G chosen by groups_for: about twice as many groups as the
+//     k wanted, up to MAX_GROUPS), and the groups' best values give a value T that k of them
 //     reach: with one group a thread, by sorting each warp's and ranking them all; with more,
-//     by a radix select over them. Each of those groups has an element that reaches T, so at
-//     least k elements do; for keys in no particular order, only a little more than k.
-//  2. The candidates: every element that reaches T goes, as a composite, to shared memory.
+//     by a radix select over them. If T is above padding, each of those groups has an element
+//     that reaches it, so at least k elements do; for keys in no particular order, only a
+//     little more than k. If it is padding, every element reaches it.
+//  2. The candidates: every element that reaches T goes, as a composite, to shared memory (as
+//     many as it holds: CAPACITY).
 //  3. The exact select among the candidates. Up to RANK_MAX of them, each one's rank (how many
 //     beat it) is its place in the sorted output. More are selected by a radix select over
 //     their composites, and the row's final chunk sorts its k best with a bitonic network.
@@ -396,7 +398,8 @@ __device__ __forceinline__ void append(const Element &element, u32 mask, u32 *co
 // The groups of step 1 a thread has for `need` of `in_play` elements, R a thread, when in_play
 // >= 8 need: the fewest (a power of two) that give twice `need` groups, up to MAX_GROUPS, and
 // surely `need` groups with an element, each holding at most R / G (the most groups,
-// min(MAX_GROUPS, R), always do: in_play x G >= 8 need x G >= need x R).
+// min(MAX_GROUPS, R), always do: in_play x G >= 8 need x G >= need x R). Fewer groups with an
+// element would only make the threshold padding, and every element a candidate.
 #define MAX_GROUPS 8u
 __device__ __forceinline__ u32 groups_for(u32 need, u32 in_play, u32 per_thread) {
     const u32 most = min(MAX_GROUPS, per_thread);

@@ -54,9 +54,9 @@ pub struct Policy {
     /// rows longer than one chunk with k past [`crate::dispatch::TOPK_RADIX_MAX_K`], which
     /// stream too.
     pub topk_filter_above: usize,
-    /// The most elements a thread of the top-k radix select holds: 32 (chunks of 8,192 at two
-    /// blocks an SM) or 16 (chunks of 4,096 at three); another value makes top-k selections
-    /// fail with [`crate::Error::Unsupported`].
+    /// The most elements a thread of the top-k radix select holds: 32 (chunks of 8,192; for
+    /// 16- and 32-bit keys three blocks an SM) or 16 (chunks of 4,096); another value makes
+    /// top-k selections fail with [`crate::Error::Unsupported`].
     pub topk_radix_per_thread: usize,
 }
 

@@ -385,8 +385,8 @@ fn gpu_auto_backend() {
 
 /// Small selections that run every top-k kernel once or twice, for compute-sanitizer
 /// (bench/sanitize.sh): keys and partials of both widths, misaligned rows, several passes, the
-/// radix select's thresholds of one, two and eight groups a thread, the largest k of the filter
-/// and the take after a sort.
+/// radix select's thresholds of one and two groups a thread, the largest k of the filter and
+/// the take after a sort.
 fn topk_for_the_sanitizer() {
     gpu("topk_for_the_sanitizer");
     let shapes_u32 = [(3, 4097), (1, 100_003), (2, 9000), (2, 16_384)];

@@ -524,7 +524,7 @@ pub(crate) fn topk_pass<In: DeviceRepr, C: DeviceRepr, B: DeviceRepr>(
     // row_len input elements (checked above), writes chunks x k partials a row when chunks > 1
     // and k values and indices a row when chunks == 1 (checked below; the other pointer is
     // null and unused), and keeps `slots` composites in the dynamic shared memory of `cfg`
-    // (the radix kernels that sample also their candidates: src/cuda/topk.rs sizes it).
+    // (the radix kernels also their candidates: src/cuda/topk.rs sizes it).
     unsafe {
         launch(gpu, kernel, cfg, |l| {
             l.arg(input).arg(&a.row_len).arg(&a.rows).arg(&a.chunks);

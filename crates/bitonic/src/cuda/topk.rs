@@ -6,7 +6,8 @@
 //! **The radix select.** One block holds one chunk of a row in registers (up to
 //! [`RADIX_PER_THREAD`] elements a thread, as sortable words) and narrows it in three steps
 //! (kernels/topk.cu says how): a threshold that at least k of the chunk's elements reach, from
-//! a radix select over the best of each small group of registers; the elements that reach it,
+//! the best of each thread (warp sorts and ranks) or of each small group of registers (a radix
+//! select over them); the elements that reach it,
 //! gathered in shared memory as candidates (a little more than k for keys in no particular
 //! order); and the exact k best of those, placed by their ranks, or by a radix select over
 //! them. A chunk's k best go to a scratch buffer; the next pass selects over them, until a row
