@@ -37,10 +37,7 @@ pub fn with_overrides(mut base: Policy, spec: &str) -> Result<Policy> {
     if !base.tile_bytes.is_power_of_two() || !base.max_cluster_blocks.is_power_of_two() {
         bail!("tile_bytes and max_cluster_blocks must be powers of two");
     }
-    if ![base.merge_ways, base.wide_merge_ways]
-        .iter()
-        .all(|w| Policy::MERGE_WAYS.contains(w))
-    {
+    if !base.merge_ways_supported() {
         bail!("merge_ways and wide_merge_ways are 2, 4, 8, 16 or 32");
     }
     if !Policy::TOPK_RADIX_PER_THREAD.contains(&base.topk_radix_per_thread) {

@@ -260,8 +260,7 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
     }
     Ok(match (layout, request.with_values) {
         (Layout::Whole, false) if request.len > policy.merge_sort_above => {
-            let ways = [policy.merge_ways, policy.wide_merge_ways];
-            if !ways.iter().all(|w| Policy::MERGE_WAYS.contains(w)) {
+            if !policy.merge_ways_supported() {
                 return Err(Error::Unsupported(
                     "a policy's merge_ways or wide_merge_ways other than 2, 4, 8, 16 or 32",
                 ));

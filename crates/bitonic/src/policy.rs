@@ -122,6 +122,14 @@ impl Policy {
         }
     }
 
+    /// Whether [`Policy::merge_ways`] and [`Policy::wide_merge_ways`] are both among
+    /// [`Policy::MERGE_WAYS`], the numbers of runs the merge kernels have a form for.
+    pub fn merge_ways_supported(&self) -> bool {
+        [self.merge_ways, self.wide_merge_ways]
+            .iter()
+            .all(|w| Self::MERGE_WAYS.contains(w))
+    }
+
     /// The most runs one merge level of words of `word_bytes` merges: [`Policy::merge_ways`]
     /// for 4-byte words, [`Policy::wide_merge_ways`] for wider ones.
     pub fn merge_ways_of(&self, word_bytes: usize) -> u32 {
