@@ -10,10 +10,7 @@ min_exp=${MIN_EXP:-15}
 max_exp=${MAX_EXP:-29}
 repeats=${REPEATS:-5}
 mkdir -p "$out"
-bin=.gpu/bin/bitonic
-[ -x "$bin" ] || bin=target/release/bitonic
-commit=$("$bin" --version | sed -n 's/.*(commit \(.*\))$/\1/p')
-date=$(date -u +%F)
+. "$(dirname "$0")/provenance.sh" # bin, commit, date
 # Figures need a TrueType font; matplotlib ships DejaVu Sans.
 if [ -z "${BITONIC_FONT:-}" ]; then
   BITONIC_FONT=$(python3 -c 'import matplotlib, os; print(os.path.join(os.path.dirname(matplotlib.__file__), "mpl-data/fonts/ttf/DejaVuSans.ttf"))' 2>/dev/null || true)

@@ -13,10 +13,7 @@ min_exp=${MIN_EXP:-15}
 max_exp=${MAX_EXP:-29}
 repeats=${REPEATS:-10}
 mkdir -p "$out"
-bin=.gpu/bin/bitonic
-[ -x "$bin" ] || bin=target/release/bitonic
-commit=$("$bin" --version | sed -n 's/.*(commit \(.*\))$/\1/p')
-date=$(date -u +%F)
+. "$(dirname "$0")/provenance.sh" # bin, commit, date
 nvcc -O3 -std=c++17 -arch=sm_90 -o "$out/cub_sort" bench/peers/cub_sort.cu
 for dtype in ${DTYPES:-u32 u64}; do
   top=$max_exp

@@ -9,10 +9,7 @@ out=${1:-bench-results}
 repeats=${REPEATS:-10}
 shapes=${SHAPES:-16384x1024 65536x256 4096x4096 1024x16384 1x16777216}
 mkdir -p "$out"
-bin=.gpu/bin/bitonic
-[ -x "$bin" ] || bin=target/release/bitonic
-commit=$("$bin" --version | sed -n 's/.*(commit \(.*\))$/\1/p')
-date=$(date -u +%F)
+. "$(dirname "$0")/provenance.sh" # bin, commit, date
 header=$("$bin" bench-rows --csv-header)
 echo "== CUB segmented sort"
 nvcc -O3 -std=c++17 -arch=sm_90 -o "$out/cub_segmented" bench/peers/cub_segmented.cu

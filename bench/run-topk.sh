@@ -12,10 +12,7 @@ ks=${KS:-1,8,50,256,1024}
 dtypes=${DTYPES:-f32,bf16}
 shapes=${SHAPES:-64x128256 256x151936 4096x32768 16384x1024 1x16777216 1x268435456}
 mkdir -p "$out"
-bin=.gpu/bin/bitonic
-[ -x "$bin" ] || bin=target/release/bitonic
-commit=$("$bin" --version | sed -n 's/.*(commit \(.*\))$/\1/p')
-date=$(date -u +%F)
+. "$(dirname "$0")/provenance.sh" # bin, commit, date
 header=$("$bin" bench-topk --csv-header)
 echo "== torch"
 { echo "$header"; PYTHONUNBUFFERED=1 python3 bench/peers/torch_topk.py "$repeats" "$commit" "$date" "$dtypes" "$ks" $shapes; } > "$out/torch_topk.csv"
