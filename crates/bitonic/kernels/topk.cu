@@ -546,13 +546,15 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
         if (t == 0) in_play = 0, taken = 0, candidates = 0;
         T e[R];
         u32 alive = 0;
-        // A whole, aligned chunk is loaded in 16-byte vectors, register r of thread t holding
-        // element ((r / VEC) x THREADS + t) x VEC + r % VEC, with no bounds to check; another,
-        // element r x THREADS + t.
-        const bool vectors = R % VEC == 0 && end - begin == u64(R) * THREADS &&
-                             reinterpret_cast<u64>(row_input + begin) % 16 == 0;
+        // A chunk that begins 16-byte aligned is loaded in 16-byte vectors, register r of thread
+        // t holding element ((r / VEC) x THREADS + t) x VEC + r % VEC; another, element
+        // r x THREADS + t. A whole chunk has no bounds to check, so that every load is issued
+        // before the first is used; in a shorter one, the vectors past the end are read element
+        // by element.
+        const u32 len = u32(end - begin);
+        const bool vectors = R % VEC == 0 && reinterpret_cast<u64>(row_input + begin) % 16 == 0;
         if constexpr (R % Vector<In>::N == 0) {
-            if (vectors) {
+            if (vectors && len == R * THREADS) {
 #pragma unroll
                 for (u32 q = 0; q < R / VEC; q++) {
                     In v[VEC];
@@ -561,6 +563,25 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
                     for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map);
                 }
                 alive = R == 32 ? ~0u : (1u << R) - 1;
+            } else if (vectors) {
+#pragma unroll
+                for (u32 q = 0; q < R / VEC; q++) {
+                    const u32 at = (q * THREADS + t) * VEC;
+                    if (at + VEC <= len) {
+                        In v[VEC];
+                        Vector<In>::load(row_input + begin + at, v);
+#pragma unroll
+                        for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map);
+                        alive |= (VEC == 32 ? ~0u : (1u << VEC) - 1) << (q * VEC);
+                    } else {
+#pragma unroll
+                        for (u32 i = 0; i < VEC; i++) {
+                            e[q * VEC + i] = padding<T>();
+                            if (at + i < len)
+                                e[q * VEC + i] = Held<C, In>::of(row_input[begin + at + i], map), alive |= 1u << (q * VEC + i);
+                        }
+                    }
+                }
             }
         }
         if (!vectors) {

@@ -24,11 +24,11 @@ fn main() {
 }
 
 const SELECTS: [Select; 2] = [Select::Largest, Select::Smallest];
-const KS: [usize; 9] = [1, 2, 7, 50, 64, 256, 1000, 1024, 2048];
+const KS: [usize; 11] = [1, 2, 7, 50, 64, 256, 300, 600, 1000, 1024, 2048];
 /// (rows, row_len): rows shorter than 2k for the larger k, lengths across the filter's tiles
 /// and chunks and around the radix select's chunk, and rows long enough for two and three
 /// reduction passes.
-const SHAPES: [(usize, usize); 21] = [
+const SHAPES: [(usize, usize); 22] = [
     (1, 1),
     (3, 1),
     (64, 1),
@@ -46,6 +46,7 @@ const SHAPES: [(usize, usize); 21] = [
     (3, TOPK_RADIX_CHUNK),
     (2, TOPK_RADIX_CHUNK + 1),
     (1, 2 * TOPK_RADIX_CHUNK + 5),
+    (2, 9600), // the radix thresholds of four (k = 300) and eight (k = 600) groups a thread
     (1, 100_003),
     (3, 100_003),
     (1, (1 << 20) + 3),
@@ -385,16 +386,16 @@ fn gpu_auto_backend() {
 
 /// Small selections that run every top-k kernel once or twice, for compute-sanitizer
 /// (bench/sanitize.sh): keys and partials of both widths, misaligned rows, several passes, the
-/// radix select's thresholds of one and two groups a thread, the largest k of the filter and
-/// the take after a sort.
+/// radix select's thresholds of one, two, four and eight groups a thread, the largest k of the
+/// filter and the take after a sort.
 fn topk_for_the_sanitizer() {
     gpu("topk_for_the_sanitizer");
-    let shapes_u32 = [(3, 4097), (1, 100_003), (2, 9000), (2, 16_384)];
+    let shapes_u32 = [(3, 4097), (1, 100_003), (2, 9000), (2, 9600), (2, 16_384)];
     let shapes_f64 = [(5, 31), (1, 70_001), (2, 9000)];
     for select in SELECTS {
         for (shapes, wide) in [(&shapes_u32[..], false), (&shapes_f64[..], true)] {
             for &(rows, row_len) in shapes {
-                for k in [1, 50, 256, 600, 2048, 3000] {
+                for k in [1, 50, 256, 300, 600, 2048, 3000] {
                     if k > row_len {
                         continue;
                     }

@@ -171,7 +171,8 @@ pub(crate) fn radix_plan(
             .div_ceil(most)
             .max(wanted.min(len.div_ceil(min_chunk)))
             .max(1);
-        let chunk_len = len.div_ceil(chunks);
+        // Chunks of whole 16-byte vectors, so that each begins aligned when the row does.
+        let chunk_len = len.div_ceil(chunks).next_multiple_of(CHUNK_ALIGN).min(most);
         let chunks = len.div_ceil(chunk_len);
         let per_thread = RADIX_PER_THREAD
             .into_iter()
