@@ -223,7 +223,7 @@ __device__ void topk_filter(const In *input, u64 row_len, u32 rows, u32 chunks, 
 //  1. A threshold, when k is at most an eighth of the chunk's elements. The registers of each
 //     thread are cut into G groups (G chosen by groups_for: about twice as many groups as the
 //     k wanted, up to MAX_GROUPS), and the groups' best values give a value T that k of them
-//     reach: with one group a thread, by sorting each warp's and ranking them all; with more,
+//     reach: with one group a thread, by a tournament of the warps' sorted lists; with more,
 //     by a radix select over them. If T is above padding, each of those groups has an element
 //     that reaches it, so at least k elements do; for keys in no particular order, only a
 //     little more than k. If it is padding, every element reaches it.
@@ -266,32 +266,36 @@ __device__ __forceinline__ bool better(u32 a, u32 b) { return a > b; }
 
 // What a register holds of an element `In` of a chunk whose composites are `C`: `of` reads it,
 // `composite` makes the element's composite from it and its index in the row, and `real` says
-// whether it is an element at all (a reduction pass's input has padding). 16-bit words are held
-// in the top half of a u32, so that their radix digits come first.
+// whether it is an element at all (a reduction pass's input has padding, and is PADDED). 16-bit
+// words are held in the top half of a u32, so that their radix digits come first.
 template <typename C, typename In> struct Held;
 template <> struct Held<u64, u16> {
     typedef u32 T;
     __device__ static T of(u16 key, u32 map) { return u32(to_sortable(key, map)) << 16; }
     __device__ static u64 composite(T h, u32 index) { return ::composite(u16(h >> 16), index); }
     __device__ static bool real(T) { return true; }
+    static const bool PADDED = false;
 };
 template <> struct Held<u64, u32> {
     typedef u32 T;
     __device__ static T of(u32 key, u32 map) { return to_sortable(key, map); }
     __device__ static u64 composite(T h, u32 index) { return ::composite(h, index); }
     __device__ static bool real(T) { return true; }
+    static const bool PADDED = false;
 };
 template <> struct Held<KeyIndex, u64> {
     typedef u64 T;
     __device__ static T of(u64 key, u32 map) { return to_sortable(key, map); }
     __device__ static KeyIndex composite(T h, u32 index) { return ::composite(h, index); }
     __device__ static bool real(T) { return true; }
+    static const bool PADDED = false;
 };
 template <typename C> struct Held<C, C> {
     typedef C T;
     __device__ static T of(const C &c, u32) { return c; }
     __device__ static C composite(const T &h, u32) { return h; }
     __device__ static bool real(const T &h) { return better(h, padding<C>()); }
+    static const bool PADDED = true;
 };
 
 // What one round of a radix select decided, broadcast through shared memory.
@@ -461,35 +465,74 @@ template <typename T> __device__ __forceinline__ T warp_sort_best_first(T v) {
     return v;
 }
 
-// Step 1 with one group a thread, without radix rounds: each warp sorts its lanes' best values
-// (in `lists`, THREADS values of shared memory, one sorted list a warp), and each value's rank
-// among all of them is its place in its list plus, in every other list, a binary search for the
-// values before it (equal ones count as before it in lower warps). The need-th best is the
-// threshold. Called by the whole block with 1 <= need <= THREADS; `lists` is free from its call.
-template <typename T, u32 R>
-__device__ __forceinline__ T lane_threshold(const T (&e)[R], u32 need, T *lists) {
+// Sorts a bitonic sequence of 32 x V values, element v x 32 + lane in register v of each lane,
+// best first: half-cleaners of strides 16 V down to 1, within a lane's registers while the
+// stride is 32 or more, across lanes by shuffles below.
+template <u32 V, typename T> __device__ __forceinline__ void warp_clean_best_first(T (&x)[V]) {
+    const u32 lane = threadIdx.x % WARP_SIZE;
+#pragma unroll
+    for (u32 s = V / 2; s > 0; s >>= 1) {
+#pragma unroll
+        for (u32 v = 0; v < V; v++) {
+            if ((v & s) == 0 && better(x[v + s], x[v])) {
+                const T t = x[v];
+                x[v] = x[v + s];
+                x[v + s] = t;
+            }
+        }
+    }
+#pragma unroll
+    for (u32 stride = WARP_SIZE / 2; stride > 0; stride >>= 1) {
+#pragma unroll
+        for (u32 v = 0; v < V; v++) {
+            const T other = shuffle_xor(x[v], stride);
+            if (((lane & stride) == 0) == better(other, x[v])) x[v] = other;
+        }
+    }
+}
+
+// Step 1 with one group a thread: the need-th best of the threads' best values, by a
+// tournament. Each warp sorts its lanes' bests into a list of M = 32 x V, padded; then pairs of
+// warps' lists merge, level by level, each keeping the best M of the two: the better of each
+// element of one list and the mirrored element of the other are those M, as a bitonic
+// sequence, which warp_clean_best_first sorts. After three levels warp 0 holds the block's
+// best M, and the need-th of them is the threshold. A list goes through shared memory
+// (`lists`, THREADS x V values, free from its call) once a level, read by one warp. Called by
+// the whole block with 1 <= need <= M.
+template <u32 V, typename T, u32 R>
+__device__ __forceinline__ T tournament_threshold(const T (&e)[R], u32 need, T *lists) {
+    const u32 M = V * WARP_SIZE, WARPS = THREADS / WARP_SIZE;
+    const u32 lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
     T best[1];
     group_bests<1>(e, best);
-    const u32 t = threadIdx.x, lane = t % WARP_SIZE, warp = t / WARP_SIZE;
-    const T v = warp_sort_best_first(best[0]);
-    lists[t] = v;
-    __syncthreads();
-    u32 rank = lane;
+    T list[V];
+    list[0] = warp_sort_best_first(best[0]);
 #pragma unroll
-    for (u32 w = 0; w < THREADS / WARP_SIZE; w++) {
-        if (w == warp) continue;
-        const T *list = lists + w * WARP_SIZE;
-        u32 before = 0; // list[0, before) come before v
+    for (u32 v = 1; v < V; v++) list[v] = padding<T>();
+    // At level L, warp w + L hands its list to warp w (w a multiple of 2L). The slots written
+    // at one level are never those read at the level before, so one barrier a level suffices.
 #pragma unroll
-        for (u32 step = WARP_SIZE / 2; step > 0; step >>= 1) {
-            const T x = list[before + step - 1];
-            if (w < warp ? !better(v, x) : better(x, v)) before += step;
+    for (u32 level = 1; level < WARPS; level <<= 1) {
+        if (warp % (2 * level) == level)
+#pragma unroll
+            for (u32 v = 0; v < V; v++) lists[warp * M + v * WARP_SIZE + lane] = list[v];
+        __syncthreads();
+        if (warp % (2 * level) == 0) {
+            const T *other = lists + (warp + level) * M;
+#pragma unroll
+            for (u32 v = 0; v < V; v++) {
+                const T o = other[M - 1 - (v * WARP_SIZE + lane)];
+                if (better(o, list[v])) list[v] = o;
+            }
+            warp_clean_best_first(list);
         }
-        if (w < warp ? !better(v, list[WARP_SIZE - 1]) : better(list[WARP_SIZE - 1], v)) before = WARP_SIZE;
-        rank += before;
     }
     __shared__ T threshold; // apart from `lists`, which the caller overwrites next
-    if (rank == need - 1) threshold = v;
+    if (warp == 0 && lane == (need - 1) % WARP_SIZE) {
+#pragma unroll
+        for (u32 v = 0; v < V; v++)
+            if (v == (need - 1) / WARP_SIZE) threshold = list[v];
+    }
     __syncthreads();
     return threshold;
 }
@@ -599,20 +642,31 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
 #pragma unroll
         for (u32 r = 0; r < R; r++)
             if (!Held<C, In>::real(e[r])) alive &= ~(1u << r); // a reduction pass's padding
-        __syncthreads();
-        const u32 warp_in_play = __reduce_add_sync(FULL_WARP_MASK, __popc(alive));
-        if (t % WARP_SIZE == 0) atomicAdd(&in_play, warp_in_play);
-        __syncthreads();
-        const u32 need = min(k, in_play);
+        __syncthreads(); // the counters are reset
+        u32 chunk_in_play = len; // every key is an element; a reduction pass counts its own
+        if constexpr (Held<C, In>::PADDED) {
+            const u32 warp_in_play = __reduce_add_sync(FULL_WARP_MASK, __popc(alive));
+            if (t % WARP_SIZE == 0) atomicAdd(&in_play, warp_in_play);
+            __syncthreads();
+            chunk_in_play = in_play;
+        }
+        const u32 need = min(k, chunk_in_play);
 
         // Steps 1 and 2 pay when k is a small part of the chunk; else the radix select of step
         // 3 runs over every element held.
         u32 gathered = ~0u;
-        if (8 * need <= in_play) { // block-uniform
+        if (8 * need <= chunk_in_play) { // block-uniform
             // 1. The threshold.
             T threshold;
-            switch (groups_for(need, in_play, R)) {
-            case 1: threshold = need > 0 ? lane_threshold(e, need, reinterpret_cast<T *>(buf)) : padding<T>(); break;
+            switch (groups_for(need, chunk_in_play, R)) {
+            case 1: {
+                T *lists = reinterpret_cast<T *>(buf);
+                if (need == 0) threshold = padding<T>();
+                else if (need <= WARP_SIZE) threshold = tournament_threshold<1>(e, need, lists);
+                else if (need <= 2 * WARP_SIZE) threshold = tournament_threshold<2>(e, need, lists);
+                else threshold = tournament_threshold<4>(e, need, lists); // groups_for: need <= THREADS / 2
+                break;
+            }
             case 2: threshold = group_threshold<2>(e, need, s); break;
             case 4: threshold = group_threshold<4>(e, need, s); break;
             default: if constexpr (R >= 8) threshold = group_threshold<8>(e, need, s); break;

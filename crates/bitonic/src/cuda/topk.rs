@@ -150,9 +150,14 @@ pub(crate) struct RadixPass {
 /// (1 ≤ k ≤ row_len, and k ≤ [`crate::dispatch::TOPK_RADIX_MAX_K`] when a row is longer than
 /// [`crate::dispatch::TOPK_RADIX_CHUNK`]), at most `most_per_thread` (16 or 32) elements a
 /// thread: the first over the keys, each later one over the k best of every chunk of the
-/// pass before, the last with one chunk a row. Rows are cut into chunks no longer than a
-/// block holds, and into more (down to [`RADIX_MIN_CHUNK`] and 8k elements) while the grid
-/// has fewer than [`RADIX_BLOCKS_PER_SM`] blocks a multiprocessor.
+/// pass before, the last with one chunk a row.
+///
+/// A chunk is a whole block's registers, `per_thread` x THREADS elements (only a row's last
+/// chunk is shorter), so that every other chunk loads without bounds checks. The first pass
+/// cuts rows into more, smaller chunks (down to [`RADIX_MIN_CHUNK`] and 8k elements) while the
+/// grid has fewer than [`RADIX_BLOCKS_PER_SM`] blocks a multiprocessor. Later passes read few
+/// partial results, where one pass more costs more than a spread grid saves: their chunks are
+/// as long as a block holds.
 pub(crate) fn radix_plan(
     rows: usize,
     row_len: usize,
@@ -162,22 +167,22 @@ pub(crate) fn radix_plan(
 ) -> Vec<RadixPass> {
     assert!(RADIX_PER_THREAD[1..].contains(&most_per_thread));
     let most = THREADS as usize * most_per_thread;
-    let wanted = (RADIX_BLOCKS_PER_SM * multiprocessors.max(1)).div_ceil(rows.max(1));
+    let spread = (RADIX_BLOCKS_PER_SM * multiprocessors.max(1)).div_ceil(rows.max(1));
     let min_chunk = RADIX_MIN_CHUNK.max(8 * k).min(most);
-    let mut passes = Vec::new();
+    let mut passes: Vec<RadixPass> = Vec::new();
     let mut len = row_len;
     loop {
+        let wanted = if passes.is_empty() { spread } else { 1 };
         let chunks = len
             .div_ceil(most)
             .max(wanted.min(len.div_ceil(min_chunk)))
             .max(1);
-        // Chunks of whole 16-byte vectors, so that each begins aligned when the row does.
-        let chunk_len = len.div_ceil(chunks).next_multiple_of(CHUNK_ALIGN).min(most);
-        let chunks = len.div_ceil(chunk_len);
         let per_thread = RADIX_PER_THREAD
             .into_iter()
-            .find(|&r| r * THREADS as usize >= chunk_len && r <= most_per_thread)
+            .find(|&r| r * THREADS as usize >= len.div_ceil(chunks) && r <= most_per_thread)
             .expect("a chunk is at most a block's registers");
+        let chunk_len = (per_thread * THREADS as usize).min(len);
+        let chunks = len.div_ceil(chunk_len);
         passes.push(RadixPass {
             row_len: len,
             chunks,
@@ -533,6 +538,7 @@ mod tests {
                         assert!(p.chunk_len <= p.per_thread * THREADS as usize, "{what}");
                         assert!(p.chunks * p.chunk_len >= p.row_len, "{what}");
                         assert!((p.chunks - 1) * p.chunk_len < p.row_len, "{what}");
+                        assert!(p.chunks == 1 || p.chunk_len == p.per_thread * THREADS as usize, "{what}");
                         if let Some(next) = passes.get(i + 1) {
                             assert_eq!(next.row_len, p.chunks * k, "{what}");
                             assert!(next.row_len * 4 <= p.row_len, "{what}: {passes:?}");
@@ -544,11 +550,14 @@ mod tests {
         // 16,384 rows of 1,024: one pass, 4 elements a thread.
         let short = radix_plan(16_384, 1024, 50, 132, 32);
         assert_eq!((short.len(), short[0].per_thread), (1, 4));
-        // One row of 2^24: 2,048 chunks of 8,192, then the 2,048 x 50 partials spread over
-        // the GPU in chunks of 2,048, then those results.
+        // One row of 2^24: 2,048 chunks of 8,192, then the 2,048 x 50 partials in chunks of
+        // 8,192 (not spread), then those results.
         let long = radix_plan(1, 1 << 24, 50, 132, 32);
         let chunks: Vec<usize> = long.iter().map(|p| p.chunks).collect();
-        assert_eq!(chunks, [2048, 50, 2, 1]);
+        assert_eq!(chunks, [2048, 13, 1]);
+        // A row of 151,936 is 18 whole chunks and one shorter.
+        let logits = radix_plan(256, 151_936, 50, 132, 32);
+        assert_eq!((logits[0].chunks, logits[0].chunk_len), (19, 8192));
         // At most 16 a thread: chunks of 4,096, and still one pass for short rows.
         let half = radix_plan(4096, 32_768, 50, 132, 16);
         assert_eq!((half[0].chunks, half[0].per_thread, half.len()), (8, 16, 2));
