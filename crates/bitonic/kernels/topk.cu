@@ -449,25 +449,36 @@ __device__ __forceinline__ KeyIndex shuffle_xor(const KeyIndex &c, u32 mask) {
     return o;
 }
 
-// Sorts one value a lane across the warp, best first (lane 0 the best): a bitonic network of
-// shuffles, whose blocks of `size` alternate direction until the last.
-template <typename T> __device__ __forceinline__ T warp_sort_best_first(T v) {
-    const u32 lane = threadIdx.x % WARP_SIZE;
+// Sorts the 32 x P values of a warp, element p x 32 + lane in register p of each lane, best
+// first: a bitonic network whose blocks of `size` alternate direction until the last. Strides
+// of 32 and more compare registers of a lane, shorter ones lanes by shuffles.
+template <u32 P, typename T> __device__ __forceinline__ void warp_sort_best_first(T (&x)[P]) {
+    const u32 lane = threadIdx.x % WARP_SIZE, N = P * WARP_SIZE;
 #pragma unroll
-    for (u32 size = 2; size <= WARP_SIZE; size <<= 1) {
+    for (u32 size = 2; size <= N; size <<= 1) {
 #pragma unroll
         for (u32 stride = size >> 1; stride > 0; stride >>= 1) {
-            const T other = shuffle_xor(v, stride);
-            const bool keep_better = ((lane & size) == 0) == ((lane & stride) == 0);
-            if (keep_better == better(other, v)) v = other;
+#pragma unroll
+            for (u32 p = 0; p < P; p++) {
+                const bool best_first = size == N || ((p * WARP_SIZE + lane) & size) == 0;
+                if (stride >= WARP_SIZE) {
+                    const u32 q = p ^ (stride / WARP_SIZE);
+                    if (q > p && best_first == better(x[q], x[p])) {
+                        const T t = x[p];
+                        x[p] = x[q];
+                        x[q] = t;
+                    }
+                } else {
+                    const T other = shuffle_xor(x[p], stride);
+                    if ((best_first == ((lane & stride) == 0)) == better(other, x[p])) x[p] = other;
+                }
+            }
         }
     }
-    return v;
 }
 
-// Sorts a bitonic sequence of 32 x V values, element v x 32 + lane in register v of each lane,
-// best first: half-cleaners of strides 16 V down to 1, within a lane's registers while the
-// stride is 32 or more, across lanes by shuffles below.
+// Sorts a bitonic sequence of 32 x V values, laid out as in warp_sort_best_first, best first:
+// half-cleaners of strides 16 V down to 1.
 template <u32 V, typename T> __device__ __forceinline__ void warp_clean_best_first(T (&x)[V]) {
     const u32 lane = threadIdx.x % WARP_SIZE;
 #pragma unroll
@@ -491,26 +502,29 @@ template <u32 V, typename T> __device__ __forceinline__ void warp_clean_best_fir
     }
 }
 
-// Step 1 with one group a thread: the need-th best of the threads' best values, by a
-// tournament. Each warp sorts its lanes' bests into a list of M = 32 x V, padded; then pairs of
+// The values a tournament keeps: the dynamic shared memory holds at least this many
+// composites (src/cuda/topk.rs), of which a tournament of M uses WARPS x M.
+#define TOURNAMENT_MOST 256u
+#define TOURNAMENT_SLOTS (THREADS / WARP_SIZE * TOURNAMENT_MOST)
+
+// The block's best M = 32 x V of the values its threads hold (P a thread, P <= V), by a
+// tournament: each warp sorts its 32 x P values into a list of M (padded), then pairs of
 // warps' lists merge, level by level, each keeping the best M of the two: the better of each
 // element of one list and the mirrored element of the other are those M, as a bitonic
-// sequence, which warp_clean_best_first sorts. After three levels warp 0 holds the block's
-// best M, and the need-th of them is the threshold. A list goes through shared memory
-// (`lists`, THREADS x V values, free from its call) once a level, read by one warp. Called by
-// the whole block with 1 <= need <= M.
-template <u32 V, typename T, u32 R>
-__device__ __forceinline__ T tournament_threshold(const T (&e)[R], u32 need, T *lists) {
+// sequence, which warp_clean_best_first sorts. After three levels warp 0's `list` holds them,
+// sorted best first (element v x 32 + lane in register v). A list goes through shared memory
+// (`lists`, WARPS x M values, free from the call on) once a level, read by one warp; the slots
+// written at one level are never those read at the level before, so one barrier a level
+// suffices. Called by the whole block; `lists` may be overwritten once all threads pass a
+// barrier after it.
+template <u32 V, u32 P, typename T>
+__device__ __forceinline__ void block_best(T (&x)[P], T (&list)[V], T *lists) {
+    static_assert(P <= V && V * WARP_SIZE <= TOURNAMENT_MOST, "lists of at most TOURNAMENT_MOST");
     const u32 M = V * WARP_SIZE, WARPS = THREADS / WARP_SIZE;
     const u32 lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
-    T best[1];
-    group_bests<1>(e, best);
-    T list[V];
-    list[0] = warp_sort_best_first(best[0]);
+    warp_sort_best_first(x);
 #pragma unroll
-    for (u32 v = 1; v < V; v++) list[v] = padding<T>();
-    // At level L, warp w + L hands its list to warp w (w a multiple of 2L). The slots written
-    // at one level are never those read at the level before, so one barrier a level suffices.
+    for (u32 v = 0; v < V; v++) list[v] = v < P ? x[v < P ? v : 0] : padding<T>();
 #pragma unroll
     for (u32 level = 1; level < WARPS; level <<= 1) {
         if (warp % (2 * level) == level)
@@ -527,14 +541,52 @@ __device__ __forceinline__ T tournament_threshold(const T (&e)[R], u32 need, T *
             warp_clean_best_first(list);
         }
     }
-    __shared__ T threshold; // apart from `lists`, which the caller overwrites next
-    if (warp == 0 && lane == (need - 1) % WARP_SIZE) {
+}
+
+// Element i of a list that block_best left in warp 0, from lane i % 32 of it: `at` gets it,
+// read by any thread after a barrier.
+template <u32 V, typename T> __device__ __forceinline__ void publish(const T (&list)[V], u32 i, T *at) {
+    if (threadIdx.x == i % WARP_SIZE) {
 #pragma unroll
         for (u32 v = 0; v < V; v++)
-            if (v == (need - 1) / WARP_SIZE) threshold = list[v];
+            if (v == i / WARP_SIZE) *at = list[v];
     }
+}
+
+// Step 1 by a tournament: the need-th best of the G groups' best values of every thread, for
+// 1 <= need <= 32 x V. Called by the whole block; `lists` is free from its call.
+template <u32 V, u32 G, typename T, u32 R>
+__device__ __forceinline__ T tournament_threshold(const T (&e)[R], u32 need, T *lists) {
+    T best[G], list[V];
+    group_bests<G>(e, best);
+    block_best(best, list, lists);
+    __shared__ T threshold; // apart from `lists`, which the caller overwrites next
+    publish(list, need - 1, &threshold);
     __syncthreads();
     return threshold;
+}
+
+// put(i, list[v]) for the elements i = v x 32 + lane < need of a list that block_best left in
+// warp 0.
+template <u32 V, typename T, typename Put>
+__device__ __forceinline__ void put_best(const T (&list)[V], u32 need, const Put &put) {
+    const u32 lane = threadIdx.x % WARP_SIZE;
+    if (threadIdx.x < WARP_SIZE) {
+#pragma unroll
+        for (u32 v = 0; v < V; v++)
+            if (v * WARP_SIZE + lane < need) put(v * WARP_SIZE + lane, list[v]);
+    }
+}
+
+// Step 3 by a tournament over the P (2 or 4) values a thread holds, padding where none: the
+// block's best `need` (at most TOURNAMENT_MOST), sorted, to put(i, value) for i < need. (One
+// size of list for every need: each more would add its network to the compile time.) Called
+// by the whole block; `lists` is free from its call.
+template <u32 P, typename T, typename Put>
+__device__ __forceinline__ void select_by_tournament(T (&x)[P], u32 need, T *lists, const Put &put) {
+    T list[TOURNAMENT_MOST / WARP_SIZE];
+    block_best(x, list, lists);
+    put_best(list, need, put);
 }
 
 // Claims `count` consecutive slots of the counter `*total` for each lane of the warp (a prefix
@@ -574,6 +626,9 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
     const u32 PER_THREAD = R < CANDIDATES_PER_THREAD ? R : CANDIDATES_PER_THREAD;
     const u32 CAPACITY = THREADS * PER_THREAD;
     const u32 VEC = Vector<In>::N;
+    // Tournaments of up to TOURNAMENT_MOST, for k up to 256, over u64 composites; 16-byte
+    // composites take the radix selects (their networks would triple the module's compile time).
+    const bool LARGE_TOURNAMENTS = sizeof(C) == 8;
     C *buf = shared_tile<C>();
     __shared__ RadixShared s;
     __shared__ u32 in_play, taken, candidates;
@@ -662,12 +717,15 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
             case 1: {
                 T *lists = reinterpret_cast<T *>(buf);
                 if (need == 0) threshold = padding<T>();
-                else if (need <= WARP_SIZE) threshold = tournament_threshold<1>(e, need, lists);
-                else if (need <= 2 * WARP_SIZE) threshold = tournament_threshold<2>(e, need, lists);
-                else threshold = tournament_threshold<4>(e, need, lists); // groups_for: need <= THREADS / 2
+                else if (need <= WARP_SIZE) threshold = tournament_threshold<1, 1>(e, need, lists);
+                else if (need <= 2 * WARP_SIZE) threshold = tournament_threshold<2, 1>(e, need, lists);
+                else threshold = tournament_threshold<4, 1>(e, need, lists); // groups_for: need <= THREADS / 2
                 break;
             }
-            case 2: threshold = group_threshold<2>(e, need, s); break;
+            case 2:
+                if constexpr (LARGE_TOURNAMENTS) threshold = tournament_threshold<8, 2>(e, need, reinterpret_cast<T *>(buf)); // need <= THREADS
+                else threshold = group_threshold<2>(e, need, s);
+                break;
             case 4: threshold = group_threshold<4>(e, need, s); break;
             default: if constexpr (R >= 8) threshold = group_threshold<8>(e, need, s); break;
             }
@@ -686,57 +744,72 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
             gathered = candidates;
         }
 
-        // 3. The exact select.
+        // 3. The exact select. put(i, c): c is the i-th best of the row (last) or of the chunk.
+        const auto put = [&](u32 i, const C &c) {
+            if (last) {
+                values[row * k + i] = from_sortable(K(word_of(c)), map);
+                indices[row * k + i] = index_of(c);
+            } else {
+                partials[item * k + i] = c;
+            }
+        };
         if (gathered <= RANK_MAX) {
             // Each candidate's rank among them is its place, best first.
             for (u32 i = t; i < gathered; i += THREADS) {
                 const C c = buf[i];
                 u32 rank = 0;
                 for (u32 j = 0; j < gathered; j++) rank += better(buf[j], c);
-                if (rank >= need) continue;
-                if (last) {
-                    values[row * k + rank] = from_sortable(K(word_of(c)), map);
-                    indices[row * k + rank] = index_of(c);
-                } else {
-                    partials[item * k + rank] = c;
-                }
+                if (rank < need) put(rank, c);
             }
-            if (!last)
-                for (u32 i = need + t; i < k; i += THREADS) partials[item * k + i] = padding<C>();
-            continue;
-        }
-        C *out = last ? buf : partials + item * k;
-        if (gathered <= CAPACITY) {
-            C f[PER_THREAD];
-            u32 f_alive = 0;
+        } else if (LARGE_TOURNAMENTS && need <= TOURNAMENT_MOST && gathered <= 2 * THREADS) {
+            // Up to two candidates a thread: the tournament's best, sorted.
+            C x[2];
 #pragma unroll
-            for (u32 i = 0; i < PER_THREAD; i++) {
-                const u32 at = i * THREADS + t;
-                f[i] = at < gathered ? buf[at] : padding<C>();
-                if (at < gathered) f_alive |= 1u << i;
+            for (u32 p = 0; p < 2; p++) {
+                const u32 at = (t / WARP_SIZE * 2 + p) * WARP_SIZE + t % WARP_SIZE;
+                x[p] = at < gathered ? buf[at] : padding<C>();
             }
-            __syncthreads(); // buf is read before the winners overwrite it
-            C unused;
-            const u32 won = radix_rounds<C, PER_THREAD>([&](u32 i) { return f[i]; }, f_alive, need, s, unused);
-            append<PER_THREAD>([&](u32 i) { return f[i]; }, won, &taken, out, k);
+            __syncthreads(); // buf is read before the tournament's lists overwrite it
+            select_by_tournament(x, need, buf, put);
+        } else if (LARGE_TOURNAMENTS && R == 4 && need <= TOURNAMENT_MOST && gathered == ~0u) {
+            // No threshold, and few elements a thread: the tournament over all of them.
+            if constexpr (LARGE_TOURNAMENTS && R == 4) {
+                C x[R];
+#pragma unroll
+                for (u32 r = 0; r < R; r++) x[r] = alive >> r & 1 ? composite_of(r) : padding<C>();
+                select_by_tournament(x, need, buf, put);
+            }
         } else {
-            C unused;
-            const u32 won = radix_rounds<C, R>(composite_of, alive, need, s, unused);
-            append<R>(composite_of, won, &taken, out, k);
+            // A radix select, then for a row's final chunk a bitonic sort of the k best.
+            C *out = last ? buf : partials + item * k;
+            if (gathered <= CAPACITY) {
+                C f[PER_THREAD];
+                u32 f_alive = 0;
+#pragma unroll
+                for (u32 i = 0; i < PER_THREAD; i++) {
+                    const u32 at = i * THREADS + t;
+                    f[i] = at < gathered ? buf[at] : padding<C>();
+                    if (at < gathered) f_alive |= 1u << i;
+                }
+                __syncthreads(); // buf is read before the winners overwrite it
+                C unused;
+                const u32 won = radix_rounds<C, PER_THREAD>([&](u32 i) { return f[i]; }, f_alive, need, s, unused);
+                append<PER_THREAD>([&](u32 i) { return f[i]; }, won, &taken, out, k);
+            } else {
+                C unused;
+                const u32 won = radix_rounds<C, R>(composite_of, alive, need, s, unused);
+                append<R>(composite_of, won, &taken, out, k);
+            }
+            if (last) {
+                __syncthreads();
+                for (u32 i = need + t; i < slots; i += THREADS) buf[i] = padding<C>();
+                __syncthreads();
+                sort_best_first(buf, slots);
+                for (u32 i = t; i < k; i += THREADS) put(i, buf[i]);
+            }
         }
-        if (!last) {
-            for (u32 i = need + t; i < k; i += THREADS) out[i] = padding<C>();
-            continue;
-        }
-        __syncthreads();
-        for (u32 i = need + t; i < slots; i += THREADS) buf[i] = padding<C>();
-        __syncthreads();
-        sort_best_first(buf, slots);
-        for (u32 i = t; i < k; i += THREADS) {
-            const C c = buf[i];
-            values[row * k + i] = from_sortable(K(word_of(c)), map);
-            indices[row * k + i] = index_of(c);
-        }
+        if (!last)
+            for (u32 i = need + t; i < k; i += THREADS) partials[item * k + i] = padding<C>();
     }
 }
 
@@ -777,7 +850,7 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
     extern "C" __global__ void __launch_bounds__(THREADS) topk_partials_##W TOPK_PARAMS(C, C, W) { \
         topk_filter<W, C, C> TOPK_ARGS;                                                         \
     }                                                                                           \
-    EXPORT_TOPK_RADIX(W, C, 4, (THREADS), (THREADS))                                            \
+    EXPORT_TOPK_RADIX(W, C, 4, (THREADS, sizeof(C) == 8 ? 4 : 1), (THREADS, sizeof(C) == 8 ? 4 : 1)) \
     EXPORT_TOPK_RADIX(W, C, 16, (THREADS, sizeof(C) == 8 ? 3 : 1), (THREADS, sizeof(C) == 8 ? 3 : 1)) \
     EXPORT_TOPK_RADIX(W, C, 32, (THREADS, sizeof(C) == 8 ? 3 : 1), (THREADS, sizeof(C) == 8 ? 2 : 1)) \
     extern "C" __global__ void topk_take_##W TAKE_PARAMS(W) { topk_take<W> TAKE_ARGS; }

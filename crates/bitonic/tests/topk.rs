@@ -24,7 +24,7 @@ fn main() {
 }
 
 const SELECTS: [Select; 2] = [Select::Largest, Select::Smallest];
-const KS: [usize; 11] = [1, 2, 7, 50, 64, 256, 300, 600, 1000, 1024, 2048];
+const KS: [usize; 12] = [1, 2, 7, 50, 64, 100, 256, 300, 600, 1000, 1024, 2048];
 /// (rows, row_len): rows shorter than 2k for the larger k, lengths across the filter's tiles
 /// and chunks and around the radix select's chunk, and rows long enough for two and three
 /// reduction passes.
@@ -395,7 +395,7 @@ fn topk_for_the_sanitizer() {
     for select in SELECTS {
         for (shapes, wide) in [(&shapes_u32[..], false), (&shapes_f64[..], true)] {
             for &(rows, row_len) in shapes {
-                for k in [1, 50, 256, 300, 600, 2048, 3000] {
+                for k in [1, 50, 100, 256, 300, 600, 2048, 3000] {
                     if k > row_len {
                         continue;
                     }

@@ -59,6 +59,9 @@ const RADIX_CANDIDATES_PER_THREAD: usize = 8;
 /// The most candidates a block places by their ranks (each counts the candidates that beat it)
 /// instead of a radix select and a bitonic sort (kernels: `KERNEL_TOPK_RANK_MAX`).
 const RADIX_RANK_MAX: usize = 128;
+/// The composites a radix block's tournament passes through shared memory: 8 warps' lists of
+/// up to 256 (kernels: `TOURNAMENT_SLOTS`).
+const RADIX_TOURNAMENT_SLOTS: usize = (THREADS as usize / 32) * 256;
 /// The blocks a multiprocessor that the radix chunks of few rows aim for.
 const RADIX_BLOCKS_PER_SM: usize = 8;
 /// The fewest elements a radix chunk has when rows are cut to fill the GPU.
@@ -152,12 +155,10 @@ pub(crate) struct RadixPass {
 /// thread: the first over the keys, each later one over the k best of every chunk of the
 /// pass before, the last with one chunk a row.
 ///
-/// A chunk is a whole block's registers, `per_thread` x THREADS elements (only a row's last
-/// chunk is shorter), so that every other chunk loads without bounds checks. The first pass
-/// cuts rows into more, smaller chunks (down to [`RADIX_MIN_CHUNK`] and 8k elements) while the
-/// grid has fewer than [`RADIX_BLOCKS_PER_SM`] blocks a multiprocessor. Later passes read few
-/// partial results, where one pass more costs more than a spread grid saves: their chunks are
-/// as long as a block holds.
+/// Rows are cut into chunks no longer than a block holds, and into more (down to
+/// [`RADIX_MIN_CHUNK`] and 8k elements) while the grid has fewer than [`RADIX_BLOCKS_PER_SM`]
+/// blocks a multiprocessor. A chunk is then a whole block's registers, `per_thread` x THREADS
+/// elements, only a row's last shorter, so that every other chunk loads without bounds checks.
 pub(crate) fn radix_plan(
     rows: usize,
     row_len: usize,
@@ -167,12 +168,11 @@ pub(crate) fn radix_plan(
 ) -> Vec<RadixPass> {
     assert!(RADIX_PER_THREAD[1..].contains(&most_per_thread));
     let most = THREADS as usize * most_per_thread;
-    let spread = (RADIX_BLOCKS_PER_SM * multiprocessors.max(1)).div_ceil(rows.max(1));
+    let wanted = (RADIX_BLOCKS_PER_SM * multiprocessors.max(1)).div_ceil(rows.max(1));
     let min_chunk = RADIX_MIN_CHUNK.max(8 * k).min(most);
-    let mut passes: Vec<RadixPass> = Vec::new();
+    let mut passes = Vec::new();
     let mut len = row_len;
     loop {
-        let wanted = if passes.is_empty() { spread } else { 1 };
         let chunks = len
             .div_ceil(most)
             .max(wanted.min(len.div_ceil(min_chunk)))
@@ -325,7 +325,9 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
     {
         let what = if i == 0 { "keys" } else { "partials" };
         let name = format!("topk_radix_{what}_{width}_{}", pass.per_thread);
-        let held = slots.max(THREADS as usize * pass.per_thread.min(RADIX_CANDIDATES_PER_THREAD));
+        let held = slots
+            .max(THREADS as usize * pass.per_thread.min(RADIX_CANDIDATES_PER_THREAD))
+            .max(RADIX_TOURNAMENT_SLOTS);
         let shared = held * std::mem::size_of::<C>();
         let args = launch::TopkArgs {
             row_len: pass.row_len as u64,
@@ -550,11 +552,11 @@ mod tests {
         // 16,384 rows of 1,024: one pass, 4 elements a thread.
         let short = radix_plan(16_384, 1024, 50, 132, 32);
         assert_eq!((short.len(), short[0].per_thread), (1, 4));
-        // One row of 2^24: 2,048 chunks of 8,192, then the 2,048 x 50 partials in chunks of
-        // 8,192 (not spread), then those results.
+        // One row of 2^24: 2,048 chunks of 8,192, then the 2,048 x 50 partials spread over
+        // the GPU in chunks of 4,096, then those results.
         let long = radix_plan(1, 1 << 24, 50, 132, 32);
-        let chunks: Vec<usize> = long.iter().map(|p| p.chunks).collect();
-        assert_eq!(chunks, [2048, 13, 1]);
+        let chunks: Vec<(usize, usize)> = long.iter().map(|p| (p.chunks, p.chunk_len)).collect();
+        assert_eq!(chunks, [(2048, 8192), (25, 4096), (1, 1250)]);
         // A row of 151,936 is 18 whole chunks and one shorter.
         let logits = radix_plan(256, 151_936, 50, 132, 32);
         assert_eq!((logits[0].chunks, logits[0].chunk_len), (19, 8192));
