@@ -722,10 +722,7 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
                 else threshold = tournament_threshold<4, 1>(e, need, lists); // groups_for: need <= THREADS / 2
                 break;
             }
-            case 2:
-                if constexpr (LARGE_TOURNAMENTS) threshold = tournament_threshold<8, 2>(e, need, reinterpret_cast<T *>(buf)); // need <= THREADS
-                else threshold = group_threshold<2>(e, need, s);
-                break;
+            case 2: threshold = group_threshold<2>(e, need, s); break;
             case 4: threshold = group_threshold<4>(e, need, s); break;
             default: if constexpr (R >= 8) threshold = group_threshold<8>(e, need, s); break;
             }
