@@ -19,9 +19,10 @@
 // and `indices`. The host (src/cuda/topk.rs) sizes `slots` >= k + min(2 tiles, chunk) so that
 // a tile always fits after a flush, and rarely needs one.
 //
-// Parts: KERNEL_PART_U16 (f16 and bf16 keys, read as they are, u64 composites),
-// KERNEL_PART_U32 (32-bit keys, u64 composites), KERNEL_PART_U64 (64-bit keys, KeyIndex
-// composites).
+// Parts, a key width each: KERNEL_PART_U16 (f16 and bf16 keys, read as they are, u64
+// composites), KERNEL_PART_U32 (32-bit keys, u64 composites), KERNEL_PART_U64 (64-bit keys,
+// KeyIndex composites), each with the filter and the take; and KERNEL_PART_<W>_R<R>, the radix
+// select at R elements a thread (end of file).
 #include "common/types.cuh"
 #include "common/keys.cuh"
 #include "common/network.cuh"
@@ -824,19 +825,25 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
 #define TAKE_PARAMS(W) (const W *src, u64 row_len, W *dst, u64 k, u64 count)
 #define TAKE_ARGS (src, row_len, dst, k, count)
 
-// The kernels of one key width W: the filter over keys and over partial results, the radix
-// select over keys and over partial results at R = 4, 16 or 32 elements a thread
-// (src/cuda/topk.rs RADIX_PER_THREAD), and the take of indices (u32) and of keys of the width.
-// KEYS and PARTIALS: the launch bounds of the kernels over keys and over partial results,
-// (THREADS) or (THREADS, blocks an SM), which caps the registers. Where composites are u64, the
-// keys kernels hold 32-bit words, 3 blocks an SM at 32 a thread (80 registers); the partials
-// kernels hold composites, 3 blocks at 16 a thread and 2 at 32.
-#define EXPORT_TOPK_RADIX(W, C, R, KEYS, PARTIALS)                                               \
-    extern "C" __global__ void __launch_bounds__ KEYS                                            \
+// The kernels of one key width W, in parts (src/cuda/kernels.rs), so that a selection compiles
+// only what it runs: part <W> has the filter over keys and over partial results and the take of
+// indices (u32) and of keys of the width; part <W>_R<R> the radix select over keys and over
+// partial results at R = 4, 16 or 32 elements a thread (src/cuda/topk.rs RADIX_PER_THREAD).
+// Their launch bounds, (THREADS, blocks an SM), cap the registers: where composites are u64,
+// the keys kernels hold 32-bit words, 4 blocks an SM at 4 a thread and 3 at 16 and 32 (80
+// registers); the partials kernels hold composites, 4 blocks at 4 a thread, 3 at 16, 2 at 32.
+#define KEYS_BOUNDS_4(C) __launch_bounds__(THREADS, sizeof(C) == 8 ? 4 : 1)
+#define KEYS_BOUNDS_16(C) __launch_bounds__(THREADS, sizeof(C) == 8 ? 3 : 1)
+#define KEYS_BOUNDS_32(C) __launch_bounds__(THREADS, sizeof(C) == 8 ? 3 : 1)
+#define PARTIALS_BOUNDS_4(C) __launch_bounds__(THREADS, sizeof(C) == 8 ? 4 : 1)
+#define PARTIALS_BOUNDS_16(C) __launch_bounds__(THREADS, sizeof(C) == 8 ? 3 : 1)
+#define PARTIALS_BOUNDS_32(C) __launch_bounds__(THREADS, sizeof(C) == 8 ? 2 : 1)
+#define EXPORT_TOPK_RADIX(W, C, R)                                                               \
+    extern "C" __global__ void KEYS_BOUNDS_##R(C)                                                \
         topk_radix_keys_##W##_##R TOPK_PARAMS(W, C, W) {                                         \
         topk_radix<W, C, W, R> TOPK_ARGS;                                                        \
     }                                                                                            \
-    extern "C" __global__ void __launch_bounds__ PARTIALS                                        \
+    extern "C" __global__ void PARTIALS_BOUNDS_##R(C)                                            \
         topk_radix_partials_##W##_##R TOPK_PARAMS(C, C, W) {                                     \
         topk_radix<W, C, C, R> TOPK_ARGS;                                                        \
     }
@@ -847,18 +854,33 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
     extern "C" __global__ void __launch_bounds__(THREADS) topk_partials_##W TOPK_PARAMS(C, C, W) { \
         topk_filter<W, C, C> TOPK_ARGS;                                                         \
     }                                                                                           \
-    EXPORT_TOPK_RADIX(W, C, 4, (THREADS, sizeof(C) == 8 ? 4 : 1), (THREADS, sizeof(C) == 8 ? 4 : 1)) \
-    EXPORT_TOPK_RADIX(W, C, 16, (THREADS, sizeof(C) == 8 ? 3 : 1), (THREADS, sizeof(C) == 8 ? 3 : 1)) \
-    EXPORT_TOPK_RADIX(W, C, 32, (THREADS, sizeof(C) == 8 ? 3 : 1), (THREADS, sizeof(C) == 8 ? 2 : 1)) \
     extern "C" __global__ void topk_take_##W TAKE_PARAMS(W) { topk_take<W> TAKE_ARGS; }
 
 #if defined(KERNEL_PART_U16)
 EXPORT_TOPK(u16, u64)
+#elif defined(KERNEL_PART_U16_R4)
+EXPORT_TOPK_RADIX(u16, u64, 4)
+#elif defined(KERNEL_PART_U16_R16)
+EXPORT_TOPK_RADIX(u16, u64, 16)
+#elif defined(KERNEL_PART_U16_R32)
+EXPORT_TOPK_RADIX(u16, u64, 32)
 #elif defined(KERNEL_PART_U32)
 EXPORT_TOPK(u32, u64)
+#elif defined(KERNEL_PART_U32_R4)
+EXPORT_TOPK_RADIX(u32, u64, 4)
+#elif defined(KERNEL_PART_U32_R16)
+EXPORT_TOPK_RADIX(u32, u64, 16)
+#elif defined(KERNEL_PART_U32_R32)
+EXPORT_TOPK_RADIX(u32, u64, 32)
 #elif defined(KERNEL_PART_U64)
 EXPORT_TOPK(u64, KeyIndex)
 extern "C" __global__ void topk_take_u32 TAKE_PARAMS(u32) { topk_take<u32> TAKE_ARGS; }
+#elif defined(KERNEL_PART_U64_R4)
+EXPORT_TOPK_RADIX(u64, KeyIndex, 4)
+#elif defined(KERNEL_PART_U64_R16)
+EXPORT_TOPK_RADIX(u64, KeyIndex, 16)
+#elif defined(KERNEL_PART_U64_R32)
+EXPORT_TOPK_RADIX(u64, KeyIndex, 32)
 #else
-#error "topk.cu compiles one part a key width: KERNEL_PART_U16, _U32 or _U64"
+#error "topk.cu compiles one part: KERNEL_PART_<W> or KERNEL_PART_<W>_R<R>, W one of U16, U32, U64"
 #endif

@@ -127,11 +127,40 @@ pub static TOPK_U16: KernelModule = kernel_module!("topk.cu", "u16");
 pub static TOPK_U32: KernelModule = kernel_module!("topk.cu", "u32");
 /// Top-k selection of 64-bit keys (16-byte composites).
 pub static TOPK_U64: KernelModule = kernel_module!("topk.cu", "u64");
+/// The top-k radix select of 16-bit keys at 4, 16 and 32 elements a thread
+/// (src/cuda/topk.rs `RADIX_PER_THREAD`), a module each: a selection compiles the ones its
+/// passes run.
+pub static TOPK_RADIX_U16: [KernelModule; 3] = [
+    kernel_module!("topk.cu", "u16_r4"),
+    kernel_module!("topk.cu", "u16_r16"),
+    kernel_module!("topk.cu", "u16_r32"),
+];
+/// The same, 32-bit keys.
+pub static TOPK_RADIX_U32: [KernelModule; 3] = [
+    kernel_module!("topk.cu", "u32_r4"),
+    kernel_module!("topk.cu", "u32_r16"),
+    kernel_module!("topk.cu", "u32_r32"),
+];
+/// The same, 64-bit keys.
+pub static TOPK_RADIX_U64: [KernelModule; 3] = [
+    kernel_module!("topk.cu", "u64_r4"),
+    kernel_module!("topk.cu", "u64_r16"),
+    kernel_module!("topk.cu", "u64_r32"),
+];
 
 /// Every kernel module.
 pub static ALL: std::sync::LazyLock<Vec<&'static KernelModule>> = std::sync::LazyLock::new(|| {
     let seeds = [&MAP_KEYS, &V0, &V1, &V2, &V3, &V4, &V5];
-    let tuned = [&TUNED_U32[..], &TUNED_U32_NARROW, &TUNED_U64, &TUNED_KV64];
+    // The kernels compiled in one module a tile size or a top-k radix width.
+    let families = [
+        &TUNED_U32[..],
+        &TUNED_U32_NARROW,
+        &TUNED_U64,
+        &TUNED_KV64,
+        &TOPK_RADIX_U16,
+        &TOPK_RADIX_U32,
+        &TOPK_RADIX_U64,
+    ];
     let others = [
         &PAIRS,
         &MERGE_WORDS,
@@ -144,8 +173,8 @@ pub static ALL: std::sync::LazyLock<Vec<&'static KernelModule>> = std::sync::Laz
         &TOPK_U32,
         &TOPK_U64,
     ];
-    let tuned = tuned.into_iter().flatten();
-    seeds.into_iter().chain(tuned).chain(others).collect()
+    let families = families.into_iter().flatten();
+    seeds.into_iter().chain(families).chain(others).collect()
 });
 
 /// The tuned kernels, by the words they sort and their keys a thread.

@@ -3,7 +3,7 @@
 
 use super::kernels::{self, KernelModule};
 use super::layout::{map_flags, RowLayout};
-use super::{kernel_name, kv, launch, merge, passes, rows, seed, topk, Gpu};
+use super::{kernel_name, kv, launch, merge, passes, rows, seed, Gpu};
 use crate::dispatch::{Layout, Operation, Request, Strategy};
 use crate::error::{CudaContext as _, Error, Result};
 use crate::key::MapKind;
@@ -67,8 +67,9 @@ pub(crate) fn modules_for(
             let pair_bytes = if wide { 16 } else { 8 };
             vec![tuned(pair_bytes, rows), &kernels::PAIRS]
         }
-        // A top-k larger than the filter keeps runs the argsort's strategy and topk.cu's take.
-        Strategy::TopkFilter | Strategy::TopkRadix => vec![topk::module(key_bytes)],
+        // The top-k selections prepare their own modules (src/cuda/topk.rs): the radix
+        // select's depend on k.
+        Strategy::TopkFilter | Strategy::TopkRadix => vec![],
         Strategy::CpuSort
         | Strategy::CpuNetwork
         | Strategy::CpuNetworkSerial

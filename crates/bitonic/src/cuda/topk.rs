@@ -79,13 +79,28 @@ pub(crate) fn kernel_defines() -> Vec<super::nvrtc::Define> {
     ]
 }
 
-/// The module of the top-k kernels of keys of `key_bytes` bytes.
+/// The module of the top-k filter and take kernels of keys of `key_bytes` bytes.
 pub(crate) fn module(key_bytes: usize) -> &'static KernelModule {
     match key_bytes {
         2 => &kernels::TOPK_U16,
         4 => &kernels::TOPK_U32,
         _ => &kernels::TOPK_U64,
     }
+}
+
+/// The module of the top-k radix select of keys of `key_bytes` bytes at `per_thread` (one of
+/// [`RADIX_PER_THREAD`]) elements a thread.
+fn radix_module(key_bytes: usize, per_thread: usize) -> &'static KernelModule {
+    let family = match key_bytes {
+        2 => &kernels::TOPK_RADIX_U16,
+        4 => &kernels::TOPK_RADIX_U32,
+        _ => &kernels::TOPK_RADIX_U64,
+    };
+    let at = RADIX_PER_THREAD
+        .iter()
+        .position(|&r| r == per_thread)
+        .expect("a radix width the kernels have");
+    &family[at]
 }
 
 /// One launch of the filter: rows of `row_len` elements cut into `chunks` chunks of
@@ -274,7 +289,9 @@ pub(crate) fn by_composites<B: DeviceRepr>(
         ));
     }
     let key_bytes = std::mem::size_of::<B>();
-    t.gpu.prepare(t.policy, &[module(key_bytes)])?;
+    if strategy == Strategy::TopkFilter {
+        t.gpu.prepare(t.policy, &[module(key_bytes)])?; // the radix select prepares its passes'
+    }
     // The better key has the larger word: the smallest keys select complemented words.
     let map = kind as u32
         | match select {
@@ -311,7 +328,6 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
 ) -> Result<()> {
     let gpu = t.gpu;
     let key_bytes = std::mem::size_of::<B>();
-    let module = module(key_bytes);
     let width = width(key_bytes);
     let sms = gpu.info().multiprocessors.max(1) as usize;
     // The kernels gather their candidates in shared memory, where the last pass may sort the
@@ -319,10 +335,13 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
     let slots = k.next_power_of_two();
     let mut input: Option<CudaSlice<C>> = None;
     let most_per_thread = t.policy.topk_radix_per_thread;
-    for (i, pass) in radix_plan(rows, row_len, k, sms, most_per_thread)
+    let passes = radix_plan(rows, row_len, k, sms, most_per_thread);
+    let modules: Vec<_> = passes
         .iter()
-        .enumerate()
-    {
+        .map(|p| radix_module(key_bytes, p.per_thread))
+        .collect();
+    gpu.prepare(t.policy, &modules)?;
+    for (i, (pass, &module)) in passes.iter().zip(&modules).enumerate() {
         let what = if i == 0 { "keys" } else { "partials" };
         let name = format!("topk_radix_{what}_{width}_{}", pass.per_thread);
         let held = slots
