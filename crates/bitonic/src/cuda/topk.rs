@@ -559,7 +559,10 @@ mod tests {
                         assert!(p.chunk_len <= p.per_thread * THREADS as usize, "{what}");
                         assert!(p.chunks * p.chunk_len >= p.row_len, "{what}");
                         assert!((p.chunks - 1) * p.chunk_len < p.row_len, "{what}");
-                        assert!(p.chunks == 1 || p.chunk_len == p.per_thread * THREADS as usize, "{what}");
+                        assert!(
+                            p.chunks == 1 || p.chunk_len == p.per_thread * THREADS as usize,
+                            "{what}"
+                        );
                         if let Some(next) = passes.get(i + 1) {
                             assert_eq!(next.row_len, p.chunks * k, "{what}");
                             assert!(next.row_len * 4 <= p.row_len, "{what}: {passes:?}");
