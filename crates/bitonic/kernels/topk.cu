@@ -231,10 +231,12 @@ __device__ void topk_filter(const In *input, u64 row_len, u32 rows, u32 chunks, 
 //  2. The candidates: every element that reaches T goes, as a composite, to shared memory (as
 //     many as it holds: CAPACITY).
 //  3. The exact select among the candidates. Up to RANK_MAX of them, each one's rank (how many
-//     beat it) is its place in the sorted output. More are selected by a radix select over
-//     their composites, and the row's final chunk sorts its k best with a bitonic network.
-//     Without a threshold, or with candidates past the shared memory (ties: keys with few
-//     distinct values), the radix select runs over all the elements held.
+//     beat it) is its place in the sorted output. Up to two a thread, for k up to
+//     TOURNAMENT_MOST, a tournament (block_best) leaves the best sorted. More are selected by a
+//     radix select over their composites, and the row's final chunk sorts its k best with a
+//     bitonic network. Without a threshold, or with candidates past the shared memory (ties:
+//     keys with few distinct values), the same runs over all the elements held (a tournament
+//     at 4 a thread, else the radix select).
 // Composites are unique, so a radix select over them keeps exactly k; over words it may end
 // on a bin of equal words, which a threshold does not mind.
 
@@ -614,10 +616,10 @@ __device__ __forceinline__ u32 claim_slots(u32 count, u32 *total) {
 #define RANK_MAX KERNEL_TOPK_RANK_MAX
 
 // The best k of chunk `chunk` of every row, as topk_filter, by the radix select above, R
-// elements a thread. Only a row's final chunk is sorted (the candidates' ranks, or a bitonic
-// network over `slots` = next_pow2(k) composites); partial results go out unsorted when a radix
-// select chose them, since the next pass selects again. The dynamic shared memory holds
-// max(slots, THREADS x min(R, CANDIDATES_PER_THREAD)) composites.
+// elements a thread. A row's final chunk is sorted (by the candidates' ranks, a tournament, or a
+// bitonic network over `slots` = next_pow2(k) composites); partial results go out unsorted when
+// a radix select chose them, since the next pass selects again. The dynamic shared memory
+// holds max(slots, THREADS x min(R, CANDIDATES_PER_THREAD), TOURNAMENT_SLOTS) composites.
 template <typename K, typename C, typename In, u32 R>
 __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len,
                            u32 k, u32 slots, u32 map, C *partials, K *values, u32 *indices) {
