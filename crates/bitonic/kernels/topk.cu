@@ -38,7 +38,8 @@ typedef unsigned short u16;
 // holds the word in its top bits and the complemented index below: bits 63..32 and 31..0 for
 // 32-bit keys, 63..48 and 47..16 for 16-bit keys, so that a composite's radix digits begin
 // with the word's.
-#if defined(KERNEL_PART_U16)
+#if defined(KERNEL_PART_U16) || defined(KERNEL_PART_U16_R4) || defined(KERNEL_PART_U16_R16) || \
+    defined(KERNEL_PART_U16_R32) // every part of 16-bit keys, filter and radix widths alike
 #define WORD_SHIFT 48
 #define INDEX_SHIFT 16
 #else
@@ -236,7 +237,8 @@ __device__ void topk_filter(const In *input, u64 row_len, u32 rows, u32 chunks, 
 //     radix select over their composites, and the row's final chunk sorts its k best with a
 //     bitonic network. Without a threshold, or with candidates past the shared memory (ties:
 //     keys with few distinct values), the same runs over all the elements held (a tournament
-//     at 4 a thread, else the radix select).
+//     at 4 a thread, else the radix select). The tournaments of step 3 run over u64
+//     composites only (LARGE_TOURNAMENTS); 16-byte ones take the radix select.
 // Composites are unique, so a radix select over them keeps exactly k; over words it may end
 // on a bin of equal words, which a threshold does not mind.
 
@@ -505,9 +507,14 @@ template <u32 V, typename T> __device__ __forceinline__ void warp_clean_best_fir
     }
 }
 
-// The values a tournament keeps: the dynamic shared memory holds at least this many
-// composites (src/cuda/topk.rs), of which a tournament of M uses WARPS x M.
-#define TOURNAMENT_MOST 256u
+// The most values a tournament keeps (the host's RADIX_TOURNAMENT_MOST). With u64 composites
+// the dynamic shared memory holds at least TOURNAMENT_SLOTS of them (src/cuda/topk.rs), of
+// which a tournament of M uses WARPS x M; 16-byte composites run only the threshold's
+// tournaments of up to 128, which the candidates' space holds.
+#ifndef KERNEL_TOPK_TOURNAMENT_MOST
+#error "the host passes KERNEL_TOPK_TOURNAMENT_MOST (src/cuda/topk.rs)"
+#endif
+#define TOURNAMENT_MOST u32(KERNEL_TOPK_TOURNAMENT_MOST)
 #define TOURNAMENT_SLOTS (THREADS / WARP_SIZE * TOURNAMENT_MOST)
 
 // The block's best M = 32 x V of the values its threads hold (P a thread, P <= V), by a

@@ -1,16 +1,16 @@
 //! Top-k selection on the GPU (kernels/topk.cu): [`Strategy::TopkRadix`],
 //! [`Strategy::TopkFilter`], and past [`crate::dispatch::TOPK_FILTER_MAX_K`] (or for a k above
 //! half the row) the first k of each row's stable argsort. 16-bit keys are read as they are by
-//! the first two (topk.cu's u16 part), and widened to u32 words for the argsort.
+//! the first two (topk.cu's u16 parts), and widened to u32 words for the argsort.
 //!
 //! **The radix select.** One block holds one chunk of a row in registers (up to
 //! [`RADIX_PER_THREAD`] elements a thread, as sortable words) and narrows it in three steps
 //! (kernels/topk.cu says how): a threshold that at least k of the chunk's elements reach, from
-//! the best of each thread (warp sorts and ranks) or of each small group of registers (a radix
-//! select over them); the elements that reach it,
-//! gathered in shared memory as candidates (a little more than k for keys in no particular
-//! order); and the exact k best of those, placed by their ranks, or by a radix select over
-//! them. A chunk's k best go to a scratch buffer; the next pass selects over them, until a row
+//! the best of each thread (a tournament of the warps' sorted lists) or of each small group of
+//! registers (a radix select over them); the elements that reach it, gathered in shared memory
+//! as candidates (a little more than k for keys in no particular order); and the exact k best
+//! of those, placed by their ranks, by a tournament (up to 512 of them, k up to 256), or by a
+//! radix select over them. A chunk's k best go to a scratch buffer; the next pass selects over them, until a row
 //! is one chunk, whose block writes its k best sorted. [`radix_plan`] gives the passes.
 //!
 //! **The filter.** One block selects the best k of one chunk of a row, keeping them in shared
@@ -59,9 +59,12 @@ const RADIX_CANDIDATES_PER_THREAD: usize = 8;
 /// The most candidates a block places by their ranks (each counts the candidates that beat it)
 /// instead of a radix select and a bitonic sort (kernels: `KERNEL_TOPK_RANK_MAX`).
 const RADIX_RANK_MAX: usize = 128;
-/// The composites a radix block's tournament passes through shared memory: 8 warps' lists of
-/// up to 256 (kernels: `TOURNAMENT_SLOTS`).
-const RADIX_TOURNAMENT_SLOTS: usize = (THREADS as usize / 32) * 256;
+/// The most values a radix block's tournament keeps (kernels: `KERNEL_TOPK_TOURNAMENT_MOST`).
+const RADIX_TOURNAMENT_MOST: usize = 256;
+/// The u64 composites a radix block's tournaments pass through shared memory: a list of up to
+/// [`RADIX_TOURNAMENT_MOST`] a warp (kernels: `TOURNAMENT_SLOTS`). 16-byte composites run only
+/// the threshold's tournaments of up to 128, which the candidates' space holds.
+const RADIX_TOURNAMENT_SLOTS: usize = (THREADS as usize / 32) * RADIX_TOURNAMENT_MOST;
 /// The blocks a multiprocessor that the radix chunks of few rows aim for.
 const RADIX_BLOCKS_PER_SM: usize = 8;
 /// The fewest elements a radix chunk has when rows are cut to fill the GPU.
@@ -76,6 +79,10 @@ pub(crate) fn kernel_defines() -> Vec<super::nvrtc::Define> {
             RADIX_CANDIDATES_PER_THREAD.to_string(),
         ),
         ("KERNEL_TOPK_RANK_MAX", RADIX_RANK_MAX.to_string()),
+        (
+            "KERNEL_TOPK_TOURNAMENT_MOST",
+            RADIX_TOURNAMENT_MOST.to_string(),
+        ),
     ]
 }
 
@@ -340,13 +347,20 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
         .iter()
         .map(|p| radix_module(key_bytes, p.per_thread))
         .collect();
-    gpu.prepare(t.policy, &modules)?;
+    let mut distinct = modules.clone();
+    distinct.sort_by_key(|m| m.part);
+    distinct.dedup();
+    gpu.prepare(t.policy, &distinct)?;
     for (i, (pass, &module)) in passes.iter().zip(&modules).enumerate() {
         let what = if i == 0 { "keys" } else { "partials" };
         let name = format!("topk_radix_{what}_{width}_{}", pass.per_thread);
         let held = slots
             .max(THREADS as usize * pass.per_thread.min(RADIX_CANDIDATES_PER_THREAD))
-            .max(RADIX_TOURNAMENT_SLOTS);
+            .max(if std::mem::size_of::<C>() == 8 {
+                RADIX_TOURNAMENT_SLOTS
+            } else {
+                0
+            });
         let shared = held * std::mem::size_of::<C>();
         let args = launch::TopkArgs {
             row_len: pass.row_len as u64,
