@@ -271,27 +271,20 @@ __device__ __forceinline__ bool better(u32 a, u32 b) { return a > b; }
 
 // What a register holds of an element `In` of a chunk whose composites are `C`: `of` reads it,
 // `composite` makes the element's composite from it and its index in the row, and `real` says
-// whether it is an element at all (a reduction pass's input has padding, and is PADDED). 16-bit
-// words are held in the top half of a u32, so that their radix digits come first.
-template <typename C, typename In> struct Held;
+// whether it is an element at all (a reduction pass's input has padding, and is PADDED). A key
+// of 32 or 64 bits is held as its sortable word; 16-bit words in the top half of a u32, so that
+// their radix digits come first.
+template <typename C, typename In> struct Held {
+    typedef In T;
+    __device__ static T of(In key, u32 map) { return to_sortable(key, map); }
+    __device__ static C composite(T h, u32 index) { return ::composite(h, index); }
+    __device__ static bool real(T) { return true; }
+    static const bool PADDED = false;
+};
 template <> struct Held<u64, u16> {
     typedef u32 T;
     __device__ static T of(u16 key, u32 map) { return u32(to_sortable(key, map)) << 16; }
     __device__ static u64 composite(T h, u32 index) { return ::composite(u16(h >> 16), index); }
-    __device__ static bool real(T) { return true; }
-    static const bool PADDED = false;
-};
-template <> struct Held<u64, u32> {
-    typedef u32 T;
-    __device__ static T of(u32 key, u32 map) { return to_sortable(key, map); }
-    __device__ static u64 composite(T h, u32 index) { return ::composite(h, index); }
-    __device__ static bool real(T) { return true; }
-    static const bool PADDED = false;
-};
-template <> struct Held<KeyIndex, u64> {
-    typedef u64 T;
-    __device__ static T of(u64 key, u32 map) { return to_sortable(key, map); }
-    __device__ static KeyIndex composite(T h, u32 index) { return ::composite(h, index); }
     __device__ static bool real(T) { return true; }
     static const bool PADDED = false;
 };
@@ -563,12 +556,12 @@ template <u32 V, typename T> __device__ __forceinline__ void publish(const T (&l
     }
 }
 
-// Step 1 by a tournament: the need-th best of the G groups' best values of every thread, for
-// 1 <= need <= 32 x V. Called by the whole block; `lists` is free from its call.
-template <u32 V, u32 G, typename T, u32 R>
+// Step 1 with one group a thread, by a tournament: the need-th best of the threads' best
+// values, for 1 <= need <= 32 x V. Called by the whole block; `lists` is free from its call.
+template <u32 V, typename T, u32 R>
 __device__ __forceinline__ T tournament_threshold(const T (&e)[R], u32 need, T *lists) {
-    T best[G], list[V];
-    group_bests<G>(e, best);
+    T best[1], list[V];
+    group_bests<1>(e, best);
     block_best(best, list, lists);
     __shared__ T threshold; // apart from `lists`, which the caller overwrites next
     publish(list, need - 1, &threshold);
@@ -727,9 +720,9 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
             case 1: {
                 T *lists = reinterpret_cast<T *>(buf);
                 if (need == 0) threshold = padding<T>();
-                else if (need <= WARP_SIZE) threshold = tournament_threshold<1, 1>(e, need, lists);
-                else if (need <= 2 * WARP_SIZE) threshold = tournament_threshold<2, 1>(e, need, lists);
-                else threshold = tournament_threshold<4, 1>(e, need, lists); // groups_for: need <= THREADS / 2
+                else if (need <= WARP_SIZE) threshold = tournament_threshold<1>(e, need, lists);
+                else if (need <= 2 * WARP_SIZE) threshold = tournament_threshold<2>(e, need, lists);
+                else threshold = tournament_threshold<4>(e, need, lists); // groups_for: need <= THREADS / 2
                 break;
             }
             case 2: threshold = group_threshold<2>(e, need, s); break;
