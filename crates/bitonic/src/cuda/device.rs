@@ -276,18 +276,21 @@ impl Gpu {
     }
 
     /// Compiles (or reads from the cache) and loads every module of `modules` not loaded yet,
-    /// the compiles side by side on threads of their own: a first sort waits for its slowest
-    /// module, not for their sum. Every later lookup of their kernels is a map lookup.
+    /// each once however often `modules` names it, the compiles side by side on threads of
+    /// their own: a first sort waits for its slowest module, not for their sum. Every later
+    /// lookup of their kernels is a map lookup.
     pub(crate) fn prepare(&self, policy: &Policy, modules: &[&'static KernelModule]) -> Result<()> {
         let variant = policy.kernel_variant();
-        let missing: Vec<&'static KernelModule> = {
+        let mut missing: Vec<&'static KernelModule> = Vec::new();
+        {
             let loaded = self.modules.lock().unwrap_or_else(|e| e.into_inner());
-            modules
-                .iter()
-                .copied()
-                .filter(|m| !loaded.contains_key(&(id(m), variant)))
-                .collect()
-        };
+            for &m in modules {
+                let named = missing.iter().any(|&n| id(n) == id(m));
+                if !named && !loaded.contains_key(&(id(m), variant)) {
+                    missing.push(m);
+                }
+            }
+        }
         if missing.len() > 1 {
             let (arch, defines) = (self.info.arch(), super::kernel_defines(policy));
             nvrtc::compile_side_by_side(&missing, &arch, &defines)?;

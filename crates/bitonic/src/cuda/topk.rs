@@ -10,8 +10,9 @@
 //! registers (a radix select over them); the elements that reach it, gathered in shared memory
 //! as candidates (a little more than k for keys in no particular order); and the exact k best
 //! of those, placed by their ranks, by a tournament (up to 512 of them, k up to 256), or by a
-//! radix select over them. A chunk's k best go to a scratch buffer; the next pass selects over them, until a row
-//! is one chunk, whose block writes its k best sorted. [`radix_plan`] gives the passes.
+//! radix select over them. A chunk's k best go to a scratch buffer; the next pass selects over
+//! them, until a row is one chunk, whose block writes its k best sorted. [`radix_plan`] gives
+//! the passes.
 //!
 //! **The filter.** One block selects the best k of one chunk of a row, keeping them in shared
 //! memory and letting through only the keys that beat the k-th best (kernels/topk.cu says
@@ -347,10 +348,7 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
         .iter()
         .map(|p| radix_module(key_bytes, p.per_thread))
         .collect();
-    let mut distinct = modules.clone();
-    distinct.sort_by_key(|m| m.part);
-    distinct.dedup();
-    gpu.prepare(t.policy, &distinct)?;
+    gpu.prepare(t.policy, &modules)?;
     for (i, (pass, &module)) in passes.iter().zip(&modules).enumerate() {
         let what = if i == 0 { "keys" } else { "partials" };
         let name = format!("topk_radix_{what}_{width}_{}", pass.per_thread);
