@@ -68,14 +68,38 @@ template <typename C> __device__ __forceinline__ C padding();
 template <> __device__ __forceinline__ u64 padding<u64>() { return 0; }
 template <> __device__ __forceinline__ KeyIndex padding<KeyIndex>() { return composite(u64(0), ~0u); }
 
+// What a kernel holds of an element `In` of a row whose composites are `C` (the radix select
+// holds it in a register): `of` reads it, `composite` makes the element's composite from it and
+// its index in the row, and `real` says whether it is an element at all (a reduction pass's
+// input has padding, and is PADDED). A key of 32 or 64 bits is held as its sortable word;
+// 16-bit words in the top half of a u32, so that their radix digits come first.
+template <typename C, typename In> struct Held {
+    typedef In T;
+    __device__ static T of(In key, u32 map) { return to_sortable(key, map); }
+    __device__ static C composite(T h, u32 index) { return ::composite(h, index); }
+    __device__ static bool real(T) { return true; }
+    static const bool PADDED = false;
+};
+template <> struct Held<u64, u16> {
+    typedef u32 T;
+    __device__ static T of(u16 key, u32 map) { return u32(to_sortable(key, map)) << 16; }
+    __device__ static u64 composite(T h, u32 index) { return ::composite(u16(h >> 16), index); }
+    __device__ static bool real(T) { return true; }
+    static const bool PADDED = false;
+};
+template <typename C> struct Held<C, C> {
+    typedef C T;
+    __device__ static T of(const C &c, u32) { return c; }
+    __device__ static C composite(const T &h, u32) { return h; }
+    __device__ static bool real(const T &h) { return better(h, padding<C>()); }
+    static const bool PADDED = true;
+};
+
 // The composite of an element `In` at `index` in its row: a key is mapped and paired with its
 // index; a composite (a reduction pass) is one already.
-template <typename C, typename In> struct Candidate {
-    __device__ static C of(In key, u32 index, u32 map) { return composite(to_sortable(key, map), index); }
-};
-template <typename C> struct Candidate<C, C> {
-    __device__ static C of(const C &c, u32, u32) { return c; }
-};
+template <typename C, typename In> __device__ __forceinline__ C candidate(const In &e, u32 index, u32 map) {
+    return Held<C, In>::composite(Held<C, In>::of(e, map), index);
+}
 
 // 16 bytes of elements, loaded at once from a 16-byte aligned address.
 template <typename T> struct Vector;
@@ -180,7 +204,7 @@ __device__ void topk_filter(const In *input, u64 row_len, u32 rows, u32 chunks, 
         head = min(head, end - begin);
         if (threadIdx.x < head) {
             u64 at = begin + threadIdx.x;
-            offer(buf, k, &count, threshold, Candidate<C, In>::of(row_input[at], u32(at), map));
+            offer(buf, k, &count, threshold, candidate<C, In>(row_input[at], u32(at), map));
         }
         for (u64 tile = begin + head; tile < end; tile += TILE) {
             const u32 n = u32(min(u64(TILE), end - tile));
@@ -193,12 +217,12 @@ __device__ void topk_filter(const In *input, u64 row_len, u32 rows, u32 chunks, 
                 Vector<In>::load(row_input + at, e);
 #pragma unroll
                 for (u32 v = 0; v < VEC; v++)
-                    offer(buf, k, &count, threshold, Candidate<C, In>::of(e[v], u32(at + v), map));
+                    offer(buf, k, &count, threshold, candidate<C, In>(e[v], u32(at + v), map));
             } else {
 #pragma unroll
                 for (u32 v = 0; v < VEC; v++) {
                     u64 at = tile + v * THREADS + threadIdx.x;
-                    if (at < end) offer(buf, k, &count, threshold, Candidate<C, In>::of(row_input[at], u32(at), map));
+                    if (at < end) offer(buf, k, &count, threshold, candidate<C, In>(row_input[at], u32(at), map));
                 }
             }
         }
@@ -268,33 +292,6 @@ template <> struct Digits<KeyIndex> {
 };
 template <> __device__ __forceinline__ u32 padding<u32>() { return 0; }
 __device__ __forceinline__ bool better(u32 a, u32 b) { return a > b; }
-
-// What a register holds of an element `In` of a chunk whose composites are `C`: `of` reads it,
-// `composite` makes the element's composite from it and its index in the row, and `real` says
-// whether it is an element at all (a reduction pass's input has padding, and is PADDED). A key
-// of 32 or 64 bits is held as its sortable word; 16-bit words in the top half of a u32, so that
-// their radix digits come first.
-template <typename C, typename In> struct Held {
-    typedef In T;
-    __device__ static T of(In key, u32 map) { return to_sortable(key, map); }
-    __device__ static C composite(T h, u32 index) { return ::composite(h, index); }
-    __device__ static bool real(T) { return true; }
-    static const bool PADDED = false;
-};
-template <> struct Held<u64, u16> {
-    typedef u32 T;
-    __device__ static T of(u16 key, u32 map) { return u32(to_sortable(key, map)) << 16; }
-    __device__ static u64 composite(T h, u32 index) { return ::composite(u16(h >> 16), index); }
-    __device__ static bool real(T) { return true; }
-    static const bool PADDED = false;
-};
-template <typename C> struct Held<C, C> {
-    typedef C T;
-    __device__ static T of(const C &c, u32) { return c; }
-    __device__ static C composite(const T &h, u32) { return h; }
-    __device__ static bool real(const T &h) { return better(h, padding<C>()); }
-    static const bool PADDED = true;
-};
 
 // What one round of a radix select decided, broadcast through shared memory.
 struct RadixRound {
