@@ -129,10 +129,7 @@ fn run_typed<K: RandomKey>(
         let n = 1usize << exp;
         let mut host = vec![K::zeroed(); n];
         if let (Some(gpu), Some(policy)) = (gpu, &policy) {
-            let mut device = gpu
-                .stream()
-                .clone_htod(&host)
-                .with_context(|| format!("allocating {n} keys"))?;
+            let mut fresh = FreshKeys::<K>::new(gpu, n)?;
             for &version in &plan.versions {
                 let name = format!("bitonic-{version}");
                 let sorter = Sorter::new()
@@ -143,13 +140,10 @@ fn run_typed<K: RandomKey>(
                 progress(&format!("{name} device 2^{exp}"));
                 let mut times = Vec::new();
                 for r in 0..=plan.repeats {
-                    fill(&mut host, Pattern::Random, plan.seed + r as u64);
-                    gpu.stream()
-                        .memcpy_htod(&host, &mut device)
-                        .with_context(|| "uploading keys")?;
+                    fresh.draw(gpu, plan.seed + r as u64)?;
                     let t = time_on_stream(gpu, || {
                         sorter
-                            .sort_device(&mut device)
+                            .sort_device(&mut fresh.keys)
                             .map(drop)
                             .map_err(Into::into)
                     })?;
@@ -157,7 +151,7 @@ fn run_typed<K: RandomKey>(
                         times.push(t); // repeat 0 is the warm-up
                     }
                 }
-                check_sorted(gpu, &device, n, &name)?;
+                check_sorted(gpu, &fresh.keys, n, &name)?;
                 let bytes = sorter.bytes_moved(n, plan.dtype)?;
                 rows.push(row(
                     &name,
@@ -287,6 +281,58 @@ fn host_times<K: RandomKey>(
         }
     }
     Ok(times)
+}
+
+/// Fresh random keys on the device for every repeat, placed where the peers place theirs.
+///
+/// The peers draw their keys on the device just before the timed call (torch's `randn`, the
+/// CUB programs' `fill_random`), so the call is queued behind device work, and its launch
+/// overlaps that work. Ours are drawn on the host (one seeded generator for every key type and
+/// pattern), uploaded to a staging buffer, and copied on the device into `keys` just before the
+/// timed call: the same place on the stream, without a generator kernel of our own. An upload
+/// alone would leave the GPU idle while the call's launches are timed.
+pub(super) struct FreshKeys<K: SortKey> {
+    host: Vec<K>,
+    staging: cudarc::driver::CudaSlice<K>,
+    pub keys: cudarc::driver::CudaSlice<K>,
+}
+
+impl<K: RandomKey> FreshKeys<K> {
+    /// Room for `n` keys on the host and twice on the device.
+    pub fn new(gpu: &Gpu, n: usize) -> Result<Self> {
+        let host = vec![K::zeroed(); n];
+        let stream = gpu.stream();
+        let staging = stream
+            .clone_htod(&host)
+            .with_context(|| format!("allocating {n} keys"))?;
+        let keys = stream
+            .clone_htod(&host)
+            .with_context(|| format!("allocating {n} more keys"))?;
+        Ok(FreshKeys {
+            host,
+            staging,
+            keys,
+        })
+    }
+
+    /// Draws `seed`'s random keys and queues their copy into `keys`, the last work on the
+    /// stream before the caller's.
+    pub fn draw(&mut self, gpu: &Gpu, seed: u64) -> Result<()> {
+        fill(&mut self.host, Pattern::Random, seed);
+        let stream = gpu.stream();
+        stream
+            .memcpy_htod(&self.host, &mut self.staging)
+            .context("uploading keys")?;
+        stream
+            .memcpy_dtod(&self.staging, &mut self.keys)
+            .context("copying keys on the device")?;
+        Ok(())
+    }
+
+    /// The keys of the last draw.
+    pub fn host(&self) -> &[K] {
+        &self.host
+    }
 }
 
 /// Milliseconds between CUDA events recorded before and after the work `queue` puts on the

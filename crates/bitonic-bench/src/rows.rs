@@ -3,9 +3,8 @@
 //! `torch.sort(dim=-1)`, `torch.argsort` and CUB's `DeviceSegmentedSort` (bench/peers/).
 //! Its CSV has a shape (rows × row length) and a task instead of the size of `Row`.
 
-use super::measure::{check_sorted, time_on_stream, Provenance};
+use super::measure::{check_sorted, time_on_stream, FreshKeys, Provenance};
 use super::summarize;
-use crate::gen::{fill, Pattern};
 use anyhow::{Context as _, Result};
 use bitonic::{Gpu, Sorter};
 use std::fmt::Write;
@@ -46,10 +45,7 @@ pub fn run(
     let mut out = Vec::new();
     for &(rows, row_len) in shapes {
         let n = rows * row_len;
-        let mut host = vec![0u32; n];
-        let mut keys = stream
-            .clone_htod(&host)
-            .with_context(|| format!("allocating {n} keys"))?;
+        let mut fresh = FreshKeys::<u32>::new(gpu, n)?;
         let values_host: Vec<u32> = (0..n as u32).collect();
         let mut values = stream
             .clone_htod(&values_host)
@@ -58,25 +54,24 @@ pub fn run(
             progress(&format!("{task} {rows}x{row_len}"));
             let mut times = Vec::new();
             for r in 0..=repeats {
-                fill(&mut host, Pattern::Random, seed + r as u64);
-                stream
-                    .memcpy_htod(&host, &mut keys)
-                    .with_context(|| "uploading keys")?;
+                fresh.draw(gpu, seed + r as u64)?;
                 let t = time_on_stream(gpu, || {
                     match task {
-                        "sort" => sorter.sort_rows_device(&mut keys, row_len)?,
+                        "sort" => sorter.sort_rows_device(&mut fresh.keys, row_len)?,
                         "argsort" => {
                             // Allocated inside the timing, as a caller that argsorts would.
                             // SAFETY: the sort writes every index.
                             let mut indices = unsafe { stream.alloc::<u32>(n) }
                                 .context("allocating the indices")?;
                             sorter.sort_rows_with_indices_device(
-                                &mut keys,
+                                &mut fresh.keys,
                                 row_len,
                                 &mut indices,
                             )?
                         }
-                        _ => sorter.sort_rows_pairs_device(&mut keys, &mut values, row_len)?,
+                        _ => {
+                            sorter.sort_rows_pairs_device(&mut fresh.keys, &mut values, row_len)?
+                        }
                     };
                     Ok(())
                 })?;
@@ -84,7 +79,12 @@ pub fn run(
                     times.push(t);
                 }
             }
-            check_sorted(gpu, &keys, row_len, &format!("{task} {rows}x{row_len}"))?;
+            check_sorted(
+                gpu,
+                &fresh.keys,
+                row_len,
+                &format!("{task} {rows}x{row_len}"),
+            )?;
             let (median_ms, min_ms, max_ms) = summarize(&mut times);
             out.push(Measured {
                 name: "bitonic-tuned".into(),

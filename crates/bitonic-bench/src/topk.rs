@@ -2,9 +2,9 @@
 //! sorted, with their indices, device-resident, beside `torch.topk(sorted=True)`
 //! (bench/peers/torch_topk.py), and the time to read the input once at the copy ceiling.
 
-use super::measure::{time_on_stream, Provenance};
+use super::measure::{time_on_stream, FreshKeys, Provenance};
 use super::summarize;
-use crate::gen::{fill, Pattern, RandomKey};
+use crate::gen::RandomKey;
 use anyhow::{bail, ensure, Context as _, Result};
 use bitonic::half::{bf16, f16};
 use bitonic::{Backend, DType, Gpu, Select, SortKey, Sorter};
@@ -120,11 +120,7 @@ fn time_shape<K: RandomKey>(
     progress: &dyn Fn(&str),
 ) -> Result<Vec<(usize, Times)>> {
     let stream = gpu.stream();
-    let n = rows * row_len;
-    let mut host = vec![bytemuck::Zeroable::zeroed(); n];
-    let mut keys = stream
-        .clone_htod(&host)
-        .with_context(|| format!("allocating {n} keys"))?;
+    let mut fresh = FreshKeys::<K>::new(gpu, rows * row_len)?;
     let mut out = Vec::new();
     for &k in ks.iter().filter(|&&k| k <= row_len) {
         progress(&format!("top-{k} of {rows}x{row_len} {}", K::DTYPE));
@@ -133,13 +129,10 @@ fn time_shape<K: RandomKey>(
         let mut indices = unsafe { stream.alloc::<u32>(rows * k) }.context("indices")?;
         let mut times = Vec::new();
         for r in 0..=repeats {
-            fill(&mut host, Pattern::Random, seed + r as u64);
-            stream
-                .memcpy_htod(&host, &mut keys)
-                .context("uploading keys")?;
+            fresh.draw(gpu, seed + r as u64)?;
             let t = time_on_stream(gpu, || {
                 sorter.topk_rows_device(
-                    &keys,
+                    &fresh.keys,
                     row_len,
                     k,
                     Select::Largest,
@@ -152,8 +145,12 @@ fn time_shape<K: RandomKey>(
                 times.push(t);
             }
         }
-        check_first_row(&host[..row_len], k, &stream.clone_dtoh(&values)?[..k])
-            .with_context(|| format!("top-{k} of {rows}x{row_len} {}", K::DTYPE))?;
+        check_first_row(
+            &fresh.host()[..row_len],
+            k,
+            &stream.clone_dtoh(&values)?[..k],
+        )
+        .with_context(|| format!("top-{k} of {rows}x{row_len} {}", K::DTYPE))?;
         out.push((k, summarize(&mut times)));
     }
     Ok(out)

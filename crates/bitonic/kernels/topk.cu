@@ -269,19 +269,28 @@ __device__ void topk_filter(const In *input, u64 row_len, u32 rows, u32 chunks, 
 // Radix digits, 8 bits each, most significant first, of the values a radix select orders:
 // held words (u32, u64) and composites (u64, KeyIndex). The order of the digits is the order of
 // the values; `set` writes a digit into a value whose digits from d on are zero.
+//
+// A threshold (step 1 below) needs only to be reached by enough values, so its select stops
+// after THRESHOLD_COUNT digits: the top 16 bits of a 32-bit word, 24 of a 64-bit word or of a
+// composite's. Of a float key, those are its sign, exponent and top 7 (f32) or 12 (f64)
+// mantissa bits, so the candidates this adds are the few elements that share them with the
+// threshold; a 16-bit word held in the top half of a u32 is whole in them.
 template <typename T> struct Digits;
 template <> struct Digits<u32> {
     static const u32 COUNT = 4;
+    static const u32 THRESHOLD_COUNT = 2;
     __device__ static u32 at(u32 v, u32 d) { return (v >> (24 - 8 * d)) & 0xffu; }
     __device__ static void set(u32 &v, u32 d, u32 digit) { v |= digit << (24 - 8 * d); }
 };
 template <> struct Digits<u64> {
     static const u32 COUNT = 8;
+    static const u32 THRESHOLD_COUNT = 3;
     __device__ static u32 at(u64 v, u32 d) { return u32(v >> (56 - 8 * d)) & 0xffu; }
     __device__ static void set(u64 &v, u32 d, u32 digit) { v |= u64(digit) << (56 - 8 * d); }
 };
 template <> struct Digits<KeyIndex> {
     static const u32 COUNT = 12; // 8 of the word, then 4 of the complemented index
+    static const u32 THRESHOLD_COUNT = 3;
     __device__ static u32 at(const KeyIndex &c, u32 d) {
         return d < 8 ? u32(c.key >> (56 - 8 * d)) & 0xffu : (c.index >> (24 - 8 * (d - 8))) & 0xffu;
     }
@@ -348,14 +357,15 @@ __device__ void find_boundary(RadixShared &s, u32 need) {
 // returns the mask of the `need` best when the values are unique. Each round counts one digit of
 // the values in play, finds the bin of the need-th best, and decides every value above or below
 // it; the rounds stop once every value left in play wins. `reached` gets the boundary bins'
-// digits (zeros below): at least `need` of the values in play reach it. Called by the whole
-// block with a block-uniform `need`.
-template <typename T, u32 N, typename Value>
+// digits (zeros below): at least `need` of the values in play reach it. With DIGITS below the
+// values' digit count the rounds stop there, and only `reached` is meant (the mask leaves the
+// boundary bin's values out). Called by the whole block with a block-uniform `need`.
+template <typename T, u32 N, u32 DIGITS = Digits<T>::COUNT, typename Value>
 __device__ __forceinline__ u32 radix_rounds(const Value &value, u32 alive, u32 need, RadixShared &s,
                                             T &reached) {
     u32 won = 0;
     reached = padding<T>();
-    for (u32 d = 0; d < Digits<T>::COUNT && need > 0; d++) {
+    for (u32 d = 0; d < DIGITS && need > 0; d++) {
         if (threadIdx.x < 256) s.hist[threadIdx.x] = 0;
         __syncthreads();
 #pragma unroll
@@ -423,13 +433,14 @@ __device__ __forceinline__ void group_bests(const T (&e)[R], T (&best)[G]) {
 }
 
 // Step 1 with G groups a thread: a value that the best values of `need` groups reach, by a
-// radix select over them. If it is padding, every element reaches it.
+// radix select over their top digits. If it is padding, every element reaches it.
 template <u32 G, typename T, u32 R>
 __device__ __forceinline__ T group_threshold(const T (&e)[R], u32 need, RadixShared &s) {
     T best[G];
     group_bests<G>(e, best);
     T threshold;
-    radix_rounds<T, G>([&](u32 g) { return best[g]; }, (1u << G) - 1, need, s, threshold);
+    radix_rounds<T, G, Digits<T>::THRESHOLD_COUNT>([&](u32 g) { return best[g]; }, (1u << G) - 1, need, s,
+                                                  threshold);
     return threshold;
 }
 

@@ -18,7 +18,7 @@ fn main() {
             cpu_patterns_with_ties;
         Needs::Gpu =>
             gpu_u32, gpu_i32, gpu_u64, gpu_i64, gpu_f32, gpu_f64, gpu_f16, gpu_bf16,
-            gpu_patterns_with_ties,
+            gpu_patterns_with_ties, gpu_keys_sharing_their_top_bits,
             gpu_filter_on_every_row, gpu_radix_at_16_a_thread, gpu_device_buffers, gpu_auto_backend, topk_for_the_sanitizer;
     ]);
 }
@@ -280,6 +280,53 @@ fn gpu_radix_at_16_a_thread() {
     let sorter = Sorter::new().backend(Backend::Cuda).policy(eight);
     let got = sorter.topk(&keys, 8, Select::Largest, &mut values, &mut indices);
     assert!(matches!(got, Err(Error::Unsupported(_))), "{got:?}");
+}
+
+/// Distinct keys whose top 16 bits (f32, u32) or 24 bits (f64) are all the same: the radix
+/// select's threshold stops at those bits, so every key of a chunk reaches it and the exact
+/// select runs over the whole chunk, for the thresholds of one to eight groups a thread.
+fn gpu_keys_sharing_their_top_bits() {
+    gpu("gpu_keys_sharing_their_top_bits");
+    fn one<K: TestKey>(keys: Vec<K>, row_len: usize) {
+        for select in SELECTS {
+            let orders = stable_orders(&keys, row_len, select);
+            for k in [1, 50, 129, 256, 300, 600, 1000] {
+                let rows = keys.len() / row_len;
+                let what = format!(
+                    "{:?} shared top bits {rows}x{row_len} k {k} {select:?}",
+                    K::DTYPE
+                );
+                let mut values = vec![keys[0]; rows * k];
+                let mut indices = vec![u32::MAX; rows * k];
+                Sorter::new()
+                    .backend(Backend::Cuda)
+                    .topk_rows(&keys, row_len, k, select, &mut values, &mut indices)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
+                check_result(&keys, row_len, k, &orders, (&values, &indices), &what);
+            }
+        }
+    }
+    let (rows, row_len) = (3, 40_009);
+    let low = make_keys::<u32>(rows * row_len, Pattern::Random, 11);
+    one(
+        low.iter()
+            .map(|&x| 0x3f80_0000 | (x & 0xffff))
+            .collect::<Vec<u32>>(),
+        row_len,
+    );
+    one(
+        low.iter()
+            .map(|&x| f32::from_bits(0x3f80_0000 | (x & 0xffff)))
+            .collect::<Vec<f32>>(),
+        row_len,
+    );
+    let low = make_keys::<u64>(rows * row_len, Pattern::Random, 12);
+    one(
+        low.iter()
+            .map(|&x| f64::from_bits(0x3ff0_0000_0000_0000 | (x >> 24)))
+            .collect::<Vec<f64>>(),
+        row_len,
+    );
 }
 
 fn gpu_patterns_with_ties() {
