@@ -623,6 +623,12 @@ __device__ __forceinline__ u32 claim_slots(u32 count, u32 *total) {
 #define CANDIDATES_PER_THREAD KERNEL_TOPK_CANDIDATES_PER_THREAD
 #define RANK_MAX KERNEL_TOPK_RANK_MAX
 
+// Whether the radix select's passes after the first over keys of composites C keeping k merge
+// sorted runs (topk_merge) instead of selecting again: for u64 composites and k up to
+// TOURNAMENT_MOST, where the first pass's chunks mostly come out sorted anyway (ranks and
+// tournaments). src/cuda/topk.rs plans the passes by the same rule.
+template <typename C> __device__ __forceinline__ bool merges(u32 k) { return sizeof(C) == 8 && k <= TOURNAMENT_MOST; }
+
 // The best k of chunk `chunk` of every row, as topk_filter, by the radix select above, R
 // elements a thread. A row's final chunk is sorted (by the candidates' ranks, a tournament, or a
 // bitonic network over `slots` = next_pow2(k) composites); partial results go out unsorted when
@@ -640,6 +646,8 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
     // Tournaments of up to TOURNAMENT_MOST, for k up to 256, over u64 composites; 16-byte
     // composites take the radix selects (their networks would triple the module's compile time).
     const bool LARGE_TOURNAMENTS = sizeof(C) == 8;
+    // Whether the passes after this one merge its chunks' results as sorted runs.
+    const bool MERGED = merges<C>(k);
     C *buf = shared_tile<C>();
     __shared__ RadixShared s;
     __shared__ u32 in_play, taken, candidates;
@@ -788,8 +796,10 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
                 select_by_tournament(x, need, buf, put);
             }
         } else {
-            // A radix select, then for a row's final chunk a bitonic sort of the k best.
-            C *out = last ? buf : partials + item * k;
+            // A radix select, then a bitonic sort of the k best for a row's final chunk, and
+            // for any chunk whose results a merge pass reads (topk_merge below).
+            const bool sorted = last || MERGED;
+            C *out = sorted ? buf : partials + item * k;
             if (gathered <= CAPACITY) {
                 C f[PER_THREAD];
                 u32 f_alive = 0;
@@ -808,7 +818,7 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
                 const u32 won = radix_rounds<C, R>(composite_of, alive, need, s, unused);
                 append<R>(composite_of, won, &taken, out, k);
             }
-            if (last) {
+            if (sorted) {
                 __syncthreads();
                 for (u32 i = need + t; i < slots; i += THREADS) buf[i] = padding<C>();
                 __syncthreads();
@@ -818,6 +828,56 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
         }
         if (!last)
             for (u32 i = need + t; i < k; i += THREADS) partials[item * k + i] = padding<C>();
+    }
+}
+
+// A pass after the first that merges sorted runs (where merges<C>(k)): rows of row_len partial
+// results, runs of k composites each sorted best first, cut into chunks of chunk_len (whole
+// runs; the last chunk of a row may have fewer). A block writes the k best of a chunk, sorted,
+// as the radix select would: to values and indices for a row's final chunk, else to partials.
+// An element's place among the chunk's runs is its place in its own run plus, in each other
+// run, the number of elements before it: better ones, or equal ones of an earlier run (equal
+// composites are padding, all zero). Each count is a binary search in shared memory, skipped
+// once the element is out of the first k.
+template <typename K, typename C>
+__device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k, u32 map,
+                           C *partials, K *values, u32 *indices) {
+    C *runs = shared_tile<C>(); // chunk_len composites
+    const u32 t = threadIdx.x;
+    const u64 items = u64(rows) * chunks;
+    for (u64 item = blockIdx.x; item < items; item += gridDim.x) {
+        const u64 row = item / chunks, chunk = item % chunks;
+        const u64 begin = chunk * chunk_len;
+        const u32 len = u32(min(begin + chunk_len, row_len) - begin);
+        const u32 count = len / k;
+        const C *in = input + row * row_len + begin;
+        __syncthreads(); // the previous item's runs are read
+        for (u32 i = t; i < len; i += THREADS) runs[i] = in[i];
+        __syncthreads();
+        for (u32 i = t; i < len; i += THREADS) {
+            const u32 own = i / k;
+            const C c = runs[i];
+            u32 place = i % k;
+            for (u32 other = 0; other < count && place < k; other++) {
+                if (other == own) continue;
+                const C *run = runs + other * k;
+                u32 before = 0, after = k; // the count lies in [before, after]
+                while (before < after) {
+                    const u32 mid = (before + after) / 2;
+                    const bool ahead = other < own ? !better(c, run[mid]) : better(run[mid], c);
+                    if (ahead) before = mid + 1;
+                    else after = mid;
+                }
+                place += before;
+            }
+            if (place >= k) continue;
+            if (chunks == 1) {
+                values[row * k + place] = from_sortable(K(word_of(c)), map);
+                indices[row * k + place] = index_of(c);
+            } else {
+                partials[item * k + place] = c;
+            }
+        }
     }
 }
 
@@ -832,6 +892,10 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
     (const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k, u32 slots, u32 map, \
      C *partials, K *values, u32 *indices)
 #define TOPK_ARGS (input, row_len, rows, chunks, chunk_len, k, slots, map, partials, values, indices)
+#define MERGE_PARAMS(C, K)                                                                      \
+    (const C *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k, u32 slots, u32 map, \
+     C *partials, K *values, u32 *indices)
+#define MERGE_ARGS (input, row_len, rows, chunks, chunk_len, k, map, partials, values, indices)
 #define TAKE_PARAMS(W) (const W *src, u64 row_len, W *dst, u64 k, u64 count)
 #define TAKE_ARGS (src, row_len, dst, k, count)
 
@@ -856,6 +920,9 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
     extern "C" __global__ void PARTIALS_BOUNDS_##R(C)                                            \
         topk_radix_partials_##W##_##R TOPK_PARAMS(C, C, W) {                                     \
         topk_radix<W, C, C, R> TOPK_ARGS;                                                        \
+    }                                                                                            \
+    extern "C" __global__ void __launch_bounds__(THREADS) topk_merge_##W MERGE_PARAMS(C, W) {    \
+        topk_merge<W, C> MERGE_ARGS;                                                             \
     }
 #define EXPORT_TOPK(W, C)                                                                       \
     extern "C" __global__ void __launch_bounds__(THREADS) topk_keys_##W TOPK_PARAMS(W, C, W) {   \

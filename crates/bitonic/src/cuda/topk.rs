@@ -163,29 +163,51 @@ pub(crate) fn plan(
 }
 
 /// One launch of the radix select: rows of `row_len` elements cut into `chunks` chunks of
-/// `chunk_len` (the last may be shorter), `per_thread` elements a thread.
+/// `chunk_len` (the last may be shorter), `per_thread` elements a thread; or, `merge`, a pass
+/// that merges the sorted runs of k of the pass before, `chunk_len / k` runs a block, with the
+/// module of the first pass (its `per_thread`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RadixPass {
     pub(crate) row_len: usize,
     pub(crate) chunks: usize,
     pub(crate) chunk_len: usize,
     pub(crate) per_thread: usize,
+    pub(crate) merge: bool,
+}
+
+/// Whether the radix select's passes after the first merge sorted runs (kernels/topk.cu
+/// `merges`, by the same rule): u64 composites (keys of up to 4 bytes) and k up to
+/// [`RADIX_TOURNAMENT_MOST`].
+fn merges(key_bytes: usize, k: usize) -> bool {
+    key_bytes <= 4 && k <= RADIX_TOURNAMENT_MOST
+}
+
+/// The most runs a merge pass's block merges: its runs (u64 composites) fill at most
+/// [`MERGE_SHARED_BYTES`] of shared memory, and each element searches every other run.
+const MERGE_RUNS_MOST: usize = 32;
+const MERGE_SHARED_BYTES: usize = 32 << 10;
+
+/// The runs of k a merge pass's block merges.
+fn merge_runs(k: usize) -> usize {
+    (MERGE_SHARED_BYTES / (8 * k)).clamp(2, MERGE_RUNS_MOST)
 }
 
 /// The passes of the radix select over `rows` rows of `row_len` elements keeping `k`
 /// (1 ≤ k ≤ row_len, and k ≤ [`crate::dispatch::TOPK_RADIX_MAX_K`] when a row is longer than
 /// [`crate::dispatch::TOPK_RADIX_CHUNK`]), at most `most_per_thread` (16 or 32) elements a
-/// thread: the first over the keys, each later one over the k best of every chunk of the
-/// pass before, the last with one chunk a row.
+/// thread: the first over the keys of `key_bytes`, each later one over the k best of every
+/// chunk of the pass before, the last with one chunk a row.
 ///
 /// Rows are cut into chunks no longer than a block holds, and into more (down to
 /// [`RADIX_MIN_CHUNK`] and 8k elements) while the grid has fewer than [`RADIX_BLOCKS_PER_SM`]
 /// blocks a multiprocessor. A chunk is then a whole block's registers, `per_thread` x THREADS
 /// elements, only a row's last shorter, so that every other chunk loads without bounds checks.
+/// Where [`merges`], the later passes merge [`merge_runs`] runs a block.
 pub(crate) fn radix_plan(
     rows: usize,
     row_len: usize,
     k: usize,
+    key_bytes: usize,
     multiprocessors: usize,
     most_per_thread: usize,
 ) -> Vec<RadixPass> {
@@ -211,11 +233,27 @@ pub(crate) fn radix_plan(
             chunks,
             chunk_len,
             per_thread,
+            merge: false,
         });
         if chunks == 1 {
             return passes;
         }
         len = chunks * k;
+        if merges(key_bytes, k) {
+            let mut runs = chunks;
+            while runs > 1 {
+                let (len, chunk_len) = (runs * k, merge_runs(k) * k);
+                runs = len.div_ceil(chunk_len);
+                passes.push(RadixPass {
+                    row_len: len,
+                    chunks: runs,
+                    chunk_len: chunk_len.min(len),
+                    per_thread: passes[0].per_thread,
+                    merge: true,
+                });
+            }
+            return passes;
+        }
     }
 }
 
@@ -325,6 +363,20 @@ fn width(key_bytes: usize) -> &'static str {
     }
 }
 
+/// The composites a radix block holds in shared memory: its candidates, where the last pass
+/// (or one whose runs are merged) sorts its k best in `slots`, and the u64 composites'
+/// tournament lists.
+fn radix_held(slots: usize, per_thread: usize, composite_bytes: usize) -> usize {
+    let tournaments = if composite_bytes == 8 {
+        RADIX_TOURNAMENT_SLOTS
+    } else {
+        0
+    };
+    slots
+        .max(THREADS as usize * per_thread.min(RADIX_CANDIDATES_PER_THREAD))
+        .max(tournaments)
+}
+
 /// The radix select's passes ([`radix_plan`]) over keys of words `B` with composites `C`;
 /// `shape` is (rows, row_len, k, key map).
 fn radix<B: DeviceRepr, C: DeviceRepr>(
@@ -338,27 +390,25 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
     let key_bytes = std::mem::size_of::<B>();
     let width = width(key_bytes);
     let sms = gpu.info().multiprocessors.max(1) as usize;
-    // The kernels gather their candidates in shared memory, where the last pass may sort the
-    // k best.
     let slots = k.next_power_of_two();
     let mut input: Option<CudaSlice<C>> = None;
     let most_per_thread = t.policy.topk_radix_per_thread;
-    let passes = radix_plan(rows, row_len, k, sms, most_per_thread);
+    let passes = radix_plan(rows, row_len, k, key_bytes, sms, most_per_thread);
     let modules: Vec<_> = passes
         .iter()
         .map(|p| radix_module(key_bytes, p.per_thread))
         .collect();
     gpu.prepare(t.policy, &modules)?;
     for (i, (pass, &module)) in passes.iter().zip(&modules).enumerate() {
-        let what = if i == 0 { "keys" } else { "partials" };
-        let name = format!("topk_radix_{what}_{width}_{}", pass.per_thread);
-        let held = slots
-            .max(THREADS as usize * pass.per_thread.min(RADIX_CANDIDATES_PER_THREAD))
-            .max(if std::mem::size_of::<C>() == 8 {
-                RADIX_TOURNAMENT_SLOTS
-            } else {
-                0
-            });
+        let (name, held) = if pass.merge {
+            (format!("topk_merge_{width}"), pass.chunk_len)
+        } else {
+            let what = if i == 0 { "keys" } else { "partials" };
+            (
+                format!("topk_radix_{what}_{width}_{}", pass.per_thread),
+                radix_held(slots, pass.per_thread, std::mem::size_of::<C>()),
+            )
+        };
         let shared = held * std::mem::size_of::<C>();
         let args = launch::TopkArgs {
             row_len: pass.row_len as u64,
@@ -556,25 +606,36 @@ mod tests {
             (1 << 20) + 3,
             1 << 28,
         ];
-        for rows in [1, 3, 64, 100_000] {
+        for (rows, key_bytes) in [1, 3, 64, 100_000]
+            .into_iter()
+            .flat_map(|r| [(r, 2), (r, 8)])
+        {
             for &row_len in &lens {
                 for &k in ks.iter().filter(|&&k| k <= row_len) {
                     if rows * row_len > 1 << 31 || (row_len > most && k > TOPK_RADIX_MAX_K) {
                         continue;
                     }
-                    let passes = radix_plan(rows, row_len, k, 132, 32);
+                    let passes = radix_plan(rows, row_len, k, key_bytes, 132, 32);
                     let what = format!("{rows}x{row_len} k {k}");
                     assert_eq!(passes[0].row_len, row_len, "{what}");
                     assert_eq!(passes.last().unwrap().chunks, 1, "{what}");
                     assert!(passes.len() <= 8, "{what}: {passes:?}");
                     for (i, p) in passes.iter().enumerate() {
-                        assert!(p.chunk_len <= p.per_thread * THREADS as usize, "{what}");
                         assert!(p.chunks * p.chunk_len >= p.row_len, "{what}");
                         assert!((p.chunks - 1) * p.chunk_len < p.row_len, "{what}");
-                        assert!(
-                            p.chunks == 1 || p.chunk_len == p.per_thread * THREADS as usize,
-                            "{what}"
-                        );
+                        assert_eq!(p.merge, i > 0 && merges(key_bytes, k), "{what}");
+                        if p.merge {
+                            // Whole runs of k a block, in the first pass's module.
+                            assert_eq!(p.chunk_len % k, 0, "{what}");
+                            assert!(p.chunk_len * 8 <= MERGE_SHARED_BYTES, "{what}");
+                            assert_eq!(p.per_thread, passes[0].per_thread, "{what}");
+                        } else {
+                            assert!(p.chunk_len <= p.per_thread * THREADS as usize, "{what}");
+                            assert!(
+                                p.chunks == 1 || p.chunk_len == p.per_thread * THREADS as usize,
+                                "{what}"
+                            );
+                        }
                         if let Some(next) = passes.get(i + 1) {
                             assert_eq!(next.row_len, p.chunks * k, "{what}");
                             assert!(next.row_len * 4 <= p.row_len, "{what}: {passes:?}");
@@ -584,27 +645,111 @@ mod tests {
             }
         }
         // 16,384 rows of 1,024: one pass, 4 elements a thread.
-        let short = radix_plan(16_384, 1024, 50, 132, 32);
+        let short = radix_plan(16_384, 1024, 50, 4, 132, 32);
         assert_eq!((short.len(), short[0].per_thread), (1, 4));
         // One row of 2^24: 2,048 chunks of 8,192, then the 2,048 x 50 partials spread over
         // the GPU in chunks of 4,096, then those results.
-        let long = radix_plan(1, 1 << 24, 50, 132, 32);
+        let long = radix_plan(1, 1 << 24, 50, 8, 132, 32);
         let chunks: Vec<(usize, usize)> = long.iter().map(|p| (p.chunks, p.chunk_len)).collect();
         assert_eq!(chunks, [(2048, 8192), (25, 4096), (1, 1250)]);
+        // With u64 composites, the 2,048 sorted runs of 50 merge 32 at a time.
+        let merged = radix_plan(1, 1 << 24, 50, 4, 132, 32);
+        let chunks: Vec<(usize, usize, bool)> = merged
+            .iter()
+            .map(|p| (p.chunks, p.chunk_len, p.merge))
+            .collect();
+        assert_eq!(
+            chunks,
+            [
+                (2048, 8192, false),
+                (64, 1600, true),
+                (2, 1600, true),
+                (1, 100, true)
+            ]
+        );
         // A row of 151,936 is 18 whole chunks and one shorter.
-        let logits = radix_plan(256, 151_936, 50, 132, 32);
+        let logits = radix_plan(256, 151_936, 50, 4, 132, 32);
         assert_eq!((logits[0].chunks, logits[0].chunk_len), (19, 8192));
         // At most 16 a thread: chunks of 4,096, and still one pass for short rows.
-        let half = radix_plan(4096, 32_768, 50, 132, 16);
+        let half = radix_plan(4096, 32_768, 50, 8, 132, 16);
         assert_eq!((half[0].chunks, half[0].per_thread, half.len()), (8, 16, 2));
         for row_len in [1000, 4096, 8192, 100_003] {
             for k in [1, 50, 1024, 2048.min(row_len)] {
-                let passes = radix_plan(3, row_len, k, 132, 16);
+                let passes = radix_plan(3, row_len, k, 4, 132, 16);
                 assert!(passes
                     .iter()
                     .all(|p| p.per_thread <= 16 && p.chunk_len <= 4096));
                 assert_eq!(passes.last().unwrap().chunks, 1);
             }
+        }
+    }
+
+    /// A CPU model of topk_merge's placement: each element's place among sorted runs (its
+    /// place in its run, plus the elements of every other run before it, equal ones of an
+    /// earlier run counting) is its place in the stable merge, padding (0) included.
+    #[test]
+    fn merge_places_are_a_stable_merge() {
+        let better = |a: u64, b: u64| a > b;
+        let mut seed = 7u64;
+        let mut next = move || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for (k, count) in [(1, 5), (3, 2), (50, 32), (256, 16), (7, 3)] {
+            let runs: Vec<Vec<u64>> = (0..count)
+                .map(|_| {
+                    let real = (next() as usize) % (k + 1); // the rest is padding
+                    let mut run: Vec<u64> = (0..k)
+                        .map(|i| {
+                            if i < real {
+                                1 + next() % 1000 * 64 + i as u64
+                            } else {
+                                0
+                            }
+                        })
+                        .collect();
+                    run.sort_by(|a, b| b.cmp(a));
+                    run
+                })
+                .collect();
+            let mut placed = vec![None; count * k];
+            for (own, run) in runs.iter().enumerate() {
+                for (p, &c) in run.iter().enumerate() {
+                    let mut place = p;
+                    for (other, r) in runs.iter().enumerate().filter(|&(o, _)| o != own) {
+                        place += r
+                            .iter()
+                            .take_while(|&&x| {
+                                if other < own {
+                                    !better(c, x)
+                                } else {
+                                    better(x, c)
+                                }
+                            })
+                            .count();
+                    }
+                    assert!(
+                        placed[place].replace((own, p)).is_none(),
+                        "k {k}: place {place} twice"
+                    );
+                }
+            }
+            let mut want: Vec<(u64, usize, usize)> = runs
+                .iter()
+                .enumerate()
+                .flat_map(|(o, r)| r.iter().enumerate().map(move |(p, &c)| (c, o, p)))
+                .collect();
+            want.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)));
+            let got: Vec<(u64, usize, usize)> = placed
+                .iter()
+                .map(|at| {
+                    let (o, p) = at.unwrap();
+                    (runs[o][p], o, p)
+                })
+                .collect();
+            assert_eq!(got, want, "k {k}, {count} runs");
         }
     }
 
