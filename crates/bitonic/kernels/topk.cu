@@ -623,10 +623,11 @@ __device__ __forceinline__ u32 claim_slots(u32 count, u32 *total) {
 #define CANDIDATES_PER_THREAD KERNEL_TOPK_CANDIDATES_PER_THREAD
 #define RANK_MAX KERNEL_TOPK_RANK_MAX
 
-// Whether the radix select's passes after the first over keys of composites C keeping k merge
-// sorted runs (topk_merge) instead of selecting again: for u64 composites and k up to
-// TOURNAMENT_MOST, where the first pass's chunks mostly come out sorted anyway (ranks and
-// tournaments). src/cuda/topk.rs plans the passes by the same rule.
+// Whether the pass after the first of a radix select over composites C keeping k may merge
+// the first pass's chunks as sorted runs (topk_merge) instead of selecting again: for u64
+// composites and k up to TOURNAMENT_MOST, where the chunks mostly come out sorted anyway
+// (ranks and tournaments), so the first pass sorts the others too. src/cuda/topk.rs merges by
+// the same rule, for rows of few chunks.
 template <typename C> __device__ __forceinline__ bool merges(u32 k) { return sizeof(C) == 8 && k <= TOURNAMENT_MOST; }
 
 // The best k of chunk `chunk` of every row, as topk_filter, by the radix select above, R
@@ -646,7 +647,7 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
     // Tournaments of up to TOURNAMENT_MOST, for k up to 256, over u64 composites; 16-byte
     // composites take the radix selects (their networks would triple the module's compile time).
     const bool LARGE_TOURNAMENTS = sizeof(C) == 8;
-    // Whether the passes after this one merge its chunks' results as sorted runs.
+    // Whether the pass after this one may merge its chunks' results as sorted runs.
     const bool MERGED = merges<C>(k);
     C *buf = shared_tile<C>();
     __shared__ RadixShared s;

@@ -164,8 +164,8 @@ pub(crate) fn plan(
 
 /// One launch of the radix select: rows of `row_len` elements cut into `chunks` chunks of
 /// `chunk_len` (the last may be shorter), `per_thread` elements a thread; or, `merge`, a pass
-/// that merges the sorted runs of k of the pass before, `chunk_len / k` runs a block, with the
-/// module of the first pass (its `per_thread`).
+/// that merges the sorted runs of k of the first pass, a row's in one block, with the module
+/// of the first pass (its `per_thread`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RadixPass {
     pub(crate) row_len: usize,
@@ -175,22 +175,17 @@ pub(crate) struct RadixPass {
     pub(crate) merge: bool,
 }
 
-/// Whether the radix select's passes after the first merge sorted runs (kernels/topk.cu
-/// `merges`, by the same rule): u64 composites (keys of up to 4 bytes) and k up to
+/// Whether a radix pass's chunks may be merged as sorted runs (kernels/topk.cu `merges`, by
+/// the same rule, sorts them): u64 composites (keys of up to 4 bytes) and k up to
 /// [`RADIX_TOURNAMENT_MOST`].
 fn merges(key_bytes: usize, k: usize) -> bool {
     key_bytes <= 4 && k <= RADIX_TOURNAMENT_MOST
 }
 
-/// The most runs a merge pass's block merges: its runs (u64 composites) fill at most
-/// [`MERGE_SHARED_BYTES`] of shared memory, and each element searches every other run.
-const MERGE_RUNS_MOST: usize = 32;
-const MERGE_SHARED_BYTES: usize = 32 << 10;
-
-/// The runs of k a merge pass's block merges.
-fn merge_runs(k: usize) -> usize {
-    (MERGE_SHARED_BYTES / (8 * k)).clamp(2, MERGE_RUNS_MOST)
-}
+/// The most runs a row's merge pass merges: each element searches every other run, so many
+/// runs cost more than a radix pass over them (docs/notes/topk.md, step 5: 4 runs faster, 16
+/// slower).
+const MERGE_RUNS_MOST: usize = 8;
 
 /// The passes of the radix select over `rows` rows of `row_len` elements keeping `k`
 /// (1 ≤ k ≤ row_len, and k ≤ [`crate::dispatch::TOPK_RADIX_MAX_K`] when a row is longer than
@@ -202,7 +197,8 @@ fn merge_runs(k: usize) -> usize {
 /// [`RADIX_MIN_CHUNK`] and 8k elements) while the grid has fewer than [`RADIX_BLOCKS_PER_SM`]
 /// blocks a multiprocessor. A chunk is then a whole block's registers, `per_thread` x THREADS
 /// elements, only a row's last shorter, so that every other chunk loads without bounds checks.
-/// Where [`merges`], the later passes merge [`merge_runs`] runs a block.
+/// Where [`merges`] and the first pass leaves at most [`MERGE_RUNS_MOST`] chunks a row, the
+/// second and last pass merges their runs.
 pub(crate) fn radix_plan(
     rows: usize,
     row_len: usize,
@@ -239,19 +235,14 @@ pub(crate) fn radix_plan(
             return passes;
         }
         len = chunks * k;
-        if merges(key_bytes, k) {
-            let mut runs = chunks;
-            while runs > 1 {
-                let (len, chunk_len) = (runs * k, merge_runs(k) * k);
-                runs = len.div_ceil(chunk_len);
-                passes.push(RadixPass {
-                    row_len: len,
-                    chunks: runs,
-                    chunk_len: chunk_len.min(len),
-                    per_thread: passes[0].per_thread,
-                    merge: true,
-                });
-            }
+        if passes.len() == 1 && merges(key_bytes, k) && chunks <= MERGE_RUNS_MOST {
+            passes.push(RadixPass {
+                row_len: len,
+                chunks: 1,
+                chunk_len: len,
+                per_thread,
+                merge: true,
+            });
             return passes;
         }
     }
@@ -623,11 +614,12 @@ mod tests {
                     for (i, p) in passes.iter().enumerate() {
                         assert!(p.chunks * p.chunk_len >= p.row_len, "{what}");
                         assert!((p.chunks - 1) * p.chunk_len < p.row_len, "{what}");
-                        assert_eq!(p.merge, i > 0 && merges(key_bytes, k), "{what}");
+                        let merge =
+                            i == 1 && merges(key_bytes, k) && passes[0].chunks <= MERGE_RUNS_MOST;
+                        assert_eq!(p.merge, merge, "{what}");
                         if p.merge {
-                            // Whole runs of k a block, in the first pass's module.
-                            assert_eq!(p.chunk_len % k, 0, "{what}");
-                            assert!(p.chunk_len * 8 <= MERGE_SHARED_BYTES, "{what}");
+                            // A row's runs in one block, in the first pass's module.
+                            assert_eq!((p.chunks, p.chunk_len), (1, p.row_len), "{what}");
                             assert_eq!(p.per_thread, passes[0].per_thread, "{what}");
                         } else {
                             assert!(p.chunk_len <= p.per_thread * THREADS as usize, "{what}");
@@ -652,21 +644,17 @@ mod tests {
         let long = radix_plan(1, 1 << 24, 50, 8, 132, 32);
         let chunks: Vec<(usize, usize)> = long.iter().map(|p| (p.chunks, p.chunk_len)).collect();
         assert_eq!(chunks, [(2048, 8192), (25, 4096), (1, 1250)]);
-        // With u64 composites, the 2,048 sorted runs of 50 merge 32 at a time.
-        let merged = radix_plan(1, 1 << 24, 50, 4, 132, 32);
+        // With u64 composites, a row's 4 sorted runs of 50 merge in one block; 2,048 runs
+        // are selected over again.
+        let merged = radix_plan(4096, 32_768, 50, 4, 132, 32);
         let chunks: Vec<(usize, usize, bool)> = merged
             .iter()
             .map(|p| (p.chunks, p.chunk_len, p.merge))
             .collect();
-        assert_eq!(
-            chunks,
-            [
-                (2048, 8192, false),
-                (64, 1600, true),
-                (2, 1600, true),
-                (1, 100, true)
-            ]
-        );
+        assert_eq!(chunks, [(4, 8192, false), (1, 200, true)]);
+        assert!(radix_plan(1, 1 << 24, 50, 4, 132, 32)
+            .iter()
+            .all(|p| !p.merge));
         // A row of 151,936 is 18 whole chunks and one shorter.
         let logits = radix_plan(256, 151_936, 50, 4, 132, 32);
         assert_eq!((logits[0].chunks, logits[0].chunk_len), (19, 8192));
