@@ -623,13 +623,6 @@ __device__ __forceinline__ u32 claim_slots(u32 count, u32 *total) {
 #define CANDIDATES_PER_THREAD KERNEL_TOPK_CANDIDATES_PER_THREAD
 #define RANK_MAX KERNEL_TOPK_RANK_MAX
 
-// Whether the pass after the first of a radix select over composites C keeping k may merge
-// the first pass's chunks as sorted runs (topk_merge) instead of selecting again: for u64
-// composites and k up to TOURNAMENT_MOST, where the chunks mostly come out sorted anyway
-// (ranks and tournaments), so the first pass sorts the others too. src/cuda/topk.rs merges by
-// the same rule, for rows of few chunks.
-template <typename C> __device__ __forceinline__ bool merges(u32 k) { return sizeof(C) == 8 && k <= TOURNAMENT_MOST; }
-
 // The best k of chunk `chunk` of every row, as topk_filter, by the radix select above, R
 // elements a thread. A row's final chunk is sorted (by the candidates' ranks, a tournament, or a
 // bitonic network over `slots` = next_pow2(k) composites); partial results go out unsorted when
@@ -647,8 +640,6 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
     // Tournaments of up to TOURNAMENT_MOST, for k up to 256, over u64 composites; 16-byte
     // composites take the radix selects (their networks would triple the module's compile time).
     const bool LARGE_TOURNAMENTS = sizeof(C) == 8;
-    // Whether the pass after this one may merge its chunks' results as sorted runs.
-    const bool MERGED = merges<C>(k);
     C *buf = shared_tile<C>();
     __shared__ RadixShared s;
     __shared__ u32 in_play, taken, candidates;
@@ -797,10 +788,8 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
                 select_by_tournament(x, need, buf, put);
             }
         } else {
-            // A radix select, then a bitonic sort of the k best for a row's final chunk, and
-            // for any chunk whose results a merge pass reads (topk_merge below).
-            const bool sorted = last || MERGED;
-            C *out = sorted ? buf : partials + item * k;
+            // A radix select, then for a row's final chunk a bitonic sort of the k best.
+            C *out = last ? buf : partials + item * k;
             if (gathered <= CAPACITY) {
                 C f[PER_THREAD];
                 u32 f_alive = 0;
@@ -819,7 +808,7 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
                 const u32 won = radix_rounds<C, R>(composite_of, alive, need, s, unused);
                 append<R>(composite_of, won, &taken, out, k);
             }
-            if (sorted) {
+            if (last) {
                 __syncthreads();
                 for (u32 i = need + t; i < slots; i += THREADS) buf[i] = padding<C>();
                 __syncthreads();
@@ -832,18 +821,20 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
     }
 }
 
-// A pass after the first that merges sorted runs (where merges<C>(k)): rows of row_len partial
-// results, runs of k composites each sorted best first, cut into chunks of chunk_len (whole
-// runs; the last chunk of a row may have fewer). A block writes the k best of a chunk, sorted,
-// as the radix select would: to values and indices for a row's final chunk, else to partials.
-// An element's place among the chunk's runs is its place in its own run plus, in each other
-// run, the number of elements before it: better ones, or equal ones of an earlier run (equal
-// composites are padding, all zero). Each count is a binary search in shared memory, skipped
-// once the element is out of the first k.
+// The pass after the first of a radix select whose chunks' results are mostly sorted (by
+// their ranks or a tournament): rows of row_len partial results, runs of k composites best
+// first, cut into chunks of chunk_len (whole runs; a row's last chunk may have fewer). A block
+// writes the k best of a chunk, sorted, as the radix select would: to values and indices for a
+// row's final chunk, else to partials. An element's place among the chunk's runs is its place
+// in its own run plus, in each other run, the number of elements before it: better ones, or
+// equal ones of an earlier run (equal composites are padding, all zero). Each count is a binary
+// search in shared memory, skipped once the element is out of the first k. A chunk with a run
+// out of order (a radix select's, on ties) is sorted whole instead, in up to
+// next_pow2(chunk_len) composites of shared memory.
 template <typename K, typename C>
 __device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k, u32 map,
                            C *partials, K *values, u32 *indices) {
-    C *runs = shared_tile<C>(); // chunk_len composites
+    C *runs = shared_tile<C>();
     const u32 t = threadIdx.x;
     const u64 items = u64(rows) * chunks;
     for (u64 item = blockIdx.x; item < items; item += gridDim.x) {
@@ -852,9 +843,28 @@ __device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u6
         const u32 len = u32(min(begin + chunk_len, row_len) - begin);
         const u32 count = len / k;
         const C *in = input + row * row_len + begin;
+        const auto put = [&](u32 place, const C &c) {
+            if (chunks == 1) {
+                values[row * k + place] = from_sortable(K(word_of(c)), map);
+                indices[row * k + place] = index_of(c);
+            } else {
+                partials[item * k + place] = c;
+            }
+        };
         __syncthreads(); // the previous item's runs are read
-        for (u32 i = t; i < len; i += THREADS) runs[i] = in[i];
-        __syncthreads();
+        bool unsorted = false;
+        for (u32 i = t; i < len; i += THREADS) {
+            runs[i] = in[i];
+            unsorted |= i % k != 0 && better(in[i], in[i - 1]);
+        }
+        if (__syncthreads_or(unsorted)) {
+            const u32 slots = len == 1 ? 1 : 1u << (32 - __clz(len - 1));
+            for (u32 i = len + t; i < slots; i += THREADS) runs[i] = padding<C>();
+            __syncthreads();
+            sort_best_first(runs, slots);
+            for (u32 i = t; i < k; i += THREADS) put(i, runs[i]);
+            continue;
+        }
         for (u32 i = t; i < len; i += THREADS) {
             const u32 own = i / k;
             const C c = runs[i];
@@ -871,13 +881,7 @@ __device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u6
                 }
                 place += before;
             }
-            if (place >= k) continue;
-            if (chunks == 1) {
-                values[row * k + place] = from_sortable(K(word_of(c)), map);
-                indices[row * k + place] = index_of(c);
-            } else {
-                partials[item * k + place] = c;
-            }
+            if (place < k) put(place, c);
         }
     }
 }

@@ -175,9 +175,9 @@ pub(crate) struct RadixPass {
     pub(crate) merge: bool,
 }
 
-/// Whether a radix pass's chunks may be merged as sorted runs (kernels/topk.cu `merges`, by
-/// the same rule, sorts them): u64 composites (keys of up to 4 bytes) and k up to
-/// [`RADIX_TOURNAMENT_MOST`].
+/// Whether the first radix pass's chunks may be merged as sorted runs (kernels/topk.cu
+/// `topk_merge`): u64 composites (keys of up to 4 bytes), and k up to
+/// [`RADIX_TOURNAMENT_MOST`], whose chunks come out sorted but on ties (the merge sorts those).
 fn merges(key_bytes: usize, k: usize) -> bool {
     key_bytes <= 4 && k <= RADIX_TOURNAMENT_MOST
 }
@@ -354,9 +354,8 @@ fn width(key_bytes: usize) -> &'static str {
     }
 }
 
-/// The composites a radix block holds in shared memory: its candidates, where the last pass
-/// (or one whose runs are merged) sorts its k best in `slots`, and the u64 composites'
-/// tournament lists.
+/// The composites a radix block holds in shared memory: its candidates, the `slots` where the
+/// last pass sorts its k best, and the u64 composites' tournament lists.
 fn radix_held(slots: usize, per_thread: usize, composite_bytes: usize) -> usize {
     let tournaments = if composite_bytes == 8 {
         RADIX_TOURNAMENT_SLOTS
@@ -392,7 +391,10 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
     gpu.prepare(t.policy, &modules)?;
     for (i, (pass, &module)) in passes.iter().zip(&modules).enumerate() {
         let (name, held) = if pass.merge {
-            (format!("topk_merge_{width}"), pass.chunk_len)
+            (
+                format!("topk_merge_{width}"),
+                pass.chunk_len.next_power_of_two(),
+            )
         } else {
             let what = if i == 0 { "keys" } else { "partials" };
             (
@@ -655,6 +657,11 @@ mod tests {
         assert!(radix_plan(1, 1 << 24, 50, 4, 132, 32)
             .iter()
             .all(|p| !p.merge));
+        // The GPU tests' merges (tests/topk.rs): 8 runs of crowded keys, 2 of tied ones.
+        for ((rows, row_len), runs) in [((3, 30_011), 8), ((3, 4097), 2)] {
+            let passes = radix_plan(rows, row_len, 256, 2, 132, 32);
+            assert_eq!((passes[0].chunks, passes[1].merge), (runs, true));
+        }
         // A row of 151,936 is 18 whole chunks and one shorter.
         let logits = radix_plan(256, 151_936, 50, 4, 132, 32);
         assert_eq!((logits[0].chunks, logits[0].chunk_len), (19, 8192));
