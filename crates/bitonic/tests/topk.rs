@@ -306,7 +306,7 @@ fn gpu_keys_sharing_their_top_bits() {
             }
         }
     }
-    let (rows, row_len) = (3, 30_011); // 8 chunks: their runs merge
+    let (rows, row_len) = (3, 26_000); // 7 chunks: their runs merge
     let low = make_keys::<u32>(rows * row_len, Pattern::Random, 11);
     one(
         low.iter()
