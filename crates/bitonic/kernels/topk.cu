@@ -270,11 +270,13 @@ __device__ void topk_filter(const In *input, u64 row_len, u32 rows, u32 chunks, 
 // held words (u32, u64) and composites (u64, KeyIndex). The order of the digits is the order of
 // the values; `set` writes a digit into a value whose digits from d on are zero.
 //
-// A threshold (step 1 below) needs only to be reached by enough values, so its select stops
-// after THRESHOLD_COUNT digits: the top 16 bits of a 32-bit word, 24 of a 64-bit word or of a
-// composite's. Of a float key, those are its sign, exponent and top 7 (f32) or 12 (f64)
-// mantissa bits, so the candidates this adds are the few elements that share them with the
-// threshold; a 16-bit word held in the top half of a u32 is whole in them.
+// A threshold (step 1 below) needs only to be reached by enough values, so its select may stop
+// after THRESHOLD_COUNT digits (the top 16 bits of a 32-bit word, 24 of a 64-bit word or of a
+// composite's) once the boundary bin is small: the candidates this adds are the elements that
+// share those digits with the threshold. Of a float key, they are its sign, exponent and top 7
+// (f32) or 12 (f64) mantissa bits, a few elements for keys spread over their range; a 16-bit
+// word held in the top half of a u32 is whole in them. Keys that crowd those digits (small
+// integers, a narrow range) fill the bin and take the remaining digits.
 template <typename T> struct Digits;
 template <> struct Digits<u32> {
     static const u32 COUNT = 4;
@@ -357,15 +359,17 @@ __device__ void find_boundary(RadixShared &s, u32 need) {
 // returns the mask of the `need` best when the values are unique. Each round counts one digit of
 // the values in play, finds the bin of the need-th best, and decides every value above or below
 // it; the rounds stop once every value left in play wins. `reached` gets the boundary bins'
-// digits (zeros below): at least `need` of the values in play reach it. With DIGITS below the
-// values' digit count the rounds stop there, and only `reached` is meant (the mask leaves the
-// boundary bin's values out). Called by the whole block with a block-uniform `need`.
-template <typename T, u32 N, u32 DIGITS = Digits<T>::COUNT, typename Value>
+// digits (zeros below): at least `need` of the values in play reach it. With SHORT below the
+// values' digit count, the rounds also stop after SHORT digits or more once the boundary bin
+// holds at most a quarter of `need`; then only `reached` is meant (the mask leaves the boundary
+// bin's values out). Called by the whole block with a block-uniform `need`.
+template <typename T, u32 N, u32 SHORT = Digits<T>::COUNT, typename Value>
 __device__ __forceinline__ u32 radix_rounds(const Value &value, u32 alive, u32 need, RadixShared &s,
                                             T &reached) {
     u32 won = 0;
     reached = padding<T>();
-    for (u32 d = 0; d < DIGITS && need > 0; d++) {
+    const u32 small_bin = need / 4;
+    for (u32 d = 0; d < Digits<T>::COUNT && need > 0; d++) {
         if (threadIdx.x < 256) s.hist[threadIdx.x] = 0;
         __syncthreads();
 #pragma unroll
@@ -382,6 +386,7 @@ __device__ __forceinline__ u32 radix_rounds(const Value &value, u32 alive, u32 n
         }
         need -= b.above;
         if (b.at == need) won |= alive, need = 0; // every value left in play wins
+        else if (d + 1 >= SHORT && b.at <= small_bin) break;
     }
     return won;
 }
@@ -626,7 +631,8 @@ __device__ __forceinline__ u32 claim_slots(u32 count, u32 *total) {
 // The best k of chunk `chunk` of every row, as topk_filter, by the radix select above, R
 // elements a thread. A row's final chunk is sorted (by the candidates' ranks, a tournament, or a
 // bitonic network over `slots` = next_pow2(k) composites); partial results go out unsorted when
-// a radix select chose them, since the next pass selects again. The dynamic shared memory
+// a radix select chose them (a next pass that selects again needs no order; topk_merge sorts
+// such a run itself). The dynamic shared memory
 // holds max(slots, THREADS x min(R, CANDIDATES_PER_THREAD), TOURNAMENT_SLOTS) composites.
 template <typename K, typename C, typename In, u32 R>
 __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len,
@@ -828,50 +834,39 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
 // row's final chunk, else to partials. An element's place among the chunk's runs is its place
 // in its own run plus, in each other run, the number of elements before it: better ones, or
 // equal ones of an earlier run (equal composites are padding, all zero). Each count is a binary
-// search in shared memory, skipped once the element is out of the first k. A chunk with a run
-// out of order (a radix select's, on ties) is sorted whole instead, in up to
-// next_pow2(chunk_len) composites of shared memory.
+// search in shared memory, skipped once the element is out of the first k. The runs lie in
+// shared memory `slots` = next_pow2(k) composites apart, so that a run out of order (a radix
+// select's: on ties, or a row's short last chunk) is sorted there first.
 template <typename K, typename C>
-__device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k, u32 map,
-                           C *partials, K *values, u32 *indices) {
-    C *runs = shared_tile<C>();
+__device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k, u32 slots,
+                           u32 map, C *partials, K *values, u32 *indices) {
+    C *runs = shared_tile<C>(); // chunk_len / k runs of `slots`
     const u32 t = threadIdx.x;
     const u64 items = u64(rows) * chunks;
     for (u64 item = blockIdx.x; item < items; item += gridDim.x) {
         const u64 row = item / chunks, chunk = item % chunks;
         const u64 begin = chunk * chunk_len;
-        const u32 len = u32(min(begin + chunk_len, row_len) - begin);
-        const u32 count = len / k;
+        const u32 count = u32(min(begin + chunk_len, row_len) - begin) / k;
         const C *in = input + row * row_len + begin;
-        const auto put = [&](u32 place, const C &c) {
-            if (chunks == 1) {
-                values[row * k + place] = from_sortable(K(word_of(c)), map);
-                indices[row * k + place] = index_of(c);
-            } else {
-                partials[item * k + place] = c;
-            }
-        };
         __syncthreads(); // the previous item's runs are read
-        bool unsorted = false;
-        for (u32 i = t; i < len; i += THREADS) {
-            runs[i] = in[i];
-            unsorted |= i % k != 0 && better(in[i], in[i - 1]);
+        for (u32 i = t; i < count * slots; i += THREADS) {
+            const u32 at = i % slots;
+            runs[i] = at < k ? in[i / slots * k + at] : padding<C>();
         }
-        if (__syncthreads_or(unsorted)) {
-            const u32 slots = len == 1 ? 1 : 1u << (32 - __clz(len - 1));
-            for (u32 i = len + t; i < slots; i += THREADS) runs[i] = padding<C>();
-            __syncthreads();
-            sort_best_first(runs, slots);
-            for (u32 i = t; i < k; i += THREADS) put(i, runs[i]);
-            continue;
+        __syncthreads();
+        for (u32 r = 0; r < count; r++) { // block-uniform
+            bool unsorted = false;
+            for (u32 at = t + 1; at < k; at += THREADS) unsorted |= better(runs[r * slots + at], runs[r * slots + at - 1]);
+            if (__syncthreads_or(unsorted)) sort_best_first(runs + r * slots, slots);
         }
-        for (u32 i = t; i < len; i += THREADS) {
+        __syncthreads();
+        for (u32 i = t; i < count * k; i += THREADS) {
             const u32 own = i / k;
-            const C c = runs[i];
+            const C c = runs[own * slots + i % k];
             u32 place = i % k;
             for (u32 other = 0; other < count && place < k; other++) {
                 if (other == own) continue;
-                const C *run = runs + other * k;
+                const C *run = runs + other * slots;
                 u32 before = 0, after = k; // the count lies in [before, after]
                 while (before < after) {
                     const u32 mid = (before + after) / 2;
@@ -881,7 +876,13 @@ __device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u6
                 }
                 place += before;
             }
-            if (place < k) put(place, c);
+            if (place >= k) continue;
+            if (chunks == 1) {
+                values[row * k + place] = from_sortable(K(word_of(c)), map);
+                indices[row * k + place] = index_of(c);
+            } else {
+                partials[item * k + place] = c;
+            }
         }
     }
 }
@@ -897,17 +898,14 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
     (const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k, u32 slots, u32 map, \
      C *partials, K *values, u32 *indices)
 #define TOPK_ARGS (input, row_len, rows, chunks, chunk_len, k, slots, map, partials, values, indices)
-#define MERGE_PARAMS(C, K)                                                                      \
-    (const C *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k, u32 slots, u32 map, \
-     C *partials, K *values, u32 *indices)
-#define MERGE_ARGS (input, row_len, rows, chunks, chunk_len, k, map, partials, values, indices)
 #define TAKE_PARAMS(W) (const W *src, u64 row_len, W *dst, u64 k, u64 count)
 #define TAKE_ARGS (src, row_len, dst, k, count)
 
 // The kernels of one key width W, in parts (src/cuda/kernels.rs), so that a selection compiles
 // only what it runs: part <W> has the filter over keys and over partial results and the take of
 // indices (u32) and of keys of the width; part <W>_R<R> the radix select over keys and over
-// partial results at R = 4, 16 or 32 elements a thread (src/cuda/topk.rs RADIX_PER_THREAD).
+// partial results at R = 4, 16 or 32 elements a thread (src/cuda/topk.rs RADIX_PER_THREAD),
+// and the merge of the first pass's sorted runs.
 // Their launch bounds, (THREADS, blocks an SM), cap the registers: where composites are u64,
 // the keys kernels hold 32-bit words, 4 blocks an SM at 4 a thread and 3 at 16 and 32 (80
 // registers); the partials kernels hold composites, 4 blocks at 4 a thread, 3 at 16, 2 at 32.
@@ -926,8 +924,8 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
         topk_radix_partials_##W##_##R TOPK_PARAMS(C, C, W) {                                     \
         topk_radix<W, C, C, R> TOPK_ARGS;                                                        \
     }                                                                                            \
-    extern "C" __global__ void __launch_bounds__(THREADS) topk_merge_##W MERGE_PARAMS(C, W) {    \
-        topk_merge<W, C> MERGE_ARGS;                                                             \
+    extern "C" __global__ void __launch_bounds__(THREADS) topk_merge_##W TOPK_PARAMS(C, C, W) {  \
+        topk_merge<W, C> TOPK_ARGS;                                                              \
     }
 #define EXPORT_TOPK(W, C)                                                                       \
     extern "C" __global__ void __launch_bounds__(THREADS) topk_keys_##W TOPK_PARAMS(W, C, W) {   \

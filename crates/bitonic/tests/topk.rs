@@ -282,9 +282,11 @@ fn gpu_radix_at_16_a_thread() {
     assert!(matches!(got, Err(Error::Unsupported(_))), "{got:?}");
 }
 
-/// Distinct keys whose top 16 bits (f32, u32) or 24 bits (f64) are all the same: the radix
-/// select's threshold stops at those bits, so every key of a chunk reaches it and the exact
-/// select runs over the whole chunk, for the thresholds of one to eight groups a thread.
+/// Keys whose top 16 bits (f32, u32) or 24 bits (f64) are all the same, where a threshold over
+/// groups' bests (k > 128) would stop at those bits if its boundary bin were small: here it is
+/// not, and the threshold takes the lower digits. The 7 chunks of a row merge their runs for
+/// k up to 256; at k = 256 the short last chunk (1,424 keys) is radix-selected, and the merge
+/// sorts its run.
 fn gpu_keys_sharing_their_top_bits() {
     gpu("gpu_keys_sharing_their_top_bits");
     fn one<K: TestKey>(keys: Vec<K>, row_len: usize) {

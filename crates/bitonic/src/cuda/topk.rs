@@ -11,8 +11,9 @@
 //! as candidates (a little more than k for keys in no particular order); and the exact k best
 //! of those, placed by their ranks, by a tournament (up to 512 of them, k up to 256), or by a
 //! radix select over them. A chunk's k best go to a scratch buffer; the next pass selects over
-//! them, until a row is one chunk, whose block writes its k best sorted. [`radix_plan`] gives
-//! the passes.
+//! them, until a row is one chunk, whose block writes its k best sorted; or, for a row of a
+//! few chunks and k up to 256, one block merges their sorted runs. [`radix_plan`] gives the
+//! passes.
 //!
 //! **The filter.** One block selects the best k of one chunk of a row, keeping them in shared
 //! memory and letting through only the keys that beat the k-th best (kernels/topk.cu says
@@ -177,7 +178,8 @@ pub(crate) struct RadixPass {
 
 /// Whether the first radix pass's chunks may be merged as sorted runs (kernels/topk.cu
 /// `topk_merge`): u64 composites (keys of up to 4 bytes), and k up to
-/// [`RADIX_TOURNAMENT_MOST`], whose chunks come out sorted but on ties (the merge sorts those).
+/// [`RADIX_TOURNAMENT_MOST`], whose chunks mostly come out sorted (the merge sorts the others:
+/// a radix select's, on ties or a row's short last chunk).
 fn merges(key_bytes: usize, k: usize) -> bool {
     key_bytes <= 4 && k <= RADIX_TOURNAMENT_MOST
 }
@@ -391,10 +393,8 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
     gpu.prepare(t.policy, &modules)?;
     for (i, (pass, &module)) in passes.iter().zip(&modules).enumerate() {
         let (name, held) = if pass.merge {
-            (
-                format!("topk_merge_{width}"),
-                pass.chunk_len.next_power_of_two(),
-            )
+            // The chunk's runs, `slots` apart.
+            (format!("topk_merge_{width}"), pass.chunk_len / k * slots)
         } else {
             let what = if i == 0 { "keys" } else { "partials" };
             (
