@@ -304,6 +304,45 @@ template <> struct Digits<KeyIndex> {
 template <> __device__ __forceinline__ u32 padding<u32>() { return 0; }
 __device__ __forceinline__ bool better(u32 a, u32 b) { return a > b; }
 
+// The digits of a radix select's composites that every composite in play has alike, so that
+// their rounds need not count them. Composites tied on their key reach their index's digits,
+// whose top bits are the same for every index of a chunk or a row (bf16 composites spend two of
+// their six digits there). Of the index digits, those alike are where the OR and the AND of the
+// indices agree.
+template <typename C> __device__ __forceinline__ C index_only(u32 index);
+template <> __device__ __forceinline__ u64 index_only<u64>(u32 index) { return composite(0u, index); }
+template <> __device__ __forceinline__ KeyIndex index_only<KeyIndex>(u32 index) { return composite(0ull, index); }
+
+// The first digit of a composite's index.
+template <typename C> __device__ constexpr u32 index_digit() { return sizeof(C) == 8 ? (64 - WORD_SHIFT) / 8 : 8; }
+
+// The mask of the index digits of the composites value(r) of `alive` (N a thread) that they all
+// have alike, and in `common` a composite with those digits. Called by the whole block; ends
+// with a barrier.
+template <typename C, u32 N, typename Value> __device__ u32 index_digits_alike(const Value &value, u32 alive, C &common) {
+    const u32 WARPS = THREADS / WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
+    __shared__ u32 any_of[WARPS], all_of[WARPS];
+    u32 any = 0, all = ~0u;
+#pragma unroll
+    for (u32 r = 0; r < N; r++) {
+        if (alive >> r & 1) {
+            const u32 index = index_of(value(r));
+            any |= index, all &= index;
+        }
+    }
+    any = __reduce_or_sync(FULL_WARP_MASK, any);
+    all = __reduce_and_sync(FULL_WARP_MASK, all);
+    if (threadIdx.x % WARP_SIZE == 0) any_of[warp] = any, all_of[warp] = all;
+    __syncthreads();
+    for (u32 w = 0; w < WARPS; w++) any |= any_of[w], all &= all_of[w];
+    const C some = index_only<C>(any), every = index_only<C>(all);
+    u32 mask = 0;
+    for (u32 d = index_digit<C>(); d < Digits<C>::COUNT; d++)
+        if (Digits<C>::at(some, d) == Digits<C>::at(every, d)) mask |= 1u << d;
+    common = every;
+    return mask;
+}
+
 // What one round of a radix select decided, broadcast through shared memory.
 struct RadixRound {
     u32 digit; // the digit of the boundary bin, where the need-th best falls
@@ -362,14 +401,25 @@ __device__ void find_boundary(RadixShared &s, u32 need) {
 // digits (zeros below): at least `need` of the values in play reach it. With SHORT below the
 // values' digit count, the rounds also stop after SHORT digits or more once the boundary bin
 // holds at most a quarter of `need`; then only `reached` is meant (the mask leaves the boundary
-// bin's values out). Called by the whole block with a block-uniform `need`.
-template <typename T, u32 N, u32 SHORT = Digits<T>::COUNT, typename Value>
+// bin's values out). With COMPOSITES, a select that reaches the index digits first finds those
+// that all values in play have alike (index_digits_alike) and skips their rounds, which would
+// decide nothing. Called by the whole block with a block-uniform `need`.
+template <typename T, u32 N, u32 SHORT = Digits<T>::COUNT, bool COMPOSITES = false, typename Value>
 __device__ __forceinline__ u32 radix_rounds(const Value &value, u32 alive, u32 need, RadixShared &s,
                                             T &reached) {
     u32 won = 0;
     reached = padding<T>();
     const u32 small_bin = need / 4;
+    u32 alike = 0;
+    T common;
     for (u32 d = 0; d < Digits<T>::COUNT && need > 0; d++) {
+        if constexpr (COMPOSITES) {
+            if (d == index_digit<T>()) alike = index_digits_alike<T, N>(value, alive, common);
+            if (alike >> d & 1) {
+                Digits<T>::set(reached, d, Digits<T>::at(common, d));
+                continue;
+            }
+        }
         if (threadIdx.x < 256) s.hist[threadIdx.x] = 0;
         __syncthreads();
 #pragma unroll
@@ -646,6 +696,11 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
     // Tournaments of up to TOURNAMENT_MOST, for k up to 256, over u64 composites; 16-byte
     // composites take the radix selects (their networks would triple the module's compile time).
     const bool LARGE_TOURNAMENTS = sizeof(C) == 8;
+    // The selects over composites skip the index digits that all candidates have alike for
+    // 16-bit keys, whose candidates tie on the key as a rule (bf16 4,096 x 32,768 k = 1,024
+    // -9%); wider keys seldom reach their index digits, and the check's code cost them more
+    // than it saved (f32 k = 1,024 +3%).
+    constexpr bool SKIP_ALIKE = sizeof(K) == 2;
     C *buf = shared_tile<C>();
     __shared__ RadixShared s;
     __shared__ u32 in_play, taken, candidates;
@@ -807,11 +862,15 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
                 }
                 __syncthreads(); // buf is read before the winners overwrite it
                 C unused;
-                const u32 won = radix_rounds<C, PER_THREAD>([&](u32 i) { return f[i]; }, f_alive, need, s, unused);
+                const u32 won = radix_rounds<C, PER_THREAD, Digits<C>::COUNT, SKIP_ALIKE>(
+                    [&](u32 i) { return f[i]; }, f_alive, need, s, unused);
                 append<PER_THREAD>([&](u32 i) { return f[i]; }, won, &taken, out, k);
             } else {
                 C unused;
-                const u32 won = radix_rounds<C, R>(composite_of, alive, need, s, unused);
+                // Over every key held, the keys kernels skip no index digits: the check cost them
+                // spills (80 registers).
+                const u32 won = radix_rounds<C, R, Digits<C>::COUNT, SKIP_ALIKE && Held<C, In>::PADDED>(
+                    composite_of, alive, need, s, unused);
                 append<R>(composite_of, won, &taken, out, k);
             }
             if (last) {

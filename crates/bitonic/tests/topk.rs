@@ -463,8 +463,10 @@ fn topk_for_the_sanitizer() {
                 }
             }
         }
-        // Ties: the merge pass sorts the first pass's radix-selected chunks itself.
+        // Ties: the merge pass sorts the first pass's radix-selected chunks itself; bf16
+        // candidates tied on their key skip the index digits they have alike.
         one_selection::<u32>(3, 4097, 50, select, Pattern::AllEqual);
+        one_selection::<bitonic::half::bf16>(2, 20_000, 600, select, Pattern::FewDistinct);
     }
 }
 
