@@ -304,6 +304,7 @@ template <> struct Digits<KeyIndex> {
 template <> __device__ __forceinline__ u32 padding<u32>() { return 0; }
 __device__ __forceinline__ bool better(u32 a, u32 b) { return a > b; }
 
+#if WORD_SHIFT == 48 // 16-bit keys, the only ones whose selects skip (topk_radix: SKIP_ALIKE)
 // The digits of a radix select's composites that every composite in play has alike, so that
 // their rounds need not count them. Composites tied on their key reach their index's digits,
 // whose top bits are the same for every index of a chunk or a row (bf16 composites spend two of
@@ -342,6 +343,7 @@ template <typename C, u32 N, typename Value> __device__ u32 index_digits_alike(c
     common = every;
     return mask;
 }
+#endif
 
 // What one round of a radix select decided, broadcast through shared memory.
 struct RadixRound {
@@ -410,9 +412,12 @@ __device__ __forceinline__ u32 radix_rounds(const Value &value, u32 alive, u32 n
     u32 won = 0;
     reached = padding<T>();
     const u32 small_bin = need / 4;
+#if WORD_SHIFT == 48
     u32 alike = 0;
     T common;
+#endif
     for (u32 d = 0; d < Digits<T>::COUNT && need > 0; d++) {
+#if WORD_SHIFT == 48
         if constexpr (COMPOSITES) {
             if (d == index_digit<T>()) alike = index_digits_alike<T, N>(value, alive, common);
             if (alike >> d & 1) {
@@ -420,6 +425,7 @@ __device__ __forceinline__ u32 radix_rounds(const Value &value, u32 alive, u32 n
                 continue;
             }
         }
+#endif
         if (threadIdx.x < 256) s.hist[threadIdx.x] = 0;
         __syncthreads();
 #pragma unroll
@@ -699,7 +705,8 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
     // The selects over composites skip the index digits that all candidates have alike for
     // 16-bit keys, whose candidates tie on the key as a rule (bf16 4,096 x 32,768 k = 1,024
     // -9%); wider keys seldom reach their index digits, and the check's code cost them more
-    // than it saved (f32 k = 1,024 +3%).
+    // than it saved (f32 k = 1,024 +3%): their parts do not compile it (WORD_SHIFT == 48 is
+    // the 16-bit parts').
     constexpr bool SKIP_ALIKE = sizeof(K) == 2;
     C *buf = shared_tile<C>();
     __shared__ RadixShared s;
