@@ -304,23 +304,21 @@ template <> struct Digits<KeyIndex> {
 template <> __device__ __forceinline__ u32 padding<u32>() { return 0; }
 __device__ __forceinline__ bool better(u32 a, u32 b) { return a > b; }
 
-#if WORD_SHIFT == 48 // 16-bit keys, the only ones whose selects skip (topk_radix: SKIP_ALIKE)
-// The digits of a radix select's composites that every composite in play has alike, so that
-// their rounds need not count them. Composites tied on their key reach their index's digits,
-// whose top bits are the same for every index of a chunk or a row (bf16 composites spend two of
-// their six digits there). Of the index digits, those alike are where the OR and the AND of the
-// indices agree.
-template <typename C> __device__ __forceinline__ C index_only(u32 index);
-template <> __device__ __forceinline__ u64 index_only<u64>(u32 index) { return composite(0u, index); }
-template <> __device__ __forceinline__ KeyIndex index_only<KeyIndex>(u32 index) { return composite(0ull, index); }
-
+// Only the 16-bit parts skip the index digits that all candidates in play have alike
+// (topk_radix: SKIP_ALIKE): their candidates tie on the key as a rule, and a select over their
+// composites (key in bits 63..48, complemented index in 47..16) then reaches the index, whose
+// top bits are the same for every index of a chunk or a row: two of six digits (bf16
+// 4,096 x 32,768 k = 1,024 -9%). Wider keys seldom reach their index digits, and the check's
+// code cost them more than it saved (f32 k = 1,024 +3%); their parts do not compile it.
+#define SKIPS_ALIKE_INDEX_DIGITS (WORD_SHIFT == 48)
+#if SKIPS_ALIKE_INDEX_DIGITS
 // The first digit of a composite's index.
-template <typename C> __device__ constexpr u32 index_digit() { return sizeof(C) == 8 ? (64 - WORD_SHIFT) / 8 : 8; }
+#define INDEX_DIGIT ((64 - WORD_SHIFT) / 8)
 
-// The mask of the index digits of the composites value(r) of `alive` (N a thread) that they all
-// have alike, and in `common` a composite with those digits. Called by the whole block; ends
-// with a barrier.
-template <typename C, u32 N, typename Value> __device__ u32 index_digits_alike(const Value &value, u32 alive, C &common) {
+// The mask of the index digits that the composites value(r) of `alive` (N a thread) all have
+// alike (where the OR and the AND of their indices agree), and in `common` a composite with
+// those digits. Called by the whole block; ends with a barrier.
+template <u32 N, typename Value> __device__ u32 index_digits_alike(const Value &value, u32 alive, u64 &common) {
     const u32 WARPS = THREADS / WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
     __shared__ u32 any_of[WARPS], all_of[WARPS];
     u32 any = 0, all = ~0u;
@@ -336,10 +334,10 @@ template <typename C, u32 N, typename Value> __device__ u32 index_digits_alike(c
     if (threadIdx.x % WARP_SIZE == 0) any_of[warp] = any, all_of[warp] = all;
     __syncthreads();
     for (u32 w = 0; w < WARPS; w++) any |= any_of[w], all &= all_of[w];
-    const C some = index_only<C>(any), every = index_only<C>(all);
+    const u64 some = composite(0u, any), every = composite(0u, all);
     u32 mask = 0;
-    for (u32 d = index_digit<C>(); d < Digits<C>::COUNT; d++)
-        if (Digits<C>::at(some, d) == Digits<C>::at(every, d)) mask |= 1u << d;
+    for (u32 d = INDEX_DIGIT; d < Digits<u64>::COUNT; d++)
+        if (Digits<u64>::at(some, d) == Digits<u64>::at(every, d)) mask |= 1u << d;
     common = every;
     return mask;
 }
@@ -403,23 +401,24 @@ __device__ void find_boundary(RadixShared &s, u32 need) {
 // digits (zeros below): at least `need` of the values in play reach it. With SHORT below the
 // values' digit count, the rounds also stop after SHORT digits or more once the boundary bin
 // holds at most a quarter of `need`; then only `reached` is meant (the mask leaves the boundary
-// bin's values out). With COMPOSITES, a select that reaches the index digits first finds those
-// that all values in play have alike (index_digits_alike) and skips their rounds, which would
-// decide nothing. Called by the whole block with a block-uniform `need`.
-template <typename T, u32 N, u32 SHORT = Digits<T>::COUNT, bool COMPOSITES = false, typename Value>
+// bin's values out). With SKIP_ALIKE (composites, in the parts that compile it), a select that
+// reaches the index digits first finds those that all values in play have alike
+// (index_digits_alike) and skips their rounds, which would decide nothing. Called by the whole
+// block with a block-uniform `need`.
+template <typename T, u32 N, u32 SHORT = Digits<T>::COUNT, bool SKIP_ALIKE = false, typename Value>
 __device__ __forceinline__ u32 radix_rounds(const Value &value, u32 alive, u32 need, RadixShared &s,
                                             T &reached) {
     u32 won = 0;
     reached = padding<T>();
     const u32 small_bin = need / 4;
-#if WORD_SHIFT == 48
+#if SKIPS_ALIKE_INDEX_DIGITS
     u32 alike = 0;
     T common;
 #endif
     for (u32 d = 0; d < Digits<T>::COUNT && need > 0; d++) {
-#if WORD_SHIFT == 48
-        if constexpr (COMPOSITES) {
-            if (d == index_digit<T>()) alike = index_digits_alike<T, N>(value, alive, common);
+#if SKIPS_ALIKE_INDEX_DIGITS
+        if constexpr (SKIP_ALIKE) {
+            if (d == INDEX_DIGIT) alike = index_digits_alike<N>(value, alive, common);
             if (alike >> d & 1) {
                 Digits<T>::set(reached, d, Digits<T>::at(common, d));
                 continue;
@@ -702,12 +701,9 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
     // Tournaments of up to TOURNAMENT_MOST, for k up to 256, over u64 composites; 16-byte
     // composites take the radix selects (their networks would triple the module's compile time).
     const bool LARGE_TOURNAMENTS = sizeof(C) == 8;
-    // The selects over composites skip the index digits that all candidates have alike for
-    // 16-bit keys, whose candidates tie on the key as a rule (bf16 4,096 x 32,768 k = 1,024
-    // -9%); wider keys seldom reach their index digits, and the check's code cost them more
-    // than it saved (f32 k = 1,024 +3%): their parts do not compile it (WORD_SHIFT == 48 is
-    // the 16-bit parts').
-    constexpr bool SKIP_ALIKE = sizeof(K) == 2;
+    // The selects over composites skip the index digits all candidates have alike (16-bit
+    // keys' parts only: SKIPS_ALIKE_INDEX_DIGITS).
+    constexpr bool SKIP_ALIKE = SKIPS_ALIKE_INDEX_DIGITS;
     C *buf = shared_tile<C>();
     __shared__ RadixShared s;
     __shared__ u32 in_play, taken, candidates;

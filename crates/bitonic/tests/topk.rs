@@ -298,13 +298,7 @@ fn gpu_keys_sharing_their_top_bits() {
                     "{:?} shared top bits {rows}x{row_len} k {k} {select:?}",
                     K::DTYPE
                 );
-                let mut values = vec![keys[0]; rows * k];
-                let mut indices = vec![u32::MAX; rows * k];
-                Sorter::new()
-                    .backend(Backend::Cuda)
-                    .topk_rows(&keys, row_len, k, select, &mut values, &mut indices)
-                    .unwrap_or_else(|e| panic!("{what}: {e}"));
-                check_result(&keys, row_len, k, &orders, (&values, &indices), &what);
+                check_on_gpu(&keys, row_len, k, select, &orders, &what);
             }
         }
     }
@@ -478,14 +472,27 @@ fn one_selection<K: TestKey>(
     pattern: Pattern,
 ) {
     let keys = make_keys::<K>(rows * row_len, pattern, 17);
-    let (mut values, mut indices) = (vec![keys[0]; rows * k], vec![0u32; rows * k]);
     let what = format!("{:?} {rows}x{row_len} k {k} {select:?}", K::DTYPE);
+    let orders = stable_orders(&keys, row_len, select);
+    check_on_gpu(&keys, row_len, k, select, &orders, &what);
+}
+
+/// The GPU's top-k of every row of `keys` against their stable `orders`.
+fn check_on_gpu<K: TestKey>(
+    keys: &[K],
+    row_len: usize,
+    k: usize,
+    select: Select,
+    orders: &[Vec<u32>],
+    what: &str,
+) {
+    let rows = keys.len() / row_len;
+    let (mut values, mut indices) = (vec![keys[0]; rows * k], vec![u32::MAX; rows * k]);
     Sorter::new()
         .backend(Backend::Cuda)
-        .topk_rows(&keys, row_len, k, select, &mut values, &mut indices)
+        .topk_rows(keys, row_len, k, select, &mut values, &mut indices)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let orders = stable_orders(&keys, row_len, select);
-    check_result(&keys, row_len, k, &orders, (&values, &indices), &what);
+    check_result(keys, row_len, k, orders, (&values, &indices), what);
 }
 
 /// k = 0, k past the row, rows of no keys and outputs of the wrong length are errors that
