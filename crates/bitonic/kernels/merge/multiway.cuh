@@ -154,55 +154,76 @@ __device__ __forceinline__ MergePair merge_pair(const u32 *seg, u32 ways, u32 wi
     return m;
 }
 
-// One merge round in shared memory: thread t writes `to`'s tile indices [t E, t E + E) below
-// len, merging `from`'s pairs of width `width`. The heads of the pair's two segments stay in
-// registers, so an output costs one comparison, one shared load (the next head of the segment
-// it came from) and one shared store.
-template <typename W>
-__device__ __forceinline__ void merge_round(const W *from, W *to, const u32 *seg, u32 ways, u32 width, u32 len) {
-    const u32 E = 1u << MergeTile<W>::E_BITS;
-    u32 out = threadIdx.x * E;
-    if (out >= len) return;
-    const u32 stop = min(len, out + E);
-    // The pair holding output `out`, and the merge path there.
-    u32 p = 0;
-    MergePair m = merge_pair(seg, ways, width, 0);
-    while (m.end <= out) m = merge_pair(seg, ways, width, ++p);
-    const u32 o = out - m.a;
-    u32 lo = o > m.end - m.b ? o - (m.end - m.b) : 0, hi = min(o, m.b - m.a);
+// The merge path at output o of pair m: how many of the pair's first o outputs are A's (ties:
+// A's words first).
+template <typename W> __device__ __forceinline__ u32 pair_path(const W *from, MergePair m, u32 o) {
+    const u32 a_len = m.b - m.a, b_len = m.end - m.b;
+    u32 lo = o > b_len ? o - b_len : 0, hi = min(o, a_len);
     while (lo < hi) {
         const u32 mid = (lo + hi) / 2;
         if (!(from[merge_slot<W>(m.b + o - mid - 1)] < from[merge_slot<W>(m.a + mid)])) lo = mid + 1;
         else hi = mid;
     }
-    u32 ai = m.a + lo, bi = m.b + (o - lo);
-    W head_a = from[merge_slot<W>(min(ai, m.end - 1))], head_b = from[merge_slot<W>(min(bi, m.end - 1))];
+    return lo;
+}
+
+// Merges `n` outputs of one pair from its merge path: A's next word is `from`'s tile index ai
+// (A ends at a_end), B's bi (B ends at b_end); output r goes to tile index out + r of `to`.
+// An output is one comparison, two selects, one shared load (the next head of the segment it
+// came from, read even past the segment's end: the buffers have a slack word) and one shared
+// store. FULL: n = E outputs from a multiple of E, whose slots are one base plus r (merge_slot
+// pads every 2^k words, 2^k >= E), so neither the count nor the slots cost instructions.
+template <typename W, bool FULL>
+__device__ __forceinline__ void merge_serially(const W *from, W *to, u32 ai, u32 a_end, u32 bi, u32 b_end, u32 out,
+                                               u32 n) {
+    const u32 E = 1u << MergeTile<W>::E_BITS;
+    static_assert(E <= 128 / sizeof(W), "a thread's E slots have no padding between them");
+    W head_a = from[merge_slot<W>(ai)], head_b = from[merge_slot<W>(bi)];
+    const u32 base = merge_slot<W>(out);
 #pragma unroll
-    for (u32 r = 0; r < E; ++r, ++out) {
-        if (out >= stop) break;
-        if (out == m.end) { // the pair is done: the next one starts here (a pair may be empty)
-            do m = merge_pair(seg, ways, width, ++p);
-            while (m.end == out);
-            ai = m.a;
-            bi = m.b;
-            head_a = from[merge_slot<W>(ai)];
-            head_b = from[merge_slot<W>(min(bi, m.end - 1))];
-        }
+    for (u32 r = 0; r < E; ++r) {
+        if (!FULL && r >= n) break;
         // A's head goes first unless A is done or B's head is smaller (ties: A, the lower run).
-        const bool take_a = bi == m.end || (ai < m.b && !(head_b < head_a));
-        to[merge_slot<W>(out)] = take_a ? head_a : head_b;
-        const u32 next = take_a ? ++ai : ++bi;
-        if (next < m.end) {
-            const W w = from[merge_slot<W>(next)];
-            if (take_a) head_a = w;
-            else head_b = w;
+        const bool take_a = ai < a_end && (bi >= b_end || !(head_b < head_a));
+        to[FULL ? base + r : merge_slot<W>(out + r)] = take_a ? head_a : head_b;
+        if (r + 1 < E) {
+            ai += take_a ? 1 : 0;
+            bi += take_a ? 0 : 1;
+            const W next = from[merge_slot<W>(take_a ? ai : bi)];
+            head_a = take_a ? next : head_a;
+            head_b = take_a ? head_b : next;
         }
     }
 }
 
+// One merge round in shared memory: thread t writes `to`'s tile indices [t E, t E + E) below
+// len, merging `from`'s pairs of width `width`. A thread whose E outputs lie in one pair (all
+// but the few at a pair's end or the tile's) merges them without bounds on the count; the
+// others go pair by pair.
+template <typename W> __device__ __forceinline__ void merge_round(const W *from, W *to, const u32 *seg, u32 ways, u32 width, u32 len) {
+    const u32 E = 1u << MergeTile<W>::E_BITS;
+    u32 out = threadIdx.x * E;
+    if (out >= len) return;
+    const u32 stop = min(len, out + E);
+    u32 p = 0;
+    MergePair m = merge_pair(seg, ways, width, 0);
+    while (m.end <= out) m = merge_pair(seg, ways, width, ++p);
+    if (stop == out + E && stop <= m.end) {
+        const u32 o = out - m.a, k = pair_path(from, m, o);
+        merge_serially<W, true>(from, to, m.a + k, m.b, m.b + (o - k), m.end, out, E);
+        return;
+    }
+    while (out < stop) {
+        while (m.end <= out) m = merge_pair(seg, ways, width, ++p); // (a pair may be empty)
+        const u32 n = min(stop, m.end) - out, o = out - m.a, k = pair_path(from, m, o);
+        merge_serially<W, false>(from, to, m.a + k, m.b, m.b + (o - k), m.end, out, n);
+        out += n;
+    }
+}
+
 // One tile of a multiway level, given the splits of multiway_co_ranks. Dynamic shared
-// memory: two padded tiles, which the rounds merge between (src/cuda/merge.rs's
-// multiway_shared_bytes).
+// memory: two padded tiles and a slack word after each, which the rounds merge between
+// (src/cuda/merge.rs's multiway_shared_bytes).
 template <typename W>
 __device__ void multiway_merge_level(const W *keys, u64 n, u64 run_len, u32 ways, const u64 *ranks, W *out,
                                      u32 map) {
@@ -210,8 +231,9 @@ __device__ void multiway_merge_level(const W *keys, u64 n, u64 run_len, u32 ways
     const u32 E = 1u << Tile::E_BITS, THREADS = 1u << Tile::THREAD_BITS;
     __shared__ u64 split[MAX_WAYS]; // run j's segment starts at its word split[j]
     __shared__ u32 seg[MAX_WAYS + 1];
-    // The rounds merge from `merged` into `spare` and swap them.
-    W *merged = shared_tile<W>(), *spare = merged + padded_tile<W>(1u << Tile::TILE_BITS);
+    // The rounds merge from `merged` into `spare` and swap them. Each tile has a slack word
+    // after it, which merge_serially may read (never use) past the last segment's end.
+    W *merged = shared_tile<W>(), *spare = merged + padded_tile<W>(1u << Tile::TILE_BITS) + 1;
 
     const u64 o = u64(blockIdx.x) << Tile::TILE_BITS;
     const RunGroup g = group_at(n, run_len, ways, o);

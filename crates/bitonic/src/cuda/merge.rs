@@ -141,9 +141,10 @@ fn one_level<W: DeviceRepr>(
 }
 
 /// Shared-memory bytes of a multiway merge block: the two padded tiles its rounds merge
-/// between (kernels/merge/multiway.cuh).
+/// between, each with a slack word after it (kernels/merge/multiway.cuh).
 fn multiway_shared_bytes<W>(policy: &Policy) -> u32 {
-    2 * padded_tile_bytes(merge_tile_len::<W>(policy), std::mem::size_of::<W>()) as u32
+    let word = std::mem::size_of::<W>();
+    2 * (padded_tile_bytes(merge_tile_len::<W>(policy), word) + word) as u32
 }
 
 /// One multiway level of [`merge_levels`]: runs `ways` k … `ways` k + ways - 1 of `src`
