@@ -26,11 +26,12 @@ pub fn with_overrides(mut base: Policy, spec: &str) -> Result<Policy> {
             "merge_ways" => base.merge_ways = number()? as u32,
             "wide_merge_ways" => base.wide_merge_ways = number()? as u32,
             "topk_filter_above" => base.topk_filter_above = number()?,
+            "topk_long_radix_max_k" => base.topk_long_radix_max_k = number()?,
             "topk_radix_per_thread" => base.topk_radix_per_thread = number()?,
             other => bail!(
                 "{other:?} is not a policy number (tile_bytes, spread_tile_bits, \
                  max_cluster_blocks, narrow_small_u32, merge_sort_above, merge_ways, \
-                 wide_merge_ways, topk_filter_above, topk_radix_per_thread)"
+                 wide_merge_ways, topk_filter_above, topk_long_radix_max_k, topk_radix_per_thread)"
             ),
         }
     }

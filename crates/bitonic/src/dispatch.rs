@@ -173,8 +173,8 @@ impl Strategy {
 /// * A top-k selection runs [`Strategy::CpuTopk`] on every CPU backend (the network has no
 ///   selection of its own). On the GPU, up to [`TOPK_FILTER_MAX_K`], a row that one block holds
 ///   ([`TOPK_RADIX_CHUNK`]), or a longer one up to [`Policy::topk_filter_above`] with k up to
-///   [`TOPK_RADIX_MAX_K`], runs [`Strategy::TopkRadix`], and other rows
-///   [`Strategy::TopkFilter`]; past [`TOPK_FILTER_MAX_K`], or for a k above half the row,
+///   [`TOPK_RADIX_MAX_K`], or any row with k up to [`Policy::topk_long_radix_max_k`], runs
+///   [`Strategy::TopkRadix`], and other rows [`Strategy::TopkFilter`]; past [`TOPK_FILTER_MAX_K`], or for a k above half the row,
 ///   the GPU sorts the rows stably and keeps their first k.
 pub fn choose(request: &Request, gpu: Option<&Policy>) -> Result<(Backend, Strategy)> {
     let backend = match (request.backend, gpu) {
@@ -244,7 +244,8 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
         {
             let row_len = row_len_of(request.len, layout);
             let radix = row_len <= TOPK_RADIX_CHUNK
-                || (k <= TOPK_RADIX_MAX_K && row_len <= policy.topk_filter_above);
+                || (k <= TOPK_RADIX_MAX_K && row_len <= policy.topk_filter_above)
+                || k <= policy.topk_long_radix_max_k.min(TOPK_RADIX_MAX_K);
             return Ok(if radix {
                 Strategy::TopkRadix
             } else {
@@ -396,6 +397,7 @@ mod tests {
         let max = TOPK_FILTER_MAX_K;
         let (chunk, radix_k) = (TOPK_RADIX_CHUNK, TOPK_RADIX_MAX_K);
         let long = Policy::HOPPER.topk_filter_above;
+        let long_k = Policy::HOPPER.topk_long_radix_max_k;
         #[rustfmt::skip]
         let table = [
             // (keys, layout, k, GPU present) -> backend, strategy
@@ -405,8 +407,9 @@ mod tests {
             (1 << 20, Layout::Whole, radix_k, true, Backend::Cuda, TopkRadix),
             (1 << 20, Layout::Whole, radix_k + 1, true, Backend::Cuda, TopkFilter),
             (1 << 20, Layout::Whole, max, true, Backend::Cuda, TopkFilter),
-            (long + 1, Layout::Whole, 10, true, Backend::Cuda, TopkFilter),
-            (long + 1, rows(long), 10, true, Backend::Cuda, TopkRadix),
+            (long + 1, Layout::Whole, long_k, true, Backend::Cuda, TopkRadix),
+            (long + 1, Layout::Whole, long_k + 1, true, Backend::Cuda, TopkFilter),
+            (long + 1, rows(long), long_k + 1, true, Backend::Cuda, TopkRadix),
             (1 << 20, Layout::Whole, max + 1, true, Backend::Cuda, KeyValueMerge),
             (1 << 20, rows(1 << 20), max + 1, true, Backend::Cuda, KeyValueMerge),
             (1 << 20, rows(4096), 100, true, Backend::Cuda, TopkRadix),

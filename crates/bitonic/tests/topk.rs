@@ -123,7 +123,8 @@ fn expected_strategy(
     policy: &Policy,
 ) -> Strategy {
     let radix = row_len <= TOPK_RADIX_CHUNK
-        || (k <= TOPK_RADIX_MAX_K && row_len <= policy.topk_filter_above);
+        || (k <= TOPK_RADIX_MAX_K && row_len <= policy.topk_filter_above)
+        || k <= policy.topk_long_radix_max_k.min(TOPK_RADIX_MAX_K);
     let selects = k <= TOPK_FILTER_MAX_K && 2 * k <= row_len;
     match backend {
         Backend::Cuda if selects && radix => Strategy::TopkRadix,
@@ -241,11 +242,14 @@ fn patterns_on(backend: Backend) {
 }
 
 /// The threshold filter on rows the radix select would take by default (a policy that streams
-/// every row longer than one radix chunk), all k, random keys and ties.
+/// every row longer than one radix chunk), all k, random keys and ties; then the default rule
+/// for long rows (the radix select up to `topk_long_radix_max_k`) on every row longer than a
+/// chunk.
 fn gpu_filter_on_every_row() {
     gpu("gpu_filter_on_every_row");
     let filter = Policy {
         topk_filter_above: 0,
+        topk_long_radix_max_k: 0,
         ..Policy::HOPPER
     };
     let filter = Some(&filter);
@@ -255,6 +259,18 @@ fn gpu_filter_on_every_row() {
     for pattern in PATTERNS {
         check_shapes_with::<i32>(Backend::Cuda, filter, &PATTERN_SHAPES, pattern);
     }
+    let long_rows = Policy {
+        topk_filter_above: 0,
+        ..Policy::HOPPER
+    };
+    let long_rows = Some(&long_rows);
+    check_shapes_with::<f32>(Backend::Cuda, long_rows, &SHAPES, Pattern::Random);
+    check_shapes_with::<bitonic::half::bf16>(
+        Backend::Cuda,
+        long_rows,
+        &SHAPES[8..],
+        Pattern::FewDistinct,
+    );
 }
 
 /// The radix select at most 16 elements a thread (chunks of 4,096), random keys and ties.

@@ -381,8 +381,8 @@ mod tests {
 
     /// kernels/merge/multiway.cuh's `multiway_co_ranks` on the CPU for one tile boundary: how
     /// many words of each run come before output position `d` of their stable merge, found as
-    /// the kernel finds them — a word of the widest window as the pivot (aimed, or the middle,
-    /// by turns), its counts
+    /// the kernel finds them — a word of the widest window as the pivot (aimed two rounds of
+    /// three, the middle the third), its counts
     /// in every window, the windows narrowed — until every window is closed.
     fn model_splits<T: Copy + Ord>(runs: &[&[T]], d: usize) -> Vec<usize> {
         let ways = runs.len();
@@ -397,7 +397,7 @@ mod tests {
             }
             let open: usize = (0..ways).map(|j| hi[j] - lo[j]).sum();
             let below: usize = lo.iter().sum();
-            let at = if round % 2 == 0 {
+            let at = if round % 3 != 2 {
                 (widest_len as f64 * ((d - below) as f64 / open as f64)) as usize
             } else {
                 widest_len / 2
