@@ -173,8 +173,9 @@ impl Strategy {
 /// * A top-k selection runs [`Strategy::CpuTopk`] on every CPU backend (the network has no
 ///   selection of its own). On the GPU, up to [`TOPK_FILTER_MAX_K`], a row that one block holds
 ///   ([`TOPK_RADIX_CHUNK`]), or a longer one up to [`Policy::topk_filter_above`] with k up to
-///   [`TOPK_RADIX_MAX_K`], or any row with k up to [`Policy::topk_long_radix_max_k`], runs
-///   [`Strategy::TopkRadix`], and other rows [`Strategy::TopkFilter`]; past [`TOPK_FILTER_MAX_K`], or for a k above half the row,
+///   [`TOPK_RADIX_MAX_K`], or any row with k up to [`Policy::topk_long_radix_max_k`] (capped
+///   at [`TOPK_RADIX_MAX_K`]), runs [`Strategy::TopkRadix`], and other rows
+///   [`Strategy::TopkFilter`]; past [`TOPK_FILTER_MAX_K`], or for a k above half the row,
 ///   the GPU sorts the rows stably and keeps their first k.
 pub fn choose(request: &Request, gpu: Option<&Policy>) -> Result<(Backend, Strategy)> {
     let backend = match (request.backend, gpu) {

@@ -49,15 +49,18 @@ pub struct Policy {
     /// two-way levels from 2^24 to 2^28 keys on the H200 (8–16%).
     pub wide_merge_ways: u32,
     /// A top-k row longer than this streams through the threshold filter
-    /// ([`crate::dispatch::Strategy::TopkFilter`]); shorter rows are cut into chunks that blocks
-    /// hold in registers for a radix select ([`crate::dispatch::Strategy::TopkRadix`]), except
-    /// rows longer than one chunk with k past [`crate::dispatch::TOPK_RADIX_MAX_K`], which
-    /// stream too.
+    /// ([`crate::dispatch::Strategy::TopkFilter`]) unless k is at most
+    /// [`Policy::topk_long_radix_max_k`]; shorter rows are cut into chunks that blocks hold in
+    /// registers for a radix select ([`crate::dispatch::Strategy::TopkRadix`]), except rows
+    /// longer than one chunk with k past [`crate::dispatch::TOPK_RADIX_MAX_K`], which stream
+    /// too.
     pub topk_filter_above: usize,
     /// A row longer than [`Policy::topk_filter_above`] still takes the radix select when k is
-    /// at most this: its chunks' candidates are few enough that selecting over them again
-    /// beats streaming the row through one threshold (on one 2^28 array on the H200, k = 100:
-    /// 0.75 ms against 0.80 for f32, 0.96 against 1.25 for bf16; at k = 128 f32 loses).
+    /// at most this (and at most [`crate::dispatch::TOPK_RADIX_MAX_K`], whatever this says):
+    /// its chunks' candidates are few enough that selecting over them again beats streaming
+    /// the row through one threshold (on one 2^28 array on the H200, k = 100: 0.75 ms against
+    /// 0.80 for f32, 0.96 against 1.25 for bf16; at k = 128 f32 loses; 8-byte keys not
+    /// measured).
     pub topk_long_radix_max_k: usize,
     /// The most elements a thread of the top-k radix select holds: 32 (chunks of 8,192; for
     /// 16- and 32-bit keys three blocks an SM) or 16 (chunks of 4,096); another value makes

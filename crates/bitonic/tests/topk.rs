@@ -149,28 +149,39 @@ fn check_shapes_with<K: TestKey>(
     pattern: Pattern,
 ) {
     for &(rows, row_len) in shapes {
-        let keys = make_keys::<K>(rows * row_len, pattern, (rows * 7 + row_len) as u64);
-        for select in SELECTS {
-            let orders = stable_orders(&keys, row_len, select);
-            for k in ks_for(row_len) {
-                let what = format!(
-                    "{:?} {backend:?} {pattern:?} {rows}x{row_len} k {k} {select:?}",
-                    K::DTYPE
-                );
-                let mut values = vec![keys[0]; rows * k];
-                let mut indices = vec![u32::MAX; rows * k];
-                let mut sorter = Sorter::new().backend(backend);
-                if let Some(policy) = policy {
-                    sorter = sorter.policy(policy.clone());
-                }
-                let ran = sorter
-                    .topk_rows(&keys, row_len, k, select, &mut values, &mut indices)
-                    .unwrap_or_else(|e| panic!("{what}: {e}"));
-                let policy = policy.unwrap_or(&Policy::HOPPER);
-                let want = expected_strategy(backend, (rows, row_len), k, policy);
-                assert_eq!(ran.strategy, want, "{what}");
-                check_result(&keys, row_len, k, &orders, (&values, &indices), &what);
+        check_ks::<K>(backend, policy, (rows, row_len), pattern, &ks_for(row_len));
+    }
+}
+
+/// [`check_shapes_with`] for one shape and the given k.
+fn check_ks<K: TestKey>(
+    backend: Backend,
+    policy: Option<&Policy>,
+    (rows, row_len): (usize, usize),
+    pattern: Pattern,
+    ks: &[usize],
+) {
+    let keys = make_keys::<K>(rows * row_len, pattern, (rows * 7 + row_len) as u64);
+    for select in SELECTS {
+        let orders = stable_orders(&keys, row_len, select);
+        for &k in ks {
+            let what = format!(
+                "{:?} {backend:?} {pattern:?} {rows}x{row_len} k {k} {select:?}",
+                K::DTYPE
+            );
+            let mut values = vec![keys[0]; rows * k];
+            let mut indices = vec![u32::MAX; rows * k];
+            let mut sorter = Sorter::new().backend(backend);
+            if let Some(policy) = policy {
+                sorter = sorter.policy(policy.clone());
             }
+            let ran = sorter
+                .topk_rows(&keys, row_len, k, select, &mut values, &mut indices)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let policy = policy.unwrap_or(&Policy::HOPPER);
+            let want = expected_strategy(backend, (rows, row_len), k, policy);
+            assert_eq!(ran.strategy, want, "{what}");
+            check_result(&keys, row_len, k, &orders, (&values, &indices), &what);
         }
     }
 }
@@ -242,9 +253,10 @@ fn patterns_on(backend: Backend) {
 }
 
 /// The threshold filter on rows the radix select would take by default (a policy that streams
-/// every row longer than one radix chunk), all k, random keys and ties; then the default rule
-/// for long rows (the radix select up to `topk_long_radix_max_k`) on every row longer than a
-/// chunk.
+/// every row longer than one radix chunk), all k, random keys and ties; then the rule for rows
+/// past `topk_filter_above` (the radix select up to `topk_long_radix_max_k`, the filter above):
+/// on every row longer than a chunk with bf16 ties, and on one row past the default bound
+/// (2^26, which the radix select reduces in four passes) either side of the default k.
 fn gpu_filter_on_every_row() {
     gpu("gpu_filter_on_every_row");
     let filter = Policy {
@@ -264,12 +276,28 @@ fn gpu_filter_on_every_row() {
         ..Policy::HOPPER
     };
     let long_rows = Some(&long_rows);
-    check_shapes_with::<f32>(Backend::Cuda, long_rows, &SHAPES, Pattern::Random);
     check_shapes_with::<bitonic::half::bf16>(
         Backend::Cuda,
         long_rows,
         &SHAPES[8..],
         Pattern::FewDistinct,
+    );
+    let past_the_bound = (1, Policy::HOPPER.topk_filter_above + 3);
+    let long_k = Policy::HOPPER.topk_long_radix_max_k;
+    let around_long_k = [1, long_k, long_k + 1];
+    check_ks::<f32>(
+        Backend::Cuda,
+        None,
+        past_the_bound,
+        Pattern::Random,
+        &around_long_k,
+    );
+    check_ks::<u64>(
+        Backend::Cuda,
+        None,
+        past_the_bound,
+        Pattern::FewDistinct,
+        &[long_k],
     );
 }
 

@@ -8,9 +8,10 @@
 //   every run: a pivot word's count in each run (the warp searching all runs at once) says on
 //   which side of the boundary it falls, and so which ends of the windows move.
 // * multiway_merge_level: one block a tile loads the tile's segment of every run into shared
-//   memory, merges them pairwise in log2(ways) rounds — each thread finds its first output's
-//   merge path with a binary search and then merges E outputs sequentially, one comparison an
-//   output — and stores the tile, coalesced.
+//   memory, merges them pairwise in log2(ways) rounds — each thread finds the merge path of
+//   its first output in the pair that holds it with a binary search and then merges its E
+//   outputs sequentially, one comparison an output (a search again where they cross into the
+//   next pair) — and stores the tile, coalesced.
 // Ties go to the lower run, then the lower position: the merge is stable, as a two-way level.
 // src/cuda/merge.rs's tests model both launches on the CPU.
 #pragma once
@@ -91,14 +92,14 @@ __device__ __forceinline__ u64 count_before(const W *run, u64 first, u64 last, W
 // one window, whatever the ways (few registers: many warps an SM hide the searches' latency).
 //
 // The invariant: run j's split lies in [lo_j, hi_j]. Each round takes a word of the widest
-// window as the pivot (where the boundary falls if the words are spread alike, or, every third
-// round, the middle) and counts the words before it in every window (count_before). The pivot comes
-// before the boundary's output position d exactly when the counts sum below d; then every
+// window as the pivot (where the boundary falls if the words are spread alike, or, every
+// third round, the middle) and counts the words before it in every window (count_before). The
+// pivot comes before the boundary's output position d exactly when the counts sum below d; then every
 // run's split is at least its count (the pivot's own run: one more), else at most. The counts
 // are taken within the windows (clamped to them), which changes no comparison with d: a run's
-// count below lo_j (above hi_j) lies on the same side of its split as lo_j (hi_j). The widest
-// window halves every third round at least; on keys of like distributions the aimed rounds
-// close in fast.
+// count below lo_j (above hi_j) lies on the same side of its split as lo_j (hi_j). Every
+// round shrinks the chosen window, and a middle round halves it; on keys of like
+// distributions the aimed rounds close in fast.
 template <typename W>
 __device__ void multiway_co_ranks(const W *keys, u64 n, u64 run_len, u32 ways, u64 *ranks, u32 tiles) {
     const u32 lane = threadIdx.x % WARP_SIZE;
@@ -124,8 +125,7 @@ __device__ void multiway_co_ranks(const W *keys, u64 n, u64 run_len, u32 ways, u
         const u64 open = warp_sum(leader ? width : 0), below = warp_sum(leader ? lo : 0);
         // Two rounds of three aim at where the boundary would fall if the windows' words were
         // spread alike (interpolation); the third takes the middle, which bounds the rounds
-        // (every third halves the widest window). One in two took the middle before: a CPU
-        // simulation of random and few-distinct keys put this at ~20% fewer dependent loads.
+        // (docs/notes/multiway.md: fewer dependent loads than aiming one round of two).
         const u64 at = round % 3 != 2 ? u64(double(widest_len) * (double(d - below) / double(open)))
                                        : widest_len / 2;
         const u64 pivot = __shfl_sync(FULL_WARP_MASK, lo, widest_lane) + min(at, widest_len - 1);
@@ -173,13 +173,13 @@ template <typename W> __device__ __forceinline__ u32 pair_path(const W *from, Me
 // (A ends at a_end), B's bi (B ends at b_end); output r goes to tile index out + r of `to`.
 // An output is one comparison, two selects, one shared load (the next head of the segment it
 // came from, read even past the segment's end: the buffers have a slack word) and one shared
-// store. FULL: n = E outputs from a multiple of E, whose slots are one base plus r (merge_slot
-// pads every 2^k words, 2^k >= E), so neither the count nor the slots cost instructions.
+// store. FULL: n = E outputs from a multiple of E, so the count costs nothing, and when no
+// padding falls among them (merge_slot pads every 128 bytes) their slots are one base plus r.
 template <typename W, bool FULL>
 __device__ __forceinline__ void merge_serially(const W *from, W *to, u32 ai, u32 a_end, u32 bi, u32 b_end, u32 out,
                                                u32 n) {
     const u32 E = 1u << MergeTile<W>::E_BITS;
-    static_assert(E <= 128 / sizeof(W), "a thread's E slots have no padding between them");
+    const bool constant_slots = FULL && E <= 128 / sizeof(W);
     W head_a = from[merge_slot<W>(ai)], head_b = from[merge_slot<W>(bi)];
     const u32 base = merge_slot<W>(out);
 #pragma unroll
@@ -187,7 +187,7 @@ __device__ __forceinline__ void merge_serially(const W *from, W *to, u32 ai, u32
         if (!FULL && r >= n) break;
         // A's head goes first unless A is done or B's head is smaller (ties: A, the lower run).
         const bool take_a = ai < a_end && (bi >= b_end || !(head_b < head_a));
-        to[FULL ? base + r : merge_slot<W>(out + r)] = take_a ? head_a : head_b;
+        to[constant_slots ? base + r : merge_slot<W>(out + r)] = take_a ? head_a : head_b;
         if (r + 1 < E) {
             ai += take_a ? 1 : 0;
             bi += take_a ? 0 : 1;
@@ -202,7 +202,8 @@ __device__ __forceinline__ void merge_serially(const W *from, W *to, u32 ai, u32
 // len, merging `from`'s pairs of width `width`. A thread whose E outputs lie in one pair (all
 // but the few at a pair's end or the tile's) merges them without bounds on the count; the
 // others go pair by pair.
-template <typename W> __device__ __forceinline__ void merge_round(const W *from, W *to, const u32 *seg, u32 ways, u32 width, u32 len) {
+template <typename W>
+__device__ __forceinline__ void merge_round(const W *from, W *to, const u32 *seg, u32 ways, u32 width, u32 len) {
     const u32 E = 1u << MergeTile<W>::E_BITS;
     u32 out = threadIdx.x * E;
     if (out >= len) return;
@@ -232,7 +233,8 @@ __device__ void multiway_merge_level(const W *keys, u64 n, u64 run_len, u32 ways
     typedef MergeTile<W> Tile;
     const u32 E = 1u << Tile::E_BITS, THREADS = 1u << Tile::THREAD_BITS;
     // Segment j of the tile holds run j's words from its split: tile index i of it is word
-    // source[j] + i of the group (unsigned arithmetic, wrapping for all but the sum).
+    // source[j] + i of the group (never negative: seg[j] <= j run_len, each lower segment
+    // holding at most run_len words).
     __shared__ u64 source[MAX_WAYS];
     __shared__ u32 seg[MAX_WAYS + 1];
     // The rounds merge from `merged` into `spare` and swap them. Each tile has a slack word
