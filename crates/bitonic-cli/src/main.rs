@@ -50,7 +50,7 @@ enum Command {
     Report(bench::ReportArgs),
     /// Time row sorts, argsorts and key-value sorts on the GPU (u32 keys); write CSV and table.
     BenchRows(bench::RowsArgs),
-    /// Time the top-k of f32 rows on the GPU (beside torch.topk's CSV); write CSV and table.
+    /// Time the top-k of rows on the GPU (f32, bf16, f16; beside torch.topk's CSV); write CSV and table.
     BenchTopk(bench::TopkArgs),
 }
 

@@ -172,7 +172,7 @@ pub fn rate(keys: usize, d: Duration) -> String {
     }
 }
 
-/// "cuda (tuned merge sort) on NVIDIA H100" or "cpu (std sort, 16 threads)".
+/// "cuda (tuned merge sort) on NVIDIA H100" or "cpu (parallel sort, 16 threads)".
 pub fn describe(ran: &bitonic::Ran) -> String {
     match ran.backend {
         Backend::Cuda => {

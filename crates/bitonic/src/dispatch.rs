@@ -77,7 +77,8 @@ pub struct Request {
 /// [`crate::Ran`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Strategy {
-    /// The standard library's sort on all cores (rayon): the fastest CPU sort.
+    /// A parallel sort of the keys' ordered words on all cores (rayon's `par_sort_unstable`): the
+    /// fastest CPU sort.
     CpuSort,
     /// The bitonic network on all CPU cores.
     CpuNetwork,
@@ -117,7 +118,7 @@ pub enum Strategy {
 impl std::fmt::Display for Strategy {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Strategy::CpuSort => f.write_str("std sort"),
+            Strategy::CpuSort => f.write_str("parallel sort"),
             Strategy::CpuNetwork => f.write_str("bitonic network"),
             Strategy::CpuNetworkSerial => f.write_str("serial bitonic network"),
             Strategy::Seed(version) => write!(f, "{version}"),
