@@ -6,7 +6,7 @@
 mod common;
 
 use bitonic::dispatch::{TOPK_FILTER_MAX_K, TOPK_RADIX_CHUNK, TOPK_RADIX_MAX_K};
-use bitonic::{Backend, Error, Policy, Select, SortKey, Sorter, Strategy};
+use bitonic::{Backend, Error, Policy, Ran, Select, SortKey, Sorter, Strategy};
 use common::harness::{self, tests, Needs};
 use common::{gpu, make_keys, Pattern, TestKey, PATTERNS};
 use rayon::prelude::*;
@@ -169,19 +169,14 @@ fn check_ks<K: TestKey>(
                 "{:?} {backend:?} {pattern:?} {rows}x{row_len} k {k} {select:?}",
                 K::DTYPE
             );
-            let mut values = vec![keys[0]; rows * k];
-            let mut indices = vec![u32::MAX; rows * k];
             let mut sorter = Sorter::new().backend(backend);
             if let Some(policy) = policy {
                 sorter = sorter.policy(policy.clone());
             }
-            let ran = sorter
-                .topk_rows(&keys, row_len, k, select, &mut values, &mut indices)
-                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            let ran = check_selection(&sorter, &keys, row_len, k, select, &orders, &what);
             let policy = policy.unwrap_or(&Policy::HOPPER);
             let want = expected_strategy(backend, (rows, row_len), k, policy);
             assert_eq!(ran.strategy, want, "{what}");
-            check_result(&keys, row_len, k, &orders, (&values, &indices), &what);
         }
     }
 }
@@ -342,7 +337,8 @@ fn gpu_keys_sharing_their_top_bits() {
                     "{:?} shared top bits {rows}x{row_len} k {k} {select:?}",
                     K::DTYPE
                 );
-                check_on_gpu(&keys, row_len, k, select, &orders, &what);
+                let gpu = Sorter::new().backend(Backend::Cuda);
+                check_selection(&gpu, &keys, row_len, k, select, &orders, &what);
             }
         }
     }
@@ -518,25 +514,27 @@ fn one_selection<K: TestKey>(
     let keys = make_keys::<K>(rows * row_len, pattern, 17);
     let what = format!("{:?} {rows}x{row_len} k {k} {select:?}", K::DTYPE);
     let orders = stable_orders(&keys, row_len, select);
-    check_on_gpu(&keys, row_len, k, select, &orders, &what);
+    let gpu = Sorter::new().backend(Backend::Cuda);
+    check_selection(&gpu, &keys, row_len, k, select, &orders, &what);
 }
 
-/// The GPU's top-k of every row of `keys` against their stable `orders`.
-fn check_on_gpu<K: TestKey>(
+/// `sorter`'s top-k of every row of `keys` against their stable `orders`; what ran.
+fn check_selection<K: TestKey>(
+    sorter: &Sorter,
     keys: &[K],
     row_len: usize,
     k: usize,
     select: Select,
     orders: &[Vec<u32>],
     what: &str,
-) {
+) -> Ran {
     let rows = keys.len() / row_len;
     let (mut values, mut indices) = (vec![keys[0]; rows * k], vec![u32::MAX; rows * k]);
-    Sorter::new()
-        .backend(Backend::Cuda)
+    let ran = sorter
         .topk_rows(keys, row_len, k, select, &mut values, &mut indices)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     check_result(keys, row_len, k, orders, (&values, &indices), what);
+    ran
 }
 
 /// k = 0, k past the row, rows of no keys and outputs of the wrong length are errors that
