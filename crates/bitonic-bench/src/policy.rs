@@ -28,10 +28,13 @@ pub fn with_overrides(mut base: Policy, spec: &str) -> Result<Policy> {
             "topk_filter_above" => base.topk_filter_above = number()?,
             "topk_long_radix_max_k" => base.topk_long_radix_max_k = number()?,
             "topk_radix_per_thread" => base.topk_radix_per_thread = number()?,
+            "topk_radix_blocks_per_sm" => base.topk_radix_blocks_per_sm = number()?,
+            "topk_radix_stream_chunks" => base.topk_radix_stream_chunks = number()?,
             other => bail!(
                 "{other:?} is not a policy number (tile_bytes, spread_tile_bits, \
                  max_cluster_blocks, narrow_small_u32, merge_sort_above, merge_ways, \
-                 wide_merge_ways, topk_filter_above, topk_long_radix_max_k, topk_radix_per_thread)"
+                 wide_merge_ways, topk_filter_above, topk_long_radix_max_k, topk_radix_per_thread, \
+                 topk_radix_blocks_per_sm, topk_radix_stream_chunks)"
             ),
         }
     }
@@ -43,6 +46,9 @@ pub fn with_overrides(mut base: Policy, spec: &str) -> Result<Policy> {
     }
     if !Policy::TOPK_RADIX_PER_THREAD.contains(&base.topk_radix_per_thread) {
         bail!("topk_radix_per_thread is 16 or 32");
+    }
+    if base.topk_radix_stream_chunks == 0 {
+        bail!("topk_radix_stream_chunks is at least 1");
     }
     Ok(base)
 }

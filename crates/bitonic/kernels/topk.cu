@@ -70,14 +70,16 @@ template <> __device__ __forceinline__ KeyIndex padding<KeyIndex>() { return com
 
 // What a kernel holds of an element `In` of a row whose composites are `C` (the radix select
 // holds it in a register): `of` reads it, `composite` makes the element's composite from it and
-// its index in the row, and `real` says whether it is an element at all (a reduction pass's
-// input has padding, and is PADDED). A key of 32 or 64 bits is held as its sortable word;
+// its index in the row, `real` says whether it is an element at all (a reduction pass's
+// input has padding, and is PADDED), and `of_word` holds a composite's word (word_of) as a key
+// of that word would be held. A key of 32 or 64 bits is held as its sortable word;
 // 16-bit words in the top half of a u32, so that their radix digits come first.
 template <typename C, typename In> struct Held {
     typedef In T;
     __device__ static T of(In key, u32 map) { return to_sortable(key, map); }
     __device__ static C composite(T h, u32 index) { return ::composite(h, index); }
     __device__ static bool real(T) { return true; }
+    __device__ static T of_word(T word) { return word; }
     static const bool PADDED = false;
 };
 template <> struct Held<u64, u16> {
@@ -85,6 +87,7 @@ template <> struct Held<u64, u16> {
     __device__ static T of(u16 key, u32 map) { return u32(to_sortable(key, map)) << 16; }
     __device__ static u64 composite(T h, u32 index) { return ::composite(u16(h >> 16), index); }
     __device__ static bool real(T) { return true; }
+    __device__ static T of_word(u32 word) { return word << 16; }
     static const bool PADDED = false;
 };
 template <typename C> struct Held<C, C> {
@@ -144,7 +147,7 @@ __device__ __forceinline__ void offer(C *buf, u32 k, u32 *count, const C &thresh
 
 // Sorts buf[0, slots) best first (slots a power of two): the network's all-ascending form,
 // slots / 2 comparators a step spread over the block. Ends with a barrier.
-template <typename C> __device__ void sort_best_first(C *buf, u32 slots) {
+template <typename C> __device__ __noinline__ void sort_best_first(C *buf, u32 slots) {
     for (u32 size = 2; size <= slots; size <<= 1) {
         for (u32 stride = size >> 1; stride > 0; stride >>= 1) {
             for (u32 t = threadIdx.x; t < slots / 2; t += THREADS) {
@@ -683,21 +686,144 @@ __device__ __forceinline__ u32 claim_slots(u32 count, u32 *total) {
 #define CANDIDATES_PER_THREAD KERNEL_TOPK_CANDIDATES_PER_THREAD
 #define RANK_MAX KERNEL_TOPK_RANK_MAX
 
+// Loads elements [begin, end) of a row (at most R x THREADS) into a radix block's
+// registers, R a thread, as held words, padding where none; `alive` gets those loaded. A chunk
+// that begins 16-byte aligned is loaded in 16-byte vectors, register r of thread t holding
+// element ((r / VEC) x THREADS + t) x VEC + r % VEC; another, element r x THREADS + t. A whole
+// chunk has no bounds to check, so that every load is issued before the first is used; in a
+// shorter one, the vectors past the end are read element by element. Returns whether the
+// chunk came in vectors, which chunk_index needs.
+template <typename C, typename In, u32 R>
+__device__ __forceinline__ bool load_chunk(const In *row_input, u64 begin, u64 end, u32 map,
+                                           typename Held<C, In>::T (&e)[R], u32 &alive) {
+    typedef typename Held<C, In>::T T;
+    const u32 VEC = Vector<In>::N, t = threadIdx.x, len = u32(end - begin);
+    alive = 0;
+    const bool vectors = R % VEC == 0 && reinterpret_cast<u64>(row_input + begin) % 16 == 0;
+    if constexpr (R % Vector<In>::N == 0) {
+        if (vectors && len == R * THREADS) {
+#pragma unroll
+            for (u32 q = 0; q < R / VEC; q++) {
+                In v[VEC];
+                Vector<In>::load(row_input + begin + (q * THREADS + t) * VEC, v);
+#pragma unroll
+                for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map);
+            }
+            alive = R == 32 ? ~0u : (1u << R) - 1;
+        } else if (vectors) {
+#pragma unroll
+            for (u32 q = 0; q < R / VEC; q++) {
+                const u32 at = (q * THREADS + t) * VEC;
+                if (at + VEC <= len) {
+                    In v[VEC];
+                    Vector<In>::load(row_input + begin + at, v);
+#pragma unroll
+                    for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map);
+                    alive |= (VEC == 32 ? ~0u : (1u << VEC) - 1) << (q * VEC);
+                } else {
+#pragma unroll
+                    for (u32 i = 0; i < VEC; i++) {
+                        e[q * VEC + i] = padding<T>();
+                        if (at + i < len)
+                            e[q * VEC + i] = Held<C, In>::of(row_input[begin + at + i], map), alive |= 1u << (q * VEC + i);
+                    }
+                }
+            }
+        }
+    }
+    if (!vectors) {
+#pragma unroll
+        for (u32 r = 0; r < R; r++) {
+            const u64 at = begin + u64(r) * THREADS + t;
+            e[r] = padding<T>();
+            if (at < end) e[r] = Held<C, In>::of(row_input[at], map), alive |= 1u << r;
+        }
+    }
+    return vectors;
+}
+
+// The index in its row of the element in register r of this thread, of a chunk from `begin`
+// that load_chunk loaded (`vectors`: as it returned).
+template <typename In, u32 R> __device__ __forceinline__ u32 chunk_index(u64 begin, bool vectors, u32 r) {
+    const u32 VEC = Vector<In>::N;
+    return u32(begin) + (vectors ? ((r / VEC) * THREADS + threadIdx.x) * VEC + r % VEC : r * THREADS + threadIdx.x);
+}
+
+// The mask of this thread's registers of `alive` whose elements reach `threshold` (`strict`:
+// beat it).
+template <typename T, u32 R>
+__device__ __forceinline__ u32 reaching(const T (&e)[R], u32 alive, const T &threshold, bool strict = false) {
+    u32 reach = 0;
+#pragma unroll
+    for (u32 r = 0; r < R; r++)
+        if (strict ? better(e[r], threshold) : !better(threshold, e[r])) reach |= alive & (1u << r);
+    return reach;
+}
+
+// Appends the composites of the elements of `reach` (this thread's registers; index(r) is
+// register r's element's index in the row) to the candidates buf[*count, ...), slots from
+// `capacity` on not written (the count still says how many wanted one). Each thread's few are
+// read again (from cache) by their index, since picking registers by a varying index would put
+// them in local memory. Called by every thread.
+template <typename C, typename In, typename Index>
+__device__ __forceinline__ void gather(u32 reach, const Index &index, const In *row_input, u32 map, u32 *count,
+                                       C *buf, u32 capacity) {
+    for (u32 slot = claim_slots(__popc(reach), count); reach != 0; reach &= reach - 1, slot++) {
+        const u32 at = index(__ffs(reach) - 1);
+        if (slot < capacity) buf[slot] = Held<C, In>::composite(Held<C, In>::of(row_input[at], map), at);
+    }
+}
+
+// Keeps the best `need` of the `count` candidates buf[0, count) (need < count <= THREADS x
+// PER_THREAD) in buf[0, need), unordered, by a radix select over them, and sets *counter to
+// need. Returns a composite that those need reach. Called by the whole block; ends with a
+// barrier.
+template <u32 PER_THREAD, bool SKIP_ALIKE, typename C>
+__device__ C keep_best(C *buf, u32 count, u32 need, u32 *counter, RadixShared &s) {
+    C f[PER_THREAD];
+    u32 f_alive = 0;
+#pragma unroll
+    for (u32 i = 0; i < PER_THREAD; i++) {
+        const u32 at = i * THREADS + threadIdx.x;
+        f[i] = at < count ? buf[at] : padding<C>();
+        if (at < count) f_alive |= 1u << i;
+    }
+    __syncthreads(); // buf is read before the winners overwrite it
+    C reached;
+    const auto value = [&](u32 i) { return f[i]; };
+    const u32 won = radix_rounds<C, PER_THREAD, Digits<C>::COUNT, SKIP_ALIKE>(value, f_alive, need, s, reached);
+    if (threadIdx.x == 0) *counter = 0; // read by no thread since the barrier that ended the rounds
+    __syncthreads();
+    append<PER_THREAD>(value, won, counter, buf, need);
+    __syncthreads();
+    return reached;
+}
+
 // The best k of chunk `chunk` of every row, as topk_filter, by the radix select above, R
 // elements a thread. A row's final chunk is sorted (by the candidates' ranks, a tournament, or a
 // bitonic network over `slots` = next_pow2(k) composites); partial results go out unsorted when
 // a radix select chose them (a next pass that selects again needs no order; topk_merge sorts
 // such a run itself). The dynamic shared memory
 // holds max(slots, THREADS x min(R, CANDIDATES_PER_THREAD), TOURNAMENT_SLOTS) composites.
-template <typename K, typename C, typename In, u32 R>
+//
+// STREAM (keys, R = 32, k <= R x THREADS / 8): a chunk is a *segment* of several whole blocks
+// of registers (only a row's last shorter), which the block takes one after the other against
+// one running threshold. The first gets its threshold as above (steps 1 and 2); each later one
+// only appends the elements that reach it to the candidates. When they would overflow the
+// shared memory, the block first keeps the best k of those it has (keep_best, which raises the
+// threshold to their k-th best word), then, if still too many, takes the threshold of this
+// block of registers alone, and, failing that (ties), appends its exact best k. Step 3 then
+// runs once a segment, over a few k candidates for keys in no particular order, and its
+// output is sorted (a merge pass may take it).
+template <typename K, typename C, typename In, u32 R, bool STREAM = false>
 __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len,
                            u32 k, u32 slots, u32 map, C *partials, K *values, u32 *indices) {
     static_assert(R <= 32, "32-bit masks of the registers a thread holds");
     static_assert(THREADS == 256, "one bin of a digit a thread");
+    static_assert(!STREAM || (R == 32 && !Held<C, In>::PADDED), "segments of keys, 32 a thread");
     typedef typename Held<C, In>::T T;
     const u32 PER_THREAD = R < CANDIDATES_PER_THREAD ? R : CANDIDATES_PER_THREAD;
     const u32 CAPACITY = THREADS * PER_THREAD;
-    const u32 VEC = Vector<In>::N;
     // Tournaments of up to TOURNAMENT_MOST, for k up to 256, over u64 composites; 16-byte
     // composites take the radix selects (their networks would triple the module's compile time).
     const bool LARGE_TOURNAMENTS = sizeof(C) == 8;
@@ -712,62 +838,18 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
     for (u64 item = blockIdx.x; item < items; item += gridDim.x) {
         const u64 row = item / chunks, chunk = item % chunks;
         const u64 begin = chunk * chunk_len;
-        const u64 end = min(begin + chunk_len, row_len);
+        const u64 segment_end = min(begin + chunk_len, row_len);
+        // A segment's first block of registers (STREAM); else the chunk.
+        const u64 end = STREAM ? min(begin + R * THREADS, segment_end) : segment_end;
         const In *row_input = input + row * row_len;
         const bool last = chunks == 1;
         __syncthreads(); // the previous item is written
         if (t == 0) in_play = 0, taken = 0, candidates = 0;
         T e[R];
         u32 alive = 0;
-        // A chunk that begins 16-byte aligned is loaded in 16-byte vectors, register r of thread
-        // t holding element ((r / VEC) x THREADS + t) x VEC + r % VEC; another, element
-        // r x THREADS + t. A whole chunk has no bounds to check, so that every load is issued
-        // before the first is used; in a shorter one, the vectors past the end are read element
-        // by element.
         const u32 len = u32(end - begin);
-        const bool vectors = R % VEC == 0 && reinterpret_cast<u64>(row_input + begin) % 16 == 0;
-        if constexpr (R % Vector<In>::N == 0) {
-            if (vectors && len == R * THREADS) {
-#pragma unroll
-                for (u32 q = 0; q < R / VEC; q++) {
-                    In v[VEC];
-                    Vector<In>::load(row_input + begin + (q * THREADS + t) * VEC, v);
-#pragma unroll
-                    for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map);
-                }
-                alive = R == 32 ? ~0u : (1u << R) - 1;
-            } else if (vectors) {
-#pragma unroll
-                for (u32 q = 0; q < R / VEC; q++) {
-                    const u32 at = (q * THREADS + t) * VEC;
-                    if (at + VEC <= len) {
-                        In v[VEC];
-                        Vector<In>::load(row_input + begin + at, v);
-#pragma unroll
-                        for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map);
-                        alive |= (VEC == 32 ? ~0u : (1u << VEC) - 1) << (q * VEC);
-                    } else {
-#pragma unroll
-                        for (u32 i = 0; i < VEC; i++) {
-                            e[q * VEC + i] = padding<T>();
-                            if (at + i < len)
-                                e[q * VEC + i] = Held<C, In>::of(row_input[begin + at + i], map), alive |= 1u << (q * VEC + i);
-                        }
-                    }
-                }
-            }
-        }
-        if (!vectors) {
-#pragma unroll
-            for (u32 r = 0; r < R; r++) {
-                const u64 at = begin + u64(r) * THREADS + t;
-                e[r] = padding<T>();
-                if (at < end) e[r] = Held<C, In>::of(row_input[at], map), alive |= 1u << r;
-            }
-        }
-        const auto index = [&](u32 r) -> u32 {
-            return u32(begin) + (vectors ? ((r / VEC) * THREADS + t) * VEC + r % VEC : r * THREADS + t);
-        };
+        const bool vectors = load_chunk<C, In, R>(row_input, begin, end, map, e, alive);
+        const auto index = [&](u32 r) -> u32 { return chunk_index<In, R>(begin, vectors, r); };
         const auto composite_of = [&](u32 r) -> C { return Held<C, In>::composite(e[r], index(r)); };
 #pragma unroll
         for (u32 r = 0; r < R; r++)
@@ -785,9 +867,9 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
         // Steps 1 and 2 pay when k is a small part of the chunk; else the radix select of step
         // 3 runs over every element held.
         u32 gathered = ~0u;
+        T threshold = padding<T>();
         if (8 * need <= chunk_in_play) { // block-uniform
             // 1. The threshold.
-            T threshold;
             switch (groups_for(need, chunk_in_play, R)) {
             case 1: {
                 T *lists = reinterpret_cast<T *>(buf);
@@ -801,19 +883,79 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
             case 4: threshold = group_threshold<4>(e, need, s); break;
             default: if constexpr (R >= 8) threshold = group_threshold<8>(e, need, s); break;
             }
-            // 2. The candidates: the elements that reach it. Each thread's few are read again
-            // (from cache) by their index, since picking registers by a varying index would put
-            // them in local memory.
-            u32 reach = 0;
-#pragma unroll
-            for (u32 r = 0; r < R; r++)
-                if (!better(threshold, e[r])) reach |= alive & (1u << r);
-            for (u32 slot = claim_slots(__popc(reach), &candidates); reach != 0; reach &= reach - 1, slot++) {
-                const u32 at = index(__ffs(reach) - 1);
-                if (slot < CAPACITY) buf[slot] = Held<C, In>::composite(Held<C, In>::of(row_input[at], map), at);
-            }
+            // 2. The candidates: the elements that reach it.
+            gather(reaching(e, alive, threshold), index, row_input, map, &candidates, buf, CAPACITY);
             __syncthreads();
             gathered = candidates;
+        }
+        if constexpr (STREAM) {
+            // The threshold raised to the word of `kept`, which the candidates kept reach.
+            const auto raise_to = [&](const C &kept) {
+                const T word = Held<C, In>::of_word(word_of(kept));
+                if (better(word, threshold)) threshold = word;
+            };
+            // Takes this block of registers in slices of 4 a thread (at most 1,024 elements,
+            // which fit beside the `need` <= 1,024 kept), keeping the best `need` after each:
+            // when ties crowd a threshold. Called by the whole block.
+            const auto take_in_slices = [&](u64 from, bool from_vectors, u32 kept) {
+                const auto slice_index = [&](u32 r) -> u32 { return chunk_index<In, R>(from, from_vectors, r); };
+                __syncthreads(); // the count was read
+                if (t == 0) candidates = kept;
+                gathered = kept;
+#pragma unroll 1
+                for (u32 g = 0; g < R / 4; g++) {
+                    __syncthreads(); // the count is set
+                    const u32 slice = alive & (0xfu << (4 * g));
+                    gather(reaching(e, slice, threshold, false), slice_index, row_input, map, &candidates, buf,
+                           CAPACITY);
+                    __syncthreads();
+                    gathered = candidates;
+                    if (gathered > need) { // block-uniform
+                        __syncthreads(); // the count was read
+                        raise_to(keep_best<PER_THREAD, false>(buf, gathered, need, &candidates, s));
+                        gathered = need;
+                    }
+                }
+            };
+            if (gathered != ~0u && gathered > CAPACITY) take_in_slices(begin, vectors, 0);
+            // 2b. The segment's later blocks of registers against the running threshold: an
+            // element of a later block that only ties with it loses to the `need` earlier
+            // elements that reach it (equal words go to the smaller index), so these must beat
+            // it. When they overflow the candidates, the block keeps the best `need` of the
+            // candidates (raising the threshold to their need-th best word), then takes this
+            // block's own threshold (which `need` of its elements reach, if it holds that many;
+            // its ties count), then takes it in slices.
+            for (u64 sub = end; sub < segment_end; sub += R * THREADS) { // block-uniform
+                const u64 sub_end = min(sub + R * THREADS, segment_end);
+                const u32 sub_len = u32(sub_end - sub);
+                const bool sub_vectors = load_chunk<C, In, R>(row_input, sub, sub_end, map, e, alive);
+                const auto sub_index = [&](u32 r) -> u32 { return chunk_index<In, R>(sub, sub_vectors, r); };
+                u32 before = gathered;
+                bool strict = true, own = false;
+                for (;;) {
+                    __syncthreads(); // every thread has read the count
+                    gather(reaching(e, alive, threshold, strict), sub_index, row_input, map, &candidates, buf,
+                           CAPACITY);
+                    __syncthreads();
+                    gathered = candidates;
+                    if (gathered <= CAPACITY) break;
+                    gathered = before; // the slots past it are taken again
+                    if (strict && before > need) {
+                        __syncthreads(); // the count was read
+                        raise_to(keep_best<PER_THREAD, false>(buf, before, need, &candidates, s));
+                        gathered = before = need;
+                    } else if (!own && sub_len >= need) {
+                        __syncthreads(); // the count was read
+                        if (t == 0) candidates = before;
+                        const T own_threshold = group_threshold<8>(e, need, s);
+                        if (better(own_threshold, threshold)) threshold = own_threshold;
+                        strict = false, own = true;
+                    } else {
+                        take_in_slices(sub, sub_vectors, before);
+                        break;
+                    }
+                }
+            }
         }
 
         // 3. The exact select. put(i, c): c is the i-th best of the row (last) or of the chunk.
@@ -853,7 +995,8 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
             }
         } else {
             // A radix select, then for a row's final chunk a bitonic sort of the k best.
-            C *out = last ? buf : partials + item * k;
+            const bool sorted = last || STREAM; // a segment's run may be merged
+            C *out = sorted ? buf : partials + item * k;
             if (gathered <= CAPACITY) {
                 C f[PER_THREAD];
                 u32 f_alive = 0;
@@ -876,7 +1019,7 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
                     composite_of, alive, need, s, unused);
                 append<R>(composite_of, won, &taken, out, k);
             }
-            if (last) {
+            if (sorted) {
                 __syncthreads();
                 for (u32 i = need + t; i < slots; i += THREADS) buf[i] = padding<C>();
                 __syncthreads();
@@ -967,7 +1110,7 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
 // only what it runs: part <W> has the filter over keys and over partial results and the take of
 // indices (u32) and of keys of the width; part <W>_R<R> the radix select over keys and over
 // partial results at R = 4, 16 or 32 elements a thread (src/cuda/topk.rs RADIX_PER_THREAD),
-// and the merge of the first pass's sorted runs.
+// and the merge of the first pass's sorted runs; at 32, also the segments' (STREAM).
 // Their launch bounds, (THREADS, blocks an SM), cap the registers: where composites are u64,
 // the keys kernels hold 32-bit words, 4 blocks an SM at 4 a thread and 3 at 16 and 32 (80
 // registers); the partials kernels hold composites, 4 blocks at 4 a thread, 3 at 16, 2 at 32.
@@ -989,6 +1132,11 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
     extern "C" __global__ void __launch_bounds__(THREADS) topk_merge_##W TOPK_PARAMS(C, C, W) {  \
         topk_merge<W, C> TOPK_ARGS;                                                              \
     }
+// The segments of STREAM (32 a thread): a kernel of the R = 32 parts.
+#define EXPORT_TOPK_STREAM(W, C)                                                                 \
+    extern "C" __global__ void __launch_bounds__(THREADS, sizeof(C) == 8 ? 2 : 1) topk_radix_stream_##W TOPK_PARAMS(W, C, W) {     \
+        topk_radix<W, C, W, 32, true> TOPK_ARGS;                                                 \
+    }
 #define EXPORT_TOPK(W, C)                                                                       \
     extern "C" __global__ void __launch_bounds__(THREADS) topk_keys_##W TOPK_PARAMS(W, C, W) {   \
         topk_filter<W, C, W> TOPK_ARGS;                                                         \
@@ -1006,6 +1154,7 @@ EXPORT_TOPK_RADIX(u16, u64, 4)
 EXPORT_TOPK_RADIX(u16, u64, 16)
 #elif defined(KERNEL_PART_U16_R32)
 EXPORT_TOPK_RADIX(u16, u64, 32)
+EXPORT_TOPK_STREAM(u16, u64)
 #elif defined(KERNEL_PART_U32)
 EXPORT_TOPK(u32, u64)
 #elif defined(KERNEL_PART_U32_R4)
@@ -1014,6 +1163,7 @@ EXPORT_TOPK_RADIX(u32, u64, 4)
 EXPORT_TOPK_RADIX(u32, u64, 16)
 #elif defined(KERNEL_PART_U32_R32)
 EXPORT_TOPK_RADIX(u32, u64, 32)
+EXPORT_TOPK_STREAM(u32, u64)
 #elif defined(KERNEL_PART_U64)
 EXPORT_TOPK(u64, KeyIndex)
 extern "C" __global__ void topk_take_u32 TAKE_PARAMS(u32) { topk_take<u32> TAKE_ARGS; }
@@ -1023,6 +1173,7 @@ EXPORT_TOPK_RADIX(u64, KeyIndex, 4)
 EXPORT_TOPK_RADIX(u64, KeyIndex, 16)
 #elif defined(KERNEL_PART_U64_R32)
 EXPORT_TOPK_RADIX(u64, KeyIndex, 32)
+EXPORT_TOPK_STREAM(u64, KeyIndex)
 #else
 #error "topk.cu compiles one part: KERNEL_PART_<W> or KERNEL_PART_<W>_R<R>, W one of U16, U32, U64"
 #endif

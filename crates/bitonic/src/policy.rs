@@ -66,6 +66,16 @@ pub struct Policy {
     /// 16- and 32-bit keys three blocks an SM) or 16 (chunks of 4,096); another value makes
     /// top-k selections fail with [`crate::Error::Unsupported`].
     pub topk_radix_per_thread: usize,
+    /// The blocks a multiprocessor that the top-k radix select's first pass aims for when it
+    /// cuts rows into chunks (or segments): fewer rows are cut into more. 0 cuts no row
+    /// more than its length needs (the tests use it to stream short rows).
+    pub topk_radix_blocks_per_sm: usize,
+    /// The most chunks of 8,192 keys (32 a thread) one block of the radix select's first pass
+    /// takes, one after the other, against one running threshold (a *segment*,
+    /// kernels/topk.cu STREAM, for k up to 1,024): a row's chunks beyond the first then cost
+    /// their loads and a comparison a key, and their fixed costs (the threshold, the exact
+    /// select) are paid once a segment. 1 gives each block one chunk, as before streaming.
+    pub topk_radix_stream_chunks: usize,
 }
 
 impl Policy {
@@ -91,6 +101,8 @@ impl Policy {
         topk_filter_above: 1 << 26,
         topk_long_radix_max_k: 100,
         topk_radix_per_thread: 32,
+        topk_radix_blocks_per_sm: 8,
+        topk_radix_stream_chunks: 64,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which

@@ -19,7 +19,8 @@ fn main() {
         Needs::Gpu =>
             gpu_u32, gpu_i32, gpu_u64, gpu_i64, gpu_f32, gpu_f64, gpu_f16, gpu_bf16,
             gpu_patterns_with_ties, gpu_keys_sharing_their_top_bits,
-            gpu_filter_on_every_row, gpu_radix_at_16_a_thread, gpu_device_buffers, gpu_auto_backend, topk_for_the_sanitizer;
+            gpu_filter_on_every_row, gpu_radix_at_16_a_thread, gpu_streamed_segments, gpu_device_buffers,
+            gpu_auto_backend, topk_for_the_sanitizer;
     ]);
 }
 
@@ -321,6 +322,52 @@ fn gpu_radix_at_16_a_thread() {
     assert!(matches!(got, Err(Error::Unsupported(_))), "{got:?}");
 }
 
+/// Rows streamed in segments against a running threshold (kernels/topk.cu STREAM), forced onto
+/// short rows by a policy that cuts no row for the grid's sake, at most 3 chunks a segment:
+/// every pattern (sorted keys overflow the candidates with each later chunk; ties crowd the
+/// thresholds), k up to 1,024 (the largest that streams) and past it, rows ending in a short
+/// chunk or segment; then keys rising in steps longer than a chunk, so that a later chunk's
+/// own threshold ties with most of its keys, which then go in slices.
+fn gpu_streamed_segments() {
+    gpu("gpu_streamed_segments");
+    let unspread = Policy {
+        topk_radix_blocks_per_sm: 0,
+        topk_radix_stream_chunks: 3,
+        ..Policy::HOPPER
+    };
+    let policy = Some(&unspread);
+    let shapes = [
+        (3, 20_000),
+        (2, 100_003),
+        (1, 3 * TOPK_RADIX_CHUNK),
+        (2, TOPK_RADIX_CHUNK + 1),
+    ];
+    let ks = [1, 8, 50, 128, 129, 256, 300, 600, 1000, 1024, 1025];
+    for pattern in PATTERNS {
+        for &shape in &shapes {
+            check_ks::<f32>(Backend::Cuda, policy, shape, pattern, &ks);
+            check_ks::<bitonic::half::bf16>(Backend::Cuda, policy, shape, pattern, &ks);
+        }
+        check_ks::<u64>(Backend::Cuda, policy, shapes[0], pattern, &ks);
+        check_ks::<i32>(Backend::Cuda, policy, shapes[1], pattern, &[50, 256]);
+    }
+    let (rows, row_len) = (2, 50_000);
+    let steps: Vec<f32> = (0..rows * row_len)
+        .map(|i| ((i % row_len) / 9000) as f32)
+        .collect();
+    let sorter = Sorter::new()
+        .backend(Backend::Cuda)
+        .policy(unspread.clone());
+    for select in SELECTS {
+        let orders = stable_orders(&steps, row_len, select);
+        for k in [1, 50, 256, 1000] {
+            let what = format!("steps {rows}x{row_len} k {k} {select:?}");
+            let ran = check_selection(&sorter, &steps, row_len, k, select, &orders, &what);
+            assert_eq!(ran.strategy, Strategy::TopkRadix, "{what}");
+        }
+    }
+}
+
 /// Keys whose top 16 bits (f32, u32) or 24 bits (f64) are all the same, where a threshold over
 /// groups' bests (k > 128) would stop at those bits if its boundary bin were small: here it is
 /// not, and the threshold takes the lower digits. The 7 chunks of a row merge their runs for
@@ -501,6 +548,25 @@ fn topk_for_the_sanitizer() {
         // candidates tied on their key skip the index digits they have alike.
         one_selection::<u32>(3, 4097, 50, select, Pattern::AllEqual);
         one_selection::<bitonic::half::bf16>(2, 20_000, 600, select, Pattern::FewDistinct);
+        // Segments (one a row here) with every fallback: sorted keys overflow the candidates,
+        // ties crowd the thresholds.
+        let unspread = Policy {
+            topk_radix_blocks_per_sm: 0,
+            ..Policy::HOPPER
+        };
+        let streams = Sorter::new().backend(Backend::Cuda).policy(unspread);
+        for pattern in [Pattern::Random, Pattern::Sorted, Pattern::FewDistinct] {
+            for k in [50, 600] {
+                let (rows, row_len) = (2, 20_000);
+                let keys = make_keys::<bitonic::half::bf16>(rows * row_len, pattern, 17);
+                let orders = stable_orders(&keys, row_len, select);
+                let what = format!("streamed bf16 {pattern:?} k {k} {select:?}");
+                check_selection(&streams, &keys, row_len, k, select, &orders, &what);
+                let keys = make_keys::<f64>(rows * row_len, pattern, 17);
+                let orders = stable_orders(&keys, row_len, select);
+                check_selection(&streams, &keys, row_len, k, select, &orders, &what);
+            }
+        }
     }
 }
 

@@ -67,8 +67,6 @@ const RADIX_TOURNAMENT_MOST: usize = 256;
 /// [`RADIX_TOURNAMENT_MOST`] a warp (kernels: `TOURNAMENT_SLOTS`). 16-byte composites run only
 /// the threshold's tournaments of up to 128, which the candidates' space holds.
 const RADIX_TOURNAMENT_SLOTS: usize = (THREADS as usize / 32) * RADIX_TOURNAMENT_MOST;
-/// The blocks a multiprocessor that the radix chunks of few rows aim for.
-const RADIX_BLOCKS_PER_SM: usize = 8;
 /// The fewest elements a radix chunk has when rows are cut to fill the GPU.
 const RADIX_MIN_CHUNK: usize = 2048;
 
@@ -164,15 +162,18 @@ pub(crate) fn plan(
 }
 
 /// One launch of the radix select: rows of `row_len` elements cut into `chunks` chunks of
-/// `chunk_len` (the last may be shorter), `per_thread` elements a thread; or, `merge`, a pass
-/// that merges the sorted runs of k of the first pass, a row's in one block, with the module
-/// of the first pass (its `per_thread`).
+/// `chunk_len` (the last may be shorter), `per_thread` elements a thread; with `stream`, the
+/// chunks are segments of several blocks of registers, which a block takes one after the other
+/// (kernels/topk.cu STREAM: the first pass, 32 a thread); or, `merge`, a pass that merges the
+/// sorted runs of k of the first pass, a row's in one block, with the module of the first pass
+/// (its `per_thread`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RadixPass {
     pub(crate) row_len: usize,
     pub(crate) chunks: usize,
     pub(crate) chunk_len: usize,
     pub(crate) per_thread: usize,
+    pub(crate) stream: bool,
     pub(crate) merge: bool,
 }
 
@@ -191,14 +192,18 @@ const MERGE_RUNS_MOST: usize = 7;
 
 /// The passes of the radix select over `rows` rows of `row_len` elements keeping `k`
 /// (1 ≤ k ≤ row_len, and k ≤ [`crate::dispatch::TOPK_RADIX_MAX_K`] when a row is longer than
-/// [`crate::dispatch::TOPK_RADIX_CHUNK`]), at most `most_per_thread` (16 or 32) elements a
-/// thread: the first over the keys of `key_bytes`, each later one over the k best of every
-/// chunk of the pass before, the last with one chunk a row.
+/// [`crate::dispatch::TOPK_RADIX_CHUNK`]) of `key_bytes`, with `policy`'s
+/// `topk_radix_per_thread` (16 or 32), `topk_radix_blocks_per_sm` and
+/// `topk_radix_stream_chunks`: the first over the keys, each later one over the k best of
+/// every chunk of the pass before, the last with one chunk a row.
 ///
 /// Rows are cut into chunks no longer than a block holds, and into more (down to
-/// [`RADIX_MIN_CHUNK`] and 8k elements) while the grid has fewer than [`RADIX_BLOCKS_PER_SM`]
+/// [`RADIX_MIN_CHUNK`] and 8k elements) while the grid has fewer than `topk_radix_blocks_per_sm`
 /// blocks a multiprocessor. A chunk is then a whole block's registers, `per_thread` x THREADS
 /// elements, only a row's last shorter, so that every other chunk loads without bounds checks.
+/// The first pass at 32 a thread, for k up to an eighth of a block's registers, cuts rows
+/// into *segments* of up to `topk_radix_stream_chunks` such chunks instead, as many as the
+/// grid wants, and a block streams each (`stream`) where a segment is longer than one chunk.
 /// Where [`merges`] and the first pass leaves at most [`MERGE_RUNS_MOST`] chunks a row, the
 /// second and last pass merges their runs.
 pub(crate) fn radix_plan(
@@ -207,42 +212,67 @@ pub(crate) fn radix_plan(
     k: usize,
     key_bytes: usize,
     multiprocessors: usize,
-    most_per_thread: usize,
+    policy: &Policy,
 ) -> Vec<RadixPass> {
+    let most_per_thread = policy.topk_radix_per_thread;
     assert!(RADIX_PER_THREAD[1..].contains(&most_per_thread));
     let most = THREADS as usize * most_per_thread;
-    let wanted = (RADIX_BLOCKS_PER_SM * multiprocessors.max(1)).div_ceil(rows.max(1));
+    let blocks = policy.topk_radix_blocks_per_sm * multiprocessors.max(1);
+    let wanted = blocks.div_ceil(rows.max(1)).max(1);
     let min_chunk = RADIX_MIN_CHUNK.max(8 * k).min(most);
+    let stream_chunks = policy.topk_radix_stream_chunks.max(1);
+    let streams = stream_chunks > 1 && most_per_thread == RADIX_PER_THREAD[2] && 8 * k <= most;
     let mut passes = Vec::new();
     let mut len = row_len;
     loop {
-        let chunks = len
-            .div_ceil(most)
-            .max(wanted.min(len.div_ceil(min_chunk)))
-            .max(1);
-        let per_thread = RADIX_PER_THREAD
-            .into_iter()
-            .find(|&r| r * THREADS as usize >= len.div_ceil(chunks) && r <= most_per_thread)
-            .expect("a chunk is at most a block's registers");
-        let chunk_len = (per_thread * THREADS as usize).min(len);
-        let chunks = len.div_ceil(chunk_len);
-        passes.push(RadixPass {
-            row_len: len,
-            chunks,
-            chunk_len,
-            per_thread,
-            merge: false,
-        });
-        if chunks == 1 {
+        let segment = if passes.is_empty() && streams {
+            let segments = wanted
+                .min(len.div_ceil(min_chunk))
+                .max(len.div_ceil(most * stream_chunks));
+            len.div_ceil(segments).next_multiple_of(most)
+        } else {
+            0
+        };
+        let pass = if segment > most {
+            RadixPass {
+                row_len: len,
+                chunks: len.div_ceil(segment),
+                chunk_len: segment,
+                per_thread: most_per_thread,
+                stream: true,
+                merge: false,
+            }
+        } else {
+            let chunks = len
+                .div_ceil(most)
+                .max(wanted.min(len.div_ceil(min_chunk)))
+                .max(1);
+            let per_thread = RADIX_PER_THREAD
+                .into_iter()
+                .find(|&r| r * THREADS as usize >= len.div_ceil(chunks) && r <= most_per_thread)
+                .expect("a chunk is at most a block's registers");
+            let chunk_len = (per_thread * THREADS as usize).min(len);
+            RadixPass {
+                row_len: len,
+                chunks: len.div_ceil(chunk_len),
+                chunk_len,
+                per_thread,
+                stream: false,
+                merge: false,
+            }
+        };
+        passes.push(pass);
+        if pass.chunks == 1 {
             return passes;
         }
-        len = chunks * k;
-        if passes.len() == 1 && merges(key_bytes, k) && chunks <= MERGE_RUNS_MOST {
+        len = pass.chunks * k;
+        if passes.len() == 1 && merges(key_bytes, k) && pass.chunks <= MERGE_RUNS_MOST {
             passes.push(RadixPass {
                 row_len: len,
                 chunks: 1,
                 chunk_len: len,
-                per_thread,
+                per_thread: pass.per_thread,
+                stream: false,
                 merge: true,
             });
             return passes;
@@ -384,8 +414,7 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
     let sms = gpu.info().multiprocessors.max(1) as usize;
     let slots = k.next_power_of_two();
     let mut input: Option<CudaSlice<C>> = None;
-    let most_per_thread = t.policy.topk_radix_per_thread;
-    let passes = radix_plan(rows, row_len, k, key_bytes, sms, most_per_thread);
+    let passes = radix_plan(rows, row_len, k, key_bytes, sms, t.policy);
     let modules: Vec<_> = passes
         .iter()
         .map(|p| radix_module(key_bytes, p.per_thread))
@@ -395,6 +424,11 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
         let (name, held) = if pass.merge {
             // The chunk's runs, `slots` apart.
             (format!("topk_merge_{width}"), pass.chunk_len / k * slots)
+        } else if pass.stream {
+            (
+                format!("topk_radix_stream_{width}"),
+                radix_held(slots, pass.per_thread, std::mem::size_of::<C>()),
+            )
         } else {
             let what = if i == 0 { "keys" } else { "partials" };
             (
@@ -578,8 +612,19 @@ mod tests {
         }
     }
 
-    /// Every radix pass fits a block's registers, the chunks cover the row, each pass reads the
-    /// k best of every chunk of the one before and shrinks the row, and the last has one chunk.
+    /// A policy with `topk_radix_per_thread` = `per_thread` and `topk_radix_stream_chunks` =
+    /// `stream_chunks` (1: no segments).
+    fn radix_policy(per_thread: usize, stream_chunks: usize) -> Policy {
+        Policy {
+            topk_radix_per_thread: per_thread,
+            topk_radix_stream_chunks: stream_chunks,
+            ..Policy::HOPPER
+        }
+    }
+
+    /// Every radix pass fits a block's registers (a segment: whole blocks of registers, at
+    /// most the policy's many), the chunks cover the row, each pass reads the k best of every
+    /// chunk of the one before and shrinks the row, and the last has one chunk.
     #[test]
     fn radix_plans_reduce_to_one_chunk_a_row() {
         use crate::dispatch::{TOPK_RADIX_CHUNK, TOPK_RADIX_MAX_K};
@@ -599,81 +644,157 @@ mod tests {
             (1 << 20) + 3,
             1 << 28,
         ];
-        for (rows, key_bytes) in [1, 3, 64, 100_000]
-            .into_iter()
-            .flat_map(|r| [(r, 2), (r, 8)])
-        {
-            for &row_len in &lens {
-                for &k in ks.iter().filter(|&&k| k <= row_len) {
-                    if rows * row_len > 1 << 31 || (row_len > most && k > TOPK_RADIX_MAX_K) {
-                        continue;
-                    }
-                    let passes = radix_plan(rows, row_len, k, key_bytes, 132, 32);
-                    let what = format!("{rows}x{row_len} k {k}");
-                    assert_eq!(passes[0].row_len, row_len, "{what}");
-                    assert_eq!(passes.last().unwrap().chunks, 1, "{what}");
-                    assert!(passes.len() <= 8, "{what}: {passes:?}");
-                    for (i, p) in passes.iter().enumerate() {
-                        assert!(p.chunks * p.chunk_len >= p.row_len, "{what}");
-                        assert!((p.chunks - 1) * p.chunk_len < p.row_len, "{what}");
-                        let merge =
-                            i == 1 && merges(key_bytes, k) && passes[0].chunks <= MERGE_RUNS_MOST;
-                        assert_eq!(p.merge, merge, "{what}");
-                        if p.merge {
-                            // A row's runs in one block, in the first pass's module.
-                            assert_eq!((p.chunks, p.chunk_len), (1, p.row_len), "{what}");
-                            assert_eq!(p.per_thread, passes[0].per_thread, "{what}");
-                        } else {
-                            assert!(p.chunk_len <= p.per_thread * THREADS as usize, "{what}");
-                            assert!(
-                                p.chunks == 1 || p.chunk_len == p.per_thread * THREADS as usize,
-                                "{what}"
-                            );
+        let policies = [
+            radix_policy(32, 1),
+            radix_policy(32, 64),
+            radix_policy(32, 3),
+            Policy {
+                topk_radix_blocks_per_sm: 0,
+                ..Policy::HOPPER
+            },
+        ];
+        for policy in &policies {
+            for (rows, key_bytes) in [1, 3, 64, 100_000]
+                .into_iter()
+                .flat_map(|r| [(r, 2), (r, 8)])
+            {
+                for &row_len in &lens {
+                    for &k in ks.iter().filter(|&&k| k <= row_len) {
+                        if rows * row_len > 1 << 31 || (row_len > most && k > TOPK_RADIX_MAX_K) {
+                            continue;
                         }
-                        if let Some(next) = passes.get(i + 1) {
-                            assert_eq!(next.row_len, p.chunks * k, "{what}");
-                            assert!(next.row_len * 4 <= p.row_len, "{what}: {passes:?}");
+                        let passes = radix_plan(rows, row_len, k, key_bytes, 132, policy);
+                        let what = format!("{rows}x{row_len} k {k} {policy:?}");
+                        assert_eq!(passes[0].row_len, row_len, "{what}");
+                        assert_eq!(passes.last().unwrap().chunks, 1, "{what}");
+                        assert!(passes.len() <= 8, "{what}: {passes:?}");
+                        for (i, p) in passes.iter().enumerate() {
+                            assert!(p.chunks * p.chunk_len >= p.row_len, "{what}");
+                            assert!((p.chunks - 1) * p.chunk_len < p.row_len, "{what}");
+                            let merge = i == 1
+                                && merges(key_bytes, k)
+                                && passes[0].chunks <= MERGE_RUNS_MOST;
+                            assert_eq!(p.merge, merge, "{what}");
+                            if p.merge {
+                                // A row's runs in one block, in the first pass's module.
+                                assert_eq!((p.chunks, p.chunk_len), (1, p.row_len), "{what}");
+                                assert_eq!(p.per_thread, passes[0].per_thread, "{what}");
+                            } else if p.stream {
+                                // The first pass: segments of whole blocks of 32 a thread,
+                                // more than one, as many as the policy allows, for k whose
+                                // threshold a block of registers can give.
+                                assert_eq!((i, p.per_thread), (0, 32), "{what}");
+                                assert!(8 * k <= most, "{what}");
+                                assert_eq!(p.chunk_len % most, 0, "{what}");
+                                assert!(p.chunk_len > most, "{what}");
+                                assert!(
+                                    p.chunk_len <= most * policy.topk_radix_stream_chunks,
+                                    "{what}"
+                                );
+                            } else {
+                                assert!(p.chunk_len <= p.per_thread * THREADS as usize, "{what}");
+                                assert!(
+                                    p.chunks == 1 || p.chunk_len == p.per_thread * THREADS as usize,
+                                    "{what}"
+                                );
+                            }
+                            if let Some(next) = passes.get(i + 1) {
+                                assert_eq!(next.row_len, p.chunks * k, "{what}");
+                                assert!(next.row_len * 4 <= p.row_len, "{what}: {passes:?}");
+                            }
                         }
                     }
                 }
             }
         }
-        // 16,384 rows of 1,024: one pass, 4 elements a thread.
-        let short = radix_plan(16_384, 1024, 50, 4, 132, 32);
-        assert_eq!((short.len(), short[0].per_thread), (1, 4));
-        // One row of 2^24: 2,048 chunks of 8,192, then the 2,048 x 50 partials spread over
-        // the GPU in chunks of 4,096, then those results.
-        let long = radix_plan(1, 1 << 24, 50, 8, 132, 32);
-        let chunks: Vec<(usize, usize)> = long.iter().map(|p| (p.chunks, p.chunk_len)).collect();
-        assert_eq!(chunks, [(2048, 8192), (25, 4096), (1, 1250)]);
-        // With u64 composites, a row's 4 sorted runs of 50 merge in one block; 2,048 runs
-        // are selected over again.
-        let merged = radix_plan(4096, 32_768, 50, 4, 132, 32);
-        let chunks: Vec<(usize, usize, bool)> = merged
+        let (no_streams, streams) = (&radix_policy(32, 1), &Policy::HOPPER);
+        let plan = |rows, row_len, k, key_bytes, policy| -> Vec<(usize, usize, bool, bool)> {
+            radix_plan(rows, row_len, k, key_bytes, 132, policy)
+                .iter()
+                .map(|p| (p.chunks, p.chunk_len, p.stream, p.merge))
+                .collect()
+        };
+        // 16,384 rows of 1,024: one pass, 4 elements a thread, with or without streams.
+        for policy in [no_streams, streams] {
+            let short = radix_plan(16_384, 1024, 50, 4, 132, policy);
+            assert_eq!((short.len(), short[0].per_thread), (1, 4));
+        }
+        // One row of 2^24 without streams: 2,048 chunks of 8,192, then the 2,048 x 50
+        // partials spread over the GPU in chunks of 4,096, then those results. Streamed: 1,024
+        // segments of two chunks (1,056 blocks wanted), then their 51,200 results in 13 chunks
+        // of 4,096, then those.
+        assert_eq!(
+            plan(1, 1 << 24, 50, 8, no_streams),
+            [
+                (2048, 8192, false, false),
+                (25, 4096, false, false),
+                (1, 1250, false, false)
+            ]
+        );
+        assert_eq!(
+            plan(1, 1 << 24, 50, 8, streams),
+            [
+                (1024, 16_384, true, false),
+                (13, 4096, false, false),
+                (1, 650, false, false)
+            ]
+        );
+        // With u64 composites, a row's 4 sorted runs of 50 merge in one block; streamed, a
+        // row of 32,768 is one segment, whose block writes the row's result.
+        assert_eq!(
+            plan(4096, 32_768, 50, 4, no_streams),
+            [(4, 8192, false, false), (1, 200, false, true)]
+        );
+        assert_eq!(
+            plan(4096, 32_768, 256, 2, streams),
+            [(1, 32_768, true, false)]
+        );
+        // 256 rows of 151,936: 5 segments a row (1,056 blocks wanted), merged; a row of 2^28:
+        // 1,024 segments of 32 chunks (1,056 wanted, of whole chunks).
+        assert_eq!(
+            plan(256, 151_936, 50, 4, streams),
+            [(5, 32_768, true, false), (1, 250, false, true)]
+        );
+        assert_eq!(
+            plan(1, 1 << 28, 8, 4, streams)[0],
+            (1024, 1 << 18, true, false)
+        );
+        // Too large a k for a threshold of one block of registers: no segments.
+        assert!(radix_plan(4096, 32_768, 1025, 4, 132, streams)
             .iter()
-            .map(|p| (p.chunks, p.chunk_len, p.merge))
-            .collect();
-        assert_eq!(chunks, [(4, 8192, false), (1, 200, true)]);
-        assert!(radix_plan(1, 1 << 24, 50, 4, 132, 32)
-            .iter()
-            .all(|p| !p.merge));
+            .all(|p| !p.stream));
+        // No spreading: a row is one segment, up to the policy's chunks.
+        let unspread = Policy {
+            topk_radix_blocks_per_sm: 0,
+            topk_radix_stream_chunks: 3,
+            ..Policy::HOPPER
+        };
+        assert_eq!(
+            plan(3, 20_000, 300, 4, &unspread),
+            [(1, 24_576, true, false)]
+        );
+        assert_eq!(
+            plan(3, 100_003, 50, 4, &unspread),
+            [(5, 24_576, true, false), (1, 250, false, true)]
+        );
         // The GPU tests' merges (tests/topk.rs): 7 runs of crowded keys, 2 of tied ones.
         for ((rows, row_len), runs) in [((3, 26_000), 7), ((3, 4097), 2)] {
-            let passes = radix_plan(rows, row_len, 256, 2, 132, 32);
+            let passes = radix_plan(rows, row_len, 256, 2, 132, streams);
             assert_eq!((passes[0].chunks, passes[1].merge), (runs, true));
         }
-        // A row of 151,936 is 18 whole chunks and one shorter.
-        let logits = radix_plan(256, 151_936, 50, 4, 132, 32);
+        // A row of 151,936 without streams is 18 whole chunks and one shorter.
+        let logits = radix_plan(256, 151_936, 50, 4, 132, no_streams);
         assert_eq!((logits[0].chunks, logits[0].chunk_len), (19, 8192));
-        // At most 16 a thread: chunks of 4,096, and still one pass for short rows.
-        let half = radix_plan(4096, 32_768, 50, 8, 132, 16);
+        // At most 16 a thread: chunks of 4,096, no segments, and still one pass for short rows.
+        let sixteen = &radix_policy(16, 64);
+        let half = radix_plan(4096, 32_768, 50, 8, 132, sixteen);
         assert_eq!((half[0].chunks, half[0].per_thread, half.len()), (8, 16, 2));
         for row_len in [1000, 4096, 8192, 100_003] {
             for k in [1, 50, 1024, 2048.min(row_len)] {
-                let passes = radix_plan(3, row_len, k, 4, 132, 16);
+                let passes = radix_plan(3, row_len, k, 4, 132, sixteen);
                 assert!(passes
                     .iter()
-                    .all(|p| p.per_thread <= 16 && p.chunk_len <= 4096));
+                    .all(|p| p.per_thread <= 16 && p.chunk_len <= 4096 && !p.stream));
                 assert_eq!(passes.last().unwrap().chunks, 1);
             }
         }
