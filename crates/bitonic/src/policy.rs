@@ -72,10 +72,19 @@ pub struct Policy {
     pub topk_radix_blocks_per_sm: usize,
     /// The most chunks of 8,192 keys (32 a thread) one block of the radix select's first pass
     /// takes, one after the other, against one running threshold (a *segment*,
-    /// kernels/topk.cu STREAM, for k up to 1,024): a row's chunks beyond the first then cost
-    /// their loads and a comparison a key, and their fixed costs (the threshold, the exact
-    /// select) are paid once a segment. 1 gives each block one chunk, as before streaming.
+    /// kernels/topk.cu STREAM): a row's chunks beyond the first then cost their loads and a
+    /// comparison a key, and the fixed costs (the threshold, the exact select) are paid once a
+    /// segment. 1 gives each block one chunk, as before streaming.
     pub topk_radix_stream_chunks: usize,
+    /// Segments stream for k from this to [`Policy::topk_radix_stream_max_k`]. On the H200
+    /// they were faster from k = 100 (4,096 x 32,768 f32 k = 100 0.41 -> 0.34 ms, k = 256
+    /// 0.61 -> 0.44) and slower at k = 50 and below (256 x 151,936 f32 k = 50 0.093 -> 0.108),
+    /// where a chunk's own select costs little (docs/notes/topk.md, step 8).
+    pub topk_radix_stream_min_k: usize,
+    /// The largest k whose segments stream: at k = 1,024 each later chunk overflows the
+    /// candidates (2,048) and the segments were slower (4,096 x 32,768 f32 1.24 -> 1.40 ms);
+    /// at 512 faster (0.90 -> 0.61). At most 1,024 (a chunk's threshold needs k <= 8,192 / 8).
+    pub topk_radix_stream_max_k: usize,
 }
 
 impl Policy {
@@ -103,6 +112,8 @@ impl Policy {
         topk_radix_per_thread: 32,
         topk_radix_blocks_per_sm: 8,
         topk_radix_stream_chunks: 64,
+        topk_radix_stream_min_k: 100,
+        topk_radix_stream_max_k: 512,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which

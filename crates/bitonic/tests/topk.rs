@@ -322,42 +322,64 @@ fn gpu_radix_at_16_a_thread() {
     assert!(matches!(got, Err(Error::Unsupported(_))), "{got:?}");
 }
 
-/// Rows streamed in segments against a running threshold (kernels/topk.cu STREAM), forced onto
-/// short rows by a policy that cuts no row for the grid's sake, at most 3 chunks a segment:
-/// every pattern (sorted keys overflow the candidates with each later chunk; ties crowd the
-/// thresholds), k up to 1,024 (the largest that streams) and past it, rows ending in a short
-/// chunk or segment; then keys rising in steps longer than a chunk, so that a later chunk's
-/// own threshold ties with most of its keys, which then go in slices.
+/// A policy that streams segments (kernels/topk.cu STREAM) for every k it can (1 to 1,024),
+/// cuts no row for the grid's sake, and gives a segment at most `stream_chunks` chunks: short
+/// rows stream too.
+fn streaming_policy(stream_chunks: usize) -> Policy {
+    Policy {
+        topk_radix_blocks_per_sm: 0,
+        topk_radix_stream_chunks: stream_chunks,
+        topk_radix_stream_min_k: 1,
+        topk_radix_stream_max_k: TOPK_RADIX_MAX_K,
+        ..Policy::HOPPER
+    }
+}
+
+/// Rows streamed in segments against a running threshold, every k that streams and past it:
+/// rows of one segment (the last chunk whole, short, or of one key) and of four (merged for
+/// k up to 256, else selected again), every pattern (sorted keys overflow the candidates with
+/// each later chunk; ties crowd the thresholds); then keys rising in steps longer than a
+/// chunk, so that a later chunk's own threshold ties with most of its keys, which then go in
+/// slices.
 fn gpu_streamed_segments() {
     gpu("gpu_streamed_segments");
-    let unspread = Policy {
-        topk_radix_blocks_per_sm: 0,
-        topk_radix_stream_chunks: 3,
-        ..Policy::HOPPER
-    };
-    let policy = Some(&unspread);
-    let shapes = [
-        (3, 20_000),
-        (2, 100_003),
-        (1, 3 * TOPK_RADIX_CHUNK),
-        (2, TOPK_RADIX_CHUNK + 1),
+    let (one_segment, four_chunks) = (streaming_policy(64), streaming_policy(4));
+    let rows_of_one = [
+        (3, 40_000),
+        (1, 4 * TOPK_RADIX_CHUNK),
+        (2, 5 * TOPK_RADIX_CHUNK + 1),
     ];
     let ks = [1, 8, 50, 128, 129, 256, 300, 600, 1000, 1024, 1025];
     for pattern in PATTERNS {
-        for &shape in &shapes {
-            check_ks::<f32>(Backend::Cuda, policy, shape, pattern, &ks);
-            check_ks::<bitonic::half::bf16>(Backend::Cuda, policy, shape, pattern, &ks);
+        for (policy, shapes) in [
+            (&one_segment, &rows_of_one[..]),
+            (&four_chunks, &[(2, 100_003)]),
+        ] {
+            for &shape in shapes {
+                check_ks::<f32>(Backend::Cuda, Some(policy), shape, pattern, &ks);
+                check_ks::<bitonic::half::bf16>(Backend::Cuda, Some(policy), shape, pattern, &ks);
+            }
         }
-        check_ks::<u64>(Backend::Cuda, policy, shapes[0], pattern, &ks);
-        check_ks::<i32>(Backend::Cuda, policy, shapes[1], pattern, &[50, 256]);
+        check_ks::<u64>(
+            Backend::Cuda,
+            Some(&one_segment),
+            rows_of_one[0],
+            pattern,
+            &ks,
+        );
+        check_ks::<i32>(
+            Backend::Cuda,
+            Some(&four_chunks),
+            (2, 100_003),
+            pattern,
+            &[50, 256],
+        );
     }
     let (rows, row_len) = (2, 50_000);
     let steps: Vec<f32> = (0..rows * row_len)
         .map(|i| ((i % row_len) / 9000) as f32)
         .collect();
-    let sorter = Sorter::new()
-        .backend(Backend::Cuda)
-        .policy(unspread.clone());
+    let sorter = Sorter::new().backend(Backend::Cuda).policy(one_segment);
     for select in SELECTS {
         let orders = stable_orders(&steps, row_len, select);
         for k in [1, 50, 256, 1000] {
@@ -548,16 +570,14 @@ fn topk_for_the_sanitizer() {
         // candidates tied on their key skip the index digits they have alike.
         one_selection::<u32>(3, 4097, 50, select, Pattern::AllEqual);
         one_selection::<bitonic::half::bf16>(2, 20_000, 600, select, Pattern::FewDistinct);
-        // Segments (one a row here) with every fallback: sorted keys overflow the candidates,
-        // ties crowd the thresholds.
-        let unspread = Policy {
-            topk_radix_blocks_per_sm: 0,
-            ..Policy::HOPPER
-        };
-        let streams = Sorter::new().backend(Backend::Cuda).policy(unspread);
+        // Segments (one a row of five chunks here) with every fallback: sorted keys overflow
+        // the candidates, ties crowd the thresholds.
+        let streams = Sorter::new()
+            .backend(Backend::Cuda)
+            .policy(streaming_policy(64));
         for pattern in [Pattern::Random, Pattern::Sorted, Pattern::FewDistinct] {
             for k in [50, 600] {
-                let (rows, row_len) = (2, 20_000);
+                let (rows, row_len) = (2, 40_000);
                 let keys = make_keys::<bitonic::half::bf16>(rows * row_len, pattern, 17);
                 let orders = stable_orders(&keys, row_len, select);
                 let what = format!("streamed bf16 {pattern:?} k {k} {select:?}");

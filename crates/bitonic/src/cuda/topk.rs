@@ -185,6 +185,11 @@ fn merges(key_bytes: usize, k: usize) -> bool {
     key_bytes <= 4 && k <= RADIX_TOURNAMENT_MOST
 }
 
+/// The fewest chunks a streamed segment has: segments of 4 and 8 chunks were faster than a
+/// chunk a block for k from 100 to 512, and one 2^24 array's segments of two slower from
+/// k = 200 (f32 k = 256 0.141 -> 0.161 ms; docs/notes/topk.md, step 8).
+const STREAM_MIN_CHUNKS: usize = 4;
+
 /// The most runs a row's merge pass merges: from 8 runs on, a radix pass over their k best
 /// takes its threshold (8 k <= the elements in play) and costs less than the merge's searches
 /// (docs/notes/topk.md, step 5: 4 and 6 runs faster merged, 8 slower for k >= 50).
@@ -201,9 +206,10 @@ const MERGE_RUNS_MOST: usize = 7;
 /// [`RADIX_MIN_CHUNK`] and 8k elements) while the grid has fewer than `topk_radix_blocks_per_sm`
 /// blocks a multiprocessor. A chunk is then a whole block's registers, `per_thread` x THREADS
 /// elements, only a row's last shorter, so that every other chunk loads without bounds checks.
-/// The first pass at 32 a thread, for k up to an eighth of a block's registers, cuts rows
-/// into *segments* of up to `topk_radix_stream_chunks` such chunks instead, as many as the
-/// grid wants, and a block streams each (`stream`) where a segment is longer than one chunk.
+/// The first pass at 32 a thread, for k from `topk_radix_stream_min_k` to `_max_k` (and at
+/// most an eighth of a block's registers), cuts rows into *segments* of up to
+/// `topk_radix_stream_chunks` such chunks instead, as many as the grid wants, and a block
+/// streams each (`stream`) where a segment has at least [`STREAM_MIN_CHUNKS`].
 /// Where [`merges`] and the first pass leaves at most [`MERGE_RUNS_MOST`] chunks a row, the
 /// second and last pass merges their runs.
 pub(crate) fn radix_plan(
@@ -221,7 +227,11 @@ pub(crate) fn radix_plan(
     let wanted = blocks.div_ceil(rows.max(1)).max(1);
     let min_chunk = RADIX_MIN_CHUNK.max(8 * k).min(most);
     let stream_chunks = policy.topk_radix_stream_chunks.max(1);
-    let streams = stream_chunks > 1 && most_per_thread == RADIX_PER_THREAD[2] && 8 * k <= most;
+    let stream_ks = policy.topk_radix_stream_min_k..=policy.topk_radix_stream_max_k;
+    let streams = stream_chunks >= STREAM_MIN_CHUNKS
+        && most_per_thread == RADIX_PER_THREAD[2]
+        && stream_ks.contains(&k)
+        && 8 * k <= most;
     let mut passes = Vec::new();
     let mut len = row_len;
     loop {
@@ -233,7 +243,7 @@ pub(crate) fn radix_plan(
         } else {
             0
         };
-        let pass = if segment > most {
+        let pass = if segment >= STREAM_MIN_CHUNKS * most {
             RadixPass {
                 row_len: len,
                 chunks: len.div_ceil(segment),
@@ -647,9 +657,11 @@ mod tests {
         let policies = [
             radix_policy(32, 1),
             radix_policy(32, 64),
-            radix_policy(32, 3),
+            radix_policy(32, 5),
             Policy {
                 topk_radix_blocks_per_sm: 0,
+                topk_radix_stream_min_k: 1,
+                topk_radix_stream_max_k: 1024,
                 ..Policy::HOPPER
             },
         ];
@@ -681,12 +693,15 @@ mod tests {
                                 assert_eq!(p.per_thread, passes[0].per_thread, "{what}");
                             } else if p.stream {
                                 // The first pass: segments of whole blocks of 32 a thread,
-                                // more than one, as many as the policy allows, for k whose
-                                // threshold a block of registers can give.
+                                // at least STREAM_MIN_CHUNKS, as many as the policy allows,
+                                // for the policy's k whose threshold a block of registers can
+                                // give.
                                 assert_eq!((i, p.per_thread), (0, 32), "{what}");
                                 assert!(8 * k <= most, "{what}");
+                                assert!(k >= policy.topk_radix_stream_min_k, "{what}");
+                                assert!(k <= policy.topk_radix_stream_max_k, "{what}");
                                 assert_eq!(p.chunk_len % most, 0, "{what}");
-                                assert!(p.chunk_len > most, "{what}");
+                                assert!(p.chunk_len >= STREAM_MIN_CHUNKS * most, "{what}");
                                 assert!(
                                     p.chunk_len <= most * policy.topk_radix_stream_chunks,
                                     "{what}"
@@ -708,75 +723,96 @@ mod tests {
             }
         }
         let (no_streams, streams) = (&radix_policy(32, 1), &Policy::HOPPER);
-        let plan = |rows, row_len, k, key_bytes, policy| -> Vec<(usize, usize, bool, bool)> {
+        fn plan(
+            rows: usize,
+            row_len: usize,
+            k: usize,
+            key_bytes: usize,
+            policy: &Policy,
+        ) -> Vec<(usize, usize, bool, bool)> {
             radix_plan(rows, row_len, k, key_bytes, 132, policy)
                 .iter()
                 .map(|p| (p.chunks, p.chunk_len, p.stream, p.merge))
                 .collect()
-        };
+        }
         // 16,384 rows of 1,024: one pass, 4 elements a thread, with or without streams.
         for policy in [no_streams, streams] {
             let short = radix_plan(16_384, 1024, 50, 4, 132, policy);
             assert_eq!((short.len(), short[0].per_thread), (1, 4));
         }
-        // One row of 2^24 without streams: 2,048 chunks of 8,192, then the 2,048 x 50
-        // partials spread over the GPU in chunks of 4,096, then those results. Streamed: 1,024
-        // segments of two chunks (1,056 blocks wanted), then their 51,200 results in 13 chunks
-        // of 4,096, then those.
+        // One row of 2^24: 2,048 chunks of 8,192, then the 2,048 x 50 partials spread over
+        // the GPU in chunks of 4,096, then those results; at k = 256 too, since 1,056 blocks
+        // wanted leave segments of two chunks, too few to stream.
         assert_eq!(
-            plan(1, 1 << 24, 50, 8, no_streams),
+            plan(1, 1 << 24, 50, 8, streams),
             [
                 (2048, 8192, false, false),
                 (25, 4096, false, false),
                 (1, 1250, false, false)
             ]
         );
-        assert_eq!(
-            plan(1, 1 << 24, 50, 8, streams),
-            [
-                (1024, 16_384, true, false),
-                (13, 4096, false, false),
-                (1, 650, false, false)
-            ]
-        );
-        // With u64 composites, a row's 4 sorted runs of 50 merge in one block; streamed, a
-        // row of 32,768 is one segment, whose block writes the row's result.
-        assert_eq!(
-            plan(4096, 32_768, 50, 4, no_streams),
-            [(4, 8192, false, false), (1, 200, false, true)]
-        );
-        assert_eq!(
-            plan(4096, 32_768, 256, 2, streams),
-            [(1, 32_768, true, false)]
-        );
-        // 256 rows of 151,936: 5 segments a row (1,056 blocks wanted), merged; a row of 2^28:
-        // 1,024 segments of 32 chunks (1,056 wanted, of whole chunks).
-        assert_eq!(
-            plan(256, 151_936, 50, 4, streams),
-            [(5, 32_768, true, false), (1, 250, false, true)]
-        );
-        assert_eq!(
-            plan(1, 1 << 28, 8, 4, streams)[0],
-            (1024, 1 << 18, true, false)
-        );
-        // Too large a k for a threshold of one block of registers: no segments.
-        assert!(radix_plan(4096, 32_768, 1025, 4, 132, streams)
+        assert!(radix_plan(1, 1 << 24, 256, 4, 132, streams)
             .iter()
             .all(|p| !p.stream));
-        // No spreading: a row is one segment, up to the policy's chunks.
-        let unspread = Policy {
+        // With u64 composites, a row's 4 sorted runs of k merge in one block; streamed (k from
+        // 100 to 512), a row of 32,768 is one segment, whose block writes the row's result.
+        for policy in [no_streams, streams] {
+            assert_eq!(
+                plan(4096, 32_768, 50, 4, policy),
+                [(4, 8192, false, false), (1, 200, false, true)]
+            );
+        }
+        for k in [100, 256, 512] {
+            assert_eq!(
+                plan(4096, 32_768, k, 2, streams),
+                [(1, 32_768, true, false)]
+            );
+        }
+        assert!(radix_plan(4096, 32_768, 1024, 2, 132, streams)
+            .iter()
+            .all(|p| !p.stream));
+        // 256 rows of 151,936 at k = 256: 5 segments a row (1,056 blocks wanted), merged; a
+        // row of 2^28 at k = 100: 1,024 segments of 32 chunks (1,056 wanted, of whole chunks).
+        assert_eq!(
+            plan(256, 151_936, 256, 4, streams),
+            [(5, 32_768, true, false), (1, 1280, false, true)]
+        );
+        assert_eq!(
+            plan(1, 1 << 28, 100, 4, streams)[0],
+            (1024, 1 << 18, true, false)
+        );
+        // No spreading, every k up to 1,024 (the GPU tests' policies): a row is one segment,
+        // or segments of up to the policy's chunks; too large a k for a threshold of one block
+        // of registers, or segments of fewer than 4 chunks, do not stream.
+        let unspread = |stream_chunks| Policy {
             topk_radix_blocks_per_sm: 0,
-            topk_radix_stream_chunks: 3,
+            topk_radix_stream_chunks: stream_chunks,
+            topk_radix_stream_min_k: 1,
+            topk_radix_stream_max_k: 1024,
             ..Policy::HOPPER
         };
         assert_eq!(
-            plan(3, 20_000, 300, 4, &unspread),
-            [(1, 24_576, true, false)]
+            plan(3, 40_000, 1, 4, &unspread(64)),
+            [(1, 40_960, true, false)]
         );
         assert_eq!(
-            plan(3, 100_003, 50, 4, &unspread),
-            [(5, 24_576, true, false), (1, 250, false, true)]
+            plan(3, 100_003, 1024, 4, &unspread(64)),
+            [(1, 106_496, true, false)]
         );
+        assert_eq!(
+            plan(2, 100_003, 50, 4, &unspread(4)),
+            [(4, 32_768, true, false), (1, 200, false, true)]
+        );
+        assert_eq!(
+            plan(2, 100_003, 1000, 2, &unspread(4)),
+            [(4, 32_768, true, false), (1, 4000, false, false)]
+        );
+        assert!(radix_plan(3, 100_003, 1025, 4, 132, &unspread(64))
+            .iter()
+            .all(|p| !p.stream));
+        assert!(radix_plan(3, 20_000, 50, 4, 132, &unspread(64))
+            .iter()
+            .all(|p| !p.stream));
         // The GPU tests' merges (tests/topk.rs): 7 runs of crowded keys, 2 of tied ones.
         for ((rows, row_len), runs) in [((3, 26_000), 7), ((3, 4097), 2)] {
             let passes = radix_plan(rows, row_len, 256, 2, 132, streams);
