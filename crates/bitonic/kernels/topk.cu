@@ -776,7 +776,8 @@ __device__ __forceinline__ void gather(u32 reach, const Index &index, const In *
 
 // Keeps the best `need` of the `count` candidates buf[0, count) (need < count <= THREADS x
 // PER_THREAD) in buf[0, need), unordered, by a radix select over them, and sets *counter to
-// need. Returns a composite that those need reach. Called by the whole block; ends with a
+// need. Returns a composite that those need reach (the need-th best, or a prefix of its digits
+// where the select stopped early). Called by the whole block; ends with a
 // barrier.
 template <u32 PER_THREAD, bool SKIP_ALIKE, typename C>
 __device__ C keep_best(C *buf, u32 count, u32 need, u32 *counter, RadixShared &s) {
@@ -809,12 +810,13 @@ __device__ C keep_best(C *buf, u32 count, u32 need, u32 *counter, RadixShared &s
 // STREAM (keys, R = 32, k <= R x THREADS / 8): a chunk is a *segment* of several whole blocks
 // of registers (only a row's last shorter), which the block takes one after the other against
 // one running threshold. The first gets its threshold as above (steps 1 and 2); each later one
-// only appends the elements that reach it to the candidates. When they would overflow the
-// shared memory, the block first keeps the best k of those it has (keep_best, which raises the
-// threshold to their k-th best word), then, if still too many, takes the threshold of this
-// block of registers alone, and, failing that (ties), appends its exact best k. Step 3 then
-// runs once a segment, over a few k candidates for keys in no particular order, and its
-// output is sorted (a merge pass may take it).
+// only appends the elements that beat it. When they would overflow the shared memory, the
+// block first keeps the best k of the candidates it has (keep_best; the threshold rises to a
+// word those k all reach), then, if still too many, takes the threshold of this block of
+// registers alone, and, failing that (ties), takes the block in slices of four registers a
+// thread, keeping the best k after each; a first block whose candidates overflow goes to the
+// slices at once. Step 3 then runs once a segment, over a few k candidates for keys in no
+// particular order, and its output is sorted (a merge pass may take it).
 template <typename K, typename C, typename In, u32 R, bool STREAM = false>
 __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len,
                            u32 k, u32 slots, u32 map, C *partials, K *values, u32 *indices) {
@@ -824,6 +826,8 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
     typedef typename Held<C, In>::T T;
     const u32 PER_THREAD = R < CANDIDATES_PER_THREAD ? R : CANDIDATES_PER_THREAD;
     const u32 CAPACITY = THREADS * PER_THREAD;
+    // A segment keeps up to k <= R x THREADS / 8 candidates beside a slice of 4 a thread.
+    static_assert(!STREAM || CAPACITY >= R * THREADS / 8 + 4 * THREADS, "room for the kept and a slice");
     // Tournaments of up to TOURNAMENT_MOST, for k up to 256, over u64 composites; 16-byte
     // composites take the radix selects (their networks would triple the module's compile time).
     const bool LARGE_TOURNAMENTS = sizeof(C) == 8;
@@ -922,7 +926,7 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
             // element of a later block that only ties with it loses to the `need` earlier
             // elements that reach it (equal words go to the smaller index), so these must beat
             // it. When they overflow the candidates, the block keeps the best `need` of the
-            // candidates (raising the threshold to their need-th best word), then takes this
+            // candidates (raising the threshold to a word those all reach), then takes this
             // block's own threshold (which `need` of its elements reach, if it holds that many;
             // its ties count), then takes it in slices.
             for (u64 sub = end; sub < segment_end; sub += R * THREADS) { // block-uniform
@@ -1113,7 +1117,8 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
 // and the merge of the first pass's sorted runs; at 32, also the segments' (STREAM).
 // Their launch bounds, (THREADS, blocks an SM), cap the registers: where composites are u64,
 // the keys kernels hold 32-bit words, 4 blocks an SM at 4 a thread and 3 at 16 and 32 (80
-// registers); the partials kernels hold composites, 4 blocks at 4 a thread, 3 at 16, 2 at 32.
+// registers); the partials kernels hold composites, 4 blocks at 4 a thread, 3 at 16, 2 at 32;
+// the segments' kernel 2 (128 registers: at 80 its overflow paths spilled kilobytes).
 #define KEYS_BOUNDS_4(C) __launch_bounds__(THREADS, sizeof(C) == 8 ? 4 : 1)
 #define KEYS_BOUNDS_16(C) __launch_bounds__(THREADS, sizeof(C) == 8 ? 3 : 1)
 #define KEYS_BOUNDS_32(C) __launch_bounds__(THREADS, sizeof(C) == 8 ? 3 : 1)

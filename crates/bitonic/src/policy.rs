@@ -66,20 +66,22 @@ pub struct Policy {
     /// 16- and 32-bit keys three blocks an SM) or 16 (chunks of 4,096); another value makes
     /// top-k selections fail with [`crate::Error::Unsupported`].
     pub topk_radix_per_thread: usize,
-    /// The blocks a multiprocessor that the top-k radix select's first pass aims for when it
-    /// cuts rows into chunks (or segments): fewer rows are cut into more. 0 cuts no row
-    /// more than its length needs (the tests use it to stream short rows).
+    /// The blocks a multiprocessor that the top-k radix select's passes aim for when they cut
+    /// rows into chunks (or the first pass into segments): fewer rows are cut into more. 0
+    /// cuts no row more than its length needs (the tests use it to stream short rows).
     pub topk_radix_blocks_per_sm: usize,
     /// The most chunks of 8,192 keys (32 a thread) one block of the radix select's first pass
     /// takes, one after the other, against one running threshold (a *segment*,
     /// kernels/topk.cu STREAM): a row's chunks beyond the first then cost their loads and a
     /// comparison a key, and the fixed costs (the threshold, the exact select) are paid once a
-    /// segment. 1 gives each block one chunk, as before streaming.
+    /// segment. A segment has at least 4 chunks: below 4, no row streams (1: each block one
+    /// chunk, as before streaming). The segments' kernel runs 2 blocks an SM.
     pub topk_radix_stream_chunks: usize,
-    /// Segments stream for k from this to [`Policy::topk_radix_stream_max_k`]. On the H200
-    /// they were faster from k = 100 (4,096 x 32,768 f32 k = 100 0.41 -> 0.34 ms, k = 256
-    /// 0.61 -> 0.44) and slower at k = 50 and below (256 x 151,936 f32 k = 50 0.093 -> 0.108),
-    /// where a chunk's own select costs little (docs/notes/topk.md, step 8).
+    /// Segments stream for k from this to [`Policy::topk_radix_stream_max_k`]. On the H200,
+    /// against a chunk a block in the same binary, they were faster from k = 100 (4,096 x
+    /// 32,768 f32 k = 100 0.41 -> 0.34 ms, k = 256 0.61 -> 0.44) and slower at k = 50 and
+    /// below (256 x 151,936 f32 k = 50 0.093 -> 0.108), where a chunk's own select costs
+    /// little (docs/notes/topk.md, step 8).
     pub topk_radix_stream_min_k: usize,
     /// The largest k whose segments stream: at k = 1,024 each later chunk overflows the
     /// candidates (2,048) and the segments were slower (4,096 x 32,768 f32 1.24 -> 1.40 ms);

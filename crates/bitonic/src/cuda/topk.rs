@@ -12,8 +12,10 @@
 //! of those, placed by their ranks, by a tournament (up to 512 of them, k up to 256), or by a
 //! radix select over them. A chunk's k best go to a scratch buffer; the next pass selects over
 //! them, until a row is one chunk, whose block writes its k best sorted; or, for a row of a
-//! few chunks and k up to 256, one block merges their sorted runs. [`radix_plan`] gives the
-//! passes.
+//! few chunks and k up to 256, one block merges their sorted runs. For k from 100 to 512 (the
+//! policy's) the first pass gives a block a *segment* of several chunks instead, which it
+//! takes one after the other against one running threshold, selecting once a segment.
+//! [`radix_plan`] gives the passes.
 //!
 //! **The filter.** One block selects the best k of one chunk of a row, keeping them in shared
 //! memory and letting through only the keys that beat the k-th best (kernels/topk.cu says
@@ -223,7 +225,9 @@ pub(crate) fn radix_plan(
     let most_per_thread = policy.topk_radix_per_thread;
     assert!(RADIX_PER_THREAD[1..].contains(&most_per_thread));
     let most = THREADS as usize * most_per_thread;
-    let blocks = policy.topk_radix_blocks_per_sm * multiprocessors.max(1);
+    let blocks = policy
+        .topk_radix_blocks_per_sm
+        .saturating_mul(multiprocessors.max(1));
     let wanted = blocks.div_ceil(rows.max(1)).max(1);
     let min_chunk = RADIX_MIN_CHUNK.max(8 * k).min(most);
     let stream_chunks = policy.topk_radix_stream_chunks.max(1);
@@ -238,7 +242,7 @@ pub(crate) fn radix_plan(
         let segment = if passes.is_empty() && streams {
             let segments = wanted
                 .min(len.div_ceil(min_chunk))
-                .max(len.div_ceil(most * stream_chunks));
+                .max(len.div_ceil(most.saturating_mul(stream_chunks)));
             len.div_ceil(segments).next_multiple_of(most)
         } else {
             0
@@ -434,17 +438,14 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
         let (name, held) = if pass.merge {
             // The chunk's runs, `slots` apart.
             (format!("topk_merge_{width}"), pass.chunk_len / k * slots)
-        } else if pass.stream {
-            (
-                format!("topk_radix_stream_{width}"),
-                radix_held(slots, pass.per_thread, std::mem::size_of::<C>()),
-            )
         } else {
-            let what = if i == 0 { "keys" } else { "partials" };
-            (
-                format!("topk_radix_{what}_{width}_{}", pass.per_thread),
-                radix_held(slots, pass.per_thread, std::mem::size_of::<C>()),
-            )
+            let name = match (pass.stream, i) {
+                (true, _) => format!("topk_radix_stream_{width}"),
+                (false, 0) => format!("topk_radix_keys_{width}_{}", pass.per_thread),
+                (false, _) => format!("topk_radix_partials_{width}_{}", pass.per_thread),
+            };
+            let held = radix_held(slots, pass.per_thread, std::mem::size_of::<C>());
+            (name, held)
         };
         let shared = held * std::mem::size_of::<C>();
         let args = launch::TopkArgs {
