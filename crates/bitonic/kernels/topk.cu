@@ -774,13 +774,14 @@ __device__ __forceinline__ void gather(u32 reach, const Index &index, const In *
     }
 }
 
-// Keeps the best `need` of the `count` candidates buf[0, count) (need < count <= THREADS x
-// PER_THREAD) in buf[0, need), unordered, by a radix select over them, and sets *counter to
-// need. Returns a composite that those need reach (the need-th best, or a prefix of its digits
-// where the select stopped early). Called by the whole block; ends with a
-// barrier.
+// Selects the best `need` of the `count` candidates buf[0, count) (count <= THREADS x
+// PER_THREAD) by a radix select over them, and appends them, unordered, to out[*counter, ...)
+// (slots from `capacity` on not written); `out` may be `buf`. Returns a composite that those
+// need reach (the need-th best, or a prefix of its digits where the select stopped early).
+// Called by the whole block.
 template <u32 PER_THREAD, bool SKIP_ALIKE, typename C>
-__device__ C keep_best(C *buf, u32 count, u32 need, u32 *counter, RadixShared &s) {
+__device__ __forceinline__ C select_candidates(const C *buf, u32 count, u32 need, RadixShared &s, u32 *counter,
+                                               C *out, u32 capacity) {
     C f[PER_THREAD];
     u32 f_alive = 0;
 #pragma unroll
@@ -793,10 +794,7 @@ __device__ C keep_best(C *buf, u32 count, u32 need, u32 *counter, RadixShared &s
     C reached;
     const auto value = [&](u32 i) { return f[i]; };
     const u32 won = radix_rounds<C, PER_THREAD, Digits<C>::COUNT, SKIP_ALIKE>(value, f_alive, need, s, reached);
-    if (threadIdx.x == 0) *counter = 0; // read by no thread since the barrier that ended the rounds
-    __syncthreads();
-    append<PER_THREAD>(value, won, counter, buf, need);
-    __syncthreads();
+    append<PER_THREAD>(value, won, counter, out, capacity);
     return reached;
 }
 
@@ -893,10 +891,16 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
             gathered = candidates;
         }
         if constexpr (STREAM) {
-            // The threshold raised to the word of `kept`, which the candidates kept reach.
-            const auto raise_to = [&](const C &kept) {
+            // Keeps the best `need` of the `count` candidates in buf[0, need) and raises the
+            // threshold to a word they all reach. Called by the whole block once every thread
+            // has read the count; ends with a barrier.
+            const auto keep_best = [&](u32 count) {
+                __syncthreads(); // the count was read
+                if (t == 0) candidates = 0;
+                const C kept = select_candidates<PER_THREAD, false>(buf, count, need, s, &candidates, buf, need);
                 const T word = Held<C, In>::of_word(word_of(kept));
                 if (better(word, threshold)) threshold = word;
+                __syncthreads();
             };
             // Takes this block of registers in slices of 4 a thread (at most 1,024 elements,
             // which fit beside the `need` <= 1,024 kept), keeping the best `need` after each:
@@ -905,7 +909,6 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
                 const auto slice_index = [&](u32 r) -> u32 { return chunk_index<In, R>(from, from_vectors, r); };
                 __syncthreads(); // the count was read
                 if (t == 0) candidates = kept;
-                gathered = kept;
 #pragma unroll 1
                 for (u32 g = 0; g < R / 4; g++) {
                     __syncthreads(); // the count is set
@@ -915,8 +918,7 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
                     __syncthreads();
                     gathered = candidates;
                     if (gathered > need) { // block-uniform
-                        __syncthreads(); // the count was read
-                        raise_to(keep_best<PER_THREAD, false>(buf, gathered, need, &candidates, s));
+                        keep_best(gathered);
                         gathered = need;
                     }
                 }
@@ -927,11 +929,11 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
             // elements that reach it (equal words go to the smaller index), so these must beat
             // it. When they overflow the candidates, the block keeps the best `need` of the
             // candidates (raising the threshold to a word those all reach), then takes this
-            // block's own threshold (which `need` of its elements reach, if it holds that many;
-            // its ties count), then takes it in slices.
+            // block's own threshold (which `need` of its elements reach: it holds more than
+            // CAPACITY - need >= need, having overflowed the room beside at most `need` kept; its
+            // ties count), then takes it in slices.
             for (u64 sub = end; sub < segment_end; sub += R * THREADS) { // block-uniform
                 const u64 sub_end = min(sub + R * THREADS, segment_end);
-                const u32 sub_len = u32(sub_end - sub);
                 const bool sub_vectors = load_chunk<C, In, R>(row_input, sub, sub_end, map, e, alive);
                 const auto sub_index = [&](u32 r) -> u32 { return chunk_index<In, R>(sub, sub_vectors, r); };
                 u32 before = gathered;
@@ -945,10 +947,9 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
                     if (gathered <= CAPACITY) break;
                     gathered = before; // the slots past it are taken again
                     if (strict && before > need) {
-                        __syncthreads(); // the count was read
-                        raise_to(keep_best<PER_THREAD, false>(buf, before, need, &candidates, s));
+                        keep_best(before);
                         gathered = before = need;
-                    } else if (!own && sub_len >= need) {
+                    } else if (!own) {
                         __syncthreads(); // the count was read
                         if (t == 0) candidates = before;
                         const T own_threshold = group_threshold<8>(e, need, s);
@@ -1002,19 +1003,7 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
             const bool sorted = last || STREAM; // a segment's run may be merged
             C *out = sorted ? buf : partials + item * k;
             if (gathered <= CAPACITY) {
-                C f[PER_THREAD];
-                u32 f_alive = 0;
-#pragma unroll
-                for (u32 i = 0; i < PER_THREAD; i++) {
-                    const u32 at = i * THREADS + t;
-                    f[i] = at < gathered ? buf[at] : padding<C>();
-                    if (at < gathered) f_alive |= 1u << i;
-                }
-                __syncthreads(); // buf is read before the winners overwrite it
-                C unused;
-                const u32 won = radix_rounds<C, PER_THREAD, Digits<C>::COUNT, SKIP_ALIKE>(
-                    [&](u32 i) { return f[i]; }, f_alive, need, s, unused);
-                append<PER_THREAD>([&](u32 i) { return f[i]; }, won, &taken, out, k);
+                select_candidates<PER_THREAD, SKIP_ALIKE>(buf, gathered, need, s, &taken, out, k);
             } else {
                 C unused;
                 // Over every key held, the keys kernels skip no index digits: the check cost them

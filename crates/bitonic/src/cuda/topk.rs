@@ -633,6 +633,17 @@ mod tests {
         }
     }
 
+    /// A policy that streams every k it can (the GPU tests'): no row cut for the grid's sake,
+    /// segments of up to `stream_chunks` chunks.
+    fn unspread(stream_chunks: usize) -> Policy {
+        Policy {
+            topk_radix_blocks_per_sm: 0,
+            topk_radix_stream_min_k: 1,
+            topk_radix_stream_max_k: 1024,
+            ..radix_policy(32, stream_chunks)
+        }
+    }
+
     /// Every radix pass fits a block's registers (a segment: whole blocks of registers, at
     /// most the policy's many), the chunks cover the row, each pass reads the k best of every
     /// chunk of the one before and shrinks the row, and the last has one chunk.
@@ -659,12 +670,7 @@ mod tests {
             radix_policy(32, 1),
             radix_policy(32, 64),
             radix_policy(32, 5),
-            Policy {
-                topk_radix_blocks_per_sm: 0,
-                topk_radix_stream_min_k: 1,
-                topk_radix_stream_max_k: 1024,
-                ..Policy::HOPPER
-            },
+            unspread(64),
         ];
         for policy in &policies {
             for (rows, key_bytes) in [1, 3, 64, 100_000]
@@ -785,13 +791,6 @@ mod tests {
         // No spreading, every k up to 1,024 (the GPU tests' policies): a row is one segment,
         // or segments of up to the policy's chunks; too large a k for a threshold of one block
         // of registers, or segments of fewer than 4 chunks, do not stream.
-        let unspread = |stream_chunks| Policy {
-            topk_radix_blocks_per_sm: 0,
-            topk_radix_stream_chunks: stream_chunks,
-            topk_radix_stream_min_k: 1,
-            topk_radix_stream_max_k: 1024,
-            ..Policy::HOPPER
-        };
         assert_eq!(
             plan(3, 40_000, 1, 4, &unspread(64)),
             [(1, 40_960, true, false)]
