@@ -577,14 +577,8 @@ fn topk_for_the_sanitizer() {
             .policy(streaming_policy(64));
         for pattern in [Pattern::Random, Pattern::Sorted, Pattern::FewDistinct] {
             for k in [50, 600] {
-                let (rows, row_len) = (2, 40_000);
-                let keys = make_keys::<bitonic::half::bf16>(rows * row_len, pattern, 17);
-                let orders = stable_orders(&keys, row_len, select);
-                let what = format!("streamed bf16 {pattern:?} k {k} {select:?}");
-                check_selection(&streams, &keys, row_len, k, select, &orders, &what);
-                let keys = make_keys::<f64>(rows * row_len, pattern, 17);
-                let orders = stable_orders(&keys, row_len, select);
-                check_selection(&streams, &keys, row_len, k, select, &orders, &what);
+                one_selection_by::<bitonic::half::bf16>(&streams, 2, 40_000, k, select, pattern);
+                one_selection_by::<f64>(&streams, 2, 40_000, k, select, pattern);
             }
         }
     }
@@ -597,11 +591,26 @@ fn one_selection<K: TestKey>(
     select: Select,
     pattern: Pattern,
 ) {
-    let keys = make_keys::<K>(rows * row_len, pattern, 17);
-    let what = format!("{:?} {rows}x{row_len} k {k} {select:?}", K::DTYPE);
-    let orders = stable_orders(&keys, row_len, select);
     let gpu = Sorter::new().backend(Backend::Cuda);
-    check_selection(&gpu, &keys, row_len, k, select, &orders, &what);
+    one_selection_by::<K>(&gpu, rows, row_len, k, select, pattern);
+}
+
+/// [`one_selection`] by `sorter`.
+fn one_selection_by<K: TestKey>(
+    sorter: &Sorter,
+    rows: usize,
+    row_len: usize,
+    k: usize,
+    select: Select,
+    pattern: Pattern,
+) {
+    let keys = make_keys::<K>(rows * row_len, pattern, 17);
+    let what = format!(
+        "{:?} {pattern:?} {rows}x{row_len} k {k} {select:?}",
+        K::DTYPE
+    );
+    let orders = stable_orders(&keys, row_len, select);
+    check_selection(sorter, &keys, row_len, k, select, &orders, &what);
 }
 
 /// `sorter`'s top-k of every row of `keys` against their stable `orders`; what ran.
