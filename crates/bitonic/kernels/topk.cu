@@ -21,8 +21,9 @@
 //
 // Parts, a key width each: KERNEL_PART_U16 (f16 and bf16 keys, read as they are, u64
 // composites), KERNEL_PART_U32 (32-bit keys, u64 composites), KERNEL_PART_U64 (64-bit keys,
-// KeyIndex composites), each with the filter and the take; and KERNEL_PART_<W>_R<R>, the radix
-// select at R elements a thread (end of file).
+// KeyIndex composites), each with the filter and the take; KERNEL_PART_<W>_R<R>, the radix
+// select at R elements a thread; and KERNEL_PART_<W>_WARP, the warp sort of short rows (16- and
+// 32-bit keys) (end of file).
 #include "common/types.cuh"
 #include "common/keys.cuh"
 #include "common/network.cuh"
@@ -39,7 +40,7 @@ typedef unsigned short u16;
 // 32-bit keys, 63..48 and 47..16 for 16-bit keys, so that a composite's radix digits begin
 // with the word's.
 #if defined(KERNEL_PART_U16) || defined(KERNEL_PART_U16_R4) || defined(KERNEL_PART_U16_R16) || \
-    defined(KERNEL_PART_U16_R32) // every part of 16-bit keys, filter and radix widths alike
+    defined(KERNEL_PART_U16_R32) || defined(KERNEL_PART_U16_WARP) // every part of 16-bit keys
 #define WORD_SHIFT 48
 #define INDEX_SHIFT 16
 #else
@@ -518,35 +519,43 @@ __device__ __forceinline__ KeyIndex shuffle_xor(const KeyIndex &c, u32 mask) {
     return o;
 }
 
-// Sorts the 32 x P values of a warp, element p x 32 + lane in register p of each lane, best
-// first: a bitonic network whose blocks of `size` alternate direction until the last. Strides
-// of 32 and more compare registers of a lane, shorter ones lanes by shuffles.
-template <u32 P, typename T> __device__ __forceinline__ void warp_sort_best_first(T (&x)[P]) {
+// Sorts the 32 x P values of a warp best first: a bitonic network whose blocks of `size`
+// alternate direction until the last. Slot i of the network is register p of lane L, i =
+// p x 32 + L (LANE_MAJOR false: one load of the warp fills a register with consecutive
+// elements) or i = L x P + p (true: a lane holds P consecutive slots). Strides between a lane's
+// own registers compare them in place; the others take the partner lane's register by a
+// shuffle, so the lane-major layout shuffles only at strides from P on (15 of the 55 stages of
+// 1,024 values at P = 32, against 40).
+template <u32 P, bool LANE_MAJOR = false, typename T> __device__ __forceinline__ void warp_sort_best_first(T (&x)[P]) {
     const u32 lane = threadIdx.x % WARP_SIZE, N = P * WARP_SIZE;
 #pragma unroll
     for (u32 size = 2; size <= N; size <<= 1) {
 #pragma unroll
         for (u32 stride = size >> 1; stride > 0; stride >>= 1) {
+            const bool in_lane = LANE_MAJOR ? stride < P : stride >= WARP_SIZE;
+            const u32 register_stride = LANE_MAJOR ? stride : stride / WARP_SIZE;
+            const u32 lane_stride = LANE_MAJOR ? stride / P : stride;
 #pragma unroll
             for (u32 p = 0; p < P; p++) {
-                const bool best_first = size == N || ((p * WARP_SIZE + lane) & size) == 0;
-                if (stride >= WARP_SIZE) {
-                    const u32 q = p ^ (stride / WARP_SIZE);
+                const u32 slot = LANE_MAJOR ? lane * P + p : p * WARP_SIZE + lane;
+                const bool best_first = size == N || (slot & size) == 0;
+                if (in_lane) {
+                    const u32 q = p ^ register_stride;
                     if (q > p && best_first == better(x[q], x[p])) {
                         const T t = x[p];
                         x[p] = x[q];
                         x[q] = t;
                     }
                 } else {
-                    const T other = shuffle_xor(x[p], stride);
-                    if ((best_first == ((lane & stride) == 0)) == better(other, x[p])) x[p] = other;
+                    const T other = shuffle_xor(x[p], lane_stride);
+                    if ((best_first == ((lane & lane_stride) == 0)) == better(other, x[p])) x[p] = other;
                 }
             }
         }
     }
 }
 
-// Sorts a bitonic sequence of 32 x V values, laid out as in warp_sort_best_first, best first:
+// Sorts a bitonic sequence of 32 x V values, laid out as warp_sort_best_first's default, best first:
 // half-cleaners of strides 16 V down to 1.
 template <u32 V, typename T> __device__ __forceinline__ void warp_clean_best_first(T (&x)[V]) {
     const u32 lane = threadIdx.x % WARP_SIZE;
@@ -1087,6 +1096,41 @@ __device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u6
 
 // dst[r * k + i] = src[r * row_len + i] for the first k elements of each row: the first k of
 // rows sorted stably (a top-k larger than the filter keeps).
+// Rows of at most 32 x P keys (16- and 32-bit keys, u64 composites), one warp a row: the
+// warp holds the row's composites in registers, P a lane (padding past the row's end), sorts
+// them best first (warp_sort_best_first, lane-major) and writes the first k. No barrier, and no
+// shared memory but each warp's own `WARP_SIZE x (P + 1)` composites, through which the
+// sorted slots go out in order, so that the stores are coalesced: slot i sits at i + i / P
+// (a gap after each lane's P), so that neither the lanes' writes of one register nor their
+// reads of consecutive slots meet in a bank. The grid's warps take rows `gridDim.x x warps`
+// apart.
+template <typename K, typename In, u32 P>
+__device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u32 map, K *values, u32 *indices) {
+    typedef u64 C;
+    const u32 lane = threadIdx.x % WARP_SIZE, warps = blockDim.x / WARP_SIZE;
+    C *sorted = shared_tile<C>() + threadIdx.x / WARP_SIZE * (WARP_SIZE * (P + 1));
+    const u64 first = u64(blockIdx.x) * warps + threadIdx.x / WARP_SIZE;
+    for (u64 row = first; row < rows; row += u64(gridDim.x) * warps) {
+        const In *row_input = input + row * row_len;
+        C x[P];
+#pragma unroll
+        for (u32 p = 0; p < P; p++) {
+            const u32 at = p * WARP_SIZE + lane; // coalesced; any slot does, composites are unique
+            x[p] = at < row_len ? candidate<C, In>(row_input[at], at, map) : padding<C>();
+        }
+        warp_sort_best_first<P, true>(x);
+#pragma unroll
+        for (u32 p = 0; p < P; p++) sorted[lane * (P + 1) + p] = x[p];
+        __syncwarp();
+        for (u32 i = lane; i < k; i += WARP_SIZE) {
+            const C c = sorted[i + i / P];
+            values[row * k + i] = from_sortable(K(word_of(c)), map);
+            indices[row * k + i] = index_of(c);
+        }
+        __syncwarp(); // read before the next row's writes
+    }
+}
+
 template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *dst, u64 k, u64 count) {
     for (u64 i = u64(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += u64(gridDim.x) * blockDim.x)
         dst[i] = src[(i / k) * row_len + i % k];
@@ -1131,6 +1175,12 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
     extern "C" __global__ void __launch_bounds__(THREADS, sizeof(C) == 8 ? 2 : 1) topk_radix_stream_##W TOPK_PARAMS(W, C, W) {     \
         topk_radix<W, C, W, 32, true> TOPK_ARGS;                                                 \
     }
+// The warp sort of short rows (rows of up to 64, 256 and 1,024 keys), a part per key width.
+#define WARP_SORT_KERNEL(W, P)                                                                   \
+    extern "C" __global__ void __launch_bounds__(THREADS, 2) topk_warp_sort_##W##_##P TOPK_PARAMS(W, u64, W) { \
+        topk_warp_sort<W, W, P>(input, row_len, rows, k, map, values, indices);                 \
+    }
+#define EXPORT_TOPK_WARP_SORT(W) WARP_SORT_KERNEL(W, 2) WARP_SORT_KERNEL(W, 8) WARP_SORT_KERNEL(W, 32)
 #define EXPORT_TOPK(W, C)                                                                       \
     extern "C" __global__ void __launch_bounds__(THREADS) topk_keys_##W TOPK_PARAMS(W, C, W) {   \
         topk_filter<W, C, W> TOPK_ARGS;                                                         \
@@ -1149,6 +1199,8 @@ EXPORT_TOPK_RADIX(u16, u64, 16)
 #elif defined(KERNEL_PART_U16_R32)
 EXPORT_TOPK_RADIX(u16, u64, 32)
 EXPORT_TOPK_STREAM(u16, u64)
+#elif defined(KERNEL_PART_U16_WARP)
+EXPORT_TOPK_WARP_SORT(u16)
 #elif defined(KERNEL_PART_U32)
 EXPORT_TOPK(u32, u64)
 #elif defined(KERNEL_PART_U32_R4)
@@ -1158,6 +1210,8 @@ EXPORT_TOPK_RADIX(u32, u64, 16)
 #elif defined(KERNEL_PART_U32_R32)
 EXPORT_TOPK_RADIX(u32, u64, 32)
 EXPORT_TOPK_STREAM(u32, u64)
+#elif defined(KERNEL_PART_U32_WARP)
+EXPORT_TOPK_WARP_SORT(u32)
 #elif defined(KERNEL_PART_U64)
 EXPORT_TOPK(u64, KeyIndex)
 extern "C" __global__ void topk_take_u32 TAKE_PARAMS(u32) { topk_take<u32> TAKE_ARGS; }
@@ -1169,5 +1223,5 @@ EXPORT_TOPK_RADIX(u64, KeyIndex, 16)
 EXPORT_TOPK_RADIX(u64, KeyIndex, 32)
 EXPORT_TOPK_STREAM(u64, KeyIndex)
 #else
-#error "topk.cu compiles one part: KERNEL_PART_<W> or KERNEL_PART_<W>_R<R>, W one of U16, U32, U64"
+#error "topk.cu compiles one part: KERNEL_PART_<W>, _<W>_R<R> or _<W>_WARP, W one of U16, U32, U64"
 #endif

@@ -28,6 +28,9 @@ pub const TOPK_RADIX_CHUNK: usize = 8192;
 /// candidates by less than 8× a pass.
 pub const TOPK_RADIX_MAX_K: usize = TOPK_RADIX_CHUNK / 8;
 
+/// The longest row [`Strategy::TopkWarpSort`] takes: 32 keys a lane of one warp.
+pub const TOPK_WARP_SORT_MOST: usize = 1024;
+
 /// What a request asks of the keys.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum Operation {
@@ -39,6 +42,8 @@ pub enum Operation {
     Topk {
         /// Keys kept a row.
         k: usize,
+        /// The size of a key in bytes (2, 4 or 8).
+        key_bytes: usize,
     },
 }
 
@@ -107,6 +112,10 @@ pub enum Strategy {
     /// of a row in shared memory, filtering keys against the k-th best and sorting the
     /// survivors in with a bitonic network; the chunks' results reduce the same way.
     TopkFilter,
+    /// Top-k selection on the GPU (src/cuda/topk.rs) of rows of at most
+    /// [`TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes: each warp sorts one row in registers, a
+    /// bitonic network over its keys and their indices, and keeps the first k.
+    TopkWarpSort,
     /// Top-k selection on the GPU (src/cuda/topk.rs): each block holds a chunk of a row in
     /// registers and finds its k-th best by a radix select, digit by digit; the chunks' k best
     /// reduce the same way, and a row's last block sorts its k with a bitonic network.
@@ -129,6 +138,7 @@ impl std::fmt::Display for Strategy {
             Strategy::PairPasses => f.write_str("tuned key-index pair passes"),
             Strategy::TopkFilter => f.write_str("top-k threshold filter"),
             Strategy::TopkRadix => f.write_str("top-k radix select"),
+            Strategy::TopkWarpSort => f.write_str("top-k warp sort"),
             Strategy::CpuTopk => f.write_str("CPU top-k selection"),
         }
     }
@@ -177,7 +187,9 @@ impl Strategy {
 ///   [`TOPK_RADIX_MAX_K`], or any row with k up to [`Policy::topk_long_radix_max_k`] (capped
 ///   at [`TOPK_RADIX_MAX_K`]), runs [`Strategy::TopkRadix`], and other rows
 ///   [`Strategy::TopkFilter`]; past [`TOPK_FILTER_MAX_K`], or for a k above half the row,
-///   the GPU sorts the rows stably and keeps their first k.
+///   the GPU sorts the rows stably and keeps their first k. Rows of at most
+///   [`TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes take [`Strategy::TopkWarpSort`] instead, for
+///   k from [`Policy::topk_warp_sort_min_k`] and for any k above half the row.
 pub fn choose(request: &Request, gpu: Option<&Policy>) -> Result<(Backend, Strategy)> {
     let backend = match (request.backend, gpu) {
         (Backend::Cuda, None) => return Err(Error::NoGpu),
@@ -221,7 +233,7 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
         other => other,
     };
     let topk = match request.operation {
-        Operation::Topk { k } => Some(k),
+        Operation::Topk { k, .. } => Some(k),
         Operation::Sort => None,
     };
     match request.version {
@@ -237,6 +249,17 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
                     },
                 })
             };
+        }
+        _ => {}
+    }
+    match (request.operation, layout) {
+        (Operation::Topk { k, key_bytes }, Layout::Whole | Layout::Rows { .. })
+            if key_bytes <= 4
+                && row_len_of(request.len, layout) <= TOPK_WARP_SORT_MOST
+                && (k >= policy.topk_warp_sort_min_k
+                    || 2 * k > row_len_of(request.len, layout)) =>
+        {
+            return Ok(Strategy::TopkWarpSort);
         }
         _ => {}
     }
@@ -392,40 +415,56 @@ mod tests {
     #[test]
     fn top_k_selections() {
         let rows = |row_len| Layout::Rows { row_len };
-        let topk = |len, layout, k| Request {
-            operation: Operation::Topk { k },
+        let topk_of = |len, layout, k, key_bytes| Request {
+            operation: Operation::Topk { k, key_bytes },
             ..request(len, layout, true)
         };
+        let topk = |len, layout, k| topk_of(len, layout, k, 4);
         let max = TOPK_FILTER_MAX_K;
         let (chunk, radix_k) = (TOPK_RADIX_CHUNK, TOPK_RADIX_MAX_K);
         let long = Policy::HOPPER.topk_filter_above;
         let long_k = Policy::HOPPER.topk_long_radix_max_k;
+        let (warp, warp_k) = (TOPK_WARP_SORT_MOST, Policy::HOPPER.topk_warp_sort_min_k);
         #[rustfmt::skip]
         let table = [
-            // (keys, layout, k, GPU present) -> backend, strategy
-            (1000, Layout::Whole, 10, true, Backend::Cpu, CpuTopk),
-            (1 << 20, Layout::Whole, 10, false, Backend::Cpu, CpuTopk),
-            (1 << 20, Layout::Whole, 10, true, Backend::Cuda, TopkRadix),
-            (1 << 20, Layout::Whole, radix_k, true, Backend::Cuda, TopkRadix),
-            (1 << 20, Layout::Whole, radix_k + 1, true, Backend::Cuda, TopkFilter),
-            (1 << 20, Layout::Whole, max, true, Backend::Cuda, TopkFilter),
-            (long + 1, Layout::Whole, long_k, true, Backend::Cuda, TopkRadix),
-            (long + 1, Layout::Whole, long_k + 1, true, Backend::Cuda, TopkFilter),
-            (long + 1, rows(long), long_k + 1, true, Backend::Cuda, TopkRadix),
-            (1 << 20, Layout::Whole, max + 1, true, Backend::Cuda, KeyValueMerge),
-            (1 << 20, rows(1 << 20), max + 1, true, Backend::Cuda, KeyValueMerge),
-            (1 << 20, rows(4096), 100, true, Backend::Cuda, TopkRadix),
-            (1 << 20, rows(chunk), max, true, Backend::Cuda, TopkRadix),
-            (1 << 20, rows(chunk * 2), max, true, Backend::Cuda, TopkFilter),
-            (1 << 20, rows(4096), 4096, true, Backend::Cuda, PairPasses),
-            (1 << 20, rows(1024), 512, true, Backend::Cuda, TopkRadix),
-            (1 << 20, rows(1024), 513, true, Backend::Cuda, PairPasses),
-            (1 << 20, rows(1000), 501, true, Backend::Cuda, PairPasses),
+            // (keys, layout, k, key bytes, GPU present) -> backend, strategy
+            (1000, Layout::Whole, 10, 4, true, Backend::Cpu, CpuTopk),
+            (1 << 20, Layout::Whole, 10, 4, false, Backend::Cpu, CpuTopk),
+            (1 << 20, Layout::Whole, 10, 4, true, Backend::Cuda, TopkRadix),
+            (1 << 20, Layout::Whole, radix_k, 4, true, Backend::Cuda, TopkRadix),
+            (1 << 20, Layout::Whole, radix_k + 1, 4, true, Backend::Cuda, TopkFilter),
+            (1 << 20, Layout::Whole, max, 4, true, Backend::Cuda, TopkFilter),
+            (long + 1, Layout::Whole, long_k, 4, true, Backend::Cuda, TopkRadix),
+            (long + 1, Layout::Whole, long_k + 1, 4, true, Backend::Cuda, TopkFilter),
+            (long + 1, rows(long), long_k + 1, 4, true, Backend::Cuda, TopkRadix),
+            (1 << 20, Layout::Whole, max + 1, 4, true, Backend::Cuda, KeyValueMerge),
+            (1 << 20, rows(1 << 20), max + 1, 4, true, Backend::Cuda, KeyValueMerge),
+            (1 << 20, rows(4096), 100, 4, true, Backend::Cuda, TopkRadix),
+            (1 << 20, rows(chunk), max, 4, true, Backend::Cuda, TopkRadix),
+            (1 << 20, rows(chunk * 2), max, 4, true, Backend::Cuda, TopkFilter),
+            (1 << 20, rows(4096), 4096, 4, true, Backend::Cuda, PairPasses),
+            // Short rows of 2- and 4-byte keys: the warp sort from its k, and above half a row.
+            (1 << 20, rows(warp), warp_k - 1, 4, true, Backend::Cuda, TopkRadix),
+            (1 << 20, rows(warp), warp_k, 4, true, Backend::Cuda, TopkWarpSort),
+            (1 << 20, rows(warp), warp_k, 2, true, Backend::Cuda, TopkWarpSort),
+            (1 << 20, rows(warp), warp, 2, true, Backend::Cuda, TopkWarpSort),
+            (1 << 20, rows(warp * 2), 513, 4, true, Backend::Cuda, TopkRadix),
+            (1 << 20, rows(warp * 2), warp + 1, 4, true, Backend::Cuda, PairPasses),
+            (1 << 20, rows(16), 9, 4, true, Backend::Cuda, TopkWarpSort),
+            (1 << 20, rows(16), 8, 4, true, Backend::Cuda, TopkRadix),
+            // 8-byte keys take the radix select or the rows' argsort.
+            (1 << 20, rows(1024), 512, 8, true, Backend::Cuda, TopkRadix),
+            (1 << 20, rows(1024), 513, 8, true, Backend::Cuda, PairPasses),
+            (1 << 20, rows(1000), 501, 8, true, Backend::Cuda, PairPasses),
         ];
-        for (len, layout, k, has_gpu, backend, strategy) in table {
+        for (len, layout, k, key_bytes, has_gpu, backend, strategy) in table {
             let gpu = if has_gpu { GPU } else { None };
-            let got = choose(&topk(len, layout, k), gpu).unwrap();
-            assert_eq!(got, (backend, strategy), "{len} keys, {layout:?}, k {k}");
+            let got = choose(&topk_of(len, layout, k, key_bytes), gpu).unwrap();
+            assert_eq!(
+                got,
+                (backend, strategy),
+                "{len} keys, {layout:?}, k {k}, {key_bytes}-byte keys"
+            );
         }
         // Every CPU backend selects; a seed version is refused, the tuned one honoured.
         for backend in [Backend::Cpu, Backend::CpuNetwork, Backend::CpuNetworkSerial] {
@@ -446,8 +485,11 @@ mod tests {
         ));
         r.version = Some(Version::Tuned);
         assert_eq!(choose(&r, GPU).unwrap(), (Backend::Cuda, TopkRadix));
+        r.operation = Operation::Topk { k: 6, key_bytes: 4 }; // one short array, above half
+        assert_eq!(choose(&r, GPU).unwrap(), (Backend::Cuda, TopkWarpSort));
         assert!(choose(&topk(1 << 20, Layout::Segments, 3), GPU).is_err());
-        assert!(TopkFilter.on_gpu() && TopkRadix.on_gpu() && !CpuTopk.on_gpu());
+        assert!(TopkFilter.on_gpu() && TopkRadix.on_gpu() && TopkWarpSort.on_gpu());
+        assert!(!CpuTopk.on_gpu());
     }
 
     #[test]

@@ -87,6 +87,11 @@ pub struct Policy {
     /// candidates (2,048) and the segments were slower (4,096 x 32,768 f32 1.24 -> 1.40 ms);
     /// at 512 faster (0.90 -> 0.61). At most 1,024 (a chunk's threshold needs k <= 8,192 / 8).
     pub topk_radix_stream_max_k: usize,
+    /// Rows of at most [`crate::dispatch::TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes take the
+    /// warp sort ([`crate::dispatch::Strategy::TopkWarpSort`]: a warp sorts a row in
+    /// registers) for k from this on, and for any k above half the row; smaller k keep the
+    /// radix select.
+    pub topk_warp_sort_min_k: usize,
 }
 
 impl Policy {
@@ -116,6 +121,7 @@ impl Policy {
         topk_radix_stream_chunks: 64,
         topk_radix_stream_min_k: 100,
         topk_radix_stream_max_k: 512,
+        topk_warp_sort_min_k: 64,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which

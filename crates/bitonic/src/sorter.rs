@@ -536,7 +536,15 @@ impl<'g> Sorter<'g> {
         let rows = check_topk(keys.len(), row_len, k, values.len(), indices.len())?;
         check_index_width::<I>(row_len)?;
         let layout = rows_layout(keys.len(), row_len);
-        let (ran, target) = self.choose_for(keys.len(), layout, true, Operation::Topk { k })?;
+        let (ran, target) = self.choose_for(
+            keys.len(),
+            layout,
+            true,
+            Operation::Topk {
+                k,
+                key_bytes: K::DTYPE.size(),
+            },
+        )?;
         if rows == 0 {
             return Ok(ran);
         }
@@ -587,7 +595,15 @@ impl<'g> Sorter<'g> {
     ) -> Result<Ran> {
         let rows = check_topk(keys.len(), row_len, k, values.len(), indices.len())?;
         let layout = rows_layout(keys.len(), row_len);
-        let (ran, t) = self.choose_device_for(keys.len(), layout, true, Operation::Topk { k })?;
+        let (ran, t) = self.choose_device_for(
+            keys.len(),
+            layout,
+            true,
+            Operation::Topk {
+                k,
+                key_bytes: K::DTYPE.size(),
+            },
+        )?;
         let sorter = t.gpu.info().ordinal;
         for buffer in [
             keys.context().ordinal(),
@@ -900,7 +916,10 @@ fn select_on_gpu<K: SortKey>(
     values: &mut CudaSlice<K>,
     indices: &mut CudaViewMut<u32>,
 ) -> Result<()> {
-    let by_composites = matches!(strategy, Strategy::TopkRadix | Strategy::TopkFilter);
+    let by_composites = matches!(
+        strategy,
+        Strategy::TopkRadix | Strategy::TopkFilter | Strategy::TopkWarpSort
+    );
     if K::DTYPE.size() == 2 && by_composites {
         // 16-bit keys are read as they are: no widened copy.
         let (n, len) = (keys.len(), values.len());

@@ -5,7 +5,9 @@
 
 mod common;
 
-use bitonic::dispatch::{TOPK_FILTER_MAX_K, TOPK_RADIX_CHUNK, TOPK_RADIX_MAX_K};
+use bitonic::dispatch::{
+    TOPK_FILTER_MAX_K, TOPK_RADIX_CHUNK, TOPK_RADIX_MAX_K, TOPK_WARP_SORT_MOST,
+};
 use bitonic::{Backend, Error, Policy, Ran, Select, SortKey, Sorter, Strategy};
 use common::harness::{self, tests, Needs};
 use common::{gpu, make_keys, Pattern, TestKey, PATTERNS};
@@ -19,7 +21,8 @@ fn main() {
         Needs::Gpu =>
             gpu_u32, gpu_i32, gpu_u64, gpu_i64, gpu_f32, gpu_f64, gpu_f16, gpu_bf16,
             gpu_patterns_with_ties, gpu_keys_sharing_their_top_bits,
-            gpu_filter_on_every_row, gpu_radix_at_16_a_thread, gpu_streamed_segments, gpu_device_buffers,
+            gpu_filter_on_every_row, gpu_radix_at_16_a_thread, gpu_streamed_segments,
+            gpu_short_rows_by_warps, gpu_device_buffers,
             gpu_auto_backend, topk_for_the_sanitizer;
     ]);
 }
@@ -116,18 +119,23 @@ fn ks_for(row_len: usize) -> Vec<usize> {
     ks
 }
 
-/// The strategy a top-k of this shape runs on `backend` with `policy`.
+/// The strategy a top-k of this shape of keys of `key_bytes` runs on `backend` with `policy`.
 fn expected_strategy(
     backend: Backend,
     (rows, row_len): (usize, usize),
     k: usize,
+    key_bytes: usize,
     policy: &Policy,
 ) -> Strategy {
+    let warp_sort = key_bytes <= 4
+        && row_len <= TOPK_WARP_SORT_MOST
+        && (k >= policy.topk_warp_sort_min_k || 2 * k > row_len);
     let radix = row_len <= TOPK_RADIX_CHUNK
         || (k <= TOPK_RADIX_MAX_K && row_len <= policy.topk_filter_above)
         || k <= policy.topk_long_radix_max_k.min(TOPK_RADIX_MAX_K);
     let selects = k <= TOPK_FILTER_MAX_K && 2 * k <= row_len;
     match backend {
+        Backend::Cuda if warp_sort => Strategy::TopkWarpSort,
         Backend::Cuda if selects && radix => Strategy::TopkRadix,
         Backend::Cuda if selects => Strategy::TopkFilter,
         Backend::Cuda if rows == 1 => Strategy::KeyValueMerge,
@@ -176,7 +184,7 @@ fn check_ks<K: TestKey>(
             }
             let ran = check_selection(&sorter, &keys, row_len, k, select, &orders, &what);
             let policy = policy.unwrap_or(&Policy::HOPPER);
-            let want = expected_strategy(backend, (rows, row_len), k, policy);
+            let want = expected_strategy(backend, (rows, row_len), k, K::DTYPE.size(), policy);
             assert_eq!(ran.strategy, want, "{what}");
         }
     }
@@ -390,6 +398,61 @@ fn gpu_streamed_segments() {
     }
 }
 
+/// Rows a warp sorts (at most [`TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes): lengths around
+/// a lane's 2, 8 and 32 composites and a warp's 32 lanes, k from 1 to the row, every pattern,
+/// with a policy that sorts every k by warps and with the default rule (the radix select below
+/// its k); then more rows than the grid has warps, so that warps take several rows.
+fn gpu_short_rows_by_warps() {
+    gpu("gpu_short_rows_by_warps");
+    let every_k = Policy {
+        topk_warp_sort_min_k: 1,
+        ..Policy::HOPPER
+    };
+    let lens = [
+        1, 2, 3, 31, 32, 33, 63, 64, 65, 100, 255, 256, 257, 511, 513, 1000, 1023, 1024,
+    ];
+    for pattern in PATTERNS {
+        for &row_len in &lens {
+            let mut ks: Vec<usize> = [1, 2, 7, 8, 50, 64, row_len / 2, row_len / 2 + 1]
+                .into_iter()
+                .chain([row_len - 1, row_len])
+                .filter(|&k| 1 <= k && k <= row_len)
+                .collect();
+            ks.sort_unstable();
+            ks.dedup();
+            let shape = (5, row_len);
+            check_ks::<f32>(Backend::Cuda, Some(&every_k), shape, pattern, &ks);
+            check_ks::<bitonic::half::bf16>(Backend::Cuda, Some(&every_k), shape, pattern, &ks);
+            check_ks::<i32>(Backend::Cuda, None, shape, pattern, &ks);
+            check_ks::<bitonic::half::f16>(Backend::Cuda, None, shape, pattern, &ks);
+            check_ks::<u32>(Backend::Cuda, None, (2, row_len), pattern, &[row_len]);
+        }
+    }
+    // An H200's grid holds 132 x 32 blocks of 8 warps: these rows go round more than once.
+    let many = 40_000;
+    check_ks::<u32>(
+        Backend::Cuda,
+        Some(&every_k),
+        (many, 33),
+        Pattern::Random,
+        &[1, 9, 33],
+    );
+    check_ks::<f32>(
+        Backend::Cuda,
+        Some(&every_k),
+        (many, 200),
+        Pattern::Random,
+        &[3, 200],
+    );
+    check_ks::<bitonic::half::bf16>(
+        Backend::Cuda,
+        None,
+        (many, 1000),
+        Pattern::FewDistinct,
+        &[64, 1000],
+    );
+}
+
 /// Keys whose top 16 bits (f32, u32) or 24 bits (f64) are all the same, where a threshold over
 /// groups' bests (k > 128) would stop at those bits if its boundary bin were small: here it is
 /// not, and the threshold takes the lower digits. The 7 chunks of a row merge their runs for
@@ -471,7 +534,14 @@ fn gpu_device_buffers() {
                 .gpu(gpu)
                 .topk_rows_device(&keys_d, row_len, k, select, &mut values_d, &mut indices_d)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
-            let want = expected_strategy(Backend::Cuda, (rows, row_len), k, &Policy::HOPPER);
+            let key_bytes = K::DTYPE.size();
+            let want = expected_strategy(
+                Backend::Cuda,
+                (rows, row_len),
+                k,
+                key_bytes,
+                &Policy::HOPPER,
+            );
             assert_eq!(ran.strategy, want, "{what}");
             let values = stream.clone_dtoh(&values_d).unwrap();
             let indices = stream.clone_dtoh(&indices_d).unwrap();
@@ -570,6 +640,11 @@ fn topk_for_the_sanitizer() {
         // candidates tied on their key skip the index digits they have alike.
         one_selection::<u32>(3, 4097, 50, select, Pattern::AllEqual);
         one_selection::<bitonic::half::bf16>(2, 20_000, 600, select, Pattern::FewDistinct);
+        // The warp sort at each of its widths (rows of up to 64, 256 and 1,024 keys).
+        for (rows, row_len, k) in [(9, 33, 5), (9, 200, 101), (17, 1000, 1000)] {
+            one_selection::<f32>(rows, row_len, k, select, Pattern::Random);
+            one_selection::<bitonic::half::bf16>(rows, row_len, k, select, Pattern::FewDistinct);
+        }
         // Segments (one a row of five chunks here) with every fallback: sorted keys overflow
         // the candidates, ties crowd the thresholds.
         let streams = Sorter::new()

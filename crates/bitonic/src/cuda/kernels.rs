@@ -127,6 +127,10 @@ pub static TOPK_U16: KernelModule = kernel_module!("topk.cu", "u16");
 pub static TOPK_U32: KernelModule = kernel_module!("topk.cu", "u32");
 /// Top-k selection of 64-bit keys (16-byte composites).
 pub static TOPK_U64: KernelModule = kernel_module!("topk.cu", "u64");
+/// The top-k warp sort of rows of up to 1,024 16-bit keys (src/cuda/topk.rs `warp_sort`).
+pub static TOPK_WARP_U16: KernelModule = kernel_module!("topk.cu", "u16_warp");
+/// The same, 32-bit keys.
+pub static TOPK_WARP_U32: KernelModule = kernel_module!("topk.cu", "u32_warp");
 /// The top-k radix select of 16-bit keys at 4, 16 and 32 elements a thread
 /// (src/cuda/topk.rs `RADIX_PER_THREAD`), a module each: a selection compiles the ones its
 /// passes run.
@@ -172,6 +176,8 @@ pub static ALL: std::sync::LazyLock<Vec<&'static KernelModule>> = std::sync::Laz
         &TOPK_U16,
         &TOPK_U32,
         &TOPK_U64,
+        &TOPK_WARP_U16,
+        &TOPK_WARP_U32,
     ];
     let families = families.into_iter().flatten();
     seeds.into_iter().chain(families).chain(others).collect()

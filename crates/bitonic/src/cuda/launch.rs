@@ -497,8 +497,8 @@ pub(crate) enum TopkOut<'a, 'v, 'i, C, B> {
     },
 }
 
-/// kernels/topk.cu `topk_keys_W`, `topk_partials_W`, `topk_radix_keys_W_R` and
-/// `topk_radix_partials_W_R(input, row_len, rows, chunks, chunk_len, k, slots, map, partials,
+/// kernels/topk.cu `topk_keys_W`, `topk_partials_W`, `topk_radix_keys_W_R`,
+/// `topk_radix_partials_W_R` and `topk_warp_sort_W_P(input, row_len, rows, chunks, chunk_len, k, slots, map, partials,
 /// values, indices)`: each chunk's k best of rows of keys `W` or of composites `C`, into
 /// `partials` or, one chunk a row, `values` and `indices` (the output not written is passed
 /// as a null pointer).

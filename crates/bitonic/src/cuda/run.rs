@@ -38,7 +38,10 @@ pub(crate) fn modules_for(
     value_bytes: usize,
 ) -> Vec<&'static KernelModule> {
     // The top-k selections by composites read 16-bit keys as they are.
-    let by_composites = matches!(strategy, Strategy::TopkFilter | Strategy::TopkRadix);
+    let by_composites = matches!(
+        strategy,
+        Strategy::TopkFilter | Strategy::TopkRadix | Strategy::TopkWarpSort
+    );
     let (key_bytes, widen) = match key_bytes {
         2 if !by_composites => (4, Some(&kernels::MAP_KEYS)),
         other => (other, None),
@@ -69,7 +72,7 @@ pub(crate) fn modules_for(
         }
         // The top-k selections prepare their own modules (src/cuda/topk.rs): the radix
         // select's depend on k.
-        Strategy::TopkFilter | Strategy::TopkRadix => vec![],
+        Strategy::TopkFilter | Strategy::TopkRadix | Strategy::TopkWarpSort => vec![],
         Strategy::CpuSort
         | Strategy::CpuNetwork
         | Strategy::CpuNetworkSerial

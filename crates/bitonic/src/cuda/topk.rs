@@ -1,5 +1,5 @@
 //! Top-k selection on the GPU (kernels/topk.cu): [`Strategy::TopkRadix`],
-//! [`Strategy::TopkFilter`], and past [`crate::dispatch::TOPK_FILTER_MAX_K`] (or for a k above
+//! [`Strategy::TopkFilter`], [`Strategy::TopkWarpSort`] for short rows, and past [`crate::dispatch::TOPK_FILTER_MAX_K`] (or for a k above
 //! half the row) the first k of each row's stable argsort. 16-bit keys are read as they are by
 //! the first two (topk.cu's u16 parts), and widened to u32 words for the argsort.
 //!
@@ -16,6 +16,11 @@
 //! policy's) the first pass gives a block a *segment* of several chunks instead, which it
 //! takes one after the other against one running threshold, selecting once a segment.
 //! [`radix_plan`] gives the passes.
+//!
+//! **The warp sort.** A row of at most [`crate::dispatch::TOPK_WARP_SORT_MOST`] keys of 2 or
+//! 4 bytes fits in one warp's registers as composites, up to 32 a lane: the warp sorts them
+//! with a bitonic network (shuffles between lanes, compares within one) and writes the first k,
+//! with no barrier and one launch ([`warp_sort`]).
 //!
 //! **The filter.** One block selects the best k of one chunk of a row, keeping them in shared
 //! memory and letting through only the keys that beat the k-th best (kernels/topk.cu says
@@ -314,7 +319,7 @@ pub(crate) fn select<K: SortKey>(
     }
     checked_rows(n, row_len, k, (values.len(), indices.len()))?;
     match strategy {
-        Strategy::TopkRadix | Strategy::TopkFilter => {
+        Strategy::TopkRadix | Strategy::TopkFilter | Strategy::TopkWarpSort => {
             let shape = (row_len, k, select);
             by_composites(
                 t,
@@ -349,7 +354,8 @@ fn checked_rows(n: usize, row_len: usize, k: usize, outputs: (usize, usize)) -> 
     Ok(rows)
 }
 
-/// The selection by composites ([`Strategy::TopkRadix`] or [`Strategy::TopkFilter`]) of rows
+/// The selection by composites ([`Strategy::TopkRadix`], [`Strategy::TopkFilter`] or
+/// [`Strategy::TopkWarpSort`]) of rows
 /// of `row_len` keys given as words `B` of 2, 4 or 8 bytes (16-bit keys as they are, with no
 /// widened copy), whose map to sortable words is `kind`; `shape` is (row_len, k, select).
 pub(crate) fn by_composites<B: DeviceRepr>(
@@ -383,6 +389,7 @@ pub(crate) fn by_composites<B: DeviceRepr>(
         };
     let shape = (rows, row_len, k, map);
     match (strategy, key_bytes) {
+        (Strategy::TopkWarpSort, 2 | 4) => warp_sort(t, keys, shape, values, indices),
         (Strategy::TopkRadix, 8) => radix::<B, KeyIndex>(t, keys, shape, values, indices),
         (Strategy::TopkRadix, _) => radix::<B, u64>(t, keys, shape, values, indices),
         (Strategy::TopkFilter, 8) => filter::<B, KeyIndex>(t.gpu, keys, shape, values, indices),
@@ -461,6 +468,56 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
         input = run_pass(gpu, kernel, args, keys, input, values, indices)?;
     }
     Ok(())
+}
+
+/// The composites a lane of the warp sort holds: the kernels' instances, for rows of up to
+/// 64, 256 and 1,024 keys ([`crate::dispatch::TOPK_WARP_SORT_MOST`]).
+const WARP_SORT_PER_LANE: [usize; 3] = [2, 8, 32];
+
+/// The warp sort ([`Strategy::TopkWarpSort`]) of rows of at most
+/// [`crate::dispatch::TOPK_WARP_SORT_MOST`] keys of words `B` (2 or 4 bytes): one launch, a
+/// warp a row, each lane holding the fewest composites of [`WARP_SORT_PER_LANE`] that the row
+/// needs; `shape` is (rows, row_len, k, key map).
+fn warp_sort<B: DeviceRepr>(
+    t: Target,
+    keys: &CudaView<B>,
+    (rows, row_len, k, map): (usize, usize, usize, u32),
+    values: &mut CudaViewMut<B>,
+    indices: &mut CudaViewMut<u32>,
+) -> Result<()> {
+    let gpu = t.gpu;
+    let key_bytes = std::mem::size_of::<B>();
+    let module = match key_bytes {
+        2 => &kernels::TOPK_WARP_U16,
+        _ => &kernels::TOPK_WARP_U32,
+    };
+    gpu.prepare(t.policy, &[module])?;
+    let per_lane = WARP_SORT_PER_LANE
+        .into_iter()
+        .find(|&p| 32 * p >= row_len)
+        .expect("a row a warp holds");
+    let name = format!("topk_warp_sort_{}_{per_lane}", width(key_bytes));
+    // Each warp's sorted row passes through shared memory, 32 x (per_lane + 1) u64 composites.
+    let warps = THREADS as usize / 32;
+    let shared = warps * 32 * (per_lane + 1) * std::mem::size_of::<u64>();
+    let f = gpu.function(module, &name)?;
+    gpu.allow_shared(&f, shared as u32)?;
+    let blocks = rows
+        .div_ceil(warps)
+        .min(gpu.info().multiprocessors.max(1) as usize * 32);
+    let cfg = launch::config(blocks as u32, THREADS, shared as u32);
+    let args = launch::TopkArgs {
+        row_len: row_len as u64,
+        rows: rows as u32,
+        chunks: 1,
+        chunk_len: row_len as u64,
+        k: k as u32,
+        slots: k.next_power_of_two() as u32,
+        map,
+    };
+    let out = launch::TopkOut::Rows { values, indices };
+    launch::topk_pass::<B, u64, B>(gpu, &f, cfg, keys, args, out)
+        .during(|| format!("launching {name}"))
 }
 
 /// One pass of the filter or the radix select: kernel `name` of `module` with `shared` bytes of
