@@ -1094,19 +1094,33 @@ __device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u6
     }
 }
 
-// dst[r * k + i] = src[r * row_len + i] for the first k elements of each row: the first k of
-// rows sorted stably (a top-k larger than the filter keeps).
-// Rows of at most 32 x P keys (16- and 32-bit keys, u64 composites), one warp a row: the
-// warp holds the row's composites in registers, P a lane (padding past the row's end), sorts
-// them best first (warp_sort_best_first, lane-major) and writes the first k. No barrier, and no
-// shared memory but each warp's own `WARP_SIZE x (P + 1)` composites, through which the
-// sorted slots go out in order, so that the stores are coalesced: slot i sits at i + i / P
-// (a gap after each lane's P), so that neither the lanes' writes of one register nor their
-// reads of consecutive slots meet in a bank. The grid's warps take rows `gridDim.x x warps`
-// apart.
+// The composites of the warp sort: u64 for 32-bit keys, as everywhere; for 16-bit keys u32,
+// the word in the top half and the complemented index below (rows of at most 2^16 keys; real
+// ones are never 0, the padding), which halves the network's compares and shuffles.
+template <typename In> struct WarpComposite {
+    typedef u64 C;
+    __device__ static C of(In key, u32 index, u32 map) { return candidate<C, In>(key, index, map); }
+    __device__ static u32 word(C c) { return word_of(c); }
+    __device__ static u32 index(C c) { return index_of(c); }
+};
+template <> struct WarpComposite<u16> {
+    typedef u32 C;
+    __device__ static C of(u16 key, u32 index, u32 map) { return u32(to_sortable(key, map)) << 16 | (~index & 0xffffu); }
+    __device__ static u32 word(C c) { return c >> 16; }
+    __device__ static u32 index(C c) { return ~c & 0xffffu; }
+};
+
+// Rows of at most 32 x P keys of 16 or 32 bits, one warp a row: the warp holds the row's
+// composites in registers, P a lane (padding past the row's end), sorts them best first
+// (warp_sort_best_first, lane-major) and writes the first k. No barrier, and no shared memory
+// but each warp's own `WARP_SIZE x (P + 1)` composites, through which the sorted slots go out
+// in order, so that the stores are coalesced: slot i sits at i + i / P (a gap after each
+// lane's P), so that neither the lanes' writes of one register nor their reads of consecutive
+// slots meet in a bank. The grid's warps take rows `gridDim.x x warps` apart.
 template <typename K, typename In, u32 P>
 __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u32 map, K *values, u32 *indices) {
-    typedef u64 C;
+    typedef WarpComposite<In> W;
+    typedef typename W::C C;
     const u32 lane = threadIdx.x % WARP_SIZE, warps = blockDim.x / WARP_SIZE;
     C *sorted = shared_tile<C>() + threadIdx.x / WARP_SIZE * (WARP_SIZE * (P + 1));
     const u64 first = u64(blockIdx.x) * warps + threadIdx.x / WARP_SIZE;
@@ -1116,7 +1130,7 @@ __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u3
 #pragma unroll
         for (u32 p = 0; p < P; p++) {
             const u32 at = p * WARP_SIZE + lane; // coalesced; any slot does, composites are unique
-            x[p] = at < row_len ? candidate<C, In>(row_input[at], at, map) : padding<C>();
+            x[p] = at < row_len ? W::of(row_input[at], at, map) : padding<C>();
         }
         warp_sort_best_first<P, true>(x);
 #pragma unroll
@@ -1124,13 +1138,15 @@ __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u3
         __syncwarp();
         for (u32 i = lane; i < k; i += WARP_SIZE) {
             const C c = sorted[i + i / P];
-            values[row * k + i] = from_sortable(K(word_of(c)), map);
-            indices[row * k + i] = index_of(c);
+            values[row * k + i] = from_sortable(K(W::word(c)), map);
+            indices[row * k + i] = W::index(c);
         }
         __syncwarp(); // read before the next row's writes
     }
 }
 
+// dst[r * k + i] = src[r * row_len + i] for the first k elements of each row: the first k of
+// rows sorted stably (a top-k larger than the filter keeps).
 template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *dst, u64 k, u64 count) {
     for (u64 i = u64(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += u64(gridDim.x) * blockDim.x)
         dst[i] = src[(i / k) * row_len + i % k];
@@ -1176,8 +1192,11 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
         topk_radix<W, C, W, 32, true> TOPK_ARGS;                                                 \
     }
 // The warp sort of short rows (rows of up to 64, 256 and 1,024 keys), a part per key width.
+// Blocks an SM: 2 for u64 composites (128 registers; 32 a lane: 4 bytes spill), 3 for u32 (80;
+// at 4, 64 registers spilled 52 bytes).
+#define WARP_SORT_BLOCKS(W) (sizeof(W) == 2 ? 3 : 2)
 #define WARP_SORT_KERNEL(W, P)                                                                   \
-    extern "C" __global__ void __launch_bounds__(THREADS, 2) topk_warp_sort_##W##_##P TOPK_PARAMS(W, u64, W) { \
+    extern "C" __global__ void __launch_bounds__(THREADS, WARP_SORT_BLOCKS(W)) topk_warp_sort_##W##_##P TOPK_PARAMS(W, typename WarpComposite<W>::C, W) { \
         topk_warp_sort<W, W, P>(input, row_len, rows, k, map, values, indices);                 \
     }
 #define EXPORT_TOPK_WARP_SORT(W) WARP_SORT_KERNEL(W, 2) WARP_SORT_KERNEL(W, 8) WARP_SORT_KERNEL(W, 32)

@@ -188,8 +188,9 @@ impl Strategy {
 ///   at [`TOPK_RADIX_MAX_K`]), runs [`Strategy::TopkRadix`], and other rows
 ///   [`Strategy::TopkFilter`]; past [`TOPK_FILTER_MAX_K`], or for a k above half the row,
 ///   the GPU sorts the rows stably and keeps their first k. Rows of at most
-///   [`TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes take [`Strategy::TopkWarpSort`] instead, for
-///   k from [`Policy::topk_warp_sort_min_k`] and for any k above half the row.
+///   [`TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes take [`Strategy::TopkWarpSort`] instead: up
+///   to [`Policy::topk_warp_sort_rows_up_to`] keys for every k, longer ones for k from
+///   [`Policy::topk_warp_sort_min_k`] and for any k above half the row.
 pub fn choose(request: &Request, gpu: Option<&Policy>) -> Result<(Backend, Strategy)> {
     let backend = match (request.backend, gpu) {
         (Backend::Cuda, None) => return Err(Error::NoGpu),
@@ -253,13 +254,14 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
         _ => {}
     }
     match (request.operation, layout) {
-        (Operation::Topk { k, key_bytes }, Layout::Whole | Layout::Rows { .. })
-            if key_bytes <= 4
-                && row_len_of(request.len, layout) <= TOPK_WARP_SORT_MOST
-                && (k >= policy.topk_warp_sort_min_k
-                    || 2 * k > row_len_of(request.len, layout)) =>
-        {
-            return Ok(Strategy::TopkWarpSort);
+        (Operation::Topk { k, key_bytes }, Layout::Whole | Layout::Rows { .. }) => {
+            let row_len = row_len_of(request.len, layout);
+            let warp_sort = row_len <= policy.topk_warp_sort_rows_up_to
+                || k >= policy.topk_warp_sort_min_k
+                || 2 * k > row_len;
+            if key_bytes <= 4 && row_len <= TOPK_WARP_SORT_MOST && warp_sort {
+                return Ok(Strategy::TopkWarpSort);
+            }
         }
         _ => {}
     }
@@ -425,6 +427,7 @@ mod tests {
         let long = Policy::HOPPER.topk_filter_above;
         let long_k = Policy::HOPPER.topk_long_radix_max_k;
         let (warp, warp_k) = (TOPK_WARP_SORT_MOST, Policy::HOPPER.topk_warp_sort_min_k);
+        let warp_all = Policy::HOPPER.topk_warp_sort_rows_up_to;
         #[rustfmt::skip]
         let table = [
             // (keys, layout, k, key bytes, GPU present) -> backend, strategy
@@ -443,16 +446,21 @@ mod tests {
             (1 << 20, rows(chunk), max, 4, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(chunk * 2), max, 4, true, Backend::Cuda, TopkFilter),
             (1 << 20, rows(4096), 4096, 4, true, Backend::Cuda, PairPasses),
-            // Short rows of 2- and 4-byte keys: the warp sort from its k, and above half a row.
+            // Short rows of 2- and 4-byte keys: the warp sort for every k up to its length,
+            // then from its k, and above half a row.
+            (1 << 20, rows(warp_all), 1, 4, true, Backend::Cuda, TopkWarpSort),
+            (1 << 20, rows(warp_all), 1, 2, true, Backend::Cuda, TopkWarpSort),
+            (1 << 20, rows(warp_all + 1), 1, 4, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(warp), warp_k - 1, 4, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(warp), warp_k, 4, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(warp), warp_k, 2, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(warp), warp, 2, true, Backend::Cuda, TopkWarpSort),
+            (1 << 20, rows(1000), 501, 4, true, Backend::Cuda, TopkWarpSort),
+            (1 << 20, rows(1000), 100, 4, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(warp * 2), 513, 4, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(warp * 2), warp + 1, 4, true, Backend::Cuda, PairPasses),
-            (1 << 20, rows(16), 9, 4, true, Backend::Cuda, TopkWarpSort),
-            (1 << 20, rows(16), 8, 4, true, Backend::Cuda, TopkRadix),
             // 8-byte keys take the radix select or the rows' argsort.
+            (1 << 20, rows(16), 1, 8, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(1024), 512, 8, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(1024), 513, 8, true, Backend::Cuda, PairPasses),
             (1 << 20, rows(1000), 501, 8, true, Backend::Cuda, PairPasses),
@@ -484,9 +492,9 @@ mod tests {
             })
         ));
         r.version = Some(Version::Tuned);
-        assert_eq!(choose(&r, GPU).unwrap(), (Backend::Cuda, TopkRadix));
-        r.operation = Operation::Topk { k: 6, key_bytes: 4 }; // one short array, above half
         assert_eq!(choose(&r, GPU).unwrap(), (Backend::Cuda, TopkWarpSort));
+        r.operation = Operation::Topk { k: 3, key_bytes: 8 };
+        assert_eq!(choose(&r, GPU).unwrap(), (Backend::Cuda, TopkRadix));
         assert!(choose(&topk(1 << 20, Layout::Segments, 3), GPU).is_err());
         assert!(TopkFilter.on_gpu() && TopkRadix.on_gpu() && TopkWarpSort.on_gpu());
         assert!(!CpuTopk.on_gpu());

@@ -87,10 +87,17 @@ pub struct Policy {
     /// candidates (2,048) and the segments were slower (4,096 x 32,768 f32 1.24 -> 1.40 ms);
     /// at 512 faster (0.90 -> 0.61). At most 1,024 (a chunk's threshold needs k <= 8,192 / 8).
     pub topk_radix_stream_max_k: usize,
-    /// Rows of at most [`crate::dispatch::TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes take the
-    /// warp sort ([`crate::dispatch::Strategy::TopkWarpSort`]: a warp sorts a row in
-    /// registers) for k from this on, and for any k above half the row; smaller k keep the
-    /// radix select.
+    /// Rows of at most this many keys (and at most [`crate::dispatch::TOPK_WARP_SORT_MOST`]) of
+    /// 2 or 4 bytes take the warp sort ([`crate::dispatch::Strategy::TopkWarpSort`]: a warp
+    /// sorts a row in registers) for every k. On the H200 it beat the radix select for every k
+    /// on 16,384 rows of 64 and 256 (f32 k = 50 on rows of 256: 0.295 -> 0.071 ms), whose
+    /// blocks of 256 threads had 1 key or less a thread (docs/notes/topk.md, step 9).
+    pub topk_warp_sort_rows_up_to: usize,
+    /// Longer rows up to [`crate::dispatch::TOPK_WARP_SORT_MOST`] keys take the warp sort for
+    /// k from this on, and for any k above half the row (where the rows' argsort ran before);
+    /// smaller k keep the radix select, whose cost grows with k while a warp's sort of 1,024
+    /// keys costs the same for every k (16,384 x 1,024 f32: 0.43 ms, against the radix select's
+    /// 0.31 at k = 256 and 0.50 at 512).
     pub topk_warp_sort_min_k: usize,
 }
 
@@ -121,7 +128,8 @@ impl Policy {
         topk_radix_stream_chunks: 64,
         topk_radix_stream_min_k: 100,
         topk_radix_stream_max_k: 512,
-        topk_warp_sort_min_k: 64,
+        topk_warp_sort_rows_up_to: 256,
+        topk_warp_sort_min_k: 384,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which

@@ -129,7 +129,9 @@ fn expected_strategy(
 ) -> Strategy {
     let warp_sort = key_bytes <= 4
         && row_len <= TOPK_WARP_SORT_MOST
-        && (k >= policy.topk_warp_sort_min_k || 2 * k > row_len);
+        && (row_len <= policy.topk_warp_sort_rows_up_to
+            || k >= policy.topk_warp_sort_min_k
+            || 2 * k > row_len);
     let radix = row_len <= TOPK_RADIX_CHUNK
         || (k <= TOPK_RADIX_MAX_K && row_len <= policy.topk_filter_above)
         || k <= policy.topk_long_radix_max_k.min(TOPK_RADIX_MAX_K);

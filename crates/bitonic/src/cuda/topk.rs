@@ -497,9 +497,10 @@ fn warp_sort<B: DeviceRepr>(
         .find(|&p| 32 * p >= row_len)
         .expect("a row a warp holds");
     let name = format!("topk_warp_sort_{}_{per_lane}", width(key_bytes));
-    // Each warp's sorted row passes through shared memory, 32 x (per_lane + 1) u64 composites.
+    // Each warp's sorted row passes through shared memory, 32 x (per_lane + 1) composites:
+    // u32 for 16-bit keys, u64 for 32-bit ones (kernels/topk.cu `WarpComposite`).
     let warps = THREADS as usize / 32;
-    let shared = warps * 32 * (per_lane + 1) * std::mem::size_of::<u64>();
+    let shared = warps * 32 * (per_lane + 1) * 2 * key_bytes;
     let f = gpu.function(module, &name)?;
     gpu.allow_shared(&f, shared as u32)?;
     let blocks = rows
@@ -516,6 +517,7 @@ fn warp_sort<B: DeviceRepr>(
         map,
     };
     let out = launch::TopkOut::Rows { values, indices };
+    // No partials; the shared memory holds more than `slots` u64 (a warp sort keeps none).
     launch::topk_pass::<B, u64, B>(gpu, &f, cfg, keys, args, out)
         .during(|| format!("launching {name}"))
 }
