@@ -234,7 +234,7 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
         other => other,
     };
     let topk = match request.operation {
-        Operation::Topk { k, .. } => Some(k),
+        Operation::Topk { k, key_bytes } => Some((k, key_bytes)),
         Operation::Sort => None,
     };
     match request.version {
@@ -253,23 +253,21 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
         }
         _ => {}
     }
-    match (request.operation, layout) {
-        (Operation::Topk { k, key_bytes }, Layout::Whole | Layout::Rows { .. }) => {
-            let row_len = row_len_of(request.len, layout);
-            let warp_sort = row_len <= policy.topk_warp_sort_rows_up_to
-                || k >= policy.topk_warp_sort_min_k
-                || 2 * k > row_len;
-            if key_bytes <= 4 && row_len <= TOPK_WARP_SORT_MOST && warp_sort {
-                return Ok(Strategy::TopkWarpSort);
-            }
-        }
-        _ => {}
-    }
+    let row_len = row_len_of(request.len, layout);
     match (topk, layout) {
-        (Some(k), Layout::Whole | Layout::Rows { .. })
-            if k <= TOPK_FILTER_MAX_K && 2 * k <= row_len_of(request.len, layout) =>
+        // A row a warp holds: the warp sort, for every k on the shortest rows.
+        (Some((k, key_bytes)), Layout::Whole | Layout::Rows { .. })
+            if key_bytes <= 4
+                && row_len <= TOPK_WARP_SORT_MOST
+                && (row_len <= policy.topk_warp_sort_rows_up_to
+                    || k >= policy.topk_warp_sort_min_k
+                    || 2 * k > row_len) =>
         {
-            let row_len = row_len_of(request.len, layout);
+            return Ok(Strategy::TopkWarpSort);
+        }
+        (Some((k, _)), Layout::Whole | Layout::Rows { .. })
+            if k <= TOPK_FILTER_MAX_K && 2 * k <= row_len =>
+        {
             let radix = row_len <= TOPK_RADIX_CHUNK
                 || (k <= TOPK_RADIX_MAX_K && row_len <= policy.topk_filter_above)
                 || k <= policy.topk_long_radix_max_k.min(TOPK_RADIX_MAX_K);
