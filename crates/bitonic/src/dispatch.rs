@@ -190,7 +190,7 @@ impl Strategy {
 ///   the GPU sorts the rows stably and keeps their first k. Rows of at most
 ///   [`TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes take [`Strategy::TopkWarpSort`] instead: up
 ///   to [`Policy::topk_warp_sort_rows_up_to`] keys for every k, longer ones for k from
-///   [`Policy::topk_warp_sort_min_k`] and for any k above half the row.
+///   [`Policy::topk_warp_sort_min_k`] (by key width) and for any k above half the row.
 pub fn choose(request: &Request, gpu: Option<&Policy>) -> Result<(Backend, Strategy)> {
     let backend = match (request.backend, gpu) {
         (Backend::Cuda, None) => return Err(Error::NoGpu),
@@ -260,7 +260,7 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
             if key_bytes <= 4
                 && row_len <= TOPK_WARP_SORT_MOST
                 && (row_len <= policy.topk_warp_sort_rows_up_to
-                    || k >= policy.topk_warp_sort_min_k
+                    || k >= policy.topk_warp_sort_min_k(key_bytes)
                     || 2 * k > row_len) =>
         {
             return Ok(Strategy::TopkWarpSort);
@@ -424,7 +424,8 @@ mod tests {
         let (chunk, radix_k) = (TOPK_RADIX_CHUNK, TOPK_RADIX_MAX_K);
         let long = Policy::HOPPER.topk_filter_above;
         let long_k = Policy::HOPPER.topk_long_radix_max_k;
-        let (warp, warp_k) = (TOPK_WARP_SORT_MOST, Policy::HOPPER.topk_warp_sort_min_k);
+        let (warp, warp_k) = (TOPK_WARP_SORT_MOST, Policy::HOPPER.topk_warp_sort_min_k_32);
+        let warp_k16 = Policy::HOPPER.topk_warp_sort_min_k_16;
         let warp_all = Policy::HOPPER.topk_warp_sort_rows_up_to;
         #[rustfmt::skip]
         let table = [
@@ -451,7 +452,8 @@ mod tests {
             (1 << 20, rows(warp_all + 1), 1, 4, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(warp), warp_k - 1, 4, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(warp), warp_k, 4, true, Backend::Cuda, TopkWarpSort),
-            (1 << 20, rows(warp), warp_k, 2, true, Backend::Cuda, TopkWarpSort),
+            (1 << 20, rows(warp), warp_k16 - 1, 2, true, Backend::Cuda, TopkRadix),
+            (1 << 20, rows(warp), warp_k16, 2, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(warp), warp, 2, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(1000), 501, 4, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(1000), 100, 4, true, Backend::Cuda, TopkRadix),

@@ -93,18 +93,31 @@ pub struct Policy {
     /// on 16,384 rows of 64 and 256 (f32 k = 50 on rows of 256: 0.295 -> 0.071 ms), whose
     /// blocks of 256 threads had 1 key or less a thread (docs/notes/topk.md, step 9).
     pub topk_warp_sort_rows_up_to: usize,
-    /// Longer rows up to [`crate::dispatch::TOPK_WARP_SORT_MOST`] keys take the warp sort for
-    /// k from this on, and for any k above half the row (where the rows' argsort ran before);
-    /// smaller k keep the radix select, whose cost grows with k while a warp's sort of 1,024
-    /// keys costs the same for every k (16,384 x 1,024 f32: 0.43 ms, against the radix select's
-    /// 0.31 at k = 256 and 0.50 at 512).
-    pub topk_warp_sort_min_k: usize,
+    /// Longer rows of 32-bit keys up to [`crate::dispatch::TOPK_WARP_SORT_MOST`] take the warp
+    /// sort for k from this on, and for any k above half the row (where the rows' argsort ran
+    /// before); smaller k keep the radix select, whose cost grows with k while a warp's sort of
+    /// 1,024 keys costs the same for every k (16,384 x 1,024 f32 on the H200: 0.43 ms, against
+    /// the radix select's 0.31 at k = 256 and 0.51 at 384).
+    pub topk_warp_sort_min_k_32: usize,
+    /// The same for 16-bit keys, whose warp sort compares and shuffles u32 composites, not
+    /// u64: 16,384 x 1,024 bf16 0.16 ms for every k, against the radix select's 0.14 at k = 64
+    /// and 0.19–0.21 at 100.
+    pub topk_warp_sort_min_k_16: usize,
 }
 
 impl Policy {
     /// The values [`Policy::merge_ways`] and [`Policy::wide_merge_ways`] may take; another
     /// makes merge sorts fail with [`crate::Error::Unsupported`].
     pub const MERGE_WAYS: [u32; 5] = [2, 4, 8, 16, 32];
+
+    /// The k from which rows longer than [`Policy::topk_warp_sort_rows_up_to`] take the warp
+    /// sort, for keys of `key_bytes` (2 or 4).
+    pub fn topk_warp_sort_min_k(&self, key_bytes: usize) -> usize {
+        match key_bytes {
+            2 => self.topk_warp_sort_min_k_16,
+            _ => self.topk_warp_sort_min_k_32,
+        }
+    }
 
     /// The values [`Policy::topk_radix_per_thread`] may take; another makes top-k selections
     /// fail with [`crate::Error::Unsupported`].
@@ -129,7 +142,8 @@ impl Policy {
         topk_radix_stream_min_k: 100,
         topk_radix_stream_max_k: 512,
         topk_warp_sort_rows_up_to: 256,
-        topk_warp_sort_min_k: 384,
+        topk_warp_sort_min_k_32: 384,
+        topk_warp_sort_min_k_16: 100,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which

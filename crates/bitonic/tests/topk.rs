@@ -130,7 +130,7 @@ fn expected_strategy(
     let warp_sort = key_bytes <= 4
         && row_len <= TOPK_WARP_SORT_MOST
         && (row_len <= policy.topk_warp_sort_rows_up_to
-            || k >= policy.topk_warp_sort_min_k
+            || k >= policy.topk_warp_sort_min_k(key_bytes)
             || 2 * k > row_len);
     let radix = row_len <= TOPK_RADIX_CHUNK
         || (k <= TOPK_RADIX_MAX_K && row_len <= policy.topk_filter_above)
@@ -407,7 +407,8 @@ fn gpu_streamed_segments() {
 fn gpu_short_rows_by_warps() {
     gpu("gpu_short_rows_by_warps");
     let every_k = Policy {
-        topk_warp_sort_min_k: 1,
+        topk_warp_sort_min_k_32: 1,
+        topk_warp_sort_min_k_16: 1,
         ..Policy::HOPPER
     };
     let lens = [
