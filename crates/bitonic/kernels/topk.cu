@@ -1115,8 +1115,9 @@ template <> struct WarpComposite<u16> {
 // (warp_sort_best_first, lane-major) and writes the first k. No barrier, and no shared memory
 // but each warp's own `WARP_SIZE x (P + 1)` composites, through which the sorted slots go out
 // in order, so that the stores are coalesced: slot i sits at i + i / P (a gap after each
-// lane's P), so that neither the lanes' writes of one register nor their reads of consecutive
-// slots meet in a bank. The grid's warps take rows `gridDim.x x warps` apart.
+// lane's P), so that the lanes' writes of one register meet in no bank, nor their reads of
+// consecutive slots at P = 32 (at 2 and 8, two at most). The grid's warps take rows
+// `gridDim.x x warps` apart. (`partials`, in the shared parameter list, is unused: null.)
 template <typename K, typename In, u32 P>
 __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u32 map, K *values, u32 *indices) {
     typedef WarpComposite<In> W;

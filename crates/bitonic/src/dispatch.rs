@@ -145,6 +145,15 @@ impl std::fmt::Display for Strategy {
 }
 
 impl Strategy {
+    /// Whether the strategy is a GPU top-k over composites of the keys and their indices
+    /// (src/cuda/topk.rs), which reads 16-bit keys as they are.
+    pub fn selects_by_composites(self) -> bool {
+        matches!(
+            self,
+            Strategy::TopkRadix | Strategy::TopkFilter | Strategy::TopkWarpSort
+        )
+    }
+
     /// Whether the strategy runs on the GPU.
     pub fn on_gpu(self) -> bool {
         !matches!(

@@ -90,7 +90,7 @@ pub struct Policy {
     /// Rows of at most this many keys (and at most [`crate::dispatch::TOPK_WARP_SORT_MOST`]) of
     /// 2 or 4 bytes take the warp sort ([`crate::dispatch::Strategy::TopkWarpSort`]: a warp
     /// sorts a row in registers) for every k. On the H200 it beat the radix select for every k
-    /// on 16,384 rows of 64 and 256 (f32 k = 50 on rows of 256: 0.295 -> 0.071 ms), whose
+    /// on 16,384 rows of 64 and 256 (f32 k = 50 on rows of 256: 0.294 -> 0.071 ms), whose
     /// blocks of 256 threads had 1 key or less a thread (docs/notes/topk.md, step 9).
     pub topk_warp_sort_rows_up_to: usize,
     /// Longer rows of 32-bit keys up to [`crate::dispatch::TOPK_WARP_SORT_MOST`] take the warp
@@ -111,11 +111,12 @@ impl Policy {
     pub const MERGE_WAYS: [u32; 5] = [2, 4, 8, 16, 32];
 
     /// The k from which rows longer than [`Policy::topk_warp_sort_rows_up_to`] take the warp
-    /// sort, for keys of `key_bytes` (2 or 4).
+    /// sort, for keys of `key_bytes` (2 or 4; never for 8).
     pub fn topk_warp_sort_min_k(&self, key_bytes: usize) -> usize {
         match key_bytes {
             2 => self.topk_warp_sort_min_k_16,
-            _ => self.topk_warp_sort_min_k_32,
+            4 => self.topk_warp_sort_min_k_32,
+            _ => usize::MAX, // 8-byte keys have no warp sort
         }
     }
 

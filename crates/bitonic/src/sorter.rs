@@ -536,15 +536,7 @@ impl<'g> Sorter<'g> {
         let rows = check_topk(keys.len(), row_len, k, values.len(), indices.len())?;
         check_index_width::<I>(row_len)?;
         let layout = rows_layout(keys.len(), row_len);
-        let (ran, target) = self.choose_for(
-            keys.len(),
-            layout,
-            true,
-            Operation::Topk {
-                k,
-                key_bytes: K::DTYPE.size(),
-            },
-        )?;
+        let (ran, target) = self.choose_for(keys.len(), layout, true, topk_of::<K>(k))?;
         if rows == 0 {
             return Ok(ran);
         }
@@ -595,15 +587,7 @@ impl<'g> Sorter<'g> {
     ) -> Result<Ran> {
         let rows = check_topk(keys.len(), row_len, k, values.len(), indices.len())?;
         let layout = rows_layout(keys.len(), row_len);
-        let (ran, t) = self.choose_device_for(
-            keys.len(),
-            layout,
-            true,
-            Operation::Topk {
-                k,
-                key_bytes: K::DTYPE.size(),
-            },
-        )?;
+        let (ran, t) = self.choose_device_for(keys.len(), layout, true, topk_of::<K>(k))?;
         let sorter = t.gpu.info().ordinal;
         for buffer in [
             keys.context().ordinal(),
@@ -859,6 +843,14 @@ impl<'g> Sorter<'g> {
     }
 }
 
+/// A top-k selection of `k` keys of `K` a row, as the dispatch sees it.
+fn topk_of<K: SortKey>(k: usize) -> Operation {
+    Operation::Topk {
+        k,
+        key_bytes: K::DTYPE.size(),
+    }
+}
+
 /// The strategy of one row's sort inside a parallel loop over rows.
 fn serial(strategy: Strategy) -> Strategy {
     match strategy {
@@ -916,10 +908,7 @@ fn select_on_gpu<K: SortKey>(
     values: &mut CudaSlice<K>,
     indices: &mut CudaViewMut<u32>,
 ) -> Result<()> {
-    let by_composites = matches!(
-        strategy,
-        Strategy::TopkRadix | Strategy::TopkFilter | Strategy::TopkWarpSort
-    );
+    let by_composites = strategy.selects_by_composites();
     if K::DTYPE.size() == 2 && by_composites {
         // 16-bit keys are read as they are: no widened copy.
         let (n, len) = (keys.len(), values.len());

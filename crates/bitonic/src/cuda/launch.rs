@@ -474,8 +474,8 @@ pub(crate) fn fill_largest<W: DeviceRepr>(
     }
 }
 
-/// The shape arguments of kernels/topk.cu's filter and radix select, in the kernels' order
-/// after the input.
+/// The shape arguments of kernels/topk.cu's filter, radix select and warp sort (which reads
+/// only row_len, rows, k and map), in the kernels' order after the input.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct TopkArgs {
     pub row_len: u64,
@@ -498,8 +498,8 @@ pub(crate) enum TopkOut<'a, 'v, 'i, C, B> {
 }
 
 /// kernels/topk.cu `topk_keys_W`, `topk_partials_W`, `topk_radix_keys_W_R`,
-/// `topk_radix_partials_W_R` and `topk_warp_sort_W_P(input, row_len, rows, chunks, chunk_len, k, slots, map, partials,
-/// values, indices)`: each chunk's k best of rows of keys `W` or of composites `C`, into
+/// `topk_radix_partials_W_R` and `topk_warp_sort_W_P(input, row_len, rows, chunks, chunk_len,
+/// k, slots, map, partials, values, indices)`: each chunk's k best of rows of keys `W` or of composites `C`, into
 /// `partials` or, one chunk a row, `values` and `indices` (the output not written is passed
 /// as a null pointer).
 pub(crate) fn topk_pass<In: DeviceRepr, C: DeviceRepr, B: DeviceRepr>(

@@ -38,10 +38,7 @@ pub(crate) fn modules_for(
     value_bytes: usize,
 ) -> Vec<&'static KernelModule> {
     // The top-k selections by composites read 16-bit keys as they are.
-    let by_composites = matches!(
-        strategy,
-        Strategy::TopkFilter | Strategy::TopkRadix | Strategy::TopkWarpSort
-    );
+    let by_composites = strategy.selects_by_composites();
     let (key_bytes, widen) = match key_bytes {
         2 if !by_composites => (4, Some(&kernels::MAP_KEYS)),
         other => (other, None),

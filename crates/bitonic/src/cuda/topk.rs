@@ -1,7 +1,8 @@
 //! Top-k selection on the GPU (kernels/topk.cu): [`Strategy::TopkRadix`],
-//! [`Strategy::TopkFilter`], [`Strategy::TopkWarpSort`] for short rows, and past [`crate::dispatch::TOPK_FILTER_MAX_K`] (or for a k above
-//! half the row) the first k of each row's stable argsort. 16-bit keys are read as they are by
-//! the first two (topk.cu's u16 parts), and widened to u32 words for the argsort.
+//! [`Strategy::TopkFilter`], [`Strategy::TopkWarpSort`] for short rows, and past
+//! [`crate::dispatch::TOPK_FILTER_MAX_K`] (or for a k above half the row) the first k of each
+//! row's stable argsort. 16-bit keys are read as they are by the first three (topk.cu's u16
+//! parts), and widened to u32 words for the argsort.
 //!
 //! **The radix select.** One block holds one chunk of a row in registers (up to
 //! [`RADIX_PER_THREAD`] elements a thread, as sortable words) and narrows it in three steps
@@ -301,7 +302,7 @@ pub(crate) fn radix_plan(
 
 /// Selects each row's best `k` of `keys` (words of `K`) into `values` and `indices` (`k` a
 /// row), with the strategy [`crate::dispatch::choose`] picked: the radix select, the filter,
-/// or (a large k, or one above half the row) the rows' stable argsort.
+/// the warp sort, or (a large k, or one above half the row) the rows' stable argsort.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn select<K: SortKey>(
     t: Target,
@@ -372,7 +373,9 @@ pub(crate) fn by_composites<B: DeviceRepr>(
         return Ok(());
     }
     let rows = checked_rows(n, row_len, k, (values.len(), indices.len()))?;
-    if !Policy::TOPK_RADIX_PER_THREAD.contains(&t.policy.topk_radix_per_thread) {
+    if strategy == Strategy::TopkRadix
+        && !Policy::TOPK_RADIX_PER_THREAD.contains(&t.policy.topk_radix_per_thread)
+    {
         return Err(Error::Unsupported(
             "a policy's topk_radix_per_thread other than 16 or 32",
         ));
@@ -472,7 +475,9 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
 
 /// The composites a lane of the warp sort holds: the kernels' instances, for rows of up to
 /// 64, 256 and 1,024 keys ([`crate::dispatch::TOPK_WARP_SORT_MOST`]).
+/// (kernels/topk.cu `EXPORT_TOPK_WARP_SORT` has these instances).
 const WARP_SORT_PER_LANE: [usize; 3] = [2, 8, 32];
+const _: () = assert!(32 * WARP_SORT_PER_LANE[2] == crate::dispatch::TOPK_WARP_SORT_MOST);
 
 /// The warp sort ([`Strategy::TopkWarpSort`]) of rows of at most
 /// [`crate::dispatch::TOPK_WARP_SORT_MOST`] keys of words `B` (2 or 4 bytes): one launch, a
@@ -496,6 +501,8 @@ fn warp_sort<B: DeviceRepr>(
         .into_iter()
         .find(|&p| 32 * p >= row_len)
         .expect("a row a warp holds");
+    // What the kernel relies on: a row fits a warp, and its first k are in it.
+    assert!(1 <= k && k <= row_len && row_len <= 32 * per_lane);
     let name = format!("topk_warp_sort_{}_{per_lane}", width(key_bytes));
     // Each warp's sorted row passes through shared memory, 32 x (per_lane + 1) composites:
     // u32 for 16-bit keys, u64 for 32-bit ones (kernels/topk.cu `WarpComposite`).
