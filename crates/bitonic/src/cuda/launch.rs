@@ -543,6 +543,77 @@ pub(crate) fn topk_pass<In: DeviceRepr, C: DeviceRepr, B: DeviceRepr>(
     }
 }
 
+/// The shape of a digit pass (kernels/topk.cu `topk_digits_W`): rows of `row_len` keys in
+/// `chunks` chunks of `chunk_len`, `k` kept a row, a boundary bin collected once at most
+/// `collect_most` (>= k), the key map.
+pub(crate) struct DigitsArgs {
+    pub row_len: u64,
+    pub rows: u32,
+    pub chunks: u32,
+    pub chunk_len: u64,
+    pub k: u32,
+    pub collect_most: u32,
+    pub map: u32,
+}
+
+/// What the digit passes of a selection share: each row's state (`DIGITS_STATE_WORDS` u32,
+/// zeroed before the first pass), its histogram (`DIGIT_BINS` counts, zeroed) and its kept
+/// composites (k + collect_most).
+pub(crate) struct DigitsScratch {
+    pub states: CudaSlice<u32>,
+    pub hists: CudaSlice<u32>,
+    pub kept: CudaSlice<u64>,
+}
+
+/// u32 words of a row's state in the digit passes (kernels/topk.cu `DigitsRow`).
+pub(crate) const DIGITS_STATE_WORDS: usize = 8;
+/// Bins of a row's histogram in the digit passes (kernels/topk.cu `DIGIT_BINS`).
+pub(crate) const DIGIT_BINS: usize = 1 << 11;
+
+/// kernels/topk.cu `topk_digits_W(input, row_len, rows, chunks, chunk_len, k, collect_most,
+/// map, states, hists, kepts, values, indices)`: one digit pass over rows of keys `W`; the pass
+/// that finishes a row writes its k values and indices.
+pub(crate) fn topk_digits<W: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    input: &CudaView<W>,
+    a: &DigitsArgs,
+    scratch: &mut DigitsScratch,
+    (values, indices): (&mut CudaViewMut<W>, &mut CudaViewMut<u32>),
+) -> Result<(), DriverError> {
+    let (rows, k, most) = (a.rows as usize, a.k as usize, a.collect_most as usize);
+    assert!(
+        input.len() >= rows * a.row_len as usize,
+        "rows of row_len keys"
+    );
+    assert!(a.chunks as u64 * a.chunk_len >= a.row_len && 1 <= k && k <= most);
+    assert!(values.len() >= rows * k && indices.len() >= rows * k);
+    assert!(scratch.states.len() >= rows * DIGITS_STATE_WORDS);
+    assert!(scratch.hists.len() >= rows * DIGIT_BINS);
+    assert!(scratch.kept.len() >= rows * (k + most));
+    assert!((k + most).next_power_of_two() * 8 <= cfg.shared_mem_bytes as usize);
+    // SAFETY: topk_digits_W(const W *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len,
+    // u32 k, u32 collect_most, u32 map, DigitsRow *states, u32 *hists, u64 *kepts, W *values,
+    // u32 *indices). The kernel reads rows x row_len keys, keeps each row's state, histogram
+    // and at most k + collect_most composites in the scratch buffers, sorts at most
+    // next_pow2(k + collect_most) composites in the dynamic shared memory and writes k values
+    // and indices a row (all checked above).
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(input).arg(&a.row_len).arg(&a.rows).arg(&a.chunks);
+            l.arg(&a.chunk_len)
+                .arg(&a.k)
+                .arg(&a.collect_most)
+                .arg(&a.map);
+            l.arg(&mut scratch.states)
+                .arg(&mut scratch.hists)
+                .arg(&mut scratch.kept);
+            l.arg(values).arg(indices);
+        })
+    }
+}
+
 /// kernels/topk.cu `topk_take_W(src, row_len, dst, k, count)`: the first k elements of each
 /// row of `row_len` of `src`, k a row into `dst`.
 pub(crate) fn topk_take<W: DeviceRepr>(
