@@ -1280,24 +1280,41 @@ __device__ void digits_finish(DigitsShared &s, DigitsRow *state, const u64 *kept
         for (u32 i = t; i < collected; i += THREADS) buf[sure + i] = __ldcg(kept + k + i);
         used = sure + collected;
     } else {
-        // Ties: the first `need` keys equal to the whole boundary word, in index order.
-        const u32 need = s.row.need;
+        // Ties: the first `need` keys equal to the whole boundary word, in index order: tiles
+        // of VEC consecutive keys a thread, each thread's equal keys placed after those of
+        // the tile's threads before it (a scan of their counts).
+        const u32 need = s.row.need, VEC = Vector<W>::N;
         if (t == 0) s.taken = 0;
         __syncthreads();
-        for (u64 tile = 0; tile < row_len && s.taken < need; tile += THREADS) { // block-uniform
-            const u64 at = tile + t;
-            typename H::T h = 0;
-            if (at < row_len) h = H::of(row_input[at], map);
-            const bool equal = at < row_len && h == s.row.prefix;
-            const u32 ballot = __ballot_sync(FULL_WARP_MASK, equal);
-            if (lane == 0) s.warp_totals[warp] = __popc(ballot);
+        for (u64 tile = 0; tile < row_len && s.taken < need; tile += THREADS * VEC) { // block-uniform
+            const u64 at = tile + u64(t) * VEC;
+            typename H::T h[VEC];
+            u32 mine = 0;
+#pragma unroll
+            for (u32 v = 0; v < VEC; v++) {
+                h[v] = at + v < row_len ? H::of(row_input[at + v], map) : 0;
+                mine += at + v < row_len && h[v] == s.row.prefix;
+            }
+            u32 inclusive = mine;
+#pragma unroll
+            for (u32 d = 1; d < WARP_SIZE; d <<= 1) {
+                const u32 x = __shfl_up_sync(FULL_WARP_MASK, inclusive, d);
+                if (lane >= d) inclusive += x;
+            }
+            if (lane == WARP_SIZE - 1) s.warp_totals[warp] = inclusive;
             __syncthreads();
-            u32 place = s.taken + __popc(ballot & ((1u << lane) - 1)), total = 0;
+            u32 place = s.taken + inclusive - mine, total = 0;
             for (u32 w = 0; w < THREADS / WARP_SIZE; w++) {
                 if (w < warp) place += s.warp_totals[w];
                 total += s.warp_totals[w];
             }
-            if (equal && place < need) buf[sure + place] = H::composite(h, u32(at));
+#pragma unroll
+            for (u32 v = 0; v < VEC; v++) {
+                if (at + v < row_len && h[v] == s.row.prefix) {
+                    if (place < need) buf[sure + place] = H::composite(h[v], u32(at + v));
+                    place++;
+                }
+            }
             __syncthreads(); // every thread has read s.taken and the totals
             if (t == 0) s.taken += total;
             __syncthreads();
@@ -1363,7 +1380,9 @@ __device__ void topk_digits(const W *input, u64 row_len, u32 rows, u32 chunks, u
             const bool sure = real && top > r.prefix && (h & before_mask) == (r.prefix & before_mask);
             const u64 c = H::composite(h, u32(at));
             append_by_warp(kept, &state->sure, sure, c);
-            if (counting) count_digit(s.bins, (h << r.decided) >> (32 - width), in_bin);
+            // One shared atomic a key: cheaper here than count_digit's matching of lanes,
+            // which every key of pass 0 would pay.
+            if (counting && in_bin) atomicAdd(&s.bins[(h << r.decided) >> (32 - width)], 1u);
             else if (r.mode == DIGITS_COLLECT) append_by_warp(kept + k, &state->collected, in_bin, c);
         };
         const W *row_input = input + row * row_len;
