@@ -1171,6 +1171,10 @@ __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u3
 #if defined(KERNEL_PART_U16_DIGITS) || defined(KERNEL_PART_U32_DIGITS)
 #define DIGIT_BITS 11
 #define DIGIT_BINS (1u << DIGIT_BITS)
+// 16-byte loads a thread issues before it visits their keys, so that enough bytes are in
+// flight at 4 blocks an SM: 4 for 32-bit keys; 2 for 16-bit ones, whose 32 keys of 4 loads
+// spilled at 64 registers.
+template <typename W> struct DigitsLoads { static const u32 N = sizeof(W) == 2 ? 2 : 4; };
 
 // A row's state between passes (zeroed by the host before pass 0: COUNT, nothing decided).
 enum DigitsMode : u32 { DIGITS_COUNT = 0, DIGITS_COLLECT = 1, DIGITS_TIES = 2, DIGITS_DONE = 3 };
@@ -1344,7 +1348,7 @@ __device__ void topk_digits(const W *input, u64 row_len, u32 rows, u32 chunks, u
     typedef Held<u64, W> H;
     __shared__ DigitsShared s;
     const u32 KEY_BITS = 8 * sizeof(W);
-    const u32 VEC = Vector<W>::N;
+    const u32 VEC = Vector<W>::N, LOADS = DigitsLoads<W>::N;
     const u32 t = threadIdx.x;
     const u64 items = u64(rows) * chunks;
     for (u64 item = blockIdx.x; item < items; item += gridDim.x) {
@@ -1391,23 +1395,23 @@ __device__ void topk_digits(const W *input, u64 row_len, u32 rows, u32 chunks, u
         u64 head = (16 - reinterpret_cast<u64>(row_input + begin) % 16) % 16 / sizeof(W);
         head = min(head, end - begin);
         visit(t < head ? row_input[begin + t] : W(0), begin + t, t < head);
-        for (u64 tile = begin + head; tile < end; tile += 2 * THREADS * VEC) { // block-uniform
-            W e[2][VEC];
+        for (u64 tile = begin + head; tile < end; tile += LOADS * THREADS * VEC) { // block-uniform
+            W e[LOADS][VEC];
 #pragma unroll
-            for (u32 half = 0; half < 2; half++) {
-                const u64 at = tile + (half * THREADS + t) * VEC;
+            for (u32 batch = 0; batch < LOADS; batch++) {
+                const u64 at = tile + (batch * THREADS + t) * VEC;
                 if (at + VEC <= end) {
-                    Vector<W>::load(row_input + at, e[half]);
+                    Vector<W>::load(row_input + at, e[batch]);
                 } else {
 #pragma unroll
-                    for (u32 v = 0; v < VEC; v++) e[half][v] = at + v < end ? row_input[at + v] : W(0);
+                    for (u32 v = 0; v < VEC; v++) e[batch][v] = at + v < end ? row_input[at + v] : W(0);
                 }
             }
 #pragma unroll
-            for (u32 half = 0; half < 2; half++) {
-                const u64 at = tile + (half * THREADS + t) * VEC;
+            for (u32 batch = 0; batch < LOADS; batch++) {
+                const u64 at = tile + (batch * THREADS + t) * VEC;
 #pragma unroll
-                for (u32 v = 0; v < VEC; v++) visit(e[half][v], at + v, at + v < end);
+                for (u32 v = 0; v < VEC; v++) visit(e[batch][v], at + v, at + v < end);
             }
         }
         __syncthreads();
