@@ -22,8 +22,8 @@
 // Parts, a key width each: KERNEL_PART_U16 (f16 and bf16 keys, read as they are, u64
 // composites), KERNEL_PART_U32 (32-bit keys, u64 composites), KERNEL_PART_U64 (64-bit keys,
 // KeyIndex composites), each with the filter and the take; KERNEL_PART_<W>_R<R>, the radix
-// select at R elements a thread; KERNEL_PART_<W>_WARP, the warp sort of short rows, and
-// KERNEL_PART_<W>_DIGITS, the digit passes of long rows (16- and 32-bit keys) (end of file).
+// select at R elements a thread; and KERNEL_PART_<W>_WARP, the warp sort of short rows (16- and
+// 32-bit keys) (end of file).
 #include "common/types.cuh"
 #include "common/keys.cuh"
 #include "common/network.cuh"
@@ -40,8 +40,7 @@ typedef unsigned short u16;
 // 32-bit keys, 63..48 and 47..16 for 16-bit keys, so that a composite's radix digits begin
 // with the word's.
 #if defined(KERNEL_PART_U16) || defined(KERNEL_PART_U16_R4) || defined(KERNEL_PART_U16_R16) || \
-    defined(KERNEL_PART_U16_R32) || defined(KERNEL_PART_U16_WARP) ||                      \
-    defined(KERNEL_PART_U16_DIGITS) // every part of 16-bit keys
+    defined(KERNEL_PART_U16_R32) || defined(KERNEL_PART_U16_WARP) // every part of 16-bit keys
 #define WORD_SHIFT 48
 #define INDEX_SHIFT 16
 #else
@@ -1147,293 +1146,6 @@ __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u3
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// The digit passes (src/cuda/topk.rs, Strategy::TopkDigitPasses): a radix select over whole
-// rows in global memory, for a k that the radix select above pays for chunk by chunk. Each
-// launch is one pass over every row still in play, and every pass reads the row once:
-//  - pass 0 counts the top DIGIT_BITS of every key's held word (a 16-bit word held in the top
-//    half of a u32) into the row's histogram in global memory (`hist`, DIGIT_BINS a row);
-//  - the last block of the row to finish a pass (a count in `DigitsRow`) *decides*: it finds
-//    the bin of the row's k-th best key, adds its digit to the row's decided prefix, and counts
-//    the keys above it as won;
-//  - the next pass writes those won keys (*sure*: they share the bits decided before the last
-//    digit with the prefix and beat it in the last digit) to the row's `kept` composites, and
-//    either counts the next digit of the keys in the boundary bin, or, once that bin holds at
-//    most `collect_most`, collects them (*COLLECT*), or, once the word is whole and its ties are
-//    more than that, leaves them (*TIES*);
-//  - the last block of a collecting (or tying) pass *finishes* the row: the sure keys and the
-//    collected ones (or the first `need` keys equal to the boundary word, in index order: ties
-//    go to the smaller index) are sorted best first in shared memory, and the first k written.
-// A row of 16-bit words is decided in two digits (11 and 5 bits), of 32-bit words in three
-// (11, 11, 10), so the host launches three or four passes; a row already finished costs a
-// later pass one read of its state a block. Only the won keys and the last bin's are written,
-// fewer than k + collect_most a row, so a row costs two to four reads of its keys whatever k.
-#if defined(KERNEL_PART_U16_DIGITS) || defined(KERNEL_PART_U32_DIGITS)
-#define DIGIT_BITS 11
-#define DIGIT_BINS (1u << DIGIT_BITS)
-// 16-byte loads a thread issues before it visits their keys, so that enough bytes are in
-// flight at 4 blocks an SM: 4 for 32-bit keys; 2 for 16-bit ones, whose 32 keys of 4 loads
-// spilled at 64 registers.
-template <typename W> struct DigitsLoads { static const u32 N = sizeof(W) == 2 ? 2 : 4; };
-
-// A row's state between passes (zeroed by the host before pass 0: COUNT, nothing decided).
-enum DigitsMode : u32 { DIGITS_COUNT = 0, DIGITS_COLLECT = 1, DIGITS_TIES = 2, DIGITS_DONE = 3 };
-struct DigitsRow {
-    u32 prefix;      // the boundary word's decided top bits (held form), zeros below
-    u32 decided;     // how many top bits of the held word `prefix` decides
-    u32 before;      // `decided` before the last digit
-    u32 need;        // the row's k best that the boundary bin must still give
-    u32 mode;        // DigitsMode: what the next pass does with the boundary bin
-    u32 sure;        // sure composites written, kept[0, sure)
-    u32 collected;   // the boundary bin's composites written, kept[k, k + collected)
-    u32 blocks_done; // this pass's items of the row done: the last decides or finishes
-};
-
-// Appends `c` to dst[*count] when `take`, one atomic a warp; called by every lane of the warp.
-__device__ __forceinline__ void append_by_warp(u64 *dst, u32 *count, bool take, u64 c) {
-    const u32 wants = __ballot_sync(FULL_WARP_MASK, take);
-    if (wants == 0) return;
-    const u32 lane = threadIdx.x % WARP_SIZE, leader = __ffs(wants) - 1;
-    u32 base = 0;
-    if (lane == leader) base = atomicAdd(count, u32(__popc(wants)));
-    base = __shfl_sync(FULL_WARP_MASK, base, leader);
-    if (take) dst[base + __popc(wants & ((1u << lane) - 1))] = c;
-}
-
-// The shared memory of a digit pass: the block's histogram of one digit, the row's state as
-// the item began, and the decisions broadcast to the block.
-struct DigitsShared {
-    u32 bins[DIGIT_BINS];
-    u32 warp_totals[THREADS / WARP_SIZE];
-    DigitsRow row;
-    RadixRound round;
-    u32 last; // whether this block is the row's last of the pass
-    u32 taken;
-};
-
-// The last block of a counting pass: finds the bin of hist[0, 1 << width) (the row's counts,
-// zeroed as they are read) where the row's need-th best falls, counting from the top, and
-// moves the row's state on. Called by the whole block.
-__device__ void digits_decide(DigitsShared &s, DigitsRow *state, u32 *hist, u32 width, u32 key_bits,
-                              u32 collect_most) {
-    const u32 t = threadIdx.x, lane = t % WARP_SIZE, warp = t / WARP_SIZE;
-    const u32 bins = 1u << width;
-    const u32 per = (bins + THREADS - 1) / THREADS; // bins a thread, from the top
-    u32 counts[DIGIT_BINS / THREADS];
-    u32 mine = 0;
-#pragma unroll
-    for (u32 j = 0; j < DIGIT_BINS / THREADS; j++) {
-        const u32 from_top = t * per + j;
-        counts[j] = 0;
-        if (j < per && from_top < bins) {
-            u32 *bin = hist + (bins - 1 - from_top);
-            counts[j] = __ldcg(bin);
-            *bin = 0;
-        }
-        mine += counts[j];
-    }
-    u32 inclusive = mine; // a scan of the threads' counts, top first
-#pragma unroll
-    for (u32 d = 1; d < WARP_SIZE; d <<= 1) {
-        const u32 v = __shfl_up_sync(FULL_WARP_MASK, inclusive, d);
-        if (lane >= d) inclusive += v;
-    }
-    if (lane == WARP_SIZE - 1) s.warp_totals[warp] = inclusive;
-    __syncthreads();
-    for (u32 w = 0; w < warp; w++) inclusive += s.warp_totals[w];
-    const u32 need = s.row.need;
-    u32 above = inclusive - mine;
-    if (above < need && inclusive >= need) {
-#pragma unroll
-        for (u32 j = 0; j < DIGIT_BINS / THREADS; j++) {
-            if (j < per && above < need && above + counts[j] >= need) {
-                s.round.digit = bins - 1 - (t * per + j);
-                s.round.above = above;
-                s.round.at = counts[j];
-            }
-            if (j < per) above += counts[j];
-        }
-    }
-    __syncthreads();
-    if (t == 0) {
-        DigitsRow r = s.row;
-        r.need = need - s.round.above;
-        r.before = r.decided;
-        r.decided += width;
-        r.prefix |= s.round.digit << (32 - r.decided);
-        r.mode = s.round.at <= collect_most ? DIGITS_COLLECT : r.decided == key_bits ? DIGITS_TIES : DIGITS_COUNT;
-        r.sure = __ldcg(&state->sure);
-        r.collected = 0;
-        r.blocks_done = 0;
-        *state = r;
-    }
-}
-
-// The last block of a collecting or tying pass: the row's k best, sorted, to values and
-// indices. `buf` (dynamic shared memory) holds next_pow2(k + collect_most) composites.
-template <typename W>
-__device__ void digits_finish(DigitsShared &s, DigitsRow *state, const u64 *kept, const W *row_input, u64 row_len,
-                              u32 k, u32 map, u64 *buf, W *values, u32 *indices) {
-    typedef Held<u64, W> H;
-    const u32 t = threadIdx.x, lane = t % WARP_SIZE, warp = t / WARP_SIZE;
-    const u32 sure = __ldcg(&state->sure);
-    for (u32 i = t; i < sure; i += THREADS) buf[i] = __ldcg(kept + i);
-    u32 used;
-    if (s.row.mode == DIGITS_COLLECT) {
-        const u32 collected = __ldcg(&state->collected);
-        for (u32 i = t; i < collected; i += THREADS) buf[sure + i] = __ldcg(kept + k + i);
-        used = sure + collected;
-    } else {
-        // Ties: the first `need` keys equal to the whole boundary word, in index order: tiles
-        // of VEC consecutive keys a thread, each thread's equal keys placed after those of
-        // the tile's threads before it (a scan of their counts).
-        const u32 need = s.row.need, VEC = Vector<W>::N;
-        if (t == 0) s.taken = 0;
-        __syncthreads();
-        for (u64 tile = 0; tile < row_len && s.taken < need; tile += THREADS * VEC) { // block-uniform
-            const u64 at = tile + u64(t) * VEC;
-            typename H::T h[VEC];
-            u32 mine = 0;
-#pragma unroll
-            for (u32 v = 0; v < VEC; v++) {
-                h[v] = at + v < row_len ? H::of(row_input[at + v], map) : 0;
-                mine += at + v < row_len && h[v] == s.row.prefix;
-            }
-            u32 inclusive = mine;
-#pragma unroll
-            for (u32 d = 1; d < WARP_SIZE; d <<= 1) {
-                const u32 x = __shfl_up_sync(FULL_WARP_MASK, inclusive, d);
-                if (lane >= d) inclusive += x;
-            }
-            if (lane == WARP_SIZE - 1) s.warp_totals[warp] = inclusive;
-            __syncthreads();
-            u32 place = s.taken + inclusive - mine, total = 0;
-            for (u32 w = 0; w < THREADS / WARP_SIZE; w++) {
-                if (w < warp) place += s.warp_totals[w];
-                total += s.warp_totals[w];
-            }
-#pragma unroll
-            for (u32 v = 0; v < VEC; v++) {
-                if (at + v < row_len && h[v] == s.row.prefix) {
-                    if (place < need) buf[sure + place] = H::composite(h[v], u32(at + v));
-                    place++;
-                }
-            }
-            __syncthreads(); // every thread has read s.taken and the totals
-            if (t == 0) s.taken += total;
-            __syncthreads();
-        }
-        used = sure + need;
-    }
-    u32 slots = 1;
-    while (slots < used) slots <<= 1;
-    for (u32 i = used + t; i < slots; i += THREADS) buf[i] = padding<u64>();
-    __syncthreads();
-    sort_best_first(buf, slots);
-    for (u32 i = t; i < k; i += THREADS) {
-        const u64 c = buf[i];
-        values[i] = from_sortable(W(word_of(c)), map);
-        indices[i] = index_of(c);
-    }
-    if (t == 0) state->mode = DIGITS_DONE;
-}
-
-// One digit pass over chunk `chunk` of every row of `row_len` keys, for each of rows x chunks
-// (row, chunk) items; `pass` is the launch's place in the sequence (0 counts every key).
-// kept: k + collect_most composites a row; hist: DIGIT_BINS counts a row, zero between passes.
-template <typename W>
-__device__ void topk_digits(const W *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k,
-                            u32 collect_most, u32 map, DigitsRow *states, u32 *hists, u64 *kepts, W *values,
-                            u32 *indices) {
-    typedef Held<u64, W> H;
-    __shared__ DigitsShared s;
-    const u32 KEY_BITS = 8 * sizeof(W);
-    const u32 VEC = Vector<W>::N, LOADS = DigitsLoads<W>::N;
-    const u32 t = threadIdx.x;
-    const u64 items = u64(rows) * chunks;
-    for (u64 item = blockIdx.x; item < items; item += gridDim.x) {
-        const u64 row = item / chunks, chunk = item % chunks;
-        DigitsRow *state = states + row;
-        u64 *kept = kepts + row * (k + collect_most);
-        u32 *hist = hists + row * DIGIT_BINS;
-        __syncthreads(); // the previous item is done with the shared memory
-        if (t == 0) {
-            s.row.prefix = __ldcg(&state->prefix);
-            s.row.decided = __ldcg(&state->decided);
-            s.row.before = __ldcg(&state->before);
-            s.row.need = __ldcg(&state->need);
-            s.row.mode = __ldcg(&state->mode);
-            if (s.row.decided == 0 && s.row.mode == DIGITS_COUNT) s.row.need = k; // pass 0
-        }
-        __syncthreads();
-        const DigitsRow r = s.row;
-        if (r.mode == DIGITS_DONE) continue; // block-uniform
-        const bool counting = r.mode == DIGITS_COUNT;
-        const u32 width = counting ? min(DIGIT_BITS, KEY_BITS - r.decided) : 0;
-        if (counting)
-            for (u32 b = t; b < (1u << width); b += THREADS) s.bins[b] = 0;
-        __syncthreads();
-        const u32 decided_mask = r.decided == 0 ? 0 : ~0u << (32 - r.decided);
-        const u32 before_mask = r.before == 0 ? 0 : ~0u << (32 - r.before);
-        // Every lane of a warp visits, in step (the warp-wide counts and appends); `real`
-        // says whether the key is one.
-        auto visit = [&](W key, u64 at, bool real) {
-            const u32 h = H::of(key, map);
-            const u32 top = h & decided_mask;
-            const bool in_bin = real && top == r.prefix;
-            const bool sure = real && top > r.prefix && (h & before_mask) == (r.prefix & before_mask);
-            const u64 c = H::composite(h, u32(at));
-            append_by_warp(kept, &state->sure, sure, c);
-            // One shared atomic a key: cheaper here than count_digit's matching of lanes,
-            // which every key of pass 0 would pay.
-            if (counting && in_bin) atomicAdd(&s.bins[(h << r.decided) >> (32 - width)], 1u);
-            else if (r.mode == DIGITS_COLLECT) append_by_warp(kept + k, &state->collected, in_bin, c);
-        };
-        const W *row_input = input + row * row_len;
-        const u64 begin = chunk * chunk_len, end = min(begin + chunk_len, row_len);
-        // The keys before the first 16-byte boundary (fewer than VEC), one a thread.
-        u64 head = (16 - reinterpret_cast<u64>(row_input + begin) % 16) % 16 / sizeof(W);
-        head = min(head, end - begin);
-        visit(t < head ? row_input[begin + t] : W(0), begin + t, t < head);
-        for (u64 tile = begin + head; tile < end; tile += LOADS * THREADS * VEC) { // block-uniform
-            W e[LOADS][VEC];
-#pragma unroll
-            for (u32 batch = 0; batch < LOADS; batch++) {
-                const u64 at = tile + (batch * THREADS + t) * VEC;
-                if (at + VEC <= end) {
-                    Vector<W>::load(row_input + at, e[batch]);
-                } else {
-#pragma unroll
-                    for (u32 v = 0; v < VEC; v++) e[batch][v] = at + v < end ? row_input[at + v] : W(0);
-                }
-            }
-#pragma unroll
-            for (u32 batch = 0; batch < LOADS; batch++) {
-                const u64 at = tile + (batch * THREADS + t) * VEC;
-#pragma unroll
-                for (u32 v = 0; v < VEC; v++) visit(e[batch][v], at + v, at + v < end);
-            }
-        }
-        __syncthreads();
-        if (counting)
-            for (u32 b = t; b < (1u << width); b += THREADS)
-                if (s.bins[b] != 0) atomicAdd(hist + b, s.bins[b]);
-        __threadfence(); // this block's counts and appends, before its count of blocks done
-        __syncthreads();
-        if (t == 0) s.last = atomicAdd(&state->blocks_done, 1u) == chunks - 1;
-        __syncthreads();
-        if (!s.last) continue;
-        __threadfence(); // every other block's, before this one reads them
-        if (counting) {
-            digits_decide(s, state, hist, width, KEY_BITS, collect_most);
-        } else {
-            digits_finish<W>(s, state, kept, row_input, row_len, k, map, shared_tile<u64>(), values + row * k,
-                             indices + row * k);
-        }
-    }
-}
-#endif // the digit passes
-
 // dst[r * k + i] = src[r * row_len + i] for the first k elements of each row: the first k of
 // rows sorted stably (a top-k larger than the filter keeps).
 template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *dst, u64 k, u64 count) {
@@ -1489,15 +1201,6 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
         topk_warp_sort<W, W, P>(input, row_len, rows, k, map, values, indices);                 \
     }
 #define EXPORT_TOPK_WARP_SORT(W) WARP_SORT_KERNEL(W, 2) WARP_SORT_KERNEL(W, 8) WARP_SORT_KERNEL(W, 32)
-// The digit passes of 16- and 32-bit keys, a part each. 4 blocks an SM: 64 registers.
-#define EXPORT_TOPK_DIGITS(W)                                                                   \
-    extern "C" __global__ void __launch_bounds__(THREADS, 4)                                    \
-        topk_digits_##W(const W *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k, \
-                        u32 collect_most, u32 map, DigitsRow *states, u32 *hists, u64 *kepts,   \
-                        W *values, u32 *indices) {                                              \
-        topk_digits<W>(input, row_len, rows, chunks, chunk_len, k, collect_most, map, states, hists, kepts, \
-                       values, indices);                                                        \
-    }
 #define EXPORT_TOPK(W, C)                                                                       \
     extern "C" __global__ void __launch_bounds__(THREADS) topk_keys_##W TOPK_PARAMS(W, C, W) {   \
         topk_filter<W, C, W> TOPK_ARGS;                                                         \
@@ -1518,8 +1221,6 @@ EXPORT_TOPK_RADIX(u16, u64, 32)
 EXPORT_TOPK_STREAM(u16, u64)
 #elif defined(KERNEL_PART_U16_WARP)
 EXPORT_TOPK_WARP_SORT(u16)
-#elif defined(KERNEL_PART_U16_DIGITS)
-EXPORT_TOPK_DIGITS(u16)
 #elif defined(KERNEL_PART_U32)
 EXPORT_TOPK(u32, u64)
 #elif defined(KERNEL_PART_U32_R4)
@@ -1531,8 +1232,6 @@ EXPORT_TOPK_RADIX(u32, u64, 32)
 EXPORT_TOPK_STREAM(u32, u64)
 #elif defined(KERNEL_PART_U32_WARP)
 EXPORT_TOPK_WARP_SORT(u32)
-#elif defined(KERNEL_PART_U32_DIGITS)
-EXPORT_TOPK_DIGITS(u32)
 #elif defined(KERNEL_PART_U64)
 EXPORT_TOPK(u64, KeyIndex)
 extern "C" __global__ void topk_take_u32 TAKE_PARAMS(u32) { topk_take<u32> TAKE_ARGS; }
@@ -1544,5 +1243,5 @@ EXPORT_TOPK_RADIX(u64, KeyIndex, 16)
 EXPORT_TOPK_RADIX(u64, KeyIndex, 32)
 EXPORT_TOPK_STREAM(u64, KeyIndex)
 #else
-#error "topk.cu compiles one part: KERNEL_PART_<W>, _<W>_R<R>, _<W>_WARP or _<W>_DIGITS (W one of U16, U32, U64)"
+#error "topk.cu compiles one part: KERNEL_PART_<W>, _<W>_R<R> or _<W>_WARP, W one of U16, U32, U64"
 #endif

@@ -120,11 +120,6 @@ pub enum Strategy {
     /// registers and finds its k-th best by a radix select, digit by digit; the chunks' k best
     /// reduce the same way, and a row's last block sorts its k with a bitonic network.
     TopkRadix,
-    /// Top-k selection on the GPU (src/cuda/topk.rs) of rows longer than [`TOPK_RADIX_CHUNK`]
-    /// for a large k: a radix select over whole rows in global memory, one digit of the keys a
-    /// pass (a histogram of each row), collecting the keys of a row's boundary bin once they
-    /// are few; two to four reads of the keys whatever k.
-    TopkDigitPasses,
     /// Top-k selection on the CPU: a selection and a sort of the k best per row (rayon).
     CpuTopk,
 }
@@ -144,7 +139,6 @@ impl std::fmt::Display for Strategy {
             Strategy::TopkFilter => f.write_str("top-k threshold filter"),
             Strategy::TopkRadix => f.write_str("top-k radix select"),
             Strategy::TopkWarpSort => f.write_str("top-k warp sort"),
-            Strategy::TopkDigitPasses => f.write_str("top-k digit passes"),
             Strategy::CpuTopk => f.write_str("CPU top-k selection"),
         }
     }
@@ -156,10 +150,7 @@ impl Strategy {
     pub fn selects_by_composites(self) -> bool {
         matches!(
             self,
-            Strategy::TopkRadix
-                | Strategy::TopkFilter
-                | Strategy::TopkWarpSort
-                | Strategy::TopkDigitPasses
+            Strategy::TopkRadix | Strategy::TopkFilter | Strategy::TopkWarpSort
         )
     }
 
@@ -208,10 +199,7 @@ impl Strategy {
 ///   the GPU sorts the rows stably and keeps their first k. Rows of at most
 ///   [`TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes take [`Strategy::TopkWarpSort`] instead: up
 ///   to [`Policy::topk_warp_sort_rows_up_to`] keys for every k, longer ones for k from
-///   [`Policy::topk_warp_sort_min_k`] (by key width) and for any k above half the row. Rows
-///   longer than [`TOPK_RADIX_CHUNK`] keys of 2 or 4 bytes take [`Strategy::TopkDigitPasses`]
-///   for k from [`Policy::topk_digit_passes_min_k`] up to [`TOPK_FILTER_MAX_K`] and half the
-///   row.
+///   [`Policy::topk_warp_sort_min_k`] (by key width) and for any k above half the row.
 pub fn choose(request: &Request, gpu: Option<&Policy>) -> Result<(Backend, Strategy)> {
     let backend = match (request.backend, gpu) {
         (Backend::Cuda, None) => return Err(Error::NoGpu),
@@ -285,17 +273,6 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
                     || 2 * k > row_len) =>
         {
             return Ok(Strategy::TopkWarpSort);
-        }
-        // Long rows and a large k: the digit passes, which read a row two to four times
-        // whatever k, where the radix select's work grows with k.
-        (Some((k, key_bytes)), Layout::Whole | Layout::Rows { .. })
-            if key_bytes <= 4
-                && row_len > TOPK_RADIX_CHUNK
-                && k >= policy.topk_digit_passes_min_k
-                && k <= TOPK_FILTER_MAX_K
-                && 2 * k <= row_len =>
-        {
-            return Ok(Strategy::TopkDigitPasses);
         }
         (Some((k, _)), Layout::Whole | Layout::Rows { .. })
             if k <= TOPK_FILTER_MAX_K && 2 * k <= row_len =>
@@ -459,16 +436,15 @@ mod tests {
         let (warp, warp_k) = (TOPK_WARP_SORT_MOST, Policy::HOPPER.topk_warp_sort_min_k_32);
         let warp_k16 = Policy::HOPPER.topk_warp_sort_min_k_16;
         let warp_all = Policy::HOPPER.topk_warp_sort_rows_up_to;
-        let digits_k = Policy::HOPPER.topk_digit_passes_min_k;
         #[rustfmt::skip]
         let table = [
             // (keys, layout, k, key bytes, GPU present) -> backend, strategy
             (1000, Layout::Whole, 10, 4, true, Backend::Cpu, CpuTopk),
             (1 << 20, Layout::Whole, 10, 4, false, Backend::Cpu, CpuTopk),
             (1 << 20, Layout::Whole, 10, 4, true, Backend::Cuda, TopkRadix),
-            (1 << 20, Layout::Whole, radix_k, 8, true, Backend::Cuda, TopkRadix),
-            (1 << 20, Layout::Whole, radix_k + 1, 8, true, Backend::Cuda, TopkFilter),
-            (1 << 20, Layout::Whole, max, 8, true, Backend::Cuda, TopkFilter),
+            (1 << 20, Layout::Whole, radix_k, 4, true, Backend::Cuda, TopkRadix),
+            (1 << 20, Layout::Whole, radix_k + 1, 4, true, Backend::Cuda, TopkFilter),
+            (1 << 20, Layout::Whole, max, 4, true, Backend::Cuda, TopkFilter),
             (long + 1, Layout::Whole, long_k, 4, true, Backend::Cuda, TopkRadix),
             (long + 1, Layout::Whole, long_k + 1, 4, true, Backend::Cuda, TopkFilter),
             (long + 1, rows(long), long_k + 1, 4, true, Backend::Cuda, TopkRadix),
@@ -476,7 +452,7 @@ mod tests {
             (1 << 20, rows(1 << 20), max + 1, 4, true, Backend::Cuda, KeyValueMerge),
             (1 << 20, rows(4096), 100, 4, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(chunk), max, 4, true, Backend::Cuda, TopkRadix),
-            (1 << 20, rows(chunk * 2), max, 8, true, Backend::Cuda, TopkFilter),
+            (1 << 20, rows(chunk * 2), max, 4, true, Backend::Cuda, TopkFilter),
             (1 << 20, rows(4096), 4096, 4, true, Backend::Cuda, PairPasses),
             // Short rows of 2- and 4-byte keys: the warp sort for every k up to its length,
             // then from its k, and above half a row.
@@ -492,17 +468,6 @@ mod tests {
             (1 << 20, rows(1000), 100, 4, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(warp * 2), 513, 4, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(warp * 2), warp + 1, 4, true, Backend::Cuda, PairPasses),
-            // Rows past a radix chunk of 2- and 4-byte keys: the digit passes from their k up
-            // to the filter's largest and half the row.
-            (1 << 20, rows(chunk + 1), digits_k - 1, 4, true, Backend::Cuda, TopkRadix),
-            (1 << 20, rows(chunk + 1), digits_k, 4, true, Backend::Cuda, TopkDigitPasses),
-            (1 << 20, rows(chunk + 1), digits_k, 2, true, Backend::Cuda, TopkDigitPasses),
-            (1 << 20, rows(chunk + 1), digits_k, 8, true, Backend::Cuda, TopkRadix),
-            (1 << 20, rows(chunk), digits_k, 4, true, Backend::Cuda, TopkRadix),
-            (1 << 20, rows(chunk * 4), max, 4, true, Backend::Cuda, TopkDigitPasses),
-            (1 << 20, rows(chunk * 4), max + 1, 4, true, Backend::Cuda, PairPasses),
-            (1 << 20, Layout::Whole, max, 2, true, Backend::Cuda, TopkDigitPasses),
-            (1 << 20, rows(chunk * 2), max, 4, true, Backend::Cuda, TopkDigitPasses),
             // 8-byte keys take the radix select or the rows' argsort.
             (1 << 20, rows(16), 1, 8, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(1024), 512, 8, true, Backend::Cuda, TopkRadix),

@@ -103,15 +103,6 @@ pub struct Policy {
     /// u64: 16,384 x 1,024 bf16 0.16 ms for every k, against the radix select's 0.14 at k = 64
     /// and 0.19–0.21 at 100.
     pub topk_warp_sort_min_k_16: usize,
-    /// Rows longer than [`crate::dispatch::TOPK_RADIX_CHUNK`] keys of 2 or 4 bytes take the
-    /// digit passes ([`crate::dispatch::Strategy::TopkDigitPasses`]) for k from this on (up to
-    /// [`crate::dispatch::TOPK_FILTER_MAX_K`] and half the row): they read a row two to four
-    /// times whatever k, where the radix select's work grows with k.
-    pub topk_digit_passes_min_k: usize,
-    /// The digit passes collect a row's boundary bin once it holds at most this many keys (or
-    /// k, if more); a larger bin takes another pass over the row, a smaller one a shorter sort
-    /// of the row's sure keys and the bin's.
-    pub topk_digit_passes_collect_most: usize,
 }
 
 impl Policy {
@@ -154,8 +145,6 @@ impl Policy {
         topk_warp_sort_rows_up_to: 256,
         topk_warp_sort_min_k_32: 384,
         topk_warp_sort_min_k_16: 100,
-        topk_digit_passes_min_k: 256,
-        topk_digit_passes_collect_most: 1024,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which

@@ -22,7 +22,7 @@ fn main() {
             gpu_u32, gpu_i32, gpu_u64, gpu_i64, gpu_f32, gpu_f64, gpu_f16, gpu_bf16,
             gpu_patterns_with_ties, gpu_keys_sharing_their_top_bits,
             gpu_filter_on_every_row, gpu_radix_at_16_a_thread, gpu_streamed_segments,
-            gpu_short_rows_by_warps, gpu_digit_passes, gpu_device_buffers,
+            gpu_short_rows_by_warps, gpu_device_buffers,
             gpu_auto_backend, topk_for_the_sanitizer;
     ]);
 }
@@ -136,11 +136,8 @@ fn expected_strategy(
         || (k <= TOPK_RADIX_MAX_K && row_len <= policy.topk_filter_above)
         || k <= policy.topk_long_radix_max_k.min(TOPK_RADIX_MAX_K);
     let selects = k <= TOPK_FILTER_MAX_K && 2 * k <= row_len;
-    let digits =
-        key_bytes <= 4 && row_len > TOPK_RADIX_CHUNK && k >= policy.topk_digit_passes_min_k;
     match backend {
         Backend::Cuda if warp_sort => Strategy::TopkWarpSort,
-        Backend::Cuda if selects && digits => Strategy::TopkDigitPasses,
         Backend::Cuda if selects && radix => Strategy::TopkRadix,
         Backend::Cuda if selects => Strategy::TopkFilter,
         Backend::Cuda if rows == 1 => Strategy::KeyValueMerge,
@@ -271,7 +268,6 @@ fn gpu_filter_on_every_row() {
     let filter = Policy {
         topk_filter_above: 0,
         topk_long_radix_max_k: 0,
-        topk_digit_passes_min_k: usize::MAX,
         ..Policy::HOPPER
     };
     let filter = Some(&filter);
@@ -283,7 +279,6 @@ fn gpu_filter_on_every_row() {
     }
     let long_rows = Policy {
         topk_filter_above: 0,
-        topk_digit_passes_min_k: usize::MAX,
         ..Policy::HOPPER
     };
     let long_rows = Some(&long_rows);
@@ -339,10 +334,9 @@ fn gpu_radix_at_16_a_thread() {
 
 /// A policy that streams segments (kernels/topk.cu STREAM) for every k it can (1 to 1,024),
 /// cuts no row for the grid's sake, and gives a segment at most `stream_chunks` chunks: short
-/// rows stream too. No digit passes.
+/// rows stream too.
 fn streaming_policy(stream_chunks: usize) -> Policy {
     Policy {
-        topk_digit_passes_min_k: usize::MAX,
         topk_radix_blocks_per_sm: 0,
         topk_radix_stream_chunks: stream_chunks,
         topk_radix_stream_min_k: 1,
@@ -459,82 +453,6 @@ fn gpu_short_rows_by_warps() {
         (many, 1000),
         Pattern::FewDistinct,
         &[64, 1000],
-    );
-}
-
-/// A policy that takes the digit passes for every k on rows longer than a radix chunk, and
-/// collects a boundary bin only when it holds at most `collect_most` keys (or k).
-fn digits_policy(collect_most: usize) -> Policy {
-    Policy {
-        topk_digit_passes_min_k: 1,
-        topk_digit_passes_collect_most: collect_most,
-        ..Policy::HOPPER
-    }
-}
-
-/// The digit passes for every k, every pattern, rows of one chunk and of many (lengths
-/// around a chunk's and misaligned), with the default bin to collect and with one of k (more
-/// passes, and ties taken by index when the whole word is decided); keys that share their top
-/// 22 bits, so that every digit is counted; more rows than the grid has blocks.
-fn gpu_digit_passes() {
-    gpu("gpu_digit_passes");
-    let (default_bin, small_bin) = (digits_policy(1024), digits_policy(1));
-    let ks = [1, 2, 50, 255, 256, 1000, 1024, 2048];
-    let shapes = [
-        (3, TOPK_RADIX_CHUNK + 1),
-        (2, 40_000),
-        (1, 100_003),
-        (1, (1 << 20) + 3),
-    ];
-    for pattern in PATTERNS {
-        for policy in [&default_bin, &small_bin] {
-            for &(rows, row_len) in &shapes {
-                let ks: Vec<usize> = ks.iter().copied().filter(|&k| 2 * k <= row_len).collect();
-                let shape = (rows, row_len);
-                check_ks::<f32>(Backend::Cuda, Some(policy), shape, pattern, &ks);
-                check_ks::<bitonic::half::bf16>(Backend::Cuda, Some(policy), shape, pattern, &ks);
-            }
-            check_ks::<i32>(Backend::Cuda, Some(policy), (2, 70_001), pattern, &[7, 300]);
-            check_ks::<bitonic::half::f16>(
-                Backend::Cuda,
-                Some(policy),
-                (2, 70_001),
-                pattern,
-                &[7, 300],
-            );
-        }
-    }
-    let (rows, row_len) = (3, 30_000);
-    let low = make_keys::<u32>(rows * row_len, Pattern::Random, 13);
-    let shared_top: Vec<f32> = low
-        .iter()
-        .map(|&x| f32::from_bits(0x3f80_0000 | (x & 0x3ff)))
-        .collect();
-    let sorter = Sorter::new()
-        .backend(Backend::Cuda)
-        .policy(small_bin.clone());
-    for select in SELECTS {
-        let orders = stable_orders(&shared_top, row_len, select);
-        for k in [1, 100, 1000] {
-            let what = format!("shared top bits {rows}x{row_len} k {k} {select:?}");
-            let ran = check_selection(&sorter, &shared_top, row_len, k, select, &orders, &what);
-            assert_eq!(ran.strategy, Strategy::TopkDigitPasses, "{what}");
-        }
-    }
-    // An H200's grid holds 132 x 32 blocks: these rows go round more than once.
-    check_ks::<f32>(
-        Backend::Cuda,
-        Some(&default_bin),
-        (6000, 9000),
-        Pattern::Random,
-        &[300],
-    );
-    check_ks::<bitonic::half::bf16>(
-        Backend::Cuda,
-        None,
-        (6000, 9000),
-        Pattern::FewDistinct,
-        &[300],
     );
 }
 
@@ -729,16 +647,6 @@ fn topk_for_the_sanitizer() {
         for (rows, row_len, k) in [(9, 33, 5), (9, 200, 101), (17, 1000, 1000)] {
             one_selection::<f32>(rows, row_len, k, select, Pattern::Random);
             one_selection::<bitonic::half::bf16>(rows, row_len, k, select, Pattern::FewDistinct);
-        }
-        // The digit passes: collecting after one digit and after more, ties taken by index.
-        for (policy, pattern) in [
-            (digits_policy(1024), Pattern::Random),
-            (digits_policy(1), Pattern::Random),
-            (digits_policy(1), Pattern::FewDistinct),
-        ] {
-            let digits = Sorter::new().backend(Backend::Cuda).policy(policy);
-            one_selection_by::<f32>(&digits, 2, 40_000, 600, select, pattern);
-            one_selection_by::<bitonic::half::bf16>(&digits, 3, 9000, 50, select, pattern);
         }
         // Segments (one a row of five chunks here) with every fallback: sorted keys overflow
         // the candidates, ties crowd the thresholds.

@@ -131,10 +131,6 @@ pub static TOPK_U64: KernelModule = kernel_module!("topk.cu", "u64");
 pub static TOPK_WARP_U16: KernelModule = kernel_module!("topk.cu", "u16_warp");
 /// The same, 32-bit keys.
 pub static TOPK_WARP_U32: KernelModule = kernel_module!("topk.cu", "u32_warp");
-/// The top-k digit passes over long rows of 16-bit keys (src/cuda/topk.rs `digit_passes`).
-pub static TOPK_DIGITS_U16: KernelModule = kernel_module!("topk.cu", "u16_digits");
-/// The same, 32-bit keys.
-pub static TOPK_DIGITS_U32: KernelModule = kernel_module!("topk.cu", "u32_digits");
 /// The top-k radix select of 16-bit keys at 4, 16 and 32 elements a thread
 /// (src/cuda/topk.rs `RADIX_PER_THREAD`), a module each: a selection compiles the ones its
 /// passes run.
@@ -182,8 +178,6 @@ pub static ALL: std::sync::LazyLock<Vec<&'static KernelModule>> = std::sync::Laz
         &TOPK_U64,
         &TOPK_WARP_U16,
         &TOPK_WARP_U32,
-        &TOPK_DIGITS_U16,
-        &TOPK_DIGITS_U32,
     ];
     let families = families.into_iter().flatten();
     seeds.into_iter().chain(families).chain(others).collect()

@@ -69,10 +69,7 @@ pub(crate) fn modules_for(
         }
         // The top-k selections prepare their own modules (src/cuda/topk.rs): the radix
         // select's depend on k.
-        Strategy::TopkFilter
-        | Strategy::TopkRadix
-        | Strategy::TopkWarpSort
-        | Strategy::TopkDigitPasses => vec![],
+        Strategy::TopkFilter | Strategy::TopkRadix | Strategy::TopkWarpSort => vec![],
         Strategy::CpuSort
         | Strategy::CpuNetwork
         | Strategy::CpuNetworkSerial

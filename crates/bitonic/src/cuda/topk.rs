@@ -1,6 +1,5 @@
 //! Top-k selection on the GPU (kernels/topk.cu): [`Strategy::TopkRadix`],
-//! [`Strategy::TopkFilter`], [`Strategy::TopkWarpSort`] for short rows,
-//! [`Strategy::TopkDigitPasses`] for long rows and a large k, and past
+//! [`Strategy::TopkFilter`], [`Strategy::TopkWarpSort`] for short rows, and past
 //! [`crate::dispatch::TOPK_FILTER_MAX_K`] (or for a k above half the row) the first k of each
 //! row's stable argsort. 16-bit keys are read as they are by the first three (topk.cu's u16
 //! parts), and widened to u32 words for the argsort.
@@ -23,14 +22,6 @@
 //! 4 bytes fits in one warp's registers as composites, up to 32 a lane: the warp sorts them
 //! with a bitonic network (shuffles between lanes, compares within one) and writes the first k,
 //! with no barrier and one launch ([`warp_sort`]).
-//!
-//! **The digit passes.** A radix select over whole rows in global memory: each pass reads
-//! every row still in play once and counts one digit (11 bits) of its keys in the row's
-//! histogram; the row's last block to finish a pass finds the bin of the row's k-th best and
-//! decides that digit. The keys above the bin are written as they are met in the next pass,
-//! and the bin's own keys once they are at most [`Policy::topk_digit_passes_collect_most`]
-//! (or, when the whole word is decided and ties are more, the first of them by index); the
-//! row's last block then sorts the row's k best in shared memory ([`digit_passes`]).
 //!
 //! **The filter.** One block selects the best k of one chunk of a row, keeping them in shared
 //! memory and letting through only the keys that beat the k-th best (kernels/topk.cu says
@@ -329,10 +320,7 @@ pub(crate) fn select<K: SortKey>(
     }
     checked_rows(n, row_len, k, (values.len(), indices.len()))?;
     match strategy {
-        Strategy::TopkRadix
-        | Strategy::TopkFilter
-        | Strategy::TopkWarpSort
-        | Strategy::TopkDigitPasses => {
+        Strategy::TopkRadix | Strategy::TopkFilter | Strategy::TopkWarpSort => {
             let shape = (row_len, k, select);
             by_composites(
                 t,
@@ -367,8 +355,8 @@ fn checked_rows(n: usize, row_len: usize, k: usize, outputs: (usize, usize)) -> 
     Ok(rows)
 }
 
-/// The selection by composites ([`Strategy::TopkRadix`], [`Strategy::TopkFilter`],
-/// [`Strategy::TopkWarpSort`] or [`Strategy::TopkDigitPasses`]) of rows
+/// The selection by composites ([`Strategy::TopkRadix`], [`Strategy::TopkFilter`] or
+/// [`Strategy::TopkWarpSort`]) of rows
 /// of `row_len` keys given as words `B` of 2, 4 or 8 bytes (16-bit keys as they are, with no
 /// widened copy), whose map to sortable words is `kind`; `shape` is (row_len, k, select).
 pub(crate) fn by_composites<B: DeviceRepr>(
@@ -405,7 +393,6 @@ pub(crate) fn by_composites<B: DeviceRepr>(
     let shape = (rows, row_len, k, map);
     match (strategy, key_bytes) {
         (Strategy::TopkWarpSort, 2 | 4) => warp_sort(t, keys, shape, values, indices),
-        (Strategy::TopkDigitPasses, 2 | 4) => digit_passes(t, keys, shape, values, indices),
         (Strategy::TopkRadix, 8) => radix::<B, KeyIndex>(t, keys, shape, values, indices),
         (Strategy::TopkRadix, _) => radix::<B, u64>(t, keys, shape, values, indices),
         (Strategy::TopkFilter, 8) => filter::<B, KeyIndex>(t.gpu, keys, shape, values, indices),
@@ -542,97 +529,6 @@ fn warp_sort<B: DeviceRepr>(
         .during(|| format!("launching {name}"))
 }
 
-/// Threads a multiprocessor that the digit passes' chunks aim for: their launch bounds' 4
-/// blocks of [`THREADS`].
-const DIGITS_BLOCKS_PER_SM: usize = 4;
-/// The fewest and the most keys of a digit pass's chunk (unless the row is shorter): fewer
-/// cost a block more in its histogram's clearing and flushing than in its loads; more leave a
-/// few long rows too few blocks.
-const DIGITS_CHUNK_LEAST: usize = 1 << 12;
-const DIGITS_CHUNK_MOST: usize = 1 << 16;
-/// Bits of a digit (kernels/topk.cu `DIGIT_BITS`).
-const DIGIT_BITS: usize = 11;
-/// The static shared memory of a digit pass's block (kernels/topk.cu `DigitsShared`, rounded
-/// up), beside the dynamic shared memory of its sort.
-const DIGITS_STATIC_SHARED: usize = (launch::DIGIT_BINS + 64) * 4;
-
-/// The chunks of the digit passes over `rows` rows of `row_len` keys on `sms`
-/// multiprocessors: (chunks a row, chunk length), enough items to give each multiprocessor
-/// [`DIGITS_BLOCKS_PER_SM`] blocks, each chunk at 16-key multiples.
-fn digits_chunks(rows: usize, row_len: usize, sms: usize) -> (usize, usize) {
-    let per_row = (sms * DIGITS_BLOCKS_PER_SM).div_ceil(rows).max(1);
-    let chunk_len = row_len
-        .div_ceil(per_row)
-        .clamp(DIGITS_CHUNK_LEAST, DIGITS_CHUNK_MOST)
-        .next_multiple_of(CHUNK_ALIGN)
-        .min(row_len);
-    (row_len.div_ceil(chunk_len), chunk_len)
-}
-
-/// The digit passes ([`Strategy::TopkDigitPasses`]) over rows of keys of words `B` (2 or 4
-/// bytes): a pass for each digit of the word and one that finishes the rows, which cost a
-/// finished row a read of its state a block; `shape` is (rows, row_len, k, key map).
-fn digit_passes<B: DeviceRepr>(
-    t: Target,
-    keys: &CudaView<B>,
-    (rows, row_len, k, map): (usize, usize, usize, u32),
-    values: &mut CudaViewMut<B>,
-    indices: &mut CudaViewMut<u32>,
-) -> Result<()> {
-    let gpu = t.gpu;
-    let key_bytes = std::mem::size_of::<B>();
-    let module = match key_bytes {
-        2 => &kernels::TOPK_DIGITS_U16,
-        _ => &kernels::TOPK_DIGITS_U32,
-    };
-    gpu.prepare(t.policy, &[module])?;
-    let collect_most = t.policy.topk_digit_passes_collect_most.max(k);
-    let shared = (k + collect_most).next_power_of_two() * std::mem::size_of::<u64>();
-    if shared + DIGITS_STATIC_SHARED > gpu.info().shared_per_block_optin {
-        return Err(Error::Unsupported(
-            "a policy's topk_digit_passes_collect_most past a block's shared memory",
-        ));
-    }
-    let sms = gpu.info().multiprocessors.max(1) as usize;
-    let (chunks, chunk_len) = digits_chunks(rows, row_len, sms);
-    let stream = gpu.stream();
-    let states = launch::DIGITS_STATE_WORDS * rows;
-    let bins = launch::DIGIT_BINS * rows;
-    let kept = (k + collect_most) * rows;
-    let mut scratch = launch::DigitsScratch {
-        states: stream
-            .alloc_zeros::<u32>(states)
-            .during(|| format!("allocating the digit passes' state of {rows} rows"))?,
-        hists: stream
-            .alloc_zeros::<u32>(bins)
-            .during(|| format!("allocating {bins} histogram bins"))?,
-        // SAFETY: a row's kept composites are written before its last pass reads them.
-        kept: unsafe { stream.alloc::<u64>(kept) }
-            .during(|| format!("allocating {kept} kept composites"))?,
-    };
-    let name = format!("topk_digits_{}", width(key_bytes));
-    let f = gpu.function(module, &name)?;
-    gpu.allow_shared(&f, shared as u32)?;
-    let blocks = (rows * chunks).min(sms * 32);
-    let cfg = launch::config(blocks as u32, THREADS, shared as u32);
-    let args = launch::DigitsArgs {
-        row_len: row_len as u64,
-        rows: rows as u32,
-        chunks: chunks as u32,
-        chunk_len: chunk_len as u64,
-        k: k as u32,
-        collect_most: collect_most as u32,
-        map,
-    };
-    // A pass a digit (11 bits: 2 for 16-bit words, 3 for 32-bit ones) and the last.
-    let passes = (8 * key_bytes).div_ceil(DIGIT_BITS) + 1;
-    for _ in 0..passes {
-        launch::topk_digits(gpu, &f, cfg, keys, &args, &mut scratch, (values, indices))
-            .during(|| format!("launching {name}"))?;
-    }
-    Ok(())
-}
-
 /// One pass of the filter or the radix select: kernel `name` of `module` with `shared` bytes of
 /// dynamic shared memory over `keys` (the first pass) or the partial results of the pass
 /// before (`input`), into new partial results (returned) or, one chunk a row, `values` and
@@ -752,32 +648,6 @@ fn by_sorting<K: SortKey>(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The digit passes' chunks cover each row once, start 16-byte aligned (when the row
-    /// is), hold at least a few thousand keys (or the row) and at most DIGITS_CHUNK_MOST, and
-    /// give every multiprocessor blocks when the rows are long enough.
-    #[test]
-    fn digit_chunks_cover_the_rows() {
-        for sms in [1, 132] {
-            for rows in [1, 3, 64, 4096, 100_000] {
-                for row_len in [8193, 9000, 32_768, 100_003, 1 << 24, (1 << 28) + 5] {
-                    let (chunks, chunk_len) = digits_chunks(rows, row_len, sms);
-                    let what = format!("{rows} x {row_len} on {sms} SMs");
-                    assert!(chunks * chunk_len >= row_len, "{what}");
-                    assert!((chunks - 1) * chunk_len < row_len, "{what}");
-                    assert!(
-                        chunk_len % CHUNK_ALIGN == 0 || chunk_len == row_len,
-                        "{what}"
-                    );
-                    assert!(chunk_len >= DIGITS_CHUNK_LEAST.min(row_len), "{what}");
-                    assert!(chunk_len <= DIGITS_CHUNK_MOST, "{what}");
-                    if rows * row_len >= sms * DIGITS_BLOCKS_PER_SM * DIGITS_CHUNK_MOST {
-                        assert!(rows * chunks >= sms * DIGITS_BLOCKS_PER_SM, "{what}");
-                    }
-                }
-            }
-        }
-    }
 
     /// Every pass's shape keeps the kernel's contract: the chunks cover the row, aligned, the
     /// candidate area holds a tile after a flush (or the whole chunk), the buffer fits 64 KiB,
