@@ -1,5 +1,6 @@
-"""torch.topk timed like `bitonic bench-topk` times ours: fresh random keys every repeat, one
-warm-up, CUDA events around the call alone, the median. Prints rows in the top-k CSV format
+"""torch.topk timed like `bitonic bench-topk` times ours: fresh random keys every repeat, drawn
+as ours are (uniform in [-1, 1): crates/bitonic-bench/src/gen.rs), one warm-up, CUDA events
+around the call alone, the median. Prints rows in the top-k CSV format
 (crates/bitonic-bench/src/topk.rs), named "torch":
 
     torch.topk(x, k, dim=-1, largest=True, sorted=True)     values and int64 indices
@@ -33,7 +34,7 @@ def main():
                     continue
                 times = []
                 for r in range(repeats + 1):
-                    x = torch.randn(rows, row_len, device="cuda").to(DTYPES[name])
+                    x = (torch.rand(rows, row_len, device="cuda") * 2 - 1).to(DTYPES[name])
                     t = event_time(lambda: torch.topk(x, k, dim=-1, largest=True, sorted=True))
                     if r:
                         times.append(t)
