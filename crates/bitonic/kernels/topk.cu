@@ -40,7 +40,7 @@ typedef unsigned short u16;
 // 32-bit keys, 63..48 and 47..16 for 16-bit keys, so that a composite's radix digits begin
 // with the word's.
 #if defined(KERNEL_PART_U16) || defined(KERNEL_PART_U16_R4) || defined(KERNEL_PART_U16_R16) || \
-    defined(KERNEL_PART_U16_R32) || defined(KERNEL_PART_U16_WARP) // every part of 16-bit keys
+    defined(KERNEL_PART_U16_R32) || defined(KERNEL_PART_U16_WARP) || defined(KERNEL_PART_U16_SAMPLED) // 16-bit keys
 #define WORD_SHIFT 48
 #define INDEX_SHIFT 16
 #else
@@ -178,69 +178,79 @@ template <typename C> __device__ C flush(C *buf, u32 k, u32 slots, u32 *count) {
     return buf[k - 1];
 }
 
-// The best k of chunk `chunk` of every row of `row_len` elements of `input` (keys `K`, or
-// composites `C` in a reduction pass), for each of rows x chunks (row, chunk) items. With one
-// chunk a row the results are final: `values` (unmapped keys) and `indices` (in the row),
-// k a row; else `partials`, k composites an item, row-major.
+// The best k of the elements [begin, end) of a row (`row_input`; keys `K`, or composites `C`
+// in a reduction pass), item `item` of its launch: with `last` (one chunk a row) the results
+// are final, `values` (unmapped keys) and `indices` (in the row) of row `row`, k a row; else
+// `partials`, k composites an item, row-major. The block's shared memory holds `slots`
+// composites, at least k + one tile (THREADS 16-byte vectors). Called by the whole block.
 template <typename K, typename C, typename In>
-__device__ void topk_filter(const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len,
-                            u32 k, u32 slots, u32 map, C *partials, K *values, u32 *indices) {
+__device__ void filter_chunk(const In *row_input, u64 row, u64 item, u64 begin, u64 end, u32 k, u32 slots,
+                             u32 map, bool last, C *partials, K *values, u32 *indices) {
     C *buf = shared_tile<C>();
     __shared__ u32 count;
     const u32 VEC = Vector<In>::N;
     const u32 TILE = THREADS * VEC;
     const u32 capacity = slots - k;
-    const bool vectors = reinterpret_cast<u64>(input) % 16 == 0;
+    __syncthreads(); // the previous item's results are written
+    for (u32 i = threadIdx.x; i < slots; i += THREADS) buf[i] = padding<C>();
+    if (threadIdx.x == 0) count = 0;
+    __syncthreads();
+    C threshold = padding<C>();
+    // The elements before the first 16-byte boundary, one a thread (fewer than VEC, which the
+    // candidate area holds); the tiles after it load in 16-byte vectors where that boundary
+    // falls on an element (always, but for composites at an address of 8 mod 16).
+    const u64 address = reinterpret_cast<u64>(row_input + begin);
+    const u64 head = min(u64((16 - address % 16) % 16 / sizeof(In)), end - begin);
+    const bool vectors = (address + head * sizeof(In)) % 16 == 0;
+    if (threadIdx.x < head) {
+        u64 at = begin + threadIdx.x;
+        offer(buf, k, &count, threshold, candidate<C, In>(row_input[at], u32(at), map));
+    }
+    for (u64 tile = begin + head; tile < end; tile += TILE) {
+        const u32 n = u32(min(u64(TILE), end - tile));
+        __syncthreads(); // the previous tile's candidates are in
+        // Every thread reads the count before any appends again: the barrier of the OR.
+        if (__syncthreads_or(count + n > capacity)) threshold = flush(buf, k, slots, &count);
+        if (vectors && n == TILE) {
+            In e[VEC];
+            u64 at = tile + u64(threadIdx.x) * VEC;
+            Vector<In>::load(row_input + at, e);
+#pragma unroll
+            for (u32 v = 0; v < VEC; v++)
+                offer(buf, k, &count, threshold, candidate<C, In>(e[v], u32(at + v), map));
+        } else {
+#pragma unroll
+            for (u32 v = 0; v < VEC; v++) {
+                u64 at = tile + v * THREADS + threadIdx.x;
+                if (at < end) offer(buf, k, &count, threshold, candidate<C, In>(row_input[at], u32(at), map));
+            }
+        }
+    }
+    __syncthreads();
+    if (count > 0) flush(buf, k, slots, &count); // block-uniform: no append since
+    for (u32 i = threadIdx.x; i < k; i += THREADS) {
+        C c = buf[i];
+        if (last) {
+            values[row * k + i] = from_sortable(K(word_of(c)), map);
+            indices[row * k + i] = index_of(c);
+        } else {
+            partials[item * k + i] = c;
+        }
+    }
+}
+
+// The best k of chunk `chunk` of every row of `row_len` elements of `input`, for each of
+// rows x chunks (row, chunk) items, by filter_chunk.
+template <typename K, typename C, typename In>
+__device__ void topk_filter(const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len,
+                            u32 k, u32 slots, u32 map, C *partials, K *values, u32 *indices) {
     const u64 items = u64(rows) * chunks;
     for (u64 item = blockIdx.x; item < items; item += gridDim.x) {
         const u64 row = item / chunks, chunk = item % chunks;
         const u64 begin = chunk * chunk_len;
         const u64 end = min(begin + chunk_len, row_len);
-        const In *row_input = input + row * row_len;
-        __syncthreads(); // the previous item's results are written
-        for (u32 i = threadIdx.x; i < slots; i += THREADS) buf[i] = padding<C>();
-        if (threadIdx.x == 0) count = 0;
-        __syncthreads();
-        C threshold = padding<C>();
-        // The elements before the first 16-byte boundary, one a thread (fewer than VEC, which
-        // the candidate area holds: the host makes it at least min(2 tiles, chunk)).
-        u64 head = vectors ? (VEC - (row * row_len + begin) % VEC) % VEC : 0;
-        head = min(head, end - begin);
-        if (threadIdx.x < head) {
-            u64 at = begin + threadIdx.x;
-            offer(buf, k, &count, threshold, candidate<C, In>(row_input[at], u32(at), map));
-        }
-        for (u64 tile = begin + head; tile < end; tile += TILE) {
-            const u32 n = u32(min(u64(TILE), end - tile));
-            __syncthreads(); // the previous tile's candidates are in
-            // Every thread reads the count before any appends again: the barrier of the OR.
-            if (__syncthreads_or(count + n > capacity)) threshold = flush(buf, k, slots, &count);
-            if (vectors && n == TILE) {
-                In e[VEC];
-                u64 at = tile + u64(threadIdx.x) * VEC;
-                Vector<In>::load(row_input + at, e);
-#pragma unroll
-                for (u32 v = 0; v < VEC; v++)
-                    offer(buf, k, &count, threshold, candidate<C, In>(e[v], u32(at + v), map));
-            } else {
-#pragma unroll
-                for (u32 v = 0; v < VEC; v++) {
-                    u64 at = tile + v * THREADS + threadIdx.x;
-                    if (at < end) offer(buf, k, &count, threshold, candidate<C, In>(row_input[at], u32(at), map));
-                }
-            }
-        }
-        __syncthreads();
-        if (count > 0) flush(buf, k, slots, &count); // block-uniform: no append since
-        for (u32 i = threadIdx.x; i < k; i += THREADS) {
-            C c = buf[i];
-            if (chunks == 1) {
-                values[row * k + i] = from_sortable(K(word_of(c)), map);
-                indices[row * k + i] = index_of(c);
-            } else {
-                partials[item * k + i] = c;
-            }
-        }
+        filter_chunk(input + row * row_len, row, item, begin, end, k, slots, map, chunks == 1, partials, values,
+                     indices);
     }
 }
 
@@ -1094,6 +1104,135 @@ __device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u6
     }
 }
 
+// ---------------------------------------------------------------------------------------------
+// The sampled select (src/cuda/topk.rs, the radix select's Sampled first pass): one block
+// takes one chunk of a row, however long, in three steps, and the chunk's keys are read once:
+//  1. A threshold from a sample: SAMPLES keys, in runs of 32 consecutive ones spread evenly
+//     over the chunk, held SAMPLES_PER_THREAD a thread. The threshold is a word that `rank` of
+//     them reach (a radix select over their top digits): the sample's share of k, plus four
+//     standard deviations of it, so that a chunk of keys in no particular order holds at least
+//     k keys that reach it but for about one chunk in 30,000, and about k (1 + 4 / sqrt(rank))
+//     do. A chunk shorter than SAMPLED_MIN_LEN takes no sample: every key is a candidate.
+//  2. The candidates: every key of the chunk that reaches it, 32 a thread at a time, goes to
+//     shared memory as a composite (the radix select's step 2).
+//  3. When there are at least k of them and they fit (CAPACITY), the exact select among them,
+//     as the radix select's step 3, and the k best go out sorted. Else (a sample that missed
+//     the chunk's k-th best, or keys that crowd the threshold: few distinct values, a sorted
+//     run) the chunk goes through the threshold filter (filter_chunk), whose flushes hold any
+//     keys. So the sample decides only the time, never the result.
+// The dynamic shared memory holds max(CAPACITY, next_pow2(k + THREADS x VEC) (the filter's
+// slots), slots, TOURNAMENT_SLOTS) composites (src/cuda/topk.rs `sampled_held`).
+#define SAMPLES_PER_THREAD 16u
+#define SAMPLES (SAMPLES_PER_THREAD * THREADS)
+#define SAMPLE_RUNS (SAMPLES / WARP_SIZE)
+#define SAMPLED_MIN_LEN (2 * SAMPLES)
+
+// The slots of the filter that takes over a chunk whose sample missed: k and a tile.
+template <typename In> __device__ __forceinline__ u32 fallback_slots(u32 k) {
+    u32 slots = 1;
+    while (slots < k + THREADS * Vector<In>::N) slots <<= 1;
+    return slots;
+}
+
+template <typename K, typename C, typename In, u32 R>
+__device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k,
+                             u32 slots, u32 map, C *partials, K *values, u32 *indices) {
+    static_assert(R <= 32 && THREADS == 256 && !Held<C, In>::PADDED, "keys, R a thread");
+    typedef typename Held<C, In>::T T;
+    const u32 CAPACITY = THREADS * CANDIDATES_PER_THREAD;
+    C *buf = shared_tile<C>();
+    __shared__ RadixShared s;
+    __shared__ u32 candidates, taken;
+    const u32 t = threadIdx.x, warps = THREADS / WARP_SIZE;
+    const u64 items = u64(rows) * chunks;
+    for (u64 item = blockIdx.x; item < items; item += gridDim.x) {
+        const u64 row = item / chunks, chunk = item % chunks;
+        const u64 begin = chunk * chunk_len;
+        const u64 end = min(begin + chunk_len, row_len);
+        const u32 len = u32(end - begin);
+        const In *row_input = input + row * row_len;
+        const bool last = chunks == 1;
+        const u32 need = min(k, len);
+        __syncthreads(); // the previous item is written
+        if (t == 0) candidates = 0, taken = 0;
+
+        // 1. The threshold: a word `rank` of the samples reach. Register i of thread t holds
+        // key t % 32 of run i x warps + t / 32, so that a warp's load reads one run.
+        T threshold = padding<T>();
+        if (len >= SAMPLED_MIN_LEN) { // block-uniform
+            T x[SAMPLES_PER_THREAD];
+#pragma unroll
+            for (u32 i = 0; i < SAMPLES_PER_THREAD; i++) {
+                const u64 run = i * warps + t / WARP_SIZE;
+                const u64 at = begin + (len - WARP_SIZE) * run / (SAMPLE_RUNS - 1) + t % WARP_SIZE;
+                x[i] = Held<C, In>::of(row_input[at], map);
+            }
+            const u32 expected = u32((u64(need) * SAMPLES + len - 1) / len);
+            const u32 rank = min(SAMPLES, expected + u32(4.0f * sqrtf(float(expected))) + 1);
+            const auto sample = [&](u32 i) { return x[i]; };
+            const u32 all = SAMPLES_PER_THREAD == 32 ? ~0u : (1u << SAMPLES_PER_THREAD) - 1;
+            radix_rounds<T, SAMPLES_PER_THREAD, Digits<T>::THRESHOLD_COUNT>(sample, all, rank, s, threshold);
+        }
+        __syncthreads(); // the counters are reset
+
+        // 2. The candidates, R keys a thread at a time.
+        for (u64 sub = begin; sub < end; sub += R * THREADS) { // block-uniform
+            const u64 sub_end = min(sub + R * THREADS, end);
+            T e[R];
+            u32 alive = 0;
+            const bool vectors = load_chunk<C, In, R>(row_input, sub, sub_end, map, e, alive);
+            const auto index = [&](u32 r) -> u32 { return chunk_index<In, R>(sub, vectors, r); };
+            gather(reaching(e, alive, threshold), index, row_input, map, &candidates, buf, CAPACITY);
+        }
+        __syncthreads();
+        const u32 gathered = candidates;
+
+        // 3. The exact select, sorted; or the filter.
+        if (gathered < need || gathered > CAPACITY) { // block-uniform
+            filter_chunk(row_input, row, item, begin, end, k, fallback_slots<In>(k), map, last, partials, values,
+                         indices); // k results, padding past the chunk's end
+            continue;
+        }
+        const auto put = [&](u32 i, const C &c) {
+            if (last) {
+                values[row * k + i] = from_sortable(K(word_of(c)), map);
+                indices[row * k + i] = index_of(c);
+            } else {
+                partials[item * k + i] = c;
+            }
+        };
+        if (gathered <= RANK_MAX) {
+            // Each candidate's rank among them is its place, best first.
+            for (u32 i = t; i < gathered; i += THREADS) {
+                const C c = buf[i];
+                u32 rank = 0;
+                for (u32 j = 0; j < gathered; j++) rank += better(buf[j], c);
+                if (rank < need) put(rank, c);
+            }
+        } else if (need <= TOURNAMENT_MOST && gathered <= 2 * THREADS) {
+            // Up to two candidates a thread: the tournament's best, sorted.
+            C x[2];
+#pragma unroll
+            for (u32 p = 0; p < 2; p++) {
+                const u32 at = (t / WARP_SIZE * 2 + p) * WARP_SIZE + t % WARP_SIZE;
+                x[p] = at < gathered ? buf[at] : padding<C>();
+            }
+            __syncthreads(); // buf is read before the tournament's lists overwrite it
+            select_by_tournament(x, need, buf, put);
+        } else {
+            // A radix select, then a bitonic sort of the k best.
+            select_candidates<CANDIDATES_PER_THREAD, SKIPS_ALIKE_INDEX_DIGITS>(buf, gathered, need, s, &taken, buf, k);
+            __syncthreads();
+            for (u32 i = need + t; i < slots; i += THREADS) buf[i] = padding<C>();
+            __syncthreads();
+            sort_best_first(buf, slots);
+            for (u32 i = t; i < need; i += THREADS) put(i, buf[i]);
+        }
+        if (!last)
+            for (u32 i = need + t; i < k; i += THREADS) partials[item * k + i] = padding<C>();
+    }
+}
+
 // The composites of the warp sort: u64 for 32-bit keys, as everywhere; for 16-bit keys u32,
 // the word in the top half and the complemented index below (rows of at most 2^16 keys; real
 // ones are never 0, the padding), which halves the network's compares and shuffles.
@@ -1192,6 +1331,11 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
     extern "C" __global__ void __launch_bounds__(THREADS, sizeof(C) == 8 ? 2 : 1) topk_radix_stream_##W TOPK_PARAMS(W, C, W) {     \
         topk_radix<W, C, W, 32, true> TOPK_ARGS;                                                 \
     }
+// The sampled select, 32 keys a thread at a time, a part per key width (16 and 32 bits).
+#define EXPORT_TOPK_SAMPLED(W, C)                                                                \
+    extern "C" __global__ void __launch_bounds__(THREADS, 3) topk_sampled_##W TOPK_PARAMS(W, C, W) { \
+        topk_sampled<W, C, W, 32> TOPK_ARGS;                                                     \
+    }
 // The warp sort of short rows (rows of up to 64, 256 and 1,024 keys), a part per key width.
 // Blocks an SM: 2 for u64 composites (128 registers; 32 a lane: 4 bytes spill), 3 for u32 (80;
 // at 4, 64 registers spilled 52 bytes).
@@ -1221,6 +1365,8 @@ EXPORT_TOPK_RADIX(u16, u64, 32)
 EXPORT_TOPK_STREAM(u16, u64)
 #elif defined(KERNEL_PART_U16_WARP)
 EXPORT_TOPK_WARP_SORT(u16)
+#elif defined(KERNEL_PART_U16_SAMPLED)
+EXPORT_TOPK_SAMPLED(u16, u64)
 #elif defined(KERNEL_PART_U32)
 EXPORT_TOPK(u32, u64)
 #elif defined(KERNEL_PART_U32_R4)
@@ -1232,6 +1378,8 @@ EXPORT_TOPK_RADIX(u32, u64, 32)
 EXPORT_TOPK_STREAM(u32, u64)
 #elif defined(KERNEL_PART_U32_WARP)
 EXPORT_TOPK_WARP_SORT(u32)
+#elif defined(KERNEL_PART_U32_SAMPLED)
+EXPORT_TOPK_SAMPLED(u32, u64)
 #elif defined(KERNEL_PART_U64)
 EXPORT_TOPK(u64, KeyIndex)
 extern "C" __global__ void topk_take_u32 TAKE_PARAMS(u32) { topk_take<u32> TAKE_ARGS; }
@@ -1243,5 +1391,5 @@ EXPORT_TOPK_RADIX(u64, KeyIndex, 16)
 EXPORT_TOPK_RADIX(u64, KeyIndex, 32)
 EXPORT_TOPK_STREAM(u64, KeyIndex)
 #else
-#error "topk.cu compiles one part: KERNEL_PART_<W>, _<W>_R<R> or _<W>_WARP, W one of U16, U32, U64"
+#error "topk.cu compiles one part: KERNEL_PART_<W>, _<W>_R<R>, _<W>_WARP or _<W>_SAMPLED, W one of U16, U32, U64"
 #endif

@@ -87,6 +87,15 @@ pub struct Policy {
     /// candidates (2,048) and the segments were slower (4,096 x 32,768 f32 1.24 -> 1.40 ms);
     /// at 512 faster (0.90 -> 0.61). At most 1,024 (a chunk's threshold needs k <= 8,192 / 8).
     pub topk_radix_stream_max_k: usize,
+    /// The radix select's first pass over keys of 2 or 4 bytes is the *sampled* select for k
+    /// from this to [`Policy::topk_sampled_max_k`] (kernels/topk.cu `topk_sampled`): a block
+    /// takes a chunk of at least 8 k and 8,192 keys, takes a threshold from a sample of 4,096
+    /// of them, and reads the chunk once, keeping the keys that reach it; a chunk whose sample
+    /// misses goes through the threshold filter. Rows are cut into as few such chunks as fill
+    /// the GPU (`topk_radix_blocks_per_sm`).
+    pub topk_sampled_min_k: usize,
+    /// The largest k of the sampled select; at most [`Policy::TOPK_SAMPLED_MOST_K`].
+    pub topk_sampled_max_k: usize,
     /// Rows of at most this many keys (and at most [`crate::dispatch::TOPK_WARP_SORT_MOST`]) of
     /// 2 or 4 bytes take the warp sort ([`crate::dispatch::Strategy::TopkWarpSort`]: a warp
     /// sorts a row in registers) for every k. On the H200 it beat the radix select for every k
@@ -120,6 +129,10 @@ impl Policy {
         }
     }
 
+    /// The largest k the sampled select takes ([`Policy::topk_sampled_max_k`]): its candidates'
+    /// shared memory holds 2,048, and a sample's threshold leaves about 1.4 k of them.
+    pub const TOPK_SAMPLED_MOST_K: usize = 1024;
+
     /// The values [`Policy::topk_radix_per_thread`] may take; another makes top-k selections
     /// fail with [`crate::Error::Unsupported`].
     pub const TOPK_RADIX_PER_THREAD: [usize; 2] = [16, 32];
@@ -145,6 +158,8 @@ impl Policy {
         topk_warp_sort_rows_up_to: 256,
         topk_warp_sort_min_k_32: 384,
         topk_warp_sort_min_k_16: 100,
+        topk_sampled_min_k: 1,
+        topk_sampled_max_k: 1024,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which

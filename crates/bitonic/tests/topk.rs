@@ -22,6 +22,7 @@ fn main() {
             gpu_u32, gpu_i32, gpu_u64, gpu_i64, gpu_f32, gpu_f64, gpu_f16, gpu_bf16,
             gpu_patterns_with_ties, gpu_keys_sharing_their_top_bits,
             gpu_filter_on_every_row, gpu_radix_at_16_a_thread, gpu_streamed_segments,
+            gpu_sampled_select,
             gpu_short_rows_by_warps, gpu_device_buffers,
             gpu_auto_backend, topk_for_the_sanitizer;
     ]);
@@ -312,6 +313,7 @@ fn gpu_radix_at_16_a_thread() {
     gpu("gpu_radix_at_16_a_thread");
     let sixteen = Policy {
         topk_radix_per_thread: 16,
+        topk_sampled_max_k: 0,
         ..Policy::HOPPER
     };
     let sixteen = Some(&sixteen);
@@ -341,6 +343,7 @@ fn streaming_policy(stream_chunks: usize) -> Policy {
         topk_radix_stream_chunks: stream_chunks,
         topk_radix_stream_min_k: 1,
         topk_radix_stream_max_k: TOPK_RADIX_MAX_K,
+        topk_sampled_max_k: 0,
         ..Policy::HOPPER
     }
 }
@@ -398,6 +401,70 @@ fn gpu_streamed_segments() {
             assert_eq!(ran.strategy, Strategy::TopkRadix, "{what}");
         }
     }
+}
+
+/// The sampled select (kernels/topk.cu `topk_sampled`), the radix select's first pass for k
+/// up to 1,024 on rows of at least 8 k and 8,192 keys: a chunk a row and rows cut to fill the
+/// GPU (their runs merged or selected again), lengths around its shortest chunk, k either side
+/// of its largest, every pattern (sorted keys, ties and equal keys overflow its candidates, and
+/// the threshold filter takes the chunk); then rows whose only large keys, fewer than k, lie in
+/// the sample, so that too few keys reach the sample's threshold and the filter takes over.
+fn gpu_sampled_select() {
+    use bitonic::half::{bf16, f16};
+    gpu("gpu_sampled_select");
+    let whole_rows = Policy {
+        topk_radix_blocks_per_sm: 0,
+        ..Policy::HOPPER
+    };
+    let shapes = [
+        (3, 8192),
+        (2, 8193),
+        (2, 8007),
+        (3, 40_000),
+        (1, 100_003),
+    ];
+    for pattern in PATTERNS {
+        for policy in [None, Some(&whole_rows)] {
+            for &(rows, row_len) in &shapes {
+                let ks: Vec<usize> = [1, 8, 50, 129, 256, 1000, 1024, 1025]
+                    .into_iter()
+                    .filter(|&k| k <= row_len)
+                    .collect();
+                check_ks::<f32>(Backend::Cuda, policy, (rows, row_len), pattern, &ks);
+                check_ks::<bf16>(Backend::Cuda, policy, (rows, row_len), pattern, &ks);
+            }
+        }
+        check_ks::<i32>(Backend::Cuda, None, (2, 100_003), pattern, &[50, 1024]);
+        check_ks::<f16>(Backend::Cuda, None, (2, 100_003), pattern, &[50, 1024]);
+    }
+    let sorter = Sorter::new().backend(Backend::Cuda).policy(whole_rows);
+    for (row_len, k) in [(8192, 1000), (65_536, 50), (65_536, 1000), (100_003, 700)] {
+        for select in SELECTS {
+            let keys = [0, 1].map(|_| large_keys_in_the_sample(row_len, k, select)).concat();
+            let halves: Vec<bf16> = keys.iter().map(|&x| bf16::from_f32(x)).collect();
+            let what = format!("{} large keys in the sample, 2x{row_len} k {k}", k - 1);
+            let orders = stable_orders(&keys, row_len, select);
+            let ran = check_selection(&sorter, &keys, row_len, k, select, &orders, &what);
+            assert_eq!(ran.strategy, Strategy::TopkRadix, "{what}");
+            check_selection(&sorter, &halves, row_len, k, select, &orders, &what);
+        }
+    }
+}
+
+/// A row of zeros but for k - 1 keys that `select` prefers (±1), all in the sampled select's
+/// sample (128 runs of 32 keys, run j from (row_len - 32) x j / 127): the sample's threshold
+/// is one of them, which fewer than k keys reach.
+fn large_keys_in_the_sample(row_len: usize, k: usize, select: Select) -> Vec<f32> {
+    let runs: Vec<usize> = (0..128).map(|j| (row_len - 32) * j / 127).collect();
+    let mut sampled: Vec<usize> = (0..32)
+        .flat_map(|offset| runs.iter().map(move |&start| start + offset))
+        .collect();
+    sampled.sort_unstable();
+    sampled.dedup();
+    let far = if select == Select::Largest { 1.0 } else { -1.0 };
+    let mut row = vec![0f32; row_len];
+    sampled.iter().take(k - 1).for_each(|&at| row[at] = far);
+    row
 }
 
 /// Rows a warp sorts (at most [`TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes): lengths around
@@ -643,6 +710,16 @@ fn topk_for_the_sanitizer() {
         // candidates tied on their key skip the index digits they have alike.
         one_selection::<u32>(3, 4097, 50, select, Pattern::AllEqual);
         one_selection::<bitonic::half::bf16>(2, 20_000, 600, select, Pattern::FewDistinct);
+        // The sampled select: its exact select by ranks, tournament and radix select, its
+        // merged runs, and the filter after a sample that overflows (ties) or misses.
+        for (rows, row_len, k) in [(2, 40_000, 8), (2, 40_000, 200), (3, 70_000, 1024)] {
+            one_selection::<f32>(rows, row_len, k, select, Pattern::Random);
+            one_selection::<bitonic::half::bf16>(rows, row_len, k, select, Pattern::FewDistinct);
+        }
+        let keys = large_keys_in_the_sample(20_000, 1000, select);
+        let orders = stable_orders(&keys, 20_000, select);
+        let gpu = Sorter::new().backend(Backend::Cuda);
+        check_selection(&gpu, &keys, 20_000, 1000, select, &orders, "large keys in the sample");
         // The warp sort at each of its widths (rows of up to 64, 256 and 1,024 keys).
         for (rows, row_len, k) in [(9, 33, 5), (9, 200, 101), (17, 1000, 1000)] {
             one_selection::<f32>(rows, row_len, k, select, Pattern::Random);

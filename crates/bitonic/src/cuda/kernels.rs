@@ -131,6 +131,10 @@ pub static TOPK_U64: KernelModule = kernel_module!("topk.cu", "u64");
 pub static TOPK_WARP_U16: KernelModule = kernel_module!("topk.cu", "u16_warp");
 /// The same, 32-bit keys.
 pub static TOPK_WARP_U32: KernelModule = kernel_module!("topk.cu", "u32_warp");
+/// The top-k sampled select of 16-bit keys (src/cuda/topk.rs `radix_plan`, its first pass).
+pub static TOPK_SAMPLED_U16: KernelModule = kernel_module!("topk.cu", "u16_sampled");
+/// The same, 32-bit keys.
+pub static TOPK_SAMPLED_U32: KernelModule = kernel_module!("topk.cu", "u32_sampled");
 /// The top-k radix select of 16-bit keys at 4, 16 and 32 elements a thread
 /// (src/cuda/topk.rs `RADIX_PER_THREAD`), a module each: a selection compiles the ones its
 /// passes run.
@@ -178,6 +182,8 @@ pub static ALL: std::sync::LazyLock<Vec<&'static KernelModule>> = std::sync::Laz
         &TOPK_U64,
         &TOPK_WARP_U16,
         &TOPK_WARP_U32,
+        &TOPK_SAMPLED_U16,
+        &TOPK_SAMPLED_U32,
     ];
     let families = families.into_iter().flatten();
     seeds.into_iter().chain(families).chain(others).collect()

@@ -169,20 +169,32 @@ pub(crate) fn plan(
     }
 }
 
+/// What one launch of the radix select runs (kernels/topk.cu).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RadixKind {
+    /// A chunk a block, held in registers (`topk_radix`): over the keys in the first pass,
+    /// over the k best of every chunk of the pass before in a later one.
+    Chunks,
+    /// The first pass in *segments*, several blocks of registers that a block takes one after
+    /// the other against one running threshold (`topk_radix` STREAM, 32 a thread).
+    Segments,
+    /// The first pass by the sampled select (`topk_sampled`): a chunk a block, of any length,
+    /// read once against a threshold from a sample of it; its results come out sorted.
+    Sampled,
+    /// The merge of the first pass's sorted runs of k, a row's in one block (`topk_merge`),
+    /// with the module of the first pass (its `per_thread`).
+    Merge,
+}
+
 /// One launch of the radix select: rows of `row_len` elements cut into `chunks` chunks of
-/// `chunk_len` (the last may be shorter), `per_thread` elements a thread; with `stream`, the
-/// chunks are segments of several blocks of registers, which a block takes one after the other
-/// (kernels/topk.cu STREAM: the first pass, 32 a thread); or, `merge`, a pass that merges the
-/// sorted runs of k of the first pass, a row's in one block, with the module of the first pass
-/// (its `per_thread`).
+/// `chunk_len` (the last may be shorter), `per_thread` elements a thread, run as `kind` says.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RadixPass {
     pub(crate) row_len: usize,
     pub(crate) chunks: usize,
     pub(crate) chunk_len: usize,
     pub(crate) per_thread: usize,
-    pub(crate) stream: bool,
-    pub(crate) merge: bool,
+    pub(crate) kind: RadixKind,
 }
 
 /// Whether the first radix pass's chunks may be merged as sorted runs (kernels/topk.cu
@@ -191,6 +203,20 @@ pub(crate) struct RadixPass {
 /// a radix select's, on ties or a row's short last chunk).
 fn merges(key_bytes: usize, k: usize) -> bool {
     key_bytes <= 4 && k <= RADIX_TOURNAMENT_MOST
+}
+
+/// The fewest keys a chunk of the sampled select has: twice its sample of 4,096
+/// (kernels/topk.cu `SAMPLED_MIN_LEN`), and 8 k, so that the sample's threshold keeps a small
+/// part of the chunk.
+const SAMPLED_MIN_LEN: usize = 8192;
+
+/// Whether the first pass of a radix select of `k` of `key_bytes` keys is the sampled select
+/// under `policy`, for rows of `row_len`.
+fn samples(row_len: usize, k: usize, key_bytes: usize, policy: &Policy) -> bool {
+    let most_k = policy.topk_sampled_max_k.min(Policy::TOPK_SAMPLED_MOST_K);
+    key_bytes <= 4
+        && (policy.topk_sampled_min_k..=most_k).contains(&k)
+        && row_len >= SAMPLED_MIN_LEN.max(8 * k)
 }
 
 /// The fewest chunks a streamed segment has: segments of 4 and 8 chunks were faster than a
@@ -217,9 +243,12 @@ const MERGE_RUNS_MOST: usize = 7;
 /// The first pass at 32 a thread, for k from `topk_radix_stream_min_k` to `_max_k` (and at
 /// most an eighth of a block's registers), cuts rows into *segments* of up to
 /// `topk_radix_stream_chunks` such chunks instead, as many as the grid wants, and a block
-/// streams each (`stream`) where a segment has at least [`STREAM_MIN_CHUNKS`].
-/// Where [`merges`] and the first pass leaves at most [`MERGE_RUNS_MOST`] chunks a row, the
-/// second and last pass merges their runs.
+/// streams each ([`RadixKind::Segments`]) where a segment has at least [`STREAM_MIN_CHUNKS`].
+/// Where [`samples`] says so (`topk_sampled_min_k` to `_max_k`), the first pass is the sampled
+/// select instead ([`RadixKind::Sampled`]), over as many chunks as the grid wants of at least
+/// [`SAMPLED_MIN_LEN`] and 8 k keys, whatever a block's registers hold.
+/// Where the first pass's results are sorted runs ([`merges`], or sampled) and it leaves at
+/// most [`MERGE_RUNS_MOST`] chunks a row, the second and last pass merges them.
 pub(crate) fn radix_plan(
     rows: usize,
     row_len: usize,
@@ -242,10 +271,11 @@ pub(crate) fn radix_plan(
         && most_per_thread == RADIX_PER_THREAD[2]
         && stream_ks.contains(&k)
         && 8 * k <= most;
+    let sampled = samples(row_len, k, key_bytes, policy);
     let mut passes = Vec::new();
     let mut len = row_len;
     loop {
-        let segment = if passes.is_empty() && streams {
+        let segment = if passes.is_empty() && streams && !sampled {
             let segments = wanted
                 .min(len.div_ceil(min_chunk))
                 .max(len.div_ceil(most.saturating_mul(stream_chunks)));
@@ -253,14 +283,23 @@ pub(crate) fn radix_plan(
         } else {
             0
         };
-        let pass = if segment >= STREAM_MIN_CHUNKS * most {
+        let pass = if passes.is_empty() && sampled {
+            let chunks = wanted.min(len / SAMPLED_MIN_LEN.max(8 * k)).max(1);
+            let chunk_len = len.div_ceil(chunks).next_multiple_of(CHUNK_ALIGN).min(len);
+            RadixPass {
+                row_len: len,
+                chunks: len.div_ceil(chunk_len),
+                chunk_len,
+                per_thread: most_per_thread,
+                kind: RadixKind::Sampled,
+            }
+        } else if segment >= STREAM_MIN_CHUNKS * most {
             RadixPass {
                 row_len: len,
                 chunks: len.div_ceil(segment),
                 chunk_len: segment,
                 per_thread: most_per_thread,
-                stream: true,
-                merge: false,
+                kind: RadixKind::Segments,
             }
         } else {
             let chunks = len
@@ -277,8 +316,7 @@ pub(crate) fn radix_plan(
                 chunks: len.div_ceil(chunk_len),
                 chunk_len,
                 per_thread,
-                stream: false,
-                merge: false,
+                kind: RadixKind::Chunks,
             }
         };
         passes.push(pass);
@@ -286,14 +324,14 @@ pub(crate) fn radix_plan(
             return passes;
         }
         len = pass.chunks * k;
-        if passes.len() == 1 && merges(key_bytes, k) && pass.chunks <= MERGE_RUNS_MOST {
+        let sorted_runs = merges(key_bytes, k) || pass.kind == RadixKind::Sampled;
+        if passes.len() == 1 && sorted_runs && pass.chunks <= MERGE_RUNS_MOST {
             passes.push(RadixPass {
                 row_len: len,
                 chunks: 1,
                 chunk_len: len,
                 per_thread: pass.per_thread,
-                stream: false,
-                merge: true,
+                kind: RadixKind::Merge,
             });
             return passes;
         }
@@ -423,6 +461,27 @@ fn radix_held(slots: usize, per_thread: usize, composite_bytes: usize) -> usize 
         .max(tournaments)
 }
 
+/// The composites a block of the sampled select holds in shared memory: its candidates, the
+/// threshold filter's k and a tile of 16-byte vectors of `key_bytes` keys (a chunk whose
+/// sample missed), the `slots` where it sorts its k best, and the tournament lists.
+fn sampled_held(k: usize, slots: usize, key_bytes: usize) -> usize {
+    let filter = (k + THREADS as usize * 16 / key_bytes).next_power_of_two();
+    (THREADS as usize * RADIX_CANDIDATES_PER_THREAD)
+        .max(filter)
+        .max(slots)
+        .max(RADIX_TOURNAMENT_SLOTS)
+}
+
+/// The module of a radix pass over keys of `key_bytes`: the sampled select's own part, or the
+/// radix part of the pass's `per_thread` (a merge's is its first pass's).
+fn radix_pass_module(key_bytes: usize, pass: &RadixPass) -> &'static KernelModule {
+    match (pass.kind, key_bytes) {
+        (RadixKind::Sampled, 2) => &kernels::TOPK_SAMPLED_U16,
+        (RadixKind::Sampled, _) => &kernels::TOPK_SAMPLED_U32,
+        _ => radix_module(key_bytes, pass.per_thread),
+    }
+}
+
 /// The radix select's passes ([`radix_plan`]) over keys of words `B` with composites `C`;
 /// `shape` is (rows, row_len, k, key map).
 fn radix<B: DeviceRepr, C: DeviceRepr>(
@@ -441,23 +500,32 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
     let passes = radix_plan(rows, row_len, k, key_bytes, sms, t.policy);
     let modules: Vec<_> = passes
         .iter()
-        .map(|p| radix_module(key_bytes, p.per_thread))
+        .map(|p| radix_pass_module(key_bytes, p))
         .collect();
     gpu.prepare(t.policy, &modules)?;
     for (i, (pass, &module)) in passes.iter().zip(&modules).enumerate() {
-        let (name, held) = if pass.merge {
+        let composites = std::mem::size_of::<C>();
+        let (name, held) = match (pass.kind, i) {
             // The chunk's runs, `slots` apart.
-            (format!("topk_merge_{width}"), pass.chunk_len / k * slots)
-        } else {
-            let name = match (pass.stream, i) {
-                (true, _) => format!("topk_radix_stream_{width}"),
-                (false, 0) => format!("topk_radix_keys_{width}_{}", pass.per_thread),
-                (false, _) => format!("topk_radix_partials_{width}_{}", pass.per_thread),
-            };
-            let held = radix_held(slots, pass.per_thread, std::mem::size_of::<C>());
-            (name, held)
+            (RadixKind::Merge, _) => (format!("topk_merge_{width}"), pass.chunk_len / k * slots),
+            (RadixKind::Sampled, _) => (
+                format!("topk_sampled_{width}"),
+                sampled_held(k, slots, key_bytes),
+            ),
+            (RadixKind::Segments, _) => (
+                format!("topk_radix_stream_{width}"),
+                radix_held(slots, pass.per_thread, composites),
+            ),
+            (RadixKind::Chunks, 0) => (
+                format!("topk_radix_keys_{width}_{}", pass.per_thread),
+                radix_held(slots, pass.per_thread, composites),
+            ),
+            (RadixKind::Chunks, _) => (
+                format!("topk_radix_partials_{width}_{}", pass.per_thread),
+                radix_held(slots, pass.per_thread, composites),
+            ),
         };
-        let shared = held * std::mem::size_of::<C>();
+        let shared = held * composites;
         let args = launch::TopkArgs {
             row_len: pass.row_len as u64,
             rows: rows as u32,
@@ -690,11 +758,12 @@ mod tests {
     }
 
     /// A policy with `topk_radix_per_thread` = `per_thread` and `topk_radix_stream_chunks` =
-    /// `stream_chunks` (1: no segments).
+    /// `stream_chunks` (1: no segments), and no sampled select.
     fn radix_policy(per_thread: usize, stream_chunks: usize) -> Policy {
         Policy {
             topk_radix_per_thread: per_thread,
             topk_radix_stream_chunks: stream_chunks,
+            topk_sampled_max_k: 0,
             ..Policy::HOPPER
         }
     }
@@ -737,6 +806,11 @@ mod tests {
             radix_policy(32, 64),
             radix_policy(32, 5),
             unspread(64),
+            Policy::HOPPER,
+            Policy {
+                topk_radix_blocks_per_sm: 0,
+                ..Policy::HOPPER
+            },
         ];
         for policy in &policies {
             for (rows, key_bytes) in [1, 3, 64, 100_000]
@@ -756,35 +830,55 @@ mod tests {
                         for (i, p) in passes.iter().enumerate() {
                             assert!(p.chunks * p.chunk_len >= p.row_len, "{what}");
                             assert!((p.chunks - 1) * p.chunk_len < p.row_len, "{what}");
-                            let merge = i == 1
-                                && merges(key_bytes, k)
-                                && passes[0].chunks <= MERGE_RUNS_MOST;
-                            assert_eq!(p.merge, merge, "{what}");
-                            if p.merge {
-                                // A row's runs in one block, in the first pass's module.
-                                assert_eq!((p.chunks, p.chunk_len), (1, p.row_len), "{what}");
-                                assert_eq!(p.per_thread, passes[0].per_thread, "{what}");
-                            } else if p.stream {
-                                // The first pass: segments of whole blocks of 32 a thread,
-                                // at least STREAM_MIN_CHUNKS, as many as the policy allows,
-                                // for the policy's k whose threshold a block of registers can
-                                // give.
-                                assert_eq!((i, p.per_thread), (0, 32), "{what}");
-                                assert!(8 * k <= most, "{what}");
-                                assert!(k >= policy.topk_radix_stream_min_k, "{what}");
-                                assert!(k <= policy.topk_radix_stream_max_k, "{what}");
-                                assert_eq!(p.chunk_len % most, 0, "{what}");
-                                assert!(p.chunk_len >= STREAM_MIN_CHUNKS * most, "{what}");
-                                assert!(
-                                    p.chunk_len <= most * policy.topk_radix_stream_chunks,
-                                    "{what}"
-                                );
-                            } else {
-                                assert!(p.chunk_len <= p.per_thread * THREADS as usize, "{what}");
-                                assert!(
-                                    p.chunks == 1 || p.chunk_len == p.per_thread * THREADS as usize,
-                                    "{what}"
-                                );
+                            let sorted_runs =
+                                merges(key_bytes, k) || passes[0].kind == RadixKind::Sampled;
+                            let merge =
+                                i == 1 && sorted_runs && passes[0].chunks <= MERGE_RUNS_MOST;
+                            assert_eq!(p.kind == RadixKind::Merge, merge, "{what}");
+                            match p.kind {
+                                RadixKind::Merge => {
+                                    // A row's runs in one block, in the first pass's module.
+                                    assert_eq!((p.chunks, p.chunk_len), (1, p.row_len), "{what}");
+                                    assert_eq!(p.per_thread, passes[0].per_thread, "{what}");
+                                }
+                                RadixKind::Segments => {
+                                    // The first pass: segments of whole blocks of 32 a thread,
+                                    // at least STREAM_MIN_CHUNKS, as many as the policy allows,
+                                    // for the policy's k whose threshold a block of registers
+                                    // can give.
+                                    assert_eq!((i, p.per_thread), (0, 32), "{what}");
+                                    assert!(8 * k <= most, "{what}");
+                                    assert!(k >= policy.topk_radix_stream_min_k, "{what}");
+                                    assert!(k <= policy.topk_radix_stream_max_k, "{what}");
+                                    assert_eq!(p.chunk_len % most, 0, "{what}");
+                                    assert!(p.chunk_len >= STREAM_MIN_CHUNKS * most, "{what}");
+                                    assert!(
+                                        p.chunk_len <= most * policy.topk_radix_stream_chunks,
+                                        "{what}"
+                                    );
+                                }
+                                RadixKind::Sampled => {
+                                    // The first pass, for the policy's k and 2- or 4-byte
+                                    // keys, chunks of 16-byte multiples, each but a row's last
+                                    // at least SAMPLED_MIN_LEN and 8 k.
+                                    assert_eq!(i, 0, "{what}");
+                                    assert!(key_bytes <= 4, "{what}");
+                                    assert!(k >= policy.topk_sampled_min_k, "{what}");
+                                    assert!(k <= policy.topk_sampled_max_k, "{what}");
+                                    assert!(p.chunks == 1 || p.chunk_len % CHUNK_ALIGN == 0);
+                                    assert!(p.chunk_len >= SAMPLED_MIN_LEN.max(8 * k), "{what}");
+                                }
+                                RadixKind::Chunks => {
+                                    assert!(
+                                        p.chunk_len <= p.per_thread * THREADS as usize,
+                                        "{what}"
+                                    );
+                                    assert!(
+                                        p.chunks == 1
+                                            || p.chunk_len == p.per_thread * THREADS as usize,
+                                        "{what}"
+                                    );
+                                }
                             }
                             if let Some(next) = passes.get(i + 1) {
                                 assert_eq!(next.row_len, p.chunks * k, "{what}");
@@ -795,7 +889,7 @@ mod tests {
                 }
             }
         }
-        let (no_streams, streams) = (&radix_policy(32, 1), &Policy::HOPPER);
+        let (no_streams, streams) = (&radix_policy(32, 1), &radix_policy(32, 64));
         fn plan(
             rows: usize,
             row_len: usize,
@@ -805,7 +899,10 @@ mod tests {
         ) -> Vec<(usize, usize, bool, bool)> {
             radix_plan(rows, row_len, k, key_bytes, 132, policy)
                 .iter()
-                .map(|p| (p.chunks, p.chunk_len, p.stream, p.merge))
+                .map(|p| {
+                    let (stream, merge) = (p.kind == RadixKind::Segments, p.kind == RadixKind::Merge);
+                    (p.chunks, p.chunk_len, stream, merge)
+                })
                 .collect()
         }
         // 16,384 rows of 1,024: one pass, 4 elements a thread, with or without streams.
@@ -826,7 +923,7 @@ mod tests {
         );
         assert!(radix_plan(1, 1 << 24, 256, 4, 132, streams)
             .iter()
-            .all(|p| !p.stream));
+            .all(|p| p.kind != RadixKind::Segments));
         // With u64 composites, a row's 4 sorted runs of k merge in one block; streamed (k from
         // 100 to 512), a row of 32,768 is one segment, whose block writes the row's result.
         for policy in [no_streams, streams] {
@@ -843,7 +940,7 @@ mod tests {
         }
         assert!(radix_plan(4096, 32_768, 1024, 2, 132, streams)
             .iter()
-            .all(|p| !p.stream));
+            .all(|p| p.kind != RadixKind::Segments));
         // 256 rows of 151,936 at k = 256: 5 segments a row (1,056 blocks wanted), merged; a
         // row of 2^28 at k = 100: 1,024 segments of 32 chunks (1,056 wanted, of whole chunks).
         assert_eq!(
@@ -875,14 +972,14 @@ mod tests {
         );
         assert!(radix_plan(3, 100_003, 1025, 4, 132, &unspread(64))
             .iter()
-            .all(|p| !p.stream));
+            .all(|p| p.kind != RadixKind::Segments));
         assert!(radix_plan(3, 20_000, 50, 4, 132, &unspread(64))
             .iter()
-            .all(|p| !p.stream));
+            .all(|p| p.kind != RadixKind::Segments));
         // The GPU tests' merges (tests/topk.rs): 7 runs of crowded keys, 2 of tied ones.
         for ((rows, row_len), runs) in [((3, 26_000), 7), ((3, 4097), 2)] {
             let passes = radix_plan(rows, row_len, 256, 2, 132, streams);
-            assert_eq!((passes[0].chunks, passes[1].merge), (runs, true));
+            assert_eq!((passes[0].chunks, passes[1].kind), (runs, RadixKind::Merge));
         }
         // A row of 151,936 without streams is 18 whole chunks and one shorter.
         let logits = radix_plan(256, 151_936, 50, 4, 132, no_streams);
@@ -896,10 +993,50 @@ mod tests {
                 let passes = radix_plan(3, row_len, k, 4, 132, sixteen);
                 assert!(passes
                     .iter()
-                    .all(|p| p.per_thread <= 16 && p.chunk_len <= 4096 && !p.stream));
+                    .all(|p| p.per_thread <= 16 && p.chunk_len <= 4096 && p.kind != RadixKind::Segments));
                 assert_eq!(passes.last().unwrap().chunks, 1);
             }
         }
+    }
+
+    /// The sampled select's first pass: one chunk a row where the rows fill the GPU, else as
+    /// many as it wants of at least 8 k and 8,192 keys, their sorted runs merged up to 7 a row;
+    /// never for 8-byte keys, rows too short, or k outside the policy's.
+    #[test]
+    fn sampled_plans() {
+        let kinds = |rows, row_len, k, key_bytes, policy: &Policy| {
+            radix_plan(rows, row_len, k, key_bytes, 132, policy)
+                .iter()
+                .map(|p| (p.kind, p.chunks, p.chunk_len))
+                .collect::<Vec<_>>()
+        };
+        let hopper = &Policy::HOPPER;
+        use RadixKind::*;
+        for k in [1, 50, 256, 1024] {
+            assert_eq!(
+                kinds(4096, 32_768, k, 2, hopper),
+                [(Sampled, 1, 32_768)],
+                "k {k}"
+            );
+        }
+        assert_eq!(
+            kinds(256, 151_936, 1024, 4, hopper),
+            [(Sampled, 5, 30_400), (Merge, 1, 5 * 1024)]
+        );
+        // 15 chunks of a row of 128,256 at k = 1,024: their 15 runs selected again.
+        let logits = kinds(64, 128_256, 1024, 4, hopper);
+        assert_eq!(logits[0], (Sampled, 15, 8560));
+        assert!(logits[1..].iter().all(|p| p.0 == Chunks));
+        assert_eq!(kinds(1, 1 << 24, 8, 2, hopper)[0], (Sampled, 1056, 15_888));
+        assert_eq!(kinds(3, 8191, 1, 4, hopper)[0].0, Chunks);
+        assert_eq!(kinds(3, 8 * 1025 - 1, 1025, 4, hopper)[0].0, Chunks);
+        assert_eq!(kinds(3, 100_000, 50, 8, hopper)[0].0, Chunks);
+        let off = &Policy {
+            topk_sampled_min_k: 51,
+            ..Policy::HOPPER
+        };
+        assert_ne!(kinds(4096, 32_768, 50, 4, off)[0].0, Sampled);
+        assert_eq!(kinds(4096, 32_768, 51, 4, off)[0].0, Sampled);
     }
 
     /// A CPU model of topk_merge's placement: each element's place among sorted runs (its
