@@ -37,13 +37,15 @@ pub fn with_overrides(mut base: Policy, spec: &str) -> Result<Policy> {
             "topk_warp_sort_min_k_16" => base.topk_warp_sort_min_k_16 = number()?,
             "topk_sampled_min_k" => base.topk_sampled_min_k = number()?,
             "topk_sampled_max_k" => base.topk_sampled_max_k = number()?,
+            "topk_sampled_min_chunk" => base.topk_sampled_min_chunk = number()?,
             other => bail!(
                 "{other:?} is not a policy number (tile_bytes, spread_tile_bits, \
                  max_cluster_blocks, narrow_small_u32, merge_sort_above, merge_ways, \
                  wide_merge_ways, topk_filter_above, topk_long_radix_max_k, topk_radix_per_thread, \
                  topk_radix_blocks_per_sm, topk_radix_stream_chunks, topk_radix_stream_min_k, \
                  topk_radix_stream_max_k, topk_warp_sort_rows_up_to, topk_warp_sort_min_k_32, \
-                 topk_warp_sort_min_k_16, topk_sampled_min_k, topk_sampled_max_k)"
+                 topk_warp_sort_min_k_16, topk_sampled_min_k, topk_sampled_max_k, \
+                 topk_sampled_min_chunk)"
             ),
         }
     }

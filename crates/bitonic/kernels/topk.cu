@@ -417,9 +417,12 @@ __device__ void find_boundary(RadixShared &s, u32 need) {
 // holds at most a quarter of `need`; then only `reached` is meant (the mask leaves the boundary
 // bin's values out). With SKIP_ALIKE (composites, in the parts that compile it), a select that
 // reaches the index digits first finds those that all values in play have alike
-// (index_digits_alike) and skips their rounds, which would decide nothing. Called by the whole
+// (index_digits_alike) and skips their rounds, which would decide nothing. With MOST below the
+// digit count, the rounds stop after MOST digits: `reached` is then a prefix of the need-th
+// best value, which at least `need` reach, and the mask leaves its bin out. Called by the whole
 // block with a block-uniform `need`.
-template <typename T, u32 N, u32 SHORT = Digits<T>::COUNT, bool SKIP_ALIKE = false, typename Value>
+template <typename T, u32 N, u32 SHORT = Digits<T>::COUNT, bool SKIP_ALIKE = false, u32 MOST = Digits<T>::COUNT,
+          typename Value>
 __device__ __forceinline__ u32 radix_rounds(const Value &value, u32 alive, u32 need, RadixShared &s,
                                             T &reached) {
     u32 won = 0;
@@ -429,7 +432,7 @@ __device__ __forceinline__ u32 radix_rounds(const Value &value, u32 alive, u32 n
     u32 alike = 0;
     T common;
 #endif
-    for (u32 d = 0; d < Digits<T>::COUNT && need > 0; d++) {
+    for (u32 d = 0; d < MOST && need > 0; d++) {
 #if SKIPS_ALIKE_INDEX_DIGITS
         if constexpr (SKIP_ALIKE) {
             if (d == INDEX_DIGIT) alike = index_digits_alike<N>(value, alive, common);
@@ -1109,14 +1112,14 @@ __device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u6
 // takes one chunk of a row, however long, in three steps, and the chunk's keys are read once:
 //  1. A threshold from a sample: SAMPLES keys, in runs of 32 consecutive ones spread evenly
 //     over the chunk, held SAMPLES_PER_THREAD a thread. The threshold is a word that `rank` of
-//     them reach (a radix select over their top digits): the sample's share of k, plus four
+//     them reach (a radix select over their top 16 bits): the sample's share of k, plus four
 //     standard deviations of it, so that a chunk of keys in no particular order holds at least
 //     k keys that reach it but for about one chunk in 30,000, and about k (1 + 4 / sqrt(rank))
 //     do. A chunk shorter than SAMPLED_MIN_LEN takes no sample: every key is a candidate.
 //  2. The candidates: every key of the chunk that reaches it, 32 a thread at a time, goes to
 //     shared memory as a composite (the radix select's step 2).
 //  3. When there are at least k of them and they fit (CAPACITY), the exact select among them,
-//     as the radix select's step 3, and the k best go out sorted. Else (a sample that missed
+//     as the radix select's step 3; the k best go out sorted, but to a pass that selects again. Else (a sample that missed
 //     the chunk's k-th best, or keys that crowd the threshold: few distinct values, a sorted
 //     run) the chunk goes through the threshold filter (filter_chunk), whose flushes hold any
 //     keys. So the sample decides only the time, never the result.
@@ -1126,6 +1129,10 @@ __device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u6
 #define SAMPLES (SAMPLES_PER_THREAD * THREADS)
 #define SAMPLE_RUNS (SAMPLES / WARP_SIZE)
 #define SAMPLED_MIN_LEN (2 * SAMPLES)
+#ifndef KERNEL_TOPK_MERGE_RUNS_MOST
+#error "the host passes KERNEL_TOPK_MERGE_RUNS_MOST (src/cuda/topk.rs)"
+#endif
+#define MERGE_RUNS_MOST KERNEL_TOPK_MERGE_RUNS_MOST
 
 // The slots of the filter that takes over a chunk whose sample missed: k and a tile.
 template <typename In> __device__ __forceinline__ u32 fallback_slots(u32 k) {
@@ -1171,7 +1178,8 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
             const u32 rank = min(SAMPLES, expected + u32(4.0f * sqrtf(float(expected))) + 1);
             const auto sample = [&](u32 i) { return x[i]; };
             const u32 all = SAMPLES_PER_THREAD == 32 ? ~0u : (1u << SAMPLES_PER_THREAD) - 1;
-            radix_rounds<T, SAMPLES_PER_THREAD, Digits<T>::THRESHOLD_COUNT>(sample, all, rank, s, threshold);
+            // The top 16 bits: a 16-bit key's whole word, an f32's sign, exponent and 7 bits.
+            radix_rounds<T, SAMPLES_PER_THREAD, 2, false, 2>(sample, all, rank, s, threshold);
         }
         __syncthreads(); // the counters are reset
 
@@ -1220,13 +1228,19 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
             __syncthreads(); // buf is read before the tournament's lists overwrite it
             select_by_tournament(x, need, buf, put);
         } else {
-            // A radix select, then a bitonic sort of the k best.
-            select_candidates<CANDIDATES_PER_THREAD, SKIPS_ALIKE_INDEX_DIGITS>(buf, gathered, need, s, &taken, buf, k);
-            __syncthreads();
-            for (u32 i = need + t; i < slots; i += THREADS) buf[i] = padding<C>();
-            __syncthreads();
-            sort_best_first(buf, slots);
-            for (u32 i = t; i < need; i += THREADS) put(i, buf[i]);
+            // A radix select, then a bitonic sort of the k best where they are the row's, or
+            // runs that the next pass merges (at most MERGE_RUNS_MOST a row); a pass that
+            // selects again takes them unordered.
+            const bool sorted = last || chunks <= MERGE_RUNS_MOST;
+            C *out = sorted ? buf : partials + item * k;
+            select_candidates<CANDIDATES_PER_THREAD, SKIPS_ALIKE_INDEX_DIGITS>(buf, gathered, need, s, &taken, out, k);
+            if (sorted) {
+                __syncthreads();
+                for (u32 i = need + t; i < slots; i += THREADS) buf[i] = padding<C>();
+                __syncthreads();
+                sort_best_first(buf, slots);
+                for (u32 i = t; i < need; i += THREADS) put(i, buf[i]);
+            }
         }
         if (!last)
             for (u32 i = need + t; i < k; i += THREADS) partials[item * k + i] = padding<C>();

@@ -88,14 +88,22 @@ pub struct Policy {
     /// at 512 faster (0.90 -> 0.61). At most 1,024 (a chunk's threshold needs k <= 8,192 / 8).
     pub topk_radix_stream_max_k: usize,
     /// The radix select's first pass over keys of 2 or 4 bytes is the *sampled* select for k
-    /// from this to [`Policy::topk_sampled_max_k`] (kernels/topk.cu `topk_sampled`): a block
-    /// takes a chunk of at least 8 k and 8,192 keys, takes a threshold from a sample of 4,096
-    /// of them, and reads the chunk once, keeping the keys that reach it; a chunk whose sample
-    /// misses goes through the threshold filter. Rows are cut into as few such chunks as fill
-    /// the GPU (`topk_radix_blocks_per_sm`).
+    /// from this to [`Policy::topk_sampled_max_k`] (kernels/topk.cu `topk_sampled`), and for
+    /// every k on rows longer than [`Policy::topk_filter_above`]: a block takes a chunk of at
+    /// least [`Policy::topk_sampled_min_chunk`] and 8 k keys, takes a threshold from a sample
+    /// of 4,096 of them, and reads the chunk once, keeping the keys that reach it (a chunk whose
+    /// sample misses goes through the threshold filter). Rows are cut into as few such chunks
+    /// as fill the GPU (`topk_radix_blocks_per_sm`). On the H200 it was faster from k = 256 on
+    /// rows of 32,768 and 151,936 (4,096 x 32,768 f32 k = 1,024 1.24 -> 0.49 ms, bf16 1.31 ->
+    /// 0.54) and at k <= 50 on one 2^28 array (f32 k = 50 0.53 -> 0.35), slower at k <= 50 on
+    /// shorter rows (docs/notes/topk.md, step 11).
     pub topk_sampled_min_k: usize,
     /// The largest k of the sampled select; at most [`Policy::TOPK_SAMPLED_MOST_K`].
     pub topk_sampled_max_k: usize,
+    /// The fewest keys a chunk of the sampled select has (at least 8,192, twice its sample):
+    /// its sample and exact select cost a block the same for any chunk, which short chunks
+    /// repay less (64 x 128,256 in 15 chunks a row, f32 k = 1,024: 0.13 -> 0.19 ms).
+    pub topk_sampled_min_chunk: usize,
     /// Rows of at most this many keys (and at most [`crate::dispatch::TOPK_WARP_SORT_MOST`]) of
     /// 2 or 4 bytes take the warp sort ([`crate::dispatch::Strategy::TopkWarpSort`]: a warp
     /// sorts a row in registers) for every k. On the H200 it beat the radix select for every k
@@ -158,8 +166,9 @@ impl Policy {
         topk_warp_sort_rows_up_to: 256,
         topk_warp_sort_min_k_32: 384,
         topk_warp_sort_min_k_16: 100,
-        topk_sampled_min_k: 1,
+        topk_sampled_min_k: 100,
         topk_sampled_max_k: 1024,
+        topk_sampled_min_chunk: 32_768,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which

@@ -412,20 +412,22 @@ fn gpu_streamed_segments() {
 fn gpu_sampled_select() {
     use bitonic::half::{bf16, f16};
     gpu("gpu_sampled_select");
+    // Every k it takes, on chunks down to its shortest, cut to fill the GPU or a chunk a row.
+    let every_k = sampling_every_k();
     let whole_rows = Policy {
         topk_radix_blocks_per_sm: 0,
-        ..Policy::HOPPER
+        ..every_k.clone()
     };
-    let shapes = [
-        (3, 8192),
-        (2, 8193),
-        (2, 8007),
-        (3, 40_000),
-        (1, 100_003),
-    ];
+    let shapes = [(3, 8192), (2, 8193), (2, 8007), (3, 40_000), (1, 100_003)];
     for pattern in PATTERNS {
-        for policy in [None, Some(&whole_rows)] {
-            for &(rows, row_len) in &shapes {
+        for policy in [Some(&every_k), Some(&whole_rows), None] {
+            // The default rule: k from 100, chunks of at least 32,768.
+            let shapes = if policy.is_none() {
+                &shapes[3..]
+            } else {
+                &shapes[..]
+            };
+            for &(rows, row_len) in shapes {
                 let ks: Vec<usize> = [1, 8, 50, 129, 256, 1000, 1024, 1025]
                     .into_iter()
                     .filter(|&k| k <= row_len)
@@ -440,7 +442,9 @@ fn gpu_sampled_select() {
     let sorter = Sorter::new().backend(Backend::Cuda).policy(whole_rows);
     for (row_len, k) in [(8192, 1000), (65_536, 50), (65_536, 1000), (100_003, 700)] {
         for select in SELECTS {
-            let keys = [0, 1].map(|_| large_keys_in_the_sample(row_len, k, select)).concat();
+            let keys = [0, 1]
+                .map(|_| large_keys_in_the_sample(row_len, k, select))
+                .concat();
             let halves: Vec<bf16> = keys.iter().map(|&x| bf16::from_f32(x)).collect();
             let what = format!("{} large keys in the sample, 2x{row_len} k {k}", k - 1);
             let orders = stable_orders(&keys, row_len, select);
@@ -448,6 +452,16 @@ fn gpu_sampled_select() {
             assert_eq!(ran.strategy, Strategy::TopkRadix, "{what}");
             check_selection(&sorter, &halves, row_len, k, select, &orders, &what);
         }
+    }
+}
+
+/// A policy whose radix select samples for every k it can, on chunks down to the shortest
+/// the sampled select takes (8,192 keys).
+fn sampling_every_k() -> Policy {
+    Policy {
+        topk_sampled_min_k: 1,
+        topk_sampled_min_chunk: 0,
+        ..Policy::HOPPER
     }
 }
 
@@ -712,14 +726,20 @@ fn topk_for_the_sanitizer() {
         one_selection::<bitonic::half::bf16>(2, 20_000, 600, select, Pattern::FewDistinct);
         // The sampled select: its exact select by ranks, tournament and radix select, its
         // merged runs, and the filter after a sample that overflows (ties) or misses.
+        let samples = Sorter::new()
+            .backend(Backend::Cuda)
+            .policy(sampling_every_k());
         for (rows, row_len, k) in [(2, 40_000, 8), (2, 40_000, 200), (3, 70_000, 1024)] {
-            one_selection::<f32>(rows, row_len, k, select, Pattern::Random);
-            one_selection::<bitonic::half::bf16>(rows, row_len, k, select, Pattern::FewDistinct);
+            one_selection_by::<f32>(&samples, rows, row_len, k, select, Pattern::Random);
+            let few = Pattern::FewDistinct;
+            one_selection_by::<bitonic::half::bf16>(&samples, rows, row_len, k, select, few);
         }
+        // Runs that a radix pass selects again (unsorted), and a sample that misses.
+        one_selection_by::<f32>(&samples, 1, 100_000, 1000, select, Pattern::Random);
         let keys = large_keys_in_the_sample(20_000, 1000, select);
         let orders = stable_orders(&keys, 20_000, select);
-        let gpu = Sorter::new().backend(Backend::Cuda);
-        check_selection(&gpu, &keys, 20_000, 1000, select, &orders, "large keys in the sample");
+        let what = "large keys in the sample";
+        check_selection(&samples, &keys, 20_000, 1000, select, &orders, what);
         // The warp sort at each of its widths (rows of up to 64, 256 and 1,024 keys).
         for (rows, row_len, k) in [(9, 33, 5), (9, 200, 101), (17, 1000, 1000)] {
             one_selection::<f32>(rows, row_len, k, select, Pattern::Random);

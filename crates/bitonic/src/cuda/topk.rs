@@ -91,6 +91,7 @@ pub(crate) fn kernel_defines() -> Vec<super::nvrtc::Define> {
             "KERNEL_TOPK_TOURNAMENT_MOST",
             RADIX_TOURNAMENT_MOST.to_string(),
         ),
+        ("KERNEL_TOPK_MERGE_RUNS_MOST", MERGE_RUNS_MOST.to_string()),
     ]
 }
 
@@ -206,17 +207,29 @@ fn merges(key_bytes: usize, k: usize) -> bool {
 }
 
 /// The fewest keys a chunk of the sampled select has: twice its sample of 4,096
-/// (kernels/topk.cu `SAMPLED_MIN_LEN`), and 8 k, so that the sample's threshold keeps a small
-/// part of the chunk.
+/// (kernels/topk.cu `SAMPLED_MIN_LEN`).
 const SAMPLED_MIN_LEN: usize = 8192;
 
+/// The fewest keys a chunk of the sampled select has under `policy` for `k`: the policy's
+/// least chunk, and 8 k, so that the sample's threshold keeps a small part of it.
+fn sampled_chunk(k: usize, policy: &Policy) -> usize {
+    policy
+        .topk_sampled_min_chunk
+        .max(SAMPLED_MIN_LEN)
+        .max(8 * k)
+}
+
 /// Whether the first pass of a radix select of `k` of `key_bytes` keys is the sampled select
-/// under `policy`, for rows of `row_len`.
+/// under `policy`, for rows of `row_len`: k from the policy's least (from 1 on rows past
+/// `topk_filter_above`) to its largest, rows of at least one chunk.
 fn samples(row_len: usize, k: usize, key_bytes: usize, policy: &Policy) -> bool {
     let most_k = policy.topk_sampled_max_k.min(Policy::TOPK_SAMPLED_MOST_K);
-    key_bytes <= 4
-        && (policy.topk_sampled_min_k..=most_k).contains(&k)
-        && row_len >= SAMPLED_MIN_LEN.max(8 * k)
+    let least_k = if row_len > policy.topk_filter_above {
+        1
+    } else {
+        policy.topk_sampled_min_k
+    };
+    key_bytes <= 4 && (least_k..=most_k).contains(&k) && row_len >= sampled_chunk(k, policy)
 }
 
 /// The fewest chunks a streamed segment has: segments of 4 and 8 chunks were faster than a
@@ -284,7 +297,7 @@ pub(crate) fn radix_plan(
             0
         };
         let pass = if passes.is_empty() && sampled {
-            let chunks = wanted.min(len / SAMPLED_MIN_LEN.max(8 * k)).max(1);
+            let chunks = wanted.min(len / sampled_chunk(k, policy)).max(1);
             let chunk_len = len.div_ceil(chunks).next_multiple_of(CHUNK_ALIGN).min(len);
             RadixPass {
                 row_len: len,
@@ -863,10 +876,11 @@ mod tests {
                                     // at least SAMPLED_MIN_LEN and 8 k.
                                     assert_eq!(i, 0, "{what}");
                                     assert!(key_bytes <= 4, "{what}");
-                                    assert!(k >= policy.topk_sampled_min_k, "{what}");
+                                    let long = row_len > policy.topk_filter_above;
+                                    assert!(long || k >= policy.topk_sampled_min_k, "{what}");
                                     assert!(k <= policy.topk_sampled_max_k, "{what}");
                                     assert!(p.chunks == 1 || p.chunk_len % CHUNK_ALIGN == 0);
-                                    assert!(p.chunk_len >= SAMPLED_MIN_LEN.max(8 * k), "{what}");
+                                    assert!(p.chunk_len >= sampled_chunk(k, policy), "{what}");
                                 }
                                 RadixKind::Chunks => {
                                     assert!(
@@ -900,7 +914,8 @@ mod tests {
             radix_plan(rows, row_len, k, key_bytes, 132, policy)
                 .iter()
                 .map(|p| {
-                    let (stream, merge) = (p.kind == RadixKind::Segments, p.kind == RadixKind::Merge);
+                    let (stream, merge) =
+                        (p.kind == RadixKind::Segments, p.kind == RadixKind::Merge);
                     (p.chunks, p.chunk_len, stream, merge)
                 })
                 .collect()
@@ -991,17 +1006,18 @@ mod tests {
         for row_len in [1000, 4096, 8192, 100_003] {
             for k in [1, 50, 1024, 2048.min(row_len)] {
                 let passes = radix_plan(3, row_len, k, 4, 132, sixteen);
-                assert!(passes
-                    .iter()
-                    .all(|p| p.per_thread <= 16 && p.chunk_len <= 4096 && p.kind != RadixKind::Segments));
+                assert!(passes.iter().all(|p| p.per_thread <= 16
+                    && p.chunk_len <= 4096
+                    && p.kind != RadixKind::Segments));
                 assert_eq!(passes.last().unwrap().chunks, 1);
             }
         }
     }
 
     /// The sampled select's first pass: one chunk a row where the rows fill the GPU, else as
-    /// many as it wants of at least 8 k and 8,192 keys, their sorted runs merged up to 7 a row;
-    /// never for 8-byte keys, rows too short, or k outside the policy's.
+    /// many as it wants of at least the policy's least chunk and 8 k keys, their sorted runs
+    /// merged up to 7 a row; k from the policy's least, or any k on rows past
+    /// `topk_filter_above`; never for 8-byte keys or rows shorter than a chunk.
     #[test]
     fn sampled_plans() {
         let kinds = |rows, row_len, k, key_bytes, policy: &Policy| {
@@ -1012,31 +1028,39 @@ mod tests {
         };
         let hopper = &Policy::HOPPER;
         use RadixKind::*;
-        for k in [1, 50, 256, 1024] {
+        for k in [100, 256, 1024] {
             assert_eq!(
                 kinds(4096, 32_768, k, 2, hopper),
                 [(Sampled, 1, 32_768)],
                 "k {k}"
             );
         }
+        assert_ne!(kinds(4096, 32_768, 99, 4, hopper)[0].0, Sampled);
         assert_eq!(
             kinds(256, 151_936, 1024, 4, hopper),
-            [(Sampled, 5, 30_400), (Merge, 1, 5 * 1024)]
+            [(Sampled, 4, 37_984), (Merge, 1, 4 * 1024)]
         );
-        // 15 chunks of a row of 128,256 at k = 1,024: their 15 runs selected again.
-        let logits = kinds(64, 128_256, 1024, 4, hopper);
-        assert_eq!(logits[0], (Sampled, 15, 8560));
-        assert!(logits[1..].iter().all(|p| p.0 == Chunks));
-        assert_eq!(kinds(1, 1 << 24, 8, 2, hopper)[0], (Sampled, 1056, 15_888));
-        assert_eq!(kinds(3, 8191, 1, 4, hopper)[0].0, Chunks);
-        assert_eq!(kinds(3, 8 * 1025 - 1, 1025, 4, hopper)[0].0, Chunks);
-        assert_eq!(kinds(3, 100_000, 50, 8, hopper)[0].0, Chunks);
-        let off = &Policy {
-            topk_sampled_min_k: 51,
+        // Rows of 128,256: 3 chunks of at least 32,768 (8 blocks an SM would want 17).
+        assert_eq!(
+            kinds(64, 128_256, 1024, 4, hopper),
+            [(Sampled, 3, 42_752), (Merge, 1, 3 * 1024)]
+        );
+        // A row of 2^28: 1,024 chunks of 2^18 for k = 1 (past topk_filter_above) to 100.
+        for k in [1, 100] {
+            assert_eq!(kinds(1, 1 << 28, k, 2, hopper)[0], (Sampled, 1056, 254_208));
+        }
+        let short = &Policy {
+            topk_sampled_min_k: 1,
+            topk_sampled_min_chunk: 0,
             ..Policy::HOPPER
         };
-        assert_ne!(kinds(4096, 32_768, 50, 4, off)[0].0, Sampled);
-        assert_eq!(kinds(4096, 32_768, 51, 4, off)[0].0, Sampled);
+        assert_eq!(kinds(1, 1 << 24, 8, 2, short)[0], (Sampled, 1056, 15_888));
+        let logits = kinds(64, 128_256, 1024, 4, short);
+        assert_eq!(logits[0], (Sampled, 15, 8560));
+        assert!(logits[1..].iter().all(|p| p.0 == Chunks));
+        assert_eq!(kinds(3, 8191, 1, 4, short)[0].0, Chunks);
+        assert_eq!(kinds(3, 8 * 1025 - 1, 1025, 4, short)[0].0, Chunks);
+        assert_eq!(kinds(3, 100_000, 50, 8, short)[0].0, Chunks);
     }
 
     /// A CPU model of topk_merge's placement: each element's place among sorted runs (its
