@@ -820,6 +820,69 @@ __device__ __forceinline__ C select_candidates(const C *buf, u32 count, u32 need
     return reached;
 }
 
+// The result's i-th best composite c of item `item` of a select: to `values` and `indices` of
+// row `row` (`last`: a row's final chunk), else to the item's k partial results.
+template <typename K, typename C> struct Put {
+    K *values;
+    u32 *indices;
+    C *partials;
+    u64 row, item;
+    u32 k, map;
+    bool last;
+    __device__ void operator()(u32 i, const C &c) const {
+        if (last) {
+            values[row * k + i] = from_sortable(K(word_of(c)), map);
+            indices[row * k + i] = index_of(c);
+        } else {
+            partials[item * k + i] = c;
+        }
+    }
+};
+
+// Step 3's end where a radix select left the best `need` in buf[0, need), unordered: pads the
+// rest of buf[0, slots), sorts it best first and puts the first `count`. Called by the whole
+// block.
+template <typename C, typename Out>
+__device__ __forceinline__ void sort_and_put(C *buf, u32 need, u32 slots, u32 count, const Out &put) {
+    __syncthreads();
+    for (u32 i = need + threadIdx.x; i < slots; i += THREADS) buf[i] = padding<C>();
+    __syncthreads();
+    sort_best_first(buf, slots);
+    for (u32 i = threadIdx.x; i < count; i += THREADS) put(i, buf[i]);
+}
+
+// Step 3 where it takes few candidates, buf[0, gathered): up to RANK_MAX, each one's rank
+// among them (how many beat it) is its place; up to two a thread and `need` at most
+// TOURNAMENT_MOST, a tournament (u64 composites only). Puts the best `need`, sorted, and
+// returns true; false (nothing done) for more candidates. Called by the whole block.
+template <typename C, typename Out>
+__device__ __forceinline__ bool select_few(C *buf, u32 gathered, u32 need, const Out &put) {
+    const u32 t = threadIdx.x;
+    if (gathered <= RANK_MAX) {
+        for (u32 i = t; i < gathered; i += THREADS) {
+            const C c = buf[i];
+            u32 rank = 0;
+            for (u32 j = 0; j < gathered; j++) rank += better(buf[j], c);
+            if (rank < need) put(rank, c);
+        }
+        return true;
+    }
+    if constexpr (sizeof(C) == 8) {
+        if (need <= TOURNAMENT_MOST && gathered <= 2 * THREADS) {
+            C x[2];
+#pragma unroll
+            for (u32 p = 0; p < 2; p++) {
+                const u32 at = (t / WARP_SIZE * 2 + p) * WARP_SIZE + t % WARP_SIZE;
+                x[p] = at < gathered ? buf[at] : padding<C>();
+            }
+            __syncthreads(); // buf is read before the tournament's lists overwrite it
+            select_by_tournament(x, need, buf, put);
+            return true;
+        }
+    }
+    return false;
+}
+
 // The best k of chunk `chunk` of every row, as topk_filter, by the radix select above, R
 // elements a thread. A row's final chunk is sorted (by the candidates' ranks, a tournament, or a
 // bitonic network over `slots` = next_pow2(k) composites); partial results go out unsorted when
@@ -986,32 +1049,9 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
         }
 
         // 3. The exact select. put(i, c): c is the i-th best of the row (last) or of the chunk.
-        const auto put = [&](u32 i, const C &c) {
-            if (last) {
-                values[row * k + i] = from_sortable(K(word_of(c)), map);
-                indices[row * k + i] = index_of(c);
-            } else {
-                partials[item * k + i] = c;
-            }
-        };
-        if (gathered <= RANK_MAX) {
-            // Each candidate's rank among them is its place, best first.
-            for (u32 i = t; i < gathered; i += THREADS) {
-                const C c = buf[i];
-                u32 rank = 0;
-                for (u32 j = 0; j < gathered; j++) rank += better(buf[j], c);
-                if (rank < need) put(rank, c);
-            }
-        } else if (LARGE_TOURNAMENTS && need <= TOURNAMENT_MOST && gathered <= 2 * THREADS) {
-            // Up to two candidates a thread: the tournament's best, sorted.
-            C x[2];
-#pragma unroll
-            for (u32 p = 0; p < 2; p++) {
-                const u32 at = (t / WARP_SIZE * 2 + p) * WARP_SIZE + t % WARP_SIZE;
-                x[p] = at < gathered ? buf[at] : padding<C>();
-            }
-            __syncthreads(); // buf is read before the tournament's lists overwrite it
-            select_by_tournament(x, need, buf, put);
+        const Put<K, C> put = {values, indices, partials, row, item, k, map, last};
+        if (select_few(buf, gathered, need, put)) {
+            // Placed by their ranks or a tournament.
         } else if (LARGE_TOURNAMENTS && R == 4 && need <= TOURNAMENT_MOST && gathered == ~0u) {
             // No threshold, and few elements a thread: the tournament over all of them.
             if constexpr (LARGE_TOURNAMENTS && R == 4) {
@@ -1034,13 +1074,7 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
                     composite_of, alive, need, s, unused);
                 append<R>(composite_of, won, &taken, out, k);
             }
-            if (sorted) {
-                __syncthreads();
-                for (u32 i = need + t; i < slots; i += THREADS) buf[i] = padding<C>();
-                __syncthreads();
-                sort_best_first(buf, slots);
-                for (u32 i = t; i < k; i += THREADS) put(i, buf[i]);
-            }
+            if (sorted) sort_and_put(buf, need, slots, k, put);
         }
         if (!last)
             for (u32 i = need + t; i < k; i += THREADS) partials[item * k + i] = padding<C>();
@@ -1201,32 +1235,9 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
                          indices); // k results, padding past the chunk's end
             continue;
         }
-        const auto put = [&](u32 i, const C &c) {
-            if (last) {
-                values[row * k + i] = from_sortable(K(word_of(c)), map);
-                indices[row * k + i] = index_of(c);
-            } else {
-                partials[item * k + i] = c;
-            }
-        };
-        if (gathered <= RANK_MAX) {
-            // Each candidate's rank among them is its place, best first.
-            for (u32 i = t; i < gathered; i += THREADS) {
-                const C c = buf[i];
-                u32 rank = 0;
-                for (u32 j = 0; j < gathered; j++) rank += better(buf[j], c);
-                if (rank < need) put(rank, c);
-            }
-        } else if (need <= TOURNAMENT_MOST && gathered <= 2 * THREADS) {
-            // Up to two candidates a thread: the tournament's best, sorted.
-            C x[2];
-#pragma unroll
-            for (u32 p = 0; p < 2; p++) {
-                const u32 at = (t / WARP_SIZE * 2 + p) * WARP_SIZE + t % WARP_SIZE;
-                x[p] = at < gathered ? buf[at] : padding<C>();
-            }
-            __syncthreads(); // buf is read before the tournament's lists overwrite it
-            select_by_tournament(x, need, buf, put);
+        const Put<K, C> put = {values, indices, partials, row, item, k, map, last};
+        if (select_few(buf, gathered, need, put)) {
+            // Placed by their ranks or a tournament.
         } else {
             // A radix select, then a bitonic sort of the k best where they are the row's, or
             // runs that the next pass merges (at most MERGE_RUNS_MOST a row); a pass that
@@ -1234,13 +1245,7 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
             const bool sorted = last || chunks <= MERGE_RUNS_MOST;
             C *out = sorted ? buf : partials + item * k;
             select_candidates<CANDIDATES_PER_THREAD, SKIPS_ALIKE_INDEX_DIGITS>(buf, gathered, need, s, &taken, out, k);
-            if (sorted) {
-                __syncthreads();
-                for (u32 i = need + t; i < slots; i += THREADS) buf[i] = padding<C>();
-                __syncthreads();
-                sort_best_first(buf, slots);
-                for (u32 i = t; i < need; i += THREADS) put(i, buf[i]);
-            }
+            if (sorted) sort_and_put(buf, need, slots, need, put);
         }
         if (!last)
             for (u32 i = need + t; i < k; i += THREADS) partials[item * k + i] = padding<C>();

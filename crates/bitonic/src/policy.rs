@@ -75,7 +75,9 @@ pub struct Policy {
     /// kernels/topk.cu STREAM): a row's chunks beyond the first then cost their loads and a
     /// comparison a key, and the fixed costs (the threshold, the exact select) are paid once a
     /// segment. A segment has at least 4 chunks: below 4, no row streams (1: each block one
-    /// chunk, as before streaming). The segments' kernel runs 2 blocks an SM.
+    /// chunk, as before streaming). The segments' kernel runs 2 blocks an SM. Where the
+    /// sampled select ([`Policy::topk_sampled_min_k`]) takes the first pass, rows do not
+    /// stream: with this policy, only 8-byte keys do.
     pub topk_radix_stream_chunks: usize,
     /// Segments stream for k from this to [`Policy::topk_radix_stream_max_k`]. On the H200,
     /// against a chunk a block in the same binary, they were faster from k = 100 (4,096 x
