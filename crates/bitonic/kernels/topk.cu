@@ -22,8 +22,8 @@
 // Parts, a key width each: KERNEL_PART_U16 (f16 and bf16 keys, read as they are, u64
 // composites), KERNEL_PART_U32 (32-bit keys, u64 composites), KERNEL_PART_U64 (64-bit keys,
 // KeyIndex composites), each with the filter and the take; KERNEL_PART_<W>_R<R>, the radix
-// select at R elements a thread; and KERNEL_PART_<W>_WARP, the warp sort of short rows (16- and
-// 32-bit keys) (end of file).
+// select at R elements a thread; KERNEL_PART_<W>_WARP, the warp sort of short rows, and
+// KERNEL_PART_<W>_SAMPLED, the sampled select (both for 16- and 32-bit keys) (end of file).
 #include "common/types.cuh"
 #include "common/keys.cuh"
 #include "common/network.cuh"
