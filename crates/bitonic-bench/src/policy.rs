@@ -5,49 +5,66 @@
 use anyhow::{bail, Context as _, Result};
 use bitonic::Policy;
 
+/// A policy number that `--policy` may set: its name, and how it is written into a [`Policy`].
+type Number = (&'static str, fn(&mut Policy, usize));
+
+/// Every policy number `--policy` names, in [`Policy`]'s order: one line a number, which the
+/// parser and the error listing the names both read.
+const NUMBERS: &[Number] = &[
+    ("tile_bytes", |p, v| p.tile_bytes = v),
+    ("spread_tile_bits", |p, v| p.spread_tile_bits = v as u32),
+    ("max_cluster_blocks", |p, v| p.max_cluster_blocks = v as u32),
+    ("narrow_small_u32", |p, v| p.narrow_small_u32 = v != 0),
+    ("merge_sort_above", |p, v| p.merge_sort_above = v),
+    ("merge_ways", |p, v| p.merge_ways = v as u32),
+    ("wide_merge_ways", |p, v| p.wide_merge_ways = v as u32),
+    ("topk_filter_above", |p, v| p.topk_filter_above = v),
+    ("topk_long_radix_max_k", |p, v| p.topk_long_radix_max_k = v),
+    ("topk_radix_per_thread", |p, v| p.topk_radix_per_thread = v),
+    ("topk_radix_blocks_per_sm", |p, v| {
+        p.topk_radix_blocks_per_sm = v
+    }),
+    ("topk_radix_stream_chunks", |p, v| {
+        p.topk_radix_stream_chunks = v
+    }),
+    ("topk_radix_stream_min_k", |p, v| {
+        p.topk_radix_stream_min_k = v
+    }),
+    ("topk_radix_stream_max_k", |p, v| {
+        p.topk_radix_stream_max_k = v
+    }),
+    ("topk_warp_sort_rows_up_to", |p, v| {
+        p.topk_warp_sort_rows_up_to = v
+    }),
+    ("topk_warp_sort_min_k_32", |p, v| {
+        p.topk_warp_sort_min_k_32 = v
+    }),
+    ("topk_warp_sort_min_k_16", |p, v| {
+        p.topk_warp_sort_min_k_16 = v
+    }),
+    ("topk_sampled_min_k", |p, v| p.topk_sampled_min_k = v),
+    ("topk_sampled_max_k", |p, v| p.topk_sampled_max_k = v),
+    ("topk_sampled_min_chunk", |p, v| {
+        p.topk_sampled_min_chunk = v
+    }),
+];
+
 /// `base` with the overrides of `spec` (`key=value`, comma-separated; empty: `base`).
 pub fn with_overrides(mut base: Policy, spec: &str) -> Result<Policy> {
     for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
         let (key, value) = item
             .split_once('=')
             .with_context(|| format!("{item:?} is not key=value"))?;
-        let number = || -> Result<usize> {
-            value
-                .trim()
-                .parse()
-                .with_context(|| format!("{key}: {value:?} is not a number"))
+        let key = key.trim();
+        let Some((_, set)) = NUMBERS.iter().find(|(name, _)| *name == key) else {
+            let names: Vec<&str> = NUMBERS.iter().map(|(name, _)| *name).collect();
+            bail!("{key:?} is not a policy number ({})", names.join(", "));
         };
-        match key.trim() {
-            "tile_bytes" => base.tile_bytes = number()?,
-            "spread_tile_bits" => base.spread_tile_bits = number()? as u32,
-            "max_cluster_blocks" => base.max_cluster_blocks = number()? as u32,
-            "narrow_small_u32" => base.narrow_small_u32 = number()? != 0,
-            "merge_sort_above" => base.merge_sort_above = number()?,
-            "merge_ways" => base.merge_ways = number()? as u32,
-            "wide_merge_ways" => base.wide_merge_ways = number()? as u32,
-            "topk_filter_above" => base.topk_filter_above = number()?,
-            "topk_long_radix_max_k" => base.topk_long_radix_max_k = number()?,
-            "topk_radix_per_thread" => base.topk_radix_per_thread = number()?,
-            "topk_radix_blocks_per_sm" => base.topk_radix_blocks_per_sm = number()?,
-            "topk_radix_stream_chunks" => base.topk_radix_stream_chunks = number()?,
-            "topk_radix_stream_min_k" => base.topk_radix_stream_min_k = number()?,
-            "topk_radix_stream_max_k" => base.topk_radix_stream_max_k = number()?,
-            "topk_warp_sort_rows_up_to" => base.topk_warp_sort_rows_up_to = number()?,
-            "topk_warp_sort_min_k_32" => base.topk_warp_sort_min_k_32 = number()?,
-            "topk_warp_sort_min_k_16" => base.topk_warp_sort_min_k_16 = number()?,
-            "topk_sampled_min_k" => base.topk_sampled_min_k = number()?,
-            "topk_sampled_max_k" => base.topk_sampled_max_k = number()?,
-            "topk_sampled_min_chunk" => base.topk_sampled_min_chunk = number()?,
-            other => bail!(
-                "{other:?} is not a policy number (tile_bytes, spread_tile_bits, \
-                 max_cluster_blocks, narrow_small_u32, merge_sort_above, merge_ways, \
-                 wide_merge_ways, topk_filter_above, topk_long_radix_max_k, topk_radix_per_thread, \
-                 topk_radix_blocks_per_sm, topk_radix_stream_chunks, topk_radix_stream_min_k, \
-                 topk_radix_stream_max_k, topk_warp_sort_rows_up_to, topk_warp_sort_min_k_32, \
-                 topk_warp_sort_min_k_16, topk_sampled_min_k, topk_sampled_max_k, \
-                 topk_sampled_min_chunk)"
-            ),
-        }
+        let number = value
+            .trim()
+            .parse()
+            .with_context(|| format!("{key}: {value:?} is not a number"))?;
+        set(&mut base, number);
     }
     if !base.tile_bytes.is_power_of_two() || !base.max_cluster_blocks.is_power_of_two() {
         bail!("tile_bytes and max_cluster_blocks must be powers of two");
@@ -80,6 +97,8 @@ mod tests {
         assert!(with_overrides(base.clone(), "tile_bytes").is_err());
         let p = with_overrides(base.clone(), "wide_merge_ways=4").unwrap();
         assert_eq!((p.merge_ways, p.wide_merge_ways), (base.merge_ways, 4));
-        assert!(with_overrides(base, "wide_merge_ways=6").is_err());
+        assert!(with_overrides(base.clone(), "wide_merge_ways=6").is_err());
+        let unknown = with_overrides(base, "tile_bits=3").unwrap_err().to_string();
+        assert!(unknown.contains("topk_sampled_min_chunk)"), "{unknown}");
     }
 }
