@@ -47,6 +47,7 @@ const NUMBERS: &[Number] = &[
     ("topk_sampled_min_chunk", |p, v| {
         p.topk_sampled_min_chunk = v
     }),
+    ("topk_spread_min_len", |p, v| p.topk_spread_min_len = v),
 ];
 
 /// `base` with the overrides of `spec` (`key=value`, comma-separated; empty: `base`).

@@ -1168,11 +1168,44 @@ __device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u6
 #endif
 #define MERGE_RUNS_MOST KERNEL_TOPK_MERGE_RUNS_MOST
 
+// How many of `samples` keys spread evenly over `len` keys the threshold of `need` of them is
+// reached by: the sample's share of need, plus four standard deviations of it, so that a
+// stretch of keys in no particular order holds at least `need` keys that reach it but for about
+// one in 30,000, and about need (1 + 4 / sqrt(rank)) do (src/cuda/topk.rs `sample_rank`).
+__device__ __forceinline__ u32 sample_rank(u32 need, u32 samples, u32 len) {
+    const u32 expected = u32((u64(need) * samples + len - 1) / len);
+    return min(samples, expected + u32(4.0f * sqrtf(float(expected))) + 1);
+}
+
 // The slots of the filter that takes over a chunk whose sample missed: k and a tile.
 template <typename In> __device__ __forceinline__ u32 fallback_slots(u32 k) {
     u32 slots = 1;
     while (slots < k + THREADS * Vector<In>::N) slots <<= 1;
     return slots;
+}
+
+// Step 3 of the sampled and the spread select, once the candidates, buf[0, gathered) of the
+// shared tile, are in: when at least `need` (= min(k, end - begin)) keys were gathered and they
+// fit (CAPACITY), the exact select of the best `need` among them, to `put` sorted where
+// `sorted` (placed by their ranks, a tournament, or a radix select and a bitonic sort of
+// `slots` composites), else unordered to the item's partials (for a pass that selects again).
+// Otherwise (a threshold that too few keys reached, or too many: ties, a sorted run) the threshold filter
+// takes the elements [begin, end) of the row again, and its flushes hold any keys. So a
+// threshold decides only the time, never the result. Called by the whole block.
+template <typename K, typename C, typename In>
+__device__ __forceinline__ void select_gathered(u32 gathered, u32 need, u32 slots, bool sorted, RadixShared &s,
+                                                u32 *taken, const In *row_input, u64 begin, u64 end,
+                                                const Put<K, C> &put) {
+    C *buf = shared_tile<C>();
+    if (gathered < need || gathered > THREADS * CANDIDATES_PER_THREAD) { // block-uniform
+        filter_chunk(row_input, put.row, put.item, begin, end, put.k, fallback_slots<In>(put.k), put.map, put.last,
+                     put.partials, put.values, put.indices); // k results, padding past the chunk's end
+        return;
+    }
+    if (select_few(buf, gathered, need, put)) return; // placed by their ranks or a tournament
+    C *out = sorted ? buf : put.partials + put.item * put.k;
+    select_candidates<CANDIDATES_PER_THREAD, SKIPS_ALIKE_INDEX_DIGITS>(buf, gathered, need, s, taken, out, put.k);
+    if (sorted) sort_and_put(buf, need, slots, need, put);
 }
 
 template <typename K, typename C, typename In, u32 R>
@@ -1208,8 +1241,7 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
                 const u64 at = begin + (len - WARP_SIZE) * run / (SAMPLE_RUNS - 1) + t % WARP_SIZE;
                 x[i] = Held<C, In>::of(row_input[at], map);
             }
-            const u32 expected = u32((u64(need) * SAMPLES + len - 1) / len);
-            const u32 rank = min(SAMPLES, expected + u32(4.0f * sqrtf(float(expected))) + 1);
+            const u32 rank = sample_rank(need, SAMPLES, len);
             const auto sample = [&](u32 i) { return x[i]; };
             const u32 all = SAMPLES_PER_THREAD == 32 ? ~0u : (1u << SAMPLES_PER_THREAD) - 1;
             // The top 16 bits: a 16-bit key's whole word, an f32's sign, exponent and 7 bits.
@@ -1229,26 +1261,101 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
         __syncthreads();
         const u32 gathered = candidates;
 
-        // 3. The exact select, sorted; or the filter.
-        if (gathered < need || gathered > CAPACITY) { // block-uniform
-            filter_chunk(row_input, row, item, begin, end, k, fallback_slots<In>(k), map, last, partials, values,
-                         indices); // k results, padding past the chunk's end
-            continue;
-        }
+        // 3. The exact select, sorted (but for a pass that selects again); or the filter.
         const Put<K, C> put = {values, indices, partials, row, item, k, map, last};
-        if (select_few(buf, gathered, need, put)) {
-            // Placed by their ranks or a tournament.
-        } else {
-            // A radix select, then a bitonic sort of the k best where they are the row's, or
-            // runs that the next pass merges (at most MERGE_RUNS_MOST a row); a pass that
-            // selects again takes them unordered.
-            const bool sorted = last || chunks <= MERGE_RUNS_MOST;
-            C *out = sorted ? buf : partials + item * k;
-            select_candidates<CANDIDATES_PER_THREAD, SKIPS_ALIKE_INDEX_DIGITS>(buf, gathered, need, s, &taken, out, k);
-            if (sorted) sort_and_put(buf, need, slots, need, put);
-        }
+        const bool sorted = last || chunks <= MERGE_RUNS_MOST; // the next pass merges the runs
+        select_gathered<K, C, In>(gathered, need, slots, sorted, s, &taken, row_input, begin, end, put);
         if (!last)
             for (u32 i = need + t; i < k; i += THREADS) partials[item * k + i] = padding<C>();
+    }
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// The spread select (src/cuda/topk.rs `SpreadPlan`): the sampled select's three steps for rows
+// that are few and long, each a launch over all rows, so that many blocks read a row:
+//  1. topk_spread_sample, a block a row: the row's threshold, the exact word that `rank` of
+//     SPREAD_SAMPLES keys reach (runs of 32 spread evenly over the row, sample_rank), into
+//     spread[row].threshold, whose count it zeroes.
+//  2. topk_spread_gather, rows x chunks blocks: every key of a chunk that reaches its row's
+//     threshold, to the row's SPREAD_CAPACITY candidates (global memory), counted by the row's
+//     count (slots past the capacity are not written).
+//  3. topk_spread_select, a block a row: the exact select over the row's candidates, sorted,
+//     or, where too few or too many were gathered, the threshold filter over the whole row
+//     (select_gathered). Its dynamic shared memory is the sampled select's.
+#define SPREAD_SAMPLES_PER_THREAD 32u
+#define SPREAD_SAMPLES (SPREAD_SAMPLES_PER_THREAD * THREADS)
+#define SPREAD_CAPACITY (THREADS * CANDIDATES_PER_THREAD)
+
+// A row's threshold and how many of its keys reached it.
+struct SpreadRow {
+    u32 threshold, count;
+};
+
+template <typename C, typename In>
+__device__ void topk_spread_sample(const In *input, u64 row_len, u32 rows, u32 k, u32 map, SpreadRow *spread) {
+    static_assert(THREADS == 256 && !Held<C, In>::PADDED, "keys");
+    typedef typename Held<C, In>::T T; // u32: 16-bit keys in the top half
+    __shared__ RadixShared s;
+    const u32 t = threadIdx.x, warps = THREADS / WARP_SIZE, runs = SPREAD_SAMPLES / WARP_SIZE;
+    for (u32 row = blockIdx.x; row < rows; row += gridDim.x) {
+        const In *row_input = input + u64(row) * row_len;
+        // Register i of thread t holds key t % 32 of run i x warps + t / 32 (row_len >= 2 x
+        // SPREAD_SAMPLES: the runs do not overlap).
+        T x[SPREAD_SAMPLES_PER_THREAD];
+#pragma unroll
+        for (u32 i = 0; i < SPREAD_SAMPLES_PER_THREAD; i++) {
+            const u64 run = i * warps + t / WARP_SIZE;
+            x[i] = Held<C, In>::of(row_input[(row_len - WARP_SIZE) * run / (runs - 1) + t % WARP_SIZE], map);
+        }
+        const u32 rank = sample_rank(min(u64(k), row_len), SPREAD_SAMPLES, u32(row_len));
+        const auto sample = [&](u32 i) { return x[i]; };
+        T threshold;
+        // Every digit of a 32-bit word; a 16-bit key's are the top two.
+        radix_rounds<T, SPREAD_SAMPLES_PER_THREAD, Digits<T>::COUNT, false, sizeof(In) == 2 ? 2 : Digits<T>::COUNT>(
+            sample, ~0u, rank, s, threshold);
+        if (t == 0) spread[row] = SpreadRow{threshold, 0};
+        __syncthreads(); // s is read before the next row's select
+    }
+}
+
+template <typename C, typename In, u32 R>
+__device__ void topk_spread_gather(const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 map,
+                                   SpreadRow *spread, C *candidates) {
+    typedef typename Held<C, In>::T T;
+    const u64 items = u64(rows) * chunks;
+    for (u64 item = blockIdx.x; item < items; item += gridDim.x) {
+        const u64 row = item / chunks, begin = item % chunks * chunk_len;
+        const u64 end = min(begin + chunk_len, row_len);
+        const In *row_input = input + row * row_len;
+        const T threshold = spread[row].threshold;
+        for (u64 sub = begin; sub < end; sub += R * THREADS) { // block-uniform
+            T e[R];
+            u32 alive = 0;
+            const bool vectors = load_chunk<C, In, R>(row_input, sub, min(sub + R * THREADS, end), map, e, alive);
+            const auto index = [&](u32 r) -> u32 { return chunk_index<In, R>(sub, vectors, r); };
+            gather(reaching(e, alive, threshold), index, row_input, map, &spread[row].count,
+                   candidates + row * SPREAD_CAPACITY, SPREAD_CAPACITY);
+        }
+    }
+}
+
+template <typename K, typename C, typename In>
+__device__ void topk_spread_select(const In *input, u64 row_len, u32 rows, u32 k, u32 slots, u32 map,
+                                   const SpreadRow *spread, const C *candidates, K *values, u32 *indices) {
+    C *buf = shared_tile<C>();
+    __shared__ RadixShared s;
+    __shared__ u32 taken;
+    for (u32 row = blockIdx.x; row < rows; row += gridDim.x) {
+        const u32 gathered = spread[row].count, need = u32(min(u64(k), row_len));
+        __syncthreads(); // the previous row is written
+        if (threadIdx.x == 0) taken = 0;
+        if (gathered <= SPREAD_CAPACITY)
+            for (u32 i = threadIdx.x; i < gathered; i += THREADS) buf[i] = candidates[u64(row) * SPREAD_CAPACITY + i];
+        __syncthreads();
+        const Put<K, C> put = {values, indices, nullptr, row, row, k, map, true};
+        select_gathered<K, C, In>(gathered, need, slots, true, s, &taken, input + u64(row) * row_len, 0, row_len,
+                                  put);
     }
 }
 
@@ -1350,10 +1457,25 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
     extern "C" __global__ void __launch_bounds__(THREADS, sizeof(C) == 8 ? 2 : 1) topk_radix_stream_##W TOPK_PARAMS(W, C, W) {     \
         topk_radix<W, C, W, 32, true> TOPK_ARGS;                                                 \
     }
-// The sampled select, 32 keys a thread at a time, a part per key width (16 and 32 bits).
+// The sampled select, 32 keys a thread at a time, and the spread select's three kernels, a part
+// per key width (16 and 32 bits).
 #define EXPORT_TOPK_SAMPLED(W, C)                                                                \
     extern "C" __global__ void __launch_bounds__(THREADS, 3) topk_sampled_##W TOPK_PARAMS(W, C, W) { \
         topk_sampled<W, C, W, 32> TOPK_ARGS;                                                     \
+    }                                                                                            \
+    extern "C" __global__ void __launch_bounds__(THREADS) topk_spread_sample_##W(                \
+        const W *input, u64 row_len, u32 rows, u32 k, u32 map, SpreadRow *spread) {              \
+        topk_spread_sample<C, W>(input, row_len, rows, k, map, spread);                          \
+    }                                                                                            \
+    extern "C" __global__ void __launch_bounds__(THREADS, 4) topk_spread_gather_##W(             \
+        const W *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 map, SpreadRow *spread, \
+        C *candidates) {                                                                         \
+        topk_spread_gather<C, W, 32>(input, row_len, rows, chunks, chunk_len, map, spread, candidates); \
+    }                                                                                            \
+    extern "C" __global__ void __launch_bounds__(THREADS) topk_spread_select_##W(                \
+        const W *input, u64 row_len, u32 rows, u32 k, u32 slots, u32 map, const SpreadRow *spread, \
+        const C *candidates, W *values, u32 *indices) {                                          \
+        topk_spread_select<W, C, W>(input, row_len, rows, k, slots, map, spread, candidates, values, indices); \
     }
 // The warp sort of short rows (rows of up to 64, 256 and 1,024 keys), a part per key width.
 // Blocks an SM: 2 for u64 composites (128 registers; 32 a lane: 4 bytes spill), 3 for u32 (80;

@@ -106,6 +106,12 @@ pub struct Policy {
     /// its sample and exact select cost a block the same for any chunk, which short chunks
     /// repay less (64 x 128,256 in 15 chunks a row, f32 k = 1,024: 0.13 -> 0.19 ms).
     pub topk_sampled_min_chunk: usize,
+    /// Rows of at least this many keys of 2 or 4 bytes, too few for a block a row to fill the
+    /// GPU, take the *spread* select for k up to [`Policy::TOPK_SAMPLED_MOST_K`] where a sample
+    /// of 8,192 keys leaves few enough candidates (src/cuda/topk.rs `spread_plan`): one block a
+    /// row takes the row's threshold from the sample, many blocks a row gather the keys that
+    /// reach it, and one block a row selects among them (kernels/topk.cu `topk_spread_*`).
+    pub topk_spread_min_len: usize,
     /// Rows of at most this many keys (and at most [`crate::dispatch::TOPK_WARP_SORT_MOST`]) of
     /// 2 or 4 bytes take the warp sort ([`crate::dispatch::Strategy::TopkWarpSort`]: a warp
     /// sorts a row in registers) for every k. On the H200 it beat the radix select for every k
@@ -171,6 +177,7 @@ impl Policy {
         topk_sampled_min_k: 100,
         topk_sampled_max_k: 1024,
         topk_sampled_min_chunk: 32_768,
+        topk_spread_min_len: 65_536,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which

@@ -22,7 +22,7 @@ fn main() {
             gpu_u32, gpu_i32, gpu_u64, gpu_i64, gpu_f32, gpu_f64, gpu_f16, gpu_bf16,
             gpu_patterns_with_ties, gpu_keys_sharing_their_top_bits,
             gpu_filter_on_every_row, gpu_radix_at_16_a_thread, gpu_streamed_segments,
-            gpu_sampled_select,
+            gpu_sampled_select, gpu_spread_select,
             gpu_short_rows_by_warps, gpu_device_buffers,
             gpu_auto_backend, topk_for_the_sanitizer;
     ]);
@@ -314,7 +314,7 @@ fn gpu_radix_at_16_a_thread() {
     let sixteen = Policy {
         topk_radix_per_thread: 16,
         topk_sampled_max_k: 0,
-        ..Policy::HOPPER
+        ..no_spread()
     };
     let sixteen = Some(&sixteen);
     check_shapes_with::<f32>(Backend::Cuda, sixteen, &SHAPES, Pattern::Random);
@@ -443,7 +443,7 @@ fn gpu_sampled_select() {
     for (row_len, k) in [(8192, 1000), (65_536, 50), (65_536, 1000), (100_003, 700)] {
         for select in SELECTS {
             let keys = [0, 1]
-                .map(|_| large_keys_in_the_sample(row_len, k, select))
+                .map(|_| large_keys_in_the_sample(row_len, k, select, 128))
                 .concat();
             let halves: Vec<bf16> = keys.iter().map(|&x| bf16::from_f32(x)).collect();
             let what = format!("{} large keys in the sample, 2x{row_len} k {k}", k - 1);
@@ -461,15 +461,63 @@ fn sampling_every_k() -> Policy {
     Policy {
         topk_sampled_min_k: 1,
         topk_sampled_min_chunk: 0,
+        ..no_spread()
+    }
+}
+
+/// The default policy without the spread select, so that few long rows take the radix
+/// select's passes.
+fn no_spread() -> Policy {
+    Policy {
+        topk_spread_min_len: usize::MAX,
         ..Policy::HOPPER
     }
 }
 
-/// A row of zeros but for k - 1 keys that `select` prefers (±1), all in the sampled select's
-/// sample (128 runs of 32 keys, run j from (row_len - 32) x j / 127): the sample's threshold
-/// is one of them, which fewer than k keys reach.
-fn large_keys_in_the_sample(row_len: usize, k: usize, select: Select) -> Vec<f32> {
-    let runs: Vec<usize> = (0..128).map(|j| (row_len - 32) * j / 127).collect();
+/// The spread select (kernels/topk.cu `topk_spread_*`), the default for few rows of at least
+/// 65,536 keys of 2 or 4 bytes and k up to what its candidates hold: lengths from its
+/// shortest and around its gather's tiles of 8,192, k up to 1,024, every pattern (sorted keys
+/// and ties overflow its candidates or leave too few, and the threshold filter takes the row);
+/// then rows whose only large keys, fewer than k, lie in the sample, so that too few keys
+/// reach its threshold.
+fn gpu_spread_select() {
+    use bitonic::half::{bf16, f16};
+    gpu("gpu_spread_select");
+    let shapes = [(1, 65_536), (2, 65_537), (3, 9 * 8192 - 1), (4, 128_256)];
+    let ks = [1, 2, 8, 50, 129, 256, 1000, 1024];
+    for pattern in PATTERNS {
+        for &shape in &shapes {
+            check_ks::<f32>(Backend::Cuda, None, shape, pattern, &ks);
+            check_ks::<bf16>(Backend::Cuda, None, shape, pattern, &ks);
+        }
+        check_ks::<i32>(Backend::Cuda, None, (2, 100_003), pattern, &[1, 50, 256]);
+        check_ks::<f16>(Backend::Cuda, None, (2, 100_003), pattern, &[1, 50, 256]);
+        check_ks::<u32>(Backend::Cuda, None, (1, (1 << 20) + 3), pattern, &[1, 128]);
+    }
+    let sorter = Sorter::new().backend(Backend::Cuda);
+    for (row_len, k) in [(65_536, 50), (100_003, 1000), (128_256, 256)] {
+        for select in SELECTS {
+            let keys = [0, 1, 2]
+                .map(|_| large_keys_in_the_sample(row_len, k, select, 256))
+                .concat();
+            let halves: Vec<bf16> = keys.iter().map(|&x| bf16::from_f32(x)).collect();
+            let what = format!(
+                "{} large keys in the spread sample, 3x{row_len} k {k}",
+                k - 1
+            );
+            let orders = stable_orders(&keys, row_len, select);
+            let ran = check_selection(&sorter, &keys, row_len, k, select, &orders, &what);
+            assert_eq!(ran.strategy, Strategy::TopkRadix, "{what}");
+            check_selection(&sorter, &halves, row_len, k, select, &orders, &what);
+        }
+    }
+}
+
+/// A row of zeros but for k - 1 keys that `select` prefers (±1), all in a sample of `runs`
+/// runs of 32 keys, run j from (row_len - 32) x j / (runs - 1) (the sampled select's 128, the
+/// spread select's 256): the sample's threshold is one of them, which fewer than k keys reach.
+fn large_keys_in_the_sample(row_len: usize, k: usize, select: Select, runs: usize) -> Vec<f32> {
+    let runs: Vec<usize> = (0..runs).map(|j| (row_len - 32) * j / (runs - 1)).collect();
     let mut sampled: Vec<usize> = (0..32)
         .flat_map(|offset| runs.iter().map(move |&start| start + offset))
         .collect();
@@ -736,10 +784,22 @@ fn topk_for_the_sanitizer() {
         }
         // Runs that a radix pass selects again (unsorted), and a sample that misses.
         one_selection_by::<f32>(&samples, 1, 100_000, 1000, select, Pattern::Random);
-        let keys = large_keys_in_the_sample(20_000, 1000, select);
+        let keys = large_keys_in_the_sample(20_000, 1000, select, 128);
         let orders = stable_orders(&keys, 20_000, select);
         let what = "large keys in the sample";
         check_selection(&samples, &keys, 20_000, 1000, select, &orders, what);
+        // The spread select (the default for these): ranks, tournament, radix select; the
+        // filter after ties overflow its candidates and after a sample that misses.
+        for (rows, row_len, k) in [(3, 70_000, 1), (2, 70_000, 200), (2, 100_003, 1000)] {
+            one_selection::<f32>(rows, row_len, k, select, Pattern::Random);
+            one_selection::<bitonic::half::bf16>(rows, row_len, k, select, Pattern::Random);
+        }
+        one_selection::<bitonic::half::bf16>(2, 65_536, 50, select, Pattern::FewDistinct);
+        let keys = large_keys_in_the_sample(65_536, 50, select, 256);
+        let orders = stable_orders(&keys, 65_536, select);
+        let sorter = Sorter::new().backend(Backend::Cuda);
+        let what = "large keys in the spread sample";
+        check_selection(&sorter, &keys, 65_536, 50, select, &orders, what);
         // The warp sort at each of its widths (rows of up to 64, 256 and 1,024 keys).
         for (rows, row_len, k) in [(9, 33, 5), (9, 200, 101), (17, 1000, 1000)] {
             one_selection::<f32>(rows, row_len, k, select, Pattern::Random);

@@ -543,6 +543,126 @@ pub(crate) fn topk_pass<In: DeviceRepr, C: DeviceRepr, B: DeviceRepr>(
     }
 }
 
+/// The shape of the spread select's launches (kernels/topk.cu `topk_spread_*`): rows of
+/// `row_len` keys, each gathered in `chunks` chunks of `chunk_len`, keeping `k`, the select's
+/// sort over `slots` composites, key map `map`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SpreadArgs {
+    pub row_len: u64,
+    pub rows: u32,
+    pub chunks: u32,
+    pub chunk_len: u64,
+    pub k: u32,
+    pub slots: u32,
+    pub map: u32,
+}
+
+/// The spread select's scratch: a row's threshold and count (two u32: kernels/topk.cu
+/// `SpreadRow`), and its `capacity` candidate composites `C`.
+pub(crate) struct SpreadScratch<'a, C> {
+    pub rows: &'a mut CudaSlice<u32>,
+    pub candidates: &'a mut CudaSlice<C>,
+    pub capacity: usize,
+}
+
+impl<C> SpreadScratch<'_, C> {
+    fn check(&self, rows: usize) {
+        assert!(self.rows.len() >= 2 * rows && self.candidates.len() >= rows * self.capacity);
+    }
+}
+
+/// kernels/topk.cu `topk_spread_sample_W(input, row_len, rows, k, map, spread)`: each row's
+/// threshold from a sample of it, and its count zeroed.
+pub(crate) fn topk_spread_sample<W: DeviceRepr, C>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    input: &CudaView<W>,
+    a: SpreadArgs,
+    scratch: &mut SpreadScratch<C>,
+) -> Result<(), DriverError> {
+    assert!(input.len() >= a.rows as usize * a.row_len as usize);
+    scratch.check(a.rows as usize);
+    // SAFETY: topk_spread_sample_W(const W *input, u64 row_len, u32 rows, u32 k, u32 map,
+    // SpreadRow *spread): reads samples of rows x row_len keys (checked above), writes a
+    // SpreadRow (two u32) a row.
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(input)
+                .arg(&a.row_len)
+                .arg(&a.rows)
+                .arg(&a.k)
+                .arg(&a.map);
+            l.arg(&mut *scratch.rows);
+        })
+    }
+}
+
+/// kernels/topk.cu `topk_spread_gather_W(input, row_len, rows, chunks, chunk_len, map, spread,
+/// candidates)`: the keys of every chunk that reach their row's threshold, to the row's
+/// candidates.
+pub(crate) fn topk_spread_gather<W: DeviceRepr, C: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    input: &CudaView<W>,
+    a: SpreadArgs,
+    scratch: &mut SpreadScratch<C>,
+) -> Result<(), DriverError> {
+    assert!(input.len() >= a.rows as usize * a.row_len as usize);
+    scratch.check(a.rows as usize);
+    // SAFETY: topk_spread_gather_W(const W *input, u64 row_len, u32 rows, u32 chunks, u64
+    // chunk_len, u32 map, SpreadRow *spread, C *candidates): reads rows x row_len keys and a
+    // SpreadRow a row (checked above), counts in it and writes at most the kernel's
+    // SPREAD_CAPACITY (`capacity`) candidates a row.
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(input).arg(&a.row_len).arg(&a.rows).arg(&a.chunks);
+            l.arg(&a.chunk_len).arg(&a.map);
+            l.arg(&mut *scratch.rows).arg(&mut *scratch.candidates);
+        })
+    }
+}
+
+/// kernels/topk.cu `topk_spread_select_W(input, row_len, rows, k, slots, map, spread,
+/// candidates, values, indices)`: each row's k best of its candidates (or of the row, where
+/// the gather missed), sorted, to `values` and `indices`.
+pub(crate) fn topk_spread_select<W: DeviceRepr, C: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    input: &CudaView<W>,
+    a: SpreadArgs,
+    scratch: &mut SpreadScratch<C>,
+    (values, indices): (&mut CudaViewMut<W>, &mut CudaViewMut<u32>),
+) -> Result<(), DriverError> {
+    let (rows, k) = (a.rows as usize, a.k as usize);
+    assert!(input.len() >= rows * a.row_len as usize);
+    assert!(values.len() >= rows * k && indices.len() >= rows * k);
+    assert!(k >= 1 && (a.slots as usize).is_power_of_two() && a.slots >= a.k);
+    assert!(a.slots as usize * std::mem::size_of::<C>() <= cfg.shared_mem_bytes as usize);
+    scratch.check(rows);
+    // SAFETY: topk_spread_select_W(const W *input, u64 row_len, u32 rows, u32 k, u32 slots, u32
+    // map, const SpreadRow *spread, const C *candidates, W *values, u32 *indices): reads the
+    // rows (checked above), a SpreadRow and the counted candidates a row, writes k values and
+    // indices a row, and keeps its candidates, the filter's slots and `slots` composites in
+    // the dynamic shared memory of `cfg` (src/cuda/topk.rs sizes it).
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(input)
+                .arg(&a.row_len)
+                .arg(&a.rows)
+                .arg(&a.k)
+                .arg(&a.slots)
+                .arg(&a.map);
+            l.arg(&*scratch.rows)
+                .arg(&*scratch.candidates)
+                .arg(values)
+                .arg(indices);
+        })
+    }
+}
+
 /// kernels/topk.cu `topk_take_W(src, row_len, dst, k, count)`: the first k elements of each
 /// row of `row_len` of `src`, k a row into `dst`.
 pub(crate) fn topk_take<W: DeviceRepr>(

@@ -351,6 +351,66 @@ pub(crate) fn radix_plan(
     }
 }
 
+/// How many of `samples` keys spread evenly over `len` a sample's threshold for `need` of the
+/// `len` is reached by: the sample's share of `need` and four standard deviations of it
+/// (kernels/topk.cu `sample_rank`).
+fn sample_rank(need: usize, samples: usize, len: usize) -> usize {
+    let expected = (need * samples).div_ceil(len);
+    samples.min(expected + (4.0 * (expected as f32).sqrt()) as usize + 1)
+}
+
+/// Keys the spread select samples from a row, 32 a thread (kernels/topk.cu `SPREAD_SAMPLES`).
+const SPREAD_SAMPLES: usize = 32 * THREADS as usize;
+/// The candidates a row of the spread select gathers and its exact select holds, as the
+/// sampled select's (kernels/topk.cu `SPREAD_CAPACITY`).
+const SPREAD_CAPACITY: usize = THREADS as usize * RADIX_CANDIDATES_PER_THREAD;
+/// Keys a block of the spread select's gather loads at a time, 32 a thread; its chunks are
+/// multiples of it, so that only a row's last load has bounds to check.
+const SPREAD_TILE: usize = 32 * THREADS as usize;
+
+/// The spread select's gather: each row cut into `chunks` chunks of `chunk_len` keys.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct SpreadPlan {
+    pub(crate) chunks: usize,
+    pub(crate) chunk_len: usize,
+}
+
+/// Whether the spread select (kernels/topk.cu `topk_spread_*`) takes `rows` rows of `row_len`
+/// keys of `key_bytes` keeping `k`, and its gather's chunks: keys of 2 or 4 bytes, k up to
+/// [`Policy::TOPK_SAMPLED_MOST_K`], rows of at least `topk_spread_min_len` keys (and two
+/// samples) and at most half as many as the grid's blocks (`topk_radix_blocks_per_sm`), whose
+/// sample's threshold leaves candidates that fit [`SPREAD_CAPACITY`] with three standard
+/// deviations to spare: rank (1 + 3 / sqrt(rank)) x row_len / [`SPREAD_SAMPLES`] (a row past
+/// it, about one in 700, costs time: its select filters the whole row). The gather cuts each
+/// row into as many chunks as fill the grid, multiples of [`SPREAD_TILE`].
+pub(crate) fn spread_plan(
+    rows: usize,
+    row_len: usize,
+    k: usize,
+    key_bytes: usize,
+    multiprocessors: usize,
+    policy: &Policy,
+) -> Option<SpreadPlan> {
+    let blocks = policy
+        .topk_radix_blocks_per_sm
+        .saturating_mul(multiprocessors.max(1));
+    let long = row_len >= policy.topk_spread_min_len.max(2 * SPREAD_SAMPLES);
+    if key_bytes > 4 || k > Policy::TOPK_SAMPLED_MOST_K || !long || 2 * rows > blocks {
+        return None;
+    }
+    let rank = sample_rank(k, SPREAD_SAMPLES, row_len) as f64;
+    let candidates = (rank + 3.0 * rank.sqrt()) * (row_len as f64 / SPREAD_SAMPLES as f64);
+    if candidates > SPREAD_CAPACITY as f64 {
+        return None;
+    }
+    let chunks = blocks.div_ceil(rows).min(row_len.div_ceil(SPREAD_TILE));
+    let chunk_len = row_len.div_ceil(chunks).next_multiple_of(SPREAD_TILE);
+    Some(SpreadPlan {
+        chunks: row_len.div_ceil(chunk_len),
+        chunk_len,
+    })
+}
+
 /// Selects each row's best `k` of `keys` (words of `K`) into `values` and `indices` (`k` a
 /// row), with the strategy [`crate::dispatch::choose`] picked: the radix select, the filter,
 /// the warp sort, or (a large k, or one above half the row) the rows' stable argsort.
@@ -509,6 +569,9 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
     let width = width(key_bytes);
     let sms = gpu.info().multiprocessors.max(1) as usize;
     let slots = k.next_power_of_two();
+    if let Some(plan) = spread_plan(rows, row_len, k, key_bytes, sms, t.policy) {
+        return spread::<B>(t, keys, (rows, row_len, k, map), plan, values, indices);
+    }
     let mut input: Option<CudaSlice<C>> = None;
     let passes = radix_plan(rows, row_len, k, key_bytes, sms, t.policy);
     let modules: Vec<_> = passes
@@ -552,6 +615,71 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
         input = run_pass(gpu, kernel, args, keys, input, values, indices)?;
     }
     Ok(())
+}
+
+/// The spread select ([`spread_plan`]) of rows of keys of words `B` (2 or 4 bytes), u64
+/// composites: the sample's, the gather's and the select's launches; `shape` is (rows,
+/// row_len, k, key map).
+fn spread<B: DeviceRepr>(
+    t: Target,
+    keys: &CudaView<B>,
+    (rows, row_len, k, map): (usize, usize, usize, u32),
+    plan: SpreadPlan,
+    values: &mut CudaViewMut<B>,
+    indices: &mut CudaViewMut<u32>,
+) -> Result<()> {
+    let gpu = t.gpu;
+    let key_bytes = std::mem::size_of::<B>();
+    let module = match key_bytes {
+        2 => &kernels::TOPK_SAMPLED_U16,
+        _ => &kernels::TOPK_SAMPLED_U32,
+    };
+    gpu.prepare(t.policy, &[module])?;
+    let width = width(key_bytes);
+    let stream = gpu.stream();
+    // SAFETY (both): the sample writes every row's threshold and count before the gather
+    // reads them, and the select reads only the candidates the gather counted.
+    let mut spread_rows = unsafe { stream.alloc::<u32>(2 * rows) }
+        .during(|| format!("allocating the spread select's {rows} thresholds"))?;
+    let mut candidates = unsafe { stream.alloc::<u64>(rows * SPREAD_CAPACITY) }
+        .during(|| format!("allocating {rows} x {SPREAD_CAPACITY} top-k candidates"))?;
+    let mut scratch = launch::SpreadScratch {
+        rows: &mut spread_rows,
+        candidates: &mut candidates,
+        capacity: SPREAD_CAPACITY,
+    };
+    let slots = k.next_power_of_two();
+    let args = launch::SpreadArgs {
+        row_len: row_len as u64,
+        rows: rows as u32,
+        chunks: plan.chunks as u32,
+        chunk_len: plan.chunk_len as u64,
+        k: k as u32,
+        slots: slots as u32,
+        map,
+    };
+    let most_blocks = gpu.info().multiprocessors.max(1) as usize * 32;
+    let row_blocks = rows.min(most_blocks) as u32;
+
+    let name = format!("topk_spread_sample_{width}");
+    let f = gpu.function(module, &name)?;
+    let cfg = launch::config(row_blocks, THREADS, 0);
+    launch::topk_spread_sample(gpu, &f, cfg, keys, args, &mut scratch)
+        .during(|| format!("launching {name}"))?;
+
+    let name = format!("topk_spread_gather_{width}");
+    let f = gpu.function(module, &name)?;
+    let cfg = launch::config((rows * plan.chunks).min(most_blocks) as u32, THREADS, 0);
+    launch::topk_spread_gather(gpu, &f, cfg, keys, args, &mut scratch)
+        .during(|| format!("launching {name}"))?;
+
+    let name = format!("topk_spread_select_{width}");
+    let f = gpu.function(module, &name)?;
+    let shared = sampled_held(k, slots, key_bytes) * std::mem::size_of::<u64>();
+    gpu.allow_shared(&f, shared as u32)?;
+    let cfg = launch::config(row_blocks, THREADS, shared as u32);
+    launch::topk_spread_select(gpu, &f, cfg, keys, args, &mut scratch, (values, indices))
+        .during(|| format!("launching {name}"))
 }
 
 /// The composites a lane of the warp sort holds: the kernels' instances, for rows of up to
@@ -1061,6 +1189,60 @@ mod tests {
         assert_eq!(kinds(3, 8191, 1, 4, short)[0].0, Chunks);
         assert_eq!(kinds(3, 8 * 1025 - 1, 1025, 4, short)[0].0, Chunks);
         assert_eq!(kinds(3, 100_000, 50, 8, short)[0].0, Chunks);
+    }
+
+    /// The spread select's rule and its gather's chunks: few long rows of 2- or 4-byte keys
+    /// where the sample's candidates fit, with the shapes of the README's table and of the
+    /// GPU test (tests/topk.rs `gpu_spread_select`) on 132 multiprocessors.
+    #[test]
+    fn spread_plans() {
+        let hopper = &Policy::HOPPER;
+        let plan =
+            |rows, row_len, k, key_bytes| spread_plan(rows, row_len, k, key_bytes, 132, hopper);
+        let chunks = |rows, row_len, k| plan(rows, row_len, k, 4).map(|p| (p.chunks, p.chunk_len));
+        for k in [1, 8, 50, 256, 1024] {
+            for key_bytes in [2, 4] {
+                // 1,056 blocks: 16 chunks a row of 128,256, the last of 5,376.
+                let logits = plan(64, 128_256, k, key_bytes);
+                assert_eq!(
+                    logits,
+                    Some(SpreadPlan {
+                        chunks: 16,
+                        chunk_len: 8192
+                    }),
+                    "k {k}"
+                );
+            }
+            assert_eq!(plan(64, 128_256, k, 8), None, "8-byte keys");
+            assert_eq!(plan(4096, 32_768, k, 4), None, "rows shorter than 65,536");
+            assert_eq!(plan(1, 1 << 24, k, 4), None, "a sample of 1 in 2,048");
+            assert_eq!(
+                plan(529, 1 << 17, k, 4),
+                None,
+                "rows for more than half the grid"
+            );
+        }
+        // 256 rows of 151,936: 5 chunks; at k = 1,024 the candidates might not fit.
+        for k in [1, 50, 256, 900] {
+            assert_eq!(chunks(256, 151_936, k), Some((5, 32_768)), "k {k}");
+        }
+        assert_eq!(chunks(256, 151_936, 1024), None);
+        for (rows, row_len) in [(1, 65_536), (2, 65_537), (3, 9 * 8192 - 1), (4, 128_256)] {
+            for k in [1, 2, 8, 50, 129, 256, 1000, 1024] {
+                let (chunks, chunk_len) = chunks(rows, row_len, k).expect("the GPU test's");
+                assert_eq!(chunk_len % SPREAD_TILE, 0);
+                assert!(chunks * chunk_len >= row_len && (chunks - 1) * chunk_len < row_len);
+            }
+        }
+        // A row of 2^20 + 3: a sample of 1 in 128, whose threshold for k up to 128 is its 6th.
+        assert_eq!(chunks(1, (1 << 20) + 3, 128), Some((129, 8192)));
+        assert_eq!(chunks(1, (1 << 20) + 3, 129), None);
+        assert_eq!(chunks(1, 65_535, 1), None);
+        let off = Policy {
+            topk_spread_min_len: usize::MAX,
+            ..Policy::HOPPER
+        };
+        assert_eq!(spread_plan(64, 128_256, 50, 4, 132, &off), None);
     }
 
     /// A CPU model of topk_merge's placement: each element's place among sorted runs (its
