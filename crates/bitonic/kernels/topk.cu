@@ -510,14 +510,14 @@ __device__ __forceinline__ void group_bests(const T (&e)[R], T (&best)[G]) {
 }
 
 // Step 1 with G groups a thread: a value that the best values of `need` groups reach, by a
-// radix select over their top digits. If it is padding, every element reaches it.
-template <u32 G, typename T, u32 R>
+// radix select over their top digits (SHORT and MOST as radix_rounds's: by default it may stop
+// after THRESHOLD_COUNT digits). If it is padding, every element reaches it.
+template <u32 G, typename T, u32 R, u32 SHORT = Digits<T>::THRESHOLD_COUNT, u32 MOST = Digits<T>::COUNT>
 __device__ __forceinline__ T group_threshold(const T (&e)[R], u32 need, RadixShared &s) {
     T best[G];
     group_bests<G>(e, best);
     T threshold;
-    radix_rounds<T, G, Digits<T>::THRESHOLD_COUNT>([&](u32 g) { return best[g]; }, (1u << G) - 1, need, s,
-                                                  threshold);
+    radix_rounds<T, G, SHORT, false, MOST>([&](u32 g) { return best[g]; }, (1u << G) - 1, need, s, threshold);
     return threshold;
 }
 
@@ -1186,25 +1186,25 @@ template <typename In> __device__ __forceinline__ u32 fallback_slots(u32 k) {
 
 // Step 3 of the sampled and the spread select, once the candidates, buf[0, gathered) of the
 // shared tile, are in: when at least `need` (= min(k, end - begin)) keys were gathered and they
-// fit (CAPACITY), the exact select of the best `need` among them, to `put` sorted where
+// fit (THREADS x PER_THREAD), the exact select of the best `need` among them, to `put` sorted where
 // `sorted` (placed by their ranks, a tournament, or a radix select and a bitonic sort of
 // `slots` composites), else unordered to the item's partials (for a pass that selects again).
 // Otherwise (a threshold that too few keys reached, or too many: ties, a sorted run) the threshold filter
 // takes the elements [begin, end) of the row again, and its flushes hold any keys. So a
 // threshold decides only the time, never the result. Called by the whole block.
-template <typename K, typename C, typename In>
+template <u32 PER_THREAD, typename K, typename C, typename In>
 __device__ __forceinline__ void select_gathered(u32 gathered, u32 need, u32 slots, bool sorted, RadixShared &s,
                                                 u32 *taken, const In *row_input, u64 begin, u64 end,
                                                 const Put<K, C> &put) {
     C *buf = shared_tile<C>();
-    if (gathered < need || gathered > THREADS * CANDIDATES_PER_THREAD) { // block-uniform
+    if (gathered < need || gathered > THREADS * PER_THREAD) { // block-uniform
         filter_chunk(row_input, put.row, put.item, begin, end, put.k, fallback_slots<In>(put.k), put.map, put.last,
                      put.partials, put.values, put.indices); // k results, padding past the chunk's end
         return;
     }
     if (select_few(buf, gathered, need, put)) return; // placed by their ranks or a tournament
     C *out = sorted ? buf : put.partials + put.item * put.k;
-    select_candidates<CANDIDATES_PER_THREAD, SKIPS_ALIKE_INDEX_DIGITS>(buf, gathered, need, s, taken, out, put.k);
+    select_candidates<PER_THREAD, SKIPS_ALIKE_INDEX_DIGITS>(buf, gathered, need, s, taken, out, put.k);
     if (sorted) sort_and_put(buf, need, slots, need, put);
 }
 
@@ -1264,7 +1264,8 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
         // 3. The exact select, sorted (but for a pass that selects again); or the filter.
         const Put<K, C> put = {values, indices, partials, row, item, k, map, last};
         const bool sorted = last || chunks <= MERGE_RUNS_MOST; // the next pass merges the runs
-        select_gathered<K, C, In>(gathered, need, slots, sorted, s, &taken, row_input, begin, end, put);
+        select_gathered<CANDIDATES_PER_THREAD, K, C, In>(gathered, need, slots, sorted, s, &taken, row_input, begin,
+                                                         end, put);
         if (!last)
             for (u32 i = need + t; i < k; i += THREADS) partials[item * k + i] = padding<C>();
     }
@@ -1274,18 +1275,21 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
 // ---------------------------------------------------------------------------------------------
 // The spread select (src/cuda/topk.rs `SpreadPlan`): the sampled select's three steps for rows
 // that are few and long, each a launch over all rows, so that many blocks read a row:
-//  1. topk_spread_sample, a block a row: the row's threshold, the exact word that `rank` of
-//     SPREAD_SAMPLES keys reach (runs of 32 spread evenly over the row, sample_rank), into
+//  1. topk_spread_sample, a block a row: the row's threshold, a word that at least `rank`
+//     (sample_rank) of SPREAD_SAMPLES keys reach (runs of 32 spread evenly over the row), into
 //     spread[row].threshold, whose count it zeroes.
 //  2. topk_spread_gather, rows x chunks blocks: every key of a chunk that reaches its row's
 //     threshold, to the row's SPREAD_CAPACITY candidates (global memory), counted by the row's
 //     count (slots past the capacity are not written).
 //  3. topk_spread_select, a block a row: the exact select over the row's candidates, sorted,
 //     or, where too few or too many were gathered, the threshold filter over the whole row
-//     (select_gathered). Its dynamic shared memory is the sampled select's.
+//     (select_gathered, 16 candidates a thread). Its dynamic shared memory holds
+//     max(SPREAD_CAPACITY, the filter's slots, slots, TOURNAMENT_SLOTS) composites
+//     (src/cuda/topk.rs `spread_held`).
 #define SPREAD_SAMPLES_PER_THREAD 32u
 #define SPREAD_SAMPLES (SPREAD_SAMPLES_PER_THREAD * THREADS)
-#define SPREAD_CAPACITY (THREADS * CANDIDATES_PER_THREAD)
+#define SPREAD_CANDIDATES_PER_THREAD 16u
+#define SPREAD_CAPACITY (THREADS * SPREAD_CANDIDATES_PER_THREAD)
 
 // A row's threshold and how many of its keys reached it.
 struct SpreadRow {
@@ -1308,12 +1312,18 @@ __device__ void topk_spread_sample(const In *input, u64 row_len, u32 rows, u32 k
             const u64 run = i * warps + t / WARP_SIZE;
             x[i] = Held<C, In>::of(row_input[(row_len - WARP_SIZE) * run / (runs - 1) + t % WARP_SIZE], map);
         }
+        // The word that the best samples of `rank` groups of a thread's registers reach (the
+        // radix select's step 1, over every digit: a 32-bit word's four, a 16-bit key's top
+        // two): at least `rank` samples, and for keys in no particular order few more.
         const u32 rank = sample_rank(min(u64(k), row_len), SPREAD_SAMPLES, u32(row_len));
-        const auto sample = [&](u32 i) { return x[i]; };
+        const u32 R = SPREAD_SAMPLES_PER_THREAD, ALL = Digits<T>::COUNT, MOST = sizeof(In) == 2 ? 2 : ALL;
         T threshold;
-        // Every digit of a 32-bit word; a 16-bit key's are the top two.
-        radix_rounds<T, SPREAD_SAMPLES_PER_THREAD, Digits<T>::COUNT, false, sizeof(In) == 2 ? 2 : Digits<T>::COUNT>(
-            sample, ~0u, rank, s, threshold);
+        switch (groups_for(rank, SPREAD_SAMPLES, R)) { // block-uniform
+        case 1: threshold = group_threshold<1, T, R, ALL, MOST>(x, rank, s); break;
+        case 2: threshold = group_threshold<2, T, R, ALL, MOST>(x, rank, s); break;
+        case 4: threshold = group_threshold<4, T, R, ALL, MOST>(x, rank, s); break;
+        default: threshold = group_threshold<8, T, R, ALL, MOST>(x, rank, s); break;
+        }
         if (t == 0) spread[row] = SpreadRow{threshold, 0};
         __syncthreads(); // s is read before the next row's select
     }
@@ -1354,8 +1364,8 @@ __device__ void topk_spread_select(const In *input, u64 row_len, u32 rows, u32 k
             for (u32 i = threadIdx.x; i < gathered; i += THREADS) buf[i] = candidates[u64(row) * SPREAD_CAPACITY + i];
         __syncthreads();
         const Put<K, C> put = {values, indices, nullptr, row, row, k, map, true};
-        select_gathered<K, C, In>(gathered, need, slots, true, s, &taken, input + u64(row) * row_len, 0, row_len,
-                                  put);
+        select_gathered<SPREAD_CANDIDATES_PER_THREAD, K, C, In>(gathered, need, slots, true, s, &taken,
+                                                                input + u64(row) * row_len, 0, row_len, put);
     }
 }
 

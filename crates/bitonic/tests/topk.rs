@@ -492,7 +492,13 @@ fn gpu_spread_select() {
         }
         check_ks::<i32>(Backend::Cuda, None, (2, 100_003), pattern, &[1, 50, 256]);
         check_ks::<f16>(Backend::Cuda, None, (2, 100_003), pattern, &[1, 50, 256]);
-        check_ks::<u32>(Backend::Cuda, None, (1, (1 << 20) + 3), pattern, &[1, 128]);
+        check_ks::<u32>(
+            Backend::Cuda,
+            None,
+            (1, (1 << 20) + 3),
+            pattern,
+            &[1, 128, 896],
+        );
     }
     let sorter = Sorter::new().backend(Backend::Cuda);
     for (row_len, k) in [(65_536, 50), (100_003, 1000), (128_256, 256)] {

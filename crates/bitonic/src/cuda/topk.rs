@@ -361,9 +361,11 @@ fn sample_rank(need: usize, samples: usize, len: usize) -> usize {
 
 /// Keys the spread select samples from a row, 32 a thread (kernels/topk.cu `SPREAD_SAMPLES`).
 const SPREAD_SAMPLES: usize = 32 * THREADS as usize;
-/// The candidates a row of the spread select gathers and its exact select holds, as the
-/// sampled select's (kernels/topk.cu `SPREAD_CAPACITY`).
-const SPREAD_CAPACITY: usize = THREADS as usize * RADIX_CANDIDATES_PER_THREAD;
+/// The candidates a row of the spread select gathers and its exact select holds, 16 a thread
+/// (kernels/topk.cu `SPREAD_CAPACITY`): twice the sampled select's, since keys that tie with
+/// the row's threshold all come in (bf16 keys in [-1, 1): 250 a value near 1 in a row of
+/// 128,256).
+const SPREAD_CAPACITY: usize = THREADS as usize * 16;
 /// Keys a block of the spread select's gather loads at a time, 32 a thread; its chunks are
 /// multiples of it, so that only a row's last load has bounds to check.
 const SPREAD_TILE: usize = 32 * THREADS as usize;
@@ -545,6 +547,12 @@ fn sampled_held(k: usize, slots: usize, key_bytes: usize) -> usize {
         .max(RADIX_TOURNAMENT_SLOTS)
 }
 
+/// The composites a block of the spread select's select holds in shared memory: as
+/// [`sampled_held`], with its [`SPREAD_CAPACITY`] candidates.
+fn spread_held(k: usize, slots: usize, key_bytes: usize) -> usize {
+    sampled_held(k, slots, key_bytes).max(SPREAD_CAPACITY)
+}
+
 /// The module of a radix pass over keys of `key_bytes`: the sampled select's own part, or the
 /// radix part of the pass's `per_thread` (a merge's is its first pass's).
 fn radix_pass_module(key_bytes: usize, pass: &RadixPass) -> &'static KernelModule {
@@ -675,7 +683,7 @@ fn spread<B: DeviceRepr>(
 
     let name = format!("topk_spread_select_{width}");
     let f = gpu.function(module, &name)?;
-    let shared = sampled_held(k, slots, key_bytes) * std::mem::size_of::<u64>();
+    let shared = spread_held(k, slots, key_bytes) * std::mem::size_of::<u64>();
     gpu.allow_shared(&f, shared as u32)?;
     let cfg = launch::config(row_blocks, THREADS, shared as u32);
     launch::topk_spread_select(gpu, &f, cfg, keys, args, &mut scratch, (values, indices))
@@ -1222,11 +1230,10 @@ mod tests {
                 "rows for more than half the grid"
             );
         }
-        // 256 rows of 151,936: 5 chunks; at k = 1,024 the candidates might not fit.
-        for k in [1, 50, 256, 900] {
+        // 256 rows of 151,936: 5 chunks.
+        for k in [1, 50, 256, 1024] {
             assert_eq!(chunks(256, 151_936, k), Some((5, 32_768)), "k {k}");
         }
-        assert_eq!(chunks(256, 151_936, 1024), None);
         for (rows, row_len) in [(1, 65_536), (2, 65_537), (3, 9 * 8192 - 1), (4, 128_256)] {
             for k in [1, 2, 8, 50, 129, 256, 1000, 1024] {
                 let (chunks, chunk_len) = chunks(rows, row_len, k).expect("the GPU test's");
@@ -1234,9 +1241,14 @@ mod tests {
                 assert!(chunks * chunk_len >= row_len && (chunks - 1) * chunk_len < row_len);
             }
         }
-        // A row of 2^20 + 3: a sample of 1 in 128, whose threshold for k up to 128 is its 6th.
-        assert_eq!(chunks(1, (1 << 20) + 3, 128), Some((129, 8192)));
-        assert_eq!(chunks(1, (1 << 20) + 3, 129), None);
+        // A row of 2^20 + 3, a sample of 1 in 128: k up to 896 (a threshold that 18 samples
+        // reach, about 2,300 keys); one of 2^21, 1 in 256: k up to 256 (6 samples, about 1,540
+        // keys); one of 2^22: none (about 3,070 keys, past 4,096 at three deviations).
+        assert_eq!(chunks(1, (1 << 20) + 3, 896), Some((129, 8192)));
+        assert_eq!(chunks(1, (1 << 20) + 3, 897), None);
+        assert_eq!(chunks(1, 1 << 21, 256), Some((256, 8192)));
+        assert_eq!(chunks(1, 1 << 21, 257), None);
+        assert_eq!(chunks(1, 1 << 22, 1), None);
         assert_eq!(chunks(1, 65_535, 1), None);
         let off = Policy {
             topk_spread_min_len: usize::MAX,
