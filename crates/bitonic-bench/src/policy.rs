@@ -48,6 +48,7 @@ const NUMBERS: &[Number] = &[
         p.topk_sampled_min_chunk = v
     }),
     ("topk_spread_min_len", |p, v| p.topk_spread_min_len = v),
+    ("topk_spread_min_rows", |p, v| p.topk_spread_min_rows = v),
 ];
 
 /// `base` with the overrides of `spec` (`key=value`, comma-separated; empty: `base`).

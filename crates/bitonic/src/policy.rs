@@ -112,6 +112,12 @@ pub struct Policy {
     /// row takes the row's threshold from the sample, many blocks a row gather the keys that
     /// reach it, and one block a row selects among them (kernels/topk.cu `topk_spread_*`).
     pub topk_spread_min_len: usize,
+    /// For k below [`Policy::topk_sampled_min_k`], the spread select takes only this many rows
+    /// or more: its sample and its select cost a block a row about 7 µs each whatever the
+    /// row, which one row's radix select does not repay at small k (one row of 2^20 bf16,
+    /// k = 1: 0.024 -> 0.047 ms on the H200) and 64 rows do (64 x 128,256 bf16 k = 1: 0.041 ->
+    /// 0.026; f32 0.040 -> 0.036; docs/notes/topk.md, step 12).
+    pub topk_spread_min_rows: usize,
     /// Rows of at most this many keys (and at most [`crate::dispatch::TOPK_WARP_SORT_MOST`]) of
     /// 2 or 4 bytes take the warp sort ([`crate::dispatch::Strategy::TopkWarpSort`]: a warp
     /// sorts a row in registers) for every k. On the H200 it beat the radix select for every k
@@ -178,6 +184,7 @@ impl Policy {
         topk_sampled_max_k: 1024,
         topk_sampled_min_chunk: 32_768,
         topk_spread_min_len: 65_536,
+        topk_spread_min_rows: 64,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which

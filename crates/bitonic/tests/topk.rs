@@ -465,6 +465,14 @@ fn sampling_every_k() -> Policy {
     }
 }
 
+/// A policy whose spread select takes every k on any number of rows.
+fn spreading_every_k() -> Policy {
+    Policy {
+        topk_spread_min_rows: 1,
+        ..Policy::HOPPER
+    }
+}
+
 /// The default policy without the spread select, so that few long rows take the radix
 /// select's passes.
 fn no_spread() -> Policy {
@@ -483,24 +491,31 @@ fn no_spread() -> Policy {
 fn gpu_spread_select() {
     use bitonic::half::{bf16, f16};
     gpu("gpu_spread_select");
+    // Every k it takes on few rows (by default k from 100, or 64 rows).
+    let every_k = spreading_every_k();
+    let every_k = Some(&every_k);
     let shapes = [(1, 65_536), (2, 65_537), (3, 9 * 8192 - 1), (4, 128_256)];
     let ks = [1, 2, 8, 50, 129, 256, 1000, 1024];
     for pattern in PATTERNS {
         for &shape in &shapes {
-            check_ks::<f32>(Backend::Cuda, None, shape, pattern, &ks);
-            check_ks::<bf16>(Backend::Cuda, None, shape, pattern, &ks);
+            check_ks::<f32>(Backend::Cuda, every_k, shape, pattern, &ks);
+            check_ks::<bf16>(Backend::Cuda, every_k, shape, pattern, &ks);
         }
-        check_ks::<i32>(Backend::Cuda, None, (2, 100_003), pattern, &[1, 50, 256]);
-        check_ks::<f16>(Backend::Cuda, None, (2, 100_003), pattern, &[1, 50, 256]);
-        check_ks::<u32>(
-            Backend::Cuda,
-            None,
-            (1, (1 << 20) + 3),
-            pattern,
-            &[1, 128, 896],
-        );
+        check_ks::<i32>(Backend::Cuda, every_k, (2, 100_003), pattern, &[1, 50, 256]);
+        check_ks::<f16>(Backend::Cuda, every_k, (2, 100_003), pattern, &[1, 50, 256]);
+        let long = (1, (1 << 20) + 3);
+        check_ks::<u32>(Backend::Cuda, every_k, long, pattern, &[1, 128, 896]);
     }
-    let sorter = Sorter::new().backend(Backend::Cuda);
+    check_ks::<f32>(
+        Backend::Cuda,
+        None,
+        (64, 65_536),
+        Pattern::Random,
+        &[1, 50, 256],
+    );
+    let sorter = Sorter::new()
+        .backend(Backend::Cuda)
+        .policy(spreading_every_k());
     for (row_len, k) in [(65_536, 50), (100_003, 1000), (128_256, 256)] {
         for select in SELECTS {
             let keys = [0, 1, 2]
@@ -794,16 +809,20 @@ fn topk_for_the_sanitizer() {
         let orders = stable_orders(&keys, 20_000, select);
         let what = "large keys in the sample";
         check_selection(&samples, &keys, 20_000, 1000, select, &orders, what);
-        // The spread select (the default for these): ranks, tournament, radix select; the
-        // filter after ties overflow its candidates and after a sample that misses.
+        // The spread select: ranks, tournament, radix select; the filter after ties overflow
+        // its candidates and after a sample that misses.
+        let sorter = Sorter::new()
+            .backend(Backend::Cuda)
+            .policy(spreading_every_k());
         for (rows, row_len, k) in [(3, 70_000, 1), (2, 70_000, 200), (2, 100_003, 1000)] {
-            one_selection::<f32>(rows, row_len, k, select, Pattern::Random);
-            one_selection::<bitonic::half::bf16>(rows, row_len, k, select, Pattern::Random);
+            one_selection_by::<f32>(&sorter, rows, row_len, k, select, Pattern::Random);
+            let random = Pattern::Random;
+            one_selection_by::<bitonic::half::bf16>(&sorter, rows, row_len, k, select, random);
         }
-        one_selection::<bitonic::half::bf16>(2, 65_536, 50, select, Pattern::FewDistinct);
+        let few = Pattern::FewDistinct;
+        one_selection_by::<bitonic::half::bf16>(&sorter, 2, 65_536, 50, select, few);
         let keys = large_keys_in_the_sample(65_536, 50, select, 256);
         let orders = stable_orders(&keys, 65_536, select);
-        let sorter = Sorter::new().backend(Backend::Cuda);
         let what = "large keys in the spread sample";
         check_selection(&sorter, &keys, 65_536, 50, select, &orders, what);
         // The warp sort at each of its widths (rows of up to 64, 256 and 1,024 keys).

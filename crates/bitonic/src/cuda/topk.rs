@@ -379,7 +379,8 @@ pub(crate) struct SpreadPlan {
 
 /// Whether the spread select (kernels/topk.cu `topk_spread_*`) takes `rows` rows of `row_len`
 /// keys of `key_bytes` keeping `k`, and its gather's chunks: keys of 2 or 4 bytes, k up to
-/// [`Policy::TOPK_SAMPLED_MOST_K`], rows of at least `topk_spread_min_len` keys (and two
+/// [`Policy::TOPK_SAMPLED_MOST_K`] (below `topk_sampled_min_k` only for at least
+/// `topk_spread_min_rows` rows), rows of at least `topk_spread_min_len` keys (and two
 /// samples) and at most half as many as the grid's blocks (`topk_radix_blocks_per_sm`), whose
 /// sample's threshold leaves candidates that fit [`SPREAD_CAPACITY`] with three standard
 /// deviations to spare: rank (1 + 3 / sqrt(rank)) x row_len / [`SPREAD_SAMPLES`] (a row past
@@ -397,7 +398,13 @@ pub(crate) fn spread_plan(
         .topk_radix_blocks_per_sm
         .saturating_mul(multiprocessors.max(1));
     let long = row_len >= policy.topk_spread_min_len.max(2 * SPREAD_SAMPLES);
-    if key_bytes > 4 || k > Policy::TOPK_SAMPLED_MOST_K || !long || 2 * rows > blocks {
+    let enough_rows = k >= policy.topk_sampled_min_k || rows >= policy.topk_spread_min_rows;
+    if key_bytes > 4
+        || k > Policy::TOPK_SAMPLED_MOST_K
+        || !long
+        || !enough_rows
+        || 2 * rows > blocks
+    {
         return None;
     }
     let rank = sample_rank(k, SPREAD_SAMPLES, row_len) as f64;
@@ -1234,13 +1241,26 @@ mod tests {
         for k in [1, 50, 256, 1024] {
             assert_eq!(chunks(256, 151_936, k), Some((5, 32_768)), "k {k}");
         }
+        // Below k = 100 (topk_sampled_min_k), only 64 rows or more.
+        assert_eq!(chunks(63, 128_256, 99), None);
+        assert_eq!(chunks(63, 128_256, 100), Some((16, 8192)));
+        assert_eq!(chunks(1, 1 << 20, 1), None);
+        let every_k = &Policy {
+            topk_spread_min_rows: 1,
+            ..Policy::HOPPER
+        };
         for (rows, row_len) in [(1, 65_536), (2, 65_537), (3, 9 * 8192 - 1), (4, 128_256)] {
             for k in [1, 2, 8, 50, 129, 256, 1000, 1024] {
-                let (chunks, chunk_len) = chunks(rows, row_len, k).expect("the GPU test's");
+                let plan = spread_plan(rows, row_len, k, 4, 132, every_k);
+                let SpreadPlan { chunks, chunk_len } = plan.expect("the GPU test's");
                 assert_eq!(chunk_len % SPREAD_TILE, 0);
                 assert!(chunks * chunk_len >= row_len && (chunks - 1) * chunk_len < row_len);
             }
         }
+        let chunks = |rows, row_len, k| {
+            let plan = spread_plan(rows, row_len, k, 4, 132, every_k);
+            plan.map(|p| (p.chunks, p.chunk_len))
+        };
         // A row of 2^20 + 3, a sample of 1 in 128: k up to 896 (a threshold that 18 samples
         // reach, about 2,300 keys); one of 2^21, 1 in 256: k up to 256 (6 samples, about 1,540
         // keys); one of 2^22: none (about 3,070 keys, past 4,096 at three deviations).
