@@ -101,6 +101,6 @@ mod tests {
         assert_eq!((p.merge_ways, p.wide_merge_ways), (base.merge_ways, 4));
         assert!(with_overrides(base.clone(), "wide_merge_ways=6").is_err());
         let unknown = with_overrides(base, "tile_bits=3").unwrap_err().to_string();
-        assert!(unknown.contains("topk_sampled_min_chunk)"), "{unknown}");
+        assert!(unknown.contains("topk_spread_min_rows)"), "{unknown}");
     }
 }
