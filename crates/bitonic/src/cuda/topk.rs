@@ -16,7 +16,9 @@
 //! few chunks and k up to 256, one block merges their sorted runs. For k from 100 to 512 (the
 //! policy's) the first pass gives a block a *segment* of several chunks instead, which it
 //! takes one after the other against one running threshold, selecting once a segment.
-//! [`radix_plan`] gives the passes.
+//! [`radix_plan`] gives the passes. Few long rows take the *spread select* instead
+//! ([`spread_plan`]): a block a row takes a threshold from a sample of the row, many blocks a
+//! row gather the keys that reach it, and a block a row selects among them, three launches.
 //!
 //! **The warp sort.** A row of at most [`crate::dispatch::TOPK_WARP_SORT_MOST`] keys of 2 or
 //! 4 bytes fits in one warp's registers as composites, up to 32 a lane: the warp sorts them
