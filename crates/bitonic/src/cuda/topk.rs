@@ -565,10 +565,17 @@ fn spread_held(k: usize, slots: usize, key_bytes: usize) -> usize {
 /// The module of a radix pass over keys of `key_bytes`: the sampled select's own part, or the
 /// radix part of the pass's `per_thread` (a merge's is its first pass's).
 fn radix_pass_module(key_bytes: usize, pass: &RadixPass) -> &'static KernelModule {
-    match (pass.kind, key_bytes) {
-        (RadixKind::Sampled, 2) => &kernels::TOPK_SAMPLED_U16,
-        (RadixKind::Sampled, _) => &kernels::TOPK_SAMPLED_U32,
+    match pass.kind {
+        RadixKind::Sampled => sampled_module(key_bytes),
         _ => radix_module(key_bytes, pass.per_thread),
+    }
+}
+
+/// The part of the sampled and the spread select for keys of `key_bytes` (2 or 4).
+fn sampled_module(key_bytes: usize) -> &'static KernelModule {
+    match key_bytes {
+        2 => &kernels::TOPK_SAMPLED_U16,
+        _ => &kernels::TOPK_SAMPLED_U32,
     }
 }
 
@@ -647,10 +654,7 @@ fn spread<B: DeviceRepr>(
 ) -> Result<()> {
     let gpu = t.gpu;
     let key_bytes = std::mem::size_of::<B>();
-    let module = match key_bytes {
-        2 => &kernels::TOPK_SAMPLED_U16,
-        _ => &kernels::TOPK_SAMPLED_U32,
-    };
+    let module = sampled_module(key_bytes);
     gpu.prepare(t.policy, &[module])?;
     let width = width(key_bytes);
     let stream = gpu.stream();
