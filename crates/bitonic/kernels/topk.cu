@@ -178,14 +178,32 @@ template <typename C> __device__ C flush(C *buf, u32 k, u32 slots, u32 *count) {
     return buf[k - 1];
 }
 
+// The result's i-th best composite c of item `item` of a select: to `values` and `indices` of
+// row `row` (`last`: a row's final chunk), else to the item's k partial results.
+template <typename K, typename C> struct Put {
+    K *values;
+    u32 *indices;
+    C *partials;
+    u64 row, item;
+    u32 k, map;
+    bool last;
+    __device__ void operator()(u32 i, const C &c) const {
+        if (last) {
+            values[row * k + i] = from_sortable(K(word_of(c)), map);
+            indices[row * k + i] = index_of(c);
+        } else {
+            partials[item * k + i] = c;
+        }
+    }
+};
+
 // The best k of the elements [begin, end) of a row (`row_input`; keys `K`, or composites `C`
-// in a reduction pass), item `item` of its launch: with `last` (one chunk a row) the results
-// are final, `values` (unmapped keys) and `indices` (in the row) of row `row`, k a row; else
-// `partials`, k composites an item, row-major. The block's shared memory holds `slots`
-// composites, at least k + one tile (THREADS 16-byte vectors). Called by the whole block.
+// in a reduction pass), to `put` (its k, map and row or item). The block's shared memory holds
+// `slots` composites, at least k + one tile (THREADS 16-byte vectors). Called by the whole
+// block.
 template <typename K, typename C, typename In>
-__device__ void filter_chunk(const In *row_input, u64 row, u64 item, u64 begin, u64 end, u32 k, u32 slots,
-                             u32 map, bool last, C *partials, K *values, u32 *indices) {
+__device__ void filter_chunk(const In *row_input, u64 begin, u64 end, u32 slots, const Put<K, C> &put) {
+    const u32 k = put.k, map = put.map;
     C *buf = shared_tile<C>();
     __shared__ u32 count;
     const u32 VEC = Vector<In>::N;
@@ -228,15 +246,7 @@ __device__ void filter_chunk(const In *row_input, u64 row, u64 item, u64 begin, 
     }
     __syncthreads();
     if (count > 0) flush(buf, k, slots, &count); // block-uniform: no append since
-    for (u32 i = threadIdx.x; i < k; i += THREADS) {
-        C c = buf[i];
-        if (last) {
-            values[row * k + i] = from_sortable(K(word_of(c)), map);
-            indices[row * k + i] = index_of(c);
-        } else {
-            partials[item * k + i] = c;
-        }
-    }
+    for (u32 i = threadIdx.x; i < k; i += THREADS) put(i, buf[i]);
 }
 
 // The best k of chunk `chunk` of every row of `row_len` elements of `input`, for each of
@@ -249,8 +259,8 @@ __device__ void topk_filter(const In *input, u64 row_len, u32 rows, u32 chunks, 
         const u64 row = item / chunks, chunk = item % chunks;
         const u64 begin = chunk * chunk_len;
         const u64 end = min(begin + chunk_len, row_len);
-        filter_chunk(input + row * row_len, row, item, begin, end, k, slots, map, chunks == 1, partials, values,
-                     indices);
+        const Put<K, C> put = {values, indices, partials, row, item, k, map, chunks == 1};
+        filter_chunk(input + row * row_len, begin, end, slots, put);
     }
 }
 
@@ -820,25 +830,6 @@ __device__ __forceinline__ C select_candidates(const C *buf, u32 count, u32 need
     return reached;
 }
 
-// The result's i-th best composite c of item `item` of a select: to `values` and `indices` of
-// row `row` (`last`: a row's final chunk), else to the item's k partial results.
-template <typename K, typename C> struct Put {
-    K *values;
-    u32 *indices;
-    C *partials;
-    u64 row, item;
-    u32 k, map;
-    bool last;
-    __device__ void operator()(u32 i, const C &c) const {
-        if (last) {
-            values[row * k + i] = from_sortable(K(word_of(c)), map);
-            indices[row * k + i] = index_of(c);
-        } else {
-            partials[item * k + i] = c;
-        }
-    }
-};
-
 // Step 3's end where a radix select left the best `need` in buf[0, need), unordered: pads the
 // rest of buf[0, slots), sorts it best first and puts the first `count`. Called by the whole
 // block.
@@ -1102,6 +1093,7 @@ __device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u6
         const u64 begin = chunk * chunk_len;
         const u32 count = u32(min(begin + chunk_len, row_len) - begin) / k;
         const C *in = input + row * row_len + begin;
+        const Put<K, C> put = {values, indices, partials, row, item, k, map, chunks == 1};
         __syncthreads(); // the previous item's runs are read
         for (u32 i = t; i < count * slots; i += THREADS) {
             const u32 at = i % slots;
@@ -1130,13 +1122,7 @@ __device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u6
                 }
                 place += before;
             }
-            if (place >= k) continue;
-            if (chunks == 1) {
-                values[row * k + place] = from_sortable(K(word_of(c)), map);
-                indices[row * k + place] = index_of(c);
-            } else {
-                partials[item * k + place] = c;
-            }
+            if (place < k) put(place, c);
         }
     }
 }
@@ -1144,28 +1130,21 @@ __device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u6
 // ---------------------------------------------------------------------------------------------
 // The sampled select (src/cuda/topk.rs, the radix select's Sampled first pass): one block
 // takes one chunk of a row, however long, in three steps, and the chunk's keys are read once:
-//  1. A threshold from a sample: SAMPLES keys, in runs of 32 consecutive ones spread evenly
-//     over the chunk, held SAMPLES_PER_THREAD a thread. The threshold is a word that `rank` of
-//     them reach (a radix select over their top 16 bits): the sample's share of k, plus four
-//     standard deviations of it, so that a chunk of keys in no particular order holds at least
-//     k keys that reach it but for about one chunk in 30,000, and about k (1 + 4 / sqrt(rank))
-//     do. A chunk shorter than SAMPLED_MIN_LEN takes no sample: every key is a candidate.
+//  1. A threshold from a sample: SAMPLES keys (load_samples), SAMPLES_PER_THREAD a thread. The
+//     threshold is a word that `rank` of them reach (sample_rank; a radix select over their top
+//     16 bits). A chunk shorter than SAMPLED_MIN_LEN takes no sample: every key is a candidate.
 //  2. The candidates: every key of the chunk that reaches it, 32 a thread at a time, goes to
 //     shared memory as a composite (the radix select's step 2).
-//  3. When there are at least k of them and they fit (CAPACITY), the exact select among them,
-//     as the radix select's step 3; the k best go out sorted, but to a pass that selects again. Else (a sample that missed
-//     the chunk's k-th best, or keys that crowd the threshold: few distinct values, a sorted
-//     run) the chunk goes through the threshold filter (filter_chunk), whose flushes hold any
-//     keys. So the sample decides only the time, never the result.
+//  3. The exact select among them, or the threshold filter over the chunk where they are too
+//     few or too many (select_gathered): the sample decides only the time, never the result.
 // The dynamic shared memory holds max(CAPACITY, next_pow2(k + THREADS x VEC) (the filter's
 // slots), slots, TOURNAMENT_SLOTS) composites (src/cuda/topk.rs `sampled_held`).
-#define SAMPLES_PER_THREAD 16u
-#define SAMPLES (SAMPLES_PER_THREAD * THREADS)
-#define SAMPLE_RUNS (SAMPLES / WARP_SIZE)
-#define SAMPLED_MIN_LEN (2 * SAMPLES)
-#ifndef KERNEL_TOPK_MERGE_RUNS_MOST
-#error "the host passes KERNEL_TOPK_MERGE_RUNS_MOST (src/cuda/topk.rs)"
+#if !defined(KERNEL_TOPK_SAMPLES_PER_THREAD) || !defined(KERNEL_TOPK_MERGE_RUNS_MOST)
+#error "the host passes KERNEL_TOPK_SAMPLES_PER_THREAD and _MERGE_RUNS_MOST (src/cuda/topk.rs)"
 #endif
+#define SAMPLES_PER_THREAD u32(KERNEL_TOPK_SAMPLES_PER_THREAD)
+#define SAMPLES (SAMPLES_PER_THREAD * THREADS)
+#define SAMPLED_MIN_LEN (2 * SAMPLES)
 #define MERGE_RUNS_MOST KERNEL_TOPK_MERGE_RUNS_MOST
 
 // How many of `samples` keys spread evenly over `len` keys the threshold of `need` of them is
@@ -1175,6 +1154,21 @@ __device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u6
 __device__ __forceinline__ u32 sample_rank(u32 need, u32 samples, u32 len) {
     const u32 expected = u32((u64(need) * samples + len - 1) / len);
     return min(samples, expected + u32(4.0f * sqrtf(float(expected))) + 1);
+}
+
+// N sample keys a thread of the `len` keys of a row from `begin` (len >= 2 x N x THREADS, so
+// that the runs do not overlap), as held words: runs of 32 consecutive keys spread evenly over
+// them, register i of thread t holding key t % 32 of run i x warps + t / 32, so that a warp's
+// load reads one run.
+template <typename C, typename In, u32 N>
+__device__ __forceinline__ void load_samples(const In *row_input, u64 begin, u32 len, u32 map,
+                                             typename Held<C, In>::T (&x)[N]) {
+    const u32 t = threadIdx.x, warps = THREADS / WARP_SIZE, runs = N * THREADS / WARP_SIZE;
+#pragma unroll
+    for (u32 i = 0; i < N; i++) {
+        const u64 run = i * warps + t / WARP_SIZE;
+        x[i] = Held<C, In>::of(row_input[begin + (len - WARP_SIZE) * run / (runs - 1) + t % WARP_SIZE], map);
+    }
 }
 
 // The slots of the filter that takes over a chunk whose sample missed: k and a tile.
@@ -1198,8 +1192,7 @@ __device__ __forceinline__ void select_gathered(u32 gathered, u32 need, u32 slot
                                                 const Put<K, C> &put) {
     C *buf = shared_tile<C>();
     if (gathered < need || gathered > THREADS * PER_THREAD) { // block-uniform
-        filter_chunk(row_input, put.row, put.item, begin, end, put.k, fallback_slots<In>(put.k), put.map, put.last,
-                     put.partials, put.values, put.indices); // k results, padding past the chunk's end
+        filter_chunk(row_input, begin, end, fallback_slots<In>(put.k), put); // padding past the chunk's end
         return;
     }
     if (select_few(buf, gathered, need, put)) return; // placed by their ranks or a tournament
@@ -1217,7 +1210,7 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
     C *buf = shared_tile<C>();
     __shared__ RadixShared s;
     __shared__ u32 candidates, taken;
-    const u32 t = threadIdx.x, warps = THREADS / WARP_SIZE;
+    const u32 t = threadIdx.x;
     const u64 items = u64(rows) * chunks;
     for (u64 item = blockIdx.x; item < items; item += gridDim.x) {
         const u64 row = item / chunks, chunk = item % chunks;
@@ -1230,17 +1223,11 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
         __syncthreads(); // the previous item is written
         if (t == 0) candidates = 0, taken = 0;
 
-        // 1. The threshold: a word `rank` of the samples reach. Register i of thread t holds
-        // key t % 32 of run i x warps + t / 32, so that a warp's load reads one run.
+        // 1. The threshold: a word `rank` of the samples reach.
         T threshold = padding<T>();
         if (len >= SAMPLED_MIN_LEN) { // block-uniform
             T x[SAMPLES_PER_THREAD];
-#pragma unroll
-            for (u32 i = 0; i < SAMPLES_PER_THREAD; i++) {
-                const u64 run = i * warps + t / WARP_SIZE;
-                const u64 at = begin + (len - WARP_SIZE) * run / (SAMPLE_RUNS - 1) + t % WARP_SIZE;
-                x[i] = Held<C, In>::of(row_input[at], map);
-            }
+            load_samples<C, In>(row_input, begin, len, map, x);
             const u32 rank = sample_rank(need, SAMPLES, len);
             const auto sample = [&](u32 i) { return x[i]; };
             const u32 all = SAMPLES_PER_THREAD == 32 ? ~0u : (1u << SAMPLES_PER_THREAD) - 1;
@@ -1271,7 +1258,6 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
     }
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // The spread select (src/cuda/topk.rs `SpreadPlan`): the sampled select's three steps for rows
 // that are few and long, each a launch over all rows, so that many blocks read a row:
@@ -1286,9 +1272,12 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
 //     (select_gathered, 16 candidates a thread). Its dynamic shared memory holds
 //     max(SPREAD_CAPACITY, the filter's slots, slots, TOURNAMENT_SLOTS) composites
 //     (src/cuda/topk.rs `spread_held`).
-#define SPREAD_SAMPLES_PER_THREAD 32u
+#if !defined(KERNEL_TOPK_SPREAD_SAMPLES_PER_THREAD) || !defined(KERNEL_TOPK_SPREAD_CANDIDATES_PER_THREAD)
+#error "the host passes KERNEL_TOPK_SPREAD_SAMPLES_PER_THREAD and _CANDIDATES_PER_THREAD (src/cuda/topk.rs)"
+#endif
+#define SPREAD_SAMPLES_PER_THREAD u32(KERNEL_TOPK_SPREAD_SAMPLES_PER_THREAD)
 #define SPREAD_SAMPLES (SPREAD_SAMPLES_PER_THREAD * THREADS)
-#define SPREAD_CANDIDATES_PER_THREAD 16u
+#define SPREAD_CANDIDATES_PER_THREAD u32(KERNEL_TOPK_SPREAD_CANDIDATES_PER_THREAD)
 #define SPREAD_CAPACITY (THREADS * SPREAD_CANDIDATES_PER_THREAD)
 
 // A row's threshold and how many of its keys reached it.
@@ -1301,17 +1290,9 @@ __device__ void topk_spread_sample(const In *input, u64 row_len, u32 rows, u32 k
     static_assert(THREADS == 256 && !Held<C, In>::PADDED, "keys");
     typedef typename Held<C, In>::T T; // u32: 16-bit keys in the top half
     __shared__ RadixShared s;
-    const u32 t = threadIdx.x, warps = THREADS / WARP_SIZE, runs = SPREAD_SAMPLES / WARP_SIZE;
     for (u32 row = blockIdx.x; row < rows; row += gridDim.x) {
-        const In *row_input = input + u64(row) * row_len;
-        // Register i of thread t holds key t % 32 of run i x warps + t / 32 (row_len >= 2 x
-        // SPREAD_SAMPLES: the runs do not overlap).
         T x[SPREAD_SAMPLES_PER_THREAD];
-#pragma unroll
-        for (u32 i = 0; i < SPREAD_SAMPLES_PER_THREAD; i++) {
-            const u64 run = i * warps + t / WARP_SIZE;
-            x[i] = Held<C, In>::of(row_input[(row_len - WARP_SIZE) * run / (runs - 1) + t % WARP_SIZE], map);
-        }
+        load_samples<C, In>(input + u64(row) * row_len, 0, u32(row_len), map, x);
         // The word that the best samples of `rank` groups of a thread's registers reach (the
         // radix select's step 1, over every digit: a 32-bit word's four, a 16-bit key's top
         // two): at least `rank` samples, and for keys in no particular order few more.
@@ -1324,7 +1305,7 @@ __device__ void topk_spread_sample(const In *input, u64 row_len, u32 rows, u32 k
         case 4: threshold = group_threshold<4, T, R, ALL, MOST>(x, rank, s); break;
         default: threshold = group_threshold<8, T, R, ALL, MOST>(x, rank, s); break;
         }
-        if (t == 0) spread[row] = SpreadRow{threshold, 0};
+        if (threadIdx.x == 0) spread[row] = SpreadRow{threshold, 0};
         __syncthreads(); // s is read before the next row's select
     }
 }

@@ -94,6 +94,18 @@ pub(crate) fn kernel_defines() -> Vec<super::nvrtc::Define> {
             RADIX_TOURNAMENT_MOST.to_string(),
         ),
         ("KERNEL_TOPK_MERGE_RUNS_MOST", MERGE_RUNS_MOST.to_string()),
+        (
+            "KERNEL_TOPK_SAMPLES_PER_THREAD",
+            SAMPLED_SAMPLES_PER_THREAD.to_string(),
+        ),
+        (
+            "KERNEL_TOPK_SPREAD_SAMPLES_PER_THREAD",
+            SPREAD_SAMPLES_PER_THREAD.to_string(),
+        ),
+        (
+            "KERNEL_TOPK_SPREAD_CANDIDATES_PER_THREAD",
+            SPREAD_CANDIDATES_PER_THREAD.to_string(),
+        ),
     ]
 }
 
@@ -208,9 +220,11 @@ fn merges(key_bytes: usize, k: usize) -> bool {
     key_bytes <= 4 && k <= RADIX_TOURNAMENT_MOST
 }
 
+/// The keys a thread of the sampled select samples (kernels: `KERNEL_TOPK_SAMPLES_PER_THREAD`).
+const SAMPLED_SAMPLES_PER_THREAD: usize = 16;
 /// The fewest keys a chunk of the sampled select has: twice its sample of 4,096
 /// (kernels/topk.cu `SAMPLED_MIN_LEN`).
-const SAMPLED_MIN_LEN: usize = 8192;
+const SAMPLED_MIN_LEN: usize = 2 * SAMPLED_SAMPLES_PER_THREAD * THREADS as usize;
 
 /// The fewest keys a chunk of the sampled select has under `policy` for `k`: the policy's
 /// least chunk, and 8 k, so that the sample's threshold keeps a small part of it.
@@ -232,6 +246,14 @@ fn samples(row_len: usize, k: usize, key_bytes: usize, policy: &Policy) -> bool 
         policy.topk_sampled_min_k
     };
     key_bytes <= 4 && (least_k..=most_k).contains(&k) && row_len >= sampled_chunk(k, policy)
+}
+
+/// The blocks that the radix and the spread select cut rows to fill: the policy's
+/// `topk_radix_blocks_per_sm` on each of `multiprocessors`.
+fn radix_blocks(policy: &Policy, multiprocessors: usize) -> usize {
+    policy
+        .topk_radix_blocks_per_sm
+        .saturating_mul(multiprocessors.max(1))
 }
 
 /// The fewest chunks a streamed segment has: segments of 4 and 8 chunks were faster than a
@@ -275,9 +297,7 @@ pub(crate) fn radix_plan(
     let most_per_thread = policy.topk_radix_per_thread;
     assert!(RADIX_PER_THREAD[1..].contains(&most_per_thread));
     let most = THREADS as usize * most_per_thread;
-    let blocks = policy
-        .topk_radix_blocks_per_sm
-        .saturating_mul(multiprocessors.max(1));
+    let blocks = radix_blocks(policy, multiprocessors);
     let wanted = blocks.div_ceil(rows.max(1)).max(1);
     let min_chunk = RADIX_MIN_CHUNK.max(8 * k).min(most);
     let stream_chunks = policy.topk_radix_stream_chunks.max(1);
@@ -361,13 +381,16 @@ fn sample_rank(need: usize, samples: usize, len: usize) -> usize {
     samples.min(expected + (4.0 * (expected as f32).sqrt()) as usize + 1)
 }
 
-/// Keys the spread select samples from a row, 32 a thread (kernels/topk.cu `SPREAD_SAMPLES`).
-const SPREAD_SAMPLES: usize = 32 * THREADS as usize;
-/// The candidates a row of the spread select gathers and its exact select holds, 16 a thread
-/// (kernels/topk.cu `SPREAD_CAPACITY`): twice the sampled select's, since keys that tie with
-/// the row's threshold all come in (bf16 keys in [-1, 1): 250 a value near 1 in a row of
-/// 128,256).
-const SPREAD_CAPACITY: usize = THREADS as usize * 16;
+/// The keys a thread of the spread select samples from a row (kernels:
+/// `KERNEL_TOPK_SPREAD_SAMPLES_PER_THREAD`), and the sample.
+const SPREAD_SAMPLES_PER_THREAD: usize = 32;
+const SPREAD_SAMPLES: usize = SPREAD_SAMPLES_PER_THREAD * THREADS as usize;
+/// The candidates a row of the spread select gathers and a thread of its exact select holds
+/// (kernels: `KERNEL_TOPK_SPREAD_CANDIDATES_PER_THREAD`): twice the sampled select's, since
+/// keys that tie with the row's threshold all come in (bf16 keys in [-1, 1): 250 a value near 1
+/// in a row of 128,256); and a row's.
+const SPREAD_CANDIDATES_PER_THREAD: usize = 16;
+const SPREAD_CAPACITY: usize = SPREAD_CANDIDATES_PER_THREAD * THREADS as usize;
 /// Keys a block of the spread select's gather loads at a time, 32 a thread; its chunks are
 /// multiples of it, so that only a row's last load has bounds to check.
 const SPREAD_TILE: usize = 32 * THREADS as usize;
@@ -396,9 +419,7 @@ pub(crate) fn spread_plan(
     multiprocessors: usize,
     policy: &Policy,
 ) -> Option<SpreadPlan> {
-    let blocks = policy
-        .topk_radix_blocks_per_sm
-        .saturating_mul(multiprocessors.max(1));
+    let blocks = radix_blocks(policy, multiprocessors);
     let long = row_len >= policy.topk_spread_min_len.max(2 * SPREAD_SAMPLES);
     let enough_rows = k >= policy.topk_sampled_min_k || rows >= policy.topk_spread_min_rows;
     if key_bytes > 4
@@ -592,10 +613,10 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
     let key_bytes = std::mem::size_of::<B>();
     let width = width(key_bytes);
     let sms = gpu.info().multiprocessors.max(1) as usize;
-    let slots = k.next_power_of_two();
     if let Some(plan) = spread_plan(rows, row_len, k, key_bytes, sms, t.policy) {
         return spread::<B>(t, keys, (rows, row_len, k, map), plan, values, indices);
     }
+    let (slots, composites) = (k.next_power_of_two(), std::mem::size_of::<C>());
     let mut input: Option<CudaSlice<C>> = None;
     let passes = radix_plan(rows, row_len, k, key_bytes, sms, t.policy);
     let modules: Vec<_> = passes
@@ -604,7 +625,6 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
         .collect();
     gpu.prepare(t.policy, &modules)?;
     for (i, (pass, &module)) in passes.iter().zip(&modules).enumerate() {
-        let composites = std::mem::size_of::<C>();
         let (name, held) = match (pass.kind, i) {
             // The chunk's runs, `slots` apart.
             (RadixKind::Merge, _) => (format!("topk_merge_{width}"), pass.chunk_len / k * slots),
@@ -679,18 +699,15 @@ fn spread<B: DeviceRepr>(
         slots: slots as u32,
         map,
     };
-    let most_blocks = gpu.info().multiprocessors.max(1) as usize * 32;
-    let row_blocks = rows.min(most_blocks) as u32;
-
     let name = format!("topk_spread_sample_{width}");
     let f = gpu.function(module, &name)?;
-    let cfg = launch::config(row_blocks, THREADS, 0);
+    let cfg = grid(gpu, rows, 0);
     launch::topk_spread_sample(gpu, &f, cfg, keys, args, &mut scratch)
         .during(|| format!("launching {name}"))?;
 
     let name = format!("topk_spread_gather_{width}");
     let f = gpu.function(module, &name)?;
-    let cfg = launch::config((rows * plan.chunks).min(most_blocks) as u32, THREADS, 0);
+    let cfg = grid(gpu, rows * plan.chunks, 0);
     launch::topk_spread_gather(gpu, &f, cfg, keys, args, &mut scratch)
         .during(|| format!("launching {name}"))?;
 
@@ -698,7 +715,7 @@ fn spread<B: DeviceRepr>(
     let f = gpu.function(module, &name)?;
     let shared = spread_held(k, slots, key_bytes) * std::mem::size_of::<u64>();
     gpu.allow_shared(&f, shared as u32)?;
-    let cfg = launch::config(row_blocks, THREADS, shared as u32);
+    let cfg = grid(gpu, rows, shared);
     launch::topk_spread_select(gpu, &f, cfg, keys, args, &mut scratch, (values, indices))
         .during(|| format!("launching {name}"))
 }
@@ -740,10 +757,7 @@ fn warp_sort<B: DeviceRepr>(
     let shared = warps * 32 * (per_lane + 1) * 2 * key_bytes;
     let f = gpu.function(module, &name)?;
     gpu.allow_shared(&f, shared as u32)?;
-    let blocks = rows
-        .div_ceil(warps)
-        .min(gpu.info().multiprocessors.max(1) as usize * 32);
-    let cfg = launch::config(blocks as u32, THREADS, shared as u32);
+    let cfg = grid(gpu, rows.div_ceil(warps), shared);
     let args = launch::TopkArgs {
         row_len: row_len as u64,
         rows: rows as u32,
@@ -757,6 +771,14 @@ fn warp_sort<B: DeviceRepr>(
     // No partials; the shared memory holds more than `slots` u64 (a warp sort keeps none).
     launch::topk_pass::<B, u64, B>(gpu, &f, cfg, keys, args, out)
         .during(|| format!("launching {name}"))
+}
+
+/// The launch of a top-k kernel over `items` (rows, chunks or warps' rows) on `gpu`, with
+/// `shared` bytes of dynamic shared memory: a block an item, up to 32 blocks a multiprocessor,
+/// whose blocks then take items `gridDim.x` apart.
+fn grid(gpu: &Gpu, items: usize, shared: usize) -> cudarc::driver::LaunchConfig {
+    let blocks = items.min(gpu.info().multiprocessors.max(1) as usize * 32);
+    launch::config(blocks as u32, THREADS, shared as u32)
 }
 
 /// One pass of the filter or the radix select: kernel `name` of `module` with `shared` bytes of
@@ -775,8 +797,7 @@ fn run_pass<B: DeviceRepr, C: DeviceRepr>(
     let f = gpu.function(module, name)?;
     gpu.allow_shared(&f, shared as u32)?;
     let items = args.rows as usize * args.chunks as usize;
-    let blocks = items.min(gpu.info().multiprocessors.max(1) as usize * 32);
-    let cfg = launch::config(blocks as u32, THREADS, shared as u32);
+    let cfg = grid(gpu, items, shared);
     let mut partials = None;
     let out = if args.chunks == 1 {
         launch::TopkOut::Rows { values, indices }
