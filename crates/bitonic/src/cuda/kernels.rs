@@ -131,7 +131,8 @@ pub static TOPK_U64: KernelModule = kernel_module!("topk.cu", "u64");
 pub static TOPK_WARP_U16: KernelModule = kernel_module!("topk.cu", "u16_warp");
 /// The same, 32-bit keys.
 pub static TOPK_WARP_U32: KernelModule = kernel_module!("topk.cu", "u32_warp");
-/// The top-k sampled select of 16-bit keys (src/cuda/topk.rs `radix_plan`, its first pass).
+/// The top-k sampled select of 16-bit keys (src/cuda/topk.rs `radix_plan`, its first pass) and
+/// the spread select (`spread_plan`).
 pub static TOPK_SAMPLED_U16: KernelModule = kernel_module!("topk.cu", "u16_sampled");
 /// The same, 32-bit keys.
 pub static TOPK_SAMPLED_U32: KernelModule = kernel_module!("topk.cu", "u32_sampled");
