@@ -49,6 +49,9 @@ const NUMBERS: &[Number] = &[
     }),
     ("topk_spread_min_len", |p, v| p.topk_spread_min_len = v),
     ("topk_spread_min_rows", |p, v| p.topk_spread_min_rows = v),
+    ("topk_warp_filter_max_k", |p, v| {
+        p.topk_warp_filter_max_k = v
+    }),
 ];
 
 /// `base` with the overrides of `spec` (`key=value`, comma-separated; empty: `base`).
@@ -101,6 +104,6 @@ mod tests {
         assert_eq!((p.merge_ways, p.wide_merge_ways), (base.merge_ways, 4));
         assert!(with_overrides(base.clone(), "wide_merge_ways=6").is_err());
         let unknown = with_overrides(base, "tile_bits=3").unwrap_err().to_string();
-        assert!(unknown.contains("topk_spread_min_rows)"), "{unknown}");
+        assert!(unknown.contains("topk_warp_filter_max_k)"), "{unknown}");
     }
 }

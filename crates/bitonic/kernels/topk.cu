@@ -1366,20 +1366,77 @@ template <> struct WarpComposite<u16> {
     __device__ static u32 index(C c) { return ~c & 0xffffu; }
 };
 
+// Writes the first k of a warp's 32 x P composites, sorted best first in the lane-major layout,
+// as row `row`'s values and indices, through the warp's `WARP_SIZE x (P + 1)` composites of
+// shared memory, so that the stores are coalesced: slot i sits at i + i / P (a gap after each
+// lane's P), so that the lanes' writes of one register meet in no bank, nor their reads of
+// consecutive slots at P = 32 (at 2 and 8, two at most).
+template <typename K, typename In, u32 P>
+__device__ __forceinline__ void warp_put(const typename WarpComposite<In>::C (&x)[P], typename WarpComposite<In>::C *staged,
+                                         u64 row, u32 k, u32 map, K *values, u32 *indices) {
+    typedef WarpComposite<In> W;
+    const u32 lane = threadIdx.x % WARP_SIZE;
+#pragma unroll
+    for (u32 p = 0; p < P; p++) staged[lane * (P + 1) + p] = x[p];
+    __syncwarp();
+    for (u32 i = lane; i < k; i += WARP_SIZE) {
+        const auto c = staged[i + i / P];
+        values[row * k + i] = from_sortable(K(W::word(c)), map);
+        indices[row * k + i] = W::index(c);
+    }
+    __syncwarp(); // read before the warp's next writes
+}
+
+// The warp filter's threshold: the composite that the best values of k of G groups a lane reach
+// (each group P / G consecutive registers), sorted across the warp. Composites are unique, so at
+// least k of the row's reach it; it is padding where fewer than k groups hold an element.
+template <u32 G, u32 P, typename C> __device__ __forceinline__ C warp_threshold(const C (&x)[P], u32 k) {
+    C best[G];
+    group_bests<G>(x, best);
+    warp_sort_best_first<G, true>(best);
+    C mine = best[0]; // slot k - 1: register (k - 1) % G of lane (k - 1) / G
+#pragma unroll
+    for (u32 g = 1; g < G; g++)
+        if (g == (k - 1) % G) mine = best[g];
+    return __shfl_sync(FULL_WARP_MASK, mine, (k - 1) / G);
+}
+
+// The warp filter's candidates, gathered in `staged` (the `total` composites that reach the
+// threshold, total <= 32 x Q), sorted best first in Q registers a lane, and their first k put.
+template <u32 Q, typename K, typename In>
+__device__ __forceinline__ void warp_sort_candidates(typename WarpComposite<In>::C *staged, u32 total, u64 row,
+                                                     u32 k, u32 map, K *values, u32 *indices) {
+    typedef typename WarpComposite<In>::C C;
+    const u32 lane = threadIdx.x % WARP_SIZE;
+    C y[Q];
+#pragma unroll
+    for (u32 q = 0; q < Q; q++) y[q] = q * WARP_SIZE + lane < total ? staged[q * WARP_SIZE + lane] : padding<C>();
+    __syncwarp(); // read before warp_put writes
+    warp_sort_best_first<Q, true>(y);
+    warp_put<K, In, Q>(y, staged, row, k, map, values, indices);
+}
+
+// The most candidates the warp filter sorts (16 a lane); past them it sorts the whole row.
+#define WARP_FILTER_MOST (16 * WARP_SIZE)
+
 // Rows of at most 32 x P keys of 16 or 32 bits, one warp a row: the warp holds the row's
 // composites in registers, P a lane (padding past the row's end), sorts them best first
-// (warp_sort_best_first, lane-major) and writes the first k. No barrier, and no shared memory
-// but each warp's own `WARP_SIZE x (P + 1)` composites, through which the sorted slots go out
-// in order, so that the stores are coalesced: slot i sits at i + i / P (a gap after each
-// lane's P), so that the lanes' writes of one register meet in no bank, nor their reads of
-// consecutive slots at P = 32 (at 2 and 8, two at most). The grid's warps take rows
+// (warp_sort_best_first, lane-major) and puts the first k (warp_put). No barrier, and no shared
+// memory but each warp's own `WARP_SIZE x (P + 1)` composites. The grid's warps take rows
 // `gridDim.x x warps` apart. (`partials`, in the shared parameter list, is unused: null.)
-template <typename K, typename In, u32 P>
+// FILTER (P = 32, the host's `topk_warp_filter_max_k`): before sorting, the warp takes a
+// threshold from its groups' bests (warp_threshold, with G groups a lane, the fewest that give
+// about 2k groups holding an element) and gathers the composites that reach it: for keys in no
+// particular order about 1.2 k to 2 k of them, which it sorts in 2, 8 or 16 registers a lane
+// instead of 32. Where the threshold is padding or more than WARP_FILTER_MOST reach it (ties
+// cannot: composites are unique), it sorts the row as without FILTER.
+template <typename K, typename In, u32 P, bool FILTER>
 __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u32 map, K *values, u32 *indices) {
     typedef WarpComposite<In> W;
     typedef typename W::C C;
+    static_assert(!FILTER || P == 32, "the filter takes rows of up to 1,024");
     const u32 lane = threadIdx.x % WARP_SIZE, warps = blockDim.x / WARP_SIZE;
-    C *sorted = shared_tile<C>() + threadIdx.x / WARP_SIZE * (WARP_SIZE * (P + 1));
+    C *staged = shared_tile<C>() + threadIdx.x / WARP_SIZE * (WARP_SIZE * (P + 1));
     const u64 first = u64(blockIdx.x) * warps + threadIdx.x / WARP_SIZE;
     for (u64 row = first; row < rows; row += u64(gridDim.x) * warps) {
         const In *row_input = input + row * row_len;
@@ -1389,16 +1446,42 @@ __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u3
             const u32 at = p * WARP_SIZE + lane; // coalesced; any slot does, composites are unique
             x[p] = at < row_len ? W::of(row_input[at], at, map) : padding<C>();
         }
-        warp_sort_best_first<P, true>(x);
+        if constexpr (FILTER) {
+            // G: the fewest groups a lane (up to 8) of which about 2k hold an element.
+            const u32 registers = u32((row_len + WARP_SIZE - 1) / WARP_SIZE);
+            u32 groups = 1;
+            while (groups < 8 && WARP_SIZE * ((registers * groups + P - 1) / P) < 2 * k) groups <<= 1;
+            C threshold;
+            switch (groups) { // warp-uniform
+            case 1: threshold = warp_threshold<1>(x, k); break;
+            case 2: threshold = warp_threshold<2>(x, k); break;
+            case 4: threshold = warp_threshold<4>(x, k); break;
+            default: threshold = warp_threshold<8>(x, k); break;
+            }
+            u32 mine = 0;
 #pragma unroll
-        for (u32 p = 0; p < P; p++) sorted[lane * (P + 1) + p] = x[p];
-        __syncwarp();
-        for (u32 i = lane; i < k; i += WARP_SIZE) {
-            const C c = sorted[i + i / P];
-            values[row * k + i] = from_sortable(K(W::word(c)), map);
-            indices[row * k + i] = W::index(c);
+            for (u32 p = 0; p < P; p++) mine += !better(threshold, x[p]);
+            u32 below = mine; // an inclusive scan of the lanes' counts
+#pragma unroll
+            for (u32 d = 1; d < WARP_SIZE; d <<= 1) {
+                const u32 other = __shfl_up_sync(FULL_WARP_MASK, below, d);
+                if (lane >= d) below += other;
+            }
+            const u32 total = __shfl_sync(FULL_WARP_MASK, below, WARP_SIZE - 1);
+            if (better(threshold, padding<C>()) && total <= WARP_FILTER_MOST) { // warp-uniform
+                u32 at = below - mine;
+#pragma unroll
+                for (u32 p = 0; p < P; p++)
+                    if (!better(threshold, x[p])) staged[at++] = x[p];
+                __syncwarp();
+                if (total <= 2 * WARP_SIZE) warp_sort_candidates<2, K, In>(staged, total, row, k, map, values, indices);
+                else if (total <= 8 * WARP_SIZE) warp_sort_candidates<8, K, In>(staged, total, row, k, map, values, indices);
+                else warp_sort_candidates<16, K, In>(staged, total, row, k, map, values, indices);
+                continue;
+            }
         }
-        __syncwarp(); // read before the next row's writes
+        warp_sort_best_first<P, true>(x);
+        warp_put<K, In, P>(x, staged, row, k, map, values, indices);
     }
 }
 
@@ -1468,15 +1551,20 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
         const C *candidates, W *values, u32 *indices) {                                          \
         topk_spread_select<W, C, W>(input, row_len, rows, k, slots, map, spread, candidates, values, indices); \
     }
-// The warp sort of short rows (rows of up to 64, 256 and 1,024 keys), a part per key width.
+// The warp sort of short rows (rows of up to 64, 256 and 1,024 keys), and the warp filter of
+// rows of up to 1,024, a part per key width.
 // Blocks an SM: 2 for u64 composites (128 registers; 32 a lane: 4 bytes spill), 3 for u32 (80;
 // at 4, 64 registers spilled 52 bytes).
 #define WARP_SORT_BLOCKS(W) (sizeof(W) == 2 ? 3 : 2)
-#define WARP_SORT_KERNEL(W, P)                                                                   \
-    extern "C" __global__ void __launch_bounds__(THREADS, WARP_SORT_BLOCKS(W)) topk_warp_sort_##W##_##P TOPK_PARAMS(W, typename WarpComposite<W>::C, W) { \
-        topk_warp_sort<W, W, P>(input, row_len, rows, k, map, values, indices);                 \
+#define WARP_SORT_KERNEL(W, P, NAME, FILTER)                                                     \
+    extern "C" __global__ void __launch_bounds__(THREADS, WARP_SORT_BLOCKS(W)) NAME TOPK_PARAMS(W, typename WarpComposite<W>::C, W) { \
+        topk_warp_sort<W, W, P, FILTER>(input, row_len, rows, k, map, values, indices);         \
     }
-#define EXPORT_TOPK_WARP_SORT(W) WARP_SORT_KERNEL(W, 2) WARP_SORT_KERNEL(W, 8) WARP_SORT_KERNEL(W, 32)
+#define EXPORT_TOPK_WARP_SORT(W)                                                                 \
+    WARP_SORT_KERNEL(W, 2, topk_warp_sort_##W##_2, false)                                        \
+    WARP_SORT_KERNEL(W, 8, topk_warp_sort_##W##_8, false)                                        \
+    WARP_SORT_KERNEL(W, 32, topk_warp_sort_##W##_32, false)                                      \
+    WARP_SORT_KERNEL(W, 32, topk_warp_filter_##W, true)
 #define EXPORT_TOPK(W, C)                                                                       \
     extern "C" __global__ void __launch_bounds__(THREADS) topk_keys_##W TOPK_PARAMS(W, C, W) {   \
         topk_filter<W, C, W> TOPK_ARGS;                                                         \

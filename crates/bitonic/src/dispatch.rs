@@ -198,7 +198,8 @@ impl Strategy {
 ///   [`Strategy::TopkFilter`]; past [`TOPK_FILTER_MAX_K`], or for a k above half the row,
 ///   the GPU sorts the rows stably and keeps their first k. Rows of at most
 ///   [`TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes take [`Strategy::TopkWarpSort`] instead: up
-///   to [`Policy::topk_warp_sort_rows_up_to`] keys for every k, longer ones for k from
+///   to [`Policy::topk_warp_sort_rows_up_to`] keys for every k, longer ones for k up to
+///   [`Policy::topk_warp_filter_max_k`] (the warp filter), from
 ///   [`Policy::topk_warp_sort_min_k`] (by key width) and for any k above half the row.
 pub fn choose(request: &Request, gpu: Option<&Policy>) -> Result<(Backend, Strategy)> {
     let backend = match (request.backend, gpu) {
@@ -269,6 +270,7 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
             if key_bytes <= 4
                 && row_len <= TOPK_WARP_SORT_MOST
                 && (row_len <= policy.topk_warp_sort_rows_up_to
+                    || k <= policy.topk_warp_filter_max_k
                     || k >= policy.topk_warp_sort_min_k(key_bytes)
                     || 2 * k > row_len) =>
         {
@@ -436,6 +438,7 @@ mod tests {
         let (warp, warp_k) = (TOPK_WARP_SORT_MOST, Policy::HOPPER.topk_warp_sort_min_k_32);
         let warp_k16 = Policy::HOPPER.topk_warp_sort_min_k_16;
         let warp_all = Policy::HOPPER.topk_warp_sort_rows_up_to;
+        let filter_k = Policy::HOPPER.topk_warp_filter_max_k;
         #[rustfmt::skip]
         let table = [
             // (keys, layout, k, key bytes, GPU present) -> backend, strategy
@@ -458,14 +461,19 @@ mod tests {
             // then from its k, and above half a row.
             (1 << 20, rows(warp_all), 1, 4, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(warp_all), 1, 2, true, Backend::Cuda, TopkWarpSort),
-            (1 << 20, rows(warp_all + 1), 1, 4, true, Backend::Cuda, TopkRadix),
+            (1 << 20, rows(warp_all + 1), 1, 4, true, Backend::Cuda, TopkWarpSort),
+            (1 << 20, rows(warp), filter_k, 4, true, Backend::Cuda, TopkWarpSort),
+            (1 << 20, rows(warp), filter_k + 1, 4, true, Backend::Cuda, TopkRadix),
+            (1 << 20, rows(warp + 1), 1, 4, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(warp), warp_k - 1, 4, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(warp), warp_k, 4, true, Backend::Cuda, TopkWarpSort),
-            (1 << 20, rows(warp), warp_k16 - 1, 2, true, Backend::Cuda, TopkRadix),
+            // (16-bit keys: the filter's k reaches the warp sort's.)
+            (1 << 20, rows(warp), warp_k16 - 1, 2, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(warp), warp_k16, 2, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(warp), warp, 2, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(1000), 501, 4, true, Backend::Cuda, TopkWarpSort),
-            (1 << 20, rows(1000), 100, 4, true, Backend::Cuda, TopkRadix),
+            (1 << 20, rows(1000), 100, 4, true, Backend::Cuda, TopkWarpSort),
+            (1 << 20, rows(1000), 200, 4, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(warp * 2), 513, 4, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(warp * 2), warp + 1, 4, true, Backend::Cuda, PairPasses),
             // 8-byte keys take the radix select or the rows' argsort.

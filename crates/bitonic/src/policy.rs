@@ -134,6 +134,12 @@ pub struct Policy {
     /// u64: 16,384 x 1,024 bf16 0.16 ms for every k, against the radix select's 0.14 at k = 64
     /// and 0.19–0.21 at 100.
     pub topk_warp_sort_min_k_16: usize,
+    /// Rows of up to [`crate::dispatch::TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes take the
+    /// warp sort for k up to this too, as the *warp filter* where a row is longer than 256
+    /// (kernels/topk.cu `topk_warp_filter`): before sorting, the warp keeps the keys that reach
+    /// the k-th best of its lanes' group bests, about 1.2 k to 2 k, and sorts those instead of
+    /// the row (docs/notes/topk.md, step 13). 0 turns it off.
+    pub topk_warp_filter_max_k: usize,
 }
 
 impl Policy {
@@ -180,6 +186,7 @@ impl Policy {
         topk_warp_sort_rows_up_to: 256,
         topk_warp_sort_min_k_32: 384,
         topk_warp_sort_min_k_16: 100,
+        topk_warp_filter_max_k: 128,
         topk_sampled_min_k: 100,
         topk_sampled_max_k: 1024,
         topk_sampled_min_chunk: 32_768,

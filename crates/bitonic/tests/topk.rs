@@ -552,21 +552,30 @@ fn large_keys_in_the_sample(row_len: usize, k: usize, select: Select, runs: usiz
 
 /// Rows a warp sorts (at most [`TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes): lengths around
 /// a lane's 2, 8 and 32 composites and a warp's 32 lanes, k from 1 to the row, every pattern,
-/// with a policy that sorts every k by warps and with the default rule (the radix select below
-/// its k); then more rows than the grid has warps, so that warps take several rows.
+/// with a policy that sorts every k by warps (rows past 256 through the warp filter, whose
+/// threshold at a large k leaves more candidates than it sorts), with one that never filters,
+/// and with the default rule (the radix select between the filter's k and the warp sort's);
+/// then more rows than the grid has warps, so that warps take several rows.
 fn gpu_short_rows_by_warps() {
     gpu("gpu_short_rows_by_warps");
     let every_k = Policy {
         topk_warp_sort_min_k_32: 1,
         topk_warp_sort_min_k_16: 1,
+        topk_warp_filter_max_k: usize::MAX,
         ..Policy::HOPPER
+    };
+    let unfiltered = Policy {
+        topk_warp_filter_max_k: 0,
+        ..every_k.clone()
     };
     let lens = [
         1, 2, 3, 31, 32, 33, 63, 64, 65, 100, 255, 256, 257, 511, 513, 1000, 1023, 1024,
     ];
     for pattern in PATTERNS {
         for &row_len in &lens {
-            let mut ks: Vec<usize> = [1, 2, 7, 8, 50, 64, row_len / 2, row_len / 2 + 1]
+            let mut ks: Vec<usize> = [1, 2, 7, 8, 16, 17, 33, 50, 64, 65, 128, 129]
+                .into_iter()
+                .chain([row_len / 2, row_len / 2 + 1])
                 .into_iter()
                 .chain([row_len - 1, row_len])
                 .filter(|&k| 1 <= k && k <= row_len)
@@ -576,6 +585,8 @@ fn gpu_short_rows_by_warps() {
             let shape = (5, row_len);
             check_ks::<f32>(Backend::Cuda, Some(&every_k), shape, pattern, &ks);
             check_ks::<bitonic::half::bf16>(Backend::Cuda, Some(&every_k), shape, pattern, &ks);
+            check_ks::<f32>(Backend::Cuda, Some(&unfiltered), shape, pattern, &ks);
+            check_ks::<bitonic::half::f16>(Backend::Cuda, Some(&unfiltered), shape, pattern, &ks);
             check_ks::<i32>(Backend::Cuda, None, shape, pattern, &ks);
             check_ks::<bitonic::half::f16>(Backend::Cuda, None, shape, pattern, &ks);
             check_ks::<u32>(Backend::Cuda, None, (2, row_len), pattern, &[row_len]);
@@ -825,11 +836,21 @@ fn topk_for_the_sanitizer() {
         let orders = stable_orders(&keys, 65_536, select);
         let what = "large keys in the spread sample";
         check_selection(&sorter, &keys, 65_536, 50, select, &orders, what);
-        // The warp sort at each of its widths (rows of up to 64, 256 and 1,024 keys).
-        for (rows, row_len, k) in [(9, 33, 5), (9, 200, 101), (17, 1000, 1000)] {
+        // The warp sort at each of its widths (rows of up to 64, 256 and 1,024 keys), and the
+        // warp filter with 1 to 8 groups a lane, sorting 2, 8 and 16 candidates a lane, and
+        // sorting the whole row after a threshold that too many reach (k = 700).
+        for (rows, row_len, k) in [(9, 33, 5), (9, 200, 101), (17, 1000, 1000)]
+            .into_iter()
+            .chain([(9, 1000, 1), (9, 1000, 20), (9, 1000, 50), (9, 300, 128)])
+        {
             one_selection::<f32>(rows, row_len, k, select, Pattern::Random);
             one_selection::<bitonic::half::bf16>(rows, row_len, k, select, Pattern::FewDistinct);
         }
+        let filters = Sorter::new().backend(Backend::Cuda).policy(Policy {
+            topk_warp_filter_max_k: usize::MAX,
+            ..Policy::HOPPER
+        });
+        one_selection_by::<f32>(&filters, 9, 1000, 700, select, Pattern::Random);
         // Segments (one a row of five chunks here) with every fallback: sorted keys overflow
         // the candidates, ties crowd the thresholds.
         let streams = Sorter::new()
