@@ -576,7 +576,6 @@ fn gpu_short_rows_by_warps() {
             let mut ks: Vec<usize> = [1, 2, 7, 8, 16, 17, 33, 50, 64, 65, 128, 129]
                 .into_iter()
                 .chain([row_len / 2, row_len / 2 + 1])
-                .into_iter()
                 .chain([row_len - 1, row_len])
                 .filter(|&k| 1 <= k && k <= row_len)
                 .collect();
