@@ -1387,18 +1387,18 @@ __device__ __forceinline__ void warp_put(const typename WarpComposite<In>::C (&x
     __syncwarp(); // read before the warp's next writes
 }
 
-// The warp filter's threshold: the composite that the best values of k of G groups a lane reach
-// (each group P / G consecutive registers), sorted across the warp. Composites are unique, so at
-// least k of the row's reach it; it is padding where fewer than k groups hold an element.
-template <u32 G, u32 P, typename C> __device__ __forceinline__ C warp_threshold(const C (&x)[P], u32 k) {
+// The best values of G groups a lane (each P / G consecutive registers) of the warp's
+// composites, sorted best first into staged[0, 32 G): the warp filter's threshold is the k-th,
+// staged[k - 1]. Composites are unique, so at least k of the row reach it; it is padding where
+// fewer than k groups hold an element.
+template <u32 G, u32 P, typename C> __device__ __forceinline__ void warp_group_bests(const C (&x)[P], C *staged) {
+    const u32 lane = threadIdx.x % WARP_SIZE;
     C best[G];
     group_bests<G>(x, best);
     warp_sort_best_first<G, true>(best);
-    C mine = best[0]; // slot k - 1: register (k - 1) % G of lane (k - 1) / G
 #pragma unroll
-    for (u32 g = 1; g < G; g++)
-        if (g == (k - 1) % G) mine = best[g];
-    return __shfl_sync(FULL_WARP_MASK, mine, (k - 1) / G);
+    for (u32 g = 0; g < G; g++) staged[lane * G + g] = best[g];
+    __syncwarp();
 }
 
 // The warp filter's candidates, gathered in `staged` (the `total` composites that reach the
@@ -1440,24 +1440,34 @@ __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u3
     const u64 first = u64(blockIdx.x) * warps + threadIdx.x / WARP_SIZE;
     for (u64 row = first; row < rows; row += u64(gridDim.x) * warps) {
         const In *row_input = input + row * row_len;
+        // Coalesced loads, all issued before the first is used; any slot does, composites are unique.
+        In key[P];
+        if (row_len >= P * WARP_SIZE) { // warp-uniform
+#pragma unroll
+            for (u32 p = 0; p < P; p++) key[p] = row_input[p * WARP_SIZE + lane];
+        } else {
+#pragma unroll
+            for (u32 p = 0; p < P; p++) key[p] = p * WARP_SIZE + lane < row_len ? row_input[p * WARP_SIZE + lane] : In(0);
+        }
         C x[P];
 #pragma unroll
         for (u32 p = 0; p < P; p++) {
-            const u32 at = p * WARP_SIZE + lane; // coalesced; any slot does, composites are unique
-            x[p] = at < row_len ? W::of(row_input[at], at, map) : padding<C>();
+            const u32 at = p * WARP_SIZE + lane;
+            x[p] = at < row_len ? W::of(key[p], at, map) : padding<C>();
         }
         if constexpr (FILTER) {
             // G: the fewest groups a lane (up to 8) of which about 2k hold an element.
             const u32 registers = u32((row_len + WARP_SIZE - 1) / WARP_SIZE);
             u32 groups = 1;
             while (groups < 8 && WARP_SIZE * ((registers * groups + P - 1) / P) < 2 * k) groups <<= 1;
-            C threshold;
             switch (groups) { // warp-uniform
-            case 1: threshold = warp_threshold<1>(x, k); break;
-            case 2: threshold = warp_threshold<2>(x, k); break;
-            case 4: threshold = warp_threshold<4>(x, k); break;
-            default: threshold = warp_threshold<8>(x, k); break;
+            case 1: warp_group_bests<1>(x, staged); break;
+            case 2: warp_group_bests<2>(x, staged); break;
+            case 4: warp_group_bests<4>(x, staged); break;
+            default: warp_group_bests<8>(x, staged); break;
             }
+            const C threshold = staged[k - 1];
+            __syncwarp(); // read before the candidates overwrite it
             u32 mine = 0;
 #pragma unroll
             for (u32 p = 0; p < P; p++) mine += !better(threshold, x[p]);
