@@ -1387,14 +1387,18 @@ __device__ __forceinline__ void warp_put(const typename WarpComposite<In>::C (&x
     __syncwarp(); // read before the warp's next writes
 }
 
-// The best values of G groups a lane (each P / G consecutive registers) of the warp's
-// composites, sorted best first into staged[0, 32 G): the warp filter's threshold is the k-th,
-// staged[k - 1]. Composites are unique, so at least k of the row reach it; it is padding where
-// fewer than k groups hold an element.
+// The best values of G groups a lane (group g: the registers r with r % G == g, so that a short
+// row's few registers still fill every group) of the warp's composites, sorted best first into
+// staged[0, 32 G): the warp filter's threshold is the k-th of them.
 template <u32 G, u32 P, typename C> __device__ __forceinline__ void warp_group_bests(const C (&x)[P], C *staged) {
+    static_assert(P % G == 0, "G groups of whole registers");
     const u32 lane = threadIdx.x % WARP_SIZE;
     C best[G];
-    group_bests<G>(x, best);
+#pragma unroll
+    for (u32 g = 0; g < G; g++) best[g] = x[g];
+#pragma unroll
+    for (u32 r = G; r < P; r++)
+        if (better(x[r], best[r % G])) best[r % G] = x[r];
     warp_sort_best_first<G, true>(best);
 #pragma unroll
     for (u32 g = 0; g < G; g++) staged[lane * G + g] = best[g];
@@ -1425,8 +1429,8 @@ __device__ __forceinline__ void warp_sort_candidates(typename WarpComposite<In>:
 // memory but each warp's own `WARP_SIZE x (P + 1)` composites. The grid's warps take rows
 // `gridDim.x x warps` apart. (`partials`, in the shared parameter list, is unused: null.)
 // FILTER (P = 32, the host's `topk_warp_filter_max_k`): before sorting, the warp takes a
-// threshold from its groups' bests (warp_threshold, with G groups a lane, the fewest that give
-// about 2k groups holding an element) and gathers the composites that reach it: for keys in no
+// threshold from its groups' bests (warp_group_bests, with G groups a lane, the fewest that
+// give about 2k groups holding an element; padding past 32 G) and gathers the composites that reach it: for keys in no
 // particular order about 1.2 k to 2 k of them, which it sorts in 2, 8 or 16 registers a lane
 // instead of 32. Where the threshold is padding or more than WARP_FILTER_MOST reach it (ties
 // cannot: composites are unique), it sorts the row as without FILTER.
@@ -1459,14 +1463,14 @@ __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u3
             // G: the fewest groups a lane (up to 8) of which about 2k hold an element.
             const u32 registers = u32((row_len + WARP_SIZE - 1) / WARP_SIZE);
             u32 groups = 1;
-            while (groups < 8 && WARP_SIZE * ((registers * groups + P - 1) / P) < 2 * k) groups <<= 1;
+            while (groups < 8 && WARP_SIZE * min(groups, registers) < 2 * k) groups <<= 1;
             switch (groups) { // warp-uniform
             case 1: warp_group_bests<1>(x, staged); break;
             case 2: warp_group_bests<2>(x, staged); break;
             case 4: warp_group_bests<4>(x, staged); break;
             default: warp_group_bests<8>(x, staged); break;
             }
-            const C threshold = staged[k - 1];
+            const C threshold = k <= WARP_SIZE * groups ? staged[k - 1] : padding<C>();
             __syncwarp(); // read before the candidates overwrite it
             u32 mine = 0;
 #pragma unroll
