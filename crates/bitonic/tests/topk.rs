@@ -131,6 +131,7 @@ fn expected_strategy(
     let warp_sort = key_bytes <= 4
         && row_len <= TOPK_WARP_SORT_MOST
         && (row_len <= policy.topk_warp_sort_rows_up_to
+            || k <= policy.topk_warp_filter_max_k
             || k >= policy.topk_warp_sort_min_k(key_bytes)
             || 2 * k > row_len);
     let radix = row_len <= TOPK_RADIX_CHUNK
