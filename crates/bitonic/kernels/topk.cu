@@ -1263,7 +1263,9 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
 // that are few and long, each a launch over all rows, so that many blocks read a row:
 //  1. topk_spread_sample, a block a row: the row's threshold, a word that at least `rank`
 //     (sample_rank) of SPREAD_SAMPLES keys reach (runs of 32 spread evenly over the row), into
-//     spread[row].threshold, whose count it zeroes.
+//     spread[row].threshold, whose count it zeroes. A row too long for one block's sample
+//     takes sample_blocks blocks' (SPREAD_SAMPLES each, from a slice of the row), and
+//     topk_spread_threshold, a block a row, reduces their lists of best words to the row's.
 //  2. topk_spread_gather, rows x chunks blocks: every key of a chunk that reaches its row's
 //     threshold, to the row's SPREAD_CAPACITY candidates (global memory), counted by the row's
 //     count (slots past the capacity are not written).
@@ -1285,26 +1287,93 @@ struct SpreadRow {
     u32 threshold, count;
 };
 
+// The group bests of a thread's R registers (G groups) that are better than `threshold`, to
+// list[0, most) in any order, counted by *listed (which may pass `most`: those are dropped).
+template <u32 G, typename T, u32 R>
+__device__ __forceinline__ void list_above(const T (&x)[R], T threshold, u32 *list, u32 most, u32 *listed) {
+    T best[G];
+    group_bests<G>(x, best);
+#pragma unroll
+    for (u32 g = 0; g < G; g++)
+        if (better(best[g], threshold)) {
+            const u32 at = atomicAdd(listed, 1u);
+            if (at < most) list[at] = best[g];
+        }
+}
+
+// Step 1 over `sample_blocks` blocks a row: block b of a row samples SPREAD_SAMPLES keys of the
+// b-th of sample_blocks equal slices of it and takes the word that the best samples of `rank`
+// groups of a thread's registers reach (the radix select's step 1, over every digit: a 32-bit
+// word's four, a 16-bit key's top two), `rank` (sample_rank) counted over the whole row's
+// sample (the host's). One block a row writes it as the row's threshold, zeroing its count. Several write
+// `rank` words each to lists[item x rank, …), their best group bests: those above their
+// threshold (at most rank of them), then copies of it; topk_spread_threshold takes the row's
+// threshold from those lists. (Whatever word lists hold, their rank-th best is reached by at
+// least `rank` samples of the row: the lists' words that reach it are real samples unless it
+// is a copy of some block's threshold, which `rank` of that block's samples reach.)
 template <typename C, typename In>
-__device__ void topk_spread_sample(const In *input, u64 row_len, u32 rows, u32 k, u32 map, SpreadRow *spread) {
+__device__ void topk_spread_sample(const In *input, u64 row_len, u32 rows, u32 rank, u32 map, u32 sample_blocks,
+                                   SpreadRow *spread, u32 *lists) {
     static_assert(THREADS == 256 && !Held<C, In>::PADDED, "keys");
     typedef typename Held<C, In>::T T; // u32: 16-bit keys in the top half
+    constexpr u32 R = SPREAD_SAMPLES_PER_THREAD, ALL = Digits<T>::COUNT, MOST = sizeof(In) == 2 ? 2 : ALL;
     __shared__ RadixShared s;
-    for (u32 row = blockIdx.x; row < rows; row += gridDim.x) {
-        T x[SPREAD_SAMPLES_PER_THREAD];
-        load_samples<C, In>(input + u64(row) * row_len, 0, u32(row_len), map, x);
-        // The word that the best samples of `rank` groups of a thread's registers reach (the
-        // radix select's step 1, over every digit: a 32-bit word's four, a 16-bit key's top
-        // two): at least `rank` samples, and for keys in no particular order few more.
-        const u32 rank = sample_rank(min(u64(k), row_len), SPREAD_SAMPLES, u32(row_len));
-        const u32 R = SPREAD_SAMPLES_PER_THREAD, ALL = Digits<T>::COUNT, MOST = sizeof(In) == 2 ? 2 : ALL;
+    __shared__ u32 listed;
+    const u64 items = u64(rows) * sample_blocks;
+    for (u64 item = blockIdx.x; item < items; item += gridDim.x) {
+        const u64 row = item / sample_blocks, slice = item % sample_blocks;
+        const u64 begin = row_len * slice / sample_blocks, end = row_len * (slice + 1) / sample_blocks;
+        T x[R];
+        load_samples<C, In>(input + row * row_len, begin, u32(end - begin), map, x);
+        const u32 groups = groups_for(rank, SPREAD_SAMPLES, R);
         T threshold;
-        switch (groups_for(rank, SPREAD_SAMPLES, R)) { // block-uniform
+        switch (groups) { // block-uniform
         case 1: threshold = group_threshold<1, T, R, ALL, MOST>(x, rank, s); break;
         case 2: threshold = group_threshold<2, T, R, ALL, MOST>(x, rank, s); break;
         case 4: threshold = group_threshold<4, T, R, ALL, MOST>(x, rank, s); break;
         default: threshold = group_threshold<8, T, R, ALL, MOST>(x, rank, s); break;
         }
+        if (sample_blocks == 1) { // block-uniform
+            if (threadIdx.x == 0) spread[row] = SpreadRow{threshold, 0};
+            __syncthreads(); // s is read before the next row's select
+            continue;
+        }
+        if (threadIdx.x == 0) listed = 0;
+        __syncthreads();
+        u32 *list = lists + item * rank;
+        switch (groups) { // block-uniform
+        case 1: list_above<1>(x, threshold, list, rank, &listed); break;
+        case 2: list_above<2>(x, threshold, list, rank, &listed); break;
+        case 4: list_above<4>(x, threshold, list, rank, &listed); break;
+        default: list_above<8>(x, threshold, list, rank, &listed); break;
+        }
+        __syncthreads();
+        for (u32 i = min(listed, rank) + threadIdx.x; i < rank; i += THREADS) list[i] = threshold;
+        __syncthreads(); // s and listed are read before the next item's
+    }
+}
+
+// Step 1's second launch where several blocks sampled a row: a block a row takes the word that
+// `rank` of the row's sample_blocks x rank listed words reach (at most SPREAD_LISTED, 16 a
+// thread; an exact radix select over every digit) as the row's threshold, zeroing its count.
+#ifndef KERNEL_TOPK_SPREAD_LISTED_PER_THREAD
+#error "the host passes KERNEL_TOPK_SPREAD_LISTED_PER_THREAD (src/cuda/topk.rs)"
+#endif
+#define SPREAD_LISTED (KERNEL_TOPK_SPREAD_LISTED_PER_THREAD * THREADS)
+template <typename C, typename In>
+__device__ void topk_spread_threshold(u32 rows, u32 rank, u32 sample_blocks, const u32 *lists, SpreadRow *spread) {
+    typedef typename Held<C, In>::T T;
+    constexpr u32 R = SPREAD_LISTED / THREADS, ALL = Digits<T>::COUNT, MOST = sizeof(In) == 2 ? 2 : ALL;
+    __shared__ RadixShared s;
+    const u32 listed = sample_blocks * rank;
+    for (u32 row = blockIdx.x; row < rows; row += gridDim.x) {
+        T x[R];
+#pragma unroll
+        for (u32 r = 0; r < R; r++) {
+            const u32 i = r * THREADS + threadIdx.x;
+            x[r] = i < listed ? lists[u64(row) * listed + i] : padding<T>();
+        }
+        const T threshold = group_threshold<R, T, R, ALL, MOST>(x, rank, s);
         if (threadIdx.x == 0) spread[row] = SpreadRow{threshold, 0};
         __syncthreads(); // s is read before the next row's select
     }
@@ -1552,8 +1621,13 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
         topk_sampled<W, C, W, 32> TOPK_ARGS;                                                     \
     }                                                                                            \
     extern "C" __global__ void __launch_bounds__(THREADS) topk_spread_sample_##W(                \
-        const W *input, u64 row_len, u32 rows, u32 k, u32 map, SpreadRow *spread) {              \
-        topk_spread_sample<C, W>(input, row_len, rows, k, map, spread);                          \
+        const W *input, u64 row_len, u32 rows, u32 rank, u32 map, u32 sample_blocks, SpreadRow *spread, \
+        u32 *lists) {                                                                            \
+        topk_spread_sample<C, W>(input, row_len, rows, rank, map, sample_blocks, spread, lists); \
+    }                                                                                            \
+    extern "C" __global__ void __launch_bounds__(THREADS) topk_spread_threshold_##W(             \
+        u32 rows, u32 rank, u32 sample_blocks, const u32 *lists, SpreadRow *spread) {            \
+        topk_spread_threshold<C, W>(rows, rank, sample_blocks, lists, spread);                   \
     }                                                                                            \
     extern "C" __global__ void __launch_bounds__(THREADS, 4) topk_spread_gather_##W(             \
         const W *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 map, SpreadRow *spread, \

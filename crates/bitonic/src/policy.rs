@@ -118,6 +118,11 @@ pub struct Policy {
     /// k = 1: 0.024 -> 0.047 ms on the H200) and 64 rows do (64 x 128,256 bf16 k = 1: 0.041 ->
     /// 0.026; f32 0.040 -> 0.036; docs/notes/topk.md, step 12).
     pub topk_spread_min_rows: usize,
+    /// For k below [`Policy::topk_sampled_min_k`], fewer rows than
+    /// [`Policy::topk_spread_min_rows`] take the spread select where they are at least this
+    /// long: their sample comes from several blocks a row, and the radix select's passes over
+    /// a long row's chunks cost more than its three or four launches.
+    pub topk_spread_alone_min_len: usize,
     /// Rows of at most this many keys (and at most [`crate::dispatch::TOPK_WARP_SORT_MOST`]) of
     /// 2 or 4 bytes take the warp sort ([`crate::dispatch::Strategy::TopkWarpSort`]: a warp
     /// sorts a row in registers) for every k. On the H200 it beat the radix select for every k
@@ -192,6 +197,7 @@ impl Policy {
         topk_sampled_min_chunk: 32_768,
         topk_spread_min_len: 65_536,
         topk_spread_min_rows: 64,
+        topk_spread_alone_min_len: 1 << 23,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which

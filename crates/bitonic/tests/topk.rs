@@ -505,8 +505,23 @@ fn gpu_spread_select() {
         check_ks::<i32>(Backend::Cuda, every_k, (2, 100_003), pattern, &[1, 50, 256]);
         check_ks::<f16>(Backend::Cuda, every_k, (2, 100_003), pattern, &[1, 50, 256]);
         let long = (1, (1 << 20) + 3);
-        check_ks::<u32>(Backend::Cuda, every_k, long, pattern, &[1, 128, 896]);
+        check_ks::<u32>(
+            Backend::Cuda,
+            every_k,
+            long,
+            pattern,
+            &[1, 128, 896, 897, 1024],
+        );
     }
+    // Rows sampled by several blocks (by default one row from 2^23 keys at every k): 256
+    // blocks at k = 1 of 2^22 keys, 64 at k = 1,024, and one of 2^24 with the default rule.
+    for pattern in [Pattern::Random, Pattern::FewDistinct, Pattern::Sorted] {
+        let long = (1, 1 << 22);
+        check_ks::<f32>(Backend::Cuda, every_k, long, pattern, &[1, 50, 256, 1024]);
+        check_ks::<bf16>(Backend::Cuda, every_k, long, pattern, &[1, 8, 1024]);
+    }
+    let (one, long) = (Some(&Policy::HOPPER), (1, 1 << 24));
+    check_ks::<bf16>(Backend::Cuda, one, long, Pattern::Random, &[1, 256, 1024]);
     check_ks::<f32>(
         Backend::Cuda,
         None,
@@ -836,6 +851,10 @@ fn topk_for_the_sanitizer() {
         let orders = stable_orders(&keys, 65_536, select);
         let what = "large keys in the spread sample";
         check_selection(&sorter, &keys, 65_536, 50, select, &orders, what);
+        // Samples from several blocks a row (their lists and topk_spread_threshold).
+        one_selection_by::<f32>(&sorter, 1, (1 << 20) + 3, 897, select, Pattern::Random);
+        let few = Pattern::FewDistinct;
+        one_selection_by::<bitonic::half::bf16>(&sorter, 2, 1 << 21, 300, select, few);
         // The warp sort at each of its widths (rows of up to 64, 256 and 1,024 keys), and the
         // warp filter with 1 to 8 groups a lane, sorting 2, 8 and 16 candidates a lane, and
         // sorting the whole row after a threshold that too many reach (k = 700).

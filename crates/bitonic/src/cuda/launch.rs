@@ -555,24 +555,35 @@ pub(crate) struct SpreadArgs {
     pub k: u32,
     pub slots: u32,
     pub map: u32,
+    /// The samples that a row's threshold is reached by, and the blocks that sample a row.
+    pub rank: u32,
+    pub sample_blocks: u32,
 }
 
 /// The spread select's scratch: a row's threshold and count (two u32: kernels/topk.cu
-/// `SpreadRow`), and its `capacity` candidate composites `C`.
+/// `SpreadRow`), its `capacity` candidate composites `C`, and, where several blocks sample a
+/// row, their lists of `rank` words each.
 pub(crate) struct SpreadScratch<'a, C> {
     pub rows: &'a mut CudaSlice<u32>,
     pub candidates: &'a mut CudaSlice<C>,
     pub capacity: usize,
+    pub lists: &'a mut CudaSlice<u32>,
 }
 
 impl<C> SpreadScratch<'_, C> {
-    fn check(&self, rows: usize) {
+    fn check(&self, a: &SpreadArgs) {
+        let rows = a.rows as usize;
         assert!(self.rows.len() >= 2 * rows && self.candidates.len() >= rows * self.capacity);
+        if a.sample_blocks > 1 {
+            let listed = rows * a.sample_blocks as usize * a.rank as usize;
+            assert!(self.lists.len() >= listed);
+        }
     }
 }
 
-/// kernels/topk.cu `topk_spread_sample_W(input, row_len, rows, k, map, spread)`: each row's
-/// threshold from a sample of it, and its count zeroed.
+/// kernels/topk.cu `topk_spread_sample_W(input, row_len, rows, rank, map, sample_blocks,
+/// spread, lists)`: each row's threshold from a sample of it, and its count zeroed; or, where
+/// several blocks sample a row, their lists.
 pub(crate) fn topk_spread_sample<W: DeviceRepr, C>(
     gpu: &Gpu,
     kernel: &CudaFunction,
@@ -582,18 +593,44 @@ pub(crate) fn topk_spread_sample<W: DeviceRepr, C>(
     scratch: &mut SpreadScratch<C>,
 ) -> Result<(), DriverError> {
     assert!(input.len() >= a.rows as usize * a.row_len as usize);
-    scratch.check(a.rows as usize);
-    // SAFETY: topk_spread_sample_W(const W *input, u64 row_len, u32 rows, u32 k, u32 map,
-    // SpreadRow *spread): reads samples of rows x row_len keys (checked above), writes a
-    // SpreadRow (two u32) a row.
+    scratch.check(&a);
+    assert!(a.rank >= 1 && a.sample_blocks >= 1);
+    // SAFETY: topk_spread_sample_W(const W *input, u64 row_len, u32 rows, u32 rank, u32 map,
+    // u32 sample_blocks, SpreadRow *spread, u32 *lists): reads samples of rows x row_len keys
+    // (checked above), writes a SpreadRow (two u32) a row, or, with several sample blocks,
+    // rank words a block a row to lists (checked above).
     unsafe {
         launch(gpu, kernel, cfg, |l| {
             l.arg(input)
                 .arg(&a.row_len)
                 .arg(&a.rows)
-                .arg(&a.k)
-                .arg(&a.map);
-            l.arg(&mut *scratch.rows);
+                .arg(&a.rank)
+                .arg(&a.map)
+                .arg(&a.sample_blocks);
+            l.arg(&mut *scratch.rows).arg(&mut *scratch.lists);
+        })
+    }
+}
+
+/// kernels/topk.cu `topk_spread_threshold_W(rows, rank, sample_blocks, lists, spread)`: each
+/// row's threshold from its sample blocks' lists, and its count zeroed.
+pub(crate) fn topk_spread_threshold<C>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    a: SpreadArgs,
+    scratch: &mut SpreadScratch<C>,
+) -> Result<(), DriverError> {
+    assert!(a.rank >= 1 && a.sample_blocks > 1);
+    scratch.check(&a);
+    // SAFETY: topk_spread_threshold_W(u32 rows, u32 rank, u32 sample_blocks, const u32 *lists,
+    // SpreadRow *spread): reads sample_blocks x rank words a row of lists and writes a
+    // SpreadRow a row (checked above); the kernel holds at most its SPREAD_LISTED words a row,
+    // which the plan keeps to (src/cuda/topk.rs `spread_plan`).
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(&a.rows).arg(&a.rank).arg(&a.sample_blocks);
+            l.arg(&*scratch.lists).arg(&mut *scratch.rows);
         })
     }
 }
@@ -610,7 +647,7 @@ pub(crate) fn topk_spread_gather<W: DeviceRepr, C: DeviceRepr>(
     scratch: &mut SpreadScratch<C>,
 ) -> Result<(), DriverError> {
     assert!(input.len() >= a.rows as usize * a.row_len as usize);
-    scratch.check(a.rows as usize);
+    scratch.check(&a);
     // SAFETY: topk_spread_gather_W(const W *input, u64 row_len, u32 rows, u32 chunks, u64
     // chunk_len, u32 map, SpreadRow *spread, C *candidates): reads rows x row_len keys and a
     // SpreadRow a row (checked above), counts in it and writes at most the kernel's
@@ -641,7 +678,7 @@ pub(crate) fn topk_spread_select<W: DeviceRepr, C: DeviceRepr>(
     assert!(values.len() >= rows * k && indices.len() >= rows * k);
     assert!(k >= 1 && (a.slots as usize).is_power_of_two() && a.slots >= a.k);
     assert!(a.slots as usize * std::mem::size_of::<C>() <= cfg.shared_mem_bytes as usize);
-    scratch.check(rows);
+    scratch.check(&a);
     // SAFETY: topk_spread_select_W(const W *input, u64 row_len, u32 rows, u32 k, u32 slots, u32
     // map, const SpreadRow *spread, const C *candidates, W *values, u32 *indices): reads the
     // rows (checked above), a SpreadRow and the counted candidates a row, writes k values and

@@ -106,6 +106,10 @@ pub(crate) fn kernel_defines() -> Vec<super::nvrtc::Define> {
             "KERNEL_TOPK_SPREAD_CANDIDATES_PER_THREAD",
             SPREAD_CANDIDATES_PER_THREAD.to_string(),
         ),
+        (
+            "KERNEL_TOPK_SPREAD_LISTED_PER_THREAD",
+            SPREAD_LISTED_PER_THREAD.to_string(),
+        ),
     ]
 }
 
@@ -394,22 +398,37 @@ const SPREAD_CAPACITY: usize = SPREAD_CANDIDATES_PER_THREAD * THREADS as usize;
 /// Keys a block of the spread select's gather loads at a time, 32 a thread; its chunks are
 /// multiples of it, so that only a row's last load has bounds to check.
 const SPREAD_TILE: usize = 32 * THREADS as usize;
+/// The most blocks that sample one row of the spread select, each [`SPREAD_SAMPLES`] keys of
+/// its own slice of the row.
+const SPREAD_SAMPLE_BLOCKS_MOST: usize = 256;
+/// The words a thread of the spread select's `topk_spread_threshold` holds (kernels:
+/// `KERNEL_TOPK_SPREAD_LISTED_PER_THREAD`), and the most that a row's sample blocks list:
+/// `rank` each.
+const SPREAD_LISTED_PER_THREAD: usize = 16;
+const SPREAD_LISTED_MOST: usize = SPREAD_LISTED_PER_THREAD * THREADS as usize;
 
-/// The spread select's gather: each row cut into `chunks` chunks of `chunk_len` keys.
+/// The spread select's plan: each row sampled by `sample_blocks` blocks, its threshold reached
+/// by `rank` of their samples, and its gather cut into `chunks` chunks of `chunk_len` keys.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct SpreadPlan {
+    pub(crate) sample_blocks: usize,
+    pub(crate) rank: usize,
     pub(crate) chunks: usize,
     pub(crate) chunk_len: usize,
 }
 
 /// Whether the spread select (kernels/topk.cu `topk_spread_*`) takes `rows` rows of `row_len`
-/// keys of `key_bytes` keeping `k`, and its gather's chunks: keys of 2 or 4 bytes, k up to
+/// keys of `key_bytes` keeping `k`, and its plan: keys of 2 or 4 bytes, k up to
 /// [`Policy::TOPK_SAMPLED_MOST_K`] (below `topk_sampled_min_k` only for at least
-/// `topk_spread_min_rows` rows), rows of at least `topk_spread_min_len` keys (and two
-/// samples) and at most half as many as the grid's blocks (`topk_radix_blocks_per_sm`), whose
-/// sample's threshold leaves candidates that fit [`SPREAD_CAPACITY`] with three standard
-/// deviations to spare: rank (1 + 3 / sqrt(rank)) x row_len / [`SPREAD_SAMPLES`] (a row past
-/// it, about one in 700, costs time: its select filters the whole row). The gather cuts each
+/// `topk_spread_min_rows` rows, or rows of at least `topk_spread_alone_min_len`), rows of at
+/// least `topk_spread_min_len` keys (and two samples) and at most half as many as the grid's
+/// blocks (`topk_radix_blocks_per_sm`), where a sample's threshold leaves candidates that fit
+/// [`SPREAD_CAPACITY`] with three standard deviations to spare: rank (1 + 3 / sqrt(rank)) x
+/// row_len / the samples (a row past it, about one in 700, costs time: its select filters the
+/// whole row). A row is sampled by one block where that fits, else by the power of two blocks
+/// (up to [`SPREAD_SAMPLE_BLOCKS_MOST`] and the grid's blocks over the rows, each with a slice
+/// of at least two samples) that leaves the fewest candidates, listing `rank` words each, at
+/// most [`SPREAD_LISTED_MOST`] a row. The gather cuts each
 /// row into as many chunks as fill the grid, multiples of [`SPREAD_TILE`].
 pub(crate) fn spread_plan(
     rows: usize,
@@ -421,7 +440,9 @@ pub(crate) fn spread_plan(
 ) -> Option<SpreadPlan> {
     let blocks = radix_blocks(policy, multiprocessors);
     let long = row_len >= policy.topk_spread_min_len.max(2 * SPREAD_SAMPLES);
-    let enough_rows = k >= policy.topk_sampled_min_k || rows >= policy.topk_spread_min_rows;
+    let enough_rows = k >= policy.topk_sampled_min_k
+        || rows >= policy.topk_spread_min_rows
+        || row_len >= policy.topk_spread_alone_min_len;
     if key_bytes > 4
         || k > Policy::TOPK_SAMPLED_MOST_K
         || !long
@@ -430,14 +451,36 @@ pub(crate) fn spread_plan(
     {
         return None;
     }
-    let rank = sample_rank(k, SPREAD_SAMPLES, row_len) as f64;
-    let candidates = (rank + 3.0 * rank.sqrt()) * (row_len as f64 / SPREAD_SAMPLES as f64);
-    if candidates > SPREAD_CAPACITY as f64 {
-        return None;
-    }
+    // The rank of `sample_blocks` blocks' samples and the candidates it leaves, where they fit.
+    let fits = |sample_blocks: usize| {
+        let samples = sample_blocks * SPREAD_SAMPLES;
+        let rank = sample_rank(k, samples, row_len);
+        let r = rank as f64;
+        let candidates = (r + 3.0 * r.sqrt()) * (row_len as f64 / samples as f64);
+        let listed = sample_blocks == 1 || sample_blocks * rank <= SPREAD_LISTED_MOST;
+        (candidates <= SPREAD_CAPACITY as f64 && listed).then_some((
+            sample_blocks,
+            rank,
+            candidates,
+        ))
+    };
+    // One block where its sample does; else the number of blocks that leaves the fewest
+    // candidates (more sample blocks cost little: they run side by side, and fewer candidates
+    // make the select shorter).
+    let most_blocks = SPREAD_SAMPLE_BLOCKS_MOST
+        .min(blocks / rows)
+        .min(row_len / (2 * SPREAD_SAMPLES));
+    let (sample_blocks, rank, _) = fits(1).or_else(|| {
+        std::iter::successors(Some(2usize), |b| Some(2 * b))
+            .take_while(|&b| b <= most_blocks)
+            .filter_map(fits)
+            .min_by(|a, b| a.2.total_cmp(&b.2))
+    })?;
     let chunks = blocks.div_ceil(rows).min(row_len.div_ceil(SPREAD_TILE));
     let chunk_len = row_len.div_ceil(chunks).next_multiple_of(SPREAD_TILE);
     Some(SpreadPlan {
+        sample_blocks,
+        rank,
         chunks: row_len.div_ceil(chunk_len),
         chunk_len,
     })
@@ -684,10 +727,20 @@ fn spread<B: DeviceRepr>(
         .during(|| format!("allocating the spread select's {rows} thresholds"))?;
     let mut candidates = unsafe { stream.alloc::<u64>(rows * SPREAD_CAPACITY) }
         .during(|| format!("allocating {rows} x {SPREAD_CAPACITY} top-k candidates"))?;
+    // SAFETY: the sample blocks write every word of their lists before the threshold reads them
+    // (one word where nothing is listed, which no kernel reads).
+    let listed = if plan.sample_blocks > 1 {
+        rows * plan.sample_blocks * plan.rank
+    } else {
+        1
+    };
+    let mut lists = unsafe { stream.alloc::<u32>(listed) }
+        .during(|| format!("allocating the spread select's {listed} sample words"))?;
     let mut scratch = launch::SpreadScratch {
         rows: &mut spread_rows,
         candidates: &mut candidates,
         capacity: SPREAD_CAPACITY,
+        lists: &mut lists,
     };
     let slots = k.next_power_of_two();
     let args = launch::SpreadArgs {
@@ -698,12 +751,21 @@ fn spread<B: DeviceRepr>(
         k: k as u32,
         slots: slots as u32,
         map,
+        rank: plan.rank as u32,
+        sample_blocks: plan.sample_blocks as u32,
     };
     let name = format!("topk_spread_sample_{width}");
     let f = gpu.function(module, &name)?;
-    let cfg = grid(gpu, rows, 0);
+    let cfg = grid(gpu, rows * plan.sample_blocks, 0);
     launch::topk_spread_sample(gpu, &f, cfg, keys, args, &mut scratch)
         .during(|| format!("launching {name}"))?;
+    if plan.sample_blocks > 1 {
+        let name = format!("topk_spread_threshold_{width}");
+        let f = gpu.function(module, &name)?;
+        let cfg = grid(gpu, rows, 0);
+        launch::topk_spread_threshold(gpu, &f, cfg, args, &mut scratch)
+            .during(|| format!("launching {name}"))?;
+    }
 
     let name = format!("topk_spread_gather_{width}");
     let f = gpu.function(module, &name)?;
@@ -1252,18 +1314,24 @@ mod tests {
             for key_bytes in [2, 4] {
                 // 1,056 blocks: 16 chunks a row of 128,256, the last of 5,376.
                 let logits = plan(64, 128_256, k, key_bytes);
-                assert_eq!(
-                    logits,
-                    Some(SpreadPlan {
-                        chunks: 16,
-                        chunk_len: 8192
-                    }),
-                    "k {k}"
-                );
+                let (chunks, chunk_len) = (16, 8192);
+                let sample_blocks = 1;
+                let rank = sample_rank(k, SPREAD_SAMPLES, 128_256);
+                let want = SpreadPlan {
+                    sample_blocks,
+                    rank,
+                    chunks,
+                    chunk_len,
+                };
+                assert_eq!(logits, Some(want), "k {k}");
             }
             assert_eq!(plan(64, 128_256, k, 8), None, "8-byte keys");
             assert_eq!(plan(4096, 32_768, k, 4), None, "rows shorter than 65,536");
-            assert_eq!(plan(1, 1 << 24, k, 4), None, "a sample of 1 in 2,048");
+            // One row of 2^24 (past topk_spread_alone_min_len at every k): 1,056 chunks of
+            // 16,384 and a sample from several blocks.
+            let long = plan(1, 1 << 24, k, 4).expect("one long row");
+            assert_eq!((long.chunks, long.chunk_len), (1024, 16_384), "k {k}");
+            assert!(long.sample_blocks > 1 && long.sample_blocks * long.rank <= 4096);
             assert_eq!(
                 plan(529, 1 << 17, k, 4),
                 None,
@@ -1278,6 +1346,27 @@ mod tests {
         assert_eq!(chunks(63, 128_256, 99), None);
         assert_eq!(chunks(63, 128_256, 100), Some((16, 8192)));
         assert_eq!(chunks(1, 1 << 20, 1), None);
+        // Samples from the power of two blocks that leaves the fewest candidates (one row of
+        // 2^24 at k = 1: 256 blocks, a threshold that 6 of 2^21 samples reach, ~100
+        // candidates); none for k = 1,024 of 2^28 (listed words or candidates past 4,096), nor
+        // below k = 100 for a row shorter than topk_spread_alone_min_len.
+        let blocks = |rows, row_len, k| {
+            let plan = spread_plan(rows, row_len, k, 2, 132, hopper);
+            plan.map(|p| (p.sample_blocks, p.rank))
+        };
+        for (row_len, k, want) in [
+            (1 << 24, 1, Some((256, 6))),
+            (1 << 24, 50, Some((128, 13))),
+            (1 << 24, 256, Some((64, 20))),
+            (1 << 24, 1024, Some((64, 55))),
+            (1 << 28, 1, Some((256, 6))),
+            (1 << 28, 256, Some((256, 8))),
+            (1 << 28, 1024, None),
+            (1 << 22, 100, Some((64, 28))),
+            (1 << 22, 99, None),
+        ] {
+            assert_eq!(blocks(1, row_len, k), want, "1 x {row_len}, k {k}");
+        }
         let every_k = &Policy {
             topk_spread_min_rows: 1,
             ..Policy::HOPPER
@@ -1285,24 +1374,27 @@ mod tests {
         for (rows, row_len) in [(1, 65_536), (2, 65_537), (3, 9 * 8192 - 1), (4, 128_256)] {
             for k in [1, 2, 8, 50, 129, 256, 1000, 1024] {
                 let plan = spread_plan(rows, row_len, k, 4, 132, every_k);
-                let SpreadPlan { chunks, chunk_len } = plan.expect("the GPU test's");
+                let SpreadPlan {
+                    chunks, chunk_len, ..
+                } = plan.expect("the GPU test's");
                 assert_eq!(chunk_len % SPREAD_TILE, 0);
                 assert!(chunks * chunk_len >= row_len && (chunks - 1) * chunk_len < row_len);
             }
         }
-        let chunks = |rows, row_len, k| {
+        let sampled = |rows, row_len, k| {
             let plan = spread_plan(rows, row_len, k, 4, 132, every_k);
-            plan.map(|p| (p.chunks, p.chunk_len))
+            plan.map(|p| (p.sample_blocks, p.chunks, p.chunk_len))
         };
-        // A row of 2^20 + 3, a sample of 1 in 128: k up to 896 (a threshold that 18 samples
-        // reach, about 2,300 keys); one of 2^21, 1 in 256: k up to 256 (6 samples, about 1,540
-        // keys); one of 2^22: none (about 3,070 keys, past 4,096 at three deviations).
-        assert_eq!(chunks(1, (1 << 20) + 3, 896), Some((129, 8192)));
-        assert_eq!(chunks(1, (1 << 20) + 3, 897), None);
-        assert_eq!(chunks(1, 1 << 21, 256), Some((256, 8192)));
-        assert_eq!(chunks(1, 1 << 21, 257), None);
-        assert_eq!(chunks(1, 1 << 22, 1), None);
-        assert_eq!(chunks(1, 65_535, 1), None);
+        // A row of 2^20 + 3, a sample of 1 in 128: one sample block for k up to 896 (a
+        // threshold that 18 samples reach, about 2,300 keys), several above; one of 2^21, 1 in
+        // 256: one for k up to 256 (6 samples, about 1,540 keys); one of 2^22: several for
+        // every k (one block's leave about 3,070 keys, past 4,096 at three deviations).
+        assert_eq!(sampled(1, (1 << 20) + 3, 896), Some((1, 129, 8192)));
+        assert_eq!(sampled(1, (1 << 20) + 3, 897), Some((16, 129, 8192)));
+        assert_eq!(sampled(1, 1 << 21, 256), Some((1, 256, 8192)));
+        assert_eq!(sampled(1, 1 << 21, 257).map(|p| p.0), Some(32));
+        assert_eq!(sampled(1, 1 << 22, 1).map(|p| p.0), Some(256));
+        assert_eq!(sampled(1, 65_535, 1), None);
         let off = Policy {
             topk_spread_min_len: usize::MAX,
             ..Policy::HOPPER
