@@ -399,7 +399,7 @@ const SPREAD_CAPACITY: usize = SPREAD_CANDIDATES_PER_THREAD * THREADS as usize;
 /// multiples of it, so that only a row's last load has bounds to check.
 const SPREAD_TILE: usize = 32 * THREADS as usize;
 /// The most blocks that sample one row of the spread select, each [`SPREAD_SAMPLES`] keys of
-/// its own slice of the row.
+/// its own slice of the row (and [`Policy::topk_spread_sample_blocks`]).
 const SPREAD_SAMPLE_BLOCKS_MOST: usize = 256;
 /// The words a thread of the spread select's `topk_spread_threshold` holds (kernels:
 /// `KERNEL_TOPK_SPREAD_LISTED_PER_THREAD`), and the most that a row's sample blocks list:
@@ -420,13 +420,14 @@ pub(crate) struct SpreadPlan {
 /// Whether the spread select (kernels/topk.cu `topk_spread_*`) takes `rows` rows of `row_len`
 /// keys of `key_bytes` keeping `k`, and its plan: keys of 2 or 4 bytes, k up to
 /// [`Policy::TOPK_SAMPLED_MOST_K`] (below `topk_sampled_min_k` only for at least
-/// `topk_spread_min_rows` rows, or rows of at least `topk_spread_alone_min_len`), rows of at
+/// `topk_spread_min_rows` rows), rows of at
 /// least `topk_spread_min_len` keys (and two samples) and at most half as many as the grid's
 /// blocks (`topk_radix_blocks_per_sm`), where a sample's threshold leaves candidates that fit
 /// [`SPREAD_CAPACITY`] with three standard deviations to spare: rank (1 + 3 / sqrt(rank)) x
 /// row_len / the samples (a row past it, about one in 700, costs time: its select filters the
 /// whole row). A row is sampled by one block where that fits, else by the power of two blocks
-/// (up to [`SPREAD_SAMPLE_BLOCKS_MOST`] and the grid's blocks over the rows, each with a slice
+/// (up to the policy's `topk_spread_sample_blocks`, 1 by default, [`SPREAD_SAMPLE_BLOCKS_MOST`]
+/// and the grid's blocks over the rows, each with a slice
 /// of at least two samples) that leaves the fewest candidates, listing `rank` words each, at
 /// most [`SPREAD_LISTED_MOST`] a row. The gather cuts each
 /// row into as many chunks as fill the grid, multiples of [`SPREAD_TILE`].
@@ -440,9 +441,7 @@ pub(crate) fn spread_plan(
 ) -> Option<SpreadPlan> {
     let blocks = radix_blocks(policy, multiprocessors);
     let long = row_len >= policy.topk_spread_min_len.max(2 * SPREAD_SAMPLES);
-    let enough_rows = k >= policy.topk_sampled_min_k
-        || rows >= policy.topk_spread_min_rows
-        || row_len >= policy.topk_spread_alone_min_len;
+    let enough_rows = k >= policy.topk_sampled_min_k || rows >= policy.topk_spread_min_rows;
     if key_bytes > 4
         || k > Policy::TOPK_SAMPLED_MOST_K
         || !long
@@ -468,6 +467,7 @@ pub(crate) fn spread_plan(
     // candidates (more sample blocks cost little: they run side by side, and fewer candidates
     // make the select shorter).
     let most_blocks = SPREAD_SAMPLE_BLOCKS_MOST
+        .min(policy.topk_spread_sample_blocks)
         .min(blocks / rows)
         .min(row_len / (2 * SPREAD_SAMPLES));
     let (sample_blocks, rank, _) = fits(1).or_else(|| {
@@ -1327,11 +1327,7 @@ mod tests {
             }
             assert_eq!(plan(64, 128_256, k, 8), None, "8-byte keys");
             assert_eq!(plan(4096, 32_768, k, 4), None, "rows shorter than 65,536");
-            // One row of 2^24 (past topk_spread_alone_min_len at every k): 1,056 chunks of
-            // 16,384 and a sample from several blocks.
-            let long = plan(1, 1 << 24, k, 4).expect("one long row");
-            assert_eq!((long.chunks, long.chunk_len), (1024, 16_384), "k {k}");
-            assert!(long.sample_blocks > 1 && long.sample_blocks * long.rank <= 4096);
+            assert_eq!(plan(1, 1 << 24, k, 4), None, "a sample of 1 in 2,048");
             assert_eq!(
                 plan(529, 1 << 17, k, 4),
                 None,
@@ -1346,29 +1342,32 @@ mod tests {
         assert_eq!(chunks(63, 128_256, 99), None);
         assert_eq!(chunks(63, 128_256, 100), Some((16, 8192)));
         assert_eq!(chunks(1, 1 << 20, 1), None);
-        // Samples from the power of two blocks that leaves the fewest candidates (one row of
-        // 2^24 at k = 1: 256 blocks, a threshold that 6 of 2^21 samples reach, ~100
-        // candidates); none for k = 1,024 of 2^28 (listed words or candidates past 4,096), nor
-        // below k = 100 for a row shorter than topk_spread_alone_min_len.
+        // With up to 256 sample blocks a row (`topk_spread_sample_blocks`; 1 by default), the
+        // power of two that leaves the fewest candidates (one row of 2^24 at k = 256: 64
+        // blocks, a threshold that 20 of 2^19 samples reach, ~1,070 candidates); none for
+        // k = 1,024 of 2^28 (listed words or candidates past 4,096), nor below k = 100.
+        let several = &Policy {
+            topk_spread_sample_blocks: 256,
+            ..Policy::HOPPER
+        };
         let blocks = |rows, row_len, k| {
-            let plan = spread_plan(rows, row_len, k, 2, 132, hopper);
-            plan.map(|p| (p.sample_blocks, p.rank))
+            let plan = spread_plan(rows, row_len, k, 2, 132, several);
+            plan.map(|p| (p.sample_blocks, p.rank, p.chunks))
         };
         for (row_len, k, want) in [
-            (1 << 24, 1, Some((256, 6))),
-            (1 << 24, 50, Some((128, 13))),
-            (1 << 24, 256, Some((64, 20))),
-            (1 << 24, 1024, Some((64, 55))),
-            (1 << 28, 1, Some((256, 6))),
-            (1 << 28, 256, Some((256, 8))),
+            (1 << 24, 100, Some((128, 18, 1024))),
+            (1 << 24, 256, Some((64, 20, 1024))),
+            (1 << 24, 1024, Some((64, 55, 1024))),
+            (1 << 28, 256, Some((256, 8, 1024))),
             (1 << 28, 1024, None),
-            (1 << 22, 100, Some((64, 28))),
+            (1 << 22, 100, Some((64, 28, 512))),
             (1 << 22, 99, None),
         ] {
             assert_eq!(blocks(1, row_len, k), want, "1 x {row_len}, k {k}");
         }
         let every_k = &Policy {
             topk_spread_min_rows: 1,
+            topk_spread_sample_blocks: 256,
             ..Policy::HOPPER
         };
         for (rows, row_len) in [(1, 65_536), (2, 65_537), (3, 9 * 8192 - 1), (4, 128_256)] {
