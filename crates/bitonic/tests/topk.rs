@@ -466,12 +466,10 @@ fn sampling_every_k() -> Policy {
     }
 }
 
-/// A policy whose spread select takes every k on any number of rows, rows too long for one
-/// sample block sampled by up to 256.
+/// A policy whose spread select takes every k on any number of rows.
 fn spreading_every_k() -> Policy {
     Policy {
         topk_spread_min_rows: 1,
-        topk_spread_sample_blocks: 256,
         ..Policy::HOPPER
     }
 }
@@ -862,6 +860,8 @@ fn topk_for_the_sanitizer() {
         one_selection_by::<f32>(&sorter, 1, (1 << 20) + 3, 897, select, Pattern::Random);
         let few = Pattern::FewDistinct;
         one_selection_by::<bitonic::half::bf16>(&sorter, 2, 1 << 21, 300, select, few);
+        // Ties past the candidates: the better ones sorted, then the ties in order.
+        one_selection_by::<bitonic::half::bf16>(&sorter, 1, 1 << 20, 50, select, Pattern::AllEqual);
         // The warp sort at each of its widths (rows of up to 64, 256 and 1,024 keys), and the
         // warp filter with 1 to 8 groups a lane, sorting 2, 8 and 16 candidates a lane, and
         // sorting the whole row after a threshold that too many reach (k = 700).

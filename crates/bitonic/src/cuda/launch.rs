@@ -560,20 +560,23 @@ pub(crate) struct SpreadArgs {
     pub sample_blocks: u32,
 }
 
-/// The spread select's scratch: a row's threshold and count (two u32: kernels/topk.cu
-/// `SpreadRow`), its `capacity` candidate composites `C`, and, where several blocks sample a
-/// row, their lists of `rank` words each.
+/// The spread select's scratch: a row's threshold, count and ties (three u32: kernels/topk.cu
+/// `SpreadRow`), its `capacity` candidate composites `C` better than the threshold and as many
+/// tied with it, each chunk's count of ties, and, where several blocks sample a row, their
+/// lists of `rank` words each.
 pub(crate) struct SpreadScratch<'a, C> {
     pub rows: &'a mut CudaSlice<u32>,
     pub candidates: &'a mut CudaSlice<C>,
     pub capacity: usize,
     pub lists: &'a mut CudaSlice<u32>,
+    pub chunk_ties: &'a mut CudaSlice<u32>,
 }
 
 impl<C> SpreadScratch<'_, C> {
     fn check(&self, a: &SpreadArgs) {
         let rows = a.rows as usize;
-        assert!(self.rows.len() >= 2 * rows && self.candidates.len() >= rows * self.capacity);
+        assert!(self.rows.len() >= 3 * rows && self.candidates.len() >= rows * 2 * self.capacity);
+        assert!(self.chunk_ties.len() >= rows * a.chunks as usize);
         if a.sample_blocks > 1 {
             let listed = rows * a.sample_blocks as usize * a.rank as usize;
             assert!(self.lists.len() >= listed);
@@ -649,14 +652,16 @@ pub(crate) fn topk_spread_gather<W: DeviceRepr, C: DeviceRepr>(
     assert!(input.len() >= a.rows as usize * a.row_len as usize);
     scratch.check(&a);
     // SAFETY: topk_spread_gather_W(const W *input, u64 row_len, u32 rows, u32 chunks, u64
-    // chunk_len, u32 map, SpreadRow *spread, C *candidates): reads rows x row_len keys and a
-    // SpreadRow a row (checked above), counts in it and writes at most the kernel's
-    // SPREAD_CAPACITY (`capacity`) candidates a row.
+    // chunk_len, u32 map, SpreadRow *spread, C *candidates, u32 *chunk_ties): reads rows x
+    // row_len keys and a SpreadRow a row (checked above), counts in it, writes at most the
+    // kernel's SPREAD_CAPACITY (`capacity`) better candidates and as many ties a row, and a
+    // count of ties a chunk.
     unsafe {
         launch(gpu, kernel, cfg, |l| {
             l.arg(input).arg(&a.row_len).arg(&a.rows).arg(&a.chunks);
             l.arg(&a.chunk_len).arg(&a.map);
             l.arg(&mut *scratch.rows).arg(&mut *scratch.candidates);
+            l.arg(&mut *scratch.chunk_ties);
         })
     }
 }
@@ -679,21 +684,27 @@ pub(crate) fn topk_spread_select<W: DeviceRepr, C: DeviceRepr>(
     assert!(k >= 1 && (a.slots as usize).is_power_of_two() && a.slots >= a.k);
     assert!(a.slots as usize * std::mem::size_of::<C>() <= cfg.shared_mem_bytes as usize);
     scratch.check(&a);
-    // SAFETY: topk_spread_select_W(const W *input, u64 row_len, u32 rows, u32 k, u32 slots, u32
-    // map, const SpreadRow *spread, const C *candidates, W *values, u32 *indices): reads the
-    // rows (checked above), a SpreadRow and the counted candidates a row, writes k values and
-    // indices a row, and keeps its candidates, the filter's slots and `slots` composites in
-    // the dynamic shared memory of `cfg` (src/cuda/topk.rs sizes it).
+    assert!(scratch.capacity * std::mem::size_of::<C>() <= cfg.shared_mem_bytes as usize);
+    assert!(a.chunks as usize * 4 <= cfg.shared_mem_bytes as usize);
+    // SAFETY: topk_spread_select_W(const W *input, u64 row_len, u32 rows, u32 chunks, u64
+    // chunk_len, u32 k, u32 slots, u32 map, const SpreadRow *spread, const C *candidates, const
+    // u32 *chunk_ties, W *values, u32 *indices): reads the rows (checked above), a SpreadRow,
+    // the counted candidates and ties and `chunks` counts of ties a row, writes k values and
+    // indices a row, and keeps its candidates, the filter's slots, `slots` composites and a
+    // u32 a chunk in the dynamic shared memory of `cfg` (src/cuda/topk.rs sizes it).
     unsafe {
         launch(gpu, kernel, cfg, |l| {
             l.arg(input)
                 .arg(&a.row_len)
                 .arg(&a.rows)
+                .arg(&a.chunks)
+                .arg(&a.chunk_len)
                 .arg(&a.k)
                 .arg(&a.slots)
                 .arg(&a.map);
             l.arg(&*scratch.rows)
                 .arg(&*scratch.candidates)
+                .arg(&*scratch.chunk_ties)
                 .arg(values)
                 .arg(indices);
         })

@@ -476,7 +476,12 @@ pub(crate) fn spread_plan(
             .filter_map(fits)
             .min_by(|a, b| a.2.total_cmp(&b.2))
     })?;
-    let chunks = blocks.div_ceil(rows).min(row_len.div_ceil(SPREAD_TILE));
+    // At most 2 x SPREAD_CAPACITY chunks: the select's places of their ties (u32) fit its
+    // shared tile (kernels/topk.cu `put_ties_in_order`).
+    let chunks = blocks
+        .div_ceil(rows)
+        .min(row_len.div_ceil(SPREAD_TILE))
+        .min(2 * SPREAD_CAPACITY);
     let chunk_len = row_len.div_ceil(chunks).next_multiple_of(SPREAD_TILE);
     Some(SpreadPlan {
         sample_blocks,
@@ -723,10 +728,13 @@ fn spread<B: DeviceRepr>(
     let stream = gpu.stream();
     // SAFETY (both): the sample writes every row's threshold and count before the gather
     // reads them, and the select reads only the candidates the gather counted.
-    let mut spread_rows = unsafe { stream.alloc::<u32>(2 * rows) }
+    let mut spread_rows = unsafe { stream.alloc::<u32>(3 * rows) }
         .during(|| format!("allocating the spread select's {rows} thresholds"))?;
-    let mut candidates = unsafe { stream.alloc::<u64>(rows * SPREAD_CAPACITY) }
-        .during(|| format!("allocating {rows} x {SPREAD_CAPACITY} top-k candidates"))?;
+    let mut candidates = unsafe { stream.alloc::<u64>(rows * 2 * SPREAD_CAPACITY) }
+        .during(|| format!("allocating {rows} x 2 x {SPREAD_CAPACITY} top-k candidates"))?;
+    // SAFETY: the gather writes every chunk's count of ties before the select reads them.
+    let mut chunk_ties = unsafe { stream.alloc::<u32>(rows * plan.chunks) }
+        .during(|| format!("allocating {rows} x {} counts of ties", plan.chunks))?;
     // SAFETY: the sample blocks write every word of their lists before the threshold reads them
     // (one word where nothing is listed, which no kernel reads).
     let listed = if plan.sample_blocks > 1 {
@@ -741,6 +749,7 @@ fn spread<B: DeviceRepr>(
         candidates: &mut candidates,
         capacity: SPREAD_CAPACITY,
         lists: &mut lists,
+        chunk_ties: &mut chunk_ties,
     };
     let slots = k.next_power_of_two();
     let args = launch::SpreadArgs {
@@ -1327,7 +1336,13 @@ mod tests {
             }
             assert_eq!(plan(64, 128_256, k, 8), None, "8-byte keys");
             assert_eq!(plan(4096, 32_768, k, 4), None, "rows shorter than 65,536");
-            assert_eq!(plan(1, 1 << 24, k, 4), None, "a sample of 1 in 2,048");
+            // One row of 2^24 (k from 100): 1,024 chunks of 16,384, sampled by several blocks.
+            if let Some(long) = plan(1, 1 << 24, k, 4) {
+                assert!(k >= 100 && long.sample_blocks > 1, "k {k}");
+                assert_eq!((long.chunks, long.chunk_len), (1024, 16_384), "k {k}");
+            } else {
+                assert!(k < 100, "k {k}");
+            }
             assert_eq!(
                 plan(529, 1 << 17, k, 4),
                 None,
@@ -1342,16 +1357,12 @@ mod tests {
         assert_eq!(chunks(63, 128_256, 99), None);
         assert_eq!(chunks(63, 128_256, 100), Some((16, 8192)));
         assert_eq!(chunks(1, 1 << 20, 1), None);
-        // With up to 256 sample blocks a row (`topk_spread_sample_blocks`; 1 by default), the
-        // power of two that leaves the fewest candidates (one row of 2^24 at k = 256: 64
+        // With up to 256 sample blocks a row (`topk_spread_sample_blocks`), the power of two
+        // that leaves the fewest candidates (one row of 2^24 at k = 256: 64
         // blocks, a threshold that 20 of 2^19 samples reach, ~1,070 candidates); none for
         // k = 1,024 of 2^28 (listed words or candidates past 4,096), nor below k = 100.
-        let several = &Policy {
-            topk_spread_sample_blocks: 256,
-            ..Policy::HOPPER
-        };
         let blocks = |rows, row_len, k| {
-            let plan = spread_plan(rows, row_len, k, 2, 132, several);
+            let plan = spread_plan(rows, row_len, k, 2, 132, hopper);
             plan.map(|p| (p.sample_blocks, p.rank, p.chunks))
         };
         for (row_len, k, want) in [
