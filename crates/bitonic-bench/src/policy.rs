@@ -49,8 +49,11 @@ const NUMBERS: &[Number] = &[
     }),
     ("topk_spread_min_len", |p, v| p.topk_spread_min_len = v),
     ("topk_spread_min_rows", |p, v| p.topk_spread_min_rows = v),
-    ("topk_spread_sample_blocks", |p, v| {
-        p.topk_spread_sample_blocks = v
+    ("topk_spread_sample_blocks_32", |p, v| {
+        p.topk_spread_sample_blocks_32 = v
+    }),
+    ("topk_spread_sample_blocks_16", |p, v| {
+        p.topk_spread_sample_blocks_16 = v
     }),
     ("topk_warp_filter_max_k", |p, v| {
         p.topk_warp_filter_max_k = v

@@ -118,11 +118,16 @@ pub struct Policy {
     /// k = 1: 0.024 -> 0.047 ms on the H200) and 64 rows do (64 x 128,256 bf16 k = 1: 0.041 ->
     /// 0.026; f32 0.040 -> 0.036; docs/notes/topk.md, step 12).
     pub topk_spread_min_rows: usize,
-    /// The most blocks that sample one row of the spread select (up to 256; a power of two):
-    /// rows too long for one block's 8,192 samples take it too, sampled by several blocks
-    /// (one f32 row of 2^24, k = 256: 0.132 -> 0.083 ms on the H200; docs/notes/topk.md,
-    /// step 14). 1 keeps such rows on the radix select.
-    pub topk_spread_sample_blocks: usize,
+    /// The most blocks that sample one row of 32-bit keys in the spread select (up to 256; a
+    /// power of two): rows too long for one block's 8,192 samples take it too, sampled by
+    /// several blocks (one f32 row of 2^24 on the H200: k = 256 0.143 -> 0.100 ms, k = 1,024
+    /// 0.167 -> 0.114; docs/notes/topk.md, step 14). 1 keeps such rows on the radix select.
+    pub topk_spread_sample_blocks_32: usize,
+    /// The same for 16-bit keys: 1, since a long row of them repeats its values (bf16 keys in
+    /// [-1, 1), 2^24 of them: ~32,000 to a value near 1), and the spread select then places
+    /// the ties at its threshold by scanning the row's chunks in order, slower than the radix
+    /// select (one bf16 row of 2^24, k = 256: 0.137 -> 0.184 ms; k = 1,024 0.194 -> 0.392).
+    pub topk_spread_sample_blocks_16: usize,
     /// Rows of at most this many keys (and at most [`crate::dispatch::TOPK_WARP_SORT_MOST`]) of
     /// 2 or 4 bytes take the warp sort ([`crate::dispatch::Strategy::TopkWarpSort`]: a warp
     /// sorts a row in registers) for every k. On the H200 it beat the radix select for every k
@@ -162,6 +167,15 @@ impl Policy {
         }
     }
 
+    /// The most blocks that sample one row of keys of `key_bytes` (2 or 4) in the spread
+    /// select ([`Policy::topk_spread_sample_blocks_16`], `_32`).
+    pub fn topk_spread_sample_blocks(&self, key_bytes: usize) -> usize {
+        match key_bytes {
+            2 => self.topk_spread_sample_blocks_16,
+            _ => self.topk_spread_sample_blocks_32,
+        }
+    }
+
     /// The largest k the sampled select takes ([`Policy::topk_sampled_max_k`]): its candidates'
     /// shared memory holds 2,048, and a sample's threshold leaves about 1.4 k of them.
     pub const TOPK_SAMPLED_MOST_K: usize = 1024;
@@ -197,7 +211,8 @@ impl Policy {
         topk_sampled_min_chunk: 32_768,
         topk_spread_min_len: 65_536,
         topk_spread_min_rows: 64,
-        topk_spread_sample_blocks: 256,
+        topk_spread_sample_blocks_32: 256,
+        topk_spread_sample_blocks_16: 1,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which

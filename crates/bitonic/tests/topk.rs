@@ -466,10 +466,12 @@ fn sampling_every_k() -> Policy {
     }
 }
 
-/// A policy whose spread select takes every k on any number of rows.
+/// A policy whose spread select takes every k on any number of rows, with 16-bit keys too
+/// sampled by several blocks a row where one's sample is too small.
 fn spreading_every_k() -> Policy {
     Policy {
         topk_spread_min_rows: 1,
+        topk_spread_sample_blocks_16: 256,
         ..Policy::HOPPER
     }
 }

@@ -426,7 +426,7 @@ pub(crate) struct SpreadPlan {
 /// [`SPREAD_CAPACITY`] with three standard deviations to spare: rank (1 + 3 / sqrt(rank)) x
 /// row_len / the samples (a row past it, about one in 700, costs time: its select filters the
 /// whole row). A row is sampled by one block where that fits, else by the power of two blocks
-/// (up to the policy's `topk_spread_sample_blocks`, 1 by default, [`SPREAD_SAMPLE_BLOCKS_MOST`]
+/// (up to the policy's `topk_spread_sample_blocks` for the key width, [`SPREAD_SAMPLE_BLOCKS_MOST`]
 /// and the grid's blocks over the rows, each with a slice
 /// of at least two samples) that leaves the fewest candidates, listing `rank` words each, at
 /// most [`SPREAD_LISTED_MOST`] a row. The gather cuts each
@@ -467,7 +467,7 @@ pub(crate) fn spread_plan(
     // candidates (more sample blocks cost little: they run side by side, and fewer candidates
     // make the select shorter).
     let most_blocks = SPREAD_SAMPLE_BLOCKS_MOST
-        .min(policy.topk_spread_sample_blocks)
+        .min(policy.topk_spread_sample_blocks(key_bytes))
         .min(blocks / rows)
         .min(row_len / (2 * SPREAD_SAMPLES));
     let (sample_blocks, rank, _) = fits(1).or_else(|| {
@@ -1357,12 +1357,16 @@ mod tests {
         assert_eq!(chunks(63, 128_256, 99), None);
         assert_eq!(chunks(63, 128_256, 100), Some((16, 8192)));
         assert_eq!(chunks(1, 1 << 20, 1), None);
-        // With up to 256 sample blocks a row (`topk_spread_sample_blocks`), the power of two
-        // that leaves the fewest candidates (one row of 2^24 at k = 256: 64
+        // With up to 256 sample blocks a row (`topk_spread_sample_blocks_16` here), the power
+        // of two that leaves the fewest candidates (one row of 2^24 at k = 256: 64
         // blocks, a threshold that 20 of 2^19 samples reach, ~1,070 candidates); none for
         // k = 1,024 of 2^28 (listed words or candidates past 4,096), nor below k = 100.
+        let several = &Policy {
+            topk_spread_sample_blocks_16: 256,
+            ..Policy::HOPPER
+        };
         let blocks = |rows, row_len, k| {
-            let plan = spread_plan(rows, row_len, k, 2, 132, hopper);
+            let plan = spread_plan(rows, row_len, k, 2, 132, several);
             plan.map(|p| (p.sample_blocks, p.rank, p.chunks))
         };
         for (row_len, k, want) in [
@@ -1378,7 +1382,6 @@ mod tests {
         }
         let every_k = &Policy {
             topk_spread_min_rows: 1,
-            topk_spread_sample_blocks: 256,
             ..Policy::HOPPER
         };
         for (rows, row_len) in [(1, 65_536), (2, 65_537), (3, 9 * 8192 - 1), (4, 128_256)] {
