@@ -1403,11 +1403,14 @@ __device__ void topk_spread_gather(const In *input, u64 row_len, u32 rows, u32 c
             u32 alive = 0;
             const bool vectors = load_chunk<C, In, R>(row_input, sub, min(sub + R * THREADS, end), map, e, alive);
             const auto index = [&](u32 r) -> u32 { return chunk_index<In, R>(sub, vectors, r); };
-            const u32 above = reaching(e, alive, threshold, true), tie = reaching(e, alive, threshold) & ~above;
+            const u32 above = reaching(e, alive, threshold, true);
             gather(above, index, row_input, map, &spread[row].count, better_ones, SPREAD_CAPACITY);
-            gather(tie, index, row_input, map, &spread[row].ties, tied, SPREAD_CAPACITY);
-            const u32 warp_ties = __reduce_add_sync(FULL_WARP_MASK, __popc(tie));
-            if (threadIdx.x % WARP_SIZE == 0 && warp_ties != 0) atomicAdd(&ties_here, warp_ties);
+            const u32 tie = reaching(e, alive, threshold) & ~above;
+            if (__any_sync(FULL_WARP_MASK, tie != 0)) { // ties are few but for repeated values
+                gather(tie, index, row_input, map, &spread[row].ties, tied, SPREAD_CAPACITY);
+                const u32 warp_ties = __reduce_add_sync(FULL_WARP_MASK, __popc(tie));
+                if (threadIdx.x % WARP_SIZE == 0) atomicAdd(&ties_here, warp_ties);
+            }
         }
         __syncthreads();
         if (threadIdx.x == 0) chunk_ties[item] = ties_here;
@@ -1708,7 +1711,7 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
         u32 rows, u32 rank, u32 sample_blocks, const u32 *lists, SpreadRow *spread) {            \
         topk_spread_threshold<C, W>(rows, rank, sample_blocks, lists, spread);                   \
     }                                                                                            \
-    extern "C" __global__ void __launch_bounds__(THREADS, 3) topk_spread_gather_##W(             \
+    extern "C" __global__ void __launch_bounds__(THREADS, 4) topk_spread_gather_##W(             \
         const W *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 map, SpreadRow *spread, \
         C *candidates, u32 *chunk_ties) {                                                        \
         topk_spread_gather<C, W, 32>(input, row_len, rows, chunks, chunk_len, map, spread, candidates, chunk_ties); \
