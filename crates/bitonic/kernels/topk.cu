@@ -1263,7 +1263,7 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
 // that are few and long, each a launch over all rows, so that many blocks read a row:
 //  1. topk_spread_sample, a block a row: the row's threshold, a word that at least `rank`
 //     (sample_rank) of SPREAD_SAMPLES keys reach (runs of 32 spread evenly over the row), into
-//     spread[row].threshold, whose count it zeroes. A row too long for one block's sample
+//     spread[row].threshold, whose count and ties it zeroes. A row too long for one block's sample
 //     takes sample_blocks blocks' (SPREAD_SAMPLES each, from a slice of the row), and
 //     topk_spread_threshold, a block a row, reduces their lists of best words to the row's.
 //  2. topk_spread_gather, rows x chunks blocks: every key of a chunk better than its row's
@@ -1277,7 +1277,7 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
 //     ties by index (put_ties_in_order); otherwise (too few, or too many better ones) the
 //     threshold filter over the whole row. Its dynamic shared memory holds
 //     max(SPREAD_CAPACITY, the filter's slots, slots, TOURNAMENT_SLOTS) composites
-//     (src/cuda/topk.rs `spread_held`).
+//     (src/cuda/topk.rs `spread_held`), in which the ties' placement keeps a u32 a chunk.
 #if !defined(KERNEL_TOPK_SPREAD_SAMPLES_PER_THREAD) || !defined(KERNEL_TOPK_SPREAD_CANDIDATES_PER_THREAD)
 #error "the host passes KERNEL_TOPK_SPREAD_SAMPLES_PER_THREAD and _CANDIDATES_PER_THREAD (src/cuda/topk.rs)"
 #endif
@@ -1310,7 +1310,8 @@ __device__ __forceinline__ void list_above(const T (&x)[R], T threshold, u32 *li
 // b-th of sample_blocks equal slices of it and takes the word that the best samples of `rank`
 // groups of a thread's registers reach (the radix select's step 1, over every digit: a 32-bit
 // word's four, a 16-bit key's top two), `rank` (sample_rank) counted over the whole row's
-// sample (the host's). One block a row writes it as the row's threshold, zeroing its count. Several write
+// sample (the host's). One block a row writes it as the row's threshold, zeroing its count and
+// ties. Several write
 // `rank` words each to lists[item x rank, …), their best group bests: those above their
 // threshold (at most rank of them), then copies of it; topk_spread_threshold takes the row's
 // threshold from those lists. (Whatever word lists hold, their rank-th best is reached by at
@@ -1360,7 +1361,8 @@ __device__ void topk_spread_sample(const In *input, u64 row_len, u32 rows, u32 r
 
 // Step 1's second launch where several blocks sampled a row: a block a row takes the word that
 // `rank` of the row's sample_blocks x rank listed words reach (at most SPREAD_LISTED, 16 a
-// thread; an exact radix select over every digit) as the row's threshold, zeroing its count.
+// thread; an exact radix select over every digit) as the row's threshold, zeroing its count
+// and ties.
 #ifndef KERNEL_TOPK_SPREAD_LISTED_PER_THREAD
 #error "the host passes KERNEL_TOPK_SPREAD_LISTED_PER_THREAD (src/cuda/topk.rs)"
 #endif

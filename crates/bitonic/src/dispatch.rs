@@ -199,7 +199,7 @@ impl Strategy {
 ///   the GPU sorts the rows stably and keeps their first k. Rows of at most
 ///   [`TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes take [`Strategy::TopkWarpSort`] instead: up
 ///   to [`Policy::topk_warp_sort_rows_up_to`] keys for every k, longer ones for k up to
-///   [`Policy::topk_warp_filter_max_k`] (the warp filter), from
+///   [`Policy::topk_warp_filter_max_k`] (past 256 keys by the warp filter), from
 ///   [`Policy::topk_warp_sort_min_k`] (by key width) and for any k above half the row.
 pub fn choose(request: &Request, gpu: Option<&Policy>) -> Result<(Backend, Strategy)> {
     let backend = match (request.backend, gpu) {

@@ -585,7 +585,7 @@ impl<C> SpreadScratch<'_, C> {
 }
 
 /// kernels/topk.cu `topk_spread_sample_W(input, row_len, rows, rank, map, sample_blocks,
-/// spread, lists)`: each row's threshold from a sample of it, and its count zeroed; or, where
+/// spread, lists)`: each row's threshold from a sample of it, its count and ties zeroed; or, where
 /// several blocks sample a row, their lists.
 pub(crate) fn topk_spread_sample<W: DeviceRepr, C>(
     gpu: &Gpu,
@@ -600,7 +600,7 @@ pub(crate) fn topk_spread_sample<W: DeviceRepr, C>(
     assert!(a.rank >= 1 && a.sample_blocks >= 1);
     // SAFETY: topk_spread_sample_W(const W *input, u64 row_len, u32 rows, u32 rank, u32 map,
     // u32 sample_blocks, SpreadRow *spread, u32 *lists): reads samples of rows x row_len keys
-    // (checked above), writes a SpreadRow (two u32) a row, or, with several sample blocks,
+    // (checked above), writes a SpreadRow (three u32) a row, or, with several sample blocks,
     // rank words a block a row to lists (checked above).
     unsafe {
         launch(gpu, kernel, cfg, |l| {
@@ -616,7 +616,7 @@ pub(crate) fn topk_spread_sample<W: DeviceRepr, C>(
 }
 
 /// kernels/topk.cu `topk_spread_threshold_W(rows, rank, sample_blocks, lists, spread)`: each
-/// row's threshold from its sample blocks' lists, and its count zeroed.
+/// row's threshold from its sample blocks' lists, its count and ties zeroed.
 pub(crate) fn topk_spread_threshold<C>(
     gpu: &Gpu,
     kernel: &CudaFunction,

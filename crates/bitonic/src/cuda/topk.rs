@@ -726,8 +726,9 @@ fn spread<B: DeviceRepr>(
     gpu.prepare(t.policy, &[module])?;
     let width = width(key_bytes);
     let stream = gpu.stream();
-    // SAFETY (both): the sample writes every row's threshold and count before the gather
-    // reads them, and the select reads only the candidates the gather counted.
+    // SAFETY (both): the sample (or, with several sample blocks, the threshold's launch)
+    // writes every row's threshold, count and ties before the gather reads them, and the
+    // select reads only the candidates and ties the gather counted.
     let mut spread_rows = unsafe { stream.alloc::<u32>(3 * rows) }
         .during(|| format!("allocating the spread select's {rows} thresholds"))?;
     let mut candidates = unsafe { stream.alloc::<u64>(rows * 2 * SPREAD_CAPACITY) }
