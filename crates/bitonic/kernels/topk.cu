@@ -1311,12 +1311,12 @@ __device__ __forceinline__ void list_above(const T (&x)[R], T threshold, u32 *li
 // groups of a thread's registers reach (the radix select's step 1, over every digit: a 32-bit
 // word's four, a 16-bit key's top two), `rank` (sample_rank) counted over the whole row's
 // sample (the host's). One block a row writes it as the row's threshold, zeroing its count and
-// ties. Several write
-// `rank` words each to lists[item x rank, …), their best group bests: those above their
-// threshold (at most rank of them), then copies of it; topk_spread_threshold takes the row's
-// threshold from those lists. (Whatever word lists hold, their rank-th best is reached by at
-// least `rank` samples of the row: the lists' words that reach it are real samples unless it
-// is a copy of some block's threshold, which `rank` of that block's samples reach.)
+// ties. Several write `rank` words each to lists[item x rank, …), their best group bests:
+// those above their threshold (at most rank of them), then copies of it;
+// topk_spread_threshold takes the row's threshold from those lists. (Whatever word lists hold,
+// their rank-th best is reached by at least `rank` samples of the row: the lists' words that
+// reach it are real samples unless it is a copy of some block's threshold, which `rank` of
+// that block's samples reach.)
 template <typename C, typename In>
 __device__ void topk_spread_sample(const In *input, u64 row_len, u32 rows, u32 rank, u32 map, u32 sample_blocks,
                                    SpreadRow *spread, u32 *lists) {
