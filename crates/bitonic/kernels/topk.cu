@@ -391,6 +391,18 @@ __device__ __forceinline__ void count_digit(u32 *hist, u32 digit, bool alive) {
     if (threadIdx.x % WARP_SIZE == u32(__ffs(same) - 1)) atomicAdd(&hist[digit], u32(__popc(same)));
 }
 
+// The sum of `v` over the lanes of the warp up to this one (an inclusive prefix sum by
+// shuffles). Called by every lane.
+__device__ __forceinline__ u32 warp_inclusive_sum(u32 v) {
+    const u32 lane = threadIdx.x % WARP_SIZE;
+#pragma unroll
+    for (u32 d = 1; d < WARP_SIZE; d <<= 1) {
+        const u32 other = __shfl_up_sync(FULL_WARP_MASK, v, d);
+        if (lane >= d) v += other;
+    }
+    return v;
+}
+
 // The bin of hist[256] where the `need`-th largest value falls, counting from the top: a suffix
 // scan of the counts by the first 256 threads (8 warps). Ends with a barrier.
 __device__ void find_boundary(RadixShared &s, u32 need) {
@@ -398,12 +410,7 @@ __device__ void find_boundary(RadixShared &s, u32 need) {
     u32 count = 0, inclusive = 0;
     if (t < 256) {
         count = s.hist[255 - t];
-        inclusive = count;
-#pragma unroll
-        for (u32 d = 1; d < WARP_SIZE; d <<= 1) {
-            u32 v = __shfl_up_sync(FULL_WARP_MASK, inclusive, d);
-            if (lane >= d) inclusive += v;
-        }
+        inclusive = warp_inclusive_sum(count);
         if (lane == WARP_SIZE - 1) s.warp_totals[warp] = inclusive;
     }
     __syncthreads();
@@ -698,13 +705,7 @@ __device__ __forceinline__ void select_by_tournament(T (&x)[P], u32 need, T *lis
 // Claims `count` consecutive slots of the counter `*total` for each lane of the warp (a prefix
 // sum over the lanes, one atomic a warp) and returns the lane's first. Called by every lane.
 __device__ __forceinline__ u32 claim_slots(u32 count, u32 *total) {
-    const u32 lane = threadIdx.x % WARP_SIZE;
-    u32 inclusive = count;
-#pragma unroll
-    for (u32 d = 1; d < WARP_SIZE; d <<= 1) {
-        const u32 v = __shfl_up_sync(FULL_WARP_MASK, inclusive, d);
-        if (lane >= d) inclusive += v;
-    }
+    const u32 lane = threadIdx.x % WARP_SIZE, inclusive = warp_inclusive_sum(count);
     u32 first = 0;
     if (lane == WARP_SIZE - 1) first = atomicAdd(total, inclusive);
     return __shfl_sync(FULL_WARP_MASK, first, WARP_SIZE - 1) + inclusive - count;
@@ -1447,19 +1448,13 @@ __device__ void put_ties_in_order(const In *row_input, u64 row_len, u32 chunks, 
         u32 place = first[c];
         const u64 end = min(u64(c + 1) * chunk_len, row_len);
         for (u64 at = u64(c) * chunk_len; at < end && place < need; at += V * WARP_SIZE) { // warp-uniform
-            u32 mine = 0, count = 0;
+            u32 mine = 0;
 #pragma unroll
             for (u32 v = 0; v < V; v++) {
                 const u64 i = at + lane * V + v;
                 if (i < end && Held<C, In>::of(row_input[i], map) == threshold) mine |= 1u << v;
             }
-            count = __popc(mine);
-            u32 inclusive = count;
-#pragma unroll
-            for (u32 d = 1; d < WARP_SIZE; d <<= 1) {
-                const u32 other = __shfl_up_sync(FULL_WARP_MASK, inclusive, d);
-                if (lane >= d) inclusive += other;
-            }
+            const u32 count = __popc(mine), inclusive = warp_inclusive_sum(count);
             for (u32 slot = place + inclusive - count; mine != 0; mine &= mine - 1, slot++)
                 if (slot < need) put(slot, Held<C, In>::composite(threshold, u32(at + lane * V + __ffs(mine) - 1)));
             place += __shfl_sync(FULL_WARP_MASK, inclusive, WARP_SIZE - 1);
@@ -1628,12 +1623,7 @@ __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u3
             u32 mine = 0;
 #pragma unroll
             for (u32 p = 0; p < P; p++) mine += !better(threshold, x[p]);
-            u32 below = mine; // an inclusive scan of the lanes' counts
-#pragma unroll
-            for (u32 d = 1; d < WARP_SIZE; d <<= 1) {
-                const u32 other = __shfl_up_sync(FULL_WARP_MASK, below, d);
-                if (lane >= d) below += other;
-            }
+            const u32 below = warp_inclusive_sum(mine);
             const u32 total = __shfl_sync(FULL_WARP_MASK, below, WARP_SIZE - 1);
             if (better(threshold, padding<C>()) && total <= WARP_FILTER_MOST) { // warp-uniform
                 u32 at = below - mine;
