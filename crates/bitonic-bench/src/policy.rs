@@ -8,56 +8,45 @@ use bitonic::Policy;
 /// A policy number that `--policy` may set: its name, and how it is written into a [`Policy`].
 type Number = (&'static str, fn(&mut Policy, usize));
 
+/// The [`Number`] of the [`Policy`] field `$field`, named as the field (`as $ty` where the
+/// field is narrower than `usize`).
+macro_rules! number {
+    ($field:ident) => {
+        (stringify!($field), |p, v| p.$field = v)
+    };
+    ($field:ident as $ty:ty) => {
+        (stringify!($field), |p, v| p.$field = v as $ty)
+    };
+}
+
 /// Every policy number `--policy` names, in [`Policy`]'s order: one line a number, which the
 /// parser and the error listing the names both read.
 const NUMBERS: &[Number] = &[
-    ("tile_bytes", |p, v| p.tile_bytes = v),
-    ("spread_tile_bits", |p, v| p.spread_tile_bits = v as u32),
-    ("max_cluster_blocks", |p, v| p.max_cluster_blocks = v as u32),
+    number!(tile_bytes),
+    number!(spread_tile_bits as u32),
+    number!(max_cluster_blocks as u32),
     ("narrow_small_u32", |p, v| p.narrow_small_u32 = v != 0),
-    ("merge_sort_above", |p, v| p.merge_sort_above = v),
-    ("merge_ways", |p, v| p.merge_ways = v as u32),
-    ("wide_merge_ways", |p, v| p.wide_merge_ways = v as u32),
-    ("topk_filter_above", |p, v| p.topk_filter_above = v),
-    ("topk_long_radix_max_k", |p, v| p.topk_long_radix_max_k = v),
-    ("topk_radix_per_thread", |p, v| p.topk_radix_per_thread = v),
-    ("topk_radix_blocks_per_sm", |p, v| {
-        p.topk_radix_blocks_per_sm = v
-    }),
-    ("topk_radix_stream_chunks", |p, v| {
-        p.topk_radix_stream_chunks = v
-    }),
-    ("topk_radix_stream_min_k", |p, v| {
-        p.topk_radix_stream_min_k = v
-    }),
-    ("topk_radix_stream_max_k", |p, v| {
-        p.topk_radix_stream_max_k = v
-    }),
-    ("topk_warp_sort_rows_up_to", |p, v| {
-        p.topk_warp_sort_rows_up_to = v
-    }),
-    ("topk_warp_sort_min_k_32", |p, v| {
-        p.topk_warp_sort_min_k_32 = v
-    }),
-    ("topk_warp_sort_min_k_16", |p, v| {
-        p.topk_warp_sort_min_k_16 = v
-    }),
-    ("topk_sampled_min_k", |p, v| p.topk_sampled_min_k = v),
-    ("topk_sampled_max_k", |p, v| p.topk_sampled_max_k = v),
-    ("topk_sampled_min_chunk", |p, v| {
-        p.topk_sampled_min_chunk = v
-    }),
-    ("topk_spread_min_len", |p, v| p.topk_spread_min_len = v),
-    ("topk_spread_min_rows", |p, v| p.topk_spread_min_rows = v),
-    ("topk_spread_sample_blocks_32", |p, v| {
-        p.topk_spread_sample_blocks_32 = v
-    }),
-    ("topk_spread_sample_blocks_16", |p, v| {
-        p.topk_spread_sample_blocks_16 = v
-    }),
-    ("topk_warp_filter_max_k", |p, v| {
-        p.topk_warp_filter_max_k = v
-    }),
+    number!(merge_sort_above),
+    number!(merge_ways as u32),
+    number!(wide_merge_ways as u32),
+    number!(topk_filter_above),
+    number!(topk_long_radix_max_k),
+    number!(topk_radix_per_thread),
+    number!(topk_radix_blocks_per_sm),
+    number!(topk_radix_stream_chunks),
+    number!(topk_radix_stream_min_k),
+    number!(topk_radix_stream_max_k),
+    number!(topk_sampled_min_k),
+    number!(topk_sampled_max_k),
+    number!(topk_sampled_min_chunk),
+    number!(topk_spread_min_len),
+    number!(topk_spread_min_rows),
+    number!(topk_spread_sample_blocks_32),
+    number!(topk_spread_sample_blocks_16),
+    number!(topk_warp_sort_rows_up_to),
+    number!(topk_warp_sort_min_k_32),
+    number!(topk_warp_sort_min_k_16),
+    number!(topk_warp_filter_max_k),
 ];
 
 /// `base` with the overrides of `spec` (`key=value`, comma-separated; empty: `base`).
