@@ -842,8 +842,8 @@ fn topk_for_the_sanitizer() {
         let orders = stable_orders(&keys, 20_000, select);
         let what = "large keys in the sample";
         check_selection(&samples, &keys, 20_000, 1000, select, &orders, what);
-        // The spread select: ranks, tournament, radix select; the filter after ties overflow
-        // its candidates and after a sample that misses.
+        // The spread select: ranks, tournament, radix select; ties past its candidates, and the
+        // filter after a sample that misses.
         let sorter = Sorter::new()
             .backend(Backend::Cuda)
             .policy(spreading_every_k());

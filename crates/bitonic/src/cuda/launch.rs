@@ -639,8 +639,8 @@ pub(crate) fn topk_spread_threshold<C>(
 }
 
 /// kernels/topk.cu `topk_spread_gather_W(input, row_len, rows, chunks, chunk_len, map, spread,
-/// candidates)`: the keys of every chunk that reach their row's threshold, to the row's
-/// candidates.
+/// candidates, chunk_ties)`: the keys of every chunk better than their row's threshold to the
+/// row's candidates, those equal to it to its ties, and each chunk's count of ties.
 pub(crate) fn topk_spread_gather<W: DeviceRepr, C: DeviceRepr>(
     gpu: &Gpu,
     kernel: &CudaFunction,
@@ -666,9 +666,10 @@ pub(crate) fn topk_spread_gather<W: DeviceRepr, C: DeviceRepr>(
     }
 }
 
-/// kernels/topk.cu `topk_spread_select_W(input, row_len, rows, k, slots, map, spread,
-/// candidates, values, indices)`: each row's k best of its candidates (or of the row, where
-/// the gather missed), sorted, to `values` and `indices`.
+/// kernels/topk.cu `topk_spread_select_W(input, row_len, rows, chunks, chunk_len, k, slots,
+/// map, spread, candidates, chunk_ties, values, indices)`: each row's k best of its candidates
+/// and ties (the ties placed in order where they overflowed, or the row filtered where the
+/// gather missed), sorted, to `values` and `indices`.
 pub(crate) fn topk_spread_select<W: DeviceRepr, C: DeviceRepr>(
     gpu: &Gpu,
     kernel: &CudaFunction,

@@ -17,8 +17,9 @@
 //! policy's) the first pass gives a block a *segment* of several chunks instead, which it
 //! takes one after the other against one running threshold, selecting once a segment.
 //! [`radix_plan`] gives the passes. Few long rows take the *spread select* instead
-//! ([`spread_plan`]): a block a row takes a threshold from a sample of the row, many blocks a
-//! row gather the keys that reach it, and a block a row selects among them, three launches.
+//! ([`spread_plan`]): a block a row (or several, and a launch that combines them) takes a
+//! threshold from a sample of the row, many blocks a row gather the keys that reach it, and a
+//! block a row selects among them, three or four launches.
 //!
 //! **The warp sort.** A row of at most [`crate::dispatch::TOPK_WARP_SORT_MOST`] keys of 2 or
 //! 4 bytes fits in one warp's registers as composites, up to 32 a lane: the warp sorts them
@@ -420,17 +421,16 @@ pub(crate) struct SpreadPlan {
 /// Whether the spread select (kernels/topk.cu `topk_spread_*`) takes `rows` rows of `row_len`
 /// keys of `key_bytes` keeping `k`, and its plan: keys of 2 or 4 bytes, k up to
 /// [`Policy::TOPK_SAMPLED_MOST_K`] (below `topk_sampled_min_k` only for at least
-/// `topk_spread_min_rows` rows), rows of at
-/// least `topk_spread_min_len` keys (and two samples) and at most half as many as the grid's
-/// blocks (`topk_radix_blocks_per_sm`), where a sample's threshold leaves candidates that fit
-/// [`SPREAD_CAPACITY`] with three standard deviations to spare: rank (1 + 3 / sqrt(rank)) x
-/// row_len / the samples (a row past it, about one in 700, costs time: its select filters the
-/// whole row). A row is sampled by one block where that fits, else by the power of two blocks
-/// (up to the policy's `topk_spread_sample_blocks` for the key width, [`SPREAD_SAMPLE_BLOCKS_MOST`]
-/// and the grid's blocks over the rows, each with a slice
-/// of at least two samples) that leaves the fewest candidates, listing `rank` words each, at
-/// most [`SPREAD_LISTED_MOST`] a row. The gather cuts each
-/// row into as many chunks as fill the grid, multiples of [`SPREAD_TILE`].
+/// `topk_spread_min_rows` rows), rows of at least `topk_spread_min_len` keys (and two samples)
+/// and at most half as many as the grid's blocks (`topk_radix_blocks_per_sm`), where a
+/// sample's threshold leaves candidates that fit [`SPREAD_CAPACITY`] with three standard
+/// deviations to spare: rank (1 + 3 / sqrt(rank)) x row_len / the samples (a row past it,
+/// about one in 700, costs time: its select filters the whole row). A row is sampled by one
+/// block where that fits, else by the power of two blocks (up to the policy's
+/// `topk_spread_sample_blocks` for the key width, [`SPREAD_SAMPLE_BLOCKS_MOST`] and the grid's
+/// blocks over the rows, each with a slice of at least two samples) that leaves the fewest
+/// candidates, listing `rank` words each, at most [`SPREAD_LISTED_MOST`] a row. The gather
+/// cuts each row into as many chunks as fill the grid, multiples of [`SPREAD_TILE`].
 pub(crate) fn spread_plan(
     rows: usize,
     row_len: usize,
@@ -710,8 +710,8 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
 }
 
 /// The spread select ([`spread_plan`]) of rows of keys of words `B` (2 or 4 bytes), u64
-/// composites: the sample's, the gather's and the select's launches; `shape` is (rows,
-/// row_len, k, key map).
+/// composites: the sample's (and, with several sample blocks, the threshold's), the gather's
+/// and the select's launches; `shape` is (rows, row_len, k, key map).
 fn spread<B: DeviceRepr>(
     t: Target,
     keys: &CudaView<B>,
