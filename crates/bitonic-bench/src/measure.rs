@@ -335,6 +335,37 @@ impl<K: RandomKey> FreshKeys<K> {
     }
 }
 
+/// A device copy queued before a timed call keeps the GPU busy while the host queues the
+/// call's launches, so that the events around the call time the GPU's work alone: 2 x 256 MiB
+/// moved, ~0.2 ms at the copy ceiling, more than the host takes to queue a call.
+pub(super) struct GpuBusy {
+    from: cudarc::driver::CudaSlice<u8>,
+    to: cudarc::driver::CudaSlice<u8>,
+}
+
+impl GpuBusy {
+    const BYTES: usize = 256 << 20;
+
+    pub fn new(gpu: &Gpu) -> Result<Self> {
+        let stream = gpu.stream();
+        Ok(GpuBusy {
+            from: stream
+                .alloc_zeros(Self::BYTES)
+                .context("allocating a busy copy")?,
+            to: stream
+                .alloc_zeros(Self::BYTES)
+                .context("allocating a busy copy")?,
+        })
+    }
+
+    /// Queues the copy on the GPU's stream.
+    pub fn queue(&mut self, gpu: &Gpu) -> Result<()> {
+        gpu.stream()
+            .memcpy_dtod(&self.from, &mut self.to)
+            .context("queueing a busy copy")
+    }
+}
+
 /// Milliseconds between CUDA events recorded before and after the work `queue` puts on the
 /// GPU's stream.
 pub(super) fn time_on_stream(gpu: &Gpu, queue: impl FnOnce() -> Result<()>) -> Result<f64> {

@@ -2,7 +2,7 @@
 //! sorted, with their indices, device-resident, beside `torch.topk(sorted=True)`
 //! (bench/peers/torch_topk.py), and the time to read the input once at the copy ceiling.
 
-use super::measure::{time_on_stream, FreshKeys, Provenance};
+use super::measure::{time_on_stream, FreshKeys, GpuBusy, Provenance};
 use super::summarize;
 use crate::gen::RandomKey;
 use anyhow::{bail, ensure, Context as _, Result};
@@ -10,6 +10,7 @@ use bitonic::half::{bf16, f16};
 use bitonic::{Backend, DType, Gpu, Select, SortKey, Sorter};
 use std::fmt::Write;
 use std::path::Path;
+use std::time::Instant;
 
 pub const CSV_HEADER: &str =
     "name,device,driver,commit,date,dtype,rows,row_len,k,median_ms,min_ms,max_ms,repeats";
@@ -39,6 +40,10 @@ pub type Measured = super::ShapeTiming<usize>;
 /// warm-up, CUDA events around the call alone (its scratch allocations included). The last
 /// repeat's first row is checked against the CPU's top-k. `policy` is
 /// [`crate::policy::with_overrides`]'s text: an A/B run names its rows `bitonic-topk[policy]`.
+/// With `gpu_only` (a diagnostic) each call is queued behind a device copy long enough for
+/// every launch to be queued before the GPU reaches them, so that the events time the GPU's
+/// work without the host's; those rows are named `bitonic-topk(gpu-only)`. Each cell's
+/// median host time to queue the call is printed to stderr.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     shapes: &[(usize, usize)],
@@ -47,6 +52,7 @@ pub fn run(
     repeats: u32,
     seed: u64,
     policy: &str,
+    gpu_only: bool,
     who: &Provenance,
     progress: &dyn Fn(&str),
 ) -> Result<Vec<Measured>> {
@@ -54,10 +60,15 @@ pub fn run(
     let sorter = Sorter::new()
         .gpu(gpu)
         .policy(crate::policy::with_overrides(gpu.policy(), policy)?);
-    let name = match policy.trim() {
+    let mut name = match policy.trim() {
         "" => "bitonic-topk".to_string(),
         spec => format!("bitonic-topk[{spec}]"),
     };
+    let mut busy = None;
+    if gpu_only {
+        name.push_str("(gpu-only)");
+        busy = Some(GpuBusy::new(gpu)?);
+    }
     let mut out = Vec::new();
     for &(rows, row_len) in shapes {
         for &dtype in dtypes {
@@ -68,9 +79,9 @@ pub fn run(
                 seed,
             };
             let measured = match dtype {
-                DType::F32 => time_shape::<f32>(gpu, &sorter, each, ks, progress)?,
-                DType::BF16 => time_shape::<bf16>(gpu, &sorter, each, ks, progress)?,
-                DType::F16 => time_shape::<f16>(gpu, &sorter, each, ks, progress)?,
+                DType::F32 => time_shape::<f32>(gpu, &sorter, each, ks, &mut busy, progress)?,
+                DType::BF16 => time_shape::<bf16>(gpu, &sorter, each, ks, &mut busy, progress)?,
+                DType::F16 => time_shape::<f16>(gpu, &sorter, each, ks, &mut busy, progress)?,
                 other => bail!("bench-topk times f32, bf16 and f16 keys, not {other}"),
             };
             out.extend(
@@ -117,6 +128,7 @@ fn time_shape<K: RandomKey>(
         seed,
     }: Shape,
     ks: &[usize],
+    busy: &mut Option<GpuBusy>,
     progress: &dyn Fn(&str),
 ) -> Result<Vec<(usize, Times)>> {
     let stream = gpu.stream();
@@ -127,10 +139,15 @@ fn time_shape<K: RandomKey>(
         // SAFETY: the top-k writes every value and index before they are read.
         let mut values = unsafe { stream.alloc::<K>(rows * k) }.context("values")?;
         let mut indices = unsafe { stream.alloc::<u32>(rows * k) }.context("indices")?;
-        let mut times = Vec::new();
+        let (mut times, mut host_times) = (Vec::new(), Vec::new());
         for r in 0..=repeats {
             fresh.draw(gpu, seed + r as u64)?;
+            if let Some(busy) = busy.as_mut() {
+                busy.queue(gpu)?;
+            }
+            let mut host_ms = 0.0;
             let t = time_on_stream(gpu, || {
+                let start = Instant::now();
                 sorter.topk_rows_device(
                     &fresh.keys,
                     row_len,
@@ -139,12 +156,20 @@ fn time_shape<K: RandomKey>(
                     &mut values,
                     &mut indices,
                 )?;
+                host_ms = start.elapsed().as_secs_f64() * 1e3;
                 Ok(())
             })?;
             if r > 0 {
                 times.push(t);
+                host_times.push(host_ms);
             }
         }
+        eprintln!(
+            "top-{k} of {rows}x{row_len} {}: {:.4} ms between the events, {:.4} ms to queue (medians)",
+            K::DTYPE,
+            summarize(&mut times).0,
+            summarize(&mut host_times).0
+        );
         check_first_row(
             &fresh.host()[..row_len],
             k,

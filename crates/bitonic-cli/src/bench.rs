@@ -449,6 +449,10 @@ pub struct TopkArgs {
     /// (no GPU needed).
     #[arg(long)]
     replot: bool,
+    /// A diagnostic: queue each call behind a device copy, so that the events time the GPU's
+    /// work without the host's time to queue it (rows named bitonic-topk(gpu-only)).
+    #[arg(long)]
+    gpu_only: bool,
     #[command(flatten)]
     policy: PolicyArg,
 }
@@ -507,6 +511,7 @@ pub fn topk(args: TopkArgs) -> Result<ExitCode> {
         args.repeats.max(1),
         args.seed,
         &args.policy.policy,
+        args.gpu_only,
         &who,
         &|what| {
             bar.inc(1);
