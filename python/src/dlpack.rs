@@ -220,14 +220,10 @@ fn device(ordinal: usize) -> Result<&'static Device, GpuUnavailable> {
     if let Some(d) = devices.get(&ordinal) {
         return Ok(d);
     }
+    // The library's `Gpu` has cudarc's event tracking off (`Gpu::context`): every buffer and
+    // temporary of a call lives on its one stream, and `Device::order` orders that stream
+    // with the caller's.
     let gpu = Gpu::new(ordinal)?;
-    // cudarc's event tracking gives every buffer two events (created and destroyed a call for
-    // the caller's buffers) and records and waits on them at each kernel launch: most of the
-    // host time of a small sort. Nothing here needs it: this `Gpu` is the binding's own (its
-    // own context handle), every buffer and temporary of a call lives on its one stream, and
-    // `Device::order` orders that stream with the caller's.
-    // SAFETY: all work on this context's buffers is queued on `gpu.stream()` (see above).
-    unsafe { gpu.context().disable_event_tracking() };
     let event = gpu
         .context()
         .new_event(None)

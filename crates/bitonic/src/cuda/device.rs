@@ -153,6 +153,13 @@ impl Gpu {
             return Err(GpuUnavailable::UnsupportedWarpSize(info.warp_size));
         }
         keep_freed_memory(&ctx, info.total_memory);
+        // cudarc's event tracking gives every buffer two events, created at its allocation and
+        // destroyed at its drop, and (once a context has a second stream) records and waits on
+        // them at every launch: tens of microseconds of host time in a top-k of four launches
+        // and four scratch buffers, more than its kernels take. The library needs none of it:
+        // every buffer and launch of this `Gpu` is ordered by its one stream.
+        // SAFETY: all work of this context handle is queued on `stream` (see `Gpu::context`).
+        unsafe { ctx.disable_event_tracking() };
         let stream = if own_stream {
             ctx.new_stream().map_err(init)?
         } else {
@@ -178,6 +185,10 @@ impl Gpu {
     }
 
     /// The device's CUDA context (cudarc's), for interop: allocating device buffers to sort.
+    /// cudarc's event tracking is off on this handle: buffers allocated through it carry no
+    /// events, and work on them is ordered by the stream it is queued on ([`Gpu::stream`]).
+    /// A caller who uses them on a stream of their own orders it with the GPU's stream
+    /// themselves (an event recorded on one and waited on by the other).
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
     }
