@@ -7,9 +7,9 @@ use super::{driver, graph, nvrtc, staging};
 use crate::error::{CudaContext as _, GpuUnavailable, Result};
 use crate::policy::{KernelVariant, Policy};
 use cudarc::driver::sys::CUdevice_attribute as Attr;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 /// What the probe learnt about the device and the CUDA libraries.
 #[derive(Clone, Debug)]
@@ -67,8 +67,10 @@ pub struct Gpu {
     shared_allowed: Mutex<HashMap<usize, u32>>,
     /// Whether clusters of a kernel and shape fit the device (launch.rs asks once per shape).
     pub(super) cluster_fits: Mutex<HashMap<(usize, u32, u32, u32), bool>>,
-    /// The tuned sort's multi-pass plans as CUDA graphs, built on first use (graph.rs).
+    /// Multi-launch calls as CUDA graphs, built on first use (graph.rs).
     pub(super) graphs: Mutex<graph::GraphCache>,
+    /// Device memory for a call's intermediate results ([`Gpu::scratch`]).
+    scratch: Mutex<Option<CudaSlice<u8>>>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -175,6 +177,7 @@ impl Gpu {
             shared_allowed: Mutex::new(HashMap::new()),
             cluster_fits: Mutex::new(HashMap::new()),
             graphs: Mutex::new(graph::GraphCache::new(ctx.clone())),
+            scratch: Mutex::new(None),
             ctx,
         })
     }
@@ -309,6 +312,23 @@ impl Gpu {
         missing
             .into_iter()
             .try_for_each(|m| self.module(policy, m).map(drop))
+    }
+
+    /// At least `bytes` of device memory for a call's intermediate results, kept from call to
+    /// call so that a call allocates nothing and a cached graph's nodes keep pointing at it
+    /// (a larger need replaces it; the memory pool keeps freed memory anyway). The caller holds
+    /// the guard while it queues its work: work queued later on the stream, which may replace
+    /// the buffer, runs after it.
+    pub(super) fn scratch(&self, bytes: usize) -> Result<MutexGuard<'_, Option<CudaSlice<u8>>>> {
+        let mut kept = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        if !kept.as_ref().is_some_and(|s| s.len() >= bytes) {
+            *kept = None; // freed (in stream order) before its successor is allocated
+                          // SAFETY: every call writes the scratch it reads first.
+            let fresh = unsafe { self.stream.alloc::<u8>(bytes) }
+                .during(|| format!("allocating {bytes} bytes of scratch"))?;
+            *kept = Some(fresh);
+        }
+        Ok(kept)
     }
 
     /// Lets `kernel` take `bytes` of dynamic shared memory: above 48 KiB a block gets it only

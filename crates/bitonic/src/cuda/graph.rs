@@ -1,67 +1,94 @@
-//! CUDA graphs for the tuned sort's multi-pass plans, built with the driver's graph calls
-//! (cudarc has no kernel-node graphs).
+//! CUDA graphs of a call's kernel launches, built with the driver's graph calls (cudarc has
+//! no kernel-node graphs): the tuned sort's multi-pass plans and the top-k's spread select.
 //!
 //! Enqueuing a kernel costs the host more time than a pass of a medium sort takes on the GPU,
-//! so the GPU would wait for the host; one graph of all the passes is enqueued in about the
+//! so the GPU would wait for the host; one graph of all the launches is enqueued in about the
 //! time of one launch (docs/notes/tuned.md and bench/launch_cost.cu measure it). A graph is
-//! built once per plan (kernel, launch shape, layout, passes) and kept in the `Gpu`; sorting
-//! another buffer with the same plan re-points the graph's kernel nodes instead of building it
-//! again.
+//! built on its launches' first use and kept in the `Gpu`; a later call of the same kernels
+//! and launch shapes on other buffers gives the changed nodes their new arguments instead of
+//! building it again.
 
 use super::driver;
-use super::launch::{PassArgs, PASS_ARG_COUNT};
-use super::layout::RowLayout;
 use super::Gpu;
 use crate::error::{CudaContext as _, Result};
-use cudarc::driver::sys::{self, CUdeviceptr, CUfunction, CUgraph, CUgraphExec, CUgraphNode};
-use cudarc::driver::{CudaContext, LaunchConfig};
+use cudarc::driver::sys::{self, CUfunction, CUgraph, CUgraphExec, CUgraphNode};
+use cudarc::driver::{CudaContext, CudaFunction, DeviceRepr, LaunchConfig};
 use std::ffi::c_void;
 use std::sync::Arc;
 
-/// Plans kept per `Gpu`; the least recently used goes first.
+/// Graphs kept per `Gpu`; the least recently used goes first.
 const CAPACITY: usize = 16;
 
-/// Everything a graph's launches depend on, except the keys' address.
+/// One kernel launch of a graph: the kernel, its 1-D launch shape, and its parameters' values.
+/// Each parameter starts at an 8-byte word of `words` (no kernel parameter here is aligned to
+/// more), the bytes past its size zero, so two nodes of equal fields launch alike.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct PassPlan {
-    pub kernel: CUfunction,
-    /// (grid, block, shared bytes) of every launch.
-    pub shape: (u32, u32, u32),
-    pub layout: RowLayout,
-    pub tile_bits: u32,
-    /// Each pass's last kernel arguments.
-    pub passes: Vec<PassArgs>,
+pub(crate) struct KernelNode {
+    kernel: CUfunction,
+    /// (grid, block, dynamic shared bytes).
+    shape: (u32, u32, u32),
+    words: Vec<u64>,
+    /// Where each parameter starts in `words`.
+    starts: Vec<usize>,
 }
 
-impl PassPlan {
-    pub fn new(
-        kernel: CUfunction,
-        cfg: LaunchConfig,
-        layout: RowLayout,
-        tile_bits: u32,
-        passes: Vec<PassArgs>,
-    ) -> PassPlan {
-        PassPlan {
-            kernel,
+impl KernelNode {
+    /// A launch of `kernel` with `cfg` (1-D) and no parameters yet.
+    pub fn new(kernel: &CudaFunction, cfg: LaunchConfig) -> KernelNode {
+        assert!(
+            cfg.grid_dim.1 == 1
+                && cfg.grid_dim.2 == 1
+                && cfg.block_dim.1 == 1
+                && cfg.block_dim.2 == 1
+        );
+        KernelNode {
+            kernel: kernel.cu_function(),
             shape: (cfg.grid_dim.0, cfg.block_dim.0, cfg.shared_mem_bytes),
-            layout,
-            tile_bits,
-            passes,
+            words: Vec::new(),
+            starts: Vec::new(),
         }
     }
 
-    /// The kernel node of pass `i` on the keys at `keys`. The driver copies the arguments that
-    /// `args` points at, so they only need to live across the call that takes the result.
-    fn node(&self, i: usize, args: &mut NodeArgs) -> sys::CUDA_KERNEL_NODE_PARAMS_v2 {
-        args.layout = self.layout;
-        args.tile_bits = self.tile_bits;
-        args.fields = self.passes[i];
-        args.pointers[0] = &mut args.keys as *mut CUdeviceptr as *mut c_void;
-        args.pointers[1] = &mut args.layout as *mut RowLayout as *mut c_void;
-        args.pointers[2] = &mut args.tile_bits as *mut u32 as *mut c_void;
-        for (slot, field) in args.pointers[3..].iter_mut().zip(&mut args.fields) {
-            *slot = field as *mut u32 as *mut c_void;
-        }
+    /// Appends the next parameter's value (a device pointer is a `u64`).
+    pub fn arg<T: DeviceRepr>(&mut self, value: &T) -> &mut Self {
+        let bytes = std::mem::size_of::<T>();
+        assert!(
+            std::mem::align_of::<T>() <= 8,
+            "parameters aligned to at most 8 bytes"
+        );
+        let start = self.words.len();
+        self.words.resize(start + bytes.div_ceil(8), 0);
+        // SAFETY: `DeviceRepr` values are passed to kernels as their bytes; the words from
+        // `start` hold at least `bytes` of them and do not overlap `value`.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                value as *const T as *const u8,
+                self.words[start..].as_mut_ptr() as *mut u8,
+                bytes,
+            )
+        };
+        self.starts.push(start);
+        self
+    }
+
+    /// Whether `other` launches the same kernel in the same shape with parameters of the same
+    /// sizes: its node can be given `other`'s values.
+    fn same_launch(&self, other: &KernelNode) -> bool {
+        self.kernel == other.kernel && self.shape == other.shape && self.starts == other.starts
+    }
+
+    /// The driver's parameters of this launch, through `pointers` (one a parameter, into
+    /// `words`). The driver copies the values, so both only need to live across the call that
+    /// takes the result.
+    fn params(&mut self, pointers: &mut Vec<*mut c_void>) -> sys::CUDA_KERNEL_NODE_PARAMS_v2 {
+        let base = self.words.as_mut_ptr();
+        pointers.clear();
+        // SAFETY (the adds): every start lies within `words`.
+        pointers.extend(
+            self.starts
+                .iter()
+                .map(|&i| unsafe { base.add(i) } as *mut c_void),
+        );
         let (grid, block, shared) = self.shape;
         sys::CUDA_KERNEL_NODE_PARAMS_v2 {
             func: self.kernel,
@@ -72,7 +99,7 @@ impl PassPlan {
             blockDimY: 1,
             blockDimZ: 1,
             sharedMemBytes: shared,
-            kernelParams: args.pointers.as_mut_ptr(),
+            kernelParams: pointers.as_mut_ptr(),
             extra: std::ptr::null_mut(),
             kern: std::ptr::null_mut(),
             ctx: std::ptr::null_mut(),
@@ -80,35 +107,9 @@ impl PassPlan {
     }
 }
 
-/// The argument values of one kernel node and the pointer array the driver reads them through.
-struct NodeArgs {
-    keys: CUdeviceptr,
-    layout: RowLayout,
-    tile_bits: u32,
-    fields: PassArgs,
-    /// kernels/tuned.cu's parameters in order: keys, layout, tile_bits, then the fields.
-    pointers: [*mut c_void; 3 + PASS_ARG_COUNT],
-}
-
-impl NodeArgs {
-    /// Arguments for kernel nodes on the keys at `keys`; `PassPlan::node` fills in the rest.
-    /// The pointer array points into the struct, so it must stay in place (a local that is not
-    /// moved) between `node` and the driver call that reads it.
-    fn new(keys: CUdeviceptr, layout: RowLayout) -> NodeArgs {
-        NodeArgs {
-            keys,
-            layout,
-            tile_bits: 0,
-            fields: Default::default(),
-            pointers: [std::ptr::null_mut(); 3 + PASS_ARG_COUNT],
-        }
-    }
-}
-
-/// One built and instantiated graph of a plan, and the keys' address its nodes point at.
+/// One built and instantiated graph: its launches as last given, and their nodes.
 struct CachedGraph {
-    plan: PassPlan,
-    keys: CUdeviceptr,
+    launches: Vec<KernelNode>,
     nodes: Vec<CUgraphNode>,
     exec: Exec,
     _graph: Graph,
@@ -162,30 +163,41 @@ impl Drop for GraphCache {
     }
 }
 
-/// Enqueues the passes of `plan` on the keys at `keys` as one graph launch on the `Gpu`'s
-/// stream, building the graph on the plan's first use.
-pub(super) fn launch(gpu: &Gpu, plan: PassPlan, keys: CUdeviceptr) -> Result<()> {
+/// Enqueues `launches`, each after the one before, as one graph launch on the `Gpu`'s stream
+/// (`what` names them in errors). A graph of the same launches is launched as it is; one of
+/// the same kernels and shapes (other buffers, say) gets the new values in the nodes that
+/// differ; otherwise a graph is built.
+///
+/// # Safety
+/// Each launch's parameters are its kernel's, in order and type, and every buffer they point
+/// at holds what the kernel reads and writes under its shape, until the run completes.
+pub(super) unsafe fn launch(gpu: &Gpu, launches: Vec<KernelNode>, what: &str) -> Result<()> {
     let mut cache = gpu.graphs.lock().unwrap_or_else(|e| e.into_inner());
     gpu.context()
         .bind_to_thread()
         .during(|| "binding the CUDA context".into())?;
-    let found = cache.graphs.iter().position(|g| g.plan == plan);
-    let mut entry = match found {
-        Some(i) => cache.graphs.remove(i),
-        None => build(plan, keys)?,
+    let same = |g: &CachedGraph| {
+        g.launches.len() == launches.len()
+            && g.launches
+                .iter()
+                .zip(&launches)
+                .all(|(a, b)| a.same_launch(b))
     };
-    if entry.keys != keys {
-        repoint(&mut entry, keys)?;
-    }
+    let entry = match cache.graphs.iter().position(|g| g.launches == launches) {
+        Some(i) => cache.graphs.remove(i),
+        None => match cache.graphs.iter().position(same) {
+            Some(i) => {
+                let mut entry = cache.graphs.remove(i);
+                update(&mut entry, launches).during(|| format!("updating the graph of {what}"))?;
+                entry
+            }
+            None => build(launches).during(|| format!("building the graph of {what}"))?,
+        },
+    };
     // SAFETY: a live executable graph and the Gpu's live stream, its context bound above; the
-    // keys' buffer outlives the run through the caller's view of it, as for any launch.
-    let launched =
-        unsafe { driver::graph_launch(entry.exec.0, gpu.stream().cu_stream()) }.during(|| {
-            format!(
-                "launching the graph of {} tuned passes",
-                entry.plan.passes.len()
-            )
-        });
+    // caller vouches for the launches and their buffers.
+    let launched = unsafe { driver::graph_launch(entry.exec.0, gpu.stream().cu_stream()) }
+        .during(|| format!("launching the graph of {what}"));
     cache.graphs.push(entry);
     if cache.graphs.len() > CAPACITY {
         cache.graphs.remove(0);
@@ -193,42 +205,45 @@ pub(super) fn launch(gpu: &Gpu, plan: PassPlan, keys: CUdeviceptr) -> Result<()>
     launched
 }
 
-/// A graph of one kernel node per pass, each depending on the one before.
-fn build(plan: PassPlan, keys: CUdeviceptr) -> Result<CachedGraph> {
-    let raw: CUgraph = driver::graph_create().during(|| "creating a CUDA graph".into())?;
-    let graph = Graph(raw);
-    let mut nodes: Vec<CUgraphNode> = Vec::with_capacity(plan.passes.len());
-    let mut args = NodeArgs::new(keys, plan.layout);
-    for i in 0..plan.passes.len() {
-        let params = plan.node(i, &mut args);
+/// A graph of one kernel node a launch, each depending on the one before.
+fn build(
+    mut launches: Vec<KernelNode>,
+) -> std::result::Result<CachedGraph, cudarc::driver::DriverError> {
+    let graph = Graph(driver::graph_create()?);
+    let mut nodes: Vec<CUgraphNode> = Vec::with_capacity(launches.len());
+    let mut pointers = Vec::new();
+    for launch in &mut launches {
+        let params = launch.params(&mut pointers);
         let after = nodes.last().map_or(&[][..], std::slice::from_ref);
-        // SAFETY: `params` points at `args`, alive across the call (the driver copies the
-        // values); the dependency is a node of this graph.
-        let node = unsafe { driver::graph_add_kernel_node(graph.0, after, &params) }
-            .during(|| format!("adding tuned pass {i} to a graph"))?;
-        nodes.push(node);
+        // SAFETY: `params` points at `pointers` and the launch's words, alive across the call
+        // (the driver copies the values); the dependency is a node of this graph.
+        nodes.push(unsafe { driver::graph_add_kernel_node(graph.0, after, &params) }?);
     }
     // SAFETY: a complete graph.
-    let exec: CUgraphExec = unsafe { driver::graph_instantiate(graph.0, 0) }
-        .during(|| "instantiating the tuned passes' graph".into())?;
+    let exec = Exec(unsafe { driver::graph_instantiate(graph.0, 0) }?);
     Ok(CachedGraph {
-        plan,
-        keys,
+        launches,
         nodes,
-        exec: Exec(exec),
+        exec,
         _graph: graph,
     })
 }
 
-/// Points every kernel node of an instantiated graph at the keys at `keys`.
-fn repoint(entry: &mut CachedGraph, keys: CUdeviceptr) -> Result<()> {
-    let mut args = NodeArgs::new(keys, entry.plan.layout);
-    for (i, &node) in entry.nodes.iter().enumerate() {
-        let params = entry.plan.node(i, &mut args);
-        // SAFETY: a node of this executable graph's graph; `params` as in `build`.
-        unsafe { driver::graph_exec_kernel_node_set_params(entry.exec.0, node, &params) }
-            .during(|| format!("re-pointing tuned pass {i} of a graph"))?;
+/// Gives the nodes of `entry` whose values differ from `launches` (the same kernels and
+/// shapes) the new ones.
+fn update(
+    entry: &mut CachedGraph,
+    launches: Vec<KernelNode>,
+) -> std::result::Result<(), cudarc::driver::DriverError> {
+    let mut pointers = Vec::new();
+    for ((old, mut new), &node) in entry.launches.iter_mut().zip(launches).zip(&entry.nodes) {
+        if *old != new {
+            let params = new.params(&mut pointers);
+            // SAFETY: a node of this executable graph's graph, for the same kernel; `params`
+            // as in `build`.
+            unsafe { driver::graph_exec_kernel_node_set_params(entry.exec.0, node, &params) }?;
+            *old = new;
+        }
     }
-    entry.keys = keys;
     Ok(())
 }

@@ -6,11 +6,12 @@
 //! The caller looks the kernel up ([`Gpu::function`]) by the name the doc comment gives, so a
 //! family's instantiations (`_u32`, `_u64`, …) share one function.
 
+use super::graph::{self, KernelNode};
 use super::layout::{KeyIndex, RowLayout};
 use super::Gpu;
 use cudarc::driver::{
-    CudaFunction, CudaSlice, CudaView, CudaViewMut, DeviceRepr, DriverError, LaunchArgs,
-    LaunchConfig, PushKernelArg,
+    CudaFunction, CudaSlice, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr,
+    DriverError, LaunchArgs, LaunchConfig, PushKernelArg,
 };
 
 /// The one unsafe launch of a kernel whose arguments `push` adds, on `gpu`'s stream.
@@ -71,6 +72,33 @@ pub(crate) fn tuned_pass<T>(
             }
         })
     }
+}
+
+/// The tuned passes of `fields` over `keys`, each a launch of kernels/tuned.cu's
+/// `tuned_pass_*` as [`tuned_pass`] makes it (no clusters), as one CUDA graph (graph.rs).
+pub(crate) fn tuned_passes_graph<T>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    keys: &mut CudaViewMut<T>,
+    (layout, tile_bits): (RowLayout, u32),
+    fields: &[PassArgs],
+) -> crate::Result<()> {
+    let (pointer, _record_write) = keys.device_ptr_mut(gpu.stream());
+    let launches = fields
+        .iter()
+        .map(|values| {
+            let mut node = KernelNode::new(kernel, cfg);
+            node.arg(&pointer).arg(&layout).arg(&tile_bits);
+            for value in values {
+                node.arg(value);
+            }
+            node
+        })
+        .collect();
+    // SAFETY: as for `tuned_pass`: each node's arguments are tuned_pass_*'s, and the layout
+    // addresses only `keys`' slots.
+    unsafe { graph::launch(gpu, launches, "the tuned passes") }
 }
 
 /// kernels/map_keys.cu `map_keys_{u32,u64}(keys, n, kind, descending, inverse)`: keys to
@@ -560,156 +588,149 @@ pub(crate) struct SpreadArgs {
     pub sample_blocks: u32,
 }
 
-/// The spread select's scratch: a row's threshold, count and ties (three u32: kernels/topk.cu
-/// `SpreadRow`), its `capacity` candidate composites `C` better than the threshold and as many
-/// tied with it, each chunk's count of ties, and, where several blocks sample a row, their
-/// lists of `rank` words each.
-pub(crate) struct SpreadScratch<'a, C> {
-    pub rows: &'a mut CudaSlice<u32>,
-    pub candidates: &'a mut CudaSlice<C>,
-    pub capacity: usize,
-    pub lists: &'a mut CudaSlice<u32>,
-    pub chunk_ties: &'a mut CudaSlice<u32>,
+/// Where the spread select keeps its intermediate results, carved from one buffer: each row's
+/// `capacity` candidate composites `C` better than its threshold and as many tied with it (at
+/// the start, aligned for `C`), its threshold, count and ties (three u32: kernels/topk.cu
+/// `SpreadRow`), each chunk's count of ties, and, where several blocks sample a row, their
+/// lists of `rank` words each. Offsets in bytes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SpreadScratch {
+    rows: usize,
+    chunk_ties: usize,
+    lists: usize,
+    end: usize,
 }
 
-impl<C> SpreadScratch<'_, C> {
-    fn check(&self, a: &SpreadArgs) {
+impl SpreadScratch {
+    pub fn new<C>(a: &SpreadArgs, capacity: usize) -> SpreadScratch {
         let rows = a.rows as usize;
-        assert!(self.rows.len() >= 3 * rows && self.candidates.len() >= rows * 2 * self.capacity);
-        assert!(self.chunk_ties.len() >= rows * a.chunks as usize);
-        if a.sample_blocks > 1 {
-            let listed = rows * a.sample_blocks as usize * a.rank as usize;
-            assert!(self.lists.len() >= listed);
+        let candidates = rows * 2 * capacity * std::mem::size_of::<C>();
+        let chunk_ties = candidates + 3 * rows * 4;
+        let lists = chunk_ties + rows * a.chunks as usize * 4;
+        let listed = match a.sample_blocks {
+            1 => 0,
+            blocks => rows * blocks as usize * a.rank as usize,
+        };
+        SpreadScratch {
+            rows: candidates,
+            chunk_ties,
+            lists,
+            end: lists + listed * 4,
         }
     }
-}
 
-/// kernels/topk.cu `topk_spread_sample_W(input, row_len, rows, rank, map, sample_blocks,
-/// spread, lists)`: each row's threshold from a sample of it, its count and ties zeroed; or, where
-/// several blocks sample a row, their lists.
-pub(crate) fn topk_spread_sample<W: DeviceRepr, C>(
-    gpu: &Gpu,
-    kernel: &CudaFunction,
-    cfg: LaunchConfig,
-    input: &CudaView<W>,
-    a: SpreadArgs,
-    scratch: &mut SpreadScratch<C>,
-) -> Result<(), DriverError> {
-    assert!(input.len() >= a.rows as usize * a.row_len as usize);
-    scratch.check(&a);
-    assert!(a.rank >= 1 && a.sample_blocks >= 1);
-    // SAFETY: topk_spread_sample_W(const W *input, u64 row_len, u32 rows, u32 rank, u32 map,
-    // u32 sample_blocks, SpreadRow *spread, u32 *lists): reads samples of rows x row_len keys
-    // (checked above), writes a SpreadRow (three u32) a row, or, with several sample blocks,
-    // rank words a block a row to lists (checked above).
-    unsafe {
-        launch(gpu, kernel, cfg, |l| {
-            l.arg(input)
-                .arg(&a.row_len)
-                .arg(&a.rows)
-                .arg(&a.rank)
-                .arg(&a.map)
-                .arg(&a.sample_blocks);
-            l.arg(&mut *scratch.rows).arg(&mut *scratch.lists);
-        })
+    /// The bytes it takes.
+    pub fn bytes(&self) -> usize {
+        self.end
     }
 }
 
-/// kernels/topk.cu `topk_spread_threshold_W(rows, rank, sample_blocks, lists, spread)`: each
-/// row's threshold from its sample blocks' lists, its count and ties zeroed.
-pub(crate) fn topk_spread_threshold<C>(
-    gpu: &Gpu,
-    kernel: &CudaFunction,
-    cfg: LaunchConfig,
-    a: SpreadArgs,
-    scratch: &mut SpreadScratch<C>,
-) -> Result<(), DriverError> {
-    assert!(a.rank >= 1 && a.sample_blocks > 1);
-    scratch.check(&a);
-    // SAFETY: topk_spread_threshold_W(u32 rows, u32 rank, u32 sample_blocks, const u32 *lists,
-    // SpreadRow *spread): reads sample_blocks x rank words a row of lists and writes a
-    // SpreadRow a row (checked above); the kernel holds at most its SPREAD_LISTED words a row,
-    // which the plan keeps to (src/cuda/topk.rs `spread_plan`).
-    unsafe {
-        launch(gpu, kernel, cfg, |l| {
-            l.arg(&a.rows).arg(&a.rank).arg(&a.sample_blocks);
-            l.arg(&*scratch.lists).arg(&mut *scratch.rows);
-        })
-    }
+/// The spread select's kernels (kernels/topk.cu `topk_spread_*_W`): the sample, the threshold
+/// (where several blocks sample a row, else `None`), the gather and the select, each with its
+/// launch shape.
+pub(crate) struct SpreadKernels<'k> {
+    pub sample: (&'k CudaFunction, LaunchConfig),
+    pub threshold: Option<(&'k CudaFunction, LaunchConfig)>,
+    pub gather: (&'k CudaFunction, LaunchConfig),
+    pub select: (&'k CudaFunction, LaunchConfig),
 }
 
-/// kernels/topk.cu `topk_spread_gather_W(input, row_len, rows, chunks, chunk_len, map, spread,
-/// candidates, chunk_ties)`: the keys of every chunk better than their row's threshold to the
-/// row's candidates, those equal to it to its ties, and each chunk's count of ties.
-pub(crate) fn topk_spread_gather<W: DeviceRepr, C: DeviceRepr>(
+/// The spread select of `input`'s rows into `values` and `indices` (k a row), its intermediate
+/// results in `scratch` (at least `layout.bytes()`), as one CUDA graph of three or four
+/// launches (graph.rs), each after the one before:
+/// - `topk_spread_sample_W(input, row_len, rows, rank, map, sample_blocks, spread, lists)`: each
+///   row's threshold from a sample of it, its count and ties zeroed; or, where several blocks
+///   sample a row, their lists;
+/// - `topk_spread_threshold_W(rows, rank, sample_blocks, lists, spread)`: each row's threshold
+///   from its sample blocks' lists, its count and ties zeroed;
+/// - `topk_spread_gather_W(input, row_len, rows, chunks, chunk_len, map, spread, candidates,
+///   chunk_ties)`: the keys of every chunk better than their row's threshold to the row's
+///   candidates, those equal to it to its ties, and each chunk's count of ties;
+/// - `topk_spread_select_W(input, row_len, rows, chunks, chunk_len, k, slots, map, spread,
+///   candidates, chunk_ties, values, indices)`: each row's k best of its candidates and ties
+///   (the ties placed in order where they overflowed, or the row filtered where the gather
+///   missed), sorted.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn topk_spread<W: DeviceRepr, C: DeviceRepr>(
     gpu: &Gpu,
-    kernel: &CudaFunction,
-    cfg: LaunchConfig,
+    kernels: SpreadKernels,
     input: &CudaView<W>,
     a: SpreadArgs,
-    scratch: &mut SpreadScratch<C>,
-) -> Result<(), DriverError> {
-    assert!(input.len() >= a.rows as usize * a.row_len as usize);
-    scratch.check(&a);
-    // SAFETY: topk_spread_gather_W(const W *input, u64 row_len, u32 rows, u32 chunks, u64
-    // chunk_len, u32 map, SpreadRow *spread, C *candidates, u32 *chunk_ties): reads rows x
-    // row_len keys and a SpreadRow a row (checked above), counts in it, writes at most the
-    // kernel's SPREAD_CAPACITY (`capacity`) better candidates and as many ties a row, and a
-    // count of ties a chunk.
-    unsafe {
-        launch(gpu, kernel, cfg, |l| {
-            l.arg(input).arg(&a.row_len).arg(&a.rows).arg(&a.chunks);
-            l.arg(&a.chunk_len).arg(&a.map);
-            l.arg(&mut *scratch.rows).arg(&mut *scratch.candidates);
-            l.arg(&mut *scratch.chunk_ties);
-        })
-    }
-}
-
-/// kernels/topk.cu `topk_spread_select_W(input, row_len, rows, chunks, chunk_len, k, slots,
-/// map, spread, candidates, chunk_ties, values, indices)`: each row's k best of its candidates
-/// and ties (the ties placed in order where they overflowed, or the row filtered where the
-/// gather missed), sorted, to `values` and `indices`.
-pub(crate) fn topk_spread_select<W: DeviceRepr, C: DeviceRepr>(
-    gpu: &Gpu,
-    kernel: &CudaFunction,
-    cfg: LaunchConfig,
-    input: &CudaView<W>,
-    a: SpreadArgs,
-    scratch: &mut SpreadScratch<C>,
+    (scratch, layout, capacity): (&mut CudaSlice<u8>, SpreadScratch, usize),
     (values, indices): (&mut CudaViewMut<W>, &mut CudaViewMut<u32>),
-) -> Result<(), DriverError> {
+) -> crate::Result<()> {
     let (rows, k) = (a.rows as usize, a.k as usize);
     assert!(input.len() >= rows * a.row_len as usize);
     assert!(values.len() >= rows * k && indices.len() >= rows * k);
     assert!(k >= 1 && (a.slots as usize).is_power_of_two() && a.slots >= a.k);
-    assert!(a.slots as usize * std::mem::size_of::<C>() <= cfg.shared_mem_bytes as usize);
-    scratch.check(&a);
-    assert!(scratch.capacity * std::mem::size_of::<C>() <= cfg.shared_mem_bytes as usize);
-    assert!(a.chunks as usize * 4 <= cfg.shared_mem_bytes as usize);
-    // SAFETY: topk_spread_select_W(const W *input, u64 row_len, u32 rows, u32 chunks, u64
-    // chunk_len, u32 k, u32 slots, u32 map, const SpreadRow *spread, const C *candidates, const
-    // u32 *chunk_ties, W *values, u32 *indices): reads the rows (checked above), a SpreadRow,
-    // the counted candidates and ties and `chunks` counts of ties a row, writes k values and
-    // indices a row, and keeps its candidates, the filter's slots, `slots` composites and a
-    // u32 a chunk in the dynamic shared memory of `cfg` (src/cuda/topk.rs sizes it).
-    unsafe {
-        launch(gpu, kernel, cfg, |l| {
-            l.arg(input)
-                .arg(&a.row_len)
-                .arg(&a.rows)
-                .arg(&a.chunks)
-                .arg(&a.chunk_len)
-                .arg(&a.k)
-                .arg(&a.slots)
-                .arg(&a.map);
-            l.arg(&*scratch.rows)
-                .arg(&*scratch.candidates)
-                .arg(&*scratch.chunk_ties)
-                .arg(values)
-                .arg(indices);
-        })
+    assert!(a.rank >= 1 && a.sample_blocks >= 1);
+    assert!(kernels.threshold.is_some() == (a.sample_blocks > 1));
+    let shared = kernels.select.1.shared_mem_bytes as usize;
+    assert!(a.slots as usize * std::mem::size_of::<C>() <= shared);
+    assert!(capacity * std::mem::size_of::<C>() <= shared && a.chunks as usize * 4 <= shared);
+    let expected = SpreadScratch::new::<C>(&a, capacity);
+    assert!(expected.end == layout.end && scratch.len() >= layout.bytes());
+    let stream = gpu.stream();
+    let (input, _record_read) = input.device_ptr(stream);
+    let (values, _record_values) = values.device_ptr_mut(stream);
+    let (indices, _record_indices) = indices.device_ptr_mut(stream);
+    let (base, _record_scratch) = scratch.device_ptr_mut(stream);
+    let (candidates, spread) = (base, base + layout.rows as u64);
+    let (chunk_ties, lists) = (base + layout.chunk_ties as u64, base + layout.lists as u64);
+
+    let mut launches = Vec::with_capacity(4);
+    let (kernel, cfg) = kernels.sample;
+    let mut sample = KernelNode::new(kernel, cfg);
+    sample.arg(&input).arg(&a.row_len).arg(&a.rows).arg(&a.rank);
+    sample
+        .arg(&a.map)
+        .arg(&a.sample_blocks)
+        .arg(&spread)
+        .arg(&lists);
+    launches.push(sample);
+    if let Some((kernel, cfg)) = kernels.threshold {
+        let mut threshold = KernelNode::new(kernel, cfg);
+        threshold.arg(&a.rows).arg(&a.rank).arg(&a.sample_blocks);
+        threshold.arg(&lists).arg(&spread);
+        launches.push(threshold);
     }
+    let (kernel, cfg) = kernels.gather;
+    let mut gather = KernelNode::new(kernel, cfg);
+    gather
+        .arg(&input)
+        .arg(&a.row_len)
+        .arg(&a.rows)
+        .arg(&a.chunks);
+    gather
+        .arg(&a.chunk_len)
+        .arg(&a.map)
+        .arg(&spread)
+        .arg(&candidates);
+    gather.arg(&chunk_ties);
+    launches.push(gather);
+    let (kernel, cfg) = kernels.select;
+    let mut select = KernelNode::new(kernel, cfg);
+    select
+        .arg(&input)
+        .arg(&a.row_len)
+        .arg(&a.rows)
+        .arg(&a.chunks);
+    select.arg(&a.chunk_len).arg(&a.k).arg(&a.slots).arg(&a.map);
+    select.arg(&spread).arg(&candidates).arg(&chunk_ties);
+    select.arg(&values).arg(&indices);
+    launches.push(select);
+    // SAFETY: each node's arguments are its kernel's, in order and type (above). The sample
+    // reads samples of rows x row_len keys (checked above) and writes a SpreadRow a row, or,
+    // with several sample blocks, rank words a block a row of the lists; the threshold reads
+    // those lists (at most its SPREAD_LISTED words a row, which src/cuda/topk.rs
+    // `spread_plan` keeps to) and writes a SpreadRow a row; the gather reads the keys and a
+    // SpreadRow a row, counts in it, and writes at most the kernel's SPREAD_CAPACITY
+    // (`capacity`) better candidates and as many ties a row and a count of ties a chunk; the
+    // select reads all those and writes k values and indices a row (checked above), keeping
+    // its candidates, the filter's slots, `slots` composites and a u32 a chunk in its dynamic
+    // shared memory (checked above; src/cuda/topk.rs sizes it). The scratch holds every part
+    // (`layout`, checked above).
+    unsafe { graph::launch(gpu, launches, "the spread select") }
 }
 
 /// kernels/topk.cu `topk_take_W(src, row_len, dst, k, count)`: the first k elements of each

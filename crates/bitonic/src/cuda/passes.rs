@@ -10,11 +10,11 @@
 use super::kernels::{KernelModule, Tuned};
 use super::launch::{self, cluster, config, PassArgs};
 use super::layout::{RowLayout, MAP_ON_LOAD, MAP_ON_STORE};
-use super::{graph, DeviceInfo, Gpu};
+use super::{DeviceInfo, Gpu};
 use crate::error::{CudaContext as _, Result};
 use crate::network::padded_len;
 use crate::policy::Policy;
-use cudarc::driver::{CudaFunction, CudaViewMut, DevicePtrMut, DeviceRepr};
+use cudarc::driver::{CudaFunction, CudaViewMut, DeviceRepr};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
@@ -516,9 +516,14 @@ pub(crate) fn tuned_keeping_map<T: DeviceRepr>(
     // pass), but not in clusters (their launch attribute) nor over segments (their offsets
     // arrays are new every call, so the cached graph would never be reused).
     if passes.len() > 1 && shape.cluster_bits == 0 && !layout.is_segmented() {
-        let (pointer, _record_write) = keys.device_ptr_mut(gpu.stream());
-        let plan = graph::PassPlan::new(kernel.cu_function(), cfg, layout, shape.tile_bits, fields);
-        return graph::launch(gpu, plan, pointer);
+        return launch::tuned_passes_graph(
+            gpu,
+            &kernel,
+            cfg,
+            keys,
+            (layout, shape.tile_bits),
+            &fields,
+        );
     }
     for (p, args) in passes.iter().zip(fields) {
         let args = (layout, shape.tile_bits, args);

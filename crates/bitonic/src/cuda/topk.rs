@@ -725,33 +725,6 @@ fn spread<B: DeviceRepr>(
     let module = sampled_module(key_bytes);
     gpu.prepare(t.policy, &[module])?;
     let width = width(key_bytes);
-    let stream = gpu.stream();
-    // SAFETY (both): the sample (or, with several sample blocks, the threshold's launch)
-    // writes every row's threshold, count and ties before the gather reads them, and the
-    // select reads only the candidates and ties the gather counted.
-    let mut spread_rows = unsafe { stream.alloc::<u32>(3 * rows) }
-        .during(|| format!("allocating the spread select's {rows} thresholds"))?;
-    let mut candidates = unsafe { stream.alloc::<u64>(rows * 2 * SPREAD_CAPACITY) }
-        .during(|| format!("allocating {rows} x 2 x {SPREAD_CAPACITY} top-k candidates"))?;
-    // SAFETY: the gather writes every chunk's count of ties before the select reads them.
-    let mut chunk_ties = unsafe { stream.alloc::<u32>(rows * plan.chunks) }
-        .during(|| format!("allocating {rows} x {} counts of ties", plan.chunks))?;
-    // SAFETY: the sample blocks write every word of their lists before the threshold reads them
-    // (one word where nothing is listed, which no kernel reads).
-    let listed = if plan.sample_blocks > 1 {
-        rows * plan.sample_blocks * plan.rank
-    } else {
-        1
-    };
-    let mut lists = unsafe { stream.alloc::<u32>(listed) }
-        .during(|| format!("allocating the spread select's {listed} sample words"))?;
-    let mut scratch = launch::SpreadScratch {
-        rows: &mut spread_rows,
-        candidates: &mut candidates,
-        capacity: SPREAD_CAPACITY,
-        lists: &mut lists,
-        chunk_ties: &mut chunk_ties,
-    };
     let slots = k.next_power_of_two();
     let args = launch::SpreadArgs {
         row_len: row_len as u64,
@@ -764,32 +737,22 @@ fn spread<B: DeviceRepr>(
         rank: plan.rank as u32,
         sample_blocks: plan.sample_blocks as u32,
     };
-    let name = format!("topk_spread_sample_{width}");
-    let f = gpu.function(module, &name)?;
-    let cfg = grid(gpu, rows * plan.sample_blocks, 0);
-    launch::topk_spread_sample(gpu, &f, cfg, keys, args, &mut scratch)
-        .during(|| format!("launching {name}"))?;
-    if plan.sample_blocks > 1 {
-        let name = format!("topk_spread_threshold_{width}");
-        let f = gpu.function(module, &name)?;
-        let cfg = grid(gpu, rows, 0);
-        launch::topk_spread_threshold(gpu, &f, cfg, args, &mut scratch)
-            .during(|| format!("launching {name}"))?;
-    }
-
-    let name = format!("topk_spread_gather_{width}");
-    let f = gpu.function(module, &name)?;
-    let cfg = grid(gpu, rows * plan.chunks, 0);
-    launch::topk_spread_gather(gpu, &f, cfg, keys, args, &mut scratch)
-        .during(|| format!("launching {name}"))?;
-
-    let name = format!("topk_spread_select_{width}");
-    let f = gpu.function(module, &name)?;
+    let function = |step: &str| gpu.function(module, &format!("topk_spread_{step}_{width}"));
+    let (sample, threshold) = (function("sample")?, function("threshold")?);
+    let (gather, select) = (function("gather")?, function("select")?);
     let shared = spread_held(k, slots, key_bytes) * std::mem::size_of::<u64>();
-    gpu.allow_shared(&f, shared as u32)?;
-    let cfg = grid(gpu, rows, shared);
-    launch::topk_spread_select(gpu, &f, cfg, keys, args, &mut scratch, (values, indices))
-        .during(|| format!("launching {name}"))
+    gpu.allow_shared(&select, shared as u32)?;
+    let kernels = launch::SpreadKernels {
+        sample: (&sample, grid(gpu, rows * plan.sample_blocks, 0)),
+        threshold: (plan.sample_blocks > 1).then(|| (&threshold, grid(gpu, rows, 0))),
+        gather: (&gather, grid(gpu, rows * plan.chunks, 0)),
+        select: (&select, grid(gpu, rows, shared)),
+    };
+    let layout = launch::SpreadScratch::new::<u64>(&args, SPREAD_CAPACITY);
+    let mut kept = gpu.scratch(layout.bytes())?;
+    let scratch = kept.as_mut().expect("scratch of the layout's bytes");
+    let scratch = (scratch, layout, SPREAD_CAPACITY);
+    launch::topk_spread::<B, u64>(gpu, kernels, keys, args, scratch, (values, indices))
 }
 
 /// The composites a lane of the warp sort holds: the kernels' instances, for rows of up to
