@@ -321,6 +321,7 @@ impl Gpu {
     /// the buffer, runs after it.
     pub(super) fn scratch(&self, bytes: usize) -> Result<MutexGuard<'_, Option<CudaSlice<u8>>>> {
         let mut kept = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
+        let bytes = bytes.max(256); // never an empty allocation
         if !kept.as_ref().is_some_and(|s| s.len() >= bytes) {
             *kept = None; // freed (in stream order) before its successor is allocated
                           // SAFETY: every call writes the scratch it reads first.

@@ -515,60 +515,78 @@ pub(crate) struct TopkArgs {
     pub map: u32,
 }
 
-/// Where a top-k launch writes: every chunk's k best composites, or (one chunk a row)
-/// each row's k keys and their indices.
-pub(crate) enum TopkOut<'a, 'v, 'i, C, B> {
-    Partials(&'a mut CudaSlice<C>),
-    Rows {
-        values: &'a mut CudaViewMut<'v, B>,
-        indices: &'a mut CudaViewMut<'i, u32>,
-    },
+/// The bytes of each of the two halves of scratch that [`topk_passes`] alternates the partial
+/// results of `passes` between (composites `C`, k a chunk; a multiple of 16 bytes).
+pub(crate) fn topk_partials_half<C>(passes: &[TopkArgs]) -> usize {
+    let most = passes
+        .iter()
+        .filter(|a| a.chunks > 1)
+        .map(|a| a.rows as usize * a.chunks as usize * a.k as usize * std::mem::size_of::<C>())
+        .max()
+        .unwrap_or(0);
+    most.next_multiple_of(16)
 }
 
-/// kernels/topk.cu `topk_keys_W`, `topk_partials_W`, `topk_radix_keys_W_R`,
-/// `topk_radix_partials_W_R` and `topk_warp_sort_W_P(input, row_len, rows, chunks, chunk_len,
-/// k, slots, map, partials, values, indices)`: each chunk's k best of rows of keys `W` or of composites `C`, into
-/// `partials` or, one chunk a row, `values` and `indices` (the output not written is passed
-/// as a null pointer).
-pub(crate) fn topk_pass<In: DeviceRepr, C: DeviceRepr, B: DeviceRepr>(
+/// The passes of the filter, the radix select or the warp sort, kernels/topk.cu `topk_keys_W`,
+/// `topk_partials_W`, `topk_radix_keys_W_R`, `topk_radix_partials_W_R`, `topk_radix_stream_W`,
+/// `topk_sampled_W`, `topk_merge_W`, `topk_warp_sort_W_P` and `topk_warp_filter_W(input,
+/// row_len, rows, chunks, chunk_len, k, slots, map, partials, values, indices)`, as one CUDA
+/// graph (graph.rs), each after the one before: the first reads `input` (rows of keys `In`),
+/// each later one the partial results of the one before, composites `C`, k a chunk, which
+/// alternate between the two halves of `scratch` ([`topk_partials_half`]); the last, one
+/// chunk a row, writes `values` and `indices`.
+pub(crate) fn topk_passes<In: DeviceRepr, C: DeviceRepr, B: DeviceRepr>(
     gpu: &Gpu,
-    kernel: &CudaFunction,
-    cfg: LaunchConfig,
+    passes: &[(&CudaFunction, LaunchConfig, TopkArgs)],
     input: &CudaView<In>,
-    a: TopkArgs,
-    out: TopkOut<C, B>,
-) -> Result<(), DriverError> {
-    let (rows, k) = (a.rows as usize, a.k as usize);
-    let items = rows * a.chunks as usize;
-    assert!(
-        input.len() >= rows * a.row_len as usize,
-        "rows of row_len elements"
-    );
-    assert!(a.slots as usize * std::mem::size_of::<C>() <= cfg.shared_mem_bytes as usize);
-    assert!(k >= 1 && (a.slots as usize).is_power_of_two() && a.slots >= a.k);
-    let null = 0u64;
-    // SAFETY: topk_*_W(const In *, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k,
-    // u32 slots, u32 map, C *partials, W *values, u32 *indices). The kernel reads rows x
-    // row_len input elements (checked above), writes chunks x k partials a row when chunks > 1
-    // and k values and indices a row when chunks == 1 (checked below; the other pointer is
-    // null and unused), and keeps `slots` composites in the dynamic shared memory of `cfg`
-    // (the radix kernels also their candidates: src/cuda/topk.rs sizes it).
-    unsafe {
-        launch(gpu, kernel, cfg, |l| {
-            l.arg(input).arg(&a.row_len).arg(&a.rows).arg(&a.chunks);
-            l.arg(&a.chunk_len).arg(&a.k).arg(&a.slots).arg(&a.map);
-            match out {
-                TopkOut::Partials(partials) => {
-                    assert!(a.chunks > 1 && partials.len() >= items * k);
-                    l.arg(partials).arg(&null).arg(&null);
-                }
-                TopkOut::Rows { values, indices } => {
-                    assert!(a.chunks == 1 && values.len() >= rows * k && indices.len() >= rows * k);
-                    l.arg(&null).arg(values).arg(indices);
-                }
-            }
-        })
+    scratch: &mut CudaSlice<u8>,
+    (values, indices): (&mut CudaViewMut<B>, &mut CudaViewMut<u32>),
+) -> crate::Result<()> {
+    let args: Vec<TopkArgs> = passes.iter().map(|p| p.2).collect();
+    let half = topk_partials_half::<C>(&args);
+    assert!(scratch.len() >= 2 * half && !passes.is_empty());
+    let (values_len, indices_len) = (values.len(), indices.len());
+    let stream = gpu.stream();
+    let (keys, _record_read) = input.device_ptr(stream);
+    let (values_at, _record_values) = values.device_ptr_mut(stream);
+    let (indices_at, _record_indices) = indices.device_ptr_mut(stream);
+    let (base, _record_scratch) = scratch.device_ptr_mut(stream);
+    let (null, last) = (0u64, passes.len() - 1);
+    let mut readable = input.len(); // elements the pass's input holds
+    let mut launches = Vec::with_capacity(passes.len());
+    for (i, &(kernel, cfg, a)) in passes.iter().enumerate() {
+        let (rows, k) = (a.rows as usize, a.k as usize);
+        assert!(
+            readable >= rows * a.row_len as usize,
+            "rows of row_len elements"
+        );
+        assert!(a.slots as usize * std::mem::size_of::<C>() <= cfg.shared_mem_bytes as usize);
+        assert!(k >= 1 && (a.slots as usize).is_power_of_two() && a.slots >= a.k);
+        let from = match i {
+            0 => keys,
+            _ => base + ((i - 1) % 2 * half) as u64,
+        };
+        let mut node = KernelNode::new(kernel, cfg);
+        node.arg(&from).arg(&a.row_len).arg(&a.rows).arg(&a.chunks);
+        node.arg(&a.chunk_len).arg(&a.k).arg(&a.slots).arg(&a.map);
+        if i < last {
+            assert!(a.chunks > 1);
+            node.arg(&(base + (i % 2 * half) as u64))
+                .arg(&null)
+                .arg(&null);
+            readable = rows * a.chunks as usize * k;
+        } else {
+            assert!(a.chunks == 1 && values_len >= rows * k && indices_len >= rows * k);
+            node.arg(&null).arg(&values_at).arg(&indices_at);
+        }
+        launches.push(node);
     }
+    // SAFETY: each node's arguments are its kernel's, in order and type (above): it reads rows x row_len elements of its input (the keys, or the partial results of the
+    // pass before: checked above), writes chunks x k partials a row to its half of the
+    // scratch (at most `half` bytes: `topk_partials_half`), or, the last pass, k values and
+    // indices a row (checked above), the other outputs null and unused; and keeps `slots`
+    // composites in its dynamic shared memory (checked above; src/cuda/topk.rs sizes it).
+    unsafe { graph::launch(gpu, launches, "the top-k's passes") }
 }
 
 /// The shape of the spread select's launches (kernels/topk.cu `topk_spread_*`): rows of

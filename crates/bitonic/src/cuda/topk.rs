@@ -46,7 +46,7 @@ use crate::dispatch::Strategy;
 use crate::error::{CudaContext as _, Error, Result};
 use crate::key::MapKind;
 use crate::{Policy, Select, SortKey};
-use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
+use cudarc::driver::{CudaView, CudaViewMut, DeviceRepr};
 
 /// Threads of a top-k block (kernels: `KERNEL_TOPK_THREADS`).
 pub(crate) const THREADS: u32 = 256;
@@ -665,7 +665,7 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
         return spread::<B>(t, keys, (rows, row_len, k, map), plan, values, indices);
     }
     let (slots, composites) = (k.next_power_of_two(), std::mem::size_of::<C>());
-    let mut input: Option<CudaSlice<C>> = None;
+    let mut launches = Vec::new();
     let passes = radix_plan(rows, row_len, k, key_bytes, sms, t.policy);
     let modules: Vec<_> = passes
         .iter()
@@ -703,10 +703,10 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
             slots: slots as u32,
             map,
         };
-        let kernel = (module, name.as_str(), shared);
-        input = run_pass(gpu, kernel, args, keys, input, values, indices)?;
+        let items = rows * pass.chunks;
+        launches.push((module, name, shared, items, args));
     }
-    Ok(())
+    run_passes::<B, C>(gpu, &launches, keys, values, indices)
 }
 
 /// The spread select ([`spread_plan`]) of rows of keys of words `B` (2 or 4 bytes), u64
@@ -796,9 +796,6 @@ fn warp_sort<B: DeviceRepr>(
     // u32 for 16-bit keys, u64 for 32-bit ones (kernels/topk.cu `WarpComposite`).
     let warps = THREADS as usize / 32;
     let shared = warps * 32 * (per_lane + 1) * 2 * key_bytes;
-    let f = gpu.function(module, &name)?;
-    gpu.allow_shared(&f, shared as u32)?;
-    let cfg = grid(gpu, rows.div_ceil(warps), shared);
     let args = launch::TopkArgs {
         row_len: row_len as u64,
         rows: rows as u32,
@@ -808,10 +805,9 @@ fn warp_sort<B: DeviceRepr>(
         slots: k.next_power_of_two() as u32,
         map,
     };
-    let out = launch::TopkOut::Rows { values, indices };
     // No partials; the shared memory holds more than `slots` u64 (a warp sort keeps none).
-    launch::topk_pass::<B, u64, B>(gpu, &f, cfg, keys, args, out)
-        .during(|| format!("launching {name}"))
+    let pass = (module, name, shared, rows.div_ceil(warps), args);
+    run_passes::<B, u64>(gpu, &[pass], keys, values, indices)
 }
 
 /// The launch of a top-k kernel over `items` (rows, chunks or warps' rows) on `gpu`, with
@@ -822,39 +818,35 @@ fn grid(gpu: &Gpu, items: usize, shared: usize) -> cudarc::driver::LaunchConfig 
     launch::config(blocks as u32, THREADS, shared as u32)
 }
 
-/// One pass of the filter or the radix select: kernel `name` of `module` with `shared` bytes of
-/// dynamic shared memory over `keys` (the first pass) or the partial results of the pass
-/// before (`input`), into new partial results (returned) or, one chunk a row, `values` and
-/// `indices`.
-fn run_pass<B: DeviceRepr, C: DeviceRepr>(
+/// The passes of the filter, the radix select or the warp sort, each kernel `name` of `module`
+/// with `shared` bytes of dynamic shared memory over `items` (rows, chunks or warps' rows: its
+/// grid) and its arguments, as one graph
+/// ([`launch::topk_passes`]): the first over `keys`, each later one over the partial
+/// results of the one before (in the `Gpu`'s scratch), the last into `values` and `indices`.
+fn run_passes<B: DeviceRepr, C: DeviceRepr>(
     gpu: &Gpu,
-    (module, name, shared): (&'static KernelModule, &str, usize),
-    args: launch::TopkArgs,
+    passes: &[(
+        &'static KernelModule,
+        String,
+        usize,
+        usize,
+        launch::TopkArgs,
+    )],
     keys: &CudaView<B>,
-    input: Option<CudaSlice<C>>,
     values: &mut CudaViewMut<B>,
     indices: &mut CudaViewMut<u32>,
-) -> Result<Option<CudaSlice<C>>> {
-    let f = gpu.function(module, name)?;
-    gpu.allow_shared(&f, shared as u32)?;
-    let items = args.rows as usize * args.chunks as usize;
-    let cfg = grid(gpu, items, shared);
-    let mut partials = None;
-    let out = if args.chunks == 1 {
-        launch::TopkOut::Rows { values, indices }
-    } else {
-        let len = items * args.k as usize;
-        // SAFETY: the pass writes every partial (k a chunk) before the next reads them.
-        let buffer = unsafe { gpu.stream().alloc::<C>(len) }
-            .during(|| format!("allocating {len} top-k partial results"))?;
-        launch::TopkOut::Partials(partials.insert(buffer))
-    };
-    match &input {
-        None => launch::topk_pass(gpu, &f, cfg, keys, args, out),
-        Some(partial_input) => launch::topk_pass(gpu, &f, cfg, &partial_input.as_view(), args, out),
+) -> Result<()> {
+    let mut functions = Vec::with_capacity(passes.len());
+    for (module, name, shared, items, args) in passes {
+        let f = gpu.function(module, name)?;
+        gpu.allow_shared(&f, *shared as u32)?;
+        functions.push((f, grid(gpu, *items, *shared), *args));
     }
-    .during(|| format!("launching {name}"))?;
-    Ok(partials)
+    let launches: Vec<_> = functions.iter().map(|(f, cfg, a)| (f, *cfg, *a)).collect();
+    let args: Vec<_> = passes.iter().map(|p| p.4).collect();
+    let mut kept = gpu.scratch(2 * launch::topk_partials_half::<C>(&args))?;
+    let scratch = kept.as_mut().expect("scratch of both halves");
+    launch::topk_passes::<B, C, B>(gpu, &launches, keys, scratch, (values, indices))
 }
 
 /// The filter's passes ([`plan`]) over keys of words `B` with composites `C`; `shape` is
@@ -876,7 +868,7 @@ fn filter<B: DeviceRepr, C: DeviceRepr>(
         key_bytes,
         gpu.info().multiprocessors as usize,
     );
-    let mut input: Option<CudaSlice<C>> = None;
+    let mut launches = Vec::new();
     for (i, pass) in passes.iter().enumerate() {
         let shared = pass.slots * std::mem::size_of::<C>();
         if shared > gpu.info().shared_per_block_optin {
@@ -897,10 +889,10 @@ fn filter<B: DeviceRepr, C: DeviceRepr>(
             slots: pass.slots as u32,
             map,
         };
-        let kernel = (module, name.as_str(), shared);
-        input = run_pass(gpu, kernel, args, keys, input, values, indices)?;
+        let items = rows * pass.chunks;
+        launches.push((module, name, shared, items, args));
     }
-    Ok(())
+    run_passes::<B, C>(gpu, &launches, keys, values, indices)
 }
 
 /// A large k: each row's stable argsort (descending for the largest keys) on a copy of the
