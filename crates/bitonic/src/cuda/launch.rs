@@ -697,14 +697,15 @@ pub(crate) fn topk_spread<W: DeviceRepr, C: DeviceRepr>(
     let (chunk_ties, lists) = (base + layout.chunk_ties as u64, base + layout.lists as u64);
 
     let mut launches = Vec::with_capacity(4);
-    let (kernel, cfg) = kernels.sample;
-    let mut sample = KernelNode::new(kernel, cfg);
-    sample.arg(&input).arg(&a.row_len).arg(&a.rows).arg(&a.rank);
-    sample
-        .arg(&a.map)
-        .arg(&a.sample_blocks)
-        .arg(&spread)
-        .arg(&lists);
+    // Where the sample's, the gather's and the select's parameters begin: the rows of keys.
+    let rows_of_keys = |(kernel, cfg): (&CudaFunction, LaunchConfig)| {
+        let mut node = KernelNode::new(kernel, cfg);
+        node.arg(&input).arg(&a.row_len).arg(&a.rows);
+        node
+    };
+    let mut sample = rows_of_keys(kernels.sample);
+    sample.arg(&a.rank).arg(&a.map).arg(&a.sample_blocks);
+    sample.arg(&spread).arg(&lists);
     launches.push(sample);
     if let Some((kernel, cfg)) = kernels.threshold {
         let mut threshold = KernelNode::new(kernel, cfg);
@@ -712,29 +713,14 @@ pub(crate) fn topk_spread<W: DeviceRepr, C: DeviceRepr>(
         threshold.arg(&lists).arg(&spread);
         launches.push(threshold);
     }
-    let (kernel, cfg) = kernels.gather;
-    let mut gather = KernelNode::new(kernel, cfg);
-    gather
-        .arg(&input)
-        .arg(&a.row_len)
-        .arg(&a.rows)
-        .arg(&a.chunks);
-    gather
-        .arg(&a.chunk_len)
-        .arg(&a.map)
-        .arg(&spread)
-        .arg(&candidates);
-    gather.arg(&chunk_ties);
+    let mut gather = rows_of_keys(kernels.gather);
+    gather.arg(&a.chunks).arg(&a.chunk_len).arg(&a.map);
+    gather.arg(&spread).arg(&candidates).arg(&chunk_ties);
     launches.push(gather);
-    let (kernel, cfg) = kernels.select;
-    let mut select = KernelNode::new(kernel, cfg);
-    select
-        .arg(&input)
-        .arg(&a.row_len)
-        .arg(&a.rows)
-        .arg(&a.chunks);
-    select.arg(&a.chunk_len).arg(&a.k).arg(&a.slots).arg(&a.map);
-    select.arg(&spread).arg(&candidates).arg(&chunk_ties);
+    let mut select = rows_of_keys(kernels.select);
+    select.arg(&a.chunks).arg(&a.chunk_len).arg(&a.k);
+    select.arg(&a.slots).arg(&a.map).arg(&spread);
+    select.arg(&candidates).arg(&chunk_ties);
     select.arg(&values).arg(&indices);
     launches.push(select);
     // SAFETY: each node's arguments are its kernel's, in order and type (above). The sample
