@@ -517,9 +517,9 @@ pub(crate) struct TopkArgs {
 
 /// The bytes of each of the two halves of scratch that [`topk_passes`] alternates the partial
 /// results of `passes` between (composites `C`, k a chunk; a multiple of 16 bytes).
-pub(crate) fn topk_partials_half<C>(passes: &[TopkArgs]) -> usize {
+pub(crate) fn topk_partials_half<'a, C>(passes: impl IntoIterator<Item = &'a TopkArgs>) -> usize {
     let most = passes
-        .iter()
+        .into_iter()
         .filter(|a| a.chunks > 1)
         .map(|a| a.rows as usize * a.chunks as usize * a.k as usize * std::mem::size_of::<C>())
         .max()
@@ -537,13 +537,12 @@ pub(crate) fn topk_partials_half<C>(passes: &[TopkArgs]) -> usize {
 /// chunk a row, writes `values` and `indices`.
 pub(crate) fn topk_passes<In: DeviceRepr, C: DeviceRepr, B: DeviceRepr>(
     gpu: &Gpu,
-    passes: &[(&CudaFunction, LaunchConfig, TopkArgs)],
+    passes: &[(CudaFunction, LaunchConfig, TopkArgs)],
     input: &CudaView<In>,
     scratch: &mut CudaSlice<u8>,
     (values, indices): (&mut CudaViewMut<B>, &mut CudaViewMut<u32>),
 ) -> crate::Result<()> {
-    let args: Vec<TopkArgs> = passes.iter().map(|p| p.2).collect();
-    let half = topk_partials_half::<C>(&args);
+    let half = topk_partials_half::<C>(passes.iter().map(|p| &p.2));
     assert!(scratch.len() >= 2 * half && !passes.is_empty());
     let (values_len, indices_len) = (values.len(), indices.len());
     let stream = gpu.stream();
@@ -554,7 +553,7 @@ pub(crate) fn topk_passes<In: DeviceRepr, C: DeviceRepr, B: DeviceRepr>(
     let (null, last) = (0u64, passes.len() - 1);
     let mut readable = input.len(); // elements the pass's input holds
     let mut launches = Vec::with_capacity(passes.len());
-    for (i, &(kernel, cfg, a)) in passes.iter().enumerate() {
+    for (i, (kernel, cfg, a)) in passes.iter().enumerate() {
         let (rows, k) = (a.rows as usize, a.k as usize);
         assert!(
             readable >= rows * a.row_len as usize,
@@ -566,7 +565,7 @@ pub(crate) fn topk_passes<In: DeviceRepr, C: DeviceRepr, B: DeviceRepr>(
             0 => keys,
             _ => base + ((i - 1) % 2 * half) as u64,
         };
-        let mut node = KernelNode::new(kernel, cfg);
+        let mut node = KernelNode::new(kernel, *cfg);
         node.arg(&from).arg(&a.row_len).arg(&a.rows).arg(&a.chunks);
         node.arg(&a.chunk_len).arg(&a.k).arg(&a.slots).arg(&a.map);
         if i < last {
@@ -581,11 +580,12 @@ pub(crate) fn topk_passes<In: DeviceRepr, C: DeviceRepr, B: DeviceRepr>(
         }
         launches.push(node);
     }
-    // SAFETY: each node's arguments are its kernel's, in order and type (above): it reads rows x row_len elements of its input (the keys, or the partial results of the
-    // pass before: checked above), writes chunks x k partials a row to its half of the
-    // scratch (at most `half` bytes: `topk_partials_half`), or, the last pass, k values and
-    // indices a row (checked above), the other outputs null and unused; and keeps `slots`
-    // composites in its dynamic shared memory (checked above; src/cuda/topk.rs sizes it).
+    // SAFETY: each node's arguments are its kernel's, in order and type (above): it reads
+    // rows x row_len elements of its input (the keys, or the partial results of the pass
+    // before: checked above), writes chunks x k partials a row to its half of the scratch (at
+    // most `half` bytes: `topk_partials_half`), or, the last pass, k values and indices a row
+    // (checked above), the other outputs null and unused; and keeps `slots` composites in its
+    // dynamic shared memory (checked above; src/cuda/topk.rs sizes it).
     unsafe { graph::launch(gpu, launches, "the top-k's passes") }
 }
 
@@ -654,8 +654,8 @@ pub(crate) struct SpreadKernels<'k> {
 }
 
 /// The spread select of `input`'s rows into `values` and `indices` (k a row), its intermediate
-/// results in `scratch` (at least `layout.bytes()`), as one CUDA graph of three or four
-/// launches (graph.rs), each after the one before:
+/// results in `scratch` (at least [`SpreadScratch::bytes`] of `a` and `capacity` candidates a
+/// row), as one CUDA graph of three or four launches (graph.rs), each after the one before:
 /// - `topk_spread_sample_W(input, row_len, rows, rank, map, sample_blocks, spread, lists)`: each
 ///   row's threshold from a sample of it, its count and ties zeroed; or, where several blocks
 ///   sample a row, their lists;
@@ -668,13 +668,12 @@ pub(crate) struct SpreadKernels<'k> {
 ///   candidates, chunk_ties, values, indices)`: each row's k best of its candidates and ties
 ///   (the ties placed in order where they overflowed, or the row filtered where the gather
 ///   missed), sorted.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn topk_spread<W: DeviceRepr, C: DeviceRepr>(
     gpu: &Gpu,
     kernels: SpreadKernels,
     input: &CudaView<W>,
     a: SpreadArgs,
-    (scratch, layout, capacity): (&mut CudaSlice<u8>, SpreadScratch, usize),
+    (scratch, capacity): (&mut CudaSlice<u8>, usize),
     (values, indices): (&mut CudaViewMut<W>, &mut CudaViewMut<u32>),
 ) -> crate::Result<()> {
     let (rows, k) = (a.rows as usize, a.k as usize);
@@ -686,8 +685,8 @@ pub(crate) fn topk_spread<W: DeviceRepr, C: DeviceRepr>(
     let shared = kernels.select.1.shared_mem_bytes as usize;
     assert!(a.slots as usize * std::mem::size_of::<C>() <= shared);
     assert!(capacity * std::mem::size_of::<C>() <= shared && a.chunks as usize * 4 <= shared);
-    let expected = SpreadScratch::new::<C>(&a, capacity);
-    assert!(expected.end == layout.end && scratch.len() >= layout.bytes());
+    let layout = SpreadScratch::new::<C>(&a, capacity);
+    assert!(scratch.len() >= layout.bytes());
     let stream = gpu.stream();
     let (input, _record_read) = input.device_ptr(stream);
     let (values, _record_values) = values.device_ptr_mut(stream);

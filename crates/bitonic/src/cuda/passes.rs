@@ -514,7 +514,8 @@ pub(crate) fn tuned_keeping_map<T: DeviceRepr>(
         .collect();
     // Several passes go as one CUDA graph (launched once, it saves a launch's host time a
     // pass), but not in clusters (their launch attribute) nor over segments (their offsets
-    // arrays are new every call, so the cached graph would never be reused).
+    // arrays are new every call, so every node of the cached graph would be given new
+    // arguments every call; not measured against launches pass by pass).
     if passes.len() > 1 && shape.cluster_bits == 0 && !layout.is_segmented() {
         return launch::tuned_passes_graph(
             gpu,

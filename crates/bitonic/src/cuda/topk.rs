@@ -704,7 +704,13 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
             map,
         };
         let items = rows * pass.chunks;
-        launches.push((module, name, shared, items, args));
+        launches.push(PassLaunch {
+            module,
+            name,
+            shared,
+            items,
+            args,
+        });
     }
     run_passes::<B, C>(gpu, &launches, keys, values, indices)
 }
@@ -738,20 +744,30 @@ fn spread<B: DeviceRepr>(
         sample_blocks: plan.sample_blocks as u32,
     };
     let function = |step: &str| gpu.function(module, &format!("topk_spread_{step}_{width}"));
-    let (sample, threshold) = (function("sample")?, function("threshold")?);
-    let (gather, select) = (function("gather")?, function("select")?);
+    let (sample, gather, select) = (
+        function("sample")?,
+        function("gather")?,
+        function("select")?,
+    );
+    // The threshold's launch only where several blocks sample a row.
+    let threshold = match plan.sample_blocks {
+        1 => None,
+        _ => Some(function("threshold")?),
+    };
     let shared = spread_held(k, slots, key_bytes) * std::mem::size_of::<u64>();
     gpu.allow_shared(&select, shared as u32)?;
     let kernels = launch::SpreadKernels {
         sample: (&sample, grid(gpu, rows * plan.sample_blocks, 0)),
-        threshold: (plan.sample_blocks > 1).then(|| (&threshold, grid(gpu, rows, 0))),
+        threshold: threshold.as_ref().map(|f| (f, grid(gpu, rows, 0))),
         gather: (&gather, grid(gpu, rows * plan.chunks, 0)),
         select: (&select, grid(gpu, rows, shared)),
     };
-    let layout = launch::SpreadScratch::new::<u64>(&args, SPREAD_CAPACITY);
-    let mut kept = gpu.scratch(layout.bytes())?;
-    let scratch = kept.as_mut().expect("scratch of the layout's bytes");
-    let scratch = (scratch, layout, SPREAD_CAPACITY);
+    let bytes = launch::SpreadScratch::new::<u64>(&args, SPREAD_CAPACITY).bytes();
+    let mut kept = gpu.scratch(bytes)?;
+    let scratch = (
+        kept.as_mut().expect("scratch of the spread select's bytes"),
+        SPREAD_CAPACITY,
+    );
     launch::topk_spread::<B, u64>(gpu, kernels, keys, args, scratch, (values, indices))
 }
 
@@ -806,7 +822,13 @@ fn warp_sort<B: DeviceRepr>(
         map,
     };
     // No partials; the shared memory holds more than `slots` u64 (a warp sort keeps none).
-    let pass = (module, name, shared, rows.div_ceil(warps), args);
+    let pass = PassLaunch {
+        module,
+        name,
+        shared,
+        items: rows.div_ceil(warps),
+        args,
+    };
     run_passes::<B, u64>(gpu, &[pass], keys, values, indices)
 }
 
@@ -818,33 +840,35 @@ fn grid(gpu: &Gpu, items: usize, shared: usize) -> cudarc::driver::LaunchConfig 
     launch::config(blocks as u32, THREADS, shared as u32)
 }
 
-/// The passes of the filter, the radix select or the warp sort, each kernel `name` of `module`
-/// with `shared` bytes of dynamic shared memory over `items` (rows, chunks or warps' rows: its
-/// grid) and its arguments, as one graph
-/// ([`launch::topk_passes`]): the first over `keys`, each later one over the partial
-/// results of the one before (in the `Gpu`'s scratch), the last into `values` and `indices`.
+/// One pass of the filter, the radix select or the warp sort: kernel `name` of `module` with
+/// `shared` bytes of dynamic shared memory over `items` (rows, chunks or warps' rows: its
+/// grid), and its arguments.
+struct PassLaunch {
+    module: &'static KernelModule,
+    name: String,
+    shared: usize,
+    items: usize,
+    args: launch::TopkArgs,
+}
+
+/// `passes` as one graph ([`launch::topk_passes`]): the first over `keys`, each later one over
+/// the partial results of the one before (in the `Gpu`'s scratch), the last into `values` and
+/// `indices`.
 fn run_passes<B: DeviceRepr, C: DeviceRepr>(
     gpu: &Gpu,
-    passes: &[(
-        &'static KernelModule,
-        String,
-        usize,
-        usize,
-        launch::TopkArgs,
-    )],
+    passes: &[PassLaunch],
     keys: &CudaView<B>,
     values: &mut CudaViewMut<B>,
     indices: &mut CudaViewMut<u32>,
 ) -> Result<()> {
-    let mut functions = Vec::with_capacity(passes.len());
-    for (module, name, shared, items, args) in passes {
-        let f = gpu.function(module, name)?;
-        gpu.allow_shared(&f, *shared as u32)?;
-        functions.push((f, grid(gpu, *items, *shared), *args));
+    let mut launches = Vec::with_capacity(passes.len());
+    for pass in passes {
+        let f = gpu.function(pass.module, &pass.name)?;
+        gpu.allow_shared(&f, pass.shared as u32)?;
+        launches.push((f, grid(gpu, pass.items, pass.shared), pass.args));
     }
-    let launches: Vec<_> = functions.iter().map(|(f, cfg, a)| (f, *cfg, *a)).collect();
-    let args: Vec<_> = passes.iter().map(|p| p.4).collect();
-    let mut kept = gpu.scratch(2 * launch::topk_partials_half::<C>(&args))?;
+    let half = launch::topk_partials_half::<C>(passes.iter().map(|p| &p.args));
+    let mut kept = gpu.scratch(2 * half)?;
     let scratch = kept.as_mut().expect("scratch of both halves");
     launch::topk_passes::<B, C, B>(gpu, &launches, keys, scratch, (values, indices))
 }
@@ -890,7 +914,13 @@ fn filter<B: DeviceRepr, C: DeviceRepr>(
             map,
         };
         let items = rows * pass.chunks;
-        launches.push((module, name, shared, items, args));
+        launches.push(PassLaunch {
+            module,
+            name,
+            shared,
+            items,
+            args,
+        });
     }
     run_passes::<B, C>(gpu, &launches, keys, values, indices)
 }
