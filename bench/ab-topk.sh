@@ -2,8 +2,10 @@
 # An A/B run of the top-k on a GPU host, one binary, several policies, torch in the same call:
 #   VARIANTS="base=bitonic@topk_warp_filter_max_k=0 new=bitonic" SHAPES="16384x1024 4096x1000" \
 #   KS=1,8,50 DTYPES=f32,bf16 REPEATS=10 bash bench/ab-topk.sh OUT_DIR
-# Each variant NAME=bitonic[@POLICY] runs `bitonic bench-topk --policy POLICY` into OUT_DIR/NAME;
-# OUT_DIR/ab.txt lists torch's and each variant's median (ms) and torch's time over each.
+# Each variant NAME=BINARY[@POLICY] runs `BINARY bench-topk --policy POLICY` into OUT_DIR/NAME,
+# BINARY `bitonic` (the bundled binary) or another beside it (an older build copied to
+# .gpu/bin/bitonic-base, say); OUT_DIR/ab.txt lists torch's and each variant's median (ms) and
+# torch's time over each.
 set -euo pipefail
 out=${1:?usage: bash bench/ab-topk.sh OUT_DIR}
 repeats=${REPEATS:-10}
@@ -21,8 +23,11 @@ for v in $variants; do
   spec=${v#*=}
   policy=""
   [[ $spec == *@* ]] && policy=${spec#*@}
+  exe=${spec%%@*}
+  variant_bin=$bin
+  [[ $exe != bitonic ]] && variant_bin=$(dirname "$bin")/$exe
   names+=("$name")
-  "$bin" bench-topk --repeats "$repeats" --ks "$ks" --dtypes "$dtypes" \
+  "$variant_bin" bench-topk --repeats "$repeats" --ks "$ks" --dtypes "$dtypes" \
     --shapes "$(echo $shapes | tr ' ' ,)" --policy "$policy" -o "$out/$name" > /dev/null
 done
 python3 - "$out" "${names[@]}" <<'PY' | tee "$out/ab.txt"

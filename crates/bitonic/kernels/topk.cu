@@ -1157,18 +1157,24 @@ __device__ __forceinline__ u32 sample_rank(u32 need, u32 samples, u32 len) {
     return min(samples, expected + u32(4.0f * sqrtf(float(expected))) + 1);
 }
 
+// A held word as it is, whatever its index (load_samples' default `word`).
+struct AsHeld {
+    template <typename T> __device__ T operator()(T held, u64) const { return held; }
+};
+
 // N sample keys a thread of the `len` keys of a row from `begin` (len >= 2 x N x THREADS, so
-// that the runs do not overlap), as held words: runs of 32 consecutive keys spread evenly over
-// them, register i of thread t holding key t % 32 of run i x warps + t / 32, so that a warp's
-// load reads one run.
-template <typename C, typename In, u32 N>
+// that the runs do not overlap), as words: word(held word, index in the row). Runs of 32
+// consecutive keys spread evenly over them, register i of thread t holding key t % 32 of run
+// i x warps + t / 32, so that a warp's load reads one run.
+template <typename C, typename In, u32 N, typename Word = AsHeld>
 __device__ __forceinline__ void load_samples(const In *row_input, u64 begin, u32 len, u32 map,
-                                             typename Held<C, In>::T (&x)[N]) {
+                                             typename Held<C, In>::T (&x)[N], const Word &word = Word()) {
     const u32 t = threadIdx.x, warps = THREADS / WARP_SIZE, runs = N * THREADS / WARP_SIZE;
 #pragma unroll
     for (u32 i = 0; i < N; i++) {
         const u64 run = i * warps + t / WARP_SIZE;
-        x[i] = Held<C, In>::of(row_input[begin + (len - WARP_SIZE) * run / (runs - 1) + t % WARP_SIZE], map);
+        const u64 at = begin + (len - WARP_SIZE) * run / (runs - 1) + t % WARP_SIZE;
+        x[i] = word(Held<C, In>::of(row_input[at], map), at);
     }
 }
 
@@ -1262,19 +1268,19 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
 // ---------------------------------------------------------------------------------------------
 // The spread select (src/cuda/topk.rs `SpreadPlan`): the sampled select's three steps for rows
 // that are few and long, each a launch over all rows, so that many blocks read a row:
-//  1. topk_spread_sample, a block a row: the row's threshold, a word that at least `rank`
-//     (sample_rank) of SPREAD_SAMPLES keys reach (runs of 32 spread evenly over the row), into
+//  1. topk_spread_sample, a block a row: the row's threshold, a word (SpreadWord: for 16-bit
+//     keys, with ties broken by index) that at least `rank` (sample_rank) of SPREAD_SAMPLES keys reach (runs of 32 spread evenly over the row), into
 //     spread[row].threshold, whose count and ties it zeroes. A row too long for one block's sample
 //     takes sample_blocks blocks' (SPREAD_SAMPLES each, from a slice of the row), and
 //     topk_spread_threshold, a block a row, reduces their lists of best words to the row's.
-//  2. topk_spread_gather, rows x chunks blocks: every key of a chunk better than its row's
-//     threshold to the row's SPREAD_CAPACITY candidates (global memory), counted by the row's
-//     count, and every key equal to it to as many ties, counted by its ties and, a chunk at a
+//  2. topk_spread_gather, rows x chunks blocks: every key of a chunk whose word beats its
+//     row's threshold to the row's SPREAD_CAPACITY candidates (global memory), counted by the
+//     row's count, and every key whose word equals it to as many ties, counted by its ties and, a chunk at a
 //     time, chunk_ties (slots past the capacity are not written).
 //  3. topk_spread_select, a block a row: the exact select over the row's candidates and ties,
 //     sorted, where they fit together (select_gathered, 16 a thread); over the candidates
-//     alone where they are enough; where they are not and the ties overflow (a bf16 row of
-//     2^24 repeats its best value ~30,000 times), the candidates sorted and then the first
+//     alone where they are enough; where they are not and the ties overflow (an f32 row
+//     of a few distinct values), the candidates sorted and then the first
 //     ties by index (put_ties_in_order); otherwise (too few, or too many better ones) the
 //     threshold filter over the whole row. Its dynamic shared memory holds
 //     max(SPREAD_CAPACITY, the filter's slots, slots, TOURNAMENT_SLOTS) composites
@@ -1287,10 +1293,27 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
 #define SPREAD_CANDIDATES_PER_THREAD u32(KERNEL_TOPK_SPREAD_CANDIDATES_PER_THREAD)
 #define SPREAD_CAPACITY (THREADS * SPREAD_CANDIDATES_PER_THREAD)
 
-// A row's threshold, how many of its keys are better than it (`count`) and how many equal it
-// (`ties`), each gathered apart.
+// A row's threshold, how many of its keys' words are better than it (`count`) and how many
+// equal it (`ties`), each gathered apart.
 struct SpreadRow {
     u32 threshold, count, ties;
+};
+
+// The word the spread select compares for a key held as `held` at `index` in its row. A 32-bit
+// key's is its held word. A 16-bit key's held word leaves its low half free, and there goes
+// 0xffff minus the top 16 bits of the index (`shift` drops the rest), so that equal keys
+// order as their composites do, the earlier the better. A threshold then cuts a run of
+// repeated values at an index (a bf16 row of 2^24 in [-1, 1) repeats each value near 1 about
+// 32,000 times) and about as many keys reach it as would if every key differed; keys tie
+// only within 2^shift consecutive indices.
+template <typename In> struct SpreadWord {
+    __device__ explicit SpreadWord(u64) {}
+    __device__ u32 operator()(u32 held, u64) const { return held; }
+};
+template <> struct SpreadWord<u16> {
+    u32 shift; // rows of up to 2^(16 + shift) keys
+    __device__ explicit SpreadWord(u64 row_len) : shift(row_len > 0x10000 ? 48 - __clzll(row_len - 1) : 0) {}
+    __device__ u32 operator()(u32 held, u64 index) const { return held | (0xffffu - u32(index >> shift)); }
 };
 
 // The group bests of a thread's R registers (G groups) that are better than `threshold`, to
@@ -1308,10 +1331,10 @@ __device__ __forceinline__ void list_above(const T (&x)[R], T threshold, u32 *li
 }
 
 // Step 1 over `sample_blocks` blocks a row: block b of a row samples SPREAD_SAMPLES keys of the
-// b-th of sample_blocks equal slices of it and takes the word that the best samples of `rank`
-// groups of a thread's registers reach (the radix select's step 1, over every digit: a 32-bit
-// word's four, a 16-bit key's top two), `rank` (sample_rank) counted over the whole row's
-// sample (the host's). One block a row writes it as the row's threshold, zeroing its count and
+// b-th of sample_blocks equal slices of it and takes the word (SpreadWord) that the best
+// samples of `rank` groups of a thread's registers reach (the radix select's step 1, over all
+// four digits of the word), `rank` (sample_rank) counted over the whole row's sample (the
+// host's). One block a row writes it as the row's threshold, zeroing its count and
 // ties. Several write `rank` words each to lists[item x rank, …), their best group bests:
 // those above their threshold (at most rank of them), then copies of it;
 // topk_spread_threshold takes the row's threshold from those lists. (Whatever word lists hold,
@@ -1323,22 +1346,23 @@ __device__ void topk_spread_sample(const In *input, u64 row_len, u32 rows, u32 r
                                    SpreadRow *spread, u32 *lists) {
     static_assert(THREADS == 256 && !Held<C, In>::PADDED, "keys");
     typedef typename Held<C, In>::T T; // u32: 16-bit keys in the top half
-    constexpr u32 R = SPREAD_SAMPLES_PER_THREAD, ALL = Digits<T>::COUNT, MOST = sizeof(In) == 2 ? 2 : ALL;
+    constexpr u32 R = SPREAD_SAMPLES_PER_THREAD, ALL = Digits<T>::COUNT;
     __shared__ RadixShared s;
     __shared__ u32 listed;
+    const SpreadWord<In> word(row_len);
     const u64 items = u64(rows) * sample_blocks;
     for (u64 item = blockIdx.x; item < items; item += gridDim.x) {
         const u64 row = item / sample_blocks, slice = item % sample_blocks;
         const u64 begin = row_len * slice / sample_blocks, end = row_len * (slice + 1) / sample_blocks;
         T x[R];
-        load_samples<C, In>(input + row * row_len, begin, u32(end - begin), map, x);
+        load_samples<C, In>(input + row * row_len, begin, u32(end - begin), map, x, word);
         const u32 groups = groups_for(rank, SPREAD_SAMPLES, R);
         T threshold;
         switch (groups) { // block-uniform
-        case 1: threshold = group_threshold<1, T, R, ALL, MOST>(x, rank, s); break;
-        case 2: threshold = group_threshold<2, T, R, ALL, MOST>(x, rank, s); break;
-        case 4: threshold = group_threshold<4, T, R, ALL, MOST>(x, rank, s); break;
-        default: threshold = group_threshold<8, T, R, ALL, MOST>(x, rank, s); break;
+        case 1: threshold = group_threshold<1, T, R, ALL, ALL>(x, rank, s); break;
+        case 2: threshold = group_threshold<2, T, R, ALL, ALL>(x, rank, s); break;
+        case 4: threshold = group_threshold<4, T, R, ALL, ALL>(x, rank, s); break;
+        default: threshold = group_threshold<8, T, R, ALL, ALL>(x, rank, s); break;
         }
         if (sample_blocks == 1) { // block-uniform
             if (threadIdx.x == 0) spread[row] = SpreadRow{threshold, 0, 0};
@@ -1362,8 +1386,8 @@ __device__ void topk_spread_sample(const In *input, u64 row_len, u32 rows, u32 r
 
 // Step 1's second launch where several blocks sampled a row: a block a row takes the word that
 // `rank` of the row's sample_blocks x rank listed words reach (at most SPREAD_LISTED, 16 a
-// thread; an exact radix select over every digit) as the row's threshold, zeroing its count
-// and ties.
+// thread; an exact radix select over all four digits) as the row's threshold, zeroing its
+// count and ties.
 #ifndef KERNEL_TOPK_SPREAD_LISTED_PER_THREAD
 #error "the host passes KERNEL_TOPK_SPREAD_LISTED_PER_THREAD (src/cuda/topk.rs)"
 #endif
@@ -1371,7 +1395,7 @@ __device__ void topk_spread_sample(const In *input, u64 row_len, u32 rows, u32 r
 template <typename C, typename In>
 __device__ void topk_spread_threshold(u32 rows, u32 rank, u32 sample_blocks, const u32 *lists, SpreadRow *spread) {
     typedef typename Held<C, In>::T T;
-    constexpr u32 R = SPREAD_LISTED / THREADS, ALL = Digits<T>::COUNT, MOST = sizeof(In) == 2 ? 2 : ALL;
+    constexpr u32 R = SPREAD_LISTED / THREADS, ALL = Digits<T>::COUNT;
     __shared__ RadixShared s;
     const u32 listed = sample_blocks * rank;
     for (u32 row = blockIdx.x; row < rows; row += gridDim.x) {
@@ -1381,7 +1405,7 @@ __device__ void topk_spread_threshold(u32 rows, u32 rank, u32 sample_blocks, con
             const u32 i = r * THREADS + threadIdx.x;
             x[r] = i < listed ? lists[u64(row) * listed + i] : padding<T>();
         }
-        const T threshold = group_threshold<R, T, R, ALL, MOST>(x, rank, s);
+        const T threshold = group_threshold<R, T, R, ALL, ALL>(x, rank, s);
         if (threadIdx.x == 0) spread[row] = SpreadRow{threshold, 0, 0};
         __syncthreads(); // s is read before the next row's select
     }
@@ -1392,6 +1416,7 @@ __device__ void topk_spread_gather(const In *input, u64 row_len, u32 rows, u32 c
                                    SpreadRow *spread, C *candidates, u32 *chunk_ties) {
     typedef typename Held<C, In>::T T;
     __shared__ u32 ties_here;
+    const SpreadWord<In> word(row_len);
     const u64 items = u64(rows) * chunks;
     for (u64 item = blockIdx.x; item < items; item += gridDim.x) {
         const u64 row = item / chunks, begin = item % chunks * chunk_len;
@@ -1406,6 +1431,8 @@ __device__ void topk_spread_gather(const In *input, u64 row_len, u32 rows, u32 c
             u32 alive = 0;
             const bool vectors = load_chunk<C, In, R>(row_input, sub, min(sub + R * THREADS, end), map, e, alive);
             const auto index = [&](u32 r) -> u32 { return chunk_index<In, R>(sub, vectors, r); };
+#pragma unroll
+            for (u32 r = 0; r < R; r++) e[r] = word(e[r], index(r));
             const u32 above = reaching(e, alive, threshold, true);
             gather(above, index, row_input, map, &spread[row].count, better_ones, SPREAD_CAPACITY);
             const u32 tie = reaching(e, alive, threshold) & ~above;
@@ -1432,6 +1459,7 @@ __device__ void put_ties_in_order(const In *row_input, u64 row_len, u32 chunks, 
                                   typename Held<C, In>::T threshold, const u32 *chunk_ties, u32 better, u32 need,
                                   const Put<K, C> &put) {
     constexpr u32 V = 8;
+    const SpreadWord<In> word(row_len);
     u32 *first = reinterpret_cast<u32 *>(shared_tile<C>()); // first[c]: chunk c's first place
     __syncthreads(); // the shared tile is free
     if (threadIdx.x == 0) {
@@ -1452,7 +1480,7 @@ __device__ void put_ties_in_order(const In *row_input, u64 row_len, u32 chunks, 
 #pragma unroll
             for (u32 v = 0; v < V; v++) {
                 const u64 i = at + lane * V + v;
-                if (i < end && Held<C, In>::of(row_input[i], map) == threshold) mine |= 1u << v;
+                if (i < end && word(Held<C, In>::of(row_input[i], map), i) == threshold) mine |= 1u << v;
             }
             const u32 count = __popc(mine), inclusive = warp_inclusive_sum(count);
             for (u32 slot = place + inclusive - count; mine != 0; mine &= mine - 1, slot++)

@@ -195,7 +195,8 @@ impl Strategy {
 ///   ([`TOPK_RADIX_CHUNK`]), or a longer one up to [`Policy::topk_filter_above`] with k up to
 ///   [`TOPK_RADIX_MAX_K`], or any row with k up to [`Policy::topk_long_radix_max_k`] (capped
 ///   at [`TOPK_RADIX_MAX_K`]), runs [`Strategy::TopkRadix`], and other rows
-///   [`Strategy::TopkFilter`]; past [`TOPK_FILTER_MAX_K`], or for a k above half the row,
+///   [`Strategy::TopkFilter`] (for both, few rows long enough for a sample go through their
+///   *spread select*, src/cuda/topk.rs `spread_plan`, which depends on the GPU's size); past [`TOPK_FILTER_MAX_K`], or for a k above half the row,
 ///   the GPU sorts the rows stably and keeps their first k. Rows of at most
 ///   [`TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes take [`Strategy::TopkWarpSort`] instead: up
 ///   to [`Policy::topk_warp_sort_rows_up_to`] keys for every k, longer ones for k up to

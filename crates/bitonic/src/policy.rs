@@ -123,10 +123,7 @@ pub struct Policy {
     /// several blocks (one f32 row of 2^24 on the H200: k = 256 0.143 -> 0.100 ms, k = 1,024
     /// 0.167 -> 0.114; docs/notes/topk.md, step 14). 1 keeps such rows on the radix select.
     pub topk_spread_sample_blocks_32: usize,
-    /// The same for 16-bit keys: 1, since a long row of them repeats its values (bf16 keys in
-    /// [-1, 1), 2^24 of them: ~32,000 to a value near 1), and the spread select then places
-    /// the ties at its threshold by scanning the row's chunks in order, slower than the radix
-    /// select (one bf16 row of 2^24, k = 256: 0.137 -> 0.184 ms; k = 1,024 0.194 -> 0.392).
+    /// The same for 16-bit keys (docs/notes/topk.md, step 16).
     pub topk_spread_sample_blocks_16: usize,
     /// Rows of at most this many keys (and at most [`crate::dispatch::TOPK_WARP_SORT_MOST`]) of
     /// 2 or 4 bytes take the warp sort ([`crate::dispatch::Strategy::TopkWarpSort`]: a warp
@@ -212,7 +209,7 @@ impl Policy {
         topk_spread_min_len: 65_536,
         topk_spread_min_rows: 64,
         topk_spread_sample_blocks_32: 256,
-        topk_spread_sample_blocks_16: 1,
+        topk_spread_sample_blocks_16: 256,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which

@@ -466,12 +466,10 @@ fn sampling_every_k() -> Policy {
     }
 }
 
-/// A policy whose spread select takes every k on any number of rows, with 16-bit keys too
-/// sampled by several blocks a row where one's sample is too small.
+/// A policy whose spread select takes every k on any number of rows.
 fn spreading_every_k() -> Policy {
     Policy {
         topk_spread_min_rows: 1,
-        topk_spread_sample_blocks_16: 256,
         ..Policy::HOPPER
     }
 }
@@ -515,20 +513,32 @@ fn gpu_spread_select() {
             &[1, 128, 896, 897, 1024],
         );
     }
-    // Rows sampled by several blocks: 256 blocks at k = 1 of 2^22 keys, 64 at k = 1,024; and
-    // bf16 keys of 2^24, whose ties overflow the candidates (the select filters the row).
-    for pattern in [Pattern::Random, Pattern::FewDistinct, Pattern::Sorted] {
+    // Rows sampled by several blocks: 256 blocks at k = 1 of 2^22 keys, 64 at k = 1,024. Their
+    // bf16 keys repeat each value many times (~32,000 near 1 in 2^24 keys in [-1, 1), a few
+    // hundred thousand of each of a few distinct ones): the threshold breaks ties by index.
+    for pattern in PATTERNS {
         let long = (1, 1 << 22);
         check_ks::<f32>(Backend::Cuda, every_k, long, pattern, &[1, 50, 256, 1024]);
-        check_ks::<bf16>(Backend::Cuda, every_k, long, pattern, &[1, 8, 1024]);
+        check_ks::<bf16>(Backend::Cuda, every_k, long, pattern, &[1, 8, 256, 1024]);
     }
     check_ks::<bf16>(
         Backend::Cuda,
         every_k,
         (1, 1 << 24),
         Pattern::Random,
-        &[1, 1024],
+        &[1, 256, 1024],
     );
+    // Rows the dispatch gives the filter (longer than topk_filter_above, k past
+    // topk_long_radix_max_k) take the spread select too.
+    let filtered = Policy {
+        topk_filter_above: 1 << 20,
+        ..Policy::HOPPER
+    };
+    for pattern in [Pattern::Random, Pattern::FewDistinct] {
+        let long = (1, (1 << 21) + 5);
+        check_ks::<f32>(Backend::Cuda, Some(&filtered), long, pattern, &[256, 1024]);
+        check_ks::<bf16>(Backend::Cuda, Some(&filtered), long, pattern, &[256, 1024]);
+    }
     check_ks::<f32>(
         Backend::Cuda,
         None,
@@ -862,7 +872,9 @@ fn topk_for_the_sanitizer() {
         one_selection_by::<f32>(&sorter, 1, (1 << 20) + 3, 897, select, Pattern::Random);
         let few = Pattern::FewDistinct;
         one_selection_by::<bitonic::half::bf16>(&sorter, 2, 1 << 21, 300, select, few);
-        // Ties past the candidates: the better ones sorted, then the ties in order.
+        // Ties past the candidates (f32 keys all equal): the better ones sorted, then the ties
+        // in order; bf16 keys all equal, their ties broken by index.
+        one_selection_by::<f32>(&sorter, 1, 1 << 20, 50, select, Pattern::AllEqual);
         one_selection_by::<bitonic::half::bf16>(&sorter, 1, 1 << 20, 50, select, Pattern::AllEqual);
         // The warp sort at each of its widths (rows of up to 64, 256 and 1,024 keys), and the
         // warp filter with 1 to 8 groups a lane, sorting 2, 8 and 16 candidates a lane, and

@@ -16,10 +16,15 @@
 //! few chunks and k up to 256, one block merges their sorted runs. For k from 100 to 512 (the
 //! policy's) the first pass gives a block a *segment* of several chunks instead, which it
 //! takes one after the other against one running threshold, selecting once a segment.
-//! [`radix_plan`] gives the passes. Few long rows take the *spread select* instead
-//! ([`spread_plan`]): a block a row (or several, and a launch that combines them) takes a
-//! threshold from a sample of the row, many blocks a row gather the keys that reach it, and a
-//! block a row selects among them, three or four launches.
+//! [`radix_plan`] gives the passes.
+//!
+//! **The spread select.** Few long rows, where the dispatch picked the radix select or the
+//! filter, take the spread select instead when a sample's threshold leaves few enough
+//! candidates ([`spread_plan`]): a block a row (or several, and a launch that combines them)
+//! takes a threshold from a sample of the row, many blocks a row gather the keys that reach
+//! it, and a block a row selects among them, three or four launches. Ties with the threshold
+//! are broken by index (for 16-bit keys, by its top 16 bits), so that a row that repeats its
+//! values leaves about as many candidates as one that does not.
 //!
 //! **The warp sort.** A row of at most [`crate::dispatch::TOPK_WARP_SORT_MOST`] keys of 2 or
 //! 4 bytes fits in one warp's registers as composites, up to 32 a lane: the warp sorts them
@@ -390,10 +395,10 @@ fn sample_rank(need: usize, samples: usize, len: usize) -> usize {
 /// `KERNEL_TOPK_SPREAD_SAMPLES_PER_THREAD`), and the sample.
 const SPREAD_SAMPLES_PER_THREAD: usize = 32;
 const SPREAD_SAMPLES: usize = SPREAD_SAMPLES_PER_THREAD * THREADS as usize;
-/// The candidates a row of the spread select gathers and a thread of its exact select holds
-/// (kernels: `KERNEL_TOPK_SPREAD_CANDIDATES_PER_THREAD`): twice the sampled select's, since
-/// keys that tie with the row's threshold all come in (bf16 keys in [-1, 1): 250 a value near 1
-/// in a row of 128,256); and a row's.
+/// The candidates a thread of the spread select's exact select holds (kernels:
+/// `KERNEL_TOPK_SPREAD_CANDIDATES_PER_THREAD`), and [`SPREAD_CAPACITY`] those a row gathers:
+/// twice the sampled select's, so that one sample of 8,192 keys serves a row of 128,256 up to
+/// k = 1,024 (~1,550 candidates).
 const SPREAD_CANDIDATES_PER_THREAD: usize = 16;
 const SPREAD_CAPACITY: usize = SPREAD_CANDIDATES_PER_THREAD * THREADS as usize;
 /// Keys a block of the spread select's gather loads at a time, 32 a thread; its chunks are
@@ -572,9 +577,6 @@ pub(crate) fn by_composites<B: DeviceRepr>(
         ));
     }
     let key_bytes = std::mem::size_of::<B>();
-    if strategy == Strategy::TopkFilter {
-        t.gpu.prepare(t.policy, &[module(key_bytes)])?; // the radix select prepares its passes'
-    }
     // The better key has the larger word: the smallest keys select complemented words.
     let map = kind as u32
         | match select {
@@ -582,6 +584,17 @@ pub(crate) fn by_composites<B: DeviceRepr>(
             Select::Smallest => MAP_DESCENDING,
         };
     let shape = (rows, row_len, k, map);
+    // Few long rows whose sample leaves few candidates: the spread select, in place of the
+    // radix select's or the filter's passes.
+    if matches!(strategy, Strategy::TopkRadix | Strategy::TopkFilter) {
+        let sms = t.gpu.info().multiprocessors.max(1) as usize;
+        if let Some(plan) = spread_plan(rows, row_len, k, key_bytes, sms, t.policy) {
+            return spread::<B>(t, keys, shape, plan, values, indices);
+        }
+    }
+    if strategy == Strategy::TopkFilter {
+        t.gpu.prepare(t.policy, &[module(key_bytes)])?; // the radix select prepares its passes'
+    }
     match (strategy, key_bytes) {
         (Strategy::TopkWarpSort, 2 | 4) => warp_sort(t, keys, shape, values, indices),
         (Strategy::TopkRadix, 8) => radix::<B, KeyIndex>(t, keys, shape, values, indices),
@@ -661,9 +674,6 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
     let key_bytes = std::mem::size_of::<B>();
     let width = width(key_bytes);
     let sms = gpu.info().multiprocessors.max(1) as usize;
-    if let Some(plan) = spread_plan(rows, row_len, k, key_bytes, sms, t.policy) {
-        return spread::<B>(t, keys, (rows, row_len, k, map), plan, values, indices);
-    }
     let (slots, composites) = (k.next_power_of_two(), std::mem::size_of::<C>());
     let mut launches = Vec::new();
     let passes = radix_plan(rows, row_len, k, key_bytes, sms, t.policy);
@@ -1343,16 +1353,12 @@ mod tests {
         assert_eq!(chunks(63, 128_256, 99), None);
         assert_eq!(chunks(63, 128_256, 100), Some((16, 8192)));
         assert_eq!(chunks(1, 1 << 20, 1), None);
-        // With up to 256 sample blocks a row (`topk_spread_sample_blocks_16` here), the power
-        // of two that leaves the fewest candidates (one row of 2^24 at k = 256: 64
-        // blocks, a threshold that 20 of 2^19 samples reach, ~1,070 candidates); none for
-        // k = 1,024 of 2^28 (listed words or candidates past 4,096), nor below k = 100.
-        let several = &Policy {
-            topk_spread_sample_blocks_16: 256,
-            ..Policy::HOPPER
-        };
+        // With up to 256 sample blocks a row (`topk_spread_sample_blocks_16`), the power of
+        // two that leaves the fewest candidates (one row of 2^24 at k = 256: 64 blocks, a
+        // threshold that 20 of 2^19 samples reach, ~1,070 candidates); none for k = 1,024 of
+        // 2^28 (listed words or candidates past 4,096), nor below k = 100.
         let blocks = |rows, row_len, k| {
-            let plan = spread_plan(rows, row_len, k, 2, 132, several);
+            let plan = spread_plan(rows, row_len, k, 2, 132, hopper);
             plan.map(|p| (p.sample_blocks, p.rank, p.chunks))
         };
         for (row_len, k, want) in [
