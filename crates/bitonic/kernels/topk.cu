@@ -1305,15 +1305,31 @@ struct SpreadRow {
 // order as their composites do, the earlier the better. A threshold then cuts a run of
 // repeated values at an index (a bf16 row of 2^24 in [-1, 1) repeats each value near 1 about
 // 32,000 times) and about as many keys reach it as would if every key differed; keys tie
-// only within 2^shift consecutive indices.
+// only within 2^shift consecutive indices. The gather compares held words with the
+// threshold's key (key_part) and takes the index into account only for the keys equal to it
+// (split), which are few: two compares a key, as before (BY_INDEX: the words have an index).
 template <typename In> struct SpreadWord {
+    static const bool BY_INDEX = false;
     __device__ explicit SpreadWord(u64) {}
     __device__ u32 operator()(u32 held, u64) const { return held; }
+    __device__ u32 key_part(u32 word) const { return word; }
 };
 template <> struct SpreadWord<u16> {
+    static const bool BY_INDEX = true;
     u32 shift; // rows of up to 2^(16 + shift) keys
     __device__ explicit SpreadWord(u64 row_len) : shift(row_len > 0x10000 ? 48 - __clzll(row_len - 1) : 0) {}
     __device__ u32 operator()(u32 held, u64 index) const { return held | (0xffffu - u32(index >> shift)); }
+    __device__ u32 key_part(u32 word) const { return word & 0xffff0000u; }
+    // Of the registers `same` whose keys equal the threshold's (register r's index: index(r)),
+    // moves those whose words beat `threshold` to `above` and keeps those whose words equal it.
+    template <typename Index>
+    __device__ void split(u32 &same, u32 &above, u32 threshold, const Index &index) const {
+        for (u32 left = same; left != 0; left &= left - 1) {
+            const u32 r = __ffs(left) - 1, w = (*this)(key_part(threshold), index(r));
+            if (better(w, threshold)) above |= 1u << r;
+            if (w != threshold) same &= ~(1u << r);
+        }
+    }
 };
 
 // The group bests of a thread's R registers (G groups) that are better than `threshold`, to
@@ -1422,7 +1438,7 @@ __device__ void topk_spread_gather(const In *input, u64 row_len, u32 rows, u32 c
         const u64 row = item / chunks, begin = item % chunks * chunk_len;
         const u64 end = min(begin + chunk_len, row_len);
         const In *row_input = input + row * row_len;
-        const T threshold = spread[row].threshold;
+        const T threshold = spread[row].threshold, key = word.key_part(threshold);
         C *better_ones = candidates + row * 2 * SPREAD_CAPACITY, *tied = better_ones + SPREAD_CAPACITY;
         if (threadIdx.x == 0) ties_here = 0;
         __syncthreads();
@@ -1431,12 +1447,15 @@ __device__ void topk_spread_gather(const In *input, u64 row_len, u32 rows, u32 c
             u32 alive = 0;
             const bool vectors = load_chunk<C, In, R>(row_input, sub, min(sub + R * THREADS, end), map, e, alive);
             const auto index = [&](u32 r) -> u32 { return chunk_index<In, R>(sub, vectors, r); };
-#pragma unroll
-            for (u32 r = 0; r < R; r++) e[r] = word(e[r], index(r));
-            const u32 above = reaching(e, alive, threshold, true);
+            const u32 above = reaching(e, alive, key, true);
             gather(above, index, row_input, map, &spread[row].count, better_ones, SPREAD_CAPACITY);
-            const u32 tie = reaching(e, alive, threshold) & ~above;
-            if (__any_sync(FULL_WARP_MASK, tie != 0)) { // ties are few but for repeated values
+            u32 tie = reaching(e, alive, key) & ~above; // keys equal to the threshold's
+            if (__any_sync(FULL_WARP_MASK, tie != 0)) { // few but for repeated values
+                if constexpr (SpreadWord<In>::BY_INDEX) { // their indices decide
+                    u32 beat = 0;
+                    word.split(tie, beat, threshold, index);
+                    gather(beat, index, row_input, map, &spread[row].count, better_ones, SPREAD_CAPACITY);
+                }
                 gather(tie, index, row_input, map, &spread[row].ties, tied, SPREAD_CAPACITY);
                 const u32 warp_ties = __reduce_add_sync(FULL_WARP_MASK, __popc(tie));
                 if (threadIdx.x % WARP_SIZE == 0) atomicAdd(&ties_here, warp_ties);
