@@ -1268,23 +1268,24 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
 // ---------------------------------------------------------------------------------------------
 // The spread select (src/cuda/topk.rs `SpreadPlan`): the sampled select's three steps for rows
 // that are few and long, each a launch over all rows, so that many blocks read a row:
-//  1. topk_spread_sample, a block a row: the row's threshold, a word (SpreadWord: for 16-bit
-//     keys, with ties broken by index) that at least `rank` (sample_rank) of SPREAD_SAMPLES keys reach (runs of 32 spread evenly over the row), into
-//     spread[row].threshold, whose count and ties it zeroes. A row too long for one block's sample
+//  1. topk_spread_sample, a block a row: the row's threshold, a word (SpreadWord: 16-bit keys
+//     with their index's bits) that at least `rank` (sample_rank) of SPREAD_SAMPLES keys reach
+//     (runs of 32 spread evenly over the row), into spread[row].threshold, whose count and
+//     ties it zeroes. A row too long for one block's sample
 //     takes sample_blocks blocks' (SPREAD_SAMPLES each, from a slice of the row), and
 //     topk_spread_threshold, a block a row, reduces their lists of best words to the row's.
 //  2. topk_spread_gather, rows x chunks blocks: every key of a chunk whose word beats its
 //     row's threshold to the row's SPREAD_CAPACITY candidates (global memory), counted by the
-//     row's count, and every key whose word equals it to as many ties, counted by its ties and, a chunk at a
-//     time, chunk_ties (slots past the capacity are not written).
+//     row's count, and every key whose word equals it to as many ties, counted by its ties
+//     and, a chunk at a time, chunk_ties (slots past the capacity are not written).
 //  3. topk_spread_select, a block a row: the exact select over the row's candidates and ties,
 //     sorted, where they fit together (select_gathered, 16 a thread); over the candidates
-//     alone where they are enough; where they are not and the ties overflow (an f32 row
-//     of a few distinct values), the candidates sorted and then the first
-//     ties by index (put_ties_in_order); otherwise (too few, or too many better ones) the
-//     threshold filter over the whole row. Its dynamic shared memory holds
-//     max(SPREAD_CAPACITY, the filter's slots, slots, TOURNAMENT_SLOTS) composites
-//     (src/cuda/topk.rs `spread_held`), in which the ties' placement keeps a u32 a chunk.
+//     alone where they are enough; where they are not and the ties overflow (an f32 row of a
+//     few distinct values), the candidates sorted and then the first ties by index
+//     (put_ties_in_order); otherwise (too few, or too many better ones) the threshold filter
+//     over the whole row. Its dynamic shared memory holds max(SPREAD_CAPACITY, the filter's
+//     slots, slots, TOURNAMENT_SLOTS) composites (src/cuda/topk.rs `spread_held`), in which the
+//     ties' placement keeps a u32 a chunk.
 #if !defined(KERNEL_TOPK_SPREAD_SAMPLES_PER_THREAD) || !defined(KERNEL_TOPK_SPREAD_CANDIDATES_PER_THREAD)
 #error "the host passes KERNEL_TOPK_SPREAD_SAMPLES_PER_THREAD and _CANDIDATES_PER_THREAD (src/cuda/topk.rs)"
 #endif
@@ -1300,36 +1301,27 @@ struct SpreadRow {
 };
 
 // The word the spread select compares for a key held as `held` at `index` in its row. A 32-bit
-// key's is its held word. A 16-bit key's held word leaves its low half free, and there goes
-// 0xffff minus the top 16 bits of the index (`shift` drops the rest), so that equal keys
-// order as their composites do, the earlier the better. A threshold then cuts a run of
-// repeated values at an index (a bf16 row of 2^24 in [-1, 1) repeats each value near 1 about
-// 32,000 times) and about as many keys reach it as would if every key differed; keys tie
-// only within 2^shift consecutive indices. The gather compares held words with the
-// threshold's key (key_part) and takes the index into account only for the keys equal to it
-// (split), which are few: two compares a key, as before (BY_INDEX: the words have an index).
+// key's is its held word. A 16-bit key's held word leaves its low half free, and there go the
+// index's bits: 0xffff minus index >> shift, so that equal keys order as their composites do,
+// the earlier the better. A threshold then cuts a run of repeated values at an index (a bf16
+// row of 2^24 in [-1, 1) repeats each value near 1 about 32,000 times), and about as many keys
+// reach it as would if every key differed; keys tie only within 2^shift consecutive indices.
+// `shift` is at least SPREAD_TILE_SHIFT, so that the keys of one of the gather's tiles share
+// their index's bits (tile_bits): one OR a key. Rows of up to 2^29 keys have 2^16 tiles or
+// fewer, and shift = 13.
+#define SPREAD_TILE_SHIFT 13
 template <typename In> struct SpreadWord {
-    static const bool BY_INDEX = false;
     __device__ explicit SpreadWord(u64) {}
     __device__ u32 operator()(u32 held, u64) const { return held; }
-    __device__ u32 key_part(u32 word) const { return word; }
+    __device__ u32 tile_bits(u64) const { return 0; }
 };
 template <> struct SpreadWord<u16> {
-    static const bool BY_INDEX = true;
-    u32 shift; // rows of up to 2^(16 + shift) keys
-    __device__ explicit SpreadWord(u64 row_len) : shift(row_len > 0x10000 ? 48 - __clzll(row_len - 1) : 0) {}
-    __device__ u32 operator()(u32 held, u64 index) const { return held | (0xffffu - u32(index >> shift)); }
-    __device__ u32 key_part(u32 word) const { return word & 0xffff0000u; }
-    // Of the registers `same` whose keys equal the threshold's (register r's index: index(r)),
-    // moves those whose words beat `threshold` to `above` and keeps those whose words equal it.
-    template <typename Index>
-    __device__ void split(u32 &same, u32 &above, u32 threshold, const Index &index) const {
-        for (u32 left = same; left != 0; left &= left - 1) {
-            const u32 r = __ffs(left) - 1, w = (*this)(key_part(threshold), index(r));
-            if (better(w, threshold)) above |= 1u << r;
-            if (w != threshold) same &= ~(1u << r);
-        }
-    }
+    u32 shift;
+    __device__ explicit SpreadWord(u64 row_len)
+        : shift(max(SPREAD_TILE_SHIFT, row_len > 0x10000 ? 48 - __clzll(row_len - 1) : 0)) {}
+    __device__ u32 operator()(u32 held, u64 index) const { return held | tile_bits(index); }
+    // The bits of every index of the tile (2^SPREAD_TILE_SHIFT keys) from `begin`.
+    __device__ u32 tile_bits(u64 begin) const { return 0xffffu - u32(begin >> shift); }
 };
 
 // The group bests of a thread's R registers (G groups) that are better than `threshold`, to
@@ -1430,6 +1422,7 @@ __device__ void topk_spread_threshold(u32 rows, u32 rank, u32 sample_blocks, con
 template <typename C, typename In, u32 R>
 __device__ void topk_spread_gather(const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 map,
                                    SpreadRow *spread, C *candidates, u32 *chunk_ties) {
+    static_assert(R * THREADS == 1u << SPREAD_TILE_SHIFT, "a tile's keys share their index's bits (SpreadWord)");
     typedef typename Held<C, In>::T T;
     __shared__ u32 ties_here;
     const SpreadWord<In> word(row_len);
@@ -1438,7 +1431,7 @@ __device__ void topk_spread_gather(const In *input, u64 row_len, u32 rows, u32 c
         const u64 row = item / chunks, begin = item % chunks * chunk_len;
         const u64 end = min(begin + chunk_len, row_len);
         const In *row_input = input + row * row_len;
-        const T threshold = spread[row].threshold, key = word.key_part(threshold);
+        const T threshold = spread[row].threshold;
         C *better_ones = candidates + row * 2 * SPREAD_CAPACITY, *tied = better_ones + SPREAD_CAPACITY;
         if (threadIdx.x == 0) ties_here = 0;
         __syncthreads();
@@ -1447,15 +1440,13 @@ __device__ void topk_spread_gather(const In *input, u64 row_len, u32 rows, u32 c
             u32 alive = 0;
             const bool vectors = load_chunk<C, In, R>(row_input, sub, min(sub + R * THREADS, end), map, e, alive);
             const auto index = [&](u32 r) -> u32 { return chunk_index<In, R>(sub, vectors, r); };
-            const u32 above = reaching(e, alive, key, true);
+            const u32 bits = word.tile_bits(sub);
+#pragma unroll
+            for (u32 r = 0; r < R; r++) e[r] |= bits;
+            const u32 above = reaching(e, alive, threshold, true);
             gather(above, index, row_input, map, &spread[row].count, better_ones, SPREAD_CAPACITY);
-            u32 tie = reaching(e, alive, key) & ~above; // keys equal to the threshold's
-            if (__any_sync(FULL_WARP_MASK, tie != 0)) { // few but for repeated values
-                if constexpr (SpreadWord<In>::BY_INDEX) { // their indices decide
-                    u32 beat = 0;
-                    word.split(tie, beat, threshold, index);
-                    gather(beat, index, row_input, map, &spread[row].count, better_ones, SPREAD_CAPACITY);
-                }
+            const u32 tie = reaching(e, alive, threshold) & ~above;
+            if (__any_sync(FULL_WARP_MASK, tie != 0)) { // ties are few but for repeated values
                 gather(tie, index, row_input, map, &spread[row].ties, tied, SPREAD_CAPACITY);
                 const u32 warp_ties = __reduce_add_sync(FULL_WARP_MASK, __popc(tie));
                 if (threadIdx.x % WARP_SIZE == 0) atomicAdd(&ties_here, warp_ties);

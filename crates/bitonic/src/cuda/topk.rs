@@ -22,9 +22,9 @@
 //! filter, take the spread select instead when a sample's threshold leaves few enough
 //! candidates ([`spread_plan`]): a block a row (or several, and a launch that combines them)
 //! takes a threshold from a sample of the row, many blocks a row gather the keys that reach
-//! it, and a block a row selects among them, three or four launches. Ties with the threshold
-//! are broken by index (for 16-bit keys, by its top 16 bits), so that a row that repeats its
-//! values leaves about as many candidates as one that does not.
+//! it, and a block a row selects among them, three or four launches. A 16-bit key's threshold
+//! holds the index too (the slice of 8,192 keys or more it lies in), so that a row that repeats
+//! its values leaves about as many candidates as one that does not.
 //!
 //! **The warp sort.** A row of at most [`crate::dispatch::TOPK_WARP_SORT_MOST`] keys of 2 or
 //! 4 bytes fits in one warp's registers as composites, up to 32 a lane: the warp sorts them
