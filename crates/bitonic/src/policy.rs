@@ -123,7 +123,9 @@ pub struct Policy {
     /// several blocks (one f32 row of 2^24 on the H200: k = 256 0.143 -> 0.100 ms, k = 1,024
     /// 0.167 -> 0.114; docs/notes/topk.md, step 14). 1 keeps such rows on the radix select.
     pub topk_spread_sample_blocks_32: usize,
-    /// The same for 16-bit keys (docs/notes/topk.md, step 16).
+    /// The same for 16-bit keys, whose threshold breaks ties by index so that long rows that
+    /// repeat their values sample as well (one bf16 row of 2^24 on the H200: k = 256 0.127 ->
+    /// 0.060 ms, k = 1,024 0.195 -> 0.076; docs/notes/topk.md, step 16).
     pub topk_spread_sample_blocks_16: usize,
     /// Rows of at most this many keys (and at most [`crate::dispatch::TOPK_WARP_SORT_MOST`]) of
     /// 2 or 4 bytes take the warp sort ([`crate::dispatch::Strategy::TopkWarpSort`]: a warp
