@@ -196,12 +196,13 @@ impl Strategy {
 ///   [`TOPK_RADIX_MAX_K`], or any row with k up to [`Policy::topk_long_radix_max_k`] (capped
 ///   at [`TOPK_RADIX_MAX_K`]), runs [`Strategy::TopkRadix`], and other rows
 ///   [`Strategy::TopkFilter`] (for both, few rows long enough for a sample go through their
-///   *spread select*, src/cuda/topk.rs `spread_plan`, which depends on the GPU's size); past [`TOPK_FILTER_MAX_K`], or for a k above half the row,
-///   the GPU sorts the rows stably and keeps their first k. Rows of at most
-///   [`TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes take [`Strategy::TopkWarpSort`] instead: up
-///   to [`Policy::topk_warp_sort_rows_up_to`] keys for every k, longer ones for k up to
-///   [`Policy::topk_warp_filter_max_k`] (past 256 keys by the warp filter), from
-///   [`Policy::topk_warp_sort_min_k`] (by key width) and for any k above half the row.
+///   *spread select*, src/cuda/topk.rs `spread_plan`, which depends on the GPU's size); past
+///   [`TOPK_FILTER_MAX_K`], or for a k above half the row, the GPU sorts the rows stably and
+///   keeps their first k. Rows of at most [`TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes take
+///   [`Strategy::TopkWarpSort`] instead: up to [`Policy::topk_warp_sort_rows_up_to`] keys for
+///   every k, longer ones for k up to [`Policy::topk_warp_filter_max_k`] (past 256 keys by the
+///   warp filter), from [`Policy::topk_warp_sort_min_k`] (by key width) and for any k above
+///   half the row.
 pub fn choose(request: &Request, gpu: Option<&Policy>) -> Result<(Backend, Strategy)> {
     let backend = match (request.backend, gpu) {
         (Backend::Cuda, None) => return Err(Error::NoGpu),
