@@ -704,21 +704,16 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
             ),
         };
         let shared = held * composites;
-        let args = launch::TopkArgs {
-            row_len: pass.row_len as u64,
-            rows: rows as u32,
-            chunks: pass.chunks as u32,
-            chunk_len: pass.chunk_len as u64,
-            k: k as u32,
-            slots: slots as u32,
-            map,
-        };
-        let items = rows * pass.chunks;
+        let args = pass_args(
+            rows,
+            (pass.row_len, pass.chunks, pass.chunk_len),
+            (k, slots, map),
+        );
         launches.push(PassLaunch {
             module,
             name,
             shared,
-            items,
+            items: rows * pass.chunks,
             args,
         });
     }
@@ -822,15 +817,7 @@ fn warp_sort<B: DeviceRepr>(
     // u32 for 16-bit keys, u64 for 32-bit ones (kernels/topk.cu `WarpComposite`).
     let warps = THREADS as usize / 32;
     let shared = warps * 32 * (per_lane + 1) * 2 * key_bytes;
-    let args = launch::TopkArgs {
-        row_len: row_len as u64,
-        rows: rows as u32,
-        chunks: 1,
-        chunk_len: row_len as u64,
-        k: k as u32,
-        slots: k.next_power_of_two() as u32,
-        map,
-    };
+    let args = pass_args(rows, (row_len, 1, row_len), (k, k.next_power_of_two(), map));
     // No partials; the shared memory holds more than `slots` u64 (a warp sort keeps none).
     let pass = PassLaunch {
         module,
@@ -859,6 +846,25 @@ struct PassLaunch {
     shared: usize,
     items: usize,
     args: launch::TopkArgs,
+}
+
+/// The arguments of a pass over `rows` rows of `row_len` elements (keys, or the partial
+/// results of the pass before), each cut into `chunks` chunks of `chunk_len`, keeping `k` of
+/// each in `slots`, with the key map `map`.
+fn pass_args(
+    rows: usize,
+    (row_len, chunks, chunk_len): (usize, usize, usize),
+    (k, slots, map): (usize, usize, u32),
+) -> launch::TopkArgs {
+    launch::TopkArgs {
+        row_len: row_len as u64,
+        rows: rows as u32,
+        chunks: chunks as u32,
+        chunk_len: chunk_len as u64,
+        k: k as u32,
+        slots: slots as u32,
+        map,
+    }
 }
 
 /// `passes` as one graph ([`launch::topk_passes`]): the first over `keys`, each later one over
@@ -914,21 +920,13 @@ fn filter<B: DeviceRepr, C: DeviceRepr>(
             0 => format!("topk_keys_{width}"),
             _ => format!("topk_partials_{width}"),
         };
-        let args = launch::TopkArgs {
-            row_len: pass.row_len as u64,
-            rows: rows as u32,
-            chunks: pass.chunks as u32,
-            chunk_len: pass.chunk_len as u64,
-            k: k as u32,
-            slots: pass.slots as u32,
-            map,
-        };
-        let items = rows * pass.chunks;
+        let chunking = (pass.row_len, pass.chunks, pass.chunk_len);
+        let args = pass_args(rows, chunking, (k, pass.slots, map));
         launches.push(PassLaunch {
             module,
             name,
             shared,
-            items,
+            items: rows * pass.chunks,
             args,
         });
     }
