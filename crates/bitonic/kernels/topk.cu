@@ -1281,7 +1281,8 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
 //  3. topk_spread_select, a block a row: the exact select over the row's candidates and ties,
 //     sorted, where they fit together (select_gathered, 16 a thread); over the candidates
 //     alone where they are enough; where they are not and the ties overflow (an f32 row of a
-//     few distinct values), the candidates sorted and then the first ties by index
+//     few distinct values; a 16-bit row that repeats one value through a slice of 8,192
+//     indices), the candidates sorted and then the first ties by index
 //     (put_ties_in_order); otherwise (too few, or too many better ones) the threshold filter
 //     over the whole row. Its dynamic shared memory holds max(SPREAD_CAPACITY, the filter's
 //     slots, slots, TOURNAMENT_SLOTS) composites (src/cuda/topk.rs `spread_held`), in which the

@@ -53,7 +53,8 @@ pub struct Policy {
     /// [`Policy::topk_long_radix_max_k`]; shorter rows are cut into chunks that blocks hold in
     /// registers for a radix select ([`crate::dispatch::Strategy::TopkRadix`]), except rows
     /// longer than one chunk with k past [`crate::dispatch::TOPK_RADIX_MAX_K`], which stream
-    /// too.
+    /// too. Either way, few long rows take the spread select where its plan fits
+    /// ([`Policy::topk_spread_min_len`]).
     pub topk_filter_above: usize,
     /// A row longer than [`Policy::topk_filter_above`] still takes the radix select when k is
     /// at most this (and at most [`crate::dispatch::TOPK_RADIX_MAX_K`], whatever this says):
@@ -121,7 +122,8 @@ pub struct Policy {
     /// The most blocks that sample one row of 32-bit keys in the spread select (up to 256; a
     /// power of two): rows too long for one block's 8,192 samples take it too, sampled by
     /// several blocks (one f32 row of 2^24 on the H200: k = 256 0.143 -> 0.100 ms, k = 1,024
-    /// 0.167 -> 0.114; docs/notes/topk.md, step 14). 1 keeps such rows on the radix select.
+    /// 0.167 -> 0.114; docs/notes/topk.md, step 14). 1 keeps such rows on the radix select or
+    /// the filter.
     pub topk_spread_sample_blocks_32: usize,
     /// The same for 16-bit keys, whose threshold breaks ties by index so that long rows that
     /// repeat their values sample as well (one bf16 row of 2^24 on the H200: k = 256 0.127 ->

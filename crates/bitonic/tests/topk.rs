@@ -513,9 +513,9 @@ fn gpu_spread_select() {
             &[1, 128, 896, 897, 1024],
         );
     }
-    // Rows sampled by several blocks: 256 blocks at k = 1 of 2^22 keys, 64 at k = 1,024. Their
-    // bf16 keys repeat each value many times (~32,000 near 1 in 2^24 keys in [-1, 1), a few
-    // hundred thousand of each of a few distinct ones): the threshold breaks ties by index.
+    // Rows sampled by several blocks: 256 blocks at k = 1 of 2^22 keys, 32 at k = 1,024. Their
+    // bf16 keys repeat values (the specials, ~26,000 copies each in random bits; hundreds of
+    // thousands of each of few distinct keys; all equal): the threshold breaks ties by index.
     for pattern in PATTERNS {
         let long = (1, 1 << 22);
         check_ks::<f32>(Backend::Cuda, every_k, long, pattern, &[1, 50, 256, 1024]);
@@ -872,8 +872,8 @@ fn topk_for_the_sanitizer() {
         one_selection_by::<f32>(&sorter, 1, (1 << 20) + 3, 897, select, Pattern::Random);
         let few = Pattern::FewDistinct;
         one_selection_by::<bitonic::half::bf16>(&sorter, 2, 1 << 21, 300, select, few);
-        // Ties past the candidates (f32 keys all equal): the better ones sorted, then the ties
-        // in order; bf16 keys all equal, their ties broken by index.
+        // Ties past the candidates: the better ones sorted, then the ties in order (f32 keys
+        // all equal; bf16 keys all equal, whose ties fill the first slice of 8,192 indices).
         one_selection_by::<f32>(&sorter, 1, 1 << 20, 50, select, Pattern::AllEqual);
         one_selection_by::<bitonic::half::bf16>(&sorter, 1, 1 << 20, 50, select, Pattern::AllEqual);
         // The warp sort at each of its widths (rows of up to 64, 256 and 1,024 keys), and the

@@ -402,8 +402,11 @@ const SPREAD_SAMPLES: usize = SPREAD_SAMPLES_PER_THREAD * THREADS as usize;
 const SPREAD_CANDIDATES_PER_THREAD: usize = 16;
 const SPREAD_CAPACITY: usize = SPREAD_CANDIDATES_PER_THREAD * THREADS as usize;
 /// Keys a block of the spread select's gather loads at a time, 32 a thread; its chunks are
-/// multiples of it, so that only a row's last load has bounds to check.
+/// multiples of it, so that only a row's last load has bounds to check, and so that a tile's
+/// 16-bit keys share the bits of their index that their words hold (kernels/topk.cu
+/// `SpreadWord`, `SPREAD_TILE_SHIFT`): the result depends on it.
 const SPREAD_TILE: usize = 32 * THREADS as usize;
+const _: () = assert!(SPREAD_TILE == 1 << 13, "kernels/topk.cu SPREAD_TILE_SHIFT");
 /// The most blocks that sample one row of the spread select, each [`SPREAD_SAMPLES`] keys of
 /// its own slice of the row (and [`Policy::topk_spread_sample_blocks`]).
 const SPREAD_SAMPLE_BLOCKS_MOST: usize = 256;
@@ -1403,6 +1406,19 @@ mod tests {
             ..Policy::HOPPER
         };
         assert_eq!(spread_plan(64, 128_256, 50, 4, 132, &off), None);
+        // Rows the dispatch gives the filter take it too (tests/topk.rs `gpu_spread_select`).
+        let filtered = Policy {
+            topk_filter_above: 1 << 20,
+            ..Policy::HOPPER
+        };
+        for (k, key_bytes) in [(256, 2), (256, 4), (1024, 2), (1024, 4)] {
+            let plan = spread_plan(1, (1 << 21) + 5, k, key_bytes, 132, &filtered);
+            assert_eq!(
+                plan.map(|p| p.chunks),
+                Some(257),
+                "k {k}, {key_bytes} bytes"
+            );
+        }
     }
 
     /// A CPU model of topk_merge's placement: each element's place among sorted runs (its
