@@ -707,18 +707,13 @@ fn radix<B: DeviceRepr, C: DeviceRepr>(
             ),
         };
         let shared = held * composites;
-        let args = pass_args(
+        let chunking = (pass.row_len, pass.chunks, pass.chunk_len);
+        launches.push(PassLaunch::over_chunks(
+            (module, name, shared),
             rows,
-            (pass.row_len, pass.chunks, pass.chunk_len),
+            chunking,
             (k, slots, map),
-        );
-        launches.push(PassLaunch {
-            module,
-            name,
-            shared,
-            items: rows * pass.chunks,
-            args,
-        });
+        ));
     }
     run_passes::<B, C>(gpu, &launches, keys, values, indices)
 }
@@ -820,14 +815,17 @@ fn warp_sort<B: DeviceRepr>(
     // u32 for 16-bit keys, u64 for 32-bit ones (kernels/topk.cu `WarpComposite`).
     let warps = THREADS as usize / 32;
     let shared = warps * 32 * (per_lane + 1) * 2 * key_bytes;
-    let args = pass_args(rows, (row_len, 1, row_len), (k, k.next_power_of_two(), map));
-    // No partials; the shared memory holds more than `slots` u64 (a warp sort keeps none).
+    // One chunk a row, a warp a row: no partials; the shared memory holds more than `slots`
+    // u64 (a warp sort keeps none).
+    let selection = (k, k.next_power_of_two(), map);
     let pass = PassLaunch {
-        module,
-        name,
-        shared,
         items: rows.div_ceil(warps),
-        args,
+        ..PassLaunch::over_chunks(
+            (module, name, shared),
+            rows,
+            (row_len, 1, row_len),
+            selection,
+        )
     };
     run_passes::<B, u64>(gpu, &[pass], keys, values, indices)
 }
@@ -851,22 +849,32 @@ struct PassLaunch {
     args: launch::TopkArgs,
 }
 
-/// The arguments of a pass over `rows` rows of `row_len` elements (keys, or the partial
-/// results of the pass before), each cut into `chunks` chunks of `chunk_len`, keeping `k` of
-/// each in `slots`, with the key map `map`.
-fn pass_args(
-    rows: usize,
-    (row_len, chunks, chunk_len): (usize, usize, usize),
-    (k, slots, map): (usize, usize, u32),
-) -> launch::TopkArgs {
-    launch::TopkArgs {
-        row_len: row_len as u64,
-        rows: rows as u32,
-        chunks: chunks as u32,
-        chunk_len: chunk_len as u64,
-        k: k as u32,
-        slots: slots as u32,
-        map,
+impl PassLaunch {
+    /// Kernel `name` of `module` with `shared` bytes over `rows` rows of `row_len` elements
+    /// (keys, or the partial results of the pass before), each cut into `chunks` chunks of
+    /// `chunk_len`, a block a chunk, keeping `k` of each in `slots`, with the key map `map`.
+    fn over_chunks(
+        (module, name, shared): (&'static KernelModule, String, usize),
+        rows: usize,
+        (row_len, chunks, chunk_len): (usize, usize, usize),
+        (k, slots, map): (usize, usize, u32),
+    ) -> PassLaunch {
+        let args = launch::TopkArgs {
+            row_len: row_len as u64,
+            rows: rows as u32,
+            chunks: chunks as u32,
+            chunk_len: chunk_len as u64,
+            k: k as u32,
+            slots: slots as u32,
+            map,
+        };
+        PassLaunch {
+            module,
+            name,
+            shared,
+            items: rows * chunks,
+            args,
+        }
     }
 }
 
@@ -924,14 +932,12 @@ fn filter<B: DeviceRepr, C: DeviceRepr>(
             _ => format!("topk_partials_{width}"),
         };
         let chunking = (pass.row_len, pass.chunks, pass.chunk_len);
-        let args = pass_args(rows, chunking, (k, pass.slots, map));
-        launches.push(PassLaunch {
-            module,
-            name,
-            shared,
-            items: rows * pass.chunks,
-            args,
-        });
+        launches.push(PassLaunch::over_chunks(
+            (module, name, shared),
+            rows,
+            chunking,
+            (k, pass.slots, map),
+        ));
     }
     run_passes::<B, C>(gpu, &launches, keys, values, indices)
 }
