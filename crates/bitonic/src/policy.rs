@@ -119,16 +119,13 @@ pub struct Policy {
     /// k = 1: 0.024 -> 0.047 ms on the H200) and 64 rows do (64 x 128,256 bf16 k = 1: 0.041 ->
     /// 0.026; f32 0.040 -> 0.036; docs/notes/topk.md, step 12).
     pub topk_spread_min_rows: usize,
-    /// The most blocks that sample one row of 32-bit keys in the spread select (up to 256; a
-    /// power of two): rows too long for one block's 8,192 samples take it too, sampled by
-    /// several blocks (one f32 row of 2^24 on the H200: k = 256 0.143 -> 0.100 ms, k = 1,024
-    /// 0.167 -> 0.114; docs/notes/topk.md, step 14). 1 keeps such rows on the radix select or
-    /// the filter.
-    pub topk_spread_sample_blocks_32: usize,
-    /// The same for 16-bit keys, whose threshold breaks ties by index so that long rows that
-    /// repeat their values sample as well (one bf16 row of 2^24 on the H200: k = 256 0.127 ->
-    /// 0.060 ms, k = 1,024 0.195 -> 0.076; docs/notes/topk.md, step 16).
-    pub topk_spread_sample_blocks_16: usize,
+    /// The most blocks that sample one row in the spread select (up to 256; a power of two):
+    /// rows too long for one block's 8,192 samples take it too, sampled by several blocks (on
+    /// the H200, one f32 row of 2^24: k = 256 0.143 -> 0.100 ms, k = 1,024 0.167 -> 0.114,
+    /// docs/notes/topk.md, step 14; one bf16 row of 2^24, whose threshold breaks ties by index:
+    /// k = 256 0.127 -> 0.060, k = 1,024 0.195 -> 0.076, step 16). 1 keeps such rows on the
+    /// radix select or the filter.
+    pub topk_spread_sample_blocks: usize,
     /// Rows of at most this many keys (and at most [`crate::dispatch::TOPK_WARP_SORT_MOST`]) of
     /// 2 or 4 bytes take the warp sort ([`crate::dispatch::Strategy::TopkWarpSort`]: a warp
     /// sorts a row in registers) for every k. On the H200 it beat the radix select for every k
@@ -168,15 +165,6 @@ impl Policy {
         }
     }
 
-    /// The most blocks that sample one row of keys of `key_bytes` (2 or 4) in the spread
-    /// select ([`Policy::topk_spread_sample_blocks_16`], `_32`).
-    pub fn topk_spread_sample_blocks(&self, key_bytes: usize) -> usize {
-        match key_bytes {
-            2 => self.topk_spread_sample_blocks_16,
-            _ => self.topk_spread_sample_blocks_32,
-        }
-    }
-
     /// The largest k the sampled select takes ([`Policy::topk_sampled_max_k`]): its candidates'
     /// shared memory holds 2,048, and a sample's threshold leaves about 1.4 k of them.
     pub const TOPK_SAMPLED_MOST_K: usize = 1024;
@@ -212,8 +200,7 @@ impl Policy {
         topk_sampled_min_chunk: 32_768,
         topk_spread_min_len: 65_536,
         topk_spread_min_rows: 64,
-        topk_spread_sample_blocks_32: 256,
-        topk_spread_sample_blocks_16: 256,
+        topk_spread_sample_blocks: 256,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which

@@ -435,7 +435,7 @@ pub(crate) struct SpreadPlan {
 /// deviations to spare: rank (1 + 3 / sqrt(rank)) x row_len / the samples (a row past it,
 /// about one in 700, costs time: its select filters the whole row). A row is sampled by one
 /// block where that fits, else by the power of two blocks (up to the policy's
-/// `topk_spread_sample_blocks` for the key width, [`SPREAD_SAMPLE_BLOCKS_MOST`] and the grid's
+/// `topk_spread_sample_blocks`, [`SPREAD_SAMPLE_BLOCKS_MOST`] and the grid's
 /// blocks over the rows, each with a slice of at least two samples) that leaves the fewest
 /// candidates, listing `rank` words each, at most [`SPREAD_LISTED_MOST`] a row. The gather
 /// cuts each row into as many chunks as fill the grid, multiples of [`SPREAD_TILE`].
@@ -475,7 +475,7 @@ pub(crate) fn spread_plan(
     // candidates (more sample blocks cost little: they run side by side, and fewer candidates
     // make the select shorter).
     let most_blocks = SPREAD_SAMPLE_BLOCKS_MOST
-        .min(policy.topk_spread_sample_blocks(key_bytes))
+        .min(policy.topk_spread_sample_blocks)
         .min(blocks / rows)
         .min(row_len / (2 * SPREAD_SAMPLES));
     let (sample_blocks, rank, _) = fits(1).or_else(|| {
@@ -1360,7 +1360,7 @@ mod tests {
         assert_eq!(chunks(63, 128_256, 99), None);
         assert_eq!(chunks(63, 128_256, 100), Some((16, 8192)));
         assert_eq!(chunks(1, 1 << 20, 1), None);
-        // With up to 256 sample blocks a row (`topk_spread_sample_blocks_16`), the power of
+        // With up to 256 sample blocks a row (`topk_spread_sample_blocks`), the power of
         // two that leaves the fewest candidates (one row of 2^24 at k = 256: 64 blocks, a
         // threshold that 20 of 2^19 samples reach, ~1,070 candidates); none for k = 1,024 of
         // 2^28 (listed words or candidates past 4,096), nor below k = 100.
