@@ -323,8 +323,9 @@ impl Gpu {
         let mut kept = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
         let bytes = bytes.max(256); // never an empty allocation
         if !kept.as_ref().is_some_and(|s| s.len() >= bytes) {
-            *kept = None; // freed (in stream order) before its successor is allocated
-                          // SAFETY: every call writes the scratch it reads first.
+            // The old buffer is freed (in stream order) before its successor is allocated.
+            *kept = None;
+            // SAFETY: every call writes the scratch it reads first.
             let fresh = unsafe { self.stream.alloc::<u8>(bytes) }
                 .during(|| format!("allocating {bytes} bytes of scratch"))?;
             *kept = Some(fresh);
