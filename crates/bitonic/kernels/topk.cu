@@ -1609,18 +1609,115 @@ __device__ __forceinline__ void warp_sort_candidates(typename WarpComposite<In>:
 
 // The most candidates the warp filter sorts (16 a lane); past them it sorts the whole row.
 #define WARP_FILTER_MOST (16 * WARP_SIZE)
+// The largest k whose threshold comes from the groups' bests: 8 groups a lane give 256 bests,
+// about 2 k for a threshold that leaves about 1.2 k to 2 k candidates. A larger k searches
+// the composites' top bits instead (warp_search_threshold).
+#define WARP_FILTER_GROUPS_MAX_K (8 * WARP_SIZE / 2)
+
+// The top 32 bits of a warp composite: the word of a 32-bit key (u64), or the whole composite
+// of a 16-bit key (u32: word and index, unique in a row).
+__device__ __forceinline__ u32 top_bits(u64 c) { return u32(c >> 32); }
+__device__ __forceinline__ u32 top_bits(u32 c) { return c; }
+
+// The warp filter's threshold for a k past the groups' (WARP_FILTER_GROUPS_MAX_K): the u32 T,
+// chosen a bit at a time from the top, that the most `top_bits` reach while at least k do,
+// stopping early once between k and `enough` of them reach it. `reached` gets how many do.
+// Padding's top bits are 0: only T = 0 counts it, which leaves every slot. A round is a compare
+// and an add a register and one warp reduction, so 32 rounds cost about what sorting 32 x 8
+// u64 composites does; with keys in no order the count meets k about 20 bits in.
+template <u32 P, typename C>
+__device__ __forceinline__ u32 warp_search_threshold(const C (&x)[P], u32 k, u32 enough, u32 &reached) {
+    u32 threshold = 0;
+    reached = P * WARP_SIZE;
+#pragma unroll 1
+    for (u32 bit = 32; bit-- > 0;) {
+        const u32 trial = threshold | 1u << bit;
+        u32 mine = 0;
+#pragma unroll
+        for (u32 p = 0; p < P; p++) mine += top_bits(x[p]) >= trial;
+        const u32 count = __reduce_add_sync(FULL_WARP_MASK, mine);
+        if (count >= k) { // warp-uniform
+            threshold = trial;
+            reached = count;
+            if (count <= enough) break;
+        }
+    }
+    return threshold;
+}
+
+// The warp filter's candidates, the composites that `reaches` (at most WARP_FILTER_MOST of
+// them), gathered in `staged` in the lanes' order, sorted best first in 2, 8 or 16 registers a
+// lane, and their first k put. Returns false, having put nothing, where more reach it.
+template <typename K, typename In, u32 P, typename Reaches>
+__device__ __forceinline__ bool warp_sort_reaching(const typename WarpComposite<In>::C (&x)[P],
+                                                   typename WarpComposite<In>::C *staged, const Reaches &reaches,
+                                                   u64 row, u32 k, u32 map, K *values, u32 *indices) {
+    u32 mine = 0;
+#pragma unroll
+    for (u32 p = 0; p < P; p++) mine += reaches(x[p]);
+    const u32 below = warp_inclusive_sum(mine);
+    const u32 total = __shfl_sync(FULL_WARP_MASK, below, WARP_SIZE - 1);
+    if (total > WARP_FILTER_MOST) return false; // warp-uniform
+    u32 at = below - mine;
+#pragma unroll
+    for (u32 p = 0; p < P; p++)
+        if (reaches(x[p])) staged[at++] = x[p];
+    __syncwarp();
+    if (total <= 2 * WARP_SIZE) warp_sort_candidates<2, K, In>(staged, total, row, k, map, values, indices);
+    else if (total <= 8 * WARP_SIZE) warp_sort_candidates<8, K, In>(staged, total, row, k, map, values, indices);
+    else warp_sort_candidates<16, K, In>(staged, total, row, k, map, values, indices);
+    return true;
+}
+
+// The warp filter of a row held as 32 x P composites (padding past the row's end): the first k
+// of the composites that reach a threshold, sorted and put, where at most WARP_FILTER_MOST
+// reach it; false, having put nothing, where more do (the caller sorts the row).
+// - k up to WARP_FILTER_GROUPS_MAX_K: the k-th best of the groups' bests (warp_group_bests,
+//   with G groups a lane, the fewest that give about 2k groups holding an element; padding
+//   past 32 G). For keys in no particular order about 1.2 k to 2 k reach it.
+// - a larger k: warp_search_threshold over the composites' top bits, until no more than the
+//   fewest candidates' registers that hold k reach it (32-bit keys: the u64 composites' sort
+//   costs more than the rounds that shrink it), or no more than WARP_FILTER_MOST (16-bit keys,
+//   whose top bits tie in their index's bits, for which a round costs about what halving the
+//   sort of u32 composites saves).
+template <typename K, typename In, u32 P>
+__device__ __forceinline__ bool warp_filter(const typename WarpComposite<In>::C (&x)[P],
+                                            typename WarpComposite<In>::C *staged, u64 row_len, u64 row, u32 k,
+                                            u32 map, K *values, u32 *indices) {
+    typedef typename WarpComposite<In>::C C;
+    if (k > WARP_FILTER_GROUPS_MAX_K) {
+        const u32 fewest = k <= 8 * WARP_SIZE ? 8 * WARP_SIZE : WARP_FILTER_MOST;
+        u32 reached;
+        const u32 threshold = warp_search_threshold(x, k, sizeof(C) == 8 ? fewest : WARP_FILTER_MOST, reached);
+        if (reached > WARP_FILTER_MOST) return false; // warp-uniform
+        return warp_sort_reaching<K, In>(x, staged, [=](const C &c) { return top_bits(c) >= threshold; }, row, k, map,
+                                         values, indices);
+    }
+    // G: the fewest groups a lane (up to 8) of which about 2k hold an element.
+    const u32 registers = u32((row_len + WARP_SIZE - 1) / WARP_SIZE);
+    u32 groups = 1;
+    while (groups < 8 && WARP_SIZE * min(groups, registers) < 2 * k) groups <<= 1;
+    switch (groups) { // warp-uniform
+    case 1: warp_group_bests<1>(x, staged); break;
+    case 2: warp_group_bests<2>(x, staged); break;
+    case 4: warp_group_bests<4>(x, staged); break;
+    default: warp_group_bests<8>(x, staged); break;
+    }
+    const C threshold = k <= WARP_SIZE * groups ? staged[k - 1] : padding<C>();
+    __syncwarp(); // read before the candidates overwrite it
+    if (!better(threshold, padding<C>())) return false; // warp-uniform
+    return warp_sort_reaching<K, In>(x, staged, [=](const C &c) { return !better(threshold, c); }, row, k, map, values,
+                                     indices);
+}
 
 // Rows of at most 32 x P keys of 16 or 32 bits, one warp a row: the warp holds the row's
 // composites in registers, P a lane (padding past the row's end), sorts them best first
 // (warp_sort_best_first, lane-major) and puts the first k (warp_put). No barrier, and no shared
 // memory but each warp's own `WARP_SIZE x (P + 1)` composites. The grid's warps take rows
 // `gridDim.x x warps` apart. (`partials`, in the shared parameter list, is unused: null.)
-// FILTER (P = 32, the host's `topk_warp_filter_max_k`): before sorting, the warp takes a
-// threshold from its groups' bests (warp_group_bests, with G groups a lane, the fewest that
-// give about 2k groups holding an element; padding past 32 G) and gathers the composites that reach it: for keys in no
-// particular order about 1.2 k to 2 k of them, which it sorts in 2, 8 or 16 registers a lane
-// instead of 32. Where the threshold is padding or more than WARP_FILTER_MOST reach it (ties
-// cannot: composites are unique), it sorts the row as without FILTER.
+// FILTER (P = 32, k up to the host's `topk_warp_filter_max_k`): the warp filter first sorts
+// only the keys that reach a threshold, and the whole row where too many do (ties of 32-bit
+// keys' words, or a threshold that is padding).
 template <typename K, typename In, u32 P, bool FILTER>
 __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u32 map, K *values, u32 *indices) {
     typedef WarpComposite<In> W;
@@ -1647,34 +1744,7 @@ __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u3
             x[p] = at < row_len ? W::of(key[p], at, map) : padding<C>();
         }
         if constexpr (FILTER) {
-            // G: the fewest groups a lane (up to 8) of which about 2k hold an element.
-            const u32 registers = u32((row_len + WARP_SIZE - 1) / WARP_SIZE);
-            u32 groups = 1;
-            while (groups < 8 && WARP_SIZE * min(groups, registers) < 2 * k) groups <<= 1;
-            switch (groups) { // warp-uniform
-            case 1: warp_group_bests<1>(x, staged); break;
-            case 2: warp_group_bests<2>(x, staged); break;
-            case 4: warp_group_bests<4>(x, staged); break;
-            default: warp_group_bests<8>(x, staged); break;
-            }
-            const C threshold = k <= WARP_SIZE * groups ? staged[k - 1] : padding<C>();
-            __syncwarp(); // read before the candidates overwrite it
-            u32 mine = 0;
-#pragma unroll
-            for (u32 p = 0; p < P; p++) mine += !better(threshold, x[p]);
-            const u32 below = warp_inclusive_sum(mine);
-            const u32 total = __shfl_sync(FULL_WARP_MASK, below, WARP_SIZE - 1);
-            if (better(threshold, padding<C>()) && total <= WARP_FILTER_MOST) { // warp-uniform
-                u32 at = below - mine;
-#pragma unroll
-                for (u32 p = 0; p < P; p++)
-                    if (!better(threshold, x[p])) staged[at++] = x[p];
-                __syncwarp();
-                if (total <= 2 * WARP_SIZE) warp_sort_candidates<2, K, In>(staged, total, row, k, map, values, indices);
-                else if (total <= 8 * WARP_SIZE) warp_sort_candidates<8, K, In>(staged, total, row, k, map, values, indices);
-                else warp_sort_candidates<16, K, In>(staged, total, row, k, map, values, indices);
-                continue;
-            }
+            if (warp_filter<K, In, P>(x, staged, row_len, row, k, map, values, indices)) continue; // warp-uniform
         }
         warp_sort_best_first<P, true>(x);
         warp_put<K, In, P>(x, staged, row, k, map, values, indices);

@@ -464,18 +464,18 @@ mod tests {
             (1 << 20, rows(warp_all), 1, 4, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(warp_all), 1, 2, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(warp_all + 1), 1, 4, true, Backend::Cuda, TopkWarpSort),
+            // (The filter's k reaches past the warp sort's: every k of both widths.)
             (1 << 20, rows(warp), filter_k, 4, true, Backend::Cuda, TopkWarpSort),
-            (1 << 20, rows(warp), filter_k + 1, 4, true, Backend::Cuda, TopkRadix),
+            (1 << 20, rows(warp), filter_k + 1, 4, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(warp + 1), 1, 4, true, Backend::Cuda, TopkRadix),
-            (1 << 20, rows(warp), warp_k - 1, 4, true, Backend::Cuda, TopkRadix),
+            (1 << 20, rows(warp), warp_k - 1, 4, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(warp), warp_k, 4, true, Backend::Cuda, TopkWarpSort),
-            // (16-bit keys: the filter's k reaches the warp sort's.)
             (1 << 20, rows(warp), warp_k16 - 1, 2, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(warp), warp_k16, 2, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(warp), warp, 2, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(1000), 501, 4, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(1000), 100, 4, true, Backend::Cuda, TopkWarpSort),
-            (1 << 20, rows(1000), 200, 4, true, Backend::Cuda, TopkRadix),
+            (1 << 20, rows(1000), 200, 4, true, Backend::Cuda, TopkWarpSort),
             (1 << 20, rows(warp * 2), 513, 4, true, Backend::Cuda, TopkRadix),
             (1 << 20, rows(warp * 2), warp + 1, 4, true, Backend::Cuda, PairPasses),
             // 8-byte keys take the radix select or the rows' argsort.

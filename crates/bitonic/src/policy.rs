@@ -144,9 +144,12 @@ pub struct Policy {
     pub topk_warp_sort_min_k_16: usize,
     /// Rows of up to [`crate::dispatch::TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes take the
     /// warp sort for k up to this too, as the *warp filter* where a row is longer than 256
-    /// (kernels/topk.cu `topk_warp_filter`): before sorting, the warp keeps the keys that reach
-    /// the k-th best of its lanes' group bests, about 1.2 k to 2 k, and sorts those instead of
-    /// the row (docs/notes/topk.md, step 13). 0 turns it off.
+    /// (kernels/topk.cu `warp_filter`): before sorting, the warp keeps the keys that reach a
+    /// threshold and sorts those (at most 512) instead of the row. Up to k = 128 the threshold
+    /// is the k-th best of its lanes' group bests, which about 1.2 k to 2 k reach
+    /// (docs/notes/topk.md, step 13); above, a search of the composites' top bits, a bit a
+    /// round, until between k and 256 (k up to 256, 32-bit keys) or 512 reach it (step 17).
+    /// Past 512 the warp sorts the row. 0 turns it off.
     pub topk_warp_filter_max_k: usize,
 }
 
@@ -194,7 +197,7 @@ impl Policy {
         topk_warp_sort_rows_up_to: 256,
         topk_warp_sort_min_k_32: 384,
         topk_warp_sort_min_k_16: 100,
-        topk_warp_filter_max_k: 128,
+        topk_warp_filter_max_k: 512,
         topk_sampled_min_k: 100,
         topk_sampled_max_k: 1024,
         topk_sampled_min_chunk: 32_768,

@@ -585,9 +585,9 @@ fn large_keys_in_the_sample(row_len: usize, k: usize, select: Select, runs: usiz
 
 /// Rows a warp sorts (at most [`TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes): lengths around
 /// a lane's 2, 8 and 32 composites and a warp's 32 lanes, k from 1 to the row, every pattern,
-/// with a policy that sorts every k by warps (rows past 256 through the warp filter, whose
-/// threshold at a large k leaves more candidates than it sorts), with one that never filters,
-/// and with the default rule (the radix select between the filter's k and the warp sort's);
+/// with a policy that sorts every k by warps (rows past 256 through the warp filter: its
+/// groups' bests up to k = 128, its search of top bits above, and past 512 more candidates
+/// than it sorts), with one that never filters, and with the default rule;
 /// then more rows than the grid has warps, so that warps take several rows.
 fn gpu_short_rows_by_warps() {
     gpu("gpu_short_rows_by_warps");
@@ -606,7 +606,7 @@ fn gpu_short_rows_by_warps() {
     ];
     for pattern in PATTERNS {
         for &row_len in &lens {
-            let mut ks: Vec<usize> = [1, 2, 7, 8, 16, 17, 33, 50, 64, 65, 128, 129]
+            let mut ks: Vec<usize> = [1, 2, 7, 8, 16, 17, 33, 50, 64, 65, 128, 129, 256, 512, 513]
                 .into_iter()
                 .chain([row_len / 2, row_len / 2 + 1])
                 .chain([row_len - 1, row_len])
@@ -877,15 +877,18 @@ fn topk_for_the_sanitizer() {
         one_selection_by::<f32>(&sorter, 1, 1 << 20, 50, select, Pattern::AllEqual);
         one_selection_by::<bitonic::half::bf16>(&sorter, 1, 1 << 20, 50, select, Pattern::AllEqual);
         // The warp sort at each of its widths (rows of up to 64, 256 and 1,024 keys), and the
-        // warp filter with 1 to 8 groups a lane, sorting 2, 8 and 16 candidates a lane, and
-        // sorting the whole row after a threshold that too many reach (k = 700).
+        // warp filter with 1 to 8 groups a lane, sorting 2, 8 and 16 candidates a lane, with
+        // the search of top bits (k past 128), and sorting the whole row after a threshold
+        // that too many reach (k = 700; f32 keys all equal at k = 256).
         for (rows, row_len, k) in [(9, 33, 5), (9, 200, 101), (17, 1000, 1000)]
             .into_iter()
             .chain([(9, 1000, 1), (9, 1000, 20), (9, 1000, 50), (9, 300, 128)])
+            .chain([(9, 1000, 129), (9, 1000, 256), (9, 1000, 500)])
         {
             one_selection::<f32>(rows, row_len, k, select, Pattern::Random);
             one_selection::<bitonic::half::bf16>(rows, row_len, k, select, Pattern::FewDistinct);
         }
+        one_selection::<f32>(9, 1000, 256, select, Pattern::AllEqual);
         let filters = Sorter::new().backend(Backend::Cuda).policy(Policy {
             topk_warp_filter_max_k: usize::MAX,
             ..Policy::HOPPER
