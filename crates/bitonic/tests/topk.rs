@@ -389,6 +389,16 @@ fn gpu_streamed_segments() {
             &[50, 256],
         );
     }
+    // The default policy streams below its k where that saves a pass: 600 rows of 32,768 (a
+    // segment a row, not four chunks and their merge), one row of 2^24 + 3 at k = 8 (513
+    // segments, whose partials one block selects from).
+    for (shape, ks) in [
+        ((600, 32_768), &[1, 8, 50][..]),
+        ((1, (1 << 24) + 3), &[8][..]),
+    ] {
+        check_ks::<f32>(Backend::Cuda, None, shape, Pattern::Random, ks);
+        check_ks::<bitonic::half::bf16>(Backend::Cuda, None, shape, Pattern::FewDistinct, ks);
+    }
     let (rows, row_len) = (2, 50_000);
     let steps: Vec<f32> = (0..rows * row_len)
         .map(|i| ((i % row_len) / 9000) as f32)

@@ -291,6 +291,10 @@ const MERGE_RUNS_MOST: usize = 7;
 /// most an eighth of a block's registers), cuts rows into *segments* of up to
 /// `topk_radix_stream_chunks` such chunks instead, as many as the grid wants, and a block
 /// streams each ([`RadixKind::Segments`]) where a segment has at least [`STREAM_MIN_CHUNKS`].
+/// A k below that range streams segments of [`STREAM_MIN_CHUNKS`] chunks where they make the
+/// plan a pass shorter and still fill the GPU ([`STREAM_BLOCKS_PER_SM`]): one row of 2^24 at
+/// k = 8 leaves 4,096 partial results, which one block selects from, instead of 16,384, which
+/// take two more passes (docs/notes/topk.md, step 17).
 /// Where [`samples`] says so (`topk_sampled_min_k` to `_max_k`), the first pass is the sampled
 /// select instead ([`RadixKind::Sampled`]), over as many chunks as the grid wants of at least
 /// [`SAMPLED_MIN_LEN`] and 8 k keys, whatever a block's registers hold.
@@ -304,6 +308,67 @@ pub(crate) fn radix_plan(
     multiprocessors: usize,
     policy: &Policy,
 ) -> Vec<RadixPass> {
+    let plan = |streaming| {
+        radix_passes(
+            rows,
+            row_len,
+            k,
+            key_bytes,
+            multiprocessors,
+            policy,
+            streaming,
+        )
+    };
+    let most = THREADS as usize * policy.topk_radix_per_thread;
+    let can_stream = policy.topk_radix_stream_chunks >= STREAM_MIN_CHUNKS
+        && policy.topk_radix_per_thread == RADIX_PER_THREAD[2]
+        && 8 * k <= most
+        && !samples(row_len, k, key_bytes, policy);
+    if !can_stream {
+        return plan(Streaming::Off);
+    }
+    if (policy.topk_radix_stream_min_k..=policy.topk_radix_stream_max_k).contains(&k) {
+        return plan(Streaming::FillGrid);
+    }
+    let plain = plan(Streaming::Off);
+    let segments = rows.saturating_mul(row_len.div_ceil(STREAM_MIN_CHUNKS * most));
+    if k < policy.topk_radix_stream_min_k && segments >= STREAM_BLOCKS_PER_SM * multiprocessors {
+        let streamed = plan(Streaming::Fewest);
+        if streamed.len() < plain.len() {
+            return streamed;
+        }
+    }
+    plain
+}
+
+/// How a radix plan's first pass cuts rows into segments that a block streams
+/// ([`RadixKind::Segments`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Streaming {
+    /// Chunks only.
+    Off,
+    /// As many segments as the grid wants, of up to `topk_radix_stream_chunks` chunks, where
+    /// they have at least [`STREAM_MIN_CHUNKS`].
+    FillGrid,
+    /// Segments of [`STREAM_MIN_CHUNKS`] chunks: the fewest partial results a block of
+    /// registers streams to.
+    Fewest,
+}
+
+/// The blocks an SM of the segments' kernel (kernels/topk.cu `topk_radix_stream_*`, 128
+/// registers): a plan of fewer segments than this fills of the GPU keeps its chunks.
+const STREAM_BLOCKS_PER_SM: usize = 2;
+
+/// [`radix_plan`] with its first pass cut as `streaming` says.
+fn radix_passes(
+    rows: usize,
+    row_len: usize,
+    k: usize,
+    key_bytes: usize,
+    multiprocessors: usize,
+    policy: &Policy,
+    streaming: Streaming,
+) -> Vec<RadixPass> {
     let most_per_thread = policy.topk_radix_per_thread;
     assert!(RADIX_PER_THREAD[1..].contains(&most_per_thread));
     let most = THREADS as usize * most_per_thread;
@@ -311,22 +376,20 @@ pub(crate) fn radix_plan(
     let wanted = blocks.div_ceil(rows.max(1)).max(1);
     let min_chunk = RADIX_MIN_CHUNK.max(8 * k).min(most);
     let stream_chunks = policy.topk_radix_stream_chunks.max(1);
-    let stream_ks = policy.topk_radix_stream_min_k..=policy.topk_radix_stream_max_k;
-    let streams = stream_chunks >= STREAM_MIN_CHUNKS
-        && most_per_thread == RADIX_PER_THREAD[2]
-        && stream_ks.contains(&k)
-        && 8 * k <= most;
     let sampled = samples(row_len, k, key_bytes, policy);
     let mut passes = Vec::new();
     let mut len = row_len;
     loop {
-        let segment = if passes.is_empty() && streams && !sampled {
-            let segments = wanted
-                .min(len.div_ceil(min_chunk))
-                .max(len.div_ceil(most.saturating_mul(stream_chunks)));
-            len.div_ceil(segments).next_multiple_of(most)
-        } else {
-            0
+        let segment = match streaming {
+            _ if !passes.is_empty() || sampled => 0,
+            Streaming::Off => 0,
+            Streaming::FillGrid => {
+                let segments = wanted
+                    .min(len.div_ceil(min_chunk))
+                    .max(len.div_ceil(most.saturating_mul(stream_chunks)));
+                len.div_ceil(segments).next_multiple_of(most)
+            }
+            Streaming::Fewest => STREAM_MIN_CHUNKS * most,
         };
         let pass = if passes.is_empty() && sampled {
             let chunks = wanted.min(len / sampled_chunk(k, policy)).max(1);
@@ -1108,11 +1171,26 @@ mod tests {
                                     // The first pass: segments of whole blocks of 32 a thread,
                                     // at least STREAM_MIN_CHUNKS, as many as the policy allows,
                                     // for the policy's k whose threshold a block of registers
-                                    // can give.
+                                    // can give; below the policy's k, segments of exactly
+                                    // STREAM_MIN_CHUNKS, a pass fewer than chunks, and enough
+                                    // of them to fill the GPU.
                                     assert_eq!((i, p.per_thread), (0, 32), "{what}");
                                     assert!(8 * k <= most, "{what}");
-                                    assert!(k >= policy.topk_radix_stream_min_k, "{what}");
                                     assert!(k <= policy.topk_radix_stream_max_k, "{what}");
+                                    if k < policy.topk_radix_stream_min_k {
+                                        assert_eq!(p.chunk_len, STREAM_MIN_CHUNKS * most, "{what}");
+                                        assert!(rows * p.chunks >= 2 * 132, "{what}");
+                                        let plain = radix_passes(
+                                            rows,
+                                            row_len,
+                                            k,
+                                            key_bytes,
+                                            132,
+                                            policy,
+                                            Streaming::Off,
+                                        );
+                                        assert!(passes.len() < plain.len(), "{what}");
+                                    }
                                     assert_eq!(p.chunk_len % most, 0, "{what}");
                                     assert!(p.chunk_len >= STREAM_MIN_CHUNKS * most, "{what}");
                                     assert!(
@@ -1190,13 +1268,31 @@ mod tests {
             .iter()
             .all(|p| p.kind != RadixKind::Segments));
         // With u64 composites, a row's 4 sorted runs of k merge in one block; streamed (k from
-        // 100 to 512), a row of 32,768 is one segment, whose block writes the row's result.
-        for policy in [no_streams, streams] {
-            assert_eq!(
-                plan(4096, 32_768, 50, 4, policy),
-                [(4, 8192, false, false), (1, 200, false, true)]
-            );
+        // 100 to 512, and below where it saves a pass), a row of 32,768 is one segment, whose
+        // block writes the row's result.
+        assert_eq!(
+            plan(4096, 32_768, 50, 4, no_streams),
+            [(4, 8192, false, false), (1, 200, false, true)]
+        );
+        assert_eq!(
+            plan(4096, 32_768, 50, 4, streams),
+            [(1, 32_768, true, false)]
+        );
+        // Below the policy's k, one row of 2^24 streams 512 segments of 4 chunks where that
+        // leaves the partials one block (k = 8), not where it saves no pass (k = 1, 50), and
+        // 64 rows of 20,000 keep their chunks: 64 segments would not fill the GPU.
+        assert_eq!(
+            plan(1, 1 << 24, 8, 4, streams),
+            [(512, 32_768, true, false), (1, 4096, false, false)]
+        );
+        for k in [1, 50] {
+            assert!(radix_plan(1, 1 << 24, k, 4, 132, streams)
+                .iter()
+                .all(|p| p.kind != RadixKind::Segments));
         }
+        assert!(radix_plan(64, 20_000, 8, 4, 132, streams)
+            .iter()
+            .all(|p| p.kind != RadixKind::Segments));
         for k in [100, 256, 512] {
             assert_eq!(
                 plan(4096, 32_768, k, 2, streams),
