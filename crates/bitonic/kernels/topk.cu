@@ -1609,26 +1609,28 @@ __device__ __forceinline__ void warp_sort_candidates(typename WarpComposite<In>:
 
 // The most candidates the warp filter sorts (16 a lane); past them it sorts the whole row.
 #define WARP_FILTER_MOST (16 * WARP_SIZE)
-// The largest k whose threshold comes from the groups' bests: 8 groups a lane give 256 bests,
-// about 2 k for a threshold that leaves about 1.2 k to 2 k candidates. A larger k searches
-// the composites' top bits instead (warp_search_threshold).
-#define WARP_FILTER_GROUPS_MAX_K (8 * WARP_SIZE / 2)
+
+// What a warp does before it sorts a row of up to 1,024 keys (topk_warp_sort's FILTER): sort
+// it whole, or only the keys that reach a threshold taken from the groups' bests (k up to 128:
+// 8 groups a lane give 256 bests, about 2 k, which leave about 1.2 k to 2 k candidates), or
+// from a search of the composites' top bits (a larger k, up to WARP_FILTER_MOST). Each is a
+// kernel of its own (the host picks it by k), so that each compiles with only its registers.
+enum WarpFilter { WHOLE_ROW, GROUP_BESTS, TOP_BITS };
 
 // The top 32 bits of a warp composite: the word of a 32-bit key (u64), or the whole composite
 // of a 16-bit key (u32: word and index, unique in a row).
 __device__ __forceinline__ u32 top_bits(u64 c) { return u32(c >> 32); }
 __device__ __forceinline__ u32 top_bits(u32 c) { return c; }
 
-// The warp filter's threshold for a k past the groups' (WARP_FILTER_GROUPS_MAX_K): the u32 T,
-// chosen a bit at a time from the top, that the most `top_bits` reach while at least k do,
-// stopping early once between k and `enough` of them reach it. `reached` gets how many do.
-// Padding's top bits are 0: only T = 0 counts it, which leaves every slot. A round is a compare
-// and an add a register and one warp reduction, so 32 rounds cost about what sorting 32 x 8
-// u64 composites does; with keys in no order the count meets k about 20 bits in.
+// A threshold on the composites' top bits that at least k of the warp's 32 x P composites
+// reach (1 <= k <= 32 x P): the u32 T, chosen a bit at a time from the top, that the most
+// reach while at least k do, stopping early once no more than `enough` reach it. A round is a
+// compare and an add a register and one warp reduction. Padding's top bits are 0, and so are a
+// real 32-bit key's whose sortable word is 0: only T = 0 counts them, and every slot reaches
+// that.
 template <u32 P, typename C>
-__device__ __forceinline__ u32 warp_search_threshold(const C (&x)[P], u32 k, u32 enough, u32 &reached) {
+__device__ __forceinline__ u32 warp_search_threshold(const C (&x)[P], u32 k, u32 enough) {
     u32 threshold = 0;
-    reached = P * WARP_SIZE;
 #pragma unroll 1
     for (u32 bit = 32; bit-- > 0;) {
         const u32 trial = threshold | 1u << bit;
@@ -1638,7 +1640,6 @@ __device__ __forceinline__ u32 warp_search_threshold(const C (&x)[P], u32 k, u32
         const u32 count = __reduce_add_sync(FULL_WARP_MASK, mine);
         if (count >= k) { // warp-uniform
             threshold = trial;
-            reached = count;
             if (count <= enough) break;
         }
     }
@@ -1669,45 +1670,40 @@ __device__ __forceinline__ bool warp_sort_reaching(const typename WarpComposite<
     return true;
 }
 
-// The warp filter of a row held as 32 x P composites (padding past the row's end): the first k
-// of the composites that reach a threshold, sorted and put, where at most WARP_FILTER_MOST
-// reach it; false, having put nothing, where more do (the caller sorts the row).
-// - k up to WARP_FILTER_GROUPS_MAX_K: the k-th best of the groups' bests (warp_group_bests,
-//   with G groups a lane, the fewest that give about 2k groups holding an element; padding
-//   past 32 G). For keys in no particular order about 1.2 k to 2 k reach it.
-// - a larger k: warp_search_threshold over the composites' top bits, until no more than the
-//   fewest candidates' registers that hold k reach it (32-bit keys: the u64 composites' sort
-//   costs more than the rounds that shrink it), or no more than WARP_FILTER_MOST (16-bit keys,
-//   whose top bits tie in their index's bits, for which a round costs about what halving the
-//   sort of u32 composites saves).
-template <typename K, typename In, u32 P>
-__device__ __forceinline__ bool warp_filter(const typename WarpComposite<In>::C (&x)[P],
-                                            typename WarpComposite<In>::C *staged, u64 row_len, u64 row, u32 k,
-                                            u32 map, K *values, u32 *indices) {
+// The warp filter (FILTER, GROUP_BESTS or TOP_BITS) of a row held as 32 x 32 composites of
+// more than 256 keys (padding past the row's end): the first k of the composites that reach
+// the threshold, sorted and put, where at most WARP_FILTER_MOST reach it; false, having put
+// nothing, where more do (the caller sorts the row).
+// - GROUP_BESTS: the k-th best of the groups' bests (warp_group_bests), with G groups a lane,
+//   the fewest (up to 8) that give 2 k groups (padding past 32 G); k <= 256 needs no more.
+// - TOP_BITS: warp_search_threshold, stopping once no more than 256 (k up to 256) or 512 reach
+//   it, so that they sort in 8 or 16 registers a lane; k > WARP_FILTER_MOST needs no search.
+template <WarpFilter FILTER, typename K, typename In>
+__device__ __forceinline__ bool warp_filter(const typename WarpComposite<In>::C (&x)[32],
+                                            typename WarpComposite<In>::C *staged, u64 row, u32 k, u32 map,
+                                            K *values, u32 *indices) {
     typedef typename WarpComposite<In>::C C;
-    if (k > WARP_FILTER_GROUPS_MAX_K) {
-        const u32 fewest = k <= 8 * WARP_SIZE ? 8 * WARP_SIZE : WARP_FILTER_MOST;
-        u32 reached;
-        const u32 threshold = warp_search_threshold(x, k, sizeof(C) == 8 ? fewest : WARP_FILTER_MOST, reached);
-        if (reached > WARP_FILTER_MOST) return false; // warp-uniform
+    if constexpr (FILTER == TOP_BITS) {
+        if (k > WARP_FILTER_MOST) return false;
+        const u32 enough = k <= 8 * WARP_SIZE ? 8 * WARP_SIZE : WARP_FILTER_MOST;
+        const u32 threshold = warp_search_threshold(x, k, enough);
         return warp_sort_reaching<K, In>(x, staged, [=](const C &c) { return top_bits(c) >= threshold; }, row, k, map,
                                          values, indices);
+    } else {
+        u32 groups = 1;
+        while (groups < 8 && WARP_SIZE * groups < 2 * k) groups <<= 1;
+        switch (groups) { // warp-uniform
+        case 1: warp_group_bests<1>(x, staged); break;
+        case 2: warp_group_bests<2>(x, staged); break;
+        case 4: warp_group_bests<4>(x, staged); break;
+        default: warp_group_bests<8>(x, staged); break;
+        }
+        const C threshold = k <= WARP_SIZE * groups ? staged[k - 1] : padding<C>();
+        __syncwarp(); // read before the candidates overwrite it
+        if (!better(threshold, padding<C>())) return false; // warp-uniform
+        return warp_sort_reaching<K, In>(x, staged, [=](const C &c) { return !better(threshold, c); }, row, k, map,
+                                         values, indices);
     }
-    // G: the fewest groups a lane (up to 8) of which about 2k hold an element.
-    const u32 registers = u32((row_len + WARP_SIZE - 1) / WARP_SIZE);
-    u32 groups = 1;
-    while (groups < 8 && WARP_SIZE * min(groups, registers) < 2 * k) groups <<= 1;
-    switch (groups) { // warp-uniform
-    case 1: warp_group_bests<1>(x, staged); break;
-    case 2: warp_group_bests<2>(x, staged); break;
-    case 4: warp_group_bests<4>(x, staged); break;
-    default: warp_group_bests<8>(x, staged); break;
-    }
-    const C threshold = k <= WARP_SIZE * groups ? staged[k - 1] : padding<C>();
-    __syncwarp(); // read before the candidates overwrite it
-    if (!better(threshold, padding<C>())) return false; // warp-uniform
-    return warp_sort_reaching<K, In>(x, staged, [=](const C &c) { return !better(threshold, c); }, row, k, map, values,
-                                     indices);
 }
 
 // Rows of at most 32 x P keys of 16 or 32 bits, one warp a row: the warp holds the row's
@@ -1715,14 +1711,14 @@ __device__ __forceinline__ bool warp_filter(const typename WarpComposite<In>::C 
 // (warp_sort_best_first, lane-major) and puts the first k (warp_put). No barrier, and no shared
 // memory but each warp's own `WARP_SIZE x (P + 1)` composites. The grid's warps take rows
 // `gridDim.x x warps` apart. (`partials`, in the shared parameter list, is unused: null.)
-// FILTER (P = 32, k up to the host's `topk_warp_filter_max_k`): the warp filter first sorts
-// only the keys that reach a threshold, and the whole row where too many do (ties of 32-bit
-// keys' words, or a threshold that is padding).
-template <typename K, typename In, u32 P, bool FILTER>
+// With a FILTER (P = 32, rows of more than 256 keys; the host's `topk_warp_filter_max_k`), the
+// warp first sorts only the keys that reach a threshold (warp_filter), and the whole row where
+// too many do (ties of 32-bit keys' words, a threshold that is padding, k past 512).
+template <typename K, typename In, u32 P, WarpFilter FILTER>
 __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u32 map, K *values, u32 *indices) {
     typedef WarpComposite<In> W;
     typedef typename W::C C;
-    static_assert(!FILTER || P == 32, "the filter takes rows of up to 1,024");
+    static_assert(FILTER == WHOLE_ROW || P == 32, "the filter takes rows of up to 1,024");
     const u32 lane = threadIdx.x % WARP_SIZE, warps = blockDim.x / WARP_SIZE;
     C *staged = shared_tile<C>() + threadIdx.x / WARP_SIZE * (WARP_SIZE * (P + 1));
     const u64 first = u64(blockIdx.x) * warps + threadIdx.x / WARP_SIZE;
@@ -1743,8 +1739,8 @@ __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u3
             const u32 at = p * WARP_SIZE + lane;
             x[p] = at < row_len ? W::of(key[p], at, map) : padding<C>();
         }
-        if constexpr (FILTER) {
-            if (warp_filter<K, In, P>(x, staged, row_len, row, k, map, values, indices)) continue; // warp-uniform
+        if constexpr (FILTER != WHOLE_ROW) {
+            if (warp_filter<FILTER, K, In>(x, staged, row, k, map, values, indices)) continue; // warp-uniform
         }
         warp_sort_best_first<P, true>(x);
         warp_put<K, In, P>(x, staged, row, k, map, values, indices);
@@ -1823,8 +1819,8 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
         topk_spread_select<W, C, W>(input, row_len, rows, chunks, chunk_len, k, slots, map, spread, candidates, \
                                     chunk_ties, values, indices);                                \
     }
-// The warp sort of short rows (rows of up to 64, 256 and 1,024 keys), and the warp filter of
-// rows of up to 1,024, a part per key width.
+// The warp sort of short rows (rows of up to 64, 256 and 1,024 keys), and the warp filters of
+// rows of up to 1,024 (by the groups' bests and by a search of top bits), a part per key width.
 // Blocks an SM: 2 for u64 composites (128 registers; 32 a lane: 4 bytes spill), 3 for u32 (80;
 // at 4, 64 registers spilled 52 bytes).
 #define WARP_SORT_BLOCKS(W) (sizeof(W) == 2 ? 3 : 2)
@@ -1833,10 +1829,11 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
         topk_warp_sort<W, W, P, FILTER>(input, row_len, rows, k, map, values, indices);         \
     }
 #define EXPORT_TOPK_WARP_SORT(W)                                                                 \
-    WARP_SORT_KERNEL(W, 2, topk_warp_sort_##W##_2, false)                                        \
-    WARP_SORT_KERNEL(W, 8, topk_warp_sort_##W##_8, false)                                        \
-    WARP_SORT_KERNEL(W, 32, topk_warp_sort_##W##_32, false)                                      \
-    WARP_SORT_KERNEL(W, 32, topk_warp_filter_##W, true)
+    WARP_SORT_KERNEL(W, 2, topk_warp_sort_##W##_2, WHOLE_ROW)                                    \
+    WARP_SORT_KERNEL(W, 8, topk_warp_sort_##W##_8, WHOLE_ROW)                                    \
+    WARP_SORT_KERNEL(W, 32, topk_warp_sort_##W##_32, WHOLE_ROW)                                  \
+    WARP_SORT_KERNEL(W, 32, topk_warp_filter_##W, GROUP_BESTS)                                   \
+    WARP_SORT_KERNEL(W, 32, topk_warp_search_##W, TOP_BITS)
 #define EXPORT_TOPK(W, C)                                                                       \
     extern "C" __global__ void __launch_bounds__(THREADS) topk_keys_##W TOPK_PARAMS(W, C, W) {   \
         topk_filter<W, C, W> TOPK_ARGS;                                                         \

@@ -484,6 +484,30 @@ mod tests {
             (1 << 20, rows(1024), 513, 8, true, Backend::Cuda, PairPasses),
             (1 << 20, rows(1000), 501, 8, true, Backend::Cuda, PairPasses),
         ];
+        // Under a policy whose warp filter stops at 128, the radix select keeps the k between
+        // it and the warp sort's.
+        let filter_128 = Policy {
+            topk_warp_filter_max_k: 128,
+            ..Policy::HOPPER
+        };
+        for (k, key_bytes, strategy) in [
+            (128, 4, TopkWarpSort),
+            (129, 4, TopkRadix),
+            (warp_k - 1, 4, TopkRadix),
+            (warp_k, 4, TopkWarpSort),
+            (warp_k16 - 1, 2, TopkWarpSort),
+            (warp_k16, 2, TopkWarpSort),
+        ] {
+            let got = choose(
+                &topk_of(1 << 20, rows(warp), k, key_bytes),
+                Some(&filter_128),
+            );
+            assert_eq!(
+                got.unwrap(),
+                (Backend::Cuda, strategy),
+                "k {k}, {key_bytes}-byte keys"
+            );
+        }
         for (len, layout, k, key_bytes, has_gpu, backend, strategy) in table {
             let gpu = if has_gpu { GPU } else { None };
             let got = choose(&topk_of(len, layout, k, key_bytes), gpu).unwrap();

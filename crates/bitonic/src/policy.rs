@@ -134,9 +134,10 @@ pub struct Policy {
     pub topk_warp_sort_rows_up_to: usize,
     /// Longer rows of 32-bit keys up to [`crate::dispatch::TOPK_WARP_SORT_MOST`] take the warp
     /// sort for k from this on, and for any k above half the row (where the rows' argsort ran
-    /// before); smaller k keep the radix select, whose cost grows with k while a warp's sort of
-    /// 1,024 keys costs the same for every k (16,384 x 1,024 f32 on the H200: 0.43 ms, against
-    /// the radix select's 0.31 at k = 256 and 0.51 at 384).
+    /// before); smaller k, past [`Policy::topk_warp_filter_max_k`], keep the radix select,
+    /// whose cost grows with k while a warp's sort of 1,024 keys costs the same for every k
+    /// (16,384 x 1,024 f32 on the H200: 0.43 ms, against the radix select's 0.31 at k = 256 and
+    /// 0.51 at 384). Where the warp filter's k reaches this (Hopper's 512), it decides nothing.
     pub topk_warp_sort_min_k_32: usize,
     /// The same for 16-bit keys, whose warp sort compares and shuffles u32 composites, not
     /// u64: 16,384 x 1,024 bf16 0.16 ms for every k, against the radix select's 0.14 at k = 64

@@ -634,6 +634,20 @@ fn gpu_short_rows_by_warps() {
             check_ks::<u32>(Backend::Cuda, None, (2, row_len), pattern, &[row_len]);
         }
     }
+    // Keys whose sortable word is 0 (u32 0 for the largest, u32::MAX for the smallest): the
+    // search of top bits keeps its threshold at 0, which every slot reaches, and the warp sorts
+    // the row.
+    let sorter = Sorter::new().backend(Backend::Cuda);
+    for key in [0u32, u32::MAX] {
+        let keys = vec![key; 5 * 1000];
+        for select in SELECTS {
+            let orders = stable_orders(&keys, 1000, select);
+            for k in [129, 200, 512] {
+                let what = format!("{key} x 5,000 k {k} {select:?}");
+                check_selection(&sorter, &keys, 1000, k, select, &orders, &what);
+            }
+        }
+    }
     // An H200's grid holds 132 x 32 blocks of 8 warps: these rows go round more than once.
     let many = 40_000;
     check_ks::<u32>(

@@ -841,14 +841,19 @@ fn spread<B: DeviceRepr>(
 /// 64, 256 and 1,024 keys ([`crate::dispatch::TOPK_WARP_SORT_MOST`]).
 /// (kernels/topk.cu `EXPORT_TOPK_WARP_SORT` has these instances).
 const WARP_SORT_PER_LANE: [usize; 3] = [2, 8, 32];
+/// The largest k whose warp filter takes its threshold from the lanes' group bests
+/// (`topk_warp_filter_W`): 8 groups a lane give 256 bests, about 2 k. A larger k searches the
+/// composites' top bits (`topk_warp_search_W`; kernels/topk.cu `warp_filter`).
+const WARP_FILTER_GROUPS_MOST_K: usize = 128;
 const _: () = assert!(32 * WARP_SORT_PER_LANE[2] == crate::dispatch::TOPK_WARP_SORT_MOST);
 
 /// The warp sort ([`Strategy::TopkWarpSort`]) of rows of at most
 /// [`crate::dispatch::TOPK_WARP_SORT_MOST`] keys of words `B` (2 or 4 bytes): one launch, a
 /// warp a row, each lane holding the fewest composites of [`WARP_SORT_PER_LANE`] that the row
 /// needs; `shape` is (rows, row_len, k, key map). Rows of 32 a lane and k up to the policy's
-/// `topk_warp_filter_max_k` take the warp filter (`topk_warp_filter_W`), which sorts only the
-/// keys that reach a threshold.
+/// `topk_warp_filter_max_k` take a warp filter (`topk_warp_filter_W` up to
+/// [`WARP_FILTER_GROUPS_MOST_K`], `topk_warp_search_W` past it), which sorts only the keys that
+/// reach a threshold.
 fn warp_sort<B: DeviceRepr>(
     t: Target,
     keys: &CudaView<B>,
@@ -869,10 +874,11 @@ fn warp_sort<B: DeviceRepr>(
         .expect("a row a warp holds");
     // What the kernel relies on: a row fits a warp, and its first k are in it.
     assert!(1 <= k && k <= row_len && row_len <= 32 * per_lane);
-    let name = if per_lane == WARP_SORT_PER_LANE[2] && k <= t.policy.topk_warp_filter_max_k {
-        format!("topk_warp_filter_{}", width(key_bytes))
-    } else {
-        format!("topk_warp_sort_{}_{per_lane}", width(key_bytes))
+    let filters = per_lane == WARP_SORT_PER_LANE[2] && k <= t.policy.topk_warp_filter_max_k;
+    let name = match k {
+        _ if !filters => format!("topk_warp_sort_{}_{per_lane}", width(key_bytes)),
+        ..=WARP_FILTER_GROUPS_MOST_K => format!("topk_warp_filter_{}", width(key_bytes)),
+        _ => format!("topk_warp_search_{}", width(key_bytes)),
     };
     // Each warp's sorted row passes through shared memory, 32 x (per_lane + 1) composites:
     // u32 for 16-bit keys, u64 for 32-bit ones (kernels/topk.cu `WarpComposite`).
