@@ -129,7 +129,7 @@ fn run_typed<K: RandomKey>(
         let n = 1usize << exp;
         let mut host = vec![K::zeroed(); n];
         if let (Some(gpu), Some(policy)) = (gpu, &policy) {
-            let mut fresh = FreshKeys::<K>::new(gpu, n)?;
+            let mut fresh = FreshKeys::<K>::new(gpu, n, plan.seed)?;
             for &version in &plan.versions {
                 let name = format!("bitonic-{version}");
                 let sorter = Sorter::new()
@@ -140,7 +140,7 @@ fn run_typed<K: RandomKey>(
                 progress(&format!("{name} device 2^{exp}"));
                 let mut times = Vec::new();
                 for r in 0..=plan.repeats {
-                    fresh.draw(gpu, plan.seed + r as u64)?;
+                    fresh.draw(gpu, r as usize)?;
                     let t = time_on_stream(gpu, || {
                         sorter
                             .sort_device(&mut fresh.keys)
@@ -288,50 +288,66 @@ fn host_times<K: RandomKey>(
 /// The peers draw their keys on the device just before the timed call (torch's `randn`, the
 /// CUB programs' `fill_random`), so the call is queued behind device work, and its launch
 /// overlaps that work. Ours are drawn on the host (one seeded generator for every key type and
-/// pattern), uploaded to a staging buffer, and copied on the device into `keys` just before the
-/// timed call: the same place on the stream, without a generator kernel of our own. An upload
-/// alone would leave the GPU idle while the call's launches are timed.
+/// pattern) before any timing, a few sets of them uploaded once, and each repeat copies the
+/// next set on the device into `keys` just before the timed call: the same place on the
+/// stream, without a generator kernel of our own, and with no work of the bench's on the host
+/// between repeats. (Until step 17 of docs/notes/topk.md every repeat drew its keys on the
+/// host, on every core, and uploaded them from pageable memory right before the call: the
+/// calls shortest on the GPU took longer to queue after that work.)
 pub(super) struct FreshKeys<K: SortKey> {
-    host: Vec<K>,
-    staging: cudarc::driver::CudaSlice<K>,
+    /// The sets of keys, on the host and on the device.
+    host: Vec<Vec<K>>,
+    sets: Vec<cudarc::driver::CudaSlice<K>>,
+    /// The set the last `draw` copied.
+    last: usize,
     pub keys: cudarc::driver::CudaSlice<K>,
 }
 
 impl<K: RandomKey> FreshKeys<K> {
-    /// Room for `n` keys on the host and twice on the device.
-    pub fn new(gpu: &Gpu, n: usize) -> Result<Self> {
-        let host = vec![K::zeroed(); n];
+    /// The device memory the sets may take: 2 to 4 sets, so that each repeat's keys differ from
+    /// the repeat's before.
+    const SETS_BYTES: usize = 4 << 30;
+
+    /// Sets of `n` random keys drawn from `seed` on, on the host and on the device, and room
+    /// for `n` keys more on the device.
+    pub fn new(gpu: &Gpu, n: usize, seed: u64) -> Result<Self> {
+        let count = (Self::SETS_BYTES / (n.max(1) * std::mem::size_of::<K>())).clamp(2, 4);
         let stream = gpu.stream();
-        let staging = stream
-            .clone_htod(&host)
-            .with_context(|| format!("allocating {n} keys"))?;
+        let mut host = Vec::with_capacity(count);
+        let mut sets = Vec::with_capacity(count);
+        for i in 0..count {
+            let mut keys = vec![K::zeroed(); n];
+            fill(&mut keys, Pattern::Random, seed + i as u64);
+            sets.push(
+                stream
+                    .clone_htod(&keys)
+                    .with_context(|| format!("uploading {n} keys"))?,
+            );
+            host.push(keys);
+        }
         let keys = stream
-            .clone_htod(&host)
+            .clone_htod(&host[0])
             .with_context(|| format!("allocating {n} more keys"))?;
         Ok(FreshKeys {
             host,
-            staging,
+            sets,
+            last: 0,
             keys,
         })
     }
 
-    /// Draws `seed`'s random keys and queues their copy into `keys`, the last work on the
-    /// stream before the caller's.
-    pub fn draw(&mut self, gpu: &Gpu, seed: u64) -> Result<()> {
-        fill(&mut self.host, Pattern::Random, seed);
-        let stream = gpu.stream();
-        stream
-            .memcpy_htod(&self.host, &mut self.staging)
-            .context("uploading keys")?;
-        stream
-            .memcpy_dtod(&self.staging, &mut self.keys)
-            .context("copying keys on the device")?;
-        Ok(())
+    /// Queues the copy of repeat `repeat`'s set into `keys`, the last work on the stream
+    /// before the caller's.
+    pub fn draw(&mut self, gpu: &Gpu, repeat: usize) -> Result<()> {
+        self.last = repeat % self.sets.len();
+        gpu.stream()
+            .memcpy_dtod(&self.sets[self.last], &mut self.keys)
+            .context("copying keys on the device")
     }
 
     /// The keys of the last draw.
     pub fn host(&self) -> &[K] {
-        &self.host
+        &self.host[self.last]
     }
 }
 

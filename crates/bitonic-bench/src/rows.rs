@@ -45,7 +45,7 @@ pub fn run(
     let mut out = Vec::new();
     for &(rows, row_len) in shapes {
         let n = rows * row_len;
-        let mut fresh = FreshKeys::<u32>::new(gpu, n)?;
+        let mut fresh = FreshKeys::<u32>::new(gpu, n, seed)?;
         let values_host: Vec<u32> = (0..n as u32).collect();
         let mut values = stream
             .clone_htod(&values_host)
@@ -54,7 +54,7 @@ pub fn run(
             progress(&format!("{task} {rows}x{row_len}"));
             let mut times = Vec::new();
             for r in 0..=repeats {
-                fresh.draw(gpu, seed + r as u64)?;
+                fresh.draw(gpu, r as usize)?;
                 let t = time_on_stream(gpu, || {
                     match task {
                         "sort" => sorter.sort_rows_device(&mut fresh.keys, row_len)?,

@@ -132,7 +132,7 @@ fn time_shape<K: RandomKey>(
     progress: &dyn Fn(&str),
 ) -> Result<Vec<(usize, Times)>> {
     let stream = gpu.stream();
-    let mut fresh = FreshKeys::<K>::new(gpu, rows * row_len)?;
+    let mut fresh = FreshKeys::<K>::new(gpu, rows * row_len, seed)?;
     let mut out = Vec::new();
     for &k in ks.iter().filter(|&&k| k <= row_len) {
         progress(&format!("top-{k} of {rows}x{row_len} {}", K::DTYPE));
@@ -141,7 +141,7 @@ fn time_shape<K: RandomKey>(
         let mut indices = unsafe { stream.alloc::<u32>(rows * k) }.context("indices")?;
         let (mut times, mut host_times) = (Vec::new(), Vec::new());
         for r in 0..=repeats {
-            fresh.draw(gpu, seed + r as u64)?;
+            fresh.draw(gpu, r as usize)?;
             if let Some(busy) = busy.as_mut() {
                 busy.queue(gpu)?;
             }
