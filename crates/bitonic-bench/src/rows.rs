@@ -28,8 +28,9 @@ pub const TASKS: [&str; 3] = ["sort", "argsort", "sort_by_key"];
 /// One measurement of one implementation on one shape; `case` is the task.
 pub type Measured = super::ShapeTiming<String>;
 
-/// Times every task on every shape: fresh random keys for each repeat, one warm-up, CUDA
-/// events around the sort call alone (allocations of its scratch buffers included).
+/// Times every task on every shape: each repeat's keys the next of `FreshKeys`' sets, other
+/// random keys than the repeat's before, one warm-up, CUDA events around the sort call alone
+/// (allocations of its scratch buffers included).
 pub fn run(
     shapes: &[(usize, usize)],
     repeats: u32,
