@@ -36,9 +36,10 @@ pub const COPY_CEILING: f64 = 3.0e12;
 pub type Measured = super::ShapeTiming<usize>;
 
 /// Times `topk_rows_device` (largest) of keys of every type in `dtypes` (f32, bf16, f16) on
-/// every shape and k not above the row length: each repeat's keys the next of
-/// `FreshKeys`' sets, other random keys than the repeat's before, one warm-up, CUDA events around the call alone (its scratch allocations included). The last
-/// repeat's first row is checked against the CPU's top-k. `policy` is
+/// every shape and k not above the row length: each repeat's keys the next of `FreshKeys`'
+/// sets, other random keys than the repeat's before, one warm-up, CUDA events around the call
+/// alone (its scratch allocations included). The last repeat's first row is checked against
+/// the CPU's top-k. `policy` is
 /// [`crate::policy::with_overrides`]'s text: an A/B run names its rows `bitonic-topk[policy]`.
 /// With `gpu_only` (a diagnostic) each call is queued behind a device copy long enough for
 /// every launch to be queued before the GPU reaches them, so that the events time the GPU's
