@@ -1185,7 +1185,10 @@ mod tests {
                                     assert!(k <= policy.topk_radix_stream_max_k, "{what}");
                                     if k < policy.topk_radix_stream_min_k {
                                         assert_eq!(p.chunk_len, STREAM_MIN_CHUNKS * most, "{what}");
-                                        assert!(rows * p.chunks >= 2 * 132, "{what}");
+                                        assert!(
+                                            rows * p.chunks >= STREAM_BLOCKS_PER_SM * 132,
+                                            "{what}"
+                                        );
                                         let plain = radix_passes(
                                             rows,
                                             row_len,
