@@ -40,10 +40,17 @@ EXPORT_FOR_ALL_WORDS(merge_tiles, MERGE_TILES_PARAMS, (a, b, ranks, out, total))
 EXPORT_FOR_ALL_WORDS(level_co_ranks, LEVEL_CO_RANKS_PARAMS, (keys, n, run_len, ranks, tiles))
 #define MERGE_LEVEL_PARAMS(W) (const W *keys, u64 n, u64 run_len, const u64 *ranks, W *out, u32 map)
 EXPORT_FOR_ALL_WORDS(merge_level, MERGE_LEVEL_PARAMS, (keys, n, run_len, ranks, out, map))
-#define MULTIWAY_CO_RANKS_PARAMS(W) (const W *keys, u64 n, u64 run_len, u32 ways, u64 *ranks, u32 tiles)
-EXPORT_FOR_ALL_WORDS(multiway_co_ranks, MULTIWAY_CO_RANKS_PARAMS, (keys, n, run_len, ways, ranks, tiles))
-#define MULTIWAY_MERGE_LEVEL_PARAMS(W) (const W *keys, u64 n, u64 run_len, u32 ways, const u64 *ranks, W *out, u32 map)
-EXPORT_FOR_ALL_WORDS(multiway_merge_level, MULTIWAY_MERGE_LEVEL_PARAMS, (keys, n, run_len, ways, ranks, out, map))
+#define MULTIWAY_SAMPLES_PARAMS(W) (const W *keys, u64 n, u32 sample_bits, W *samples)
+EXPORT_FOR_ALL_WORDS(multiway_samples, MULTIWAY_SAMPLES_PARAMS, (keys, n, sample_bits, samples))
+#define MULTIWAY_CO_RANKS_PARAMS(W)                                                               \
+    (const W *keys, u64 n, u64 run_len, u32 ways, const W *samples, MultiwayTiling tiling, u64 *ranks, u32 tiles)
+EXPORT_FOR_ALL_WORDS(multiway_co_ranks, MULTIWAY_CO_RANKS_PARAMS,
+                     (keys, n, run_len, ways, samples, tiling, ranks, tiles))
+#define MULTIWAY_MERGE_LEVEL_PARAMS(W)                                                            \
+    (const W *keys, u64 n, u64 run_len, u32 ways, MultiwayTiling tiling, const u64 *ranks, W *out, u32 map, \
+     W *next_samples, u32 next_sample_bits)
+EXPORT_FOR_ALL_WORDS(multiway_merge_level, MULTIWAY_MERGE_LEVEL_PARAMS,
+                     (keys, n, run_len, ways, tiling, ranks, out, map, next_samples, next_sample_bits))
 #endif
 
 // Key-value kernels, name_kv_K_V for keys K and values V (u32 or u64 words): a level's merge

@@ -41,8 +41,9 @@ pub struct Policy {
     /// level a two-way bitonic merge; more makes a level a multiway merge
     /// (kernels/merge/multiway.cuh), so a merge sort makes fewer passes. A multiway level
     /// costs more compute a key than the two-way levels it replaces (docs/notes/multiway.md);
-    /// for u32 keys that outweighs the passes saved, so Hopper keeps 2. A level that has only
-    /// two runs left merges them the two-way way.
+    /// since its tiles start at samples (one short search a tile), eight ways beat two for
+    /// u32 keys on the H200 from 2^23 keys up. A level that has only two runs left merges
+    /// them the two-way way.
     pub merge_ways: u32,
     /// [`Policy::merge_ways`] for 8-byte words (u64, i64, f64), whose passes cost twice the
     /// bytes for the same compute: Hopper merges 16 runs a level, measured faster than
@@ -186,7 +187,7 @@ impl Policy {
         merge_sort_above: 1 << 22,
         merge_tile: 1 << 12,
         merge_threads: 256,
-        merge_ways: 2,
+        merge_ways: 8,
         wide_merge_ways: 16,
         topk_filter_above: 1 << 26,
         topk_long_radix_max_k: 100,

@@ -8,6 +8,7 @@
 
 use super::graph::{self, KernelNode};
 use super::layout::{KeyIndex, RowLayout};
+use super::merge::MultiwayTiling;
 use super::Gpu;
 use cudarc::driver::{
     CudaFunction, CudaSlice, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr,
@@ -244,58 +245,99 @@ pub(crate) fn merge_level<W: DeviceRepr>(
     }
 }
 
-/// kernels/merge.cu `multiway_co_ranks_W(keys, n, run_len, ways, ranks, tiles)`: where every
-/// tile boundary of one multiway level falls in each run of its group, `ways` splits a tile.
+/// kernels/merge.cu `multiway_samples_W(keys, n, sample_bits, samples)`: every
+/// 2^sample_bits-th word of `keys`, the samples a multiway level's tiles start at.
+pub(crate) fn multiway_samples<W: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    keys: &CudaView<W>,
+    sample_bits: u32,
+    samples: &mut CudaSlice<W>,
+) -> Result<(), DriverError> {
+    let n = keys.len() as u64;
+    assert!(n > 0 && samples.len() as u64 > (n - 1) >> sample_bits);
+    // SAFETY: multiway_samples_W(const W *keys, u64 n, u32 sample_bits, W *samples) writes
+    // samples[i] for i <= (n - 1) >> sample_bits, reading keys[i << sample_bits] < n.
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(keys).arg(&n).arg(&sample_bits).arg(samples);
+        })
+    }
+}
+
+/// kernels/merge.cu `multiway_co_ranks_W(keys, n, run_len, ways, samples, tiling, ranks,
+/// tiles)`: where every tile of one multiway level starts in each run of its group, `ways`
+/// splits a tile, from the samples of [`multiway_samples`].
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn multiway_co_ranks<W: DeviceRepr>(
     gpu: &Gpu,
     kernel: &CudaFunction,
     cfg: LaunchConfig,
     keys: &CudaView<W>,
     (run_len, ways): (u64, u32),
+    samples: &CudaSlice<W>,
+    tiling: MultiwayTiling,
     ranks: &mut CudaSlice<u64>,
     tiles: u32,
 ) -> Result<(), DriverError> {
     let n = keys.len() as u64;
     assert!(ranks.len() >= tiles as usize * ways as usize);
-    // SAFETY: multiway_co_ranks_W(const W *keys, u64 n, u64 run_len, u32 ways, u64 *ranks,
-    // u32 tiles) writes ranks[q ways + j] for q < tiles and j < ways.
+    assert!(samples.len() as u64 > (n - 1) >> tiling.sample_bits);
+    // SAFETY: multiway_co_ranks_W(const W *keys, u64 n, u64 run_len, u32 ways, const W
+    // *samples, MultiwayTiling tiling, u64 *ranks, u32 tiles) writes ranks[b ways + j] for
+    // b < tiles and j < ways, reading the samples of every run.
     unsafe {
         launch(gpu, kernel, cfg, |l| {
             l.arg(keys)
                 .arg(&n)
                 .arg(&run_len)
                 .arg(&ways)
+                .arg(samples)
+                .arg(&tiling)
                 .arg(ranks)
                 .arg(&tiles);
         })
     }
 }
 
-/// kernels/merge.cu `multiway_merge_level_W(keys, n, run_len, ways, ranks, out, map)`: one
-/// multiway merge level of keys alone, from `src` into `dst`, unmapping with `map` on the last.
+/// kernels/merge.cu `multiway_merge_level_W(keys, n, run_len, ways, tiling, ranks, out, map,
+/// next_samples, next_sample_bits)`: one multiway merge level of keys alone, from `src` into
+/// `dst`, unmapping with `map` on the last, and storing every 2^`next_sample_bits`-th word
+/// of its output in `next_samples` when that is `Some` (the next level's samples).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn multiway_merge_level<W: DeviceRepr>(
     gpu: &Gpu,
     kernel: &CudaFunction,
     cfg: LaunchConfig,
     (src, dst): (&CudaView<W>, &mut CudaViewMut<W>),
     (run_len, ways): (u64, u32),
+    tiling: MultiwayTiling,
     ranks: &CudaSlice<u64>,
     map: u32,
+    (samples, next_sample_bits): (&mut CudaSlice<W>, Option<u32>),
 ) -> Result<(), DriverError> {
     let n = src.len() as u64;
     assert_eq!(src.len(), dst.len(), "a level writes every word");
+    let next_sample_bits = next_sample_bits.unwrap_or(64);
+    assert!(next_sample_bits >= 64 || samples.len() as u64 > (n - 1) >> next_sample_bits);
     // SAFETY: multiway_merge_level_W(const W *keys, u64 n, u64 run_len, u32 ways,
-    // const u64 *ranks, W *out, u32 map), one block a tile, reading the splits of
-    // multiway_co_ranks for its tile and the next.
+    // MultiwayTiling tiling, const u64 *ranks, W *out, u32 map, W *next_samples, u32
+    // next_sample_bits), one block a tile, reading the splits of multiway_co_ranks for its
+    // tile and the next, writing out[i] for i < n and, with next_sample_bits below 64,
+    // next_samples[i >> next_sample_bits] for the multiples i of its spacing.
     unsafe {
         launch(gpu, kernel, cfg, |l| {
             l.arg(src)
                 .arg(&n)
                 .arg(&run_len)
                 .arg(&ways)
+                .arg(&tiling)
                 .arg(ranks)
                 .arg(dst)
-                .arg(&map);
+                .arg(&map)
+                .arg(samples)
+                .arg(&next_sample_bits);
         })
     }
 }

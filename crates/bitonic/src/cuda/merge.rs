@@ -67,16 +67,76 @@ pub(crate) fn merge_two_runs<W: DeviceRepr>(
     launch::merge_tiles(gpu, &f, cfg, (a, b), &ranks, out).during(|| "launching merge_tiles".into())
 }
 
+/// The most words one group of a multiway level may span: its search keeps positions in 32
+/// bits (kernels/merge/multiway.cuh), so larger groups merge two runs at a time.
+const MULTIWAY_GROUP_MAX: usize = u32::MAX as usize;
+
+/// How a multiway level cuts each group of its runs into tiles (kernels/merge/multiway.cuh's
+/// `MultiwayTiling`): every 2^`sample_bits`-th word of each run is a sample, and tile t of a
+/// group starts at the first sample past `tile_samples` t samples of the group's stable
+/// merge; a full group has `group_tiles` tiles.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct MultiwayTiling {
+    pub sample_bits: u32,
+    pub tile_samples: u32,
+    pub group_tiles: u32,
+}
+
+// SAFETY: three u32s, laid out as the kernels' struct.
+unsafe impl DeviceRepr for MultiwayTiling {}
+
+impl MultiwayTiling {
+    /// The tiling of a level that merges `ways` runs of `run_len` words (a multiple of
+    /// `tile / 16`) in tiles of at most `tile` words. A tile of `tile_samples` S words (S the
+    /// spacing) starts and ends within (ways - 1)(S - 1) words of where the samples put it
+    /// (kernels/merge/multiway.cuh's `multiway_co_ranks`), so with S = tile / (16 ways)
+    /// every tile fits and tiles hold about 15/16 of `tile` words on average.
+    pub(crate) fn new(tile: usize, run_len: usize, ways: usize) -> Self {
+        let spacing = (tile / (16 * ways)).max(1);
+        debug_assert!(spacing.is_power_of_two() && run_len % spacing == 0);
+        let tile_samples = (tile - (ways - 1) * (spacing - 1)) / spacing;
+        let group_samples = run_len * ways / spacing;
+        MultiwayTiling {
+            sample_bits: spacing.trailing_zeros(),
+            tile_samples: tile_samples as u32,
+            group_tiles: group_samples.div_ceil(tile_samples) as u32,
+        }
+    }
+
+    /// Words between samples.
+    pub(crate) fn spacing(&self) -> usize {
+        1 << self.sample_bits
+    }
+
+    /// Samples of `n` words: every run's (runs start at multiples of the spacing).
+    pub(crate) fn samples(&self, n: usize) -> usize {
+        n.div_ceil(self.spacing())
+    }
+
+    /// Tiles of a level over `n` words in groups of `ways` runs of `run_len`: every full
+    /// group's, and the last group's.
+    pub(crate) fn tiles(&self, n: usize, run_len: usize, ways: usize) -> usize {
+        let span = run_len * ways;
+        let last = self.samples(n % span).div_ceil(self.tile_samples as usize);
+        n / span * self.group_tiles as usize + last
+    }
+}
+
 /// How many runs each level of a merge sort of words `W` merges at once, from runs of
 /// `run_len` words to one run of `n`: the policy's most for the word size
-/// ([`Policy::merge_ways_of`]), fewer when fewer runs are left. A level of two ways is the
-/// two-way bitonic level; more ways, a multiway level.
+/// ([`Policy::merge_ways_of`]), fewer when fewer runs are left, and two where a group of more
+/// would span over [`MULTIWAY_GROUP_MAX`] words. A level of two ways is the two-way bitonic
+/// level; more ways, a multiway level.
 pub(crate) fn level_ways<W>(policy: &Policy, n: usize, mut run_len: usize) -> Vec<usize> {
     let most = policy.merge_ways_of(std::mem::size_of::<W>()) as usize;
     let mut ways = Vec::new();
     while run_len < n {
         let runs = n.div_ceil(run_len);
-        let w = most.min(runs.next_power_of_two()).max(2);
+        let mut w = most.min(runs.next_power_of_two()).max(2);
+        if run_len.saturating_mul(w).min(n) > MULTIWAY_GROUP_MAX {
+            w = 2;
+        }
         ways.push(w);
         run_len = run_len.saturating_mul(w);
     }
@@ -101,13 +161,26 @@ fn merge_levels<W: DeviceRepr>(
     assert_eq!(spare.len(), n, "the spare buffer holds every word");
     assert!(run_len.is_power_of_two() && 2 * run_len >= merge_tile_len::<W>(policy) && run_len < n);
     let stream = gpu.stream();
-    let tiles = n.div_ceil(merge_tile_len::<W>(policy));
+    let tile = merge_tile_len::<W>(policy);
     let plan = level_ways::<W>(policy, n, run_len);
-    // Two-way levels need one merge path a tile, multiway levels one split a tile and run.
-    let splits = tiles.max(1) * plan.iter().copied().max().unwrap_or(2);
+    // Two-way levels need one merge path a tile, multiway levels one split a tile and run and
+    // the runs' samples.
+    let (mut splits, mut samples_len) = (n.div_ceil(tile), 0);
+    let mut level_run = run_len;
+    for &ways in plan.iter().filter(|&&w| w > 2) {
+        let tiling = MultiwayTiling::new(tile, level_run, ways);
+        splits = splits.max(tiling.tiles(n, level_run, ways) * ways);
+        samples_len = samples_len.max(tiling.samples(n));
+        level_run *= ways;
+    }
     let mut ranks = unsafe { stream.alloc::<u64>(splits) }
         .during(|| format!("allocating {splits} merge paths"))?;
+    // SAFETY: each multiway level's samples are written before its search reads them.
+    let mut samples = unsafe { stream.alloc::<W>(samples_len.max(1)) }
+        .during(|| format!("allocating {samples_len} samples"))?;
     let mut in_spare = false;
+    // Whether the last level stored this one's samples (a multiway level before a multiway one).
+    let mut samples_stored = false;
     for (level, &ways) in plan.iter().enumerate() {
         let level_map = if level + 1 == plan.len() { map } else { 0 };
         let (src, mut dst) = if in_spare {
@@ -115,29 +188,47 @@ fn merge_levels<W: DeviceRepr>(
         } else {
             (keys.as_view(), spare.slice_mut(..))
         };
-        let sizes = (run_len, ways);
-        one_level(gpu, policy, &src, &mut dst, sizes, &mut ranks, level_map)?;
+        if ways == 2 {
+            merge_level(gpu, policy, &src, &mut dst, run_len, &mut ranks, level_map)?;
+            samples_stored = false;
+        } else {
+            let next_sample_bits = match plan.get(level + 1) {
+                Some(&next) if next > 2 => {
+                    Some(MultiwayTiling::new(tile, run_len * ways, next).sample_bits)
+                }
+                _ => None,
+            };
+            let level_samples = LevelSamples {
+                buffer: &mut samples,
+                stored: samples_stored,
+                next_bits: next_sample_bits,
+            };
+            let sizes = (run_len, ways);
+            multiway_level(
+                gpu,
+                policy,
+                &src,
+                &mut dst,
+                sizes,
+                &mut ranks,
+                level_samples,
+                level_map,
+            )?;
+            samples_stored = next_sample_bits.is_some();
+        }
         in_spare = !in_spare;
         run_len *= ways;
     }
     Ok(in_spare)
 }
 
-/// One level of [`merge_levels`] that merges `ways` runs of `run_len` at once.
-fn one_level<W: DeviceRepr>(
-    gpu: &Gpu,
-    policy: &Policy,
-    src: &CudaView<W>,
-    dst: &mut CudaViewMut<W>,
-    (run_len, ways): (usize, usize),
-    ranks: &mut CudaSlice<u64>,
-    map: u32,
-) -> Result<()> {
-    if ways == 2 {
-        merge_level(gpu, policy, src, dst, run_len, ranks, map)
-    } else {
-        multiway_level(gpu, policy, src, dst, (run_len, ways), ranks, map)
-    }
+/// The samples of a multiway level in `buffer`: already `stored` by the level before, or to
+/// gather; and the spacing of the next level's, which this level stores, when `next_bits` is
+/// `Some` (a multiway level next).
+struct LevelSamples<'a, W> {
+    buffer: &'a mut CudaSlice<W>,
+    stored: bool,
+    next_bits: Option<u32>,
 }
 
 /// Shared-memory bytes of a multiway merge block: the two padded tiles its rounds merge
@@ -147,9 +238,15 @@ fn multiway_shared_bytes<W>(policy: &Policy) -> u32 {
     2 * (padded_tile_bytes(merge_tile_len::<W>(policy), word) + word) as u32
 }
 
+/// Warps of a `multiway_co_ranks` block (kernels/merge/multiway.cuh's `CO_RANKS_WARPS`).
+const CO_RANKS_WARPS: u32 = 4;
+
 /// One multiway level of [`merge_levels`]: runs `ways` k … `ways` k + ways - 1 of `src`
-/// merge into `dst`. One warp a tile boundary finds the boundary in every run
-/// (`multiway_co_ranks`), then one block a tile merges (`multiway_merge_level`).
+/// merge into `dst`. The runs' samples are gathered (`multiway_samples`) unless the level
+/// before stored them, one warp a tile finds where the tile starts in every run
+/// (`multiway_co_ranks`), then one block a tile merges (`multiway_merge_level`), storing the
+/// next level's samples.
+#[allow(clippy::too_many_arguments)]
 fn multiway_level<W: DeviceRepr>(
     gpu: &Gpu,
     policy: &Policy,
@@ -157,19 +254,41 @@ fn multiway_level<W: DeviceRepr>(
     dst: &mut CudaViewMut<W>,
     (run_len, ways): (usize, usize),
     ranks: &mut CudaSlice<u64>,
+    samples: LevelSamples<W>,
     map: u32,
 ) -> Result<()> {
-    let tiles = src.len().div_ceil(merge_tile_len::<W>(policy)) as u32;
+    let tiling = MultiwayTiling::new(merge_tile_len::<W>(policy), run_len, ways);
+    let tiles = tiling.tiles(src.len(), run_len, ways) as u32;
     let sizes = (run_len as u64, ways as u32);
+    if !samples.stored {
+        let f = gpu.function_for(
+            policy,
+            &kernels::MERGE_WORDS,
+            &kernel_name::<W>("multiway_samples"),
+        )?;
+        let sample_blocks = (tiling.samples(src.len()).div_ceil(256) as u32).min(4096);
+        let cfg = config(sample_blocks, 256, 0);
+        launch::multiway_samples(gpu, &f, cfg, src, tiling.sample_bits, samples.buffer)
+            .during(|| "launching multiway_samples".into())?;
+    }
     let f = gpu.function_for(
         policy,
         &kernels::MERGE_WORDS,
         &kernel_name::<W>("multiway_co_ranks"),
     )?;
-    const WARPS_A_BLOCK: u32 = 4;
-    let cfg = config(tiles.div_ceil(WARPS_A_BLOCK), 32 * WARPS_A_BLOCK, 0);
-    launch::multiway_co_ranks(gpu, &f, cfg, src, sizes, ranks, tiles)
-        .during(|| "launching multiway_co_ranks".into())?;
+    let cfg = config(tiles.div_ceil(CO_RANKS_WARPS), 32 * CO_RANKS_WARPS, 0);
+    launch::multiway_co_ranks(
+        gpu,
+        &f,
+        cfg,
+        src,
+        sizes,
+        samples.buffer,
+        tiling,
+        ranks,
+        tiles,
+    )
+    .during(|| "launching multiway_co_ranks".into())?;
     let f = gpu.function_for(
         policy,
         &kernels::MERGE_WORDS,
@@ -178,7 +297,8 @@ fn multiway_level<W: DeviceRepr>(
     let shared = multiway_shared_bytes::<W>(policy);
     gpu.allow_shared(&f, shared)?;
     let cfg = config(tiles, policy.merge_threads, shared);
-    launch::multiway_merge_level(gpu, &f, cfg, (src, dst), sizes, ranks, map)
+    let next = (samples.buffer, samples.next_bits);
+    launch::multiway_merge_level(gpu, &f, cfg, (src, dst), sizes, tiling, ranks, map, next)
         .during(|| "launching multiway_merge_level".into())
 }
 
@@ -398,7 +518,7 @@ mod tests {
             let open: usize = (0..ways).map(|j| hi[j] - lo[j]).sum();
             let below: usize = lo.iter().sum();
             let at = if round % 3 != 2 {
-                (widest_len as f64 * ((d - below) as f64 / open as f64)) as usize
+                (widest_len as f32 * ((d - below) as f32 / open as f32)) as usize
             } else {
                 widest_len / 2
             };
@@ -472,9 +592,51 @@ mod tests {
         to
     }
 
+    /// kernels/merge/multiway.cuh's `multiway_co_ranks` on the CPU for one tile start: the
+    /// runs' split at their pivot, the first sample (every `spacing`-th word of a run) past
+    /// `m_target` samples of their stable merge. The samples' split comes from
+    /// [`model_splits`]; each run's split from a search in the window of `spacing` words
+    /// it bounds.
+    fn model_tile_start<T: Copy + Ord>(
+        runs: &[&[T]],
+        spacing: usize,
+        m_target: usize,
+    ) -> Vec<usize> {
+        let sampled: Vec<Vec<T>> = runs
+            .iter()
+            .map(|r| r.iter().step_by(spacing).copied().collect())
+            .collect();
+        let views: Vec<&[T]> = sampled.iter().map(Vec::as_slice).collect();
+        let m = model_splits(&views, m_target);
+        let pivot_run = (0..runs.len())
+            .filter(|&j| m[j] < sampled[j].len())
+            .min_by_key(|&j| (sampled[j][m[j]], j))
+            .expect("a sample past the split");
+        let c = sampled[pivot_run][m[pivot_run]];
+        (0..runs.len())
+            .map(|j| {
+                if j == pivot_run || m[j] == 0 {
+                    return m[j] * spacing;
+                }
+                let (first, last) = (
+                    (m[j] - 1) * spacing + 1,
+                    (m[j] * spacing).min(runs[j].len()),
+                );
+                let window = &runs[j][first..last];
+                first
+                    + if j < pivot_run {
+                        window.partition_point(|w| *w <= c)
+                    } else {
+                        window.partition_point(|w| *w < c)
+                    }
+            })
+            .collect()
+    }
+
     /// One multiway level on the CPU, as kernels/merge/multiway.cuh runs it: the splits at
-    /// every tile boundary, then each tile's segments loaded in run order and merged in rounds
-    /// by threads of `e` outputs.
+    /// every tile start ([`MultiwayTiling`], [`model_tile_start`]), then each tile's segments
+    /// loaded in run order and merged in rounds by threads of `e` outputs. Checks that every
+    /// tile fits in `tile` words.
     fn model_multiway_level<T: Copy + Ord>(
         keys: &[T],
         run_len: usize,
@@ -483,8 +645,11 @@ mod tests {
         e: usize,
     ) -> Vec<T> {
         let n = keys.len();
-        let group_at = |o: usize| {
-            let start = o / (run_len * ways) * (run_len * ways);
+        let tiling = MultiwayTiling::new(tile, run_len, ways);
+        let group_tiles = tiling.group_tiles as usize;
+        let tiles = tiling.tiles(n, run_len, ways);
+        let group_of = |b: usize| {
+            let start = b / group_tiles * (run_len * ways);
             (start, (run_len * ways).min(n - start))
         };
         let runs_of = |start: usize, len: usize| -> Vec<&[T]> {
@@ -495,28 +660,38 @@ mod tests {
                 })
                 .collect()
         };
-        let splits: Vec<Vec<usize>> = (0..n.div_ceil(tile))
-            .map(|q| {
-                let (start, len) = group_at(q * tile);
-                model_splits(&runs_of(start, len), q * tile - start)
+        let splits: Vec<Vec<usize>> = (0..tiles)
+            .map(|b| {
+                let t = b % group_tiles;
+                if t == 0 {
+                    return vec![0; ways];
+                }
+                let (start, len) = group_of(b);
+                let m_target = t * tiling.tile_samples as usize;
+                model_tile_start(&runs_of(start, len), tiling.spacing(), m_target)
             })
             .collect();
         let mut out = Vec::with_capacity(n);
-        for (q, from) in splits.iter().enumerate() {
-            let (start, len) = group_at(q * tile);
+        for (b, from) in splits.iter().enumerate() {
+            let (start, len) = group_of(b);
             let runs = runs_of(start, len);
-            let o1 = (q * tile - start + tile).min(len);
-            let to: Vec<usize> = if o1 == len {
+            let to: Vec<usize> = if (b + 1) % group_tiles == 0 || b + 1 == tiles {
                 runs.iter().map(|r| r.len()).collect()
             } else {
-                splits[q + 1].clone()
+                splits[b + 1].clone()
             };
+            assert_eq!(
+                out.len(),
+                start + from.iter().sum::<usize>(),
+                "tile {b} starts where the last ended"
+            );
             let mut seg = vec![0];
             let mut words = Vec::new();
             for j in 0..ways {
                 words.extend_from_slice(&runs[j][from[j]..to[j]]);
                 seg.push(words.len());
             }
+            assert!(words.len() <= tile, "tile {b} of {} words", words.len());
             let mut width = 1;
             while width < len.div_ceil(run_len) {
                 words = model_round(&words, &seg, width, e);
@@ -524,7 +699,58 @@ mod tests {
             }
             out.extend(words);
         }
+        assert_eq!(out.len(), n);
         out
+    }
+
+    #[test]
+    fn multiway_tile_starts_are_merge_paths_near_their_samples() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(9);
+        for (ways, spacing) in [(2, 8), (4, 8), (8, 4), (8, 32), (16, 2), (32, 1), (32, 4)] {
+            for distinct in [1, 3, 1000, u32::MAX] {
+                // Runs of one length but the last (a level's last group), some sample-less.
+                let run_len = 16 * spacing;
+                let runs: Vec<Vec<u32>> = (0..ways)
+                    .map(|j| {
+                        let len = if j + 1 < ways {
+                            run_len
+                        } else {
+                            rng.random_range(0..run_len)
+                        };
+                        let mut run: Vec<u32> =
+                            (0..len).map(|_| rng.random_range(0..distinct)).collect();
+                        run.sort_unstable();
+                        run
+                    })
+                    .collect();
+                let mut merged: Vec<(u32, usize, usize)> = runs
+                    .iter()
+                    .enumerate()
+                    .flat_map(|(j, r)| r.iter().enumerate().map(move |(i, &k)| (k, j, i)))
+                    .collect();
+                merged.sort_unstable();
+                let views: Vec<&[u32]> = runs.iter().map(Vec::as_slice).collect();
+                let samples: usize = runs.iter().map(|r| r.len().div_ceil(spacing)).sum();
+                for m_target in 1..samples {
+                    let got = model_tile_start(&views, spacing, m_target);
+                    let d: usize = got.iter().sum();
+                    let mut want = vec![0; ways];
+                    for &(_, j, _) in &merged[..d] {
+                        want[j] += 1;
+                    }
+                    let what = format!(
+                        "{ways} ways, spacing {spacing}, {distinct} keys, {m_target} samples"
+                    );
+                    assert_eq!(got, want, "{what}");
+                    assert!(d <= spacing * m_target, "{what}: starts at {d}");
+                    assert!(
+                        d + (ways - 1) * (spacing - 1) >= spacing * m_target,
+                        "{what}: starts at {d}"
+                    );
+                }
+            }
+        }
     }
 
     #[test]
@@ -574,24 +800,26 @@ mod tests {
     fn multiway_levels_on_the_model_sort_stably() {
         use rand::{Rng, SeedableRng};
         let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(12);
-        // Runs of 16 merged in tiles of 8 by threads of 4 (a tile never spans two groups):
-        // whole groups, a last group of fewer runs, a short last run, few distinct keys.
+        // Runs of 256 merged in tiles of at most 512 by threads of 16 (a tile never spans
+        // two groups; samples every 8, 4, 2 and 1 words for 4 to 32 ways): whole groups, a
+        // last group of fewer runs, a short last run, few distinct keys.
         for ways in [4, 8, 16, 32] {
             for (n, distinct) in [
-                (16, 9),
-                (17, 1000),
-                (100, 3),
-                (128, 1000),
-                (129, 1),
-                (333, 50),
-                (1000, 7),
+                (256, 9),
+                (257, 1000),
+                (1000, 3),
+                (1024, 1000),
+                (1025, 1),
+                (3333, 50),
+                (9000, 7),
+                (8192, 1 << 20),
             ] {
                 let mut keys: Vec<Tagged> = (0..n)
                     .map(|i| Tagged(rng.random_range(0..distinct), i as u32))
                     .collect();
                 let mut expected = keys.clone();
                 expected.sort_by_key(|t| t.0); // stable
-                for run in keys.chunks_mut(16) {
+                for run in keys.chunks_mut(256) {
                     run.sort_by_key(|t| t.0);
                 }
                 let policy = Policy {
@@ -600,9 +828,9 @@ mod tests {
                 };
                 // (A two-way step runs the bitonic level on the GPU, modelled above; the
                 // multiway model merges two runs too.)
-                let mut run_len = 16;
-                for w in level_ways::<u32>(&policy, n, 16) {
-                    keys = model_multiway_level(&keys, run_len, w, 8, 4);
+                let mut run_len = 256;
+                for w in level_ways::<u32>(&policy, n, 256) {
+                    keys = model_multiway_level(&keys, run_len, w, 512, 16);
                     run_len *= w;
                 }
                 let got: Vec<(u32, u32)> = keys.iter().map(|t| (t.0, t.1)).collect();
@@ -627,6 +855,13 @@ mod tests {
         assert_eq!(level_ways::<u32>(&p(8), 3 << 14, 1 << 14), [4]);
         assert_eq!(level_ways::<u32>(&p(8), (1 << 14) + 1, 1 << 14), [2]);
         assert!(level_ways::<u32>(&p(8), 1 << 14, 1 << 14).is_empty());
+        // Groups past 2^32 - 1 words merge two runs at a time (the search's 32-bit positions).
+        assert_eq!(
+            level_ways::<u32>(&p(8), 1 << 34, 1 << 14),
+            [8, 8, 8, 8, 8, 2, 2, 2, 2, 2]
+        );
+        assert_eq!(level_ways::<u32>(&p(8), 1 << 32, 1 << 29), [2, 2, 2]);
+        assert_eq!(level_ways::<u32>(&p(8), (1 << 32) - 1, 1 << 29), [8]);
         // 8-byte words take wide_merge_ways: Hopper's 16 for 2^24 u64 keys in runs of 2^13.
         assert_eq!(level_ways::<u64>(&p(8), 1 << 24, 1 << 13), [2; 11]);
         assert_eq!(
@@ -635,7 +870,7 @@ mod tests {
         );
         assert_eq!(
             level_ways::<u32>(&Policy::HOPPER, 1 << 24, 1 << 14),
-            [2; 10]
+            [8, 8, 8, 2]
         );
     }
 
