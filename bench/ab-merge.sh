@@ -17,6 +17,7 @@ repeats=${REPEATS:-10}
 rounds=${ROUNDS:-2}
 mkdir -p "$out"
 . "$(dirname "$0")/provenance.sh" # bin, commit, date
+. "$(dirname "$0")/variants.sh"   # parse_variant
 nvcc -O3 -std=c++17 -arch=sm_90 -o "$out/cub_sort" bench/peers/cub_sort.cu
 names=()
 for v in $variants; do names+=("${v%%=*}"); done
@@ -27,16 +28,10 @@ for dtype in ${DTYPES:-u32 u64}; do
     order=$variants
     [ $((round % 2)) -eq 0 ] && order=$(echo $variants | tr ' ' '\n' | tac | tr '\n' ' ')
     for v in $order; do
-      name=${v%%=*}
-      spec=${v#*=}
-      policy=""
-      [[ $spec == *@* ]] && policy=${spec#*@}
-      exe=${spec%%@*}
-      variant_bin=$bin
-      [[ $exe != bitonic ]] && variant_bin=$(dirname "$bin")/$exe
+      parse_variant "$v"
+      run="$out/$variant_name-$dtype-r$round"
       "$variant_bin" bench --dtype "$dtype" --versions tuned --no-cpu --no-end-to-end --min-exp "$min_exp" \
-        --max-exp "$max_exp" --repeats "$repeats" --policy "$policy" -o "$out/$name-$dtype-r$round" \
-        > "$out/$name-$dtype-r$round.log" 2>&1
+        --max-exp "$max_exp" --repeats "$repeats" --policy "$variant_policy" -o "$run" > "$run.log" 2>&1
     done
   done
 done

@@ -15,20 +15,15 @@ shapes=${SHAPES:?SHAPES, e.g. 16384x1024 64x128256}
 variants=${VARIANTS:?VARIANTS, e.g. base=bitonic@topk_warp_filter_max_k=0 new=bitonic}
 mkdir -p "$out"
 . "$(dirname "$0")/provenance.sh" # bin, commit, date
+. "$(dirname "$0")/variants.sh"   # parse_variant
 header=$("$bin" bench-topk --csv-header)
 { echo "$header"; PYTHONUNBUFFERED=1 python3 bench/peers/torch_topk.py "$repeats" "$commit" "$date" "$dtypes" "$ks" $shapes; } > "$out/torch_topk.csv"
 names=()
 for v in $variants; do
-  name=${v%%=*}
-  spec=${v#*=}
-  policy=""
-  [[ $spec == *@* ]] && policy=${spec#*@}
-  exe=${spec%%@*}
-  variant_bin=$bin
-  [[ $exe != bitonic ]] && variant_bin=$(dirname "$bin")/$exe
-  names+=("$name")
+  parse_variant "$v"
+  names+=("$variant_name")
   "$variant_bin" bench-topk --repeats "$repeats" --ks "$ks" --dtypes "$dtypes" \
-    --shapes "$(echo $shapes | tr ' ' ,)" --policy "$policy" -o "$out/$name" > /dev/null
+    --shapes "$(echo $shapes | tr ' ' ,)" --policy "$variant_policy" -o "$out/$variant_name" > /dev/null
 done
 python3 - "$out" "${names[@]}" <<'PY' | tee "$out/ab.txt"
 import csv, sys

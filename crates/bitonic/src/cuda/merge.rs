@@ -703,6 +703,38 @@ mod tests {
         out
     }
 
+    /// Sorted runs of random keys below `distinct`, of the lengths `lens`.
+    fn random_sorted_runs(
+        rng: &mut impl rand::Rng,
+        lens: impl Iterator<Item = usize>,
+        distinct: u32,
+    ) -> Vec<Vec<u32>> {
+        lens.map(|len| {
+            let mut run: Vec<u32> = (0..len).map(|_| rng.random_range(0..distinct)).collect();
+            run.sort_unstable();
+            run
+        })
+        .collect()
+    }
+
+    /// The split of `runs` at every output position of their stable merge (by key, then run,
+    /// then position): element d is how many words of each run the first d outputs hold.
+    fn stable_merge_splits(runs: &[Vec<u32>]) -> Vec<Vec<usize>> {
+        let mut merged: Vec<(u32, usize, usize)> = runs
+            .iter()
+            .enumerate()
+            .flat_map(|(j, r)| r.iter().enumerate().map(move |(i, &k)| (k, j, i)))
+            .collect();
+        merged.sort_unstable();
+        let mut split = vec![0; runs.len()];
+        let mut splits = vec![split.clone()];
+        for &(_, j, _) in &merged {
+            split[j] += 1;
+            splits.push(split.clone());
+        }
+        splits
+    }
+
     #[test]
     fn multiway_tile_starts_are_merge_paths_near_their_samples() {
         use rand::{Rng, SeedableRng};
@@ -711,38 +743,27 @@ mod tests {
             for distinct in [1, 3, 1000, u32::MAX] {
                 // Runs of one length but the last (a level's last group), some sample-less.
                 let run_len = 16 * spacing;
-                let runs: Vec<Vec<u32>> = (0..ways)
+                let lens: Vec<usize> = (0..ways)
                     .map(|j| {
-                        let len = if j + 1 < ways {
+                        if j + 1 < ways {
                             run_len
                         } else {
                             rng.random_range(0..run_len)
-                        };
-                        let mut run: Vec<u32> =
-                            (0..len).map(|_| rng.random_range(0..distinct)).collect();
-                        run.sort_unstable();
-                        run
+                        }
                     })
                     .collect();
-                let mut merged: Vec<(u32, usize, usize)> = runs
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(j, r)| r.iter().enumerate().map(move |(i, &k)| (k, j, i)))
-                    .collect();
-                merged.sort_unstable();
+                let runs = random_sorted_runs(&mut rng, lens.into_iter(), distinct);
+                let splits = stable_merge_splits(&runs);
                 let views: Vec<&[u32]> = runs.iter().map(Vec::as_slice).collect();
                 let samples: usize = runs.iter().map(|r| r.len().div_ceil(spacing)).sum();
                 for m_target in 1..samples {
                     let got = model_tile_start(&views, spacing, m_target);
                     let d: usize = got.iter().sum();
-                    let mut want = vec![0; ways];
-                    for &(_, j, _) in &merged[..d] {
-                        want[j] += 1;
-                    }
+                    let want = &splits[d];
                     let what = format!(
                         "{ways} ways, spacing {spacing}, {distinct} keys, {m_target} samples"
                     );
-                    assert_eq!(got, want, "{what}");
+                    assert_eq!(&got, want, "{what}");
                     assert!(d <= spacing * m_target, "{what}: starts at {d}");
                     assert!(
                         d + (ways - 1) * (spacing - 1) >= spacing * m_target,
@@ -760,32 +781,18 @@ mod tests {
         for ways in [2, 4, 8, 16, 32] {
             for distinct in [1, 3, 1000, u32::MAX] {
                 // Runs of different lengths, some empty (a level's last group).
-                let runs: Vec<Vec<u32>> = (0..ways)
+                let lens: Vec<usize> = (0..ways)
                     .map(|j| {
-                        let len = if j % 5 == 3 {
+                        if j % 5 == 3 {
                             0
                         } else {
                             rng.random_range(0..200)
-                        };
-                        let mut run: Vec<u32> =
-                            (0..len).map(|_| rng.random_range(0..distinct)).collect();
-                        run.sort_unstable();
-                        run
+                        }
                     })
                     .collect();
-                // The stable merge: by key, then run, then position.
-                let mut merged: Vec<(u32, usize, usize)> = runs
-                    .iter()
-                    .enumerate()
-                    .flat_map(|(j, r)| r.iter().enumerate().map(move |(i, &k)| (k, j, i)))
-                    .collect();
-                merged.sort_unstable();
+                let runs = random_sorted_runs(&mut rng, lens.into_iter(), distinct);
                 let views: Vec<&[u32]> = runs.iter().map(Vec::as_slice).collect();
-                for d in 0..=merged.len() {
-                    let mut want = vec![0; ways];
-                    for &(_, j, _) in &merged[..d] {
-                        want[j] += 1;
-                    }
+                for (d, want) in stable_merge_splits(&runs).into_iter().enumerate() {
                     assert_eq!(
                         model_splits(&views, d),
                         want,
