@@ -73,25 +73,46 @@ EXPORT_FOR_ALL_WORDS(multiway_merge_level, MULTIWAY_MERGE_LEVEL_PARAMS,
                                         u32 map, u32 unmap, const u32 *equal_tiles) {             \
         place_equal_values<K, V, TILE_BITS>(keys, sorted, values, out_values, n, map, unmap, equal_tiles); \
     }
-// The merge paths of a level in the key-value merge's tiles.
+// A multiway level of keys with values.
+#define EXPORT_KV_MULTIWAY(K, V)                                                                  \
+    extern "C" __global__ void multiway_merge_level_kv_##K##_##V(                                 \
+        const K *keys, const V *values, u64 n, u64 run_len, u32 ways, MultiwayTiling tiling, const u64 *ranks, \
+        K *out, V *out_values, u32 map, K *next_samples, u32 next_sample_bits) {                  \
+        multiway_merge_level_kv<K, V>(keys, values, n, run_len, ways, tiling, ranks, out, out_values, map,   \
+                                      next_samples, next_sample_bits);                            \
+    }
+// The merge paths of a level in the key-value merge's tiles, and a multiway level's samples and
+// splits (the words part's kernels, here too so that a key-value sort compiles one module).
 #define EXPORT_KV_CO_RANKS(K)                                                                     \
     extern "C" __global__ void level_co_ranks_kv_##K(const K *keys, u64 n, u64 run_len, u64 *ranks, u32 tiles) { \
         level_co_ranks_in<K, MergeTile<Tagged<K>::Word>::TILE_BITS>(keys, n, run_len, ranks, tiles);       \
+    }                                                                                             \
+    extern "C" __global__ void multiway_samples_kv_##K(const K *keys, u64 n, u32 sample_bits, K *samples) { \
+        multiway_samples<K>(keys, n, sample_bits, samples);                                       \
+    }                                                                                             \
+    extern "C" __global__ void multiway_co_ranks_kv_##K(const K *keys, u64 n, u64 run_len, u32 ways,      \
+                                                       const K *samples, MultiwayTiling tiling, u64 *ranks, \
+                                                       u32 tiles) {                               \
+        multiway_co_ranks<K>(keys, n, run_len, ways, samples, tiling, ranks, tiles);              \
     }
 #if !defined(KERNEL_TILE_BITS_32) || !defined(KERNEL_TILE_BITS_64)
 #error "the host passes the tuned tiles, KERNEL_TILE_BITS_32 and _64 (src/policy.rs)"
 #endif
 #if defined(KERNEL_PART_KV_U32_U32)
 EXPORT_KV(u32, u32, KERNEL_TILE_BITS_32)
+EXPORT_KV_MULTIWAY(u32, u32)
 EXPORT_KV_CO_RANKS(u32)
 #elif defined(KERNEL_PART_KV_U32_U64)
 EXPORT_KV(u32, u64, KERNEL_TILE_BITS_32)
+EXPORT_KV_MULTIWAY(u32, u64)
 EXPORT_KV_CO_RANKS(u32)
 #elif defined(KERNEL_PART_KV_U64_U32)
 EXPORT_KV(u64, u32, KERNEL_TILE_BITS_64)
+EXPORT_KV_MULTIWAY(u64, u32)
 EXPORT_KV_CO_RANKS(u64)
 #elif defined(KERNEL_PART_KV_U64_U64)
 EXPORT_KV(u64, u64, KERNEL_TILE_BITS_64)
+EXPORT_KV_MULTIWAY(u64, u64)
 EXPORT_KV_CO_RANKS(u64)
 #elif !defined(KERNEL_PART_WORDS)
 #error "compile one part: KERNEL_PART_WORDS or _KV_<key>_<value> (src/cuda/kernels.rs)"

@@ -5,7 +5,7 @@
 mod common;
 
 use bitonic::key::cmp_keys;
-use bitonic::{Backend, Order, Sorter};
+use bitonic::{Backend, Order, Policy, Sorter};
 use common::harness::{self, tests, Needs};
 use common::{assert_same_bits, gpu, make_keys, Pattern, TestKey, PATTERNS};
 use proptest::prelude::*;
@@ -18,6 +18,7 @@ fn main() {
             argsort_is_stable_on_any_floats, argsort_is_stable_with_many_ties;
         Needs::Gpu =>
             gpu_key_value_every_type_and_pattern, gpu_key_value_with_groups_of_equal_keys,
+            gpu_key_value_multiway_levels,
             gpu_rows_of_many_lengths, gpu_segments_of_different_lengths, gpu_sort_pairs_device;
     ]);
 }
@@ -37,11 +38,23 @@ fn reference_permutation<K: TestKey>(keys: &[K], order: Order) -> Vec<usize> {
 }
 
 fn check_kv<K: TestKey>(keys: &[K], backends: &[Backend]) {
+    check_kv_under(keys, backends, None);
+}
+
+/// [`check_kv`] with the GPU's sorts under `policy` (its own when `None`).
+fn check_kv_under<K: TestKey>(keys: &[K], backends: &[Backend], policy: Option<&Policy>) {
     for &backend in backends {
         for order in ORDERS {
-            let sorter = Sorter::new().backend(backend).order(order);
+            let mut sorter = Sorter::new().backend(backend).order(order);
+            if let Some(policy) = policy {
+                sorter = sorter.policy(policy.clone());
+            }
             let want = reference_permutation(keys, order);
-            let what = format!("{:?} {backend:?} {order:?} len {}", K::DTYPE, keys.len());
+            let what = format!(
+                "{:?} {backend:?} {order:?} len {} {policy:?}",
+                K::DTYPE,
+                keys.len()
+            );
 
             let mut perm = vec![0u32; keys.len()];
             sorter.argsort(keys, &mut perm).unwrap();
@@ -223,6 +236,34 @@ fn gpu_key_value_with_groups_of_equal_keys() {
     gpu("gpu_key_value_with_groups_of_equal_keys");
     check_kv(&keys_with_groups_of_equal_ones::<u32>(1 << 14), GPU);
     check_kv(&keys_with_groups_of_equal_ones::<i64>(1 << 13), GPU);
+}
+
+/// Key-value merges of each number of ways (the levels merge tagged words, 8 or 16 bytes: the
+/// policy's `wide_merge_ways`), with two-way tails, short last groups and equal keys across
+/// runs: argsorts (u32 values) and pairs (u64 values) of 32- and 64-bit keys.
+fn gpu_key_value_multiway_levels() {
+    gpu("gpu_key_value_multiway_levels");
+    for ways in [2, 4, 8, 16, 32] {
+        let policy = Policy {
+            wide_merge_ways: ways,
+            ..Policy::HOPPER
+        };
+        for (k, tile) in [(0, 1 << 14), (1, 1 << 13)] {
+            for (round, len) in [tile + 1, 3 * tile + 5, 20 * tile - 1, 64 * tile + 12_345]
+                .into_iter()
+                .enumerate()
+            {
+                for pattern in [Pattern::Random, Pattern::FewDistinct, Pattern::AllEqual] {
+                    let seed = 40 + round as u64;
+                    if k == 0 {
+                        check_kv_under(&make_keys::<f32>(len, pattern, seed), GPU, Some(&policy));
+                    } else {
+                        check_kv_under(&make_keys::<i64>(len, pattern, seed), GPU, Some(&policy));
+                    }
+                }
+            }
+        }
+    }
 }
 
 fn gpu_rows_of_many_lengths() {

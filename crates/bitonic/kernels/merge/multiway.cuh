@@ -316,13 +316,14 @@ __device__ __forceinline__ void merge_round(const W *from, W *to, const u32 *seg
     }
 }
 
-// One tile of a multiway level, given the splits of multiway_co_ranks; next_samples gets the
-// next level's samples unless next_sample_bits is 64 or more (no multiway level next).
-// Dynamic shared memory: two padded tiles and a slack word after each, which the rounds merge
-// between (src/cuda/merge.rs's multiway_shared_bytes).
-template <typename W>
-__device__ void multiway_merge_level(const W *keys, u64 n, u64 run_len, u32 ways, MultiwayTiling tiling,
-                                     const u64 *ranks, W *out, u32 map, W *next_samples, u32 next_sample_bits) {
+// One tile of a multiway level, given the splits of multiway_co_ranks: words W in the rounds,
+// load(i, at) giving tile index i from word `at` of the level's input, and store(o, w) taking
+// output o of the level with its word w. Dynamic shared memory: two padded tiles of W
+// and a slack word after each, which the rounds merge between (src/cuda/merge.rs's
+// multiway_shared_bytes); a key-value level keeps its values after them.
+template <typename W, typename Load, typename Store>
+__device__ __forceinline__ void multiway_merge_tile(u64 n, u64 run_len, u32 ways, MultiwayTiling tiling,
+                                                    const u64 *ranks, Load load, Store store) {
     typedef MergeTile<W> Tile;
     const u32 E = 1u << Tile::E_BITS, THREADS = 1u << Tile::THREAD_BITS;
     // Segment j of the tile holds run j's words from its split: tile index i of it is word
@@ -364,7 +365,6 @@ __device__ void multiway_merge_level(const W *keys, u64 n, u64 run_len, u32 ways
     }
     __syncthreads();
     const u32 len = seg[ways];
-    const u64 o0 = tile_start;
     // Load the segments, coalesced: tile index i is thread i % THREADS's register i / THREADS,
     // all E loads in flight at once. A warp's 32 indices of a register are consecutive: the
     // segments starting at or before its first one (a ballot over the lanes, lane j holding
@@ -375,7 +375,6 @@ __device__ void multiway_merge_level(const W *keys, u64 n, u64 run_len, u32 ways
         const u32 lane = threadIdx.x % WARP_SIZE, warp_first = threadIdx.x - lane;
         const u32 start_of_lane = lane < ways ? seg[lane] : 0xffffffffu;
         const u64 source_of_lane = lane < ways ? source[lane] : 0;
-        const W *runs = keys + g.start;
         const u32 slot = merge_slot<W>(threadIdx.x);
         W w[E];
 #pragma unroll
@@ -386,12 +385,13 @@ __device__ void multiway_merge_level(const W *keys, u64 n, u64 run_len, u32 ways
                  inside != 0; inside &= inside - 1)
                 s += __shfl_sync(FULL_WARP_MASK, start_of_lane, __ffs(inside) - 1) <= i ? 1 : 0;
             const u64 at = __shfl_sync(FULL_WARP_MASK, source_of_lane, s) + i;
-            if (i < len) w[r] = runs[at];
+            if (i < len) w[r] = load(i, g.start + at);
         }
 #pragma unroll
         for (u32 r = 0; r < E; ++r)
             if (r * THREADS + threadIdx.x < len) merged[slot + merge_slot<W>(r * THREADS)] = w[r];
     }
+    wait_async_copies(); // what load() put in flight has arrived by the barrier
     __syncthreads();
     // Rounds of pairwise merges between the two tiles, as many as the group's runs need.
     const u32 runs_here = u32((g.len + run_len - 1) / run_len);
@@ -404,18 +404,52 @@ __device__ void multiway_merge_level(const W *keys, u64 n, u64 run_len, u32 ways
     }
     // (merge_slot is additive over indices with disjoint bits: a thread's slots are one base
     // plus constants.)
-    // The next level's samples (when it is a multiway level) are every 2^next_sample_bits-th
-    // word of this one's output, stored on the way.
     const u32 slot = merge_slot<W>(threadIdx.x);
-    const u64 first_out = g.start + o0 + threadIdx.x;
-    const u64 sample_mask = next_sample_bits < 64 ? (u64(1) << next_sample_bits) - 1 : ~u64(0);
+    const u64 first_out = g.start + tile_start + threadIdx.x;
 #pragma unroll
-    for (u32 r = 0; r < E; ++r) {
-        if (r * THREADS + threadIdx.x < len) {
-            const W w = merged[slot + merge_slot<W>(r * THREADS)];
-            const u64 at = first_out + r * THREADS;
-            out[at] = map ? from_sortable(w, map) : w;
-            if ((at & sample_mask) == 0) next_samples[at >> next_sample_bits] = w;
-        }
-    }
+    for (u32 r = 0; r < E; ++r)
+        if (r * THREADS + threadIdx.x < len) store(first_out + r * THREADS, merged[slot + merge_slot<W>(r * THREADS)]);
+}
+
+// Stores key w of output o of a level and, when the next level is multiway (next_sample_bits
+// below 64), its sample there: every 2^next_sample_bits-th word of the output, unmapped.
+template <typename K>
+__device__ __forceinline__ void store_with_sample(K *out, u64 o, K w, u32 map, K *next_samples, u32 next_sample_bits) {
+    out[o] = map ? from_sortable(w, map) : w;
+    const u64 sample_mask = next_sample_bits < 64 ? (u64(1) << next_sample_bits) - 1 : ~u64(0);
+    if ((o & sample_mask) == 0) next_samples[o >> next_sample_bits] = w;
+}
+
+// A multiway level of words alone: keys into out, unmapping with `map` (the last level), the
+// next level's samples into next_samples.
+template <typename W>
+__device__ void multiway_merge_level(const W *keys, u64 n, u64 run_len, u32 ways, MultiwayTiling tiling,
+                                     const u64 *ranks, W *out, u32 map, W *next_samples, u32 next_sample_bits) {
+    multiway_merge_tile<W>(
+        n, run_len, ways, tiling, ranks, [&](u32, u64 at) { return keys[at]; },
+        [&](u64 o, W w) { store_with_sample(out, o, w, map, next_samples, next_sample_bits); });
+}
+
+// A multiway level of keys with values: each key goes into the rounds tagged with its tile
+// index (Tagged<K>: the words of equal keys then leave in run order, as their tags rise with
+// the run and the position), and its value goes into shared memory at that index after the two
+// tiles (cp.async, in flight while the keys load), from where the store fetches the value of
+// each word's tag.
+template <typename K, typename V>
+__device__ void multiway_merge_level_kv(const K *keys, const V *values, u64 n, u64 run_len, u32 ways,
+                                        MultiwayTiling tiling, const u64 *ranks, K *out, V *out_values, u32 map,
+                                        K *next_samples, u32 next_sample_bits) {
+    typedef Tagged<K> Tag;
+    typedef typename Tag::Word W;
+    V *tile_values = reinterpret_cast<V *>(shared_tile<W>() + 2 * (padded_tile<W>(1u << MergeTile<W>::TILE_BITS) + 1));
+    multiway_merge_tile<W>(
+        n, run_len, ways, tiling, ranks,
+        [&](u32 i, u64 at) {
+            copy_async(&tile_values[i], &values[at]);
+            return Tag::make(keys[at], i);
+        },
+        [&](u64 o, W w) {
+            store_with_sample(out, o, Tag::key(w), map, next_samples, next_sample_bits);
+            out_values[o] = tile_values[Tag::tag(w)];
+        });
 }

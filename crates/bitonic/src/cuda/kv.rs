@@ -6,11 +6,11 @@
 //! Keys and values stay in two arrays; no pass packs, unpacks or gathers them.
 
 use super::launch::{self, config, KeyValueArrays};
-use super::merge::{self, padded_tile_bytes, search_grid};
+use super::merge::{self, padded_tile_bytes, search_grid, MultiwayTiling};
 use super::{kernel_name, kernels, passes, Gpu};
 use crate::error::{CudaContext as _, Result};
 use crate::policy::Policy;
-use cudarc::driver::{CudaViewMut, DevicePtr, DeviceRepr, ValidAsZeroBits};
+use cudarc::driver::{CudaSlice, CudaViewMut, DevicePtr, DeviceRepr, ValidAsZeroBits};
 
 /// Bytes of a key of K with its tag: kernels/merge.cu's `Tagged` word (a u64 for 32-bit keys,
 /// a 16-byte KeyIndex for 64-bit ones).
@@ -76,7 +76,9 @@ pub(crate) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
     let tile_bits = policy.tile_bits(std::mem::size_of::<K>());
     let tile = 1usize << tile_bits;
     let runs = n.div_ceil(tile);
-    let levels = runs.next_power_of_two().trailing_zeros();
+    // The levels merge tagged words: the policy's ways for their width.
+    let plan = merge::level_ways_of(policy, tagged_bytes::<K>(), n, tile);
+    let levels = plan.len();
     let mut spare_keys =
         unsafe { stream.alloc::<K>(n) }.during(|| format!("allocating {n} keys to sort beside"))?;
     let spare_values = unsafe { stream.alloc::<V>(if levels > 0 { n } else { 1 }) }
@@ -142,9 +144,63 @@ pub(crate) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
     }
 
     let merge_tile = policy.merge_tile_of(tagged_bytes::<K>());
-    let tiles = n.div_ceil(merge_tile) as u32;
-    let mut ranks = unsafe { stream.alloc::<u64>(tiles as usize) }
-        .during(|| format!("allocating {tiles} merge paths"))?;
+    let (splits, samples_len) = merge::level_buffers(&plan, merge_tile, n, tile);
+    let mut ranks = unsafe { stream.alloc::<u64>(splits) }
+        .during(|| format!("allocating {splits} merge paths"))?;
+    // SAFETY: each multiway level's samples are written before its search reads them.
+    let mut samples = unsafe { stream.alloc::<K>(samples_len) }
+        .during(|| format!("allocating {samples_len} samples"))?;
+    let mut run_len = tile;
+    // Whether the last level stored this one's samples (a multiway level before a multiway one).
+    let mut samples_stored = false;
+    for (level, &ways) in plan.iter().enumerate() {
+        let ((src_keys, src_values), (dst_keys, dst_values)) =
+            (arrays(in_spare), arrays(!in_spare));
+        let src = KeyValueArrays {
+            keys: src_keys,
+            values: src_values,
+        };
+        let dst = KeyValueArrays {
+            keys: dst_keys,
+            values: dst_values,
+        };
+        let level_map = if level + 1 == levels { map } else { 0 };
+        if ways == 2 {
+            two_way_level::<K, V>(gpu, policy, (src, dst), (n, run_len), &mut ranks, level_map)?;
+            samples_stored = false;
+        } else {
+            let next_bits = merge::next_sample_bits(&plan, level, merge_tile, run_len);
+            let level_samples = (&mut samples, samples_stored, next_bits);
+            let sizes = (n, run_len, ways);
+            multiway_level::<K, V>(
+                gpu,
+                policy,
+                (src, dst),
+                sizes,
+                &mut ranks,
+                level_samples,
+                level_map,
+            )?;
+            samples_stored = next_bits.is_some();
+        }
+        in_spare = !in_spare;
+        run_len *= ways;
+    }
+    debug_assert!(!in_spare, "the last level writes into the caller's arrays");
+    Ok(())
+}
+
+/// One two-way level of [`merge_sort_kv`]: runs 2k and 2k + 1 of `run_len` pairs at `src`
+/// merge into `dst` (`level_co_ranks_kv`, then `merge_level_kv`).
+fn two_way_level<K: DeviceRepr, V: DeviceRepr>(
+    gpu: &Gpu,
+    policy: &Policy,
+    (src, dst): (KeyValueArrays, KeyValueArrays),
+    (n, run_len): (usize, usize),
+    ranks: &mut CudaSlice<u64>,
+    map: u32,
+) -> Result<()> {
+    let tiles = n.div_ceil(policy.merge_tile_of(tagged_bytes::<K>())) as u32;
     let co_ranks = gpu.function_for(
         policy,
         kernels::merge_kv::<K, V>(),
@@ -157,38 +213,82 @@ pub(crate) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
     )?;
     let merge_shared = kv_merge_shared_bytes::<K, V>(policy);
     gpu.allow_shared(&merge, merge_shared)?;
-    let mut run_len = tile as u64;
-    for level in 0..levels {
-        let ((src_keys, src_values), (dst_keys, dst_values)) =
-            (arrays(in_spare), arrays(!in_spare));
-        let level_map = if level + 1 == levels { map } else { 0 };
-        let sizes = (n64, run_len);
-        launch::level_co_ranks(
+    let sizes = (n as u64, run_len as u64);
+    launch::level_co_ranks(
+        gpu,
+        &co_ranks,
+        search_grid(tiles),
+        src.keys,
+        sizes,
+        ranks,
+        tiles,
+    )
+    .during(|| "launching level_co_ranks_kv".into())?;
+    let cfg = config(tiles, policy.merge_threads, merge_shared);
+    launch::merge_level_kv(gpu, &merge, cfg, (src, dst), sizes, ranks, map)
+        .during(|| "launching merge_level_kv".into())
+}
+
+/// One multiway level of [`merge_sort_kv`]: groups of `ways` runs of `run_len` pairs at `src`
+/// merge into `dst`. The keys' samples are gathered unless the level before stored them
+/// (`samples`: the buffer, whether stored, the next level's spacing to store), the splits
+/// come from the keys alone (`multiway_co_ranks_kv`), then one block a tile merges the keys
+/// tagged with their tile index and moves each value by its key's tag
+/// (`multiway_merge_level_kv`).
+fn multiway_level<K: DeviceRepr, V: DeviceRepr>(
+    gpu: &Gpu,
+    policy: &Policy,
+    (src, dst): (KeyValueArrays, KeyValueArrays),
+    (n, run_len, ways): (usize, usize, usize),
+    ranks: &mut CudaSlice<u64>,
+    (samples, stored, next_bits): (&mut CudaSlice<K>, bool, Option<u32>),
+    map: u32,
+) -> Result<()> {
+    let merge_tile = policy.merge_tile_of(tagged_bytes::<K>());
+    let tiling = MultiwayTiling::new(merge_tile, run_len, ways);
+    let tiles = tiling.tiles(n, run_len, ways) as u32;
+    let module = kernels::merge_kv::<K, V>();
+    let keys = (src.keys, n as u64);
+    if !stored {
+        let f = gpu.function_for(policy, module, &kernel_name::<K>("multiway_samples_kv"))?;
+        launch::multiway_samples(
             gpu,
-            &co_ranks,
-            search_grid(tiles),
-            src_keys,
-            sizes,
-            &mut ranks,
-            tiles,
+            &f,
+            tiling.samples_grid(n),
+            keys,
+            tiling.sample_bits,
+            samples,
         )
-        .during(|| "launching level_co_ranks_kv".into())?;
-        let src = KeyValueArrays {
-            keys: src_keys,
-            values: src_values,
-        };
-        let dst = KeyValueArrays {
-            keys: dst_keys,
-            values: dst_values,
-        };
-        let cfg = config(tiles, policy.merge_threads, merge_shared);
-        launch::merge_level_kv(gpu, &merge, cfg, (src, dst), sizes, &ranks, level_map)
-            .during(|| "launching merge_level_kv".into())?;
-        in_spare = !in_spare;
-        run_len *= 2;
+        .during(|| "launching multiway_samples_kv".into())?;
     }
-    debug_assert!(!in_spare, "the last level writes into the caller's arrays");
-    Ok(())
+    let f = gpu.function_for(policy, module, &kernel_name::<K>("multiway_co_ranks_kv"))?;
+    let cfg = MultiwayTiling::co_ranks_grid(tiles);
+    let sizes = (run_len as u64, ways as u32);
+    launch::multiway_co_ranks(gpu, &f, cfg, keys, sizes, samples, tiling, ranks, tiles)
+        .during(|| "launching multiway_co_ranks_kv".into())?;
+    let f = gpu.function_for(
+        policy,
+        module,
+        &kv_kernel_name::<K, V>("multiway_merge_level"),
+    )?;
+    // The two tiles of tagged words the rounds merge between, then the tile's values.
+    let shared = (merge::multiway_tiles_bytes(merge_tile, tagged_bytes::<K>())
+        + merge_tile * std::mem::size_of::<V>()) as u32;
+    gpu.allow_shared(&f, shared)?;
+    let cfg = config(tiles, policy.merge_threads, shared);
+    let sizes = (n as u64, run_len as u64, ways as u32);
+    launch::multiway_merge_level_kv(
+        gpu,
+        &f,
+        cfg,
+        (src, dst),
+        sizes,
+        tiling,
+        ranks,
+        map,
+        (samples, next_bits),
+    )
+    .during(|| "launching multiway_merge_level_kv".into())
 }
 
 #[cfg(test)]

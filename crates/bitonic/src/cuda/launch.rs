@@ -245,51 +245,52 @@ pub(crate) fn merge_level<W: DeviceRepr>(
     }
 }
 
-/// kernels/merge.cu `multiway_samples_W(keys, n, sample_bits, samples)`: every
-/// 2^sample_bits-th word of `keys`, the samples a multiway level's tiles start at.
+/// kernels/merge.cu `multiway_samples_W(keys, n, sample_bits, samples)` (or its key-value
+/// part's `multiway_samples_kv_K`): every 2^sample_bits-th of the `n` words at device address
+/// `keys`, the samples a multiway level's tiles start at.
 pub(crate) fn multiway_samples<W: DeviceRepr>(
     gpu: &Gpu,
     kernel: &CudaFunction,
     cfg: LaunchConfig,
-    keys: &CudaView<W>,
+    (keys, n): (u64, u64),
     sample_bits: u32,
     samples: &mut CudaSlice<W>,
 ) -> Result<(), DriverError> {
-    let n = keys.len() as u64;
     assert!(n > 0 && samples.len() as u64 > (n - 1) >> sample_bits);
     // SAFETY: multiway_samples_W(const W *keys, u64 n, u32 sample_bits, W *samples) writes
-    // samples[i] for i <= (n - 1) >> sample_bits, reading keys[i << sample_bits] < n.
+    // samples[i] for i <= (n - 1) >> sample_bits, reading keys[i << sample_bits] < n; `keys`
+    // holds n words (the callers' arrays).
     unsafe {
         launch(gpu, kernel, cfg, |l| {
-            l.arg(keys).arg(&n).arg(&sample_bits).arg(samples);
+            l.arg(&keys).arg(&n).arg(&sample_bits).arg(samples);
         })
     }
 }
 
 /// kernels/merge.cu `multiway_co_ranks_W(keys, n, run_len, ways, samples, tiling, ranks,
-/// tiles)`: where every tile of one multiway level starts in each run of its group, `ways`
-/// splits a tile, from the samples of [`multiway_samples`].
+/// tiles)` (or `multiway_co_ranks_kv_K`): where every tile of one multiway level of the `n`
+/// words at device address `keys` starts in each run of its group, `ways` splits a tile,
+/// from the samples of [`multiway_samples`].
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn multiway_co_ranks<W: DeviceRepr>(
     gpu: &Gpu,
     kernel: &CudaFunction,
     cfg: LaunchConfig,
-    keys: &CudaView<W>,
+    (keys, n): (u64, u64),
     (run_len, ways): (u64, u32),
     samples: &CudaSlice<W>,
     tiling: MultiwayTiling,
     ranks: &mut CudaSlice<u64>,
     tiles: u32,
 ) -> Result<(), DriverError> {
-    let n = keys.len() as u64;
     assert!(ranks.len() >= tiles as usize * ways as usize);
     assert!(samples.len() as u64 > (n - 1) >> tiling.sample_bits);
     // SAFETY: multiway_co_ranks_W(const W *keys, u64 n, u64 run_len, u32 ways, const W
     // *samples, MultiwayTiling tiling, u64 *ranks, u32 tiles) writes ranks[b ways + j] for
-    // b < tiles and j < ways, reading the samples of every run.
+    // b < tiles and j < ways, reading the samples of every run and the n words at `keys`.
     unsafe {
         launch(gpu, kernel, cfg, |l| {
-            l.arg(keys)
+            l.arg(&keys)
                 .arg(&n)
                 .arg(&run_len)
                 .arg(&ways)
@@ -374,6 +375,47 @@ pub(crate) fn merge_level_kv(
                 .arg(&run_len)
                 .arg(ranks);
             l.arg(&dst.keys).arg(&dst.values).arg(&map);
+        })
+    }
+}
+
+/// kernels/merge.cu `multiway_merge_level_kv_K_V(keys, values, n, run_len, ways, tiling, ranks,
+/// out_keys, out_values, map, next_samples, next_sample_bits)`: one multiway level of the
+/// key-value merge sort, storing the next level's samples of keys K when `next_sample_bits`
+/// is `Some`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn multiway_merge_level_kv<K: DeviceRepr>(
+    gpu: &Gpu,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    (src, dst): (KeyValueArrays, KeyValueArrays),
+    (n, run_len, ways): (u64, u64, u32),
+    tiling: MultiwayTiling,
+    ranks: &CudaSlice<u64>,
+    map: u32,
+    (samples, next_sample_bits): (&mut CudaSlice<K>, Option<u32>),
+) -> Result<(), DriverError> {
+    let next_sample_bits = next_sample_bits.unwrap_or(64);
+    assert!(next_sample_bits >= 64 || samples.len() as u64 > (n - 1) >> next_sample_bits);
+    // SAFETY: multiway_merge_level_kv_K_V(const K *keys, const V *values, u64 n, u64 run_len,
+    // u32 ways, MultiwayTiling tiling, const u64 *ranks, K *out, V *out_values, u32 map, K
+    // *next_samples, u32 next_sample_bits), one block a tile, reading n keys and values at
+    // `src` and the splits of its tile and the next, writing n keys and values at `dst` and,
+    // with next_sample_bits below 64, the samples.
+    unsafe {
+        launch(gpu, kernel, cfg, |l| {
+            l.arg(&src.keys)
+                .arg(&src.values)
+                .arg(&n)
+                .arg(&run_len)
+                .arg(&ways)
+                .arg(&tiling)
+                .arg(ranks)
+                .arg(&dst.keys)
+                .arg(&dst.values)
+                .arg(&map)
+                .arg(samples)
+                .arg(&next_sample_bits);
         })
     }
 }

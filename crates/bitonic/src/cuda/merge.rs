@@ -114,6 +114,18 @@ impl MultiwayTiling {
         n.div_ceil(self.spacing())
     }
 
+    /// The launch of `multiway_samples` over `n` words (a grid-stride loop).
+    pub(crate) fn samples_grid(&self, n: usize) -> LaunchConfig {
+        config((self.samples(n).div_ceil(256) as u32).min(4096), 256, 0)
+    }
+
+    /// The launch of `multiway_co_ranks` for `tiles` tiles: one warp a tile, in blocks of
+    /// kernels/merge/multiway.cuh's `CO_RANKS_WARPS` (4).
+    pub(crate) fn co_ranks_grid(tiles: u32) -> LaunchConfig {
+        const CO_RANKS_WARPS: u32 = 4;
+        config(tiles.div_ceil(CO_RANKS_WARPS), 32 * CO_RANKS_WARPS, 0)
+    }
+
     /// Tiles of a level over `n` words in groups of `ways` runs of `run_len`: every full
     /// group's, and the last group's.
     pub(crate) fn tiles(&self, n: usize, run_len: usize, ways: usize) -> usize {
@@ -128,8 +140,18 @@ impl MultiwayTiling {
 /// ([`Policy::merge_ways_of`]), fewer when fewer runs are left, and two where a group of more
 /// would span over [`MULTIWAY_GROUP_MAX`] words. A level of two ways is the two-way bitonic
 /// level; more ways, a multiway level.
-pub(crate) fn level_ways<W>(policy: &Policy, n: usize, mut run_len: usize) -> Vec<usize> {
-    let most = policy.merge_ways_of(std::mem::size_of::<W>()) as usize;
+pub(crate) fn level_ways<W>(policy: &Policy, n: usize, run_len: usize) -> Vec<usize> {
+    level_ways_of(policy, std::mem::size_of::<W>(), n, run_len)
+}
+
+/// [`level_ways`] for words of `word_bytes`.
+pub(crate) fn level_ways_of(
+    policy: &Policy,
+    word_bytes: usize,
+    n: usize,
+    mut run_len: usize,
+) -> Vec<usize> {
+    let most = policy.merge_ways_of(word_bytes) as usize;
     let mut ways = Vec::new();
     while run_len < n {
         let runs = n.div_ceil(run_len);
@@ -163,20 +185,11 @@ fn merge_levels<W: DeviceRepr>(
     let stream = gpu.stream();
     let tile = merge_tile_len::<W>(policy);
     let plan = level_ways::<W>(policy, n, run_len);
-    // Two-way levels need one merge path a tile, multiway levels one split a tile and run and
-    // the runs' samples.
-    let (mut splits, mut samples_len) = (n.div_ceil(tile), 0);
-    let mut level_run = run_len;
-    for &ways in plan.iter().filter(|&&w| w > 2) {
-        let tiling = MultiwayTiling::new(tile, level_run, ways);
-        splits = splits.max(tiling.tiles(n, level_run, ways) * ways);
-        samples_len = samples_len.max(tiling.samples(n));
-        level_run *= ways;
-    }
+    let (splits, samples_len) = level_buffers(&plan, tile, n, run_len);
     let mut ranks = unsafe { stream.alloc::<u64>(splits) }
         .during(|| format!("allocating {splits} merge paths"))?;
     // SAFETY: each multiway level's samples are written before its search reads them.
-    let mut samples = unsafe { stream.alloc::<W>(samples_len.max(1)) }
+    let mut samples = unsafe { stream.alloc::<W>(samples_len) }
         .during(|| format!("allocating {samples_len} samples"))?;
     let mut in_spare = false;
     // Whether the last level stored this one's samples (a multiway level before a multiway one).
@@ -192,12 +205,7 @@ fn merge_levels<W: DeviceRepr>(
             merge_level(gpu, policy, &src, &mut dst, run_len, &mut ranks, level_map)?;
             samples_stored = false;
         } else {
-            let next_sample_bits = match plan.get(level + 1) {
-                Some(&next) if next > 2 => {
-                    Some(MultiwayTiling::new(tile, run_len * ways, next).sample_bits)
-                }
-                _ => None,
-            };
+            let next_sample_bits = next_sample_bits(&plan, level, tile, run_len);
             let level_samples = LevelSamples {
                 buffer: &mut samples,
                 stored: samples_stored,
@@ -222,6 +230,45 @@ fn merge_levels<W: DeviceRepr>(
     Ok(in_spare)
 }
 
+/// The buffers the levels `plan` of a merge sort of `n` words from runs of `run_len` need, in
+/// merge tiles of `tile` words: (merge paths or splits, samples), the most any level takes.
+/// Two-way levels need one merge path a tile, multiway levels one split a tile and run and
+/// the runs' samples.
+pub(crate) fn level_buffers(
+    plan: &[usize],
+    tile: usize,
+    n: usize,
+    run_len: usize,
+) -> (usize, usize) {
+    let (mut splits, mut samples) = (n.div_ceil(tile).max(1), 0);
+    let mut level_run = run_len;
+    for &ways in plan {
+        if ways > 2 {
+            let tiling = MultiwayTiling::new(tile, level_run, ways);
+            splits = splits.max(tiling.tiles(n, level_run, ways) * ways);
+            samples = samples.max(tiling.samples(n));
+        }
+        level_run *= ways;
+    }
+    (splits, samples.max(1))
+}
+
+/// The spacing (log2) of the samples that level `level` of `plan` (runs of `run_len` into
+/// merge tiles of `tile` words) stores for the next one, when that is a multiway level.
+pub(crate) fn next_sample_bits(
+    plan: &[usize],
+    level: usize,
+    tile: usize,
+    run_len: usize,
+) -> Option<u32> {
+    match plan.get(level + 1) {
+        Some(&next) if next > 2 => {
+            Some(MultiwayTiling::new(tile, run_len * plan[level], next).sample_bits)
+        }
+        _ => None,
+    }
+}
+
 /// The samples of a multiway level in `buffer`: already `stored` by the level before, or to
 /// gather; and the spacing of the next level's, which this level stores, when `next_bits` is
 /// `Some` (a multiway level next).
@@ -235,11 +282,14 @@ struct LevelSamples<'a, W> {
 /// between, each with a slack word after it (kernels/merge/multiway.cuh).
 fn multiway_shared_bytes<W>(policy: &Policy) -> u32 {
     let word = std::mem::size_of::<W>();
-    2 * (padded_tile_bytes(merge_tile_len::<W>(policy), word) + word) as u32
+    multiway_tiles_bytes(merge_tile_len::<W>(policy), word) as u32
 }
 
-/// Warps of a `multiway_co_ranks` block (kernels/merge/multiway.cuh's `CO_RANKS_WARPS`).
-const CO_RANKS_WARPS: u32 = 4;
+/// Bytes of the two padded tiles of `tile` words of `word_bytes` that a multiway merge's
+/// rounds merge between, each with a slack word after it.
+pub(crate) fn multiway_tiles_bytes(tile: usize, word_bytes: usize) -> usize {
+    2 * (padded_tile_bytes(tile, word_bytes) + word_bytes)
+}
 
 /// One multiway level of [`merge_levels`]: runs `ways` k … `ways` k + ways - 1 of `src`
 /// merge into `dst`. The runs' samples are gathered (`multiway_samples`) unless the level
@@ -260,15 +310,16 @@ fn multiway_level<W: DeviceRepr>(
     let tiling = MultiwayTiling::new(merge_tile_len::<W>(policy), run_len, ways);
     let tiles = tiling.tiles(src.len(), run_len, ways) as u32;
     let sizes = (run_len as u64, ways as u32);
+    let (address, _record_read) = src.device_ptr(gpu.stream());
+    let keys = (address, src.len() as u64);
     if !samples.stored {
         let f = gpu.function_for(
             policy,
             &kernels::MERGE_WORDS,
             &kernel_name::<W>("multiway_samples"),
         )?;
-        let sample_blocks = (tiling.samples(src.len()).div_ceil(256) as u32).min(4096);
-        let cfg = config(sample_blocks, 256, 0);
-        launch::multiway_samples(gpu, &f, cfg, src, tiling.sample_bits, samples.buffer)
+        let cfg = tiling.samples_grid(src.len());
+        launch::multiway_samples(gpu, &f, cfg, keys, tiling.sample_bits, samples.buffer)
             .during(|| "launching multiway_samples".into())?;
     }
     let f = gpu.function_for(
@@ -276,12 +327,12 @@ fn multiway_level<W: DeviceRepr>(
         &kernels::MERGE_WORDS,
         &kernel_name::<W>("multiway_co_ranks"),
     )?;
-    let cfg = config(tiles.div_ceil(CO_RANKS_WARPS), 32 * CO_RANKS_WARPS, 0);
+    let cfg = MultiwayTiling::co_ranks_grid(tiles);
     launch::multiway_co_ranks(
         gpu,
         &f,
         cfg,
-        src,
+        keys,
         sizes,
         samples.buffer,
         tiling,
