@@ -354,8 +354,8 @@ mod tests {
             // (keys, layout, values follow, GPU present) -> backend, strategy
             (1000, Layout::Whole, false, true, Backend::Cpu, CpuSort),
             (1 << 16, Layout::Whole, false, true, Backend::Cuda, NetworkPasses),
-            (1 << 22, Layout::Whole, false, true, Backend::Cuda, NetworkPasses),
-            ((1 << 22) + 1, Layout::Whole, false, true, Backend::Cuda, MergeSort),
+            (1 << 21, Layout::Whole, false, true, Backend::Cuda, NetworkPasses),
+            ((1 << 21) + 1, Layout::Whole, false, true, Backend::Cuda, MergeSort),
             (1 << 29, Layout::Whole, false, false, Backend::Cpu, CpuSort),
             (1 << 24, rows(1 << 24), false, true, Backend::Cuda, MergeSort),
             (1 << 24, rows(1024), false, true, Backend::Cuda, NetworkPasses),

@@ -31,7 +31,10 @@ pub struct Policy {
     /// tuned kernel (16 keys a thread in twice the threads), which hides latency better.
     pub narrow_small_u32: bool,
     /// One array of more keys than this (keys alone) sorts as a merge sort of tile sorts; up
-    /// to it, the network's passes stay in L2 and win.
+    /// to it, the network's passes stay in L2 and win. Hopper: 2^21, measured on the H200
+    /// (docs/notes/multiway.md): at 2^22 the merge sort is ahead (u32 0.245 → 0.219 ms, u64
+    /// 0.628 → 0.413); at 2^21 u32 keys are faster on the network (0.140 against 0.151 ms)
+    /// though u64 keys would merge faster from 2^17 (one number serves both widths for now).
     pub merge_sort_above: usize,
     /// Output words one block of a merge level writes (kernels: `KERNEL_MERGE_TILE`).
     pub merge_tile: usize,
@@ -184,7 +187,7 @@ impl Policy {
         spread_tile_bits: 12,
         max_cluster_blocks: 16,
         narrow_small_u32: true,
-        merge_sort_above: 1 << 22,
+        merge_sort_above: 1 << 21,
         merge_tile: 1 << 12,
         merge_threads: 256,
         merge_ways: 8,
