@@ -27,6 +27,7 @@ const NUMBERS: &[Number] = &[
     number!(max_cluster_blocks as u32),
     ("narrow_small_u32", |p, v| p.narrow_small_u32 = v != 0),
     number!(merge_sort_above),
+    number!(wide_merge_sort_above),
     number!(merge_ways as u32),
     number!(wide_merge_ways as u32),
     number!(topk_filter_above),

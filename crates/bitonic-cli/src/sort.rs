@@ -54,7 +54,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let shape = output_shape(&file, args.rows)?;
     let sorter = args.options.sorter();
     // Resolve the backend before touching the output, so a refused `--backend cuda` writes nothing.
-    sorter.what_runs(file.len())?;
+    sorter.what_runs(file.len(), file.dtype)?;
     let format = Format::from_path(&args.output);
     let output_name = ui::output_name(&args.output);
     let started = Instant::now();

@@ -42,8 +42,6 @@ pub enum Operation {
     Topk {
         /// Keys kept a row.
         k: usize,
-        /// The size of a key in bytes (2, 4 or 8).
-        key_bytes: usize,
     },
 }
 
@@ -66,6 +64,8 @@ pub enum Layout {
 pub struct Request {
     /// Keys in all.
     pub len: usize,
+    /// The size of a key in bytes (2, 4 or 8).
+    pub key_bytes: usize,
     /// One array, rows or segments.
     pub layout: Layout,
     /// Whether values or indices follow the keys (key-value sorts and argsorts: stable).
@@ -173,6 +173,7 @@ impl Strategy {
 /// use bitonic::{Backend, Policy, Strategy};
 /// let request = Request {
 ///     len: 1 << 24,
+///     key_bytes: 4,
 ///     layout: Layout::Rows { row_len: 1024 },
 ///     with_values: false,
 ///     backend: Backend::Auto,
@@ -246,7 +247,7 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
         other => other,
     };
     let topk = match request.operation {
-        Operation::Topk { k, key_bytes } => Some((k, key_bytes)),
+        Operation::Topk { k } => Some((k, request.key_bytes)),
         Operation::Sort => None,
     };
     match request.version {
@@ -298,7 +299,7 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
         (None, _) => {}
     }
     Ok(match (layout, request.with_values) {
-        (Layout::Whole, false) if request.len > policy.merge_sort_above => {
+        (Layout::Whole, false) if request.len > policy.merge_sort_above_of(request.key_bytes) => {
             if !policy.merge_ways_supported() {
                 return Err(Error::Unsupported(
                     "a policy's merge_ways or wide_merge_ways other than 2, 4, 8, 16 or 32",
@@ -336,6 +337,7 @@ mod tests {
     fn request(len: usize, layout: Layout, with_values: bool) -> Request {
         Request {
             len,
+            key_bytes: 4,
             layout,
             with_values,
             backend: Backend::Auto,
@@ -429,7 +431,8 @@ mod tests {
     fn top_k_selections() {
         let rows = |row_len| Layout::Rows { row_len };
         let topk_of = |len, layout, k, key_bytes| Request {
-            operation: Operation::Topk { k, key_bytes },
+            operation: Operation::Topk { k },
+            key_bytes,
             ..request(len, layout, true)
         };
         let topk = |len, layout, k| topk_of(len, layout, k, 4);
@@ -536,11 +539,29 @@ mod tests {
         ));
         r.version = Some(Version::Tuned);
         assert_eq!(choose(&r, GPU).unwrap(), (Backend::Cuda, TopkWarpSort));
-        r.operation = Operation::Topk { k: 3, key_bytes: 8 };
+        r.key_bytes = 8;
         assert_eq!(choose(&r, GPU).unwrap(), (Backend::Cuda, TopkRadix));
         assert!(choose(&topk(1 << 20, Layout::Segments, 3), GPU).is_err());
         assert!(TopkFilter.on_gpu() && TopkRadix.on_gpu() && TopkWarpSort.on_gpu());
         assert!(!CpuTopk.on_gpu());
+    }
+
+    #[test]
+    fn the_merge_sort_starts_where_the_policy_says_for_the_key_width() {
+        let of = |len, key_bytes| Request {
+            key_bytes,
+            ..request(len, Layout::Whole, false)
+        };
+        let hopper = &Policy::HOPPER;
+        for (key_bytes, above) in [
+            (2, hopper.merge_sort_above),
+            (4, hopper.merge_sort_above),
+            (8, hopper.wide_merge_sort_above),
+        ] {
+            assert_eq!(choose(&of(above, key_bytes), GPU).unwrap().1, NetworkPasses);
+            assert_eq!(choose(&of(above + 1, key_bytes), GPU).unwrap().1, MergeSort);
+        }
+        assert!(hopper.wide_merge_sort_above < hopper.merge_sort_above);
     }
 
     #[test]

@@ -30,12 +30,14 @@ pub struct Policy {
     /// Whether u32 keys whose tiles shrink below `tile_bytes` (small inputs) use the narrow
     /// tuned kernel (16 keys a thread in twice the threads), which hides latency better.
     pub narrow_small_u32: bool,
-    /// One array of more keys than this (keys alone) sorts as a merge sort of tile sorts; up
-    /// to it, the network's passes stay in L2 and win. Hopper: 2^21, measured on the H200
-    /// (docs/notes/multiway.md): at 2^22 the merge sort is ahead (u32 0.245 → 0.219 ms, u64
-    /// 0.628 → 0.413); at 2^21 u32 keys are faster on the network (0.140 against 0.151 ms)
-    /// though u64 keys would merge faster from 2^17 (one number serves both widths for now).
+    /// One array of more 4-byte (or 2-byte) keys than this, keys alone, sorts as a merge sort
+    /// of tile sorts; up to it, the network's passes stay in L2 and win. Hopper: 2^21,
+    /// measured on the H200 (docs/notes/multiway.md): at 2^22 the merge sort is ahead (u32
+    /// 0.245 → 0.219 ms), at 2^21 the network (0.140 against 0.151 ms).
     pub merge_sort_above: usize,
+    /// [`Policy::merge_sort_above`] for 8-byte keys, whose network passes cost more: Hopper's
+    /// 2^16 (H200: u64 2^17 0.108 → 0.088 ms, 2^21 0.297 → 0.216, 2^22 0.628 → 0.413).
+    pub wide_merge_sort_above: usize,
     /// Output words one block of a merge level writes (kernels: `KERNEL_MERGE_TILE`).
     pub merge_tile: usize,
     /// Threads of a merge block (kernels: `KERNEL_MERGE_THREADS`): 16 words a thread.
@@ -188,6 +190,7 @@ impl Policy {
         max_cluster_blocks: 16,
         narrow_small_u32: true,
         merge_sort_above: 1 << 21,
+        wide_merge_sort_above: 1 << 16,
         merge_tile: 1 << 12,
         merge_threads: 256,
         merge_ways: 8,
@@ -255,6 +258,17 @@ impl Policy {
         [self.merge_ways, self.wide_merge_ways]
             .iter()
             .all(|w| Self::MERGE_WAYS.contains(w))
+    }
+
+    /// The most keys of `key_bytes` one array may have and still sort by the network's
+    /// passes: [`Policy::merge_sort_above`], or [`Policy::wide_merge_sort_above`] for 8-byte
+    /// keys.
+    pub fn merge_sort_above_of(&self, key_bytes: usize) -> usize {
+        if key_bytes <= 4 {
+            self.merge_sort_above
+        } else {
+            self.wide_merge_sort_above
+        }
     }
 
     /// The most runs one merge level of words of `word_bytes` merges: [`Policy::merge_ways`]

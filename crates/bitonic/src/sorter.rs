@@ -358,7 +358,12 @@ impl<'g> Sorter<'g> {
     /// ```
     pub fn sort_rows<K: SortKey>(&self, keys: &mut [K], row_len: usize) -> Result<Ran> {
         check_rows(keys.len(), row_len)?;
-        let (ran, target) = self.choose(keys.len(), rows_layout(keys.len(), row_len), false)?;
+        let (ran, target) = self.choose(
+            K::DTYPE.size(),
+            keys.len(),
+            rows_layout(keys.len(), row_len),
+            false,
+        )?;
         match target {
             Some(t) => on_gpu(t, keys, |words| {
                 run::sort::<K::Wide>(t, ran.strategy, words, row_len, self.order)
@@ -378,7 +383,7 @@ impl<'g> Sorter<'g> {
     /// ```
     pub fn sort_segments<K: SortKey>(&self, keys: &mut [K], offsets: &[usize]) -> Result<Ran> {
         check_segments(keys.len(), offsets)?;
-        let (ran, target) = self.choose(keys.len(), Layout::Segments, false)?;
+        let (ran, target) = self.choose(K::DTYPE.size(), keys.len(), Layout::Segments, false)?;
         match target {
             Some(t) => on_gpu(t, keys, |words| {
                 run::sort_segments::<K::Wide>(t, words, offsets, self.order)
@@ -418,7 +423,12 @@ impl<'g> Sorter<'g> {
         check_rows(keys.len(), row_len)?;
         check_same_len(keys.len(), indices.len())?;
         check_index_width::<I>(row_len)?;
-        let (ran, target) = self.choose(keys.len(), rows_layout(keys.len(), row_len), true)?;
+        let (ran, target) = self.choose(
+            K::DTYPE.size(),
+            keys.len(),
+            rows_layout(keys.len(), row_len),
+            true,
+        )?;
         if keys.is_empty() {
             return Ok(ran);
         }
@@ -458,7 +468,7 @@ impl<'g> Sorter<'g> {
     ) -> Result<Ran> {
         check_same_len(keys.len(), values.len())?;
         let n = keys.len();
-        let (ran, target) = self.choose(n, Layout::Whole, true)?;
+        let (ran, target) = self.choose(K::DTYPE.size(), n, Layout::Whole, true)?;
         if n < 2 {
             return Ok(ran);
         }
@@ -536,7 +546,13 @@ impl<'g> Sorter<'g> {
         let rows = check_topk(keys.len(), row_len, k, values.len(), indices.len())?;
         check_index_width::<I>(row_len)?;
         let layout = rows_layout(keys.len(), row_len);
-        let (ran, target) = self.choose_for(keys.len(), layout, true, topk_of::<K>(k))?;
+        let (ran, target) = self.choose_for(
+            K::DTYPE.size(),
+            keys.len(),
+            layout,
+            true,
+            Operation::Topk { k },
+        )?;
         if rows == 0 {
             return Ok(ran);
         }
@@ -587,7 +603,13 @@ impl<'g> Sorter<'g> {
     ) -> Result<Ran> {
         let rows = check_topk(keys.len(), row_len, k, values.len(), indices.len())?;
         let layout = rows_layout(keys.len(), row_len);
-        let (ran, t) = self.choose_device_for(keys.len(), layout, true, topk_of::<K>(k))?;
+        let (ran, t) = self.choose_device_for(
+            K::DTYPE.size(),
+            keys.len(),
+            layout,
+            true,
+            Operation::Topk { k },
+        )?;
         let sorter = t.gpu.info().ordinal;
         for buffer in [
             keys.context().ordinal(),
@@ -630,7 +652,12 @@ impl<'g> Sorter<'g> {
         row_len: usize,
     ) -> Result<Ran> {
         check_rows(keys.len(), row_len)?;
-        let (ran, t) = self.choose_device(keys.len(), rows_layout(keys.len(), row_len), false)?;
+        let (ran, t) = self.choose_device(
+            K::DTYPE.size(),
+            keys.len(),
+            rows_layout(keys.len(), row_len),
+            false,
+        )?;
         words::with_words(t.gpu, keys, |words| {
             run::sort::<K::Wide>(t, ran.strategy, words, row_len, self.order)
         })?;
@@ -644,7 +671,7 @@ impl<'g> Sorter<'g> {
         offsets: &[usize],
     ) -> Result<Ran> {
         check_segments(keys.len(), offsets)?;
-        let (ran, t) = self.choose_device(keys.len(), Layout::Segments, false)?;
+        let (ran, t) = self.choose_device(K::DTYPE.size(), keys.len(), Layout::Segments, false)?;
         words::with_words(t.gpu, keys, |words| {
             run::sort_segments::<K::Wide>(t, words, offsets, self.order)
         })?;
@@ -661,7 +688,12 @@ impl<'g> Sorter<'g> {
     ) -> Result<Ran> {
         check_rows(keys.len(), row_len)?;
         check_same_len(keys.len(), indices.len())?;
-        let (ran, t) = self.choose_device(keys.len(), rows_layout(keys.len(), row_len), true)?;
+        let (ran, t) = self.choose_device(
+            K::DTYPE.size(),
+            keys.len(),
+            rows_layout(keys.len(), row_len),
+            true,
+        )?;
         let mut view = indices.as_view_mut();
         words::with_words(t.gpu, keys, |words| {
             run::sort_with_indices::<K::Wide>(
@@ -686,7 +718,12 @@ impl<'g> Sorter<'g> {
     ) -> Result<Ran> {
         check_rows(keys.len(), row_len)?;
         check_same_len(keys.len(), values.len())?;
-        let (ran, t) = self.choose_device(keys.len(), rows_layout(keys.len(), row_len), true)?;
+        let (ran, t) = self.choose_device(
+            K::DTYPE.size(),
+            keys.len(),
+            rows_layout(keys.len(), row_len),
+            true,
+        )?;
         let mut view = values.as_view_mut();
         words::with_words(t.gpu, keys, |words| {
             let order = self.order;
@@ -711,7 +748,7 @@ impl<'g> Sorter<'g> {
     /// ```
     pub fn prepare<K: SortKey, V>(&self, len: usize, layout: Layout) -> Result<Ran> {
         let value_bytes = std::mem::size_of::<V>();
-        let (ran, target) = self.choose(len, layout, value_bytes > 0)?;
+        let (ran, target) = self.choose(K::DTYPE.size(), len, layout, value_bytes > 0)?;
         if let Some(t) = target {
             let row_len = match layout {
                 Layout::Rows { row_len } => row_len,
@@ -722,16 +759,17 @@ impl<'g> Sorter<'g> {
         Ok(ran)
     }
 
-    /// What a sort of `len` keys of one array would run, without sorting: to refuse early
+    /// What a sort of `len` keys of `dtype` in one array would run, without sorting: to refuse early
     /// (a `Cuda` backend without a GPU, a version on the CPU) before work that would be lost.
-    pub fn what_runs(&self, len: usize) -> Result<Ran> {
-        self.choose(len, Layout::Whole, false).map(|(ran, _)| ran)
+    pub fn what_runs(&self, len: usize, dtype: DType) -> Result<Ran> {
+        self.choose(dtype.size(), len, Layout::Whole, false)
+            .map(|(ran, _)| ran)
     }
 
     /// Bytes the GPU sort of `n` keys of `dtype` in one array moves through device memory (a
     /// read and a write of every key a pass): the yardstick of achieved bandwidth.
     pub fn bytes_moved(&self, n: usize, dtype: DType) -> Result<u64> {
-        let (ran, t) = self.choose_device(n, Layout::Whole, false)?;
+        let (ran, t) = self.choose_device(dtype.size(), n, Layout::Whole, false)?;
         run::bytes_moved(t, ran.strategy, n, dtype, self.order)
     }
 
@@ -739,16 +777,18 @@ impl<'g> Sorter<'g> {
     /// GPU is probed only when it could be chosen.
     fn choose(
         &self,
+        key_bytes: usize,
         len: usize,
         layout: Layout,
         with_values: bool,
     ) -> Result<(Ran, Option<Target<'_>>)> {
-        self.choose_for(len, layout, with_values, Operation::Sort)
+        self.choose_for(key_bytes, len, layout, with_values, Operation::Sort)
     }
 
     /// [`Sorter::choose`] for an operation.
     fn choose_for(
         &self,
+        key_bytes: usize,
         len: usize,
         layout: Layout,
         with_values: bool,
@@ -756,6 +796,7 @@ impl<'g> Sorter<'g> {
     ) -> Result<(Ran, Option<Target<'_>>)> {
         let request = Request {
             len,
+            key_bytes,
             layout,
             with_values,
             backend: self.backend,
@@ -794,16 +835,18 @@ impl<'g> Sorter<'g> {
     /// [`Sorter::choose`] for device buffers: always the GPU.
     fn choose_device(
         &self,
+        key_bytes: usize,
         len: usize,
         layout: Layout,
         with_values: bool,
     ) -> Result<(Ran, Target<'_>)> {
-        self.choose_device_for(len, layout, with_values, Operation::Sort)
+        self.choose_device_for(key_bytes, len, layout, with_values, Operation::Sort)
     }
 
     /// [`Sorter::choose_device`] for an operation.
     fn choose_device_for(
         &self,
+        key_bytes: usize,
         len: usize,
         layout: Layout,
         with_values: bool,
@@ -815,6 +858,7 @@ impl<'g> Sorter<'g> {
         let gpu = self.device()?;
         let request = Request {
             len,
+            key_bytes,
             layout,
             with_values,
             backend: Backend::Cuda,
@@ -840,14 +884,6 @@ impl<'g> Sorter<'g> {
             Some(policy) => policy,
             None => gpu.default_policy(),
         }
-    }
-}
-
-/// A top-k selection of `k` keys of `K` a row, as the dispatch sees it.
-fn topk_of<K: SortKey>(k: usize) -> Operation {
-    Operation::Topk {
-        k,
-        key_bytes: K::DTYPE.size(),
     }
 }
 

@@ -212,6 +212,7 @@ pub(crate) fn sort_ascending_words<W: DeviceRepr>(
 ) -> Result<()> {
     let request = Request {
         len: words.len(),
+        key_bytes: std::mem::size_of::<W>(),
         layout: Layout::Whole,
         with_values: false,
         backend: crate::Backend::Cuda,
