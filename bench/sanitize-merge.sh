@@ -14,7 +14,7 @@ for tool in memcheck racecheck; do
       log="$tmp/$tool-$dtype-$ways.log"
       compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin" bench --dtype "$dtype" --versions tuned \
         --no-cpu --no-end-to-end --min-exp 17 --max-exp 17 --repeats 1 -o "$tmp/out" \
-        --policy "merge_ways=$ways,wide_merge_ways=$ways,merge_sort_above=8192" > "$log" 2>&1
+        --policy "merge_ways=$ways,wide_merge_ways=$ways,merge_sort_above=8192,wide_merge_sort_above=8192" > "$log" 2>&1
       rc=$?
       echo "$tool $dtype merge_ways=$ways: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
       [ $rc -eq 0 ] || { status=1; tail -20 "$log"; }

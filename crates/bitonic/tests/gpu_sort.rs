@@ -220,6 +220,7 @@ fn multiway_merge_levels_one_type<K: TestKey>(test: &str) {
             merge_ways: ways,
             wide_merge_ways: ways,
             merge_sort_above: tile,
+            wide_merge_sort_above: tile,
             ..Policy::HOPPER
         };
         for (round, &len) in sizes.iter().enumerate() {
