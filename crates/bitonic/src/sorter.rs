@@ -358,12 +358,8 @@ impl<'g> Sorter<'g> {
     /// ```
     pub fn sort_rows<K: SortKey>(&self, keys: &mut [K], row_len: usize) -> Result<Ran> {
         check_rows(keys.len(), row_len)?;
-        let (ran, target) = self.choose(
-            K::DTYPE.size(),
-            keys.len(),
-            rows_layout(keys.len(), row_len),
-            false,
-        )?;
+        let (ran, target) =
+            self.choose::<K>(keys.len(), rows_layout(keys.len(), row_len), false)?;
         match target {
             Some(t) => on_gpu(t, keys, |words| {
                 run::sort::<K::Wide>(t, ran.strategy, words, row_len, self.order)
@@ -383,7 +379,7 @@ impl<'g> Sorter<'g> {
     /// ```
     pub fn sort_segments<K: SortKey>(&self, keys: &mut [K], offsets: &[usize]) -> Result<Ran> {
         check_segments(keys.len(), offsets)?;
-        let (ran, target) = self.choose(K::DTYPE.size(), keys.len(), Layout::Segments, false)?;
+        let (ran, target) = self.choose::<K>(keys.len(), Layout::Segments, false)?;
         match target {
             Some(t) => on_gpu(t, keys, |words| {
                 run::sort_segments::<K::Wide>(t, words, offsets, self.order)
@@ -423,12 +419,7 @@ impl<'g> Sorter<'g> {
         check_rows(keys.len(), row_len)?;
         check_same_len(keys.len(), indices.len())?;
         check_index_width::<I>(row_len)?;
-        let (ran, target) = self.choose(
-            K::DTYPE.size(),
-            keys.len(),
-            rows_layout(keys.len(), row_len),
-            true,
-        )?;
+        let (ran, target) = self.choose::<K>(keys.len(), rows_layout(keys.len(), row_len), true)?;
         if keys.is_empty() {
             return Ok(ran);
         }
@@ -468,7 +459,7 @@ impl<'g> Sorter<'g> {
     ) -> Result<Ran> {
         check_same_len(keys.len(), values.len())?;
         let n = keys.len();
-        let (ran, target) = self.choose(K::DTYPE.size(), n, Layout::Whole, true)?;
+        let (ran, target) = self.choose::<K>(n, Layout::Whole, true)?;
         if n < 2 {
             return Ok(ran);
         }
@@ -652,12 +643,8 @@ impl<'g> Sorter<'g> {
         row_len: usize,
     ) -> Result<Ran> {
         check_rows(keys.len(), row_len)?;
-        let (ran, t) = self.choose_device(
-            K::DTYPE.size(),
-            keys.len(),
-            rows_layout(keys.len(), row_len),
-            false,
-        )?;
+        let (ran, t) =
+            self.choose_device::<K>(keys.len(), rows_layout(keys.len(), row_len), false)?;
         words::with_words(t.gpu, keys, |words| {
             run::sort::<K::Wide>(t, ran.strategy, words, row_len, self.order)
         })?;
@@ -671,7 +658,7 @@ impl<'g> Sorter<'g> {
         offsets: &[usize],
     ) -> Result<Ran> {
         check_segments(keys.len(), offsets)?;
-        let (ran, t) = self.choose_device(K::DTYPE.size(), keys.len(), Layout::Segments, false)?;
+        let (ran, t) = self.choose_device::<K>(keys.len(), Layout::Segments, false)?;
         words::with_words(t.gpu, keys, |words| {
             run::sort_segments::<K::Wide>(t, words, offsets, self.order)
         })?;
@@ -688,12 +675,8 @@ impl<'g> Sorter<'g> {
     ) -> Result<Ran> {
         check_rows(keys.len(), row_len)?;
         check_same_len(keys.len(), indices.len())?;
-        let (ran, t) = self.choose_device(
-            K::DTYPE.size(),
-            keys.len(),
-            rows_layout(keys.len(), row_len),
-            true,
-        )?;
+        let (ran, t) =
+            self.choose_device::<K>(keys.len(), rows_layout(keys.len(), row_len), true)?;
         let mut view = indices.as_view_mut();
         words::with_words(t.gpu, keys, |words| {
             run::sort_with_indices::<K::Wide>(
@@ -718,12 +701,8 @@ impl<'g> Sorter<'g> {
     ) -> Result<Ran> {
         check_rows(keys.len(), row_len)?;
         check_same_len(keys.len(), values.len())?;
-        let (ran, t) = self.choose_device(
-            K::DTYPE.size(),
-            keys.len(),
-            rows_layout(keys.len(), row_len),
-            true,
-        )?;
+        let (ran, t) =
+            self.choose_device::<K>(keys.len(), rows_layout(keys.len(), row_len), true)?;
         let mut view = values.as_view_mut();
         words::with_words(t.gpu, keys, |words| {
             let order = self.order;
@@ -748,7 +727,7 @@ impl<'g> Sorter<'g> {
     /// ```
     pub fn prepare<K: SortKey, V>(&self, len: usize, layout: Layout) -> Result<Ran> {
         let value_bytes = std::mem::size_of::<V>();
-        let (ran, target) = self.choose(K::DTYPE.size(), len, layout, value_bytes > 0)?;
+        let (ran, target) = self.choose::<K>(len, layout, value_bytes > 0)?;
         if let Some(t) = target {
             let row_len = match layout {
                 Layout::Rows { row_len } => row_len,
@@ -759,33 +738,35 @@ impl<'g> Sorter<'g> {
         Ok(ran)
     }
 
-    /// What a sort of `len` keys of `dtype` in one array would run, without sorting: to refuse early
-    /// (a `Cuda` backend without a GPU, a version on the CPU) before work that would be lost.
+    /// What a sort of `len` keys of `dtype` in one array would run, without sorting: to refuse
+    /// early (a `Cuda` backend without a GPU, a version on the CPU) before work that would be
+    /// lost.
     pub fn what_runs(&self, len: usize, dtype: DType) -> Result<Ran> {
-        self.choose(dtype.size(), len, Layout::Whole, false)
+        let sort = Operation::Sort;
+        self.choose_for(dtype.size(), len, Layout::Whole, false, sort)
             .map(|(ran, _)| ran)
     }
 
     /// Bytes the GPU sort of `n` keys of `dtype` in one array moves through device memory (a
     /// read and a write of every key a pass): the yardstick of achieved bandwidth.
     pub fn bytes_moved(&self, n: usize, dtype: DType) -> Result<u64> {
-        let (ran, t) = self.choose_device(dtype.size(), n, Layout::Whole, false)?;
+        let (ran, t) =
+            self.choose_device_for(dtype.size(), n, Layout::Whole, false, Operation::Sort)?;
         run::bytes_moved(t, ran.strategy, n, dtype, self.order)
     }
 
-    /// The backend and strategy for a request, and the GPU target when the GPU runs it. The
-    /// GPU is probed only when it could be chosen.
-    fn choose(
+    /// The backend and strategy for a request of keys `K`, and the GPU target when the GPU
+    /// runs it. The GPU is probed only when it could be chosen.
+    fn choose<K: SortKey>(
         &self,
-        key_bytes: usize,
         len: usize,
         layout: Layout,
         with_values: bool,
     ) -> Result<(Ran, Option<Target<'_>>)> {
-        self.choose_for(key_bytes, len, layout, with_values, Operation::Sort)
+        self.choose_for(K::DTYPE.size(), len, layout, with_values, Operation::Sort)
     }
 
-    /// [`Sorter::choose`] for an operation.
+    /// [`Sorter::choose`] for an operation on keys of `key_bytes`.
     fn choose_for(
         &self,
         key_bytes: usize,
@@ -833,17 +814,16 @@ impl<'g> Sorter<'g> {
     }
 
     /// [`Sorter::choose`] for device buffers: always the GPU.
-    fn choose_device(
+    fn choose_device<K: SortKey>(
         &self,
-        key_bytes: usize,
         len: usize,
         layout: Layout,
         with_values: bool,
     ) -> Result<(Ran, Target<'_>)> {
-        self.choose_device_for(key_bytes, len, layout, with_values, Operation::Sort)
+        self.choose_device_for(K::DTYPE.size(), len, layout, with_values, Operation::Sort)
     }
 
-    /// [`Sorter::choose_device`] for an operation.
+    /// [`Sorter::choose_device`] for an operation on keys of `key_bytes`.
     fn choose_device_for(
         &self,
         key_bytes: usize,
