@@ -240,6 +240,18 @@ fn row_len_of(len: usize, layout: Layout) -> usize {
     }
 }
 
+/// `strategy`, a merge sort's, if the policy's ways are ones the merge kernels have a form for:
+/// another number is an error, not a compile failure or a kernel out of its bounds.
+fn merging(policy: &Policy, strategy: Strategy) -> Result<Strategy> {
+    if policy.merge_ways_supported() {
+        Ok(strategy)
+    } else {
+        Err(Error::Unsupported(
+            "a policy's merge_ways or wide_merge_ways other than 2, 4, 8, 16 or 32",
+        ))
+    }
+}
+
 fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
     // Rows as long as the whole input are one array.
     let layout = match request.layout {
@@ -293,23 +305,18 @@ fn gpu_strategy(request: &Request, policy: &Policy) -> Result<Strategy> {
         }
         // A large k, or one above half the row (the selection would keep most of the row and
         // sort it anyway): each row's stable argsort, of which the first k are kept.
-        (Some(_), Layout::Whole) => return Ok(Strategy::KeyValueMerge),
+        (Some(_), Layout::Whole) => return merging(policy, Strategy::KeyValueMerge),
         (Some(_), Layout::Rows { .. }) => return Ok(Strategy::PairPasses),
         (Some(_), Layout::Segments) => return Err(Error::Unsupported("top-k of segments")),
         (None, _) => {}
     }
     Ok(match (layout, request.with_values) {
         (Layout::Whole, false) if request.len > policy.merge_sort_above_of(request.key_bytes) => {
-            if !policy.merge_ways_supported() {
-                return Err(Error::Unsupported(
-                    "a policy's merge_ways or wide_merge_ways other than 2, 4, 8, 16 or 32",
-                ));
-            }
-            Strategy::MergeSort
+            merging(policy, Strategy::MergeSort)?
         }
         (Layout::Whole, false) | (Layout::Rows { .. }, false) => Strategy::NetworkPasses,
         (Layout::Segments, false) => Strategy::SegmentPasses,
-        (Layout::Whole, true) => Strategy::KeyValueMerge,
+        (Layout::Whole, true) => merging(policy, Strategy::KeyValueMerge)?,
         (Layout::Rows { .. }, true) => Strategy::PairPasses,
         (Layout::Segments, true) => {
             return Err(Error::Unsupported(
@@ -591,5 +598,17 @@ mod tests {
             choose(&r, Some(&sixty_four_wide)),
             Err(Error::Unsupported(_))
         ));
+        // The key-value merge sort (argsorts, pairs, a top-k that sorts) merges as many runs.
+        let pairs = request(1 << 20, Layout::Whole, true);
+        let top_half = Request {
+            operation: Operation::Topk { k: 600_000 },
+            ..pairs
+        };
+        for r in [pairs, top_half] {
+            assert_eq!(choose(&r, GPU).unwrap().1, KeyValueMerge);
+            for bad in [&three_ways, &sixty_four_wide] {
+                assert!(matches!(choose(&r, Some(bad)), Err(Error::Unsupported(_))));
+            }
+        }
     }
 }

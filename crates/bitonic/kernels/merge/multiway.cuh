@@ -416,8 +416,7 @@ __device__ __forceinline__ void multiway_merge_tile(u64 n, u64 run_len, u32 ways
 template <typename K>
 __device__ __forceinline__ void store_with_sample(K *out, u64 o, K w, u32 map, K *next_samples, u32 next_sample_bits) {
     out[o] = map ? from_sortable(w, map) : w;
-    const u64 sample_mask = next_sample_bits < 64 ? (u64(1) << next_sample_bits) - 1 : ~u64(0);
-    if ((o & sample_mask) == 0) next_samples[o >> next_sample_bits] = w;
+    if (next_sample_bits < 64 && (o & ((u64(1) << next_sample_bits) - 1)) == 0) next_samples[o >> next_sample_bits] = w;
 }
 
 // A multiway level of words alone: keys into out, unmapping with `map` (the last level), the

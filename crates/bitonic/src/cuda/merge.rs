@@ -94,7 +94,10 @@ impl MultiwayTiling {
     /// every tile fits and tiles hold about 15/16 of `tile` words on average.
     pub(crate) fn new(tile: usize, run_len: usize, ways: usize) -> Self {
         let spacing = (tile / (16 * ways)).max(1);
-        debug_assert!(spacing.is_power_of_two() && run_len % spacing == 0);
+        assert!(
+            ways.is_power_of_two() && spacing.is_power_of_two() && run_len % spacing == 0,
+            "a multiway level of {ways} runs of {run_len} in tiles of {tile}"
+        );
         let tile_samples = (tile - (ways - 1) * (spacing - 1)) / spacing;
         let group_samples = run_len * ways / spacing;
         MultiwayTiling {
