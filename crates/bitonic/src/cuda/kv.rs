@@ -6,7 +6,7 @@
 //! Keys and values stay in two arrays; no pass packs, unpacks or gathers them.
 
 use super::launch::{self, config, KeyValueArrays};
-use super::merge::{self, padded_tile_bytes, search_grid, MultiwayTiling};
+use super::merge::{self, padded_tile_bytes, search_grid, LevelSamples, MultiwayTiling};
 use super::{kernel_name, kernels, passes, Gpu};
 use crate::error::{CudaContext as _, Result};
 use crate::policy::Policy;
@@ -170,7 +170,11 @@ pub(crate) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
             samples_stored = false;
         } else {
             let next_bits = merge::next_sample_bits(&plan, level, merge_tile, run_len);
-            let level_samples = (&mut samples, samples_stored, next_bits);
+            let level_samples = LevelSamples {
+                buffer: &mut samples,
+                stored: samples_stored,
+                next_bits,
+            };
             let sizes = (n, run_len, ways);
             multiway_level::<K, V>(
                 gpu,
@@ -230,8 +234,7 @@ fn two_way_level<K: DeviceRepr, V: DeviceRepr>(
 }
 
 /// One multiway level of [`merge_sort_kv`]: groups of `ways` runs of `run_len` pairs at `src`
-/// merge into `dst`. The keys' samples are gathered unless the level before stored them
-/// (`samples`: the buffer, whether stored, the next level's spacing to store), the splits
+/// merge into `dst`. The keys' samples are gathered unless the level before stored them, the splits
 /// come from the keys alone (`multiway_co_ranks_kv`), then one block a tile merges the keys
 /// tagged with their tile index and moves each value by its key's tag
 /// (`multiway_merge_level_kv`).
@@ -241,7 +244,7 @@ fn multiway_level<K: DeviceRepr, V: DeviceRepr>(
     (src, dst): (KeyValueArrays, KeyValueArrays),
     (n, run_len, ways): (usize, usize, usize),
     ranks: &mut CudaSlice<u64>,
-    (samples, stored, next_bits): (&mut CudaSlice<K>, bool, Option<u32>),
+    samples: LevelSamples<K>,
     map: u32,
 ) -> Result<()> {
     let merge_tile = policy.merge_tile_of(tagged_bytes::<K>());
@@ -249,7 +252,7 @@ fn multiway_level<K: DeviceRepr, V: DeviceRepr>(
     let tiles = tiling.tiles(n, run_len, ways) as u32;
     let module = kernels::merge_kv::<K, V>();
     let keys = (src.keys, n as u64);
-    if !stored {
+    if !samples.stored {
         let f = gpu.function_for(policy, module, &kernel_name::<K>("multiway_samples_kv"))?;
         launch::multiway_samples(
             gpu,
@@ -257,15 +260,25 @@ fn multiway_level<K: DeviceRepr, V: DeviceRepr>(
             tiling.samples_grid(n),
             keys,
             tiling.sample_bits,
-            samples,
+            samples.buffer,
         )
         .during(|| "launching multiway_samples_kv".into())?;
     }
     let f = gpu.function_for(policy, module, &kernel_name::<K>("multiway_co_ranks_kv"))?;
     let cfg = MultiwayTiling::co_ranks_grid(tiles);
     let sizes = (run_len as u64, ways as u32);
-    launch::multiway_co_ranks(gpu, &f, cfg, keys, sizes, samples, tiling, ranks, tiles)
-        .during(|| "launching multiway_co_ranks_kv".into())?;
+    launch::multiway_co_ranks(
+        gpu,
+        &f,
+        cfg,
+        keys,
+        sizes,
+        samples.buffer,
+        tiling,
+        ranks,
+        tiles,
+    )
+    .during(|| "launching multiway_co_ranks_kv".into())?;
     let f = gpu.function_for(
         policy,
         module,
@@ -286,7 +299,7 @@ fn multiway_level<K: DeviceRepr, V: DeviceRepr>(
         tiling,
         ranks,
         map,
-        (samples, next_bits),
+        (samples.buffer, samples.next_bits),
     )
     .during(|| "launching multiway_merge_level_kv".into())
 }

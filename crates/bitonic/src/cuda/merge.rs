@@ -275,10 +275,10 @@ pub(crate) fn next_sample_bits(
 /// The samples of a multiway level in `buffer`: already `stored` by the level before, or to
 /// gather; and the spacing of the next level's, which this level stores, when `next_bits` is
 /// `Some` (a multiway level next).
-struct LevelSamples<'a, W> {
-    buffer: &'a mut CudaSlice<W>,
-    stored: bool,
-    next_bits: Option<u32>,
+pub(crate) struct LevelSamples<'a, W> {
+    pub(crate) buffer: &'a mut CudaSlice<W>,
+    pub(crate) stored: bool,
+    pub(crate) next_bits: Option<u32>,
 }
 
 /// Shared-memory bytes of a multiway merge block: the two padded tiles its rounds merge
