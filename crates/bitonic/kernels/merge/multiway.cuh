@@ -2,9 +2,10 @@
 // a power of two: the policy's for the word size, src/policy.rs), so a merge sort of R runs
 // makes ceil(log_ways R) passes over its keys instead of log2 R.
 //
-// A level is three launches:
+// A level is up to three launches:
 // * multiway_samples gathers every S-th word of the runs (S: MultiwayTiling's spacing), a
-//   small array that stays in L2.
+//   small array that stays in L2 — unless the level before was a multiway level, whose
+//   stores wrote them (store_with_sample).
 // * multiway_co_ranks: one warp a tile finds where the tile starts in each run of its group
 //   (the k-way merge path). A tile starts at a sample: the first one past a multiple of the
 //   tile's samples in the samples' stable merge, found by narrowing a window in every run of
@@ -15,7 +16,8 @@
 //   memory, merges them pairwise in log2(ways) rounds — each thread finds the merge path of
 //   its first output in the pair that holds it with a binary search and then merges its E
 //   outputs sequentially, one comparison an output (a search again where they cross into the
-//   next pair) — and stores the tile, coalesced.
+//   next pair) — and stores the tile, coalesced. Its key-value form tags each key with its
+//   tile index and moves the values by the tags (multiway_merge_level_kv).
 // Ties go to the lower run, then the lower position: the merge is stable, as a two-way level.
 // src/cuda/merge.rs's tests model the launches on the CPU.
 #pragma once
