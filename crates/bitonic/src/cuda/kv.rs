@@ -234,8 +234,8 @@ fn two_way_level<K: DeviceRepr, V: DeviceRepr>(
 }
 
 /// One multiway level of [`merge_sort_kv`]: groups of `ways` runs of `run_len` pairs at `src`
-/// merge into `dst`. The keys' samples are gathered unless the level before stored them, the splits
-/// come from the keys alone (`multiway_co_ranks_kv`), then one block a tile merges the keys
+/// merge into `dst`. The splits come from the keys alone ([`merge::multiway_splits`] with the
+/// key-value module's `multiway_co_ranks_kv`), then one block a tile merges the keys
 /// tagged with their tile index and moves each value by its key's tag
 /// (`multiway_merge_level_kv`).
 fn multiway_level<K: DeviceRepr, V: DeviceRepr>(
@@ -244,7 +244,7 @@ fn multiway_level<K: DeviceRepr, V: DeviceRepr>(
     (src, dst): (KeyValueArrays, KeyValueArrays),
     (n, run_len, ways): (usize, usize, usize),
     ranks: &mut CudaSlice<u64>,
-    samples: LevelSamples<K>,
+    mut samples: LevelSamples<K>,
     map: u32,
 ) -> Result<()> {
     let merge_tile = policy.merge_tile_of(tagged_bytes::<K>());
@@ -252,33 +252,18 @@ fn multiway_level<K: DeviceRepr, V: DeviceRepr>(
     let tiles = tiling.tiles(n, run_len, ways) as u32;
     let module = kernels::merge_kv::<K, V>();
     let keys = (src.keys, n as u64);
-    if !samples.stored {
-        let f = gpu.function_for(policy, module, &kernel_name::<K>("multiway_samples_kv"))?;
-        launch::multiway_samples(
-            gpu,
-            &f,
-            tiling.samples_grid(n),
-            keys,
-            tiling.sample_bits,
-            samples.buffer,
-        )
-        .during(|| "launching multiway_samples_kv".into())?;
-    }
-    let f = gpu.function_for(policy, module, &kernel_name::<K>("multiway_co_ranks_kv"))?;
-    let cfg = MultiwayTiling::co_ranks_grid(tiles);
     let sizes = (run_len as u64, ways as u32);
-    launch::multiway_co_ranks(
+    let kernels_of = (module, "_kv");
+    merge::multiway_splits(
         gpu,
-        &f,
-        cfg,
+        policy,
+        kernels_of,
         keys,
         sizes,
-        samples.buffer,
-        tiling,
+        (tiling, tiles),
         ranks,
-        tiles,
-    )
-    .during(|| "launching multiway_co_ranks_kv".into())?;
+        &mut samples,
+    )?;
     let f = gpu.function_for(
         policy,
         module,

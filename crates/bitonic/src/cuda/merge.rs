@@ -10,6 +10,7 @@
 //!
 //! The key-value merge sort (src/cuda/kv.rs) uses the same merge path and tile merge.
 
+use super::kernels::KernelModule;
 use super::launch::{self, config};
 use super::layout::RowLayout;
 use super::{kernel_name, kernels, passes, Gpu};
@@ -294,42 +295,32 @@ pub(crate) fn multiway_tiles_bytes(tile: usize, word_bytes: usize) -> usize {
     2 * (padded_tile_bytes(tile, word_bytes) + word_bytes)
 }
 
-/// One multiway level of [`merge_levels`]: runs `ways` k … `ways` k + ways - 1 of `src`
-/// merge into `dst`. The runs' samples are gathered (`multiway_samples`) unless the level
-/// before stored them, one warp a tile finds where the tile starts in every run
-/// (`multiway_co_ranks`), then one block a tile merges (`multiway_merge_level`), storing the
-/// next level's samples.
+/// The first two steps of a multiway level over the `n` words at device address `keys` (a
+/// key-value level's keys), in groups of `ways` runs of `run_len`: the samples gathered
+/// (`multiway_samples`) unless the level before stored them, then one warp a tile finds where
+/// the tile starts in every run (`multiway_co_ranks`), into `ranks`. The kernels come from
+/// `module`, their names ending in `kind` before the word type ("" for words alone, "_kv" in
+/// a key-value module).
 #[allow(clippy::too_many_arguments)]
-fn multiway_level<W: DeviceRepr>(
+pub(crate) fn multiway_splits<W: DeviceRepr>(
     gpu: &Gpu,
     policy: &Policy,
-    src: &CudaView<W>,
-    dst: &mut CudaViewMut<W>,
-    (run_len, ways): (usize, usize),
+    (module, kind): (&'static KernelModule, &str),
+    keys: (u64, u64),
+    sizes: (u64, u32),
+    (tiling, tiles): (MultiwayTiling, u32),
     ranks: &mut CudaSlice<u64>,
-    samples: LevelSamples<W>,
-    map: u32,
+    samples: &mut LevelSamples<W>,
 ) -> Result<()> {
-    let tiling = MultiwayTiling::new(merge_tile_len::<W>(policy), run_len, ways);
-    let tiles = tiling.tiles(src.len(), run_len, ways) as u32;
-    let sizes = (run_len as u64, ways as u32);
-    let (address, _record_read) = src.device_ptr(gpu.stream());
-    let keys = (address, src.len() as u64);
     if !samples.stored {
-        let f = gpu.function_for(
-            policy,
-            &kernels::MERGE_WORDS,
-            &kernel_name::<W>("multiway_samples"),
-        )?;
-        let cfg = tiling.samples_grid(src.len());
+        let name = kernel_name::<W>(&format!("multiway_samples{kind}"));
+        let f = gpu.function_for(policy, module, &name)?;
+        let cfg = tiling.samples_grid(keys.1 as usize);
         launch::multiway_samples(gpu, &f, cfg, keys, tiling.sample_bits, samples.buffer)
-            .during(|| "launching multiway_samples".into())?;
+            .during(|| format!("launching {name}"))?;
     }
-    let f = gpu.function_for(
-        policy,
-        &kernels::MERGE_WORDS,
-        &kernel_name::<W>("multiway_co_ranks"),
-    )?;
+    let name = kernel_name::<W>(&format!("multiway_co_ranks{kind}"));
+    let f = gpu.function_for(policy, module, &name)?;
     let cfg = MultiwayTiling::co_ranks_grid(tiles);
     launch::multiway_co_ranks(
         gpu,
@@ -342,7 +333,39 @@ fn multiway_level<W: DeviceRepr>(
         ranks,
         tiles,
     )
-    .during(|| "launching multiway_co_ranks".into())?;
+    .during(|| format!("launching {name}"))
+}
+
+/// One multiway level of [`merge_levels`]: runs `ways` k … `ways` k + ways - 1 of `src`
+/// merge into `dst`. [`multiway_splits`] finds where each tile starts in every run, then one
+/// block a tile merges (`multiway_merge_level`), storing the next level's samples.
+#[allow(clippy::too_many_arguments)]
+fn multiway_level<W: DeviceRepr>(
+    gpu: &Gpu,
+    policy: &Policy,
+    src: &CudaView<W>,
+    dst: &mut CudaViewMut<W>,
+    (run_len, ways): (usize, usize),
+    ranks: &mut CudaSlice<u64>,
+    mut samples: LevelSamples<W>,
+    map: u32,
+) -> Result<()> {
+    let tiling = MultiwayTiling::new(merge_tile_len::<W>(policy), run_len, ways);
+    let tiles = tiling.tiles(src.len(), run_len, ways) as u32;
+    let sizes = (run_len as u64, ways as u32);
+    let (address, _record_read) = src.device_ptr(gpu.stream());
+    let keys = (address, src.len() as u64);
+    let kernels_of = (&kernels::MERGE_WORDS, "");
+    multiway_splits(
+        gpu,
+        policy,
+        kernels_of,
+        keys,
+        sizes,
+        (tiling, tiles),
+        ranks,
+        &mut samples,
+    )?;
     let f = gpu.function_for(
         policy,
         &kernels::MERGE_WORDS,
