@@ -54,6 +54,12 @@ pub struct Policy {
     /// bytes for the same compute: Hopper merges 16 runs a level, measured faster than
     /// two-way levels from 2^24 to 2^28 keys on the H200 (8–16%).
     pub wide_merge_ways: u32,
+    /// log2 of the runs the tile sort makes for a merge sort of 8-byte keys, where that is
+    /// less than a tile's keys ([`Policy::merge_run_bits`]). A tile sort's cost grows with the
+    /// square of its runs' log, the levels' with the number of levels: Hopper's 12 (half a
+    /// tile) sorts u64 faster than whole tiles on the H100 (2^22–2^26: 4–6%, in the same
+    /// call; docs/notes/multiway.md).
+    pub wide_merge_run_bits: u32,
     /// A top-k row longer than this streams through the threshold filter
     /// ([`crate::dispatch::Strategy::TopkFilter`]) unless k is at most
     /// [`Policy::topk_long_radix_max_k`]; shorter rows are cut into chunks that blocks hold in
@@ -195,6 +201,7 @@ impl Policy {
         merge_threads: 256,
         merge_ways: 8,
         wide_merge_ways: 16,
+        wide_merge_run_bits: 12,
         topk_filter_above: 1 << 26,
         topk_long_radix_max_k: 100,
         topk_radix_per_thread: 32,
@@ -240,6 +247,18 @@ impl Policy {
     /// key-index pairs at 64 KiB).
     pub fn tile_bits(&self, word_bytes: usize) -> u32 {
         (self.tile_bytes / word_bytes).ilog2()
+    }
+
+    /// log2 of the runs a merge sort of words of `word_bytes` starts from: a tile's, or
+    /// [`Policy::wide_merge_run_bits`] for 8-byte words where that is less — but at least half
+    /// a merge tile, which the merge levels need.
+    pub fn merge_run_bits(&self, word_bytes: usize) -> u32 {
+        let tile = self.tile_bits(word_bytes);
+        if word_bytes != 8 {
+            return tile;
+        }
+        let half_merge_tile = self.merge_tile_of(word_bytes).ilog2() - 1;
+        tile.min(self.wide_merge_run_bits.max(half_merge_tile))
     }
 
     /// Output words of one merge block for words of `word_bytes`: half a tile for 16-byte
@@ -324,6 +343,17 @@ mod tests {
             (14, 13, 12)
         );
         assert_eq!((p.merge_tile_of(8), p.merge_tile_of(16)), (4096, 2048));
+        // Merge sorts of 8-byte keys start from runs of half a tile; never below half a merge
+        // tile, never above a tile.
+        assert_eq!((p.merge_run_bits(4), p.merge_run_bits(8)), (14, 12));
+        let with = |bits| Policy {
+            wide_merge_run_bits: bits,
+            ..Policy::HOPPER
+        };
+        assert_eq!(
+            (with(3).merge_run_bits(8), with(20).merge_run_bits(8)),
+            (11, 13)
+        );
         // The merge kernels hold 16 words a thread (8 for 16-byte words).
         assert_eq!(p.merge_tile / p.merge_threads as usize, 16);
     }

@@ -89,7 +89,7 @@ pub(crate) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
     // The runs go to the spare arrays when the levels are odd; the keys are sorted there, and
     // their copy elsewhere keeps the order the values are in.
     let mut in_spare = levels % 2 == 1;
-    let layout = merge::run_layout(policy, n, std::mem::size_of::<K>());
+    let layout = merge::run_layout(n, policy.tile_bits(std::mem::size_of::<K>()));
     if in_spare {
         passes::tuned_keeping_map(
             gpu,

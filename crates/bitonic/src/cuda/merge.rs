@@ -419,13 +419,13 @@ fn merge_level<W: DeviceRepr>(
 
 /// log2 of the runs a [`merge_sort`] of `W` words starts from: one tuned tile each.
 fn run_bits<W>(policy: &Policy) -> u32 {
-    policy.tile_bits(std::mem::size_of::<W>())
+    policy.merge_run_bits(std::mem::size_of::<W>())
 }
 
-/// The runs the tile sort of a [`merge_sort`] of `n` words of `word_bytes` sorts (a key-value
-/// merge sort's too): one tuned tile each, or the whole array when it fits one.
-pub(crate) fn run_layout(policy: &Policy, n: usize, word_bytes: usize) -> RowLayout {
-    let run_bits = policy.tile_bits(word_bytes);
+/// The runs of 2^`run_bits` words that the tile sort of a merge sort of `n` words sorts
+/// ([`Policy::merge_run_bits`]; a key-value merge sort's are whole tiles), or the whole array
+/// when it fits one.
+pub(crate) fn run_layout(n: usize, run_bits: u32) -> RowLayout {
     if n <= 1 << run_bits {
         RowLayout::rows(n, n)
     } else {
@@ -463,9 +463,9 @@ pub(crate) fn merge_sort_passes<W>(policy: &Policy, n: usize) -> usize {
     1 + levels + levels % 2
 }
 
-/// Sorts `keys` (more than one tile of them) as a merge sort of tile sorts: the tuned passes
-/// sort runs of one tile each (2^14 u32, 2^13 u64 with 64 KiB tiles), mapping the keys on
-/// their loads, then [`merge_levels`] merges the runs through `spare` and unmaps on the last
+/// Sorts `keys` (more than one run of them) as a merge sort of tile sorts: the tuned passes
+/// sort runs of 2^[`Policy::merge_run_bits`] words (on Hopper a tile of 2^14 u32, half a tile
+/// of 2^12 u64), mapping the keys on their loads, then [`merge_levels`] merges the runs through `spare` and unmaps on the last
 /// level's stores. Returns whether the result is in `spare`.
 pub(crate) fn merge_sort<W: DeviceRepr>(
     gpu: &Gpu,
@@ -474,7 +474,7 @@ pub(crate) fn merge_sort<W: DeviceRepr>(
     spare: &mut CudaViewMut<W>,
     map: u32,
 ) -> Result<bool> {
-    let runs = run_layout(policy, keys.len(), std::mem::size_of::<W>());
+    let runs = run_layout(keys.len(), run_bits::<W>(policy));
     passes::tuned_keeping_map(gpu, policy, keys, runs, map, true)?;
     merge_levels(gpu, policy, keys, spare, 1 << run_bits::<W>(policy), map)
 }

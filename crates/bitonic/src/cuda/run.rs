@@ -46,7 +46,9 @@ pub(crate) fn modules_for(
     let tuned =
         |word_bytes, layout| passes::tuned_module(t.gpu.info(), t.policy, word_bytes, &layout);
     let rows = RowLayout::rows(len, row_len.clamp(1, len.max(1)));
-    let runs = merge::run_layout(t.policy, len, key_bytes);
+    // A merge sort's runs (Policy::merge_run_bits); a key-value merge sort's are whole tiles.
+    let runs = merge::run_layout(len, t.policy.merge_run_bits(key_bytes));
+    let tiles = merge::run_layout(len, t.policy.tile_bits(key_bytes));
     let wide = key_bytes == 8;
     let mut modules = match strategy {
         Strategy::Seed(version) => vec![&kernels::MAP_KEYS, seed::module(version)],
@@ -59,7 +61,7 @@ pub(crate) fn modules_for(
                 (true, false) => kernels::merge_kv::<u64, u32>(),
                 (true, true) => kernels::merge_kv::<u64, u64>(),
             };
-            vec![tuned(key_bytes, runs), merge_kv]
+            vec![tuned(key_bytes, tiles), merge_kv]
         }
         // (key, index) pairs: a u32 key and its index make a u64 word, a u64 key a 16-byte
         // pair.
