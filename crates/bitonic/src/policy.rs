@@ -54,12 +54,17 @@ pub struct Policy {
     /// bytes for the same compute: Hopper merges 16 runs a level, measured faster than
     /// two-way levels from 2^24 to 2^28 keys on the H200 (8–16%).
     pub wide_merge_ways: u32,
-    /// log2 of the runs the tile sort makes for a merge sort of 8-byte keys, where that is
-    /// less than a tile's keys ([`Policy::merge_run_bits`]). A tile sort's cost grows with the
-    /// square of its runs' log, the levels' with the number of levels: Hopper's 12 (half a
-    /// tile) sorts u64 faster than whole tiles on the H100 (2^22–2^26: 4–6%, in the same
-    /// call; docs/notes/multiway.md).
+    /// log2 of the runs the tile sort makes for a merge sort of more than
+    /// [`Policy::wide_merge_run_bits_above`] 8-byte keys, where that is less than a tile's keys
+    /// ([`Policy::merge_run_bits`]). A tile sort's cost grows with the square of its runs' log,
+    /// the levels' with the number of levels: on the H100 Hopper's 12 (half a tile) sorted u64
+    /// 1.5–4% faster than whole tiles from 2^22 to 2^28 keys, in the same call
+    /// (docs/notes/multiway.md).
     pub wide_merge_run_bits: u32,
+    /// Merge sorts of at most this many 8-byte keys start from whole tiles: on the H100 the
+    /// shorter runs' extra level cost more than their tile sort saved at 2^21 u64 keys (0.218 →
+    /// 0.238 ms) and gained nothing at 2^20.
+    pub wide_merge_run_bits_above: usize,
     /// A top-k row longer than this streams through the threshold filter
     /// ([`crate::dispatch::Strategy::TopkFilter`]) unless k is at most
     /// [`Policy::topk_long_radix_max_k`]; shorter rows are cut into chunks that blocks hold in
@@ -202,6 +207,7 @@ impl Policy {
         merge_ways: 8,
         wide_merge_ways: 16,
         wide_merge_run_bits: 12,
+        wide_merge_run_bits_above: 1 << 21,
         topk_filter_above: 1 << 26,
         topk_long_radix_max_k: 100,
         topk_radix_per_thread: 32,
@@ -249,12 +255,13 @@ impl Policy {
         (self.tile_bytes / word_bytes).ilog2()
     }
 
-    /// log2 of the runs a merge sort of words of `word_bytes` starts from: a tile's, or
-    /// [`Policy::wide_merge_run_bits`] for 8-byte words where that is less — but at least half
-    /// a merge tile, which the merge levels need.
-    pub fn merge_run_bits(&self, word_bytes: usize) -> u32 {
+    /// log2 of the runs a merge sort of `n` words of `word_bytes` starts from: a tile's, or for
+    /// more than [`Policy::wide_merge_run_bits_above`] 8-byte words
+    /// [`Policy::wide_merge_run_bits`] where that is less — but at least half a merge tile,
+    /// which the merge levels need.
+    pub fn merge_run_bits(&self, word_bytes: usize, n: usize) -> u32 {
         let tile = self.tile_bits(word_bytes);
-        if word_bytes != 8 {
+        if word_bytes != 8 || n <= self.wide_merge_run_bits_above {
             return tile;
         }
         let half_merge_tile = self.merge_tile_of(word_bytes).ilog2() - 1;
@@ -343,15 +350,23 @@ mod tests {
             (14, 13, 12)
         );
         assert_eq!((p.merge_tile_of(8), p.merge_tile_of(16)), (4096, 2048));
-        // Merge sorts of 8-byte keys start from runs of half a tile; never below half a merge
-        // tile, never above a tile.
-        assert_eq!((p.merge_run_bits(4), p.merge_run_bits(8)), (14, 12));
+        // Merge sorts of 8-byte keys start from runs of half a tile above 2^21 keys; never
+        // below half a merge tile, never above a tile.
+        let big = 1 << 22;
+        assert_eq!(
+            (p.merge_run_bits(4, big), p.merge_run_bits(8, big)),
+            (14, 12)
+        );
+        assert_eq!(p.merge_run_bits(8, 1 << 21), 13);
         let with = |bits| Policy {
             wide_merge_run_bits: bits,
             ..Policy::HOPPER
         };
         assert_eq!(
-            (with(3).merge_run_bits(8), with(20).merge_run_bits(8)),
+            (
+                with(3).merge_run_bits(8, big),
+                with(20).merge_run_bits(8, big)
+            ),
             (11, 13)
         );
         // The merge kernels hold 16 words a thread (8 for 16-byte words).

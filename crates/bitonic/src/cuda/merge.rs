@@ -418,8 +418,8 @@ fn merge_level<W: DeviceRepr>(
 }
 
 /// log2 of the runs a [`merge_sort`] of `W` words starts from: one tuned tile each.
-fn run_bits<W>(policy: &Policy) -> u32 {
-    policy.merge_run_bits(std::mem::size_of::<W>())
+fn run_bits<W>(policy: &Policy, n: usize) -> u32 {
+    policy.merge_run_bits(std::mem::size_of::<W>(), n)
 }
 
 /// The runs of 2^`run_bits` words that the tile sort of a merge sort of `n` words sorts
@@ -459,7 +459,7 @@ pub(crate) fn sort_by_merging<W: DeviceRepr>(
 /// Passes over the array of a [`merge_sort`] of `n` words and its copy back: the tile sort,
 /// one a merge level ([`level_ways`]), and the copy when the levels are odd.
 pub(crate) fn merge_sort_passes<W>(policy: &Policy, n: usize) -> usize {
-    let levels = level_ways::<W>(policy, n, 1 << run_bits::<W>(policy)).len();
+    let levels = level_ways::<W>(policy, n, 1 << run_bits::<W>(policy, n)).len();
     1 + levels + levels % 2
 }
 
@@ -474,9 +474,16 @@ pub(crate) fn merge_sort<W: DeviceRepr>(
     spare: &mut CudaViewMut<W>,
     map: u32,
 ) -> Result<bool> {
-    let runs = run_layout(keys.len(), run_bits::<W>(policy));
-    passes::tuned_keeping_map(gpu, policy, keys, runs, map, true)?;
-    merge_levels(gpu, policy, keys, spare, 1 << run_bits::<W>(policy), map)
+    let run_bits = run_bits::<W>(policy, keys.len());
+    passes::tuned_keeping_map(
+        gpu,
+        policy,
+        keys,
+        run_layout(keys.len(), run_bits),
+        map,
+        true,
+    )?;
+    merge_levels(gpu, policy, keys, spare, 1 << run_bits, map)
 }
 
 /// One thread a binary search (merge paths here, splitter cuts in src/cuda/multi/).
@@ -969,8 +976,8 @@ mod tests {
         assert_eq!(merge_sort_passes::<u32>(&TWO, 1 << 24), 11);
         // 2^29: 15 levels, the last into the spare buffer, then the copy back.
         assert_eq!(merge_sort_passes::<u32>(&TWO, 1 << 29), 17);
-        // One key past a power of two takes one level more.
-        assert_eq!(merge_sort_passes::<u64>(&TWO, (1 << 23) + 1), 1 + 11 + 1);
+        // One key past a power of two takes one level more (u64 above 2^21: runs of 2^12).
+        assert_eq!(merge_sort_passes::<u64>(&TWO, (1 << 23) + 1), 1 + 12);
         assert_eq!(merge_sort_passes::<[u8; 16]>(&TWO, 1 << 24), 1 + 12);
         // Eight ways: 2^24 in 8, 8, 8, 2; 2^29 in five eight-way levels and the copy back.
         const EIGHT: Policy = Policy {
@@ -981,5 +988,9 @@ mod tests {
         assert_eq!(merge_sort_passes::<u32>(&EIGHT, 1 << 24), 1 + 4);
         assert_eq!(merge_sort_passes::<u32>(&EIGHT, 1 << 29), 1 + 5 + 1);
         assert_eq!(merge_sort_passes::<u64>(&EIGHT, (1 << 23) + 1), 1 + 4);
+        // Hopper's u64: 2^24 in runs of 2^12 and three sixteen-way levels, then the copy back;
+        // 2^21 in whole tiles (2^13) and two.
+        assert_eq!(merge_sort_passes::<u64>(&Policy::HOPPER, 1 << 24), 1 + 3 + 1);
+        assert_eq!(merge_sort_passes::<u64>(&Policy::HOPPER, 1 << 21), 1 + 2);
     }
 }

@@ -47,7 +47,7 @@ pub(crate) fn modules_for(
         |word_bytes, layout| passes::tuned_module(t.gpu.info(), t.policy, word_bytes, &layout);
     let rows = RowLayout::rows(len, row_len.clamp(1, len.max(1)));
     // A merge sort's runs (Policy::merge_run_bits); a key-value merge sort's are whole tiles.
-    let runs = merge::run_layout(len, t.policy.merge_run_bits(key_bytes));
+    let runs = merge::run_layout(len, t.policy.merge_run_bits(key_bytes, len));
     let tiles = merge::run_layout(len, t.policy.tile_bits(key_bytes));
     let wide = key_bytes == 8;
     let mut modules = match strategy {
