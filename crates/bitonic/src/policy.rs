@@ -264,7 +264,7 @@ impl Policy {
         if word_bytes != 8 || n <= self.wide_merge_run_bits_above {
             return tile;
         }
-        let half_merge_tile = self.merge_tile_of(word_bytes).ilog2() - 1;
+        let half_merge_tile = self.merge_tile_of(word_bytes).ilog2().saturating_sub(1);
         tile.min(self.wide_merge_run_bits.max(half_merge_tile))
     }
 

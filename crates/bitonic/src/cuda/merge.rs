@@ -417,7 +417,8 @@ fn merge_level<W: DeviceRepr>(
         .during(|| "launching merge_level".into())
 }
 
-/// log2 of the runs a [`merge_sort`] of `W` words starts from: one tuned tile each.
+/// log2 of the runs a [`merge_sort`] of `n` words `W` starts from
+/// ([`Policy::merge_run_bits`]).
 fn run_bits<W>(policy: &Policy, n: usize) -> u32 {
     policy.merge_run_bits(std::mem::size_of::<W>(), n)
 }
@@ -464,9 +465,10 @@ pub(crate) fn merge_sort_passes<W>(policy: &Policy, n: usize) -> usize {
 }
 
 /// Sorts `keys` (more than one run of them) as a merge sort of tile sorts: the tuned passes
-/// sort runs of 2^[`Policy::merge_run_bits`] words (on Hopper a tile of 2^14 u32, half a tile
-/// of 2^12 u64), mapping the keys on their loads, then [`merge_levels`] merges the runs through `spare` and unmaps on the last
-/// level's stores. Returns whether the result is in `spare`.
+/// sort runs of 2^[`Policy::merge_run_bits`] words (on Hopper a tile of 2^14 u32; past 2^21
+/// u64 keys half a tile, 2^12), mapping the keys on their loads, then [`merge_levels`] merges
+/// the runs through `spare` and unmaps on the last level's stores. Returns whether the result
+/// is in `spare`.
 pub(crate) fn merge_sort<W: DeviceRepr>(
     gpu: &Gpu,
     policy: &Policy,
@@ -990,7 +992,10 @@ mod tests {
         assert_eq!(merge_sort_passes::<u64>(&EIGHT, (1 << 23) + 1), 1 + 4);
         // Hopper's u64: 2^24 in runs of 2^12 and three sixteen-way levels, then the copy back;
         // 2^21 in whole tiles (2^13) and two.
-        assert_eq!(merge_sort_passes::<u64>(&Policy::HOPPER, 1 << 24), 1 + 3 + 1);
+        assert_eq!(
+            merge_sort_passes::<u64>(&Policy::HOPPER, 1 << 24),
+            1 + 3 + 1
+        );
         assert_eq!(merge_sort_passes::<u64>(&Policy::HOPPER, 1 << 21), 1 + 2);
     }
 }
