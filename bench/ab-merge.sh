@@ -7,7 +7,8 @@
 # OUT_DIR/NAME-DTYPE, BINARY `bitonic` (the bundled binary) or another beside it (an older build
 # copied to .gpu/bin/bitonic-base, say). The variants run in turn, then again in reverse order
 # (ROUNDS, default 2), so that a drift of the GPU's clocks shows as a difference between rounds;
-# OUT_DIR/ab.txt lists every round's median (ms) beside CUB's.
+# OUT_DIR/ab.txt lists every round's median (ms) beside CUB's. CUB_SORT names a cub_sort built
+# before, to skip its compile.
 set -euo pipefail
 out=${1:?usage: bash bench/ab-merge.sh OUT_DIR}
 variants=${VARIANTS:?VARIANTS, e.g. base=bitonic-base new=bitonic}
@@ -18,11 +19,12 @@ rounds=${ROUNDS:-2}
 mkdir -p "$out"
 . "$(dirname "$0")/provenance.sh" # bin, commit, date
 . "$(dirname "$0")/variants.sh"   # parse_variant
-nvcc -O3 -std=c++17 -arch=sm_90 -o "$out/cub_sort" bench/peers/cub_sort.cu
+cub_sort=${CUB_SORT:-$out/cub_sort}
+[ -x "$cub_sort" ] || nvcc -O3 -std=c++17 -arch=sm_90 -o "$cub_sort" bench/peers/cub_sort.cu
 names=()
 for v in $variants; do names+=("${v%%=*}"); done
 for dtype in ${DTYPES:-u32 u64}; do
-  { "$bin" report --csv-header; "$out/cub_sort" "$min_exp" "$max_exp" "$repeats" "$commit" "$date" "$dtype"; } \
+  { "$bin" report --csv-header; "$cub_sort" "$min_exp" "$max_exp" "$repeats" "$commit" "$date" "$dtype"; } \
     > "$out/cub-$dtype.csv"
   for round in $(seq 1 "$rounds"); do
     order=$variants

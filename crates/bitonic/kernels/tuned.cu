@@ -44,15 +44,17 @@
 // measured slower, for the first pass too (docs/notes/tuned.md). Key-index pairs take three
 // registers a key: 256 threads. The kernel keeps `tile_bits` among its parameters: the host's
 // word for the tile it sized the launch by, checked against the tile the module was compiled
-// for.
+// for. A pass reads its tile from `src` and writes it to `keys`: the same array but for a merge
+// sort's tile sort, which sorts into the buffer its first merge level reads when the levels
+// are odd, so that the last level ends in the caller's array (no copy back).
 #define TUNED_PASS(T, NAME, MAX_THREADS)                                                         \
     static_assert(T::E_BITS + 5 <= TILE_BITS && TILE_BITS <= T::MAX_TILE_BITS, "one warp's keys to a whole block's"); \
     static_assert(1u << (T::MAX_TILE_BITS - T::E_BITS) == MAX_THREADS, "the block the host sizes tiles by");     \
     extern "C" __global__ void __launch_bounds__(MAX_THREADS) tuned_pass_##NAME(                 \
-        T::K *keys, RowLayout layout, u32 tile_bits, u32 col_bits, u32 lo, u32 b_first, u32 b_last,  \
-        u32 hi_first, u32 stop, u32 map) {                                                       \
+        const T::K *src, T::K *keys, RowLayout layout, u32 tile_bits, u32 col_bits, u32 lo,      \
+        u32 b_first, u32 b_last, u32 hi_first, u32 stop, u32 map) {                              \
         if (tile_bits != TILE_BITS) __trap();                                                    \
-        tuned_pass<T>(keys, layout, col_bits, lo, b_first, b_last, hi_first, stop, map);         \
+        tuned_pass<T>(src, keys, layout, col_bits, lo, b_first, b_last, hi_first, stop, map);    \
     }
 // One compile a word type (src/cuda/kernels.rs defines KERNEL_PART_*) and tile size
 // (KERNEL_TUNED_TILE_BITS), so that a sort compiles only the kernel it runs.

@@ -7,7 +7,8 @@
 
 // What every register group of one pass needs to know.
 template <typename K> struct Pass {
-    K *keys;
+    const K *src; // where the tile is read: `keys`, or another array of the same layout
+    K *keys;      // where the tile is written
     RowLayout layout;
     u32 tile_bits, col_bits, lo, b_last, map;
     bool contiguous;    // lo == col_bits: the tile is one run of adjacent slots
@@ -44,7 +45,7 @@ template <typename K> __device__ __forceinline__ bool direct_group(const Pass<K>
 template <typename K> __device__ __forceinline__ K load_key(const Pass<K> &p, u32 i) {
     u32 at = key_index(p.layout, global_index(p, i));
     if (at == PADDING) return largest_key<K>(); // acts as +inf and never moves
-    K key = p.keys[at];
+    K key = p.src[at];
     return (p.map & MAP_ON_LOAD) ? to_sortable(key, p.map) : key;
 }
 
@@ -117,7 +118,7 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, u32 stop,
 #pragma unroll
         for (u32 r = 0; r < E; ++r) {
             u32 g_r = ((r & half_bit) ? g_hi : g_lo) ^ ((r & ~half_bit) << rshift);
-            K key = g_r < p.layout.n ? p.keys[g_r] : largest_key<K>();
+            K key = g_r < p.layout.n ? p.src[g_r] : largest_key<K>();
             k[r] = (p.map & MAP_ON_LOAD) && g_r < p.layout.n ? to_sortable(key, p.map) : key;
         }
     } else if (thread_mirror == 0) { // most groups: every address a constant offset
@@ -175,7 +176,7 @@ constexpr bool is_group_start = (Q0 % T::E_BITS == 0 && Q0 + T::E_BITS <= TILE_B
 template <typename K> __device__ __forceinline__ void load_vector(const Pass<K> &p, u32 i, K *k) {
     const u32 V = Vector16<K>::KEYS, at = global_index(p, i);
     if (at + V <= p.layout.n) {
-        Vector16<K>::load(p.keys + at, k);
+        Vector16<K>::load(p.src + at, k);
 #pragma unroll
         for (u32 e = 0; e < V; ++e) k[e] = (p.map & MAP_ON_LOAD) ? to_sortable(k[e], p.map) : k[e];
     } else {
@@ -239,15 +240,16 @@ template <typename T, typename K = typename T::K> __device__ __forceinline__ voi
     }
 }
 
-// One pass: stages b_first .. b_last, stage b_first from global bit hi_first down, every stage
+// One pass, from `src` to `keys`: stages b_first .. b_last, stage b_first from global bit hi_first down, every stage
 // down to bit 0 but the last, which stops at bit `stop`. A strided pass holds at most one
 // stage start: its first step (hi_first == b_first), or stage b_last's in a window.
 template <typename T, typename K = typename T::K>
-__device__ void tuned_pass(K *keys, const RowLayout &layout, u32 col_bits, u32 lo, u32 b_first, u32 b_last,
-                           u32 hi_first, u32 stop, u32 map) {
+__device__ void tuned_pass(const K *src, K *keys, const RowLayout &layout, u32 col_bits, u32 lo, u32 b_first,
+                           u32 b_last, u32 hi_first, u32 stop, u32 map) {
     const u32 tile_bits = TILE_BITS;
     K *tile = shared_tile<K>();
     Pass<K> p;
+    p.src = src;
     p.keys = keys;
     p.layout = layout;
     p.tile_bits = tile_bits;
@@ -256,7 +258,7 @@ __device__ void tuned_pass(K *keys, const RowLayout &layout, u32 col_bits, u32 l
     p.b_last = b_last;
     p.map = map;
     p.contiguous = lo == col_bits;
-    p.aligned = (reinterpret_cast<size_t>(keys) & 15) == 0;
+    p.aligned = ((reinterpret_cast<size_t>(src) | reinterpret_cast<size_t>(keys)) & 15) == 0;
     const u32 stage_start = hi_first == b_first ? b_first : b_last; // b_last > b_first: a window
     const bool starts_stage = hi_first == b_first || b_last > b_first;
     p.mirror_row_bit = (!p.contiguous && starts_stage) ? int(tile_bit(p, stage_start) - col_bits) : -1;

@@ -47,7 +47,7 @@ fn kv_kernel_name<K, V>(name: &str) -> String {
 
 /// Sorts `keys` (4- or 8-byte words) and moves `values` (4- or 8-byte words) with them,
 /// stably, in place. The runs: the tuned tile sort sorts each tile of keys alone (2^14 u32,
-/// 2^13 u64), a copy of the keys keeping their order, and `place_values` moves each value to
+/// 2^13 u64), the keys' order kept in the other array, and `place_values` moves each value to
 /// where its key went (`place_equal_values` for the tiles with equal keys). Then merge levels
 /// (`merge_level_kv`) between the arrays and a spare pair of the same size, the runs placed
 /// where an even number of levels ends in the caller's arrays. `map` maps the keys for the
@@ -83,24 +83,27 @@ pub(crate) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
         unsafe { stream.alloc::<K>(n) }.during(|| format!("allocating {n} keys to sort beside"))?;
     let spare_values = unsafe { stream.alloc::<V>(if levels > 0 { n } else { 1 }) }
         .during(|| format!("allocating {n} values to merge into"))?;
-    stream
-        .memcpy_dtod(keys, &mut spare_keys)
-        .during(|| "copying the keys".into())?;
-    // The runs go to the spare arrays when the levels are odd; the keys are sorted there, and
-    // their copy elsewhere keeps the order the values are in.
+    // The runs go to the spare arrays when the levels are odd, so that the last level ends in
+    // the caller's; the tile sort reads the keys and writes the spare, so the keys keep the
+    // order the values are in. With even levels the runs stay in the keys, sorted in place
+    // after a copy of them keeps that order in the spare.
     let mut in_spare = levels % 2 == 1;
     let layout = merge::run_layout(n, policy.tile_bits(std::mem::size_of::<K>()));
     if in_spare {
         passes::tuned_keeping_map(
             gpu,
             policy,
+            Some(&keys.as_view()),
             &mut spare_keys.as_view_mut(),
             layout,
             map,
             true,
         )?;
     } else {
-        passes::tuned_keeping_map(gpu, policy, keys, layout, map, true)?;
+        stream
+            .memcpy_dtod(keys, &mut spare_keys)
+            .during(|| "copying the keys".into())?;
+        passes::tuned_keeping_map(gpu, policy, None, keys, layout, map, true)?;
     }
 
     let (keys_ptr, _k) = keys.device_ptr(stream);

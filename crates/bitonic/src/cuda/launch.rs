@@ -49,56 +49,93 @@ pub(crate) type PassArgs = [u32; PASS_ARG_COUNT];
 /// How many [`PassArgs`] there are.
 pub(crate) const PASS_ARG_COUNT: usize = 7;
 
-/// One launch of kernels/tuned.cu's `tuned_pass_*(keys, layout, tile_bits, pass args…)`, in
-/// clusters of `cluster_blocks` blocks when that is more than 1.
+/// The arrays of a tuned pass: it reads its tiles from `source` (the keys themselves when
+/// `None`) and writes them to `keys`. Only a merge sort's tile sort reads another array (its
+/// spare, of the same length), so that its levels end in the caller's array.
+pub(crate) struct PassArrays<'a, 'k, T> {
+    pub source: Option<&'a CudaView<'a, T>>,
+    pub keys: &'a mut CudaViewMut<'k, T>,
+}
+
+impl<T> PassArrays<'_, '_, T> {
+    /// The device addresses `(src, keys)` of the kernel's first two parameters, and `f`
+    /// called with them while the arrays' stream records hold (the guards record the reads
+    /// and the write on the stream when they drop, after `f`'s launch).
+    fn with_addresses<R>(&mut self, gpu: &Gpu, f: impl FnOnce(u64, u64) -> R) -> R {
+        let stream = gpu.stream();
+        if let Some(source) = self.source {
+            assert_eq!(
+                source.len(),
+                self.keys.len(),
+                "a source as long as the keys"
+            );
+            let (src, _read) = source.device_ptr(stream);
+            let (keys, _write) = self.keys.device_ptr_mut(stream);
+            f(src, keys)
+        } else {
+            let (keys, _write) = self.keys.device_ptr_mut(stream);
+            f(keys, keys)
+        }
+    }
+}
+
+/// One launch of kernels/tuned.cu's `tuned_pass_*(src, keys, layout, tile_bits, pass
+/// args…)`, in clusters of `cluster_blocks` blocks when that is more than 1.
 pub(crate) fn tuned_pass<T>(
     gpu: &Gpu,
     kernel: &CudaFunction,
     cfg: LaunchConfig,
     cluster_blocks: u32,
-    keys: &mut CudaViewMut<T>,
+    mut arrays: PassArrays<T>,
     args: (RowLayout, u32, PassArgs),
 ) -> Result<(), DriverError> {
-    if cluster_blocks > 1 {
-        return cluster::launch_pass(gpu, kernel, cfg, cluster_blocks, keys, args);
-    }
-    let (layout, tile_bits, fields) = args;
-    // SAFETY: tuned_pass_*(T *keys, RowLayout layout, u32 tile_bits, seven u32 fields); the
-    // layout addresses only `keys`' slots (RowLayout::slots), and padding slots are not stored.
-    unsafe {
-        launch(gpu, kernel, cfg, |l| {
-            l.arg(keys).arg(&layout).arg(&tile_bits);
-            for value in &fields {
-                l.arg(value);
-            }
-        })
-    }
+    arrays.with_addresses(gpu, |src, keys| {
+        if cluster_blocks > 1 {
+            return cluster::launch_pass(gpu, kernel, cfg, cluster_blocks, (src, keys), args);
+        }
+        let (layout, tile_bits, fields) = args;
+        // SAFETY: tuned_pass_*(const T *src, T *keys, RowLayout layout, u32 tile_bits, seven u32
+        // fields); the layout addresses only slots of the two arrays (RowLayout::slots), both
+        // as long, and padding slots are neither read nor stored.
+        unsafe {
+            launch(gpu, kernel, cfg, |l| {
+                l.arg(&src).arg(&keys).arg(&layout).arg(&tile_bits);
+                for value in &fields {
+                    l.arg(value);
+                }
+            })
+        }
+    })
 }
 
-/// The tuned passes of `fields` over `keys`, each a launch of kernels/tuned.cu's
-/// `tuned_pass_*` as [`tuned_pass`] makes it (no clusters), as one CUDA graph (graph.rs).
+/// The tuned passes of `fields`, each a launch of kernels/tuned.cu's `tuned_pass_*` as
+/// [`tuned_pass`] makes it (no clusters), as one CUDA graph (graph.rs): the first reads
+/// `arrays.source`, every later one the keys the pass before wrote.
 pub(crate) fn tuned_passes_graph<T>(
     gpu: &Gpu,
     kernel: &CudaFunction,
     cfg: LaunchConfig,
-    keys: &mut CudaViewMut<T>,
+    mut arrays: PassArrays<T>,
     (layout, tile_bits): (RowLayout, u32),
     fields: &[PassArgs],
 ) -> crate::Result<()> {
-    let (pointer, _record_write) = keys.device_ptr_mut(gpu.stream());
-    let launches = fields
-        .iter()
-        .map(|values| {
-            let mut node = KernelNode::new(kernel, cfg);
-            node.arg(&pointer).arg(&layout).arg(&tile_bits);
-            for value in values {
-                node.arg(value);
-            }
-            node
-        })
-        .collect();
+    let launches = arrays.with_addresses(gpu, |src, keys| {
+        fields
+            .iter()
+            .enumerate()
+            .map(|(i, values)| {
+                let mut node = KernelNode::new(kernel, cfg);
+                let read = if i == 0 { src } else { keys };
+                node.arg(&read).arg(&keys).arg(&layout).arg(&tile_bits);
+                for value in values {
+                    node.arg(value);
+                }
+                node
+            })
+            .collect()
+    });
     // SAFETY: as for `tuned_pass`: each node's arguments are tuned_pass_*'s, and the layout
-    // addresses only `keys`' slots.
+    // addresses only the arrays' slots.
     unsafe { graph::launch(gpu, launches, "the tuned passes") }
 }
 
@@ -936,7 +973,7 @@ pub(crate) mod cluster {
     use crate::error::CudaContext as _;
     use crate::error::Result;
     use cudarc::driver::sys::{self, CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig};
-    use cudarc::driver::{CudaFunction, CudaViewMut, DevicePtrMut, DriverError, LaunchConfig};
+    use cudarc::driver::{CudaFunction, DriverError, LaunchConfig};
     use std::ffi::c_void;
 
     fn raw_config(
@@ -1020,20 +1057,21 @@ pub(crate) mod cluster {
     }
 
     /// One tuned pass in clusters of `blocks` blocks: kernels/tuned.cu's `tuned_pass_*` with
-    /// `(layout, tile_bits, [col_bits, lo, b_first, b_last, hi_first, stop, map])`.
-    pub(crate) fn launch_pass<T>(
+    /// `(src, keys)` (device addresses of live arrays, which the caller's stream records
+    /// hold) and `(layout, tile_bits, [col_bits, lo, b_first, b_last, hi_first, stop, map])`.
+    pub(crate) fn launch_pass(
         gpu: &Gpu,
         kernel: &CudaFunction,
         cfg: LaunchConfig,
         blocks: u32,
-        keys: &mut CudaViewMut<T>,
+        (mut src, mut keys): (u64, u64),
         args: (RowLayout, u32, PassArgs),
     ) -> std::result::Result<(), DriverError> {
         let (mut layout, mut tile_bits, mut fields) = args;
         gpu.context().bind_to_thread()?;
-        let (mut pointer, _record_write) = keys.device_ptr_mut(gpu.stream());
         let mut params: Vec<*mut c_void> = vec![
-            &mut pointer as *mut _ as *mut c_void,
+            &mut src as *mut _ as *mut c_void,
+            &mut keys as *mut _ as *mut c_void,
             &mut layout as *mut _ as *mut c_void,
             &mut tile_bits as *mut _ as *mut c_void,
         ];
@@ -1041,7 +1079,8 @@ pub(crate) mod cluster {
         let mut attribute = cluster_attribute(blocks);
         let raw = raw_config(gpu, cfg, &mut attribute);
         // SAFETY: the parameters match the kernel's signature and live until the call returns
-        // (the driver copies them); the keys' buffer outlives the launch through `keys`.
+        // (the driver copies them); the caller keeps the arrays alive and recorded on the
+        // stream across the launch.
         unsafe { driver::launch_kernel_ex(&raw, kernel.cu_function(), &mut params) }
     }
 }

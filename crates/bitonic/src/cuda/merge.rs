@@ -169,10 +169,10 @@ pub(crate) fn level_ways_of(
     ways
 }
 
-/// Sorts `keys`, which holds sorted runs of `run_len` words (the last may be shorter), by
-/// merging neighbouring runs level by level ([`level_ways`] runs at once), one launch pair a
-/// level, between `keys` and `spare` (as long). Returns whether the sorted words ended in
-/// `spare` (an odd number of levels). `run_len` must be a power of two at least half a merge
+/// Merges the sorted runs of `run_len` words (the last may be shorter) in `keys`, or in
+/// `spare` when `runs_in_spare`, level by level ([`level_ways`] runs at once), one launch
+/// pair a level, each level from one buffer into the other (both as long). Returns whether
+/// the sorted words ended in `spare`. `run_len` must be a power of two at least half a merge
 /// tile, so that no tile spans two groups of runs, and below `keys.len()`. The last level's
 /// stores undo the key map `map`.
 fn merge_levels<W: DeviceRepr>(
@@ -180,7 +180,7 @@ fn merge_levels<W: DeviceRepr>(
     policy: &Policy,
     keys: &mut CudaViewMut<W>,
     spare: &mut CudaViewMut<W>,
-    mut run_len: usize,
+    (mut run_len, runs_in_spare): (usize, bool),
     map: u32,
 ) -> Result<bool> {
     let n = keys.len();
@@ -195,7 +195,7 @@ fn merge_levels<W: DeviceRepr>(
     // SAFETY: each multiway level's samples are written before its search reads them.
     let mut samples = unsafe { stream.alloc::<W>(samples_len) }
         .during(|| format!("allocating {samples_len} samples"))?;
-    let mut in_spare = false;
+    let mut in_spare = runs_in_spare;
     // Whether the last level stored this one's samples (a multiway level before a multiway one).
     let mut samples_stored = false;
     for (level, &ways) in plan.iter().enumerate() {
@@ -435,9 +435,8 @@ pub(crate) fn run_layout(n: usize, run_bits: u32) -> RowLayout {
 }
 
 /// Sorts one array of words as a [`merge_sort`], the key map `map` folded into the tile
-/// sort's loads and the last merge level's stores, and the result copied back when it ends in
-/// the spare buffer. Without memory for that buffer it sorts with the network's passes
-/// instead, which need none.
+/// sort's loads and the last merge level's stores. Without memory for its spare buffer it
+/// sorts with the network's passes instead, which need none.
 pub(crate) fn sort_by_merging<W: DeviceRepr>(
     gpu: &Gpu,
     policy: &Policy,
@@ -445,47 +444,51 @@ pub(crate) fn sort_by_merging<W: DeviceRepr>(
     map: u32,
 ) -> Result<()> {
     let n = keys.len();
-    // SAFETY: the spare buffer is written by the tile sorts' merge levels before it is read.
+    // SAFETY: the spare buffer is written by the tile sort or a merge level before it is read.
     let Ok(mut spare) = (unsafe { gpu.stream().alloc::<W>(n) }) else {
         return passes::tuned(gpu, policy, keys, RowLayout::rows(n, n), map);
     };
-    if merge_sort(gpu, policy, keys, &mut spare.as_view_mut(), map)? {
-        gpu.stream()
-            .memcpy_dtod(&spare, keys)
-            .during(|| "copying the merged keys back".into())?;
-    }
-    Ok(())
+    merge_sort(gpu, policy, keys, &mut spare.as_view_mut(), map)
 }
 
-/// Passes over the array of a [`merge_sort`] of `n` words and its copy back: the tile sort,
-/// one a merge level ([`level_ways`]), and the copy when the levels are odd.
+/// Passes over the array of a [`merge_sort`] of `n` words: the tile sort and one a merge
+/// level ([`level_ways`]).
 pub(crate) fn merge_sort_passes<W>(policy: &Policy, n: usize) -> usize {
-    let levels = level_ways::<W>(policy, n, 1 << run_bits::<W>(policy, n)).len();
-    1 + levels + levels % 2
+    1 + level_ways::<W>(policy, n, 1 << run_bits::<W>(policy, n)).len()
 }
 
 /// Sorts `keys` (more than one run of them) as a merge sort of tile sorts: the tuned passes
 /// sort runs of 2^[`Policy::merge_run_bits`] words (on Hopper a tile of 2^14 u32; past 2^21
-/// u64 keys half a tile, 2^12), mapping the keys on their loads, then [`merge_levels`] merges
-/// the runs through `spare` and unmaps on the last level's stores. Returns whether the result
-/// is in `spare`.
+/// u64 keys half a tile), mapping the keys on their loads, then [`merge_levels`] merges the
+/// runs through `spare` and unmaps on the last level's stores. The sorted words end in `keys`:
+/// when the levels are odd, the tile sort reads `keys` and writes its runs to `spare` (the
+/// issue's "the last level writes the destination": no copy back).
 pub(crate) fn merge_sort<W: DeviceRepr>(
     gpu: &Gpu,
     policy: &Policy,
     keys: &mut CudaViewMut<W>,
     spare: &mut CudaViewMut<W>,
     map: u32,
-) -> Result<bool> {
-    let run_bits = run_bits::<W>(policy, keys.len());
-    passes::tuned_keeping_map(
+) -> Result<()> {
+    let n = keys.len();
+    let run_bits = run_bits::<W>(policy, n);
+    let runs_in_spare = level_ways::<W>(policy, n, 1 << run_bits).len() % 2 == 1;
+    let layout = run_layout(n, run_bits);
+    if runs_in_spare {
+        passes::tuned_keeping_map(gpu, policy, Some(&keys.as_view()), spare, layout, map, true)?;
+    } else {
+        passes::tuned_keeping_map(gpu, policy, None, keys, layout, map, true)?;
+    }
+    let in_spare = merge_levels(
         gpu,
         policy,
         keys,
-        run_layout(keys.len(), run_bits),
+        spare,
+        (1 << run_bits, runs_in_spare),
         map,
-        true,
     )?;
-    merge_levels(gpu, policy, keys, spare, 1 << run_bits, map)
+    debug_assert!(!in_spare, "an even number of buffer swaps ends in the keys");
+    Ok(())
 }
 
 /// One thread a binary search (merge paths here, splitter cuts in src/cuda/multi/).
@@ -976,26 +979,23 @@ mod tests {
         };
         // 2^24 u32 keys: runs of 2^14, 10 levels, the result back in place.
         assert_eq!(merge_sort_passes::<u32>(&TWO, 1 << 24), 11);
-        // 2^29: 15 levels, the last into the spare buffer, then the copy back.
-        assert_eq!(merge_sort_passes::<u32>(&TWO, 1 << 29), 17);
+        // 2^29: 15 levels, the tile sort into the spare buffer so that the last ends in place.
+        assert_eq!(merge_sort_passes::<u32>(&TWO, 1 << 29), 16);
         // One key past a power of two takes one level more (u64 above 2^21: runs of 2^12).
         assert_eq!(merge_sort_passes::<u64>(&TWO, (1 << 23) + 1), 1 + 12);
         assert_eq!(merge_sort_passes::<[u8; 16]>(&TWO, 1 << 24), 1 + 12);
-        // Eight ways: 2^24 in 8, 8, 8, 2; 2^29 in five eight-way levels and the copy back.
+        // Eight ways: 2^24 in 8, 8, 8, 2; 2^29 in five eight-way levels.
         const EIGHT: Policy = Policy {
             merge_ways: 8,
             wide_merge_ways: 8,
             ..Policy::HOPPER
         };
         assert_eq!(merge_sort_passes::<u32>(&EIGHT, 1 << 24), 1 + 4);
-        assert_eq!(merge_sort_passes::<u32>(&EIGHT, 1 << 29), 1 + 5 + 1);
+        assert_eq!(merge_sort_passes::<u32>(&EIGHT, 1 << 29), 1 + 5);
         assert_eq!(merge_sort_passes::<u64>(&EIGHT, (1 << 23) + 1), 1 + 4);
-        // Hopper's u64: 2^24 in runs of 2^12 and three sixteen-way levels, then the copy back;
-        // 2^21 in whole tiles (2^13) and two.
-        assert_eq!(
-            merge_sort_passes::<u64>(&Policy::HOPPER, 1 << 24),
-            1 + 3 + 1
-        );
+        // Hopper's u64: 2^24 in runs of 2^12 and three sixteen-way levels; 2^21 in whole
+        // tiles (2^13) and two.
+        assert_eq!(merge_sort_passes::<u64>(&Policy::HOPPER, 1 << 24), 1 + 3);
         assert_eq!(merge_sort_passes::<u64>(&Policy::HOPPER, 1 << 21), 1 + 2);
     }
 }

@@ -8,13 +8,13 @@
 //! (docs/notes/tuned.md tells how each rule was measured).
 
 use super::kernels::{KernelModule, Tuned};
-use super::launch::{self, cluster, config, PassArgs};
+use super::launch::{self, cluster, config, PassArgs, PassArrays};
 use super::layout::{RowLayout, MAP_ON_LOAD, MAP_ON_STORE};
 use super::{DeviceInfo, Gpu};
 use crate::error::{CudaContext as _, Result};
 use crate::network::padded_len;
 use crate::policy::Policy;
-use cudarc::driver::{CudaFunction, CudaViewMut, DeviceRepr};
+use cudarc::driver::{CudaFunction, CudaView, CudaViewMut, DeviceRepr};
 use std::collections::HashMap;
 use std::sync::{Mutex, OnceLock};
 
@@ -467,21 +467,29 @@ pub(crate) fn tuned<T: DeviceRepr>(
     layout: RowLayout,
     map: u32,
 ) -> Result<()> {
-    tuned_keeping_map(gpu, policy, keys, layout, map, false)
+    tuned_keeping_map(gpu, policy, None, keys, layout, map, false)
 }
 
 /// [`tuned`], but with `keep_mapped` the last store leaves the sortable words mapped (the tile
-/// sorts of a merge sort, whose last merge level unmaps them).
+/// sorts of a merge sort, whose last merge level unmaps them), and with a `source` the first
+/// pass reads the keys from there (as long as `keys`, which it leaves as it is).
 pub(crate) fn tuned_keeping_map<T: DeviceRepr>(
     gpu: &Gpu,
     policy: &Policy,
+    source: Option<&CudaView<T>>,
     keys: &mut CudaViewMut<T>,
     layout: RowLayout,
     map: u32,
     keep_mapped: bool,
 ) -> Result<()> {
     if layout.row_bits == 0 || layout.rows == 0 {
-        return Ok(()); // rows of one key
+        // Rows of one key: sorted already.
+        if let Some(source) = source {
+            gpu.stream()
+                .memcpy_dtod(source, keys)
+                .during(|| "copying rows of one key".into())?;
+        }
+        return Ok(());
     }
     let (kernel, mut shape) = tuned_kernel::<T>(gpu, policy, &layout)?;
     let shared = (1u32 << shape.tile_bits) * std::mem::size_of::<T>() as u32;
@@ -521,19 +529,25 @@ pub(crate) fn tuned_keeping_map<T: DeviceRepr>(
             gpu,
             &kernel,
             cfg,
-            keys,
+            PassArrays { source, keys },
             (layout, shape.tile_bits),
             &fields,
         );
     }
-    for (p, args) in passes.iter().zip(fields) {
+    for (i, (p, args)) in passes.iter().zip(fields).enumerate() {
         let args = (layout, shape.tile_bits, args);
         let cluster_blocks = if p.is_contiguous() {
             1 << shape.cluster_bits
         } else {
             1
         };
-        launch::tuned_pass(gpu, &kernel, cfg, cluster_blocks, keys, args)
+        // The first pass reads the source; the later ones what the pass before wrote.
+        let source = if i == 0 { source } else { None };
+        let arrays = PassArrays {
+            source,
+            keys: &mut *keys,
+        };
+        launch::tuned_pass(gpu, &kernel, cfg, cluster_blocks, arrays, args)
             .during(|| format!("launching tuned pass {p:?} of {shape:?}"))?;
     }
     Ok(())
