@@ -31,6 +31,7 @@ const NUMBERS: &[Number] = &[
     number!(merge_ways as u32),
     number!(wide_merge_ways as u32),
     number!(wide_merge_run_bits as u32),
+    ("wide_half_tiles", |p, v| p.wide_half_tiles = v != 0),
     number!(wide_merge_run_bits_above),
     number!(topk_filter_above),
     number!(topk_long_radix_max_k),

@@ -61,6 +61,11 @@ pub struct Policy {
     /// 1.5–4% faster than whole tiles from 2^22 to 2^28 keys, in the same call
     /// (docs/notes/multiway.md).
     pub wide_merge_run_bits: u32,
+    /// Whether rows of 8-byte words half a tile long (the runs of [`Policy::wide_merge_run_bits`])
+    /// are sorted in tiles of their own, blocks of half the threads, instead of two to a tile.
+    /// The u64 tile sort is latency-bound at half occupancy either way, and smaller blocks wait
+    /// less at their barriers (docs/notes/multiway.md).
+    pub wide_half_tiles: bool,
     /// Merge sorts of at most this many 8-byte keys start from whole tiles: on the H100 the
     /// shorter runs' extra level cost more than their tile sort saved at 2^21 u64 keys (0.218 →
     /// 0.238 ms) and gained nothing at 2^20.
@@ -207,6 +212,7 @@ impl Policy {
         merge_ways: 8,
         wide_merge_ways: 16,
         wide_merge_run_bits: 12,
+        wide_half_tiles: true,
         wide_merge_run_bits_above: 1 << 21,
         topk_filter_above: 1 << 26,
         topk_long_radix_max_k: 100,

@@ -122,7 +122,7 @@ impl TileLimits {
 /// every SM a block is spread over smaller tiles: a row that fits one cluster of up to
 /// [`Policy::max_cluster_blocks`] tiles is sorted by that cluster; larger inputs keep clusters
 /// off and get smaller tiles (more blocks, more passes) while fewer than half the SMs would
-/// get one.
+/// get one. With [`Policy::wide_half_tiles`], 8-byte rows of half a tile get a tile each.
 fn tuned_shape(
     policy: &Policy,
     limits: TileLimits,
@@ -157,6 +157,9 @@ fn tuned_shape(
                 tile_bits -= 1;
             }
         }
+    }
+    if word_bytes == 8 && policy.wide_half_tiles && cluster_bits == 0 && row_bits + 1 == tile_bits {
+        tile_bits = row_bits.max(min_bits);
     }
     TunedShape {
         tile_bits,
@@ -603,6 +606,17 @@ mod tests {
         assert_eq!(module(16, 1 << 24, 1 << 24), "tuned.cu[kv64, 2^12]");
         assert_eq!(module(4, 1 << 15, 1 << 15), "tuned.cu[u32_narrow, 2^12]");
         assert_eq!(module(4, 4096 * 257, 4096), "tuned.cu[u32, 2^14]");
+        // 8-byte rows of half a tile (a u64 merge sort's runs past 2^21 keys) get a tile each;
+        // shorter ones share tiles, and u32 rows of half a tile do too.
+        assert_eq!(module(8, 1 << 24, 1 << 12), "tuned.cu[u64, 2^12]");
+        assert_eq!(module(8, 1 << 24, 1 << 11), "tuned.cu[u64, 2^13]");
+        assert_eq!(module(4, 1 << 24, 1 << 13), "tuned.cu[u32, 2^14]");
+        let shared = Policy {
+            wide_half_tiles: false,
+            ..Policy::HOPPER
+        };
+        let m = tuned_module(&info, &shared, 8, &RowLayout::rows(1 << 24, 1 << 12));
+        assert_eq!(m.name(), "tuned.cu[u64, 2^13]");
         // Every length and row length, every word, maps to a module whose tile the kernel
         // has (Tuned::module panics otherwise), for the policy and for a big-tile one.
         let big_tiles = Policy {
