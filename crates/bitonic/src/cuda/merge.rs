@@ -461,8 +461,8 @@ pub(crate) fn merge_sort_passes<W>(policy: &Policy, n: usize) -> usize {
 /// sort runs of 2^[`Policy::merge_run_bits`] words (on Hopper a tile of 2^14 u32; past 2^21
 /// u64 keys half a tile), mapping the keys on their loads, then [`merge_levels`] merges the
 /// runs through `spare` and unmaps on the last level's stores. The sorted words end in `keys`:
-/// when the levels are odd, the tile sort reads `keys` and writes its runs to `spare` (the
-/// issue's "the last level writes the destination": no copy back).
+/// when the levels are odd, the tile sort reads `keys` and writes its runs to `spare`, so that
+/// the last level writes the destination and nothing is copied back.
 pub(crate) fn merge_sort<W: DeviceRepr>(
     gpu: &Gpu,
     policy: &Policy,
