@@ -54,6 +54,11 @@ pub struct Policy {
     /// bytes for the same compute: Hopper merges 16 runs a level, measured faster than
     /// two-way levels from 2^24 to 2^28 keys on the H200 (8–16%).
     pub wide_merge_ways: u32,
+    /// A merge sort whose plan would end in one two-way level after multiway ones merges twice
+    /// the ways in its first level instead, where that is at most this many (2: never): one
+    /// level fewer (a pass over the array and its co-ranks) for one more round in the first
+    /// level. Hopper's 16 makes u32 2^24 16, 8, 8 instead of 8, 8, 8, 2.
+    pub fold_ways: u32,
     /// log2 of the runs the tile sort makes for a merge sort of more than
     /// [`Policy::wide_merge_run_bits_above`] 8-byte keys, where that is less than a tile's keys
     /// ([`Policy::merge_run_bits`]). A tile sort's cost grows with the square of its runs' log,
@@ -212,6 +217,7 @@ impl Policy {
         merge_threads: 256,
         merge_ways: 8,
         wide_merge_ways: 16,
+        fold_ways: 16,
         wide_merge_run_bits: 12,
         wide_half_tiles: true,
         wide_merge_run_bits_above: 1 << 21,

@@ -143,7 +143,9 @@ impl MultiwayTiling {
 /// `run_len` words to one run of `n`: the policy's most for the word size
 /// ([`Policy::merge_ways_of`]), fewer when fewer runs are left, and two where a group of more
 /// would span over [`MULTIWAY_GROUP_MAX`] words. A level of two ways is the two-way bitonic
-/// level; more ways, a multiway level.
+/// level; more ways, a multiway level. A plan that would end in one two-way level after
+/// multiway ones merges twice the ways in its first level instead, where that is at most
+/// [`Policy::fold_ways`]: one level fewer, for one more round in the first.
 pub(crate) fn level_ways<W>(policy: &Policy, n: usize, run_len: usize) -> Vec<usize> {
     level_ways_of(policy, std::mem::size_of::<W>(), n, run_len)
 }
@@ -153,13 +155,31 @@ pub(crate) fn level_ways_of(
     policy: &Policy,
     word_bytes: usize,
     n: usize,
-    mut run_len: usize,
+    run_len: usize,
 ) -> Vec<usize> {
     let most = policy.merge_ways_of(word_bytes) as usize;
+    let plan = plan_levels(n, run_len, most, most);
+    let levels = plan.len();
+    let ends_in_two_way = levels >= 2 && plan[levels - 1] == 2 && plan[levels - 2] > 2;
+    let doubled = 2 * plan.first().copied().unwrap_or(1) as u32;
+    if ends_in_two_way && doubled <= policy.fold_ways && Policy::MERGE_WAYS.contains(&doubled) {
+        let folded = plan_levels(n, run_len, 2 * plan[0], most);
+        if folded.len() < levels {
+            return folded;
+        }
+    }
+    plan
+}
+
+/// Levels from runs of `run_len` to one run of `n`, each merging as many runs as are left up
+/// to `most` (`first_most` in the first level), two where a group would pass
+/// [`MULTIWAY_GROUP_MAX`] words.
+fn plan_levels(n: usize, mut run_len: usize, first_most: usize, most: usize) -> Vec<usize> {
     let mut ways = Vec::new();
     while run_len < n {
         let runs = n.div_ceil(run_len);
-        let mut w = most.min(runs.next_power_of_two()).max(2);
+        let cap = if ways.is_empty() { first_most } else { most };
+        let mut w = cap.min(runs.next_power_of_two()).max(2);
         if run_len.saturating_mul(w).min(n) > MULTIWAY_GROUP_MAX {
             w = 2;
         }
@@ -941,6 +961,7 @@ mod tests {
         let p = |ways| Policy {
             merge_ways: ways,
             wide_merge_ways: 2,
+            fold_ways: 2,
             ..Policy::HOPPER
         };
         // 2^10 runs of 2^14: three eight-way levels and a two-way one.
@@ -964,9 +985,20 @@ mod tests {
             level_ways::<u64>(&Policy::HOPPER, 1 << 24, 1 << 13),
             [16, 16, 8]
         );
+        // Hopper folds a trailing two-way level into a sixteen-way first one (fold_ways), and
+        // only a trailing one: not a four-way one, nor the two-way levels of huge groups.
+        let hopper = |n, run_len| level_ways::<u32>(&Policy::HOPPER, n, run_len);
+        assert_eq!(hopper(1 << 24, 1 << 14), [16, 8, 8]);
+        assert_eq!(hopper(1 << 21, 1 << 14), [16, 8]);
+        assert_eq!(hopper((1 << 17) + 1, 1 << 14), [16]);
+        assert_eq!(hopper(1 << 25, 1 << 14), [8, 8, 8, 4]);
+        assert_eq!(hopper(1 << 29, 1 << 14), [8, 8, 8, 8, 8]);
+        assert_eq!(hopper((1 << 14) + 1, 1 << 14), [2]);
+        assert_eq!(hopper(1 << 34, 1 << 14), [8, 8, 8, 8, 8, 2, 2, 2, 2, 2]);
+        // 8-byte words: sixteen ways, which fold_ways (16) does not double.
         assert_eq!(
-            level_ways::<u32>(&Policy::HOPPER, 1 << 24, 1 << 14),
-            [8, 8, 8, 2]
+            level_ways::<u64>(&Policy::HOPPER, (1 << 24) + 1, 1 << 12),
+            [16, 16, 16, 2]
         );
     }
 
@@ -988,6 +1020,7 @@ mod tests {
         const EIGHT: Policy = Policy {
             merge_ways: 8,
             wide_merge_ways: 8,
+            fold_ways: 2,
             ..Policy::HOPPER
         };
         assert_eq!(merge_sort_passes::<u32>(&EIGHT, 1 << 24), 1 + 4);
@@ -997,5 +1030,7 @@ mod tests {
         // tiles (2^13) and two.
         assert_eq!(merge_sort_passes::<u64>(&Policy::HOPPER, 1 << 24), 1 + 3);
         assert_eq!(merge_sort_passes::<u64>(&Policy::HOPPER, 1 << 21), 1 + 2);
+        // Hopper's u32: 2^24 in 16, 8, 8 (the two-way level folded into the first).
+        assert_eq!(merge_sort_passes::<u32>(&Policy::HOPPER, 1 << 24), 1 + 3);
     }
 }
