@@ -22,5 +22,17 @@ for tool in memcheck racecheck; do
     done
   done
 done
+# The key-value levels (argsort, key-value sort) of one row of 300,001 u32 keys: runs of 2^14, in
+# four- and sixteen-way levels of tagged words.
+for tool in memcheck racecheck; do
+  for ways in 4 16; do
+    log="$tmp/$tool-kv-$ways.log"
+    compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin" bench-rows --shapes 1x300001 --repeats 1 \
+      -o "$tmp/out" --policy "wide_merge_ways=$ways" > "$log" 2>&1
+    rc=$?
+    echo "$tool key-value wide_merge_ways=$ways: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
+    [ $rc -eq 0 ] || { status=1; tail -20 "$log"; }
+  done
+done
 rm -rf "$tmp"
 exit $status

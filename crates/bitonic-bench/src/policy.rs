@@ -33,6 +33,7 @@ const NUMBERS: &[Number] = &[
     number!(fold_ways as u32),
     number!(merge_tile),
     number!(merge_threads as u32),
+    number!(kv_merge_tile),
     number!(wide_merge_run_bits as u32),
     ("wide_half_tiles", |p, v| p.wide_half_tiles = v != 0),
     number!(wide_merge_run_bits_above),
@@ -75,12 +76,13 @@ pub fn with_overrides(mut base: Policy, spec: &str) -> Result<Policy> {
     if !base.tile_bytes.is_power_of_two() || !base.max_cluster_blocks.is_power_of_two() {
         bail!("tile_bytes and max_cluster_blocks must be powers of two");
     }
-    let per_thread = base.merge_tile / (base.merge_threads.max(1) as usize);
-    if !base.merge_tile.is_power_of_two()
-        || !base.merge_threads.is_power_of_two()
-        || !(8..=32).contains(&per_thread)
+    let threads = base.merge_threads.max(1) as usize;
+    let fits = |tile: usize| tile.is_power_of_two() && (8..=32).contains(&(tile / threads));
+    if !base.merge_threads.is_power_of_two() || !fits(base.merge_tile) || !fits(base.kv_merge_tile)
     {
-        bail!("merge_tile and merge_threads are powers of two, 8 to 32 words a thread");
+        bail!(
+            "merge_tile, kv_merge_tile and merge_threads are powers of two, 8 to 32 words a thread"
+        );
     }
     if !base.merge_ways_supported() {
         bail!("merge_ways and wide_merge_ways are 2, 4, 8, 16 or 32");

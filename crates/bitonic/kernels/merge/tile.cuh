@@ -15,12 +15,26 @@ __host__ __device__ constexpr u32 log2_of(u32 x) { return x <= 1 ? 0 : 1 + log2_
 static_assert(KERNEL_MERGE_TILE == 1u << log2_of(KERNEL_MERGE_TILE), "a merge tile of 2^k words");
 static_assert(KERNEL_MERGE_THREADS == 1u << log2_of(KERNEL_MERGE_THREADS), "2^k merge threads");
 
+// The key-value parts of 32-bit keys merge 8-byte tagged words in the policy's key-value merge
+// tile (KERNEL_KV_MERGE_TILE: its values share the block's shared memory); elsewhere 8-byte
+// words are keys alone, in the merge tile.
+#if defined(KERNEL_PART_KV_U32_U32) || defined(KERNEL_PART_KV_U32_U64)
+#if !defined(KERNEL_KV_MERGE_TILE)
+#error "the host passes KERNEL_KV_MERGE_TILE (src/policy.rs)"
+#endif
+#define MERGE_TILE_OF_8_BYTES KERNEL_KV_MERGE_TILE
+#else
+#define MERGE_TILE_OF_8_BYTES KERNEL_MERGE_TILE
+#endif
+
 // The merge tile of words W, the policy's: KERNEL_MERGE_TILE words (16-byte key-index pairs:
-// half as many) in KERNEL_MERGE_THREADS threads, E = 2^E_BITS words a thread (16 and 8 on
-// Hopper: tiles of 16 or 32 KiB).
+// half as many; see above for 8-byte words) in KERNEL_MERGE_THREADS threads, E = 2^E_BITS
+// words a thread (16 and 8 on Hopper: tiles of 16 or 32 KiB).
 template <typename W> struct MergeTile {
     static const u32 THREAD_BITS = log2_of(KERNEL_MERGE_THREADS);
-    static const u32 TILE_BITS = log2_of(KERNEL_MERGE_TILE) - (sizeof(W) == 16 ? 1 : 0);
+    static const u32 TILE_BITS = sizeof(W) == 8    ? log2_of(MERGE_TILE_OF_8_BYTES)
+                                 : sizeof(W) == 16 ? log2_of(KERNEL_MERGE_TILE) - 1
+                                                   : log2_of(KERNEL_MERGE_TILE);
     static const u32 E_BITS = TILE_BITS - THREAD_BITS;
 };
 

@@ -21,7 +21,7 @@ fn tagged_bytes<K>() -> usize {
 /// The dynamic shared memory of a key-value merge tile of keys K with values V: its padded
 /// tagged words, then the values.
 fn kv_merge_shared_bytes<K, V>(policy: &Policy) -> u32 {
-    let tile = policy.merge_tile_of(tagged_bytes::<K>());
+    let tile = policy.kv_merge_tile_of(std::mem::size_of::<K>());
     (padded_tile_bytes(tile, tagged_bytes::<K>()) + tile * std::mem::size_of::<V>()) as u32
 }
 
@@ -146,7 +146,7 @@ pub(crate) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
         .during(|| format!("launching {name}"))?;
     }
 
-    let merge_tile = policy.merge_tile_of(tagged_bytes::<K>());
+    let merge_tile = policy.kv_merge_tile_of(std::mem::size_of::<K>());
     let (splits, samples_len) = merge::level_buffers(&plan, merge_tile, n, tile);
     let mut ranks = unsafe { stream.alloc::<u64>(splits) }
         .during(|| format!("allocating {splits} merge paths"))?;
@@ -207,7 +207,7 @@ fn two_way_level<K: DeviceRepr, V: DeviceRepr>(
     ranks: &mut CudaSlice<u64>,
     map: u32,
 ) -> Result<()> {
-    let tiles = n.div_ceil(policy.merge_tile_of(tagged_bytes::<K>())) as u32;
+    let tiles = n.div_ceil(policy.kv_merge_tile_of(std::mem::size_of::<K>())) as u32;
     let co_ranks = gpu.function_for(
         policy,
         kernels::merge_kv::<K, V>(),
@@ -250,7 +250,7 @@ fn multiway_level<K: DeviceRepr, V: DeviceRepr>(
     mut samples: LevelSamples<K>,
     map: u32,
 ) -> Result<()> {
-    let merge_tile = policy.merge_tile_of(tagged_bytes::<K>());
+    let merge_tile = policy.kv_merge_tile_of(std::mem::size_of::<K>());
     let tiling = MultiwayTiling::new(merge_tile, run_len, ways);
     let tiles = tiling.tiles(n, run_len, ways) as u32;
     let module = kernels::merge_kv::<K, V>();
@@ -363,11 +363,11 @@ mod tests {
 
     #[test]
     fn shared_memory_of_the_key_value_kernels() {
-        // Merge tiles: 2^12 tagged u64 words (one padding word each 16) and their values; 2^11
+        // Merge tiles: 2^11 tagged u64 words (one padding word each 16) and their values; 2^11
         // 16-byte words for 64-bit keys (one each 8).
         assert_eq!(
             kv_merge_shared_bytes::<u32, u32>(&Policy::HOPPER),
-            4352 * 8 + 4096 * 4
+            2176 * 8 + 2048 * 4
         );
         assert_eq!(
             kv_merge_shared_bytes::<u64, u64>(&Policy::HOPPER),
