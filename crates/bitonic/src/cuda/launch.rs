@@ -119,8 +119,8 @@ pub(crate) fn tuned_passes_graph<T>(
     (layout, tile_bits): (RowLayout, u32),
     fields: &[PassArgs],
 ) -> crate::Result<()> {
-    let launches = arrays.with_addresses(gpu, |src, keys| {
-        fields
+    arrays.with_addresses(gpu, |src, keys| {
+        let launches = fields
             .iter()
             .enumerate()
             .map(|(i, values)| {
@@ -132,11 +132,11 @@ pub(crate) fn tuned_passes_graph<T>(
                 }
                 node
             })
-            .collect()
-    });
-    // SAFETY: as for `tuned_pass`: each node's arguments are tuned_pass_*'s, and the layout
-    // addresses only the arrays' slots.
-    unsafe { graph::launch(gpu, launches, "the tuned passes") }
+            .collect();
+        // SAFETY: as for `tuned_pass`: each node's arguments are tuned_pass_*'s, and the
+        // layout addresses only the arrays' slots.
+        unsafe { graph::launch(gpu, launches, "the tuned passes") }
+    })
 }
 
 /// kernels/map_keys.cu `map_keys_{u32,u64}(keys, n, kind, descending, inverse)`: keys to
