@@ -63,8 +63,8 @@ pub struct Policy {
     /// A merge sort whose plan would end in one two-way level after multiway ones merges twice
     /// the ways in its first level instead, where that is at most this many (2: never): one
     /// level fewer (a pass over the array and its co-ranks) for one more round in the first
-    /// level. Hopper's 16 makes u32 2^24 16, 8, 8 instead of 8, 8, 8, 2: on the H100 2^21 and
-    /// 2^24 were 1–3% faster, 2^27 (16, 8, 8, 8) 0.5% slower (docs/notes/multiway.md).
+    /// level. Hopper's 16 makes u32 2^24 16, 8, 8 instead of 8, 8, 8, 2: on the H100 1.2%
+    /// faster, and 2^27 (16, 8, 8, 8) 0.5% slower (docs/notes/multiway.md).
     pub fold_ways: u32,
     /// log2 of the runs the tile sort makes for a merge sort of more than
     /// [`Policy::wide_merge_run_bits_above`] 8-byte keys, where that is less than a tile's keys
