@@ -21,7 +21,7 @@ for dtype in ${DTYPES:-u32 u64}; do
   { "$bin" report --csv-header; "$out/cub_sort" "$min_exp" "$top" "$repeats" "$commit" "$date" "$dtype"; } > "$out/cub-$dtype.csv"
   for w in $ways; do
     "$bin" bench --dtype "$dtype" --versions tuned --no-cpu --no-end-to-end --min-exp "$min_exp" \
-      --max-exp "$top" --repeats "$repeats" --policy "merge_ways=$w,wide_merge_ways=$w" --peers "$out/cub-$dtype.csv" \
+      --max-exp "$top" --repeats "$repeats" --policy "merge_ways=$w,wide_merge_ways=$w,fold_ways=2" --peers "$out/cub-$dtype.csv" \
       -o "$out/$dtype-ways$w" > "$out/$dtype-ways$w.log" 2>&1
     echo "== $dtype merge_ways=$w,wide_merge_ways=$w"
     awk -F, '$8 == "device" && $1 ~ /tuned|cub/ {printf "%-14s %11d %9.3f ms\n", $1, $7, $9}' \

@@ -6,7 +6,8 @@
 # lengths past a power of two and between runs: merge sorts whose levels are odd (the tile sort
 # writes the spare buffer) and even, u64 runs of half a tile in tiles of their own (past 2^21
 # keys), the key-value merge of the argsorts, and the network's passes below the merge sort.
-# Each result is checked sorted (and a permutation of its input) by `bitonic verify`.
+# Each sort is checked sorted (and a permutation of its input) by `bitonic verify`, each argsort
+# by a short Python check (stable ascending order, every index once).
 set -uo pipefail
 bin=${1:-.gpu/bin/bitonic}
 tmp=$(mktemp -d)
@@ -23,7 +24,7 @@ sanitize() { compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" "$@"; }
 # Lengths (2^14-key u32 tiles, 2^13 u64 ones, u64 runs of 2^12 past 2^21 keys), with the levels
 # they make: 300,001 (u32: the network's passes; u64: 37 tiles, levels 16, 4), 2^21 + 777 (u32:
 # 129 runs, 8, 8, 4; u64: 513 runs, 16, 16, 4), 2^22 + 12,345 (u32: 257 runs, 8, 8, 8), 3 x 2^21
-# + 7 (u64: 1,537 runs, 16, 16, 8), 2^23 + 5 (u32: 513 runs, 8, 8, 8, 2) and 2^24 + 43 (u32: 1,025
+# + 7 (u64: 1,537 runs, 16, 16, 8), 2^23 + 5 (u32: 513 runs, 16, 8, 8: fold_ways) and 2^24 + 43 (u32: 1,025
 # runs, 8, 8, 8, 4; u64: 4,097 runs, 16, 16, 16, 2): odd and even levels for both widths.
 while read -r task dtype n order; do
   # Raw files: NumPy has no bf16.
@@ -35,6 +36,20 @@ while read -r task dtype n order; do
   if [ "$task" = argsort ]; then
     check "argsort $dtype $n" sanitize sort --backend cuda --dtype "$dtype" --argsort --force -q \
       -o "$tmp/perm.raw" "$keys"
+    check "verify argsort $dtype $n" python3 - "$keys" "$tmp/perm.raw" "$dtype" <<'PY'
+# The permutation's keys ascend, equal keys by index (stable), and it holds every index once.
+import array, sys
+codes = {"u32": "I", "i32": "i", "f32": "f", "u64": "Q", "i64": "q", "f64": "d"}
+keys = array.array(codes[sys.argv[3]], open(sys.argv[1], "rb").read())
+perm = array.array("I", open(sys.argv[2], "rb").read())
+assert len(perm) == len(keys), "an index a key"
+seen = bytearray(len(keys))
+for i in perm:
+    seen[i] = 1
+assert all(seen), "every index once"
+for a, b in zip(perm, perm[1:]):
+    assert keys[a] < keys[b] or (keys[a] == keys[b] and a < b), f"indices {a} and {b} out of order"
+PY
   else
     check "sort $dtype $n $order" sanitize sort --backend cuda --dtype "$dtype" $flag --force -q \
       -o "$tmp/sorted.raw" "$keys"

@@ -45,8 +45,9 @@ pub struct Policy {
     /// Output words one block of a key-value merge level of 32-bit keys writes (kernels:
     /// `KERNEL_KV_MERGE_TILE`; its words are the keys tagged, 8 bytes). Its shared memory
     /// holds the tile twice and the tile's values: at 4,096 words two blocks fit an SM, at
-    /// 2,048 three, and on the H100 the key-value sorts and argsorts were 7–9% faster
-    /// (docs/notes/multiway.md). Key-value levels of 64-bit keys keep half a merge tile.
+    /// 2,048 four (64-bit values) or five (32-bit), and on the H100 the key-value sorts and
+    /// argsorts were 7–9% faster (docs/notes/multiway.md). Key-value levels of 64-bit keys
+    /// keep half a merge tile. A power of two, 8 to 32 words a merge thread.
     pub kv_merge_tile: usize,
     /// The most runs one merge level of 4-byte words merges (2, 4, 8, 16 or 32). 2 keeps every
     /// level a two-way bitonic merge; more makes a level a multiway merge
@@ -77,7 +78,8 @@ pub struct Policy {
     /// are sorted in tiles of their own, blocks of half the threads, instead of two to a tile.
     /// The u64 tile sort is latency-bound at half occupancy either way, and smaller blocks wait
     /// less at their barriers: on the H100 u64 merge sorts were 2–3% faster from 2^22 keys
-    /// (2^24 1.324 → 1.287 ms; docs/notes/multiway.md).
+    /// (2^24 1.324 → 1.287 ms; docs/notes/multiway.md). Row sorts of 8-byte keys in rows of
+    /// 2^12 take the same tiles (not measured apart).
     pub wide_half_tiles: bool,
     /// Merge sorts of at most this many 8-byte keys start from whole tiles: on the H100 the
     /// shorter runs' extra level cost more than their tile sort saved at 2^21 u64 keys (0.218 →

@@ -23,13 +23,15 @@ static_assert(KERNEL_MERGE_THREADS == 1u << log2_of(KERNEL_MERGE_THREADS), "2^k 
 #error "the host passes KERNEL_KV_MERGE_TILE (src/policy.rs)"
 #endif
 #define MERGE_TILE_OF_8_BYTES KERNEL_KV_MERGE_TILE
+static_assert(KERNEL_KV_MERGE_TILE == 1u << log2_of(KERNEL_KV_MERGE_TILE), "a key-value merge tile of 2^k words");
 #else
 #define MERGE_TILE_OF_8_BYTES KERNEL_MERGE_TILE
 #endif
 
 // The merge tile of words W, the policy's: KERNEL_MERGE_TILE words (16-byte key-index pairs:
 // half as many; see above for 8-byte words) in KERNEL_MERGE_THREADS threads, E = 2^E_BITS
-// words a thread (16 and 8 on Hopper: tiles of 16 or 32 KiB).
+// words a thread (on Hopper 16, and 8 for key-index pairs and for the key-value parts' tagged
+// words).
 template <typename W> struct MergeTile {
     static const u32 THREAD_BITS = log2_of(KERNEL_MERGE_THREADS);
     static const u32 TILE_BITS = sizeof(W) == 8    ? log2_of(MERGE_TILE_OF_8_BYTES)

@@ -7,7 +7,7 @@
 
 use super::launch::{self, config, KeyValueArrays};
 use super::merge::{self, padded_tile_bytes, search_grid, LevelSamples, MultiwayTiling};
-use super::{kernel_name, kernels, passes, Gpu};
+use super::{kernel_name, kernels, Gpu};
 use crate::error::{CudaContext as _, Result};
 use crate::policy::Policy;
 use cudarc::driver::{CudaSlice, CudaViewMut, DevicePtr, DeviceRepr, ValidAsZeroBits};
@@ -18,10 +18,15 @@ fn tagged_bytes<K>() -> usize {
     2 * std::mem::size_of::<K>()
 }
 
+/// Output words of one block of a key-value merge level of keys K ([`Policy::kv_merge_tile_of`]).
+fn kv_merge_tile<K>(policy: &Policy) -> usize {
+    policy.kv_merge_tile_of(std::mem::size_of::<K>())
+}
+
 /// The dynamic shared memory of a key-value merge tile of keys K with values V: its padded
 /// tagged words, then the values.
 fn kv_merge_shared_bytes<K, V>(policy: &Policy) -> u32 {
-    let tile = policy.kv_merge_tile_of(std::mem::size_of::<K>());
+    let tile = kv_merge_tile::<K>(policy);
     (padded_tile_bytes(tile, tagged_bytes::<K>()) + tile * std::mem::size_of::<V>()) as u32
 }
 
@@ -88,23 +93,21 @@ pub(crate) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
     // order the values are in. With even levels the runs stay in the keys, sorted in place
     // after a copy of them keeps that order in the spare.
     let mut in_spare = levels % 2 == 1;
-    let layout = merge::run_layout(n, policy.tile_bits(std::mem::size_of::<K>()));
-    if in_spare {
-        passes::tuned_keeping_map(
-            gpu,
-            policy,
-            Some(&keys.as_view()),
-            &mut spare_keys.as_view_mut(),
-            layout,
-            map,
-            true,
-        )?;
-    } else {
+    if !in_spare {
         stream
             .memcpy_dtod(keys, &mut spare_keys)
             .during(|| "copying the keys".into())?;
-        passes::tuned_keeping_map(gpu, policy, None, keys, layout, map, true)?;
     }
+    let layout = merge::run_layout(n, tile_bits);
+    merge::sort_runs(
+        gpu,
+        policy,
+        keys,
+        &mut spare_keys.as_view_mut(),
+        layout,
+        map,
+        in_spare,
+    )?;
 
     let (keys_ptr, _k) = keys.device_ptr(stream);
     let (values_ptr, _v) = values.device_ptr(stream);
@@ -146,7 +149,7 @@ pub(crate) fn merge_sort_kv<K: DeviceRepr, V: DeviceRepr + ValidAsZeroBits>(
         .during(|| format!("launching {name}"))?;
     }
 
-    let merge_tile = policy.kv_merge_tile_of(std::mem::size_of::<K>());
+    let merge_tile = kv_merge_tile::<K>(policy);
     let (splits, samples_len) = merge::level_buffers(&plan, merge_tile, n, tile);
     let mut ranks = unsafe { stream.alloc::<u64>(splits) }
         .during(|| format!("allocating {splits} merge paths"))?;
@@ -207,7 +210,7 @@ fn two_way_level<K: DeviceRepr, V: DeviceRepr>(
     ranks: &mut CudaSlice<u64>,
     map: u32,
 ) -> Result<()> {
-    let tiles = n.div_ceil(policy.kv_merge_tile_of(std::mem::size_of::<K>())) as u32;
+    let tiles = n.div_ceil(kv_merge_tile::<K>(policy)) as u32;
     let co_ranks = gpu.function_for(
         policy,
         kernels::merge_kv::<K, V>(),
@@ -250,7 +253,7 @@ fn multiway_level<K: DeviceRepr, V: DeviceRepr>(
     mut samples: LevelSamples<K>,
     map: u32,
 ) -> Result<()> {
-    let merge_tile = policy.kv_merge_tile_of(std::mem::size_of::<K>());
+    let merge_tile = kv_merge_tile::<K>(policy);
     let tiling = MultiwayTiling::new(merge_tile, run_len, ways);
     let tiles = tiling.tiles(n, run_len, ways) as u32;
     let module = kernels::merge_kv::<K, V>();

@@ -190,7 +190,7 @@ fn plan_levels(n: usize, mut run_len: usize, first_most: usize, most: usize) -> 
 }
 
 /// Merges the sorted runs of `run_len` words (the last may be shorter) in `keys`, or in
-/// `spare` when `runs_in_spare`, level by level ([`level_ways`] runs at once), one launch
+/// `spare` when `runs_in_spare`, level by level (`plan`: [`level_ways`] of them), one launch
 /// pair a level, each level from one buffer into the other (both as long). Returns whether
 /// the sorted words ended in `spare`. `run_len` must be a power of two at least half a merge
 /// tile, so that no tile spans two groups of runs, and below `keys.len()`. The last level's
@@ -200,6 +200,7 @@ fn merge_levels<W: DeviceRepr>(
     policy: &Policy,
     keys: &mut CudaViewMut<W>,
     spare: &mut CudaViewMut<W>,
+    plan: &[usize],
     (mut run_len, runs_in_spare): (usize, bool),
     map: u32,
 ) -> Result<bool> {
@@ -208,8 +209,8 @@ fn merge_levels<W: DeviceRepr>(
     assert!(run_len.is_power_of_two() && 2 * run_len >= merge_tile_len::<W>(policy) && run_len < n);
     let stream = gpu.stream();
     let tile = merge_tile_len::<W>(policy);
-    let plan = level_ways::<W>(policy, n, run_len);
-    let (splits, samples_len) = level_buffers(&plan, tile, n, run_len);
+    debug_assert_eq!(plan, level_ways::<W>(policy, n, run_len));
+    let (splits, samples_len) = level_buffers(plan, tile, n, run_len);
     let mut ranks = unsafe { stream.alloc::<u64>(splits) }
         .during(|| format!("allocating {splits} merge paths"))?;
     // SAFETY: each multiway level's samples are written before its search reads them.
@@ -229,7 +230,7 @@ fn merge_levels<W: DeviceRepr>(
             merge_level(gpu, policy, &src, &mut dst, run_len, &mut ranks, level_map)?;
             samples_stored = false;
         } else {
-            let next_sample_bits = next_sample_bits(&plan, level, tile, run_len);
+            let next_sample_bits = next_sample_bits(plan, level, tile, run_len);
             let level_samples = LevelSamples {
                 buffer: &mut samples,
                 stored: samples_stored,
@@ -477,6 +478,26 @@ pub(crate) fn merge_sort_passes<W>(policy: &Policy, n: usize) -> usize {
     1 + level_ways::<W>(policy, n, 1 << run_bits::<W>(policy, n)).len()
 }
 
+/// The tile sort of a merge sort: the tuned passes sort the runs of `layout`, mapping the keys
+/// on their loads (`map`) and leaving them mapped, in place in `keys`, or, with `into_spare`,
+/// from `keys` into `spare` (as long; `keys` stays as it was), so that an odd number of
+/// levels after it ends in `keys`.
+pub(crate) fn sort_runs<W: DeviceRepr>(
+    gpu: &Gpu,
+    policy: &Policy,
+    keys: &mut CudaViewMut<W>,
+    spare: &mut CudaViewMut<W>,
+    layout: RowLayout,
+    map: u32,
+    into_spare: bool,
+) -> Result<()> {
+    if into_spare {
+        passes::tuned_keeping_map(gpu, policy, Some(&keys.as_view()), spare, layout, map, true)
+    } else {
+        passes::tuned_keeping_map(gpu, policy, None, keys, layout, map, true)
+    }
+}
+
 /// Sorts `keys` (more than one run of them) as a merge sort of tile sorts: the tuned passes
 /// sort runs of 2^[`Policy::merge_run_bits`] words (on Hopper a tile of 2^14 u32; past 2^21
 /// u64 keys half a tile), mapping the keys on their loads, then [`merge_levels`] merges the
@@ -492,18 +513,23 @@ pub(crate) fn merge_sort<W: DeviceRepr>(
 ) -> Result<()> {
     let n = keys.len();
     let run_bits = run_bits::<W>(policy, n);
-    let runs_in_spare = level_ways::<W>(policy, n, 1 << run_bits).len() % 2 == 1;
-    let layout = run_layout(n, run_bits);
-    if runs_in_spare {
-        passes::tuned_keeping_map(gpu, policy, Some(&keys.as_view()), spare, layout, map, true)?;
-    } else {
-        passes::tuned_keeping_map(gpu, policy, None, keys, layout, map, true)?;
-    }
+    let plan = level_ways::<W>(policy, n, 1 << run_bits);
+    let runs_in_spare = plan.len() % 2 == 1;
+    sort_runs(
+        gpu,
+        policy,
+        keys,
+        spare,
+        run_layout(n, run_bits),
+        map,
+        runs_in_spare,
+    )?;
     let in_spare = merge_levels(
         gpu,
         policy,
         keys,
         spare,
+        &plan,
         (1 << run_bits, runs_in_spare),
         map,
     )?;
