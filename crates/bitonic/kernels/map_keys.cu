@@ -2,30 +2,30 @@
 // Descending order sorts the complemented words ascending.
 #include "common.cuh"
 
-template <typename K>
-__device__ void map_keys(K *keys, u32 n, u32 kind, u32 descending, u32 inverse) {
+// `map` is the key map's flags (src/kernels/abi.rs map_flags): its kind, descending order and
+// numeric float order.
+template <typename K> __device__ void map_keys(K *keys, u32 n, u32 map, u32 inverse) {
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        u32 map = kind | (descending ? MAP_DESCENDING : 0);
         keys[i] = inverse ? from_sortable(keys[i], map) : to_sortable(keys[i], map);
     }
 }
 
-#define MAP_PARAMS(K) (K * keys, u32 n, u32 kind, u32 descending, u32 inverse)
-EXPORT_FOR_BOTH_WIDTHS(map_keys, MAP_PARAMS, (keys, n, kind, descending, inverse))
+#define MAP_PARAMS(K) (K * keys, u32 n, u32 map, u32 inverse)
+EXPORT_FOR_BOTH_WIDTHS(map_keys, MAP_PARAMS, (keys, n, map, inverse))
 
 // 16-bit keys (f16, bf16) and the u32 words the GPU sorts in their place (src/cuda/words.rs):
-// the key map of `kind` over their 16 bits, zero-extended, and back. The order (descending)
-// is left to the sort of the words.
+// the float map `map` over their 16 bits (its kind and numeric flags; the order, descending, is
+// left to the sort of the words), zero-extended, and back.
 typedef unsigned short u16;
 
-extern "C" __global__ void widen_16(const u16 *keys, u32 *words, u32 n, u32 kind) {
+extern "C" __global__ void widen_16(const u16 *keys, u32 *words, u32 n, u32 map) {
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        words[i] = to_sortable(keys[i], kind);
+        words[i] = to_sortable(keys[i], map);
     }
 }
 
-extern "C" __global__ void narrow_16(const u32 *words, u16 *keys, u32 n, u32 kind) {
+extern "C" __global__ void narrow_16(const u32 *words, u16 *keys, u32 n, u32 map) {
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        keys[i] = from_sortable((u16)words[i], kind);
+        keys[i] = from_sortable((u16)words[i], map);
     }
 }

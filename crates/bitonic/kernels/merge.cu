@@ -96,7 +96,7 @@ EXPORT_FOR_ALL_WORDS(multiway_merge_level, MULTIWAY_MERGE_LEVEL_PARAMS,
         multiway_co_ranks<K>(keys, n, run_len, ways, samples, tiling, ranks, tiles);              \
     }
 #if !defined(KERNEL_TILE_BITS_32) || !defined(KERNEL_TILE_BITS_64)
-#error "the host passes the tuned tiles, KERNEL_TILE_BITS_32 and _64 (src/policy.rs)"
+#error "the host passes the tuned tiles, KERNEL_TILE_BITS_32 and _64 (src/policy/)"
 #endif
 #if defined(KERNEL_PART_KV_U32_U32)
 EXPORT_KV(u32, u32, KERNEL_TILE_BITS_32)

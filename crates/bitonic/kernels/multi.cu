@@ -36,8 +36,8 @@ template <typename W> __device__ void take(const W *keys, const u64 *positions, 
 
 // Key-value words for the multi-GPU key-value sort: KeyIndex words ordered by (key, global
 // position), so equal keys keep their input order (stable), with the value in bits the order
-// never decides on. 32-bit keys: key = sortable key << 32 | position, and index, unused hold a
-// value of up to 64 bits. 64-bit keys: key = sortable key, index = position, unused = a 32-bit
+// never decides on. 32-bit keys: key = sortable key << 32 | position, and index, value hold a
+// value of up to 64 bits. 64-bit keys: key = sortable key, index = position, value = a 32-bit
 // value. Positions are below 2^32 (the host checks).
 template <typename V> __device__ void pack_kv32(const u32 *keys, const V *values, KeyIndex *out, u64 n, u64 first, u32 map) {
     GRID_STRIDE_LOOP64(i, n) {
@@ -45,7 +45,7 @@ template <typename V> __device__ void pack_kv32(const u32 *keys, const V *values
         w.key = (u64(to_sortable(keys[i], map)) << 32) | u32(first + i);
         u64 v = u64(values[i]);
         w.index = u32(v);
-        w.unused = u32(v >> 32);
+        w.value = u32(v >> 32);
         out[i] = w;
     }
 }
@@ -54,7 +54,7 @@ template <typename V> __device__ void unpack_kv32(const KeyIndex *words, u32 *ke
     GRID_STRIDE_LOOP64(i, n) {
         KeyIndex w = words[i];
         keys[i] = from_sortable(u32(w.key >> 32), map);
-        values[i] = V(u64(w.index) | (u64(w.unused) << 32));
+        values[i] = V(u64(w.index) | (u64(w.value) << 32));
     }
 }
 
@@ -63,7 +63,7 @@ extern "C" __global__ void pack_kv64_u32(const u64 *keys, const u32 *values, Key
         KeyIndex w;
         w.key = to_sortable(keys[i], map);
         w.index = u32(first + i);
-        w.unused = values[i];
+        w.value = values[i];
         out[i] = w;
     }
 }
@@ -72,7 +72,7 @@ extern "C" __global__ void unpack_kv64_u32(const KeyIndex *words, u64 *keys, u32
     GRID_STRIDE_LOOP64(i, n) {
         KeyIndex w = words[i];
         keys[i] = from_sortable(w.key, map);
-        values[i] = w.unused;
+        values[i] = w.value;
     }
 }
 
@@ -85,7 +85,7 @@ extern "C" __global__ void pack_kv64_u64(const u64 *keys, const u64 *values, Key
         KeyIndex w;
         w.key = to_sortable(keys[i], map);
         w.index = u32(first + i);
-        w.unused = u32(values[i] >> (32 * half));
+        w.value = u32(values[i] >> (32 * half));
         out[i] = w;
     }
 }
@@ -94,7 +94,7 @@ extern "C" __global__ void unpack_kv64_u64(const KeyIndex *words, u64 *keys, u64
     GRID_STRIDE_LOOP64(i, n) {
         KeyIndex w = words[i];
         keys[i] = from_sortable(w.key, map);
-        values[i] = half ? (values[i] & 0xffffffffull) | (u64(w.unused) << 32) : u64(w.unused);
+        values[i] = half ? (values[i] & 0xffffffffull) | (u64(w.value) << 32) : u64(w.value);
     }
 }
 

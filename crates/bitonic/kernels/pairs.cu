@@ -26,7 +26,7 @@ extern "C" __global__ void pack_u64(const u64 *keys, KeyIndex *pairs, u32 n, u32
         KeyIndex pair;
         pair.key = to_sortable(keys[i], map);
         pair.index = i % row_len;
-        pair.unused = 0;
+        pair.value = 0;
         pairs[i] = pair;
     }
 }

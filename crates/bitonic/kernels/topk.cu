@@ -1310,7 +1310,11 @@ struct SpreadRow {
 // `shift` is at least SPREAD_TILE_SHIFT, so that the keys of one of the gather's tiles share
 // their index's bits (tile_bits): one OR a key. Rows of up to 2^29 keys have 2^16 tiles or
 // fewer, and shift = 13.
-#define SPREAD_TILE_SHIFT 13
+#ifndef KERNEL_TOPK_SPREAD_TILE_SHIFT
+#error "the host passes KERNEL_TOPK_SPREAD_TILE_SHIFT (src/policy/topk.rs)"
+#endif
+#define SPREAD_TILE_SHIFT KERNEL_TOPK_SPREAD_TILE_SHIFT
+static_assert(SPREAD_TILE_SHIFT == 13, "a gather tile is 32 keys a thread of 256");
 template <typename In> struct SpreadWord {
     __device__ explicit SpreadWord(u64) {}
     __device__ u32 operator()(u32 held, u64) const { return held; }
@@ -1608,7 +1612,11 @@ __device__ __forceinline__ void warp_sort_candidates(typename WarpComposite<In>:
 }
 
 // The most candidates the warp filter sorts (16 a lane); past them it sorts the whole row.
-#define WARP_FILTER_MOST (16 * WARP_SIZE)
+#ifndef KERNEL_TOPK_WARP_FILTER_MOST
+#error "the host passes KERNEL_TOPK_WARP_FILTER_MOST (src/policy/topk.rs)"
+#endif
+#define WARP_FILTER_MOST u32(KERNEL_TOPK_WARP_FILTER_MOST)
+static_assert(WARP_FILTER_MOST == 16 * WARP_SIZE, "the warp filter keeps 16 composites a lane");
 
 // What a warp does before it sorts a row of up to 1,024 keys (topk_warp_sort's FILTER): sort
 // it whole, or only the keys that reach a threshold taken from the groups' bests (k up to 128:

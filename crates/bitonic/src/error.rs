@@ -1,9 +1,10 @@
 //! The library's one error type.
 
-use crate::Version;
+use crate::options::Version;
 
 /// Why no GPU can be used. Each variant says what to install or check.
-#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum GpuUnavailable {
     /// libcuda.so is missing.
     #[error("no CUDA driver: libcuda.so could not be loaded (install the NVIDIA driver)")]
@@ -37,16 +38,22 @@ pub enum GpuUnavailable {
     /// A GPU whose warps are not 32 threads.
     #[error("the GPU's warp size is {0}; the kernels are written for 32")]
     UnsupportedWarpSize(i32),
+    /// A plan was asked without a device ([`crate::plan::plan`] given `None`).
+    #[error("no device was given to plan for")]
+    NotGiven,
 }
 
-/// Everything that can go wrong in a sort.
-#[derive(Debug, thiserror::Error)]
+/// Everything that can go wrong in a sort. Its `Debug` is its message (`Display`), so that
+/// `fn main() -> Result<(), bitonic::Error>` prints what went wrong, not the variant's fields.
+#[non_exhaustive]
+#[derive(thiserror::Error)]
 pub enum Error {
     // The reasons are part of the message rather than error sources, so that a report of the
     // whole chain (`{:#}` in anyhow) says each thing once.
-    /// The GPU was asked for and cannot be used.
-    #[error("the CUDA backend is unavailable: {0}")]
-    GpuUnavailable(GpuUnavailable),
+    /// The GPU was asked for (the `cuda` backend, a pinned GPU version, device buffers) and
+    /// none can be used: the reason.
+    #[error("no GPU can be used: {0}")]
+    NoGpu(GpuUnavailable),
 
     /// A CUDA driver call failed.
     #[error("CUDA error while {context}: {cause}")]
@@ -79,10 +86,6 @@ pub enum Error {
         max: usize,
     },
 
-    /// The GPU was asked for (a pinned version with `Auto`) and none works.
-    #[error("no GPU works here, and the sort was asked of the GPU")]
-    NoGpu,
-
     /// A version pinned on a CPU backend.
     #[error("version {0} runs on the GPU: choose the cuda or auto backend, or no version")]
     VersionNeedsGpu(Version),
@@ -109,8 +112,8 @@ pub enum Error {
         max: usize,
     },
 
-    /// A top-k of no keys, or of more keys than a row holds.
-    #[error("the top {k} of rows of {row_len} keys: k must be from 1 to the row length")]
+    /// A top-k of more keys than a row holds.
+    #[error("the top {k} of rows of {row_len} keys: k must be from 0 to the row length")]
     BadK {
         /// The k asked for.
         k: usize,
@@ -218,6 +221,28 @@ pub enum Error {
         sorter: usize,
     },
 
+    /// A policy whose numbers cannot run ([`crate::Policy::validate`]).
+    #[error("invalid policy: {0}")]
+    InvalidPolicy(String),
+
+    /// Device memory for a call's buffers could not be allocated.
+    #[error("out of GPU memory: {bytes} bytes for {what}")]
+    DeviceMemory {
+        /// Bytes asked for.
+        bytes: usize,
+        /// What they were for.
+        what: String,
+    },
+
+    /// A caller's workspace smaller than the call's plan needs ([`crate::Plan::workspace_bytes`]).
+    #[error("the workspace holds {given} bytes; this call needs {needed}")]
+    WorkspaceTooSmall {
+        /// Bytes the plan needs.
+        needed: usize,
+        /// Bytes given.
+        given: usize,
+    },
+
     /// Host memory for a sort's working copy could not be allocated.
     #[error("out of host memory: {bytes} bytes for {what}")]
     HostMemory {
@@ -230,7 +255,13 @@ pub enum Error {
 
 impl From<GpuUnavailable> for Error {
     fn from(why: GpuUnavailable) -> Self {
-        Error::GpuUnavailable(why)
+        Error::NoGpu(why)
+    }
+}
+
+impl std::fmt::Debug for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
     }
 }
 

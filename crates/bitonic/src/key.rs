@@ -25,8 +25,45 @@
 //!
 //! Descending order is the ascending order of the complemented bits (`!bits`), so the
 //! networks themselves only ever sort ascending.
+//!
+//! **Numeric float order** ([`crate::FloatOrder::Numeric`], torch's and numpy's) maps a
+//! float's [`SortKey::canonical`] form: `-0.0` becomes `+0.0` and every NaN the positive quiet
+//! NaN, so keys that compare equal by value get one word.
 
-use crate::Order;
+use crate::options::{FloatOrder, Order};
+
+/// The order keys are sorted in: the direction and, for floats, how they compare.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct KeyOrder {
+    pub(crate) order: Order,
+    pub(crate) float: FloatOrder,
+}
+
+impl KeyOrder {
+    /// `order` with floats in total order.
+    pub(crate) fn of(order: Order) -> KeyOrder {
+        KeyOrder {
+            order,
+            float: FloatOrder::Total,
+        }
+    }
+}
+
+mod sealed {
+    /// Only the library's key and index types implement its key and index traits: the GPU
+    /// kernels exist for those alone.
+    pub trait Sealed {}
+    impl Sealed for u32 {}
+    impl Sealed for i32 {}
+    impl Sealed for u64 {}
+    impl Sealed for i64 {}
+    impl Sealed for usize {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
+}
+pub(crate) use sealed::Sealed;
 
 /// A machine word the sorting networks work on: `u32` or `u64`.
 pub trait Bits:
@@ -140,7 +177,8 @@ impl DType {
     }
 }
 
-/// The three families of bit maps. The discriminants are shared with the kernels (`KERNEL_MAP_*` defines, src/cuda/layout.rs).
+/// The three families of bit maps. The discriminants are shared with the kernels
+/// (`KERNEL_MAP_*` defines, src/kernels/abi.rs).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum MapKind {
@@ -155,8 +193,8 @@ pub enum MapKind {
 /// A key type the library can sort.
 ///
 /// Implemented for `u32`, `i32`, `u64`, `i64`, `f32`, `f64`, [`half::f16`] and
-/// [`half::bf16`]. `to_bits` and `from_bits` are inverse, and `a < b` in the key's order exactly
-/// when `a.to_bits() < b.to_bits()`.
+/// [`half::bf16`], and sealed: the GPU kernels exist for these alone. `to_bits` and `from_bits`
+/// are inverse, and `a < b` in the key's order exactly when `a.to_bits() < b.to_bits()`.
 ///
 /// ```
 /// use bitonic::{half::f16, SortKey};
@@ -168,7 +206,14 @@ pub enum MapKind {
 /// assert!(f16::MAX.to_bits_ordered() < f16::NAN.to_bits_ordered());
 /// ```
 pub trait SortKey:
-    Copy + Send + Sync + bytemuck::Pod + cudarc::driver::DeviceRepr + std::fmt::Debug + 'static
+    Sealed
+    + Copy
+    + Send
+    + Sync
+    + bytemuck::Pod
+    + cudarc::driver::DeviceRepr
+    + std::fmt::Debug
+    + 'static
 {
     /// The unsigned word the backends sort the key as: of the key's width, or `u32` for
     /// 16-bit keys (the ordered bits zero-extended).
@@ -183,6 +228,18 @@ pub trait SortKey:
     fn to_bits_ordered(self) -> Self::Bits;
     /// The key of a word of [`SortKey::to_bits_ordered`].
     fn from_bits_ordered(bits: Self::Bits) -> Self;
+    /// The key in numeric float order's one form of its value: `-0.0` as `+0.0` and every NaN
+    /// as the positive quiet NaN; any other key as it is.
+    ///
+    /// ```
+    /// use bitonic::SortKey;
+    /// assert_eq!((-0.0f32).canonical().to_bits(), 0);
+    /// assert_eq!((-f64::NAN).canonical().to_bits(), f64::NAN.to_bits());
+    /// assert_eq!((-3i32).canonical(), -3);
+    /// ```
+    fn canonical(self) -> Self {
+        self
+    }
 }
 
 macro_rules! impl_unsigned {
@@ -237,6 +294,16 @@ macro_rules! impl_float {
                 <$bits>::from(raw ^ (sign_fill | (1 << (<$u>::BITS - 1))))
             }
             #[inline]
+            fn canonical(self) -> $t {
+                if self.is_nan() {
+                    <$t>::NAN
+                } else if self == <$t>::from_bits(0) {
+                    <$t>::from_bits(0)
+                } else {
+                    self
+                }
+            }
+            #[inline]
             fn from_bits_ordered(bits: $bits) -> $t {
                 let raw = bits as $u;
                 // A set top bit means the key was non-negative: only the sign bit was flipped.
@@ -266,28 +333,86 @@ pub(crate) fn is_narrow<K: SortKey>() -> bool {
     std::mem::size_of::<K>() < std::mem::size_of::<K::Bits>()
 }
 
-/// The bits that sort ascending in `order`: complemented for descending.
+/// The bits that sort ascending in `order`: of the canonical key in numeric float order,
+/// complemented for descending.
 #[inline]
-pub(crate) fn ordered_bits<K: SortKey>(key: K, order: Order) -> K::Bits {
+pub(crate) fn ordered_bits<K: SortKey>(key: K, order: KeyOrder) -> K::Bits {
+    let key = match order.float {
+        FloatOrder::Total => key,
+        FloatOrder::Numeric => key.canonical(),
+    };
     let bits = key.to_bits_ordered();
-    match order {
+    match order.order {
         Order::Ascending => bits,
         Order::Descending => bits.not(),
     }
 }
 
+/// The key of bits of [`ordered_bits`] (the canonical key, in numeric float order).
 #[inline]
-pub(crate) fn key_from_ordered_bits<K: SortKey>(bits: K::Bits, order: Order) -> K {
-    K::from_bits_ordered(match order {
+pub(crate) fn key_from_ordered_bits<K: SortKey>(bits: K::Bits, order: KeyOrder) -> K {
+    K::from_bits_ordered(match order.order {
         Order::Ascending => bits,
         Order::Descending => bits.not(),
     })
 }
 
-/// Compares two keys in the library's order (total order for floats). Handy for checking results.
+/// Compares two keys in the library's default order (total order for floats). Handy for
+/// checking results.
 pub fn cmp_keys<K: SortKey>(a: &K, b: &K) -> std::cmp::Ordering {
     a.to_bits_ordered().cmp(&b.to_bits_ordered())
 }
+
+/// Compares two keys in `float` order (ascending).
+pub fn cmp_keys_in<K: SortKey>(a: &K, b: &K, float: FloatOrder) -> std::cmp::Ordering {
+    let order = KeyOrder {
+        order: Order::Ascending,
+        float,
+    };
+    ordered_bits(*a, order).cmp(&ordered_bits(*b, order))
+}
+
+/// An integer type that indices are written in: `u32`, `u64`, `usize` or `i64` (torch's
+/// and numpy's), on the host and on the GPU alike. Indices count from each row's start; a row
+/// longer than the type can count is an error ([`crate::Error::IndexTooNarrow`]). Sealed: the
+/// kernels write 4- or 8-byte indices.
+///
+/// ```
+/// let keys = [30u32, 10, 20];
+/// let (mut narrow, mut wide) = (vec![0u32; 3], vec![0i64; 3]);
+/// bitonic::argsort(&keys, &mut narrow)?;
+/// bitonic::argsort(&keys, &mut wide)?;
+/// assert_eq!((narrow, wide), (vec![1, 2, 0], vec![1, 2, 0]));
+/// # Ok::<(), bitonic::Error>(())
+/// ```
+pub trait SortIndex:
+    Sealed + Copy + Send + Sync + bytemuck::Pod + cudarc::driver::DeviceRepr + 'static
+{
+    /// The largest index the type holds.
+    const MAX: usize;
+    /// `i`, which is at most [`SortIndex::MAX`].
+    fn from_usize(i: usize) -> Self;
+}
+
+macro_rules! sort_index {
+    ($($t:ty),*) => {$(
+        impl SortIndex for $t {
+            const MAX: usize = if (<$t>::MAX as u128) < usize::MAX as u128 {
+                <$t>::MAX as usize
+            } else {
+                usize::MAX
+            };
+            #[inline]
+            fn from_usize(i: usize) -> Self {
+                i as $t
+            }
+        }
+    )*};
+}
+
+sort_index!(u32, u64, usize, i64);
+
+const _: () = assert!(std::mem::size_of::<usize>() == 8, "64-bit targets only");
 
 /// Runs `$body` with `$K` bound to the Rust type of `$dtype`.
 ///
@@ -459,13 +584,32 @@ mod tests {
 
     #[test]
     fn descending_complements() {
-        assert!(ordered_bits(3u32, Order::Descending) < ordered_bits(2u32, Order::Descending));
+        let down = KeyOrder::of(Order::Descending);
+        assert!(ordered_bits(3u32, down) < ordered_bits(2u32, down));
         assert_eq!(
-            key_from_ordered_bits::<f64>(
-                ordered_bits(-2.5f64, Order::Descending),
-                Order::Descending
-            ),
+            key_from_ordered_bits::<f64>(ordered_bits(-2.5f64, down), down),
             -2.5
         );
+    }
+
+    #[test]
+    fn numeric_order_ties_zeros_and_nans() {
+        let numeric = KeyOrder {
+            order: Order::Ascending,
+            float: FloatOrder::Numeric,
+        };
+        let word = |x: f32| ordered_bits(x, numeric);
+        assert_eq!(word(-0.0), word(0.0));
+        assert_eq!(word(-f32::NAN), word(f32::NAN));
+        assert_eq!(word(f32::from_bits(0x7f80_0001)), word(f32::NAN));
+        assert!(word(f32::INFINITY) < word(-f32::NAN));
+        assert!(word(-1.0) < word(-0.0));
+        let h = |x: f32| ordered_bits(half::bf16::from_f32(x), numeric);
+        assert_eq!(h(-0.0), h(0.0));
+        assert!(h(f32::INFINITY) < h(-f32::NAN));
+        for x in [f64::NAN, -f64::NAN, -0.0, 0.0, 1.5, f64::NEG_INFINITY] {
+            let back: f64 = key_from_ordered_bits(ordered_bits(x, numeric), numeric);
+            assert_eq!(back.to_bits(), x.canonical().to_bits());
+        }
     }
 }

@@ -1,4 +1,4 @@
-// Where the keys of the tuned passes' slots live: src/cuda/layout.rs's RowLayout, field for
+// Where the keys of the tuned passes' slots live: src/kernels/abi.rs's RowLayout, field for
 // field, checked by size.
 #pragma once
 
@@ -18,9 +18,9 @@ struct RowLayout {
 };
 
 #ifndef KERNEL_ROW_LAYOUT_BYTES
-#error "the host passes KERNEL_ROW_LAYOUT_BYTES (src/cuda/layout.rs)"
+#error "the host passes KERNEL_ROW_LAYOUT_BYTES (src/kernels/abi.rs)"
 #endif
-static_assert(sizeof(RowLayout) == KERNEL_ROW_LAYOUT_BYTES, "RowLayout differs from src/cuda/layout.rs");
+static_assert(sizeof(RowLayout) == KERNEL_ROW_LAYOUT_BYTES, "RowLayout differs from src/kernels/abi.rs");
 
 #define PADDING 0xffffffffu
 

@@ -1,6 +1,6 @@
 // Word types of the kernels: u32, u64 and the 16-byte key-index pair, the largest word of
 // each (the padding that never moves), and the macros that export a template kernel for each.
-// KeyIndex is src/cuda/layout.rs's, checked by size.
+// KeyIndex is src/kernels/abi.rs's, checked by size.
 #pragma once
 
 typedef unsigned int u32;
@@ -18,7 +18,7 @@ template <> __device__ __forceinline__ u64 largest_key<u64>() { return 0xfffffff
 struct KeyIndex {
     u64 key;
     u32 index;
-    u32 unused; // 16 bytes: one vector load or store
+    u32 value; // a value that travels with the key (16 bytes: one vector load or store)
 };
 
 __device__ __forceinline__ bool operator<(const KeyIndex &a, const KeyIndex &b) {
@@ -29,14 +29,14 @@ template <> __device__ __forceinline__ KeyIndex largest_key<KeyIndex>() {
     KeyIndex k;
     k.key = largest_key<u64>();
     k.index = largest_key<u32>(); // above every real index: padding stays last
-    k.unused = 0;
+    k.value = 0;
     return k;
 }
 
 #ifndef KERNEL_KEY_INDEX_BYTES
-#error "the host passes KERNEL_KEY_INDEX_BYTES (src/cuda/layout.rs)"
+#error "the host passes KERNEL_KEY_INDEX_BYTES (src/kernels/abi.rs)"
 #endif
-static_assert(sizeof(KeyIndex) == KERNEL_KEY_INDEX_BYTES, "KeyIndex differs from src/cuda/layout.rs");
+static_assert(sizeof(KeyIndex) == KERNEL_KEY_INDEX_BYTES, "KeyIndex differs from src/kernels/abi.rs");
 
 // Declares name_u32 and name_u64 kernels that call the template name<K>.
 #define EXPORT_FOR_BOTH_WIDTHS(name, PARAMS, ARGS)                                           \

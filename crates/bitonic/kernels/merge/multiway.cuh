@@ -1,5 +1,5 @@
 // Multiway merge levels: one level merges groups of `ways` neighbouring runs at once (2 to 32,
-// a power of two: the policy's for the word size, src/policy.rs), so a merge sort of R runs
+// a power of two: the policy's for the word size, src/policy/), so a merge sort of R runs
 // makes ceil(log_ways R) passes over its keys instead of log2 R.
 //
 // A level is up to three launches:
@@ -27,8 +27,12 @@
 #include "common/memory.cuh"
 #include "merge/tile.cuh"
 
+#if !defined(KERNEL_MERGE_MAX_WAYS) || !defined(KERNEL_CO_RANKS_WARPS) || !defined(KERNEL_MULTIWAY_TILING_BYTES)
+#error "the host passes KERNEL_MERGE_MAX_WAYS, KERNEL_CO_RANKS_WARPS and KERNEL_MULTIWAY_TILING_BYTES (src/policy/, src/kernels/abi.rs)"
+#endif
 // The most runs a level merges: one lane of a warp a run, at least, in multiway_co_ranks.
-#define MAX_WAYS 32u
+#define MAX_WAYS u32(KERNEL_MERGE_MAX_WAYS)
+static_assert(MAX_WAYS <= WARP_SIZE, "a lane a run");
 
 // A group of `ways` runs of run_len words from `start` (the last group may hold fewer, the last
 // run be shorter), `len` words in all.
@@ -139,8 +143,8 @@ __device__ __forceinline__ u32 k_way_split(const W *runs, u64 stride, u32 len, u
     return lo;
 }
 
-// Warps of a multiway_co_ranks block (src/cuda/merge.rs launches as many).
-#define CO_RANKS_WARPS 4u
+// Warps of a multiway_co_ranks block (the host launches blocks of as many: MergePolicy).
+#define CO_RANKS_WARPS u32(KERNEL_CO_RANKS_WARPS)
 
 // How a multiway level cuts each group of runs into tiles (src/cuda/merge.rs, MultiwayTiling):
 // every 2^sample_bits-th word of each run is a sample (multiway_samples gathers them), and a
@@ -151,6 +155,7 @@ __device__ __forceinline__ u32 k_way_split(const W *runs, u64 stride, u32 len, u
 struct MultiwayTiling {
     u32 sample_bits, tile_samples, group_tiles;
 };
+static_assert(sizeof(MultiwayTiling) == KERNEL_MULTIWAY_TILING_BYTES, "MultiwayTiling differs from src/kernels/abi.rs");
 
 // The group of runs that tile b of a level merges.
 __device__ __forceinline__ RunGroup group_of_tile(u64 n, u64 run_len, u32 ways, MultiwayTiling tiling, u32 b) {

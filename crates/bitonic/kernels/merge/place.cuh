@@ -108,8 +108,13 @@ template <typename K, u32 BITS> __device__ __forceinline__ u32 rank_in_tree(cons
 // A placement block's tile: tile blockIdx.x of 2^TILE_BITS keys, T / 16 threads; thread t's
 // r-th key is tile index r 2^THREAD_BITS + t, so a warp's keys are neighbours (coalesced).
 // WHOLE: the tile has all T keys (every tile but a last short one), so no index needs a check.
+#ifndef KERNEL_PLACE_KEYS_PER_THREAD
+#error "the host passes KERNEL_PLACE_KEYS_PER_THREAD (src/policy/merge.rs)"
+#endif
+static_assert(KERNEL_PLACE_KEYS_PER_THREAD == 16, "a placement thread holds 16 keys (THREAD_BITS below)");
 template <u32 TILE_BITS_, bool WHOLE> struct PlaceTile {
-    static const u32 TILE_BITS = TILE_BITS_, KEYS_A_THREAD = 16, THREAD_BITS = TILE_BITS - 4, T = 1u << TILE_BITS;
+    static const u32 TILE_BITS = TILE_BITS_, KEYS_A_THREAD = KERNEL_PLACE_KEYS_PER_THREAD,
+                     THREAD_BITS = TILE_BITS - 4, T = 1u << TILE_BITS;
     static_assert(TILE_BITS <= 15, "a place and its equal-key flag fit a u16");
     u64 t0;
     u32 len;

@@ -7,8 +7,8 @@
 #include "common/compare.cuh"
 #include "common/memory.cuh"
 
-#if !defined(KERNEL_MERGE_TILE) || !defined(KERNEL_MERGE_THREADS)
-#error "the host passes KERNEL_MERGE_TILE and KERNEL_MERGE_THREADS (src/policy.rs)"
+#if !defined(KERNEL_MERGE_TILE) || !defined(KERNEL_MERGE_THREADS) || !defined(KERNEL_MERGE_PAD_BYTES)
+#error "the host passes KERNEL_MERGE_TILE, KERNEL_MERGE_THREADS and KERNEL_MERGE_PAD_BYTES (src/policy/)"
 #endif
 
 __host__ __device__ constexpr u32 log2_of(u32 x) { return x <= 1 ? 0 : 1 + log2_of(x / 2); }
@@ -20,7 +20,7 @@ static_assert(KERNEL_MERGE_THREADS == 1u << log2_of(KERNEL_MERGE_THREADS), "2^k 
 // words are keys alone, in the merge tile.
 #if defined(KERNEL_PART_KV_U32_U32) || defined(KERNEL_PART_KV_U32_U64)
 #if !defined(KERNEL_KV_MERGE_TILE)
-#error "the host passes KERNEL_KV_MERGE_TILE (src/policy.rs)"
+#error "the host passes KERNEL_KV_MERGE_TILE (src/policy/)"
 #endif
 #define MERGE_TILE_OF_8_BYTES KERNEL_KV_MERGE_TILE
 static_assert(KERNEL_KV_MERGE_TILE == 1u << log2_of(KERNEL_KV_MERGE_TILE), "a key-value merge tile of 2^k words");
@@ -40,17 +40,20 @@ template <typename W> struct MergeTile {
     static const u32 E_BITS = TILE_BITS - THREAD_BITS;
 };
 
-// Shared-memory slot of tile index i: one word of padding after every 128 bytes, so that the
-// lanes of a warp hit distinct banks in every phase's loads and stores. The map is additive
-// over indices with disjoint bits, so a thread's slots in a phase are one base plus constants.
+// Shared-memory slot of tile index i: one word of padding after every KERNEL_MERGE_PAD_BYTES
+// (128: a wavefront's bytes), so that the lanes of a warp hit distinct banks in every phase's
+// loads and stores. The map is additive over indices with disjoint bits, so a thread's slots in
+// a phase are one base plus constants.
+static_assert(KERNEL_MERGE_PAD_BYTES == 128, "the slots' shifts below are for 128 bytes");
 template <typename W> __device__ __forceinline__ u32 merge_slot(u32 i) {
     const u32 words_a_wavefront_bits = sizeof(W) == 4 ? 5 : sizeof(W) == 8 ? 4 : 3;
     return i + (i >> words_a_wavefront_bits);
 }
 
-// Shared-memory words a tile of T words takes with its padding.
+// Shared-memory words a tile of T words takes with its padding (MergePolicy::padded_tile_bytes
+// on the host).
 template <typename W> __host__ __device__ constexpr u32 padded_tile(u32 t) {
-    return t + t / (128 / sizeof(W));
+    return t + t / (KERNEL_MERGE_PAD_BYTES / sizeof(W));
 }
 
 // The tile index of thread t's register r when the registers cover tile bits LO ...

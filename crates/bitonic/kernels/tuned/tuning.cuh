@@ -30,9 +30,9 @@ typedef Tuning<u32, KERNEL_E_BITS_U32_NARROW, 5> NarrowU32;
 // u64: 16 keys a thread -> 2^14 keys (128 KiB) per tile with 1024 threads.
 typedef Tuning<u64, KERNEL_E_BITS_U64, 4> WideU64;
 
-// Options of the map argument, above the key-map flags (src/cuda/layout.rs).
+// Options of the map argument, above the key-map flags (src/kernels/abi.rs).
 #if !defined(KERNEL_MAP_ON_LOAD) || !defined(KERNEL_MAP_ON_STORE)
-#error "the host passes KERNEL_MAP_ON_LOAD and KERNEL_MAP_ON_STORE (src/cuda/layout.rs)"
+#error "the host passes KERNEL_MAP_ON_LOAD and KERNEL_MAP_ON_STORE (src/kernels/abi.rs)"
 #endif
 #define MAP_ON_LOAD KERNEL_MAP_ON_LOAD
 #define MAP_ON_STORE KERNEL_MAP_ON_STORE

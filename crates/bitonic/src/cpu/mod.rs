@@ -10,10 +10,10 @@
 pub(crate) mod network;
 pub(crate) mod topk;
 
-use crate::dispatch::Strategy;
+use crate::plan::Strategy;
 use crate::error::{Error, Result};
-use crate::key::{is_narrow, key_from_ordered_bits, ordered_bits};
-use crate::{Order, SortKey};
+use crate::key::{is_narrow, key_from_ordered_bits, ordered_bits, KeyOrder};
+use crate::SortKey;
 use rayon::prelude::*;
 
 /// Below this many words a sort stays on the calling thread: rayon's start costs more.
@@ -30,10 +30,11 @@ fn sort_words<W: network::Word>(words: &mut [W], strategy: Strategy) {
     }
 }
 
-/// Sorts `keys` in `order`: maps them to their ordered words, sorts, maps back. Keys of their
+/// Sorts `keys` in `order`: maps them to their ordered words, sorts, maps back (in numeric
+/// float order, to their canonical keys). Keys of their
 /// word's size are mapped in place; 16-bit keys into a copy of their words (the only
 /// allocation, and the only error).
-pub(crate) fn sort<K: SortKey>(keys: &mut [K], order: Order, strategy: Strategy) -> Result<()> {
+pub(crate) fn sort<K: SortKey>(keys: &mut [K], order: KeyOrder, strategy: Strategy) -> Result<()> {
     let parallel = strategy != Strategy::CpuNetworkSerial && keys.len() >= PARALLEL_MIN_LEN;
     if is_narrow::<K>() {
         let mut words = Vec::new();
@@ -57,7 +58,7 @@ pub(crate) fn sort<K: SortKey>(keys: &mut [K], order: Order, strategy: Strategy)
         return Ok(());
     }
     let words: &mut [K::Bits] = bytemuck::cast_slice_mut(keys);
-    let needs_map = K::DTYPE.needs_map(order);
+    let needs_map = K::DTYPE.needs_map(order.order) || order.float == crate::FloatOrder::Numeric;
     if needs_map {
         let map = |w: &mut K::Bits| *w = ordered_bits(bytemuck::cast::<_, K>(*w), order);
         if parallel {
@@ -82,7 +83,7 @@ pub(crate) fn sort<K: SortKey>(keys: &mut [K], order: Order, strategy: Strategy)
 /// is serial), each row's network on one thread; a single row gets the whole strategy.
 pub(crate) fn sort_each<K: SortKey>(
     mut rows: Vec<&mut [K]>,
-    order: Order,
+    order: KeyOrder,
     strategy: Strategy,
 ) -> Result<()> {
     if rows.len() == 1 {
@@ -104,7 +105,7 @@ pub(crate) fn sort_each<K: SortKey>(
 /// so equal keys end in index order.
 pub(crate) fn sorted_pairs<K: SortKey>(
     keys: &[K],
-    order: Order,
+    order: KeyOrder,
     strategy: Strategy,
 ) -> Vec<(K::Bits, usize)> {
     let mut pairs: Vec<(K::Bits, usize)> = if strategy == Strategy::CpuNetworkSerial {

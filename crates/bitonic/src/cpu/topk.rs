@@ -1,28 +1,25 @@
-//! Top-k selection on the CPU ([`crate::dispatch::Strategy::CpuTopk`]): per row, the
+//! Top-k selection on the CPU ([`crate::Strategy::CpuTopk`]): per row, the
 //! `(ordered word, index)` pairs, a selection of the k smallest (`select_nth_unstable`) and a
 //! sort of those. The words sort ascending in the order asked for (complemented for the
 //! largest keys) and pairs are unique, so the result is the first k of a stable sort. Rows
 //! run in parallel; a long row alone is cut into pieces selected in parallel, whose k best
 //! are selected from again.
 
-use crate::key::{key_from_ordered_bits, ordered_bits};
-use crate::{Select, SortIndex, SortKey};
+use crate::key::{key_from_ordered_bits, ordered_bits, KeyOrder};
+use crate::{SortIndex, SortKey};
 use rayon::prelude::*;
 
 /// Below this many keys a row is selected on one thread.
 const PARALLEL_MIN_LEN: usize = 1 << 16;
 
-/// Writes each row's best `k` keys of `keys` (rows of `row_len`, `1 <= k <= row_len`) to
-/// `values` and their indices in the row to `indices`, k a row, best first.
+/// Writes each row's first `k` keys of a stable sort of `keys` in `order` (rows of `row_len`,
+/// `1 <= k <= row_len`) to `values` and their indices in the row to `indices`, k a row.
 pub(crate) fn topk_rows<K: SortKey, I: SortIndex>(
     keys: &[K],
-    row_len: usize,
-    k: usize,
-    select: Select,
-    values: &mut [K],
-    indices: &mut [I],
+    (values, indices): (&mut [K], &mut [I]),
+    (row_len, k): (usize, usize),
+    order: KeyOrder,
 ) {
-    let order = select.order();
     let rows = keys.par_chunks(row_len);
     let outputs = values.par_chunks_mut(k).zip(indices.par_chunks_mut(k));
     let many_rows = keys.len() / row_len >= rayon::current_num_threads();
@@ -45,7 +42,7 @@ fn best_of<K: SortKey>(
     keys: &[K],
     offset: usize,
     k: usize,
-    order: crate::Order,
+    order: KeyOrder,
 ) -> Vec<(K::Bits, usize)> {
     let pairs = keys.iter().enumerate();
     let pairs = pairs.map(|(i, &key)| (ordered_bits(key, order), offset + i));
@@ -63,7 +60,7 @@ fn smallest<W: Ord>(mut pairs: Vec<W>, k: usize) -> Vec<W> {
 }
 
 /// [`best_of`] a long row: its pieces' best k in parallel, then the best k of those.
-fn best_in_pieces<K: SortKey>(row: &[K], k: usize, order: crate::Order) -> Vec<(K::Bits, usize)> {
+fn best_in_pieces<K: SortKey>(row: &[K], k: usize, order: KeyOrder) -> Vec<(K::Bits, usize)> {
     let piece = row
         .len()
         .div_ceil(rayon::current_num_threads() * 4)
@@ -80,6 +77,22 @@ fn best_in_pieces<K: SortKey>(row: &[K], k: usize, order: crate::Order) -> Vec<(
 mod tests {
     use super::*;
     use crate::key::cmp_keys;
+    use crate::Order;
+
+    /// The largest (descending) or smallest keys.
+    const SELECTS: [Order; 2] = [Order::Descending, Order::Ascending];
+
+    /// [`topk_rows`] of the order given, floats in total order.
+    fn topk_rows<K: SortKey, I: SortIndex>(
+        keys: &[K],
+        row_len: usize,
+        k: usize,
+        select: Order,
+        values: &mut [K],
+        indices: &mut [I],
+    ) {
+        super::topk_rows(keys, (values, indices), (row_len, k), KeyOrder::of(select))
+    }
 
     /// The first k of a stable sort of each row: indices by key (descending for the largest),
     /// ties by index.
@@ -87,14 +100,14 @@ mod tests {
         keys: &[K],
         row_len: usize,
         k: usize,
-        select: Select,
+        select: Order,
     ) -> (Vec<K>, Vec<usize>) {
         let (mut values, mut indices) = (Vec::new(), Vec::new());
         for row in keys.chunks(row_len) {
             let mut order: Vec<usize> = (0..row.len()).collect();
             order.sort_by(|&a, &b| match select {
-                Select::Largest => cmp_keys(&row[b], &row[a]),
-                Select::Smallest => cmp_keys(&row[a], &row[b]),
+                Order::Descending => cmp_keys(&row[b], &row[a]),
+                Order::Ascending => cmp_keys(&row[a], &row[b]),
             });
             values.extend(order[..k].iter().map(|&i| row[i]));
             indices.extend_from_slice(&order[..k]);
@@ -107,7 +120,7 @@ mod tests {
             if k == 0 || k > row_len {
                 continue;
             }
-            for select in [Select::Largest, Select::Smallest] {
+            for select in SELECTS {
                 let rows = keys.len() / row_len;
                 let mut values = vec![keys[0]; rows * k];
                 let mut indices = vec![0u32; rows * k];
@@ -209,7 +222,7 @@ mod tests {
             &[0.0, -0.0, f32::NAN],
             3,
             2,
-            Select::Largest,
+            Order::Descending,
             &mut v,
             &mut i,
         );
@@ -218,7 +231,7 @@ mod tests {
             &[0.0, -0.0, -f32::NAN],
             3,
             2,
-            Select::Smallest,
+            Order::Ascending,
             &mut v,
             &mut i,
         );
@@ -233,7 +246,7 @@ mod tests {
         for (name, w) in patterns(n, 9) {
             let keys: Vec<u32> = w.iter().map(|&w| (w % 1000) as u32).collect();
             for k in [1, 10, 1000, 5000] {
-                for select in [Select::Largest, Select::Smallest] {
+                for select in SELECTS {
                     let mut values = vec![0u32; k];
                     let mut indices = vec![0usize; k];
                     topk_rows(&keys, n, k, select, &mut values, &mut indices);

@@ -1,54 +1,19 @@
 //! The device handle: probing the driver, NVRTC and a GPU without panicking, the device's
-//! facts, its stream, and its kernels (compiled once, cached on disk, looked up once).
+//! facts, its default stream, and its kernels (compiled once, cached on disk, looked up once).
+//!
+//! Opening a `Gpu` changes nothing outside it: the memory pool keeps the driver's settings
+//! unless the caller asks ([`Gpu::keep_freed_memory`]), and cudarc's event tracking is turned
+//! off on the library's own context handle only (see [`Gpu::context`]).
 
-use super::kernels::KernelModule;
-use super::launch::config;
 use super::{driver, graph, nvrtc, staging};
+use crate::device::{DeviceFacts, DeviceInfo};
 use crate::error::{CudaContext as _, GpuUnavailable, Result};
+use crate::kernels::KernelModule;
 use crate::policy::{KernelVariant, Policy};
-use cudarc::driver::sys::CUdevice_attribute as Attr;
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaSlice, CudaStream, LaunchConfig};
+use cudarc::driver::sys::{self, CUdevice_attribute as Attr};
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig};
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
-
-/// What the probe learnt about the device and the CUDA libraries.
-#[derive(Clone, Debug)]
-pub struct DeviceInfo {
-    /// The device number (CUDA ordinal).
-    pub ordinal: usize,
-    /// The device's name, such as "NVIDIA H100 80GB HBM3".
-    pub name: String,
-    /// The architecture as (major, minor): (9, 0) is sm_90.
-    pub compute_capability: (i32, i32),
-    /// Streaming multiprocessors (SMs).
-    pub multiprocessors: i32,
-    /// The most threads a block may have.
-    pub max_threads_per_block: i32,
-    /// Threads a warp (32 on every NVIDIA GPU so far).
-    pub warp_size: i32,
-    /// Shared memory a block gets without opting in.
-    pub shared_per_block: usize,
-    /// Shared memory a block can get after raising its dynamic limit.
-    pub shared_per_block_optin: usize,
-    /// Bytes of L2 cache.
-    pub l2_bytes: usize,
-    /// Bytes of device memory.
-    pub total_memory: usize,
-    /// The driver's CUDA version, as (major, minor).
-    pub driver_version: (i32, i32),
-    /// NVRTC's version, as (major, minor).
-    pub nvrtc_version: (i32, i32),
-}
-
-impl DeviceInfo {
-    /// The `sm_XY` architecture NVRTC compiles for.
-    pub fn arch(&self) -> String {
-        format!(
-            "sm_{}{}",
-            self.compute_capability.0, self.compute_capability.1
-        )
-    }
-}
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// One GPU with its context, its stream and its loaded kernel modules.
 pub struct Gpu {
@@ -65,12 +30,10 @@ pub struct Gpu {
     functions: Mutex<HashMap<(ModuleId, KernelVariant, String), CudaFunction>>,
     /// The dynamic shared memory each kernel was allowed, so that it is set once.
     shared_allowed: Mutex<HashMap<usize, u32>>,
-    /// Whether clusters of a kernel and shape fit the device (launch.rs asks once per shape).
-    pub(super) cluster_fits: Mutex<HashMap<(usize, u32, u32, u32), bool>>,
+    /// Whether clusters of a kernel and shape fit the device (asked once a shape).
+    cluster_fits: Mutex<HashMap<(usize, u32, u32, u32), bool>>,
     /// Multi-launch calls as CUDA graphs, built on first use (graph.rs).
     pub(super) graphs: Mutex<graph::GraphCache>,
-    /// Device memory for a call's intermediate results ([`Gpu::scratch`]).
-    scratch: Mutex<Option<CudaSlice<u8>>>,
 }
 
 impl std::fmt::Debug for Gpu {
@@ -154,13 +117,15 @@ impl Gpu {
         if info.warp_size != 32 {
             return Err(GpuUnavailable::UnsupportedWarpSize(info.warp_size));
         }
-        keep_freed_memory(&ctx, info.total_memory);
         // cudarc's event tracking gives every buffer two events, created at its allocation and
         // destroyed at its drop, and (once a context has a second stream) records and waits on
-        // them at every launch: tens of microseconds of host time in a top-k of four launches
-        // and four scratch buffers, more than its kernels take. The library needs none of it:
-        // every buffer and launch of this `Gpu` is ordered by its one stream.
-        // SAFETY: all work of this context handle is queued on `stream` (see `Gpu::context`).
+        // them at every launch: tens of microseconds of host time in a top-k of four launches,
+        // more than its kernels take. The library needs none of it: each call's buffers and
+        // launches are ordered by the one stream it runs on. The flag belongs to this handle
+        // (cudarc's `CudaContext` object), not to the driver's context: other handles of the
+        // same device, the caller's included, keep their own.
+        // SAFETY: all work of this context handle is queued on one stream a call (see
+        // `Gpu::context`).
         unsafe { ctx.disable_event_tracking() };
         let stream = if own_stream {
             ctx.new_stream().map_err(init)?
@@ -177,7 +142,6 @@ impl Gpu {
             shared_allowed: Mutex::new(HashMap::new()),
             cluster_fits: Mutex::new(HashMap::new()),
             graphs: Mutex::new(graph::GraphCache::new(ctx.clone())),
-            scratch: Mutex::new(None),
             ctx,
         })
     }
@@ -187,18 +151,35 @@ impl Gpu {
         &self.info
     }
 
-    /// The device's CUDA context (cudarc's), for interop: allocating device buffers to sort.
-    /// cudarc's event tracking is off on this handle: buffers allocated through it carry no
-    /// events, and work on them is ordered by the stream it is queued on ([`Gpu::stream`]).
-    /// A caller who uses them on a stream of their own orders it with the GPU's stream
-    /// themselves (an event recorded on one and waited on by the other).
+    /// The device's CUDA context (cudarc's handle of the device's primary context), for interop:
+    /// allocating device buffers to sort, wrapping a caller's stream
+    /// ([`cudarc::driver::CudaContext::wrap_borrowed_stream`]) to run calls on. cudarc's
+    /// event tracking is off on this handle: buffers allocated through it carry no events, and
+    /// work on them is ordered by the stream it is queued on. A caller who uses them on
+    /// several streams orders those themselves (an event recorded on one and waited on by the
+    /// other), as with any CUDA buffer.
     pub fn context(&self) -> &Arc<CudaContext> {
         &self.ctx
     }
 
-    /// The stream every sort of this `Gpu` is queued on.
+    /// The stream calls of this `Gpu` are queued on when the caller gives none
+    /// ([`crate::Sorter::stream`]): the legacy default stream for [`Gpu::get`], a stream of
+    /// its own for [`Gpu::new`].
     pub fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+
+    /// Lets the device's default memory pool keep up to `bytes` of freed memory instead of
+    /// handing it back to the driver at every synchronisation (the driver's default keeps
+    /// none). A call's workspace comes from that pool: mapping fresh pages for it costs more
+    /// than a small sort, so a program that sorts in a loop keeps some. This changes the pool
+    /// for the whole process (every user of the device's default pool), which is why the
+    /// library never does it unasked. Best effort: a device without memory pools keeps the
+    /// driver's setting, and the error is returned.
+    pub fn keep_freed_memory(&self, bytes: usize) -> Result<()> {
+        set_pool_threshold(&self.ctx, bytes, false).during(|| {
+            format!("letting the memory pool keep {bytes} bytes")
+        })
     }
 
     /// The tuning this device's architecture gets by default ([`Policy::for_device`]).
@@ -211,15 +192,6 @@ impl Gpu {
         &self.policy
     }
 
-    /// A grid for a kernel with one grid-stride loop over `n` elements.
-    pub(crate) fn elementwise(&self, n: usize) -> LaunchConfig {
-        let threads = 256u32;
-        let blocks = (n as u32)
-            .div_ceil(threads)
-            .clamp(1, self.info.multiprocessors as u32 * 32);
-        config(blocks, threads, 0)
-    }
-
     /// The pinned staging buffers of large host transfers, made on first use.
     pub(crate) fn with_staging<R>(
         &self,
@@ -227,7 +199,7 @@ impl Gpu {
     ) -> Result<R> {
         let mut guard = self.staging.lock().unwrap_or_else(|e| e.into_inner());
         if guard.is_none() {
-            *guard = Some(staging::Staging::new(self)?);
+            *guard = Some(staging::Staging::new(&self.ctx)?);
         }
         f(guard.as_mut().expect("made above"))
     }
@@ -314,25 +286,6 @@ impl Gpu {
             .try_for_each(|m| self.module(policy, m).map(drop))
     }
 
-    /// At least `bytes` of device memory for a call's intermediate results, kept from call to
-    /// call so that a call allocates nothing and a cached graph's nodes keep pointing at it
-    /// (a larger need replaces it; the memory pool keeps freed memory anyway). The caller holds
-    /// the guard while it queues its work: work queued later on the stream, which may replace
-    /// the buffer, runs after it.
-    pub(super) fn scratch(&self, bytes: usize) -> Result<MutexGuard<'_, Option<CudaSlice<u8>>>> {
-        let mut kept = self.scratch.lock().unwrap_or_else(|e| e.into_inner());
-        let bytes = bytes.max(256); // never an empty allocation
-        if !kept.as_ref().is_some_and(|s| s.len() >= bytes) {
-            // The old buffer is freed (in stream order) before its successor is allocated.
-            *kept = None;
-            // SAFETY: every call writes the scratch it reads first.
-            let fresh = unsafe { self.stream.alloc::<u8>(bytes) }
-                .during(|| format!("allocating {bytes} bytes of scratch"))?;
-            *kept = Some(fresh);
-        }
-        Ok(kept)
-    }
-
     /// Lets `kernel` take `bytes` of dynamic shared memory: above 48 KiB a block gets it only
     /// by asking (the device's opt-in limit caps it). Each new, larger amount is asked once.
     pub(crate) fn allow_shared(&self, kernel: &CudaFunction, bytes: u32) -> Result<()> {
@@ -354,27 +307,22 @@ impl Gpu {
     }
 }
 
-/// Lets the device's default memory pool keep up to a quarter of the device's memory after it
-/// is freed, instead of handing it back to the driver at every synchronisation (the default).
-/// Argsort and key-value sorts allocate scratch pairs each call; mapping fresh pages for them
-/// cost more than the sort (docs/notes/rows.md). Best effort: a device without memory pools
-/// simply keeps the driver's default, so failures here are ignored on purpose.
-fn keep_freed_memory(ctx: &CudaContext, total_memory: usize) {
-    set_pool_threshold(ctx, total_memory / 4, false);
-}
-
 /// Sets how much freed memory the device's default pool keeps, trimming it to that when
-/// `trim`. Best effort, as [`keep_freed_memory`].
-pub(crate) fn set_pool_threshold(ctx: &CudaContext, bytes: usize, trim: bool) {
+/// `trim`.
+pub(crate) fn set_pool_threshold(
+    ctx: &CudaContext,
+    bytes: usize,
+    trim: bool,
+) -> std::result::Result<(), cudarc::driver::DriverError> {
     // SAFETY: plain driver calls on a valid device (a live context's) and on its default pool.
     unsafe {
-        if let Ok(pool) = driver::default_mem_pool(ctx.cu_device()) {
-            let _ = driver::mem_pool_set_release_threshold(pool, bytes as u64);
-            if trim {
-                let _ = driver::mem_pool_trim_to(pool, bytes);
-            }
+        let pool = driver::default_mem_pool(ctx.cu_device())?;
+        driver::mem_pool_set_release_threshold(pool, bytes as u64)?;
+        if trim {
+            driver::mem_pool_trim_to(pool, bytes)?;
         }
     }
+    Ok(())
 }
 
 /// cudarc panics when a library is missing: ask first, and contain any other panic.
@@ -391,4 +339,69 @@ fn check_libraries() -> std::result::Result<(), GpuUnavailable> {
 
 fn panicked() -> GpuUnavailable {
     GpuUnavailable::InitFailed("the CUDA bindings panicked".into())
+}
+
+impl DeviceFacts for Gpu {
+    fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Asks the driver (the module of `module` compiled with the device's policy, once a
+    /// shape: the query costs more than a small sort's launch). An error of the query (a
+    /// driver without clusters, say) means: do not use them.
+    fn clusters_fit(
+        &self,
+        module: &'static KernelModule,
+        cluster_blocks: u32,
+        threads: u32,
+        shared_bytes: u32,
+    ) -> Result<bool> {
+        let kernel = self.function(module, tuned_kernel_name(module))?;
+        let key = (
+            kernel.cu_function() as usize,
+            threads,
+            shared_bytes,
+            cluster_blocks,
+        );
+        let known = self.cluster_fits.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(&fits) = known.get(&key) {
+            return Ok(fits);
+        }
+        drop(known);
+        self.allow_shared(&kernel, shared_bytes)?;
+        if cluster_blocks > 8 {
+            // Beyond the portable 8 a kernel must opt in.
+            kernel
+                .set_attribute(
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+                    1,
+                )
+                .during(|| format!("allowing clusters of {cluster_blocks} blocks"))?;
+        }
+        let query = LaunchConfig {
+            grid_dim: (cluster_blocks, 1, 1),
+            block_dim: (threads, 1, 1),
+            shared_mem_bytes: shared_bytes,
+        };
+        self.ctx
+            .bind_to_thread()
+            .during(|| "binding the CUDA context".into())?;
+        let clusters = driver::max_active_clusters(&kernel, query, cluster_blocks, &self.stream);
+        let fits = matches!(clusters, Ok(n) if n > 0);
+        self.cluster_fits
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key, fits);
+        Ok(fits)
+    }
+}
+
+/// The tuned pass kernel of a tuned module.
+fn tuned_kernel_name(module: &KernelModule) -> &'static str {
+    match module.part {
+        Some("u32") => "tuned_pass_u32",
+        Some("u32_narrow") => "tuned_pass_u32_narrow",
+        Some("u64") => "tuned_pass_u64",
+        _ => "tuned_pass_kv64",
+    }
 }

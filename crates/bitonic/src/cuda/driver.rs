@@ -1,15 +1,16 @@
 //! Every raw CUDA driver call the crate makes that cudarc has no wrapper for: kernel-node
-//! graphs (graph.rs), cluster launches and their occupancy query (launch.rs), the default
-//! memory pool, the driver's version and whether the driver library is there (device.rs).
+//! graphs and stream capture (graph.rs), cluster launches and their occupancy query
+//! (launch/cluster.rs, device.rs), the default memory pool, the driver's version and whether
+//! the driver library is there (device.rs).
 //! As cudarc's own `result` layer does for its calls, each function here only makes one call
 //! fallible (a `CUresult` becomes a [`DriverError`]); why a call is sound is argued at the call
 //! site, against the `# Safety` section of the wrapper it calls.
 
 use cudarc::driver::sys::{
     self, CUDA_KERNEL_NODE_PARAMS_v2, CUdevice, CUfunction, CUgraph, CUgraphExec, CUgraphNode,
-    CUlaunchConfig, CUmemoryPool, CUstream,
+    CUlaunchAttribute, CUlaunchAttributeID, CUlaunchConfig, CUmemoryPool, CUstream,
 };
-use cudarc::driver::DriverError;
+use cudarc::driver::{CudaFunction, CudaStream, DriverError, LaunchConfig};
 use std::ffi::c_void;
 
 /// Whether the driver library (libcuda) can be loaded. cudarc's bindings panic on their first
@@ -146,6 +147,45 @@ pub(crate) unsafe fn graph_launch(exec: CUgraphExec, stream: CUstream) -> Result
     unsafe { sys::cuGraphLaunch(exec, stream) }.result()
 }
 
+/// Launches one kernel with the shape and parameters of a graph node's `params` on `stream`
+/// (a kernel launch that stream capture records, where a graph launch is not wanted).
+///
+/// # Safety
+/// `params` names a live kernel of the stream's context and exactly its parameters, which
+/// live across the call; every buffer they point at holds what the kernel reads and writes.
+pub(crate) unsafe fn launch_kernel(
+    params: &CUDA_KERNEL_NODE_PARAMS_v2,
+    stream: CUstream,
+) -> Result<(), DriverError> {
+    // SAFETY: the caller vouches for the kernel, its parameters and the stream.
+    unsafe {
+        sys::cuLaunchKernel(
+            params.func,
+            params.gridDimX,
+            params.gridDimY,
+            params.gridDimZ,
+            params.blockDimX,
+            params.blockDimY,
+            params.blockDimZ,
+            params.sharedMemBytes,
+            stream,
+            params.kernelParams,
+            std::ptr::null_mut(),
+        )
+    }
+    .result()
+}
+
+/// Whether `stream` is being captured into a graph: a capturing stream records launches and
+/// must not synchronise or launch graphs of the library's own.
+pub(crate) fn stream_is_capturing(stream: CUstream) -> Result<bool, DriverError> {
+    let mut status = sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE;
+    // SAFETY: an out-pointer to a local; a stream handle of a live context (the legacy
+    // stream, null, is one too).
+    unsafe { sys::cuStreamIsCapturing(stream, &mut status) }.result()?;
+    Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+}
+
 /// Destroys a graph ([`graph_exec_destroy`] destroys its executable graphs).
 ///
 /// # Safety
@@ -198,4 +238,58 @@ pub(crate) unsafe fn launch_kernel_ex(
     // SAFETY: the caller vouches for the config, the kernel and its parameters.
     unsafe { sys::cuLaunchKernelEx(config, function, params.as_mut_ptr(), std::ptr::null_mut()) }
         .result()
+}
+
+/// A launch configuration of `cfg`'s shape on `stream` in clusters of `blocks` blocks, its
+/// one attribute in `attribute` (which must outlive every use of the configuration).
+pub(crate) fn cluster_config(
+    cfg: LaunchConfig,
+    blocks: u32,
+    stream: &CudaStream,
+    attribute: &mut CUlaunchAttribute,
+) -> CUlaunchConfig {
+    attribute.id = CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    attribute.value.clusterDim.x = blocks;
+    attribute.value.clusterDim.y = 1;
+    attribute.value.clusterDim.z = 1;
+    CUlaunchConfig {
+        gridDimX: cfg.grid_dim.0,
+        gridDimY: cfg.grid_dim.1,
+        gridDimZ: cfg.grid_dim.2,
+        blockDimX: cfg.block_dim.0,
+        blockDimY: cfg.block_dim.1,
+        blockDimZ: cfg.block_dim.2,
+        sharedMemBytes: cfg.shared_mem_bytes,
+        hStream: stream.cu_stream(),
+        attrs: attribute,
+        numAttrs: 1,
+    }
+}
+
+/// An empty launch attribute, for [`cluster_config`] to fill.
+pub(crate) fn no_attribute() -> CUlaunchAttribute {
+    // SAFETY: the attribute is a plain C struct and union of integers, for which all zeros
+    // is a valid value (the "ignore" attribute).
+    unsafe { std::mem::zeroed() }
+}
+
+/// How many clusters of `blocks` blocks of `kernel` in `query`'s block shape and shared
+/// memory the device runs at once (its context must be current).
+pub(crate) fn max_active_clusters(
+    kernel: &CudaFunction,
+    query: LaunchConfig,
+    blocks: u32,
+    stream: &CudaStream,
+) -> Result<i32, DriverError> {
+    let mut attribute = no_attribute();
+    let raw = cluster_config(query, blocks, stream, &mut attribute);
+    // SAFETY: a live kernel of the stream's context (current, the caller says), a
+    // configuration whose one attribute lives across the call, and a live stream.
+    unsafe { occupancy_max_active_clusters(kernel.cu_function(), &raw) }
+}
+
+/// Whether libnccl can be loaded: cudarc's NCCL bindings panic on first use when it cannot.
+pub(crate) fn nccl_present() -> bool {
+    // SAFETY: only tries to load the library; nothing is called through it.
+    unsafe { cudarc::nccl::sys::is_culib_present() }
 }

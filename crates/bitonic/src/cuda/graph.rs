@@ -9,12 +9,11 @@
 //! building it again.
 
 use super::driver;
-use super::Gpu;
 use crate::error::{CudaContext as _, Result};
 use cudarc::driver::sys::{self, CUfunction, CUgraph, CUgraphExec, CUgraphNode};
-use cudarc::driver::{CudaContext, CudaFunction, DeviceRepr, LaunchConfig};
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, DeviceRepr, LaunchConfig};
 use std::ffi::c_void;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// Graphs kept per `Gpu`; the least recently used goes first.
 const CAPACITY: usize = 16;
@@ -111,14 +110,14 @@ impl KernelNode {
 struct CachedGraph {
     launches: Vec<KernelNode>,
     nodes: Vec<CUgraphNode>,
-    exec: Exec,
+    exec: Instance,
     _graph: Graph,
 }
 
 /// Owned driver handles, destroyed on drop (a graph still running finishes first: the driver
 /// frees an executable graph in flight when it completes).
 struct Graph(CUgraph);
-struct Exec(CUgraphExec);
+struct Instance(CUgraphExec);
 
 impl Drop for Graph {
     fn drop(&mut self) {
@@ -128,7 +127,7 @@ impl Drop for Graph {
     }
 }
 
-impl Drop for Exec {
+impl Drop for Instance {
     fn drop(&mut self) {
         // SAFETY: as for `Graph`.
         let _ = unsafe { driver::graph_exec_destroy(self.0) };
@@ -136,7 +135,7 @@ impl Drop for Exec {
 }
 
 /// The graphs of one `Gpu`, least recently used first.
-pub(super) struct GraphCache {
+pub(crate) struct GraphCache {
     ctx: Arc<CudaContext>,
     graphs: Vec<CachedGraph>,
 }
@@ -163,19 +162,36 @@ impl Drop for GraphCache {
     }
 }
 
-/// Enqueues `launches`, each after the one before, as one graph launch on the `Gpu`'s stream
-/// (`what` names them in errors). A graph of the same launches is launched as it is; one of
-/// the same kernels and shapes (other buffers, say) gets the new values in the nodes that
-/// differ; otherwise a graph is built.
+/// Enqueues `launches`, each after the one before, on `stream` (`what` names them in errors):
+/// as one graph launch, from `cache`, or, while `stream` is being captured into a graph of the
+/// caller's, one launch a node, so that the caller's graph holds them. A graph of the same
+/// launches is launched as it is; one of the same kernels and shapes (other buffers, say) gets
+/// the new values in the nodes that differ; otherwise a graph is built.
 ///
 /// # Safety
 /// Each launch's parameters are its kernel's, in order and type, and every buffer they point
 /// at holds what the kernel reads and writes under its shape, until the run completes.
-pub(super) unsafe fn launch(gpu: &Gpu, launches: Vec<KernelNode>, what: &str) -> Result<()> {
-    let mut cache = gpu.graphs.lock().unwrap_or_else(|e| e.into_inner());
-    gpu.context()
+pub(super) unsafe fn launch(
+    cache: &Mutex<GraphCache>,
+    stream: &Arc<CudaStream>,
+    mut launches: Vec<KernelNode>,
+    what: &str,
+) -> Result<()> {
+    let mut cache = cache.lock().unwrap_or_else(|e| e.into_inner());
+    cache
+        .ctx
         .bind_to_thread()
         .during(|| "binding the CUDA context".into())?;
+    if driver::stream_is_capturing(stream.cu_stream()).during(|| format!("asking whether {what} are captured"))? {
+        let mut pointers = Vec::new();
+        for node in &mut launches {
+            let params = node.params(&mut pointers);
+            // SAFETY: the caller vouches for the launch; its parameters live across the call.
+            unsafe { driver::launch_kernel(&params, stream.cu_stream()) }
+                .during(|| format!("launching {what} into a captured stream"))?;
+        }
+        return Ok(());
+    }
     let same = |g: &CachedGraph| {
         g.launches.len() == launches.len()
             && g.launches
@@ -194,9 +210,9 @@ pub(super) unsafe fn launch(gpu: &Gpu, launches: Vec<KernelNode>, what: &str) ->
             None => build(launches).during(|| format!("building the graph of {what}"))?,
         },
     };
-    // SAFETY: a live executable graph and the Gpu's live stream, its context bound above; the
+    // SAFETY: a live executable graph and a live stream of its context, bound above; the
     // caller vouches for the launches and their buffers.
-    let launched = unsafe { driver::graph_launch(entry.exec.0, gpu.stream().cu_stream()) }
+    let launched = unsafe { driver::graph_launch(entry.exec.0, stream.cu_stream()) }
         .during(|| format!("launching the graph of {what}"));
     cache.graphs.push(entry);
     if cache.graphs.len() > CAPACITY {
@@ -220,7 +236,7 @@ fn build(
         nodes.push(unsafe { driver::graph_add_kernel_node(graph.0, after, &params) }?);
     }
     // SAFETY: a complete graph.
-    let exec = Exec(unsafe { driver::graph_instantiate(graph.0, 0) }?);
+    let exec = Instance(unsafe { driver::graph_instantiate(graph.0, 0) }?);
     Ok(CachedGraph {
         launches,
         nodes,

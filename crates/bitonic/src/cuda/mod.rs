@@ -1,43 +1,44 @@
-//! The CUDA backend, in layers:
+//! The CUDA backend, in layers; each imports only the layers below it (docs/architecture.md,
+//! checked by tests/architecture.rs):
 //!
-//! * [`device`]: the device handle ([`Gpu`]): probing without panicking, the device's facts,
-//!   its stream, its kernels (compiled by `nvrtc` from the sources of `kernels`, only the
-//!   modules a sort runs, side by side, and cached on disk: [`compile_all`], [`on_compile`]);
-//! * `run`: carries out the strategy [`crate::dispatch::choose`] picked, one file per strategy:
-//!   `seed` (V0–V5), `passes` (the tuned network), `merge` (merge sort), `kv` (key-value merge
-//!   sort), `rows` (segments and key-index pairs), `topk` (top-k selection);
-//! * `layout` (structs shared with the kernels), `launch` (launch shapes and the raw cluster
-//!   launch), `graph` (multi-pass plans as CUDA graphs), `transfer` and `staging` (host copies),
-//!   `driver` (the raw driver calls cudarc lacks, each made fallible), `words` (device keys as
-//!   the words the strategies sort: 16-bit keys widened);
-//! * [`multi`]: the sort across GPUs over NCCL.
+//! * the runtime: `driver` (the raw driver calls cudarc lacks, each made fallible), `nvrtc`
+//!   (compiling the kernels, the disk cache), `memory` (typed views of device memory, a call's
+//!   workspace cut into parts), `graph` (launches as CUDA graphs), `staging` and `transfer`
+//!   (host copies), [`device`] (the [`Gpu`]: probing without panicking, loading kernels), `exec`
+//!   (the device, policy and stream of one call) and `launch` (every kernel launch, typed);
+//! * the runners, which carry out a [`crate::plan::Plan`]: `passes` (the tuned network),
+//!   `levels` (merge levels of keys and of keys with values), `merge` (the merge sort), `kv`
+//!   (the key-value merge sort), `rows` (segments and key-index pairs), `topk`, `seed`
+//!   (V0–V5) and `keymap` (the key map, 16-bit keys widened);
+//! * `run`, the one entry from the sorter into the runners, and [`multi`], the sort across
+//!   GPUs over NCCL.
 //!
 //! Nothing here panics when CUDA is missing: [`Gpu::get`] probes for the driver, NVRTC and a
 //! device once per process and says why it cannot run.
 
 pub mod device;
-mod driver;
-mod graph;
-mod kernels;
-mod kv;
-mod launch;
-mod layout;
-mod merge;
+pub(crate) mod driver;
+pub(crate) mod exec;
+pub(crate) mod graph;
+pub(crate) mod keymap;
+pub(crate) mod kv;
+pub(crate) mod launch;
+pub(crate) mod levels;
+pub(crate) mod memory;
+pub(crate) mod merge;
 pub mod multi;
-mod nvrtc;
-mod passes;
-mod rows;
+pub(crate) mod nvrtc;
+pub(crate) mod passes;
+pub(crate) mod rows;
 pub(crate) mod run;
-mod seed;
-mod staging;
+pub(crate) mod seed;
+pub(crate) mod staging;
 pub(crate) mod topk;
 pub(crate) mod transfer;
-pub(crate) mod words;
 
-pub use device::{DeviceInfo, Gpu};
-pub use kernels::KernelModule;
+pub use crate::kernels::KernelModule;
+pub use device::Gpu;
 pub use nvrtc::{CompileEvent, Origin};
-pub use run::MAX_LEN;
 
 /// NVRTC's version as (major, minor), or why NVRTC cannot be used.
 pub fn nvrtc_version() -> crate::Result<(i32, i32)> {
@@ -46,11 +47,12 @@ pub fn nvrtc_version() -> crate::Result<(i32, i32)> {
 
 /// Every kernel module ([`compile`] takes one).
 pub fn kernel_modules() -> &'static [&'static KernelModule] {
-    kernels::ALL.as_slice()
+    crate::kernels::ALL.as_slice()
 }
 
 /// One kernel module compiled: its name, its CUBIN, where it came from and the wall seconds
 /// that took.
+#[non_exhaustive]
 #[derive(Clone, Debug)]
 pub struct CompiledModule {
     /// [`KernelModule::name`].
@@ -85,22 +87,28 @@ impl CompiledModule {
     }
 }
 
-/// Compiles every kernel module for `arch` with `policy`'s numbers, side by side on threads of
-/// their own, or reads them from the disk cache: what any sort could compile, ahead of time
-/// (for deployment images: `bitonic compile`), and the proof that every kernel compiles.
-/// Needs NVRTC, not a GPU.
+/// Compiles `modules` for `arch` with `policy`'s numbers, side by side on threads of their
+/// own, or reads them from the disk cache: what a plan needs ([`crate::Plan::modules`]), or
+/// every module ([`kernel_modules`]), ahead of time (for deployment images: `bitonic
+/// compile`). Needs NVRTC, not a GPU.
 ///
 /// ```no_run
 /// let hopper = bitonic::Policy::for_compute_capability(9, 0);
-/// for module in bitonic::cuda::compile_all("sm_90", &hopper)? {
+/// let all = bitonic::cuda::kernel_modules();
+/// for module in bitonic::cuda::compile_all(all, "sm_90", &hopper)? {
 ///     println!("{}: {} bytes in {:.1} s", module.name, module.cubin.len(), module.seconds);
 /// }
 /// # Ok::<(), bitonic::Error>(())
 /// ```
-pub fn compile_all(arch: &str, policy: &crate::Policy) -> crate::Result<Vec<CompiledModule>> {
-    let compiled = nvrtc::compile_side_by_side(&kernels::ALL, arch, &kernel_defines(policy))?;
-    let modules = kernels::ALL.iter().zip(compiled);
+pub fn compile_all(
+    modules: &[&'static KernelModule],
+    arch: &str,
+    policy: &crate::Policy,
+) -> crate::Result<Vec<CompiledModule>> {
+    let compiled = nvrtc::compile_side_by_side(modules, arch, &kernel_defines(policy))?;
     Ok(modules
+        .iter()
+        .zip(compiled)
         .map(|(module, c)| CompiledModule::of(module, c))
         .collect())
 }
@@ -125,31 +133,28 @@ pub fn cache_dir() -> Option<std::path::PathBuf> {
 }
 
 /// Every `-D` define the kernels are compiled with under `policy`: the structs and flags shared
-/// with the host (src/cuda/layout.rs), the tuned kernels' keys a thread (src/cuda/passes.rs)
-/// and the policy's numbers (src/policy.rs). To compile `kernels/*.cu` with another compiler
-/// (`nvcc -I kernels`), pass these. Their `KERNEL_*` names are C preprocessor macros of the
-/// kernels, not environment variables: the library reads only `BITONIC_CACHE_DIR` (and
-/// `XDG_CACHE_HOME` and `HOME` for the default cache folder).
+/// with the host (src/kernels/abi.rs) and every algorithm's numbers (src/policy/). To compile
+/// `kernels/*.cu` with another compiler (`nvcc -I kernels`), pass these. Their `KERNEL_*` names
+/// are C preprocessor macros of the kernels, not environment variables: the library reads only
+/// `BITONIC_CACHE_DIR` (and `XDG_CACHE_HOME` and `HOME` for the default cache folder).
 ///
 /// ```
 /// let defines = bitonic::cuda::kernel_defines(&bitonic::Policy::HOPPER);
 /// assert!(defines.iter().any(|(name, value)| *name == "KERNEL_MERGE_TILE" && value == "4096"));
 /// ```
 pub fn kernel_defines(policy: &crate::Policy) -> Vec<(&'static str, String)> {
-    let mut defines = layout::shared_defines();
-    defines.extend(passes::kernel_defines());
-    defines.extend(topk::kernel_defines());
+    let mut defines = crate::kernels::abi::defines();
     defines.extend(policy.defines());
     defines
 }
 
-/// Kernels come in a `_u32` and a `_u64` flavour (and the tuned pass in `_kv64`, for the
-/// 16-byte key-index pairs), named by the width of the words they sort.
-fn kernel_name<T>(base: &str) -> String {
-    let width = match std::mem::size_of::<T>() {
+/// The kernels' name of words `T`: `u32`, `u64`, or `kv64` for 16-byte key-index pairs (`u16`
+/// for 2-byte words).
+pub(crate) fn kernel_width<T>() -> &'static str {
+    match std::mem::size_of::<T>() {
+        2 => "u16",
         4 => "u32",
         8 => "u64",
         _ => "kv64",
-    };
-    format!("{base}_{width}")
+    }
 }

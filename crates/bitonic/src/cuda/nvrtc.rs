@@ -2,7 +2,7 @@
 //!
 //! Each kernel module is compiled straight to a CUBIN for the device's own architecture
 //! (`sm_XY`), so the driver never JIT-compiles PTX, and a CUBIN from a newer NVRTC still loads on
-//! an older driver. The headers go to NVRTC by their include names ([`super::kernels::HEADERS`]),
+//! an older driver. The headers go to NVRTC by their include names ([`crate::kernels::HEADERS`]),
 //! and the numbers the host shares with the kernels as `-D` defines ([`Define`]).
 //!
 //! A first use compiles only the modules its sort runs ([`super::Gpu::prepare`]), several at
@@ -12,7 +12,7 @@
 //! the folder) and checked when read (a truncated or corrupt one is compiled again). A folder
 //! that cannot be written is reported once ([`CompileEvent::CacheUnwritable`]) and skipped.
 
-use super::kernels::{KernelModule, HEADERS};
+use crate::kernels::{KernelModule, HEADERS};
 use crate::error::{Error, GpuUnavailable, Result};
 use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys};
 use std::collections::HashMap;
@@ -467,7 +467,7 @@ mod tests {
 
     #[test]
     fn the_cache_key_covers_options_and_source() {
-        let module = &super::super::kernels::MAP_KEYS;
+        let module = &crate::kernels::MAP_KEYS;
         let opts = |d: &str| options(module, "sm_90", &[("KERNEL_X", d.to_string())]);
         assert_ne!(
             cache_key("a", &opts("1"), (13, 0)),
@@ -524,11 +524,11 @@ mod tests {
             return;
         }
         let dir = tempdir("corrupt");
-        let module = &super::super::kernels::MAP_KEYS;
+        let module = &crate::kernels::MAP_KEYS;
         let opts = options(
             module,
             "sm_90",
-            &super::super::kernel_defines(&crate::Policy::HOPPER),
+            &crate::cuda::kernel_defines(&crate::Policy::HOPPER),
         );
         let compile = || compile_cached(module, "sm_90", &opts, Some(dir.clone())).unwrap();
         let (first, origin) = compile();
@@ -573,11 +573,11 @@ mod tests {
         let dir = tempdir("unwritable");
         let blocked = dir.join("not-a-folder");
         std::fs::write(&blocked, b"").unwrap();
-        let module = &super::super::kernels::MAP_KEYS;
+        let module = &crate::kernels::MAP_KEYS;
         let opts = options(
             module,
             "sm_90",
-            &super::super::kernel_defines(&crate::Policy::HOPPER),
+            &crate::cuda::kernel_defines(&crate::Policy::HOPPER),
         );
         let (cubin, origin) = compile_cached(module, "sm_90", &opts, Some(blocked)).unwrap();
         assert_eq!(origin, Origin::Compiled);

@@ -1,6 +1,7 @@
 //! Segments, and key-index pairs over rows (kernels/pairs.cu): the strategies
-//! [`crate::dispatch::Strategy::SegmentPasses`] and [`crate::dispatch::Strategy::PairPasses`].
-//! Uniform rows of keys alone are a shorter plan of the tuned passes (src/cuda/passes.rs).
+//! [`Strategy::SegmentPasses`](crate::Strategy::SegmentPasses) and
+//! [`Strategy::PairPasses`](crate::Strategy::PairPasses). Uniform rows of keys alone are a
+//! shorter plan of the tuned passes (src/cuda/passes.rs).
 //!
 //! **Rows.** The tuned passes sort rows of 2^b slots: the stages of a network on 2^b keys sort
 //! every aligned block of 2^b independently, so a row sort is a shorter plan over the same
@@ -12,23 +13,29 @@
 //! keys keep index order. A 32-bit key packs with its index into one u64 word; a 64-bit key
 //! and its index make a 16-byte `KeyIndex`; values follow the indices (`gather`).
 
-use super::layout::{KeyIndex, RowLayout};
-use super::{kernel_name, kernels, launch, passes, Gpu};
+use super::exec::Exec;
+use super::kernel_width;
+use super::launch::keys::{gather, pack_pairs, unpack_pairs};
+use super::memory::{self, Scratchpad};
+use super::passes;
 use crate::error::{CudaContext as _, Result};
+use crate::kernels::abi::{KeyIndex, MAP_INDEX64};
+use crate::kernels::{self};
 use crate::network::padded_len;
-use crate::policy::Policy;
-use cudarc::driver::{CudaSlice, CudaViewMut, DevicePtr, DeviceRepr};
+use crate::plan::{PairPlan, PassPlan, Scratch};
+use cudarc::driver::{CudaViewMut, DevicePtr, DeviceRepr};
 
-/// Sorts each segment `words[offsets[i]..offsets[i + 1]]`: one tuned plan per group of
-/// segments with the same padded length (2, 4, 8, … keys). `map` is the key map.
+/// Sorts each segment `words[offsets[i]..offsets[i + 1]]`: one of `plans` a group of
+/// segments with the same padded length (2, 4, 8, … keys), in the plan's order; their starts
+/// and lengths go to the workspace.
 pub(crate) fn sort_segments<B: DeviceRepr>(
-    gpu: &Gpu,
-    policy: &Policy,
+    x: &Exec,
+    plans: &[PassPlan],
     words: &mut CudaViewMut<B>,
     offsets: &[usize],
-    map: u32,
+    pad: &mut Scratchpad,
 ) -> Result<()> {
-    let mut groups: Vec<(Vec<u32>, Vec<u32>)> = vec![Default::default(); 33];
+    let mut groups: Vec<(Vec<u32>, Vec<u32>)> = vec![Default::default(); 65];
     for w in offsets.windows(2) {
         let len = w[1] - w[0];
         if len >= 2 {
@@ -37,105 +44,94 @@ pub(crate) fn sort_segments<B: DeviceRepr>(
             lens.push(len as u32);
         }
     }
-    let n = words.len();
-    let stream = gpu.stream();
-    for (row_bits, (starts, lens)) in groups.iter().enumerate() {
-        if starts.is_empty() {
-            continue;
-        }
-        let copy = |v: &Vec<u32>| {
-            stream
-                .clone_htod(v)
-                .during(|| format!("copying {} segment bounds", v.len()))
-        };
-        let (starts_d, lens_d) = (copy(starts)?, copy(lens)?);
-        let (starts_ptr, _s) = starts_d.device_ptr(stream);
-        let (lens_ptr, _l) = lens_d.device_ptr(stream);
-        let layout = RowLayout::segments(n, row_bits as u32, starts.len(), starts_ptr, lens_ptr);
-        passes::tuned(gpu, policy, words, layout, map)?;
+    let bounds: Vec<u32> = groups
+        .iter()
+        .flat_map(|(starts, lens)| starts.iter().chain(lens).copied())
+        .collect();
+    let mut on_device = pad.take::<u32>(Scratch::SegmentBounds, bounds.len());
+    x.stream
+        .memcpy_htod(&bounds, &mut on_device)
+        .during(|| format!("copying {} segment bounds", bounds.len() / 2))?;
+    let groups = groups.iter().filter(|(starts, _)| !starts.is_empty());
+    let mut rest = on_device;
+    for (plan, (starts, _)) in plans.iter().zip(groups) {
+        assert_eq!(plan.layout.rows as usize, starts.len(), "the plan's segments");
+        let (starts_d, tail) = memory::split(rest, starts.len());
+        let (lens_d, tail) = memory::split(tail, starts.len());
+        rest = tail;
+        let (starts_at, _s) = starts_d.device_ptr(x.stream);
+        let (lens_at, _l) = lens_d.device_ptr(x.stream);
+        let layout = plan.layout.with_segments(starts_at, lens_at);
+        passes::run(x, plan, layout, None, words)?;
     }
     Ok(())
 }
 
 /// Sorts every row of `row_len` words stably and writes each sorted word's index in its row
-/// before the sort to `indices`: (key, index) pairs packed, sorted by the tuned passes over
-/// rows, and unpacked. `map` is the key map, applied by the pack and undone by the unpack.
-pub(crate) fn sort_pairs<B: DeviceRepr>(
-    gpu: &Gpu,
-    policy: &Policy,
+/// before the sort to `indices` (4- or 8-byte): (key, index) pairs packed (the key mapped by
+/// `map`), sorted by the plan's passes, and unpacked (unmapped).
+pub(crate) fn sort_pairs<B: DeviceRepr, I: DeviceRepr>(
+    x: &Exec,
+    plan: &PairPlan,
     words: &mut CudaViewMut<B>,
-    indices: &mut CudaViewMut<u32>,
-    row_len: usize,
-    map: u32,
+    indices: &mut CudaViewMut<I>,
+    (row_len, map): (usize, u32),
+    pad: &mut Scratchpad,
 ) -> Result<()> {
-    if std::mem::size_of::<B>() == 4 {
-        sort_pairs_as::<B, u64>(gpu, policy, words, indices, row_len, map)
+    if plan.pair_bytes == 8 {
+        sort_pairs_as::<B, u64, I>(x, plan, words, indices, (row_len, map), pad)
     } else {
-        sort_pairs_as::<B, KeyIndex>(gpu, policy, words, indices, row_len, map)
+        sort_pairs_as::<B, KeyIndex, I>(x, plan, words, indices, (row_len, map), pad)
     }
 }
 
 /// [`sort_pairs`] with pairs of type `P`.
-fn sort_pairs_as<B: DeviceRepr, P: DeviceRepr>(
-    gpu: &Gpu,
-    policy: &Policy,
+fn sort_pairs_as<B: DeviceRepr, P: DeviceRepr + bytemuck::Pod, I: DeviceRepr>(
+    x: &Exec,
+    plan: &PairPlan,
     words: &mut CudaViewMut<B>,
-    indices: &mut CudaViewMut<u32>,
-    row_len: usize,
-    map: u32,
+    indices: &mut CudaViewMut<I>,
+    (row_len, map): (usize, u32),
+    pad: &mut Scratchpad,
 ) -> Result<()> {
     let n = words.len();
-    // SAFETY: `pack` writes every pair before the passes read them.
-    let mut pairs = unsafe { gpu.stream().alloc::<P>(n) }
-        .during(|| format!("allocating {n} key-index pairs"))?;
-    let mut pairs = pairs.as_view_mut();
-    pack_or_unpack::<B, P>(gpu, "pack", words, &mut pairs, None, row_len, map)?;
-    passes::tuned(gpu, policy, &mut pairs, RowLayout::rows(n, row_len), 0)?;
-    pack_or_unpack::<B, P>(
-        gpu,
-        "unpack",
-        words,
-        &mut pairs,
-        Some(indices),
-        row_len,
-        map,
-    )
+    let mut pairs = pad.take::<P>(Scratch::Pairs, n);
+    let w = kernel_width::<B>();
+    let cfg = x.elementwise(n);
+    let pack = x.function(&kernels::PAIRS, &format!("pack_{w}"))?;
+    pack_pairs(x, &pack, cfg, words, &mut pairs, (row_len as u32, map))
+        .during(|| format!("launching pack_{w}"))?;
+    passes::run(x, &plan.passes, plan.passes.layout, None, &mut pairs)?;
+    let unpack = x.function(&kernels::PAIRS, &format!("unpack_{w}"))?;
+    let wide = if std::mem::size_of::<I>() == 8 {
+        MAP_INDEX64
+    } else {
+        0
+    };
+    unpack_pairs(x, &unpack, cfg, &mut pairs, words, indices, map | wide)
+        .during(|| format!("launching unpack_{w}"))
 }
 
-/// `pack_*(keys, pairs, n, row_len, map)` or `unpack_*(pairs, keys, indices, n, map)`.
-fn pack_or_unpack<B: DeviceRepr, P: DeviceRepr>(
-    gpu: &Gpu,
-    which: &str,
+/// Sorts every row of `row_len` words stably and moves `values` (4- or 8-byte elements) with
+/// them: the rows' argsort into the workspace's indices, then each row's values gathered in
+/// their order.
+pub(crate) fn sort_pairs_with_values<B: DeviceRepr, V: DeviceRepr + bytemuck::Pod>(
+    x: &Exec,
+    plan: &PairPlan,
     words: &mut CudaViewMut<B>,
-    pairs: &mut CudaViewMut<P>,
-    indices: Option<&mut CudaViewMut<u32>>,
-    row_len: usize,
-    map: u32,
-) -> Result<()> {
-    let f = gpu.function(&kernels::PAIRS, &kernel_name::<B>(which))?;
-    let cfg = gpu.elementwise(words.len());
-    match indices {
-        None => launch::pack_pairs(gpu, &f, cfg, words, pairs, (row_len as u32, map)),
-        Some(indices) => launch::unpack_pairs(gpu, &f, cfg, pairs, words, indices, map),
-    }
-    .during(|| format!("launching {}", kernel_name::<B>(which)))
-}
-
-/// Moves `values` (4- or 8-byte elements, rows of `row_len`) to where `indices` says each
-/// row's sorted keys came from: `values[r][i] = old[r][indices[r][i]]`.
-pub(crate) fn gather<V: DeviceRepr>(
-    gpu: &Gpu,
     values: &mut CudaViewMut<V>,
-    indices: &CudaSlice<u32>,
-    row_len: usize,
+    (row_len, map): (usize, u32),
+    pad: &mut Scratchpad,
 ) -> Result<()> {
-    let n = values.len();
-    let sources = gpu
-        .stream()
-        .clone_dtod(&*values)
+    let n = words.len();
+    let mut indices = pad.take::<u32>(Scratch::Indices, n);
+    let mut sources = pad.take::<V>(Scratch::ValuesCopy, n);
+    sort_pairs(x, plan, words, &mut indices, (row_len, map), pad)?;
+    x.stream
+        .memcpy_dtod(&*values, &mut sources)
         .during(|| format!("copying {n} values"))?;
-    let f = gpu.function(&kernels::PAIRS, &kernel_name::<V>("gather"))?;
-    let cfg = gpu.elementwise(n);
-    launch::gather(gpu, &f, cfg, &sources, values, indices, row_len as u32)
-        .during(|| "launching gather".into())
+    let name = format!("gather_{}", kernel_width::<V>());
+    let f = x.function(&kernels::PAIRS, &name)?;
+    gather(x, &f, x.elementwise(n), &sources, values, &indices, row_len as u32)
+        .during(|| format!("launching {name}"))
 }

@@ -6,16 +6,19 @@
 //! while the copy engine moves one chunk, all CPU cores fill (or drain) the other.
 //! The buffers are page-locked without the write-combined flag, since the CPU reads them back.
 
-use super::Gpu;
 use crate::error::{CudaContext as _, Result};
 use cudarc::driver::sys::{CUdeviceptr, CUevent_flags};
-use cudarc::driver::{result, CudaEvent, PinnedHostSlice};
+use cudarc::driver::{
+    result, CudaContext, CudaEvent, CudaStream, CudaView, CudaViewMut, DevicePtr, DevicePtrMut,
+    PinnedHostSlice,
+};
 use rayon::prelude::*;
+use std::sync::Arc;
 
 /// Bytes per staging chunk.
 const CHUNK_BYTES: usize = 32 << 20;
 /// Smaller inputs take one plain copy each way: staging cannot pay for itself.
-pub(super) const MIN_STAGED_BYTES: usize = 16 << 20;
+pub(crate) const MIN_STAGED_BYTES: usize = 16 << 20;
 
 pub(crate) struct Staging {
     buffers: [PinnedHostSlice<u8>; 2],
@@ -24,8 +27,9 @@ pub(crate) struct Staging {
 }
 
 impl Staging {
-    pub(super) fn new(gpu: &Gpu) -> Result<Staging> {
-        let ctx = gpu.context();
+    pub(super) fn new(ctx: &Arc<CudaContext>) -> Result<Staging> {
+        // SAFETY: pinned host bytes, which the copies below write before anything reads them
+        // (a u8 is valid whatever its bits).
         let pinned = || unsafe { ctx.alloc_pinned_with_flags::<u8>(CHUNK_BYTES, 0) };
         let event = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING));
         let during = || {
@@ -40,9 +44,15 @@ impl Staging {
         })
     }
 
-    /// Copies `host` to device memory starting at `dst`, queued on the GPU's stream.
-    pub(super) fn upload(&mut self, gpu: &Gpu, host: &[u8], dst: CUdeviceptr) -> Result<()> {
-        let stream = gpu.stream();
+    /// Copies `host` into `device` (as long), queued on `stream`.
+    pub(super) fn upload(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        host: &[u8],
+        device: &mut CudaViewMut<u8>,
+    ) -> Result<()> {
+        assert_eq!(host.len(), device.len(), "a copy of as many bytes");
+        let (dst, _write) = device.device_ptr_mut(stream);
         for (i, chunk) in host.chunks(CHUNK_BYTES).enumerate() {
             let b = i % 2;
             // Wait until the copy engine has finished reading this buffer's previous chunk.
@@ -54,6 +64,9 @@ impl Staging {
                 .during(|| "waiting for a staging buffer".into())?;
             parallel_copy(&mut buffer[..chunk.len()], chunk);
             let at = dst + (i * CHUNK_BYTES) as CUdeviceptr;
+            // SAFETY: `at` lies in `device` with room for the chunk (same lengths, checked
+            // above), held by the borrow above; the pinned buffer is not touched again until
+            // `done[b]`, recorded after the copy, has completed.
             unsafe { result::memcpy_htod_async(at, &buffer[..chunk.len()], stream.cu_stream()) }
                 .during(|| "copying keys to the GPU".into())?;
             self.done[b]
@@ -63,9 +76,16 @@ impl Staging {
         Ok(())
     }
 
-    /// Copies device memory starting at `src` into `host`, after the work queued so far.
-    pub(super) fn download(&mut self, gpu: &Gpu, src: CUdeviceptr, host: &mut [u8]) -> Result<()> {
-        let stream = gpu.stream();
+    /// Copies `device` into `host` (as long), after the work queued on `stream` so far, and
+    /// waits for it.
+    pub(super) fn download(
+        &mut self,
+        stream: &Arc<CudaStream>,
+        device: &CudaView<u8>,
+        host: &mut [u8],
+    ) -> Result<()> {
+        assert_eq!(host.len(), device.len(), "a copy of as many bytes");
+        let (src, _read) = device.device_ptr(stream);
         let total = host.len();
         let chunks = total.div_ceil(CHUNK_BYTES);
         let queue = |this: &mut Self, i: usize| -> Result<()> {
@@ -75,6 +95,9 @@ impl Staging {
                 .as_mut_slice()
                 .during(|| "waiting for a staging buffer".into())?;
             let from = src + (i * CHUNK_BYTES) as CUdeviceptr;
+            // SAFETY: `from` lies in `device` with `len` bytes after it (same lengths, checked
+            // above), held by the borrow above; the pinned buffer is read only after `done[b]`,
+            // recorded after the copy, has completed.
             unsafe { result::memcpy_dtoh_async(&mut buffer[..len], from, stream.cu_stream()) }
                 .during(|| "copying sorted keys back".into())?;
             this.done[b]

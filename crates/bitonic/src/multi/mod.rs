@@ -23,31 +23,16 @@
 //! rising, padded with `+inf`, make a bitonic sequence that one bitonic merge sorts. Each key
 //! is read and written once a merge.
 
+#[cfg(feature = "bench")]
+mod simulated;
+#[cfg(feature = "bench")]
 mod threads;
-
+#[cfg(feature = "bench")]
+pub use simulated::{sort_sharded, LocalSort, Transport};
+#[cfg(feature = "bench")]
 pub use threads::{simulate, ThreadTransport};
 
-use crate::error::{Error, Result};
-use crate::key::Bits;
-use crate::key::{key_from_ordered_bits, ordered_bits};
 use crate::network::{stage_sizes, stage_steps};
-use crate::{Order, SortKey};
-
-/// Moves bytes between ranks: [`ThreadTransport`] between simulated ranks. The GPUs
-/// (src/cuda/multi/) run the same schedule, `merge_split_rounds`, and the same splitter
-/// rules from one host thread over NCCL, since NCCL wants all ranks' calls of a round in one
-/// group.
-pub trait Transport: Sync {
-    /// This rank's number, from 0.
-    fn rank(&self) -> usize;
-    /// How many ranks there are.
-    fn ranks(&self) -> usize;
-    /// Sends `send` to rank `to` and receives one message from rank `from` (a grouped
-    /// ncclSend/ncclRecv). Messages between two ranks arrive in the order they were sent.
-    fn exchange(&self, to: usize, send: Vec<u8>, from: usize) -> Result<Vec<u8>>;
-    /// Tells every rank that this one failed, so that none waits for it forever.
-    fn abort(&self);
-}
 
 /// How the shards are merged across ranks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -76,38 +61,6 @@ impl std::fmt::Display for Algorithm {
         f.write_str(self.name())
     }
 }
-
-/// Sorts the keys of all ranks into global order; each rank passes its shard and gets its
-/// part of the result back (sizes may change: see [`merge_split_share`] and the splitters).
-/// `local_sort` sorts one rank's words ascending.
-pub fn sort_sharded<K: SortKey, T: Transport>(
-    transport: &T,
-    shard: &[K],
-    order: Order,
-    algorithm: Algorithm,
-    local_sort: LocalSort<K::Bits>,
-) -> Result<Vec<K>> {
-    let result = (|| {
-        let sizes = all_gather_sizes(transport, shard.len())?;
-        let mut words: Vec<K::Bits> = shard.iter().map(|&k| ordered_bits(k, order)).collect();
-        local_sort(&mut words);
-        let sorted = match algorithm {
-            Algorithm::MergeSplit => merge_split(transport, words, &sizes)?,
-            Algorithm::Partition => partition(transport, words, &sizes)?,
-        };
-        Ok(sorted
-            .into_iter()
-            .map(|bits| key_from_ordered_bits::<K>(bits, order))
-            .collect())
-    })();
-    if result.is_err() {
-        transport.abort();
-    }
-    result
-}
-
-/// Sorts one rank's words ascending (the CPU network in simulations).
-pub type LocalSort<'a, B> = &'a (dyn Fn(&mut [B]) + Sync);
 
 // ---- The schedule and the splitter rules, shared with the GPUs (src/cuda/multi/) ----
 
@@ -144,10 +97,8 @@ pub(crate) struct Splitter<B> {
     pub index: usize,
 }
 
-/// Samples a rank offers, on average. A bucket exceeds its share by at most about one gap
-/// between samples of each rank, `p / SAMPLES_PER_RANK` of the share (0.4% at p = 4), and the
-/// slowest rank sets the pace of the merges.
-pub(crate) const SAMPLES_PER_RANK: usize = 1024;
+/// Samples a rank offers, on average: the policy's ([`crate::policy::MultiGpuPolicy`]).
+pub(crate) const SAMPLES_PER_RANK: usize = crate::policy::MultiGpuPolicy::HOPPER.samples_per_rank;
 
 /// The positions of its sorted shard of `len` keys that a rank offers as samples: evenly
 /// spaced, as many as its share of all `total` keys, so that every key stands the same chance.
@@ -203,6 +154,7 @@ pub(crate) fn cut_for<B: Copy>(splitter: &Splitter<B>, rank: usize) -> Cut<B> {
     }
 }
 
+#[cfg(any(test, feature = "bench"))]
 /// The merge path: how many of the first `o` keys of the merge of sorted `a` and `b` come from
 /// `a`, `a`'s keys going first among equal ones (kernels/merge.cu's `co_rank`).
 pub(crate) fn co_rank<B: Ord>(a: &[B], b: &[B], o: usize) -> usize {
@@ -218,10 +170,12 @@ pub(crate) fn co_rank<B: Ord>(a: &[B], b: &[B], o: usize) -> usize {
     lo
 }
 
+#[cfg(any(test, feature = "bench"))]
 /// Output keys a GPU block merges at once for 4- and 8-byte words (kernels/merge.cu's
 /// `MergeTile`); the simulated ranks merge in tiles of the same length.
-pub(crate) const MERGE_TILE: usize = crate::Policy::HOPPER.merge_tile;
+pub(crate) const MERGE_TILE: usize = crate::Policy::HOPPER.merge.tile;
 
+#[cfg(any(test, feature = "bench"))]
 /// Merges sorted `a` and `b` into `out` (`a.len() + b.len()` keys) one tile of `tile` output
 /// keys at a time (kernels/merge.cu's `merge_tiles`): the merge path at both ends of the tile
 /// gives its keys from each run; placed as those from `b` falling, then those from `a` rising,
@@ -245,6 +199,7 @@ pub(crate) fn merge_by_tiles<B: Ord + Copy + Send + Sync>(
     }
 }
 
+#[cfg(any(test, feature = "bench"))]
 /// One tile of the merge of sorted `a` and `b`: its `out.len()` outputs from merged position
 /// `start` on, given the merge paths `(a_from, a_to)` at its ends (kernels/merge.cu's
 /// `merge_tile`). Its keys from `b` falling, then those from `a` rising, are bitonic (padded
@@ -280,6 +235,7 @@ pub(crate) fn merge_level(runs: &[usize]) -> Vec<(usize, usize, usize)> {
         .collect()
 }
 
+#[cfg(any(test, feature = "bench"))]
 /// Sorts `words`, which hold sorted runs of the lengths `runs` one after the other, by merging
 /// adjacent runs pairwise, level by level: the CPU form of the GPUs' merge of a bucket.
 pub(crate) fn merge_runs<B: Ord + Copy + Send + Sync>(
@@ -303,135 +259,6 @@ pub(crate) fn merge_runs<B: Ord + Copy + Send + Sync>(
 }
 
 // ---- The algorithms over a transport (simulated ranks) ----
-
-fn encode<B: Bits>(words: &[B]) -> Vec<u8> {
-    bytemuck::cast_slice(words).to_vec()
-}
-
-fn decode<B: Bits>(bytes: &[u8]) -> Result<Vec<B>> {
-    if bytes.len() % std::mem::size_of::<B>() != 0 {
-        return Err(Error::PeerFailed);
-    }
-    Ok(bytes
-        .chunks_exact(std::mem::size_of::<B>())
-        .map(bytemuck::pod_read_unaligned)
-        .collect())
-}
-
-/// One message to every other rank and one from each, in p-1 rounds around the ring (round k:
-/// send to r+k, receive from r-k). Returns `(sender, message)` pairs.
-fn ring_all_to_all<T: Transport>(
-    t: &T,
-    mut message_for: impl FnMut(usize) -> Vec<u8>,
-) -> Result<Vec<(usize, Vec<u8>)>> {
-    let (p, r) = (t.ranks(), t.rank());
-    (1..p)
-        .map(|k| {
-            let (to, from) = ((r + k) % p, (r + p - k) % p);
-            Ok((from, t.exchange(to, message_for(to), from)?))
-        })
-        .collect()
-}
-
-/// Every rank's shard length, in rank order (p-1 rounds of the ring).
-fn all_gather_sizes<T: Transport>(t: &T, mine: usize) -> Result<Vec<usize>> {
-    let (p, r) = (t.ranks(), t.rank());
-    let mut sizes = vec![0usize; p];
-    sizes[r] = mine;
-    for (from, got) in ring_all_to_all(t, |_| (mine as u64).to_le_bytes().to_vec())? {
-        let bytes: [u8; 8] = got.as_slice().try_into().map_err(|_| Error::PeerFailed)?;
-        sizes[from] = u64::from_le_bytes(bytes) as usize;
-    }
-    Ok(sizes)
-}
-
-/// The bitonic network over ranks, every comparator a merge-split of two sorted shards. The
-/// `+inf` padding up to the longest shard is never sent: the lower rank keeps the `m` smallest
-/// real keys of the two, the upper the rest.
-fn merge_split<B: Bits, T: Transport>(t: &T, mut mine: Vec<B>, sizes: &[usize]) -> Result<Vec<B>> {
-    let r = t.rank();
-    let m = sizes.iter().copied().max().unwrap_or(0);
-    for round in merge_split_rounds(t.ranks()) {
-        let Some(&(lower, upper)) = round.iter().find(|&&(l, u)| l == r || u == r) else {
-            continue;
-        };
-        let partner = if lower == r { upper } else { lower };
-        let theirs = decode::<B>(&t.exchange(partner, encode(&mine), partner)?)?;
-        let mut merged = vec![B::zeroed(); mine.len() + theirs.len()];
-        merge_by_tiles(&mine, &theirs, &mut merged, MERGE_TILE);
-        let keep = m.min(merged.len());
-        mine = if r == lower {
-            merged[..keep].to_vec()
-        } else {
-            merged.split_off(keep)
-        };
-    }
-    Ok(mine)
-}
-
-/// Sample sort: regular samples, p-1 splitters, one all-to-all, a merge of the runs.
-fn partition<B: Bits, T: Transport>(t: &T, words: Vec<B>, sizes: &[usize]) -> Result<Vec<B>> {
-    let (p, r) = (t.ranks(), t.rank());
-    if p == 1 {
-        return Ok(words);
-    }
-    let total = sizes.iter().sum::<usize>();
-    let sample: Vec<Splitter<B>> = sample_positions(words.len(), total, p)
-        .into_iter()
-        .map(|index| Splitter {
-            key: words[index],
-            rank: r,
-            index,
-        })
-        .collect();
-    let mut samples = sample.clone();
-    for (_, got) in ring_all_to_all(t, |_| encode_splitters(&sample))? {
-        samples.extend(decode_splitters::<B>(&got)?);
-    }
-    let splitters = choose_splitters(samples, p);
-    // Bucket j takes the keys between splitters j-1 and j; the shard is sorted.
-    let cuts = splitters.iter().map(|s| match cut_for(s, r) {
-        Cut::At(index) => index,
-        Cut::Below { key, or_equal } => {
-            words.partition_point(|&w| w < key || (or_equal && w == key))
-        }
-    });
-    let cuts = bucket_bounds(cuts, words.len(), p);
-    // The runs in rank order, as the GPUs place them.
-    let mut runs: Vec<Vec<B>> = vec![Vec::new(); p];
-    runs[r] = words[cuts[r]..cuts[r + 1]].to_vec();
-    for (from, got) in ring_all_to_all(t, |to| encode(&words[cuts[to]..cuts[to + 1]]))? {
-        runs[from] = decode::<B>(&got)?;
-    }
-    let lens: Vec<usize> = runs.iter().map(Vec::len).collect();
-    Ok(merge_runs(runs.concat(), &lens, MERGE_TILE))
-}
-
-fn encode_splitters<B: Bits>(splitters: &[Splitter<B>]) -> Vec<u8> {
-    let mut out = Vec::new();
-    for s in splitters {
-        out.extend_from_slice(bytemuck::bytes_of(&s.key));
-        out.extend_from_slice(&(s.rank as u64).to_le_bytes());
-        out.extend_from_slice(&(s.index as u64).to_le_bytes());
-    }
-    out
-}
-
-fn decode_splitters<B: Bits>(bytes: &[u8]) -> Result<Vec<Splitter<B>>> {
-    let width = std::mem::size_of::<B>();
-    if bytes.len() % (width + 16) != 0 {
-        return Err(Error::PeerFailed);
-    }
-    let word = |c: &[u8]| u64::from_le_bytes(c.try_into().expect("8 bytes")) as usize;
-    Ok(bytes
-        .chunks_exact(width + 16)
-        .map(|c| Splitter {
-            key: bytemuck::pod_read_unaligned(&c[..width]),
-            rank: word(&c[width..width + 8]),
-            index: word(&c[width + 8..]),
-        })
-        .collect())
-}
 
 #[cfg(test)]
 mod tests {

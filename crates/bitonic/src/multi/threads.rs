@@ -1,6 +1,7 @@
 //! A transport between threads of one process: simulated ranks for tests and CPU-only runs.
 
-use super::{sort_sharded, Algorithm, Transport};
+use super::simulated::{sort_sharded, Transport};
+use super::Algorithm;
 use crate::error::{Error, Result};
 use crate::{Order, SortKey};
 use std::collections::{HashMap, VecDeque};

@@ -8,6 +8,7 @@ mod serial;
 pub use parallel::sort_parallel;
 pub use serial::sort_serial;
 
+#[cfg(any(test, feature = "bench"))]
 /// Sorts a bitonic sequence ascending: the half-cleaners of one stage, stride `P / 2` down to
 /// 1 (`P` the length rounded up to a power of two), with no flip. A length that is not a power
 /// of two counts as padded with `+inf` (pairs past the end are skipped, as in the sort), so such

@@ -6,6 +6,7 @@
 use super::shards::{alloc, launch_fill_largest, take, Shard, Transfer, Word};
 use super::MultiGpu;
 use crate::cuda::merge::merge_two_runs;
+use crate::cuda::exec::Exec;
 use crate::cuda::{run, Gpu};
 use crate::error::{CudaContext as _, Result};
 use crate::multi::{merge_split_rounds, merge_split_share};
@@ -36,7 +37,7 @@ pub(super) fn sort<W: Word>(
     for (rank, mut buf) in words.into_iter().enumerate() {
         let gpu = multi.gpu(rank);
         launch_fill_largest(gpu, &mut buf.slice_mut(lens[rank]..m))?;
-        run::sort_ascending_words(gpu, &gpu.policy(), &mut buf.slice_mut(0..m))?;
+        run::sort_words(&Exec::of(gpu), &mut buf.slice_mut(0..m))?;
         shards.push(Shard {
             buf,
             start: 0,
@@ -83,8 +84,7 @@ pub(super) fn sort<W: Word>(
             );
             for (rank, (a, b)) in [(lower, lower_runs), (upper, upper_runs)] {
                 merge_two_runs(
-                    multi.gpu(rank),
-                    &multi.gpu(rank).policy(),
+                    &Exec::of(multi.gpu(rank)),
                     &a,
                     &b,
                     &mut spare[rank].slice_mut(0..m),

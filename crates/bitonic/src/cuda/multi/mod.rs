@@ -15,7 +15,7 @@
 //!   tile of the output in shared memory (src/multi/mod.rs says how).
 //!
 //! Both run on *words*: sortable u32/u64 words for keys alone, 16-byte (key, position, value)
-//! words for key-value pairs (`sort_by_key_shards`), which makes that sort stable.
+//! words for key-value pairs (`sort_pairs_shards`), which makes that sort stable.
 //!
 //! One host thread drives all GPUs: NCCL wants every rank's sends and receives of a round in one
 //! group when one thread owns several GPUs, and the kernels of all GPUs run concurrently since
@@ -26,6 +26,7 @@
 //! any error aborts the communicators (`ncclCommAbort`), so a failing GPU turns into this
 //! library's error for the whole sort — no hang, and no partial result returned as sorted.
 
+#[cfg(feature = "bench")]
 pub mod bench;
 mod merge_split;
 mod partition;
@@ -34,12 +35,12 @@ mod shards;
 pub use shards::{even_split, DeviceShard, SortedPairs};
 
 use super::device::set_pool_threshold;
-use super::layout::map_flags;
-use super::layout::KeyIndex;
-use super::run::{check_len, MAX_LEN};
-use super::Gpu;
+use super::{driver, memory, Gpu};
 use crate::error::{check_same_len, CudaContext as _, Error, GpuUnavailable, Result};
+use crate::key::KeyOrder;
+use crate::kernels::abi::{map_flags, KeyIndex};
 use crate::multi::Algorithm;
+use crate::plan::check_len;
 use crate::{Order, SortKey};
 use cudarc::driver::{CudaSlice, CudaView, DeviceRepr, DeviceSlice};
 use cudarc::nccl::{result as nccl, safe::Comm};
@@ -48,8 +49,17 @@ use shards::{
 };
 use std::cell::RefCell;
 
-/// Sorts keys spread over several GPUs (or several ranks of one GPU). Not `Sync`: one thread
-/// drives all of its GPUs.
+/// Sorts keys spread over several GPUs (or several ranks of one GPU).
+///
+/// Neither `Send` nor `Sync`: the thread that makes a `MultiGpu` drives all of its GPUs,
+/// because NCCL wants every rank's sends and receives of a round in one group from one thread,
+/// and cudarc's NCCL communicators (raw handles) are not `Send`. A program that sorts from
+/// several threads makes one `MultiGpu` in each, or sends the keys to the thread that owns it.
+///
+/// ```compile_fail
+/// fn send<T: Send>() {}
+/// send::<bitonic::cuda::multi::MultiGpu>();
+/// ```
 pub struct MultiGpu {
     /// One per distinct device, in the order first named.
     gpus: Vec<Gpu>,
@@ -58,6 +68,9 @@ pub struct MultiGpu {
     /// One NCCL communicator per GPU when there are several; `None` once a failure aborted
     /// them (a new `MultiGpu` makes new ones).
     comms: RefCell<Option<Vec<Comm>>>,
+    /// Whether the GPUs' memory pools keep freed memory at the caller's request
+    /// ([`MultiGpu::keep_freed_memory`]), to be handed back when this is dropped.
+    keeps_memory: std::cell::Cell<bool>,
 }
 
 impl std::fmt::Debug for MultiGpu {
@@ -75,16 +88,19 @@ impl std::fmt::Debug for MultiGpu {
 
 impl Drop for MultiGpu {
     fn drop(&mut self) {
-        // Hand back what the pools kept beyond the usual quarter.
-        for gpu in &self.gpus {
-            set_pool_threshold(gpu.context(), gpu.info().total_memory / 4, true);
+        // Hand back what the pools kept at the caller's request: the driver's setting keeps
+        // none. Nothing to report an error to in drop.
+        if self.keeps_memory.get() {
+            for gpu in &self.gpus {
+                let _ = set_pool_threshold(gpu.context(), 0, true);
+            }
         }
     }
 }
 
 /// Whether libnccl can be loaded (cudarc panics on first use when it cannot).
 pub fn nccl_present() -> bool {
-    std::panic::catch_unwind(|| unsafe { cudarc::nccl::sys::is_culib_present() }).unwrap_or(false)
+    std::panic::catch_unwind(driver::nccl_present).unwrap_or(false)
 }
 
 fn nccl_error(context: &str) -> impl FnOnce(nccl::NcclError) -> Error + '_ {
@@ -116,11 +132,6 @@ impl MultiGpu {
             .iter()
             .map(|&o| Gpu::new(o))
             .collect::<std::result::Result<Vec<_>, GpuUnavailable>>()?;
-        // A large sort's buffers outgrow the quarter of memory a Gpu's pool keeps; each sort
-        // would map them afresh (~50 ms for 2^32 keys on one GPU). Keep them while this lives.
-        for gpu in &gpus {
-            set_pool_threshold(gpu.context(), gpu.info().total_memory, false);
-        }
         let comms = if gpus.len() > 1 {
             if !nccl_present() {
                 return Err(GpuUnavailable::NoNccl.into());
@@ -137,7 +148,21 @@ impl MultiGpu {
             gpus,
             device_of,
             comms: RefCell::new(comms),
+            keeps_memory: std::cell::Cell::new(false),
         })
+    }
+
+    /// Lets every GPU's memory pool keep the memory a sort frees until this `MultiGpu` is
+    /// dropped: a large sort's buffers would otherwise be mapped afresh each sort (~50 ms for
+    /// 2^32 keys on one GPU). This changes the devices' default pools for the whole process
+    /// while it lasts, which is why it is asked for, not done by default.
+    pub fn keep_freed_memory(&self) -> Result<()> {
+        for gpu in &self.gpus {
+            set_pool_threshold(gpu.context(), gpu.info().total_memory, false)
+                .during(|| format!("letting GPU {}'s memory pool keep memory", gpu.info().ordinal))?;
+        }
+        self.keeps_memory.set(true);
+        Ok(())
     }
 
     /// One rank on each visible device.
@@ -157,7 +182,7 @@ impl MultiGpu {
     }
 
     /// Copies `keys` to the ranks, split as evenly as possible.
-    pub fn upload<K: DeviceRepr>(&self, keys: &[K]) -> Result<Vec<DeviceShard<K>>> {
+    pub fn upload<K: DeviceRepr + bytemuck::Pod>(&self, keys: &[K]) -> Result<Vec<DeviceShard<K>>> {
         even_split(keys.len(), self.ranks())
             .into_iter()
             .enumerate()
@@ -179,7 +204,7 @@ impl MultiGpu {
     }
 
     /// Copies shards back into `out` (their total length), one after the other.
-    pub fn download<K: DeviceRepr>(&self, shards: &[DeviceShard<K>], out: &mut [K]) -> Result<()> {
+    pub fn download<K: DeviceRepr + bytemuck::Pod>(&self, shards: &[DeviceShard<K>], out: &mut [K]) -> Result<()> {
         let total: usize = shards.iter().map(DeviceShard::len).sum();
         assert_eq!(total, out.len(), "the shards hold {total} keys");
         let mut at = 0;
@@ -232,7 +257,8 @@ impl MultiGpu {
                 let gpu = self.gpu(rank);
                 let mut buf = alloc::<K::Bits>(gpu, capacity[rank])?;
                 copy_in(gpu, input, &mut buf)?;
-                map_to_words::<K>(gpu, &mut buf.slice_mut(0..input.len()), order, false)?;
+                let up = KeyOrder::of(order);
+                map_to_words::<K>(gpu, &mut buf.slice_mut(0..input.len()), up, false)?;
                 words.push(buf);
             }
             let sorted = self.sort_words(words, &lens, algorithm)?;
@@ -242,9 +268,9 @@ impl MultiGpu {
                 .map(|(rank, mut shard)| {
                     let gpu = self.gpu(rank);
                     let range = shard.start..shard.start + shard.len;
-                    map_to_words::<K>(gpu, &mut shard.buf.slice_mut(range), order, true)?;
+                    let up = KeyOrder::of(order);
+                    map_to_words::<K>(gpu, &mut shard.buf.slice_mut(range), up, true)?;
                     Ok(DeviceShard::of_words::<K::Bits>(
-                        gpu,
                         shard.buf,
                         shard.start,
                         shard.len,
@@ -259,7 +285,7 @@ impl MultiGpu {
     /// Keys and values of 4 or 8 bytes; each pair travels as one 16-byte word
     /// (kernels/multi.cu), and 8-byte values with 64-bit keys take two sorts, half a value
     /// each. At most 2^32 - 1 pairs in all.
-    pub fn sort_by_key_shards<K: SortKey, V: DeviceRepr>(
+    pub fn sort_pairs_shards<K: SortKey, V: DeviceRepr + bytemuck::Pod>(
         &self,
         keys: &[CudaView<K>],
         values: &[CudaView<V>],
@@ -296,7 +322,7 @@ impl MultiGpu {
         }
         self.guarded(|| {
             let capacity = capacities(&lens, algorithm);
-            let map = map_flags::<K>(order);
+            let map = map_flags(K::DTYPE, KeyOrder::of(order));
             let mut out_keys: Vec<DeviceShard<K>> = Vec::with_capacity(self.ranks());
             let mut out_values: Vec<DeviceShard<V>> = Vec::with_capacity(self.ranks());
             for &half in halves {
@@ -327,8 +353,8 @@ impl MultiGpu {
         })
     }
 
-    /// Sorts host keys and values across the ranks ([`MultiGpu::sort_by_key_shards`]).
-    pub fn sort_by_key_host<K: SortKey, V: DeviceRepr + bytemuck::Pod>(
+    /// Sorts host keys and values across the ranks ([`MultiGpu::sort_pairs_shards`]).
+    pub fn sort_pairs_host<K: SortKey, V: DeviceRepr + bytemuck::Pod>(
         &self,
         keys: &mut [K],
         values: &mut [V],
@@ -337,7 +363,7 @@ impl MultiGpu {
     ) -> Result<()> {
         check_same_len(keys.len(), values.len())?;
         let (key_shards, value_shards) = (self.upload(keys)?, self.upload(values)?);
-        let (sorted_keys, sorted_values) = self.sort_by_key_shards(
+        let (sorted_keys, sorted_values) = self.sort_pairs_shards(
             &DeviceShard::views(&key_shards),
             &DeviceShard::views(&value_shards),
             order,
@@ -440,8 +466,8 @@ impl MultiGpu {
                 // NCCL matches the k-th send from one GPU to another with the k-th receive
                 // there: both are queued here in the same order.
                 let bytes = t.src.len() * std::mem::size_of::<B>();
-                let src = unsafe { t.src.transmute::<u8>(bytes) }.expect("same bytes");
-                let mut dst = unsafe { dst.transmute_mut::<u8>(bytes) }.expect("same bytes");
+                let src = memory::reinterpret_ref::<B, u8>(&t.src, bytes);
+                let mut dst = memory::reinterpret::<B, u8>(dst, bytes);
                 result = comms[from_dev]
                     .send(&src, to_dev as i32)
                     .map_err(nccl_error("queuing a send"))

@@ -5,7 +5,9 @@
 use super::shards::{alloc, count_below, pool_friendly, take, Shard, Transfer, Word};
 use super::MultiGpu;
 use crate::cuda::merge::merge_two_runs;
-use crate::cuda::run::{self, MAX_LEN};
+use crate::cuda::exec::Exec;
+use crate::cuda::run;
+use crate::plan::MAX_LEN;
 use crate::error::{Error, Result};
 use crate::multi::{bucket_bounds, choose_splitters, merge_level, sample_positions, Splitter};
 use cudarc::driver::CudaSlice;
@@ -22,7 +24,7 @@ pub(super) fn sort<W: Word>(
     for (rank, buf) in words.iter_mut().enumerate() {
         let len = lens[rank];
         let gpu = multi.gpu(rank);
-        run::sort_ascending_words(gpu, &gpu.policy(), &mut buf.slice_mut(0..len))?;
+        run::sort_words(&Exec::of(gpu), &mut buf.slice_mut(0..len))?;
     }
     if p == 1 {
         let len = lens[0];
@@ -100,8 +102,7 @@ pub(super) fn sort<W: Word>(
             for &(offset, a, b) in &level {
                 let src = &received[rank];
                 merge_two_runs(
-                    multi.gpu(rank),
-                    &multi.gpu(rank).policy(),
+                    &Exec::of(multi.gpu(rank)),
                     &src.slice(offset..offset + a),
                     &src.slice(offset + a..offset + a + b),
                     &mut spare[rank].slice_mut(offset..offset + a + b),

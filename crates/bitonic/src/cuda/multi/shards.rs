@@ -1,13 +1,15 @@
 //! The buffers of a multi-GPU sort and the kernels on them: shards, packing key-value words,
 //! filling padding, reading positions and counting below splitters.
 
-use super::super::layout::KeyIndex;
-use super::super::merge::search_grid;
-use super::super::{kernel_name, kernels, launch, run, Gpu};
+use crate::cuda::exec::Exec;
+use crate::cuda::launch::multi as launch;
+use crate::cuda::levels::search_grid;
+use crate::cuda::{keymap, kernel_width, memory, Gpu};
 use crate::error::{CudaContext as _, Result};
-use crate::key::Bits;
+use crate::key::{Bits, KeyOrder};
+use crate::kernels::{self, abi::map_flags, abi::KeyIndex};
 use crate::multi::{cut_for, Algorithm, Cut, Splitter};
-use crate::{Order, SortKey};
+use crate::SortKey;
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
 
 /// The sorted keys and their values, one shard of each per rank.
@@ -30,7 +32,7 @@ impl<K> std::fmt::Debug for DeviceShard<K> {
     }
 }
 
-impl<K: cudarc::driver::DeviceRepr> DeviceShard<K> {
+impl<K: DeviceRepr + bytemuck::Pod> DeviceShard<K> {
     /// A new shard of `len` uninitialised values on `gpu`.
     pub(super) fn alloc(gpu: &Gpu, len: usize) -> Result<DeviceShard<K>> {
         Ok(DeviceShard {
@@ -66,17 +68,9 @@ impl<K: cudarc::driver::DeviceRepr> DeviceShard<K> {
     }
 
     /// Hands a buffer of sortable words over as a buffer of keys of the same width.
-    pub(super) fn of_words<B: Bits>(
-        gpu: &Gpu,
-        words: CudaSlice<B>,
-        start: usize,
-        len: usize,
-    ) -> DeviceShard<K> {
+    pub(super) fn of_words<B: Bits>(words: CudaSlice<B>, start: usize, len: usize) -> DeviceShard<K> {
         assert_eq!(std::mem::size_of::<B>(), std::mem::size_of::<K>());
-        let count = words.len();
-        // SAFETY: the allocation holds `count` words of K's size, and every bit pattern of a
-        // word is a valid key (SortKey's contract).
-        let buf = unsafe { gpu.stream().upgrade_device_ptr::<K>(words.leak(), count) };
+        let buf = memory::retype::<B, K>(words);
         DeviceShard { buf, start, len }
     }
 }
@@ -97,7 +91,7 @@ impl<W: Word> Shard<W> {
 
 /// What the passes of a multi-GPU sort move and compare: sortable u32 and u64 words, and the
 /// 16-byte words of a key-value sort. The host compares them in the GPU's order.
-pub(super) trait Word: Copy + Ord + DeviceRepr + 'static {}
+pub(super) trait Word: Copy + Ord + DeviceRepr + bytemuck::Pod + 'static {}
 impl<B: Bits> Word for B {}
 impl Word for KeyIndex {}
 
@@ -128,10 +122,10 @@ pub(super) fn launch_pack<K: SortKey, V: DeviceRepr>(
     }
     let name = pack_kernel::<K, V>("pack");
     let f = gpu.function(&kernels::MULTI, &name)?;
-    // SAFETY: a key has its word's size and alignment, and every bit pattern is a word.
-    let keys = unsafe { keys.transmute::<K::Bits>(keys.len()) }.expect("same size");
-    let cfg = gpu.elementwise(n as usize);
-    launch::pack_key_values(gpu, &f, cfg, (&keys, values), out, (first, map, half))
+    let keys = memory::reinterpret_ref::<K, K::Bits>(keys, keys.len());
+    let x = Exec::of(gpu);
+    let cfg = x.elementwise(n as usize);
+    launch::pack_key_values(&x, &f, cfg, (&keys, values), out, (first, map, half))
         .during(|| format!("launching {name}"))
 }
 
@@ -151,8 +145,9 @@ pub(super) fn launch_unpack<K: SortKey, V: DeviceRepr>(
     }
     let name = pack_kernel::<K, V>("unpack");
     let f = gpu.function(&kernels::MULTI, &name)?;
-    let cfg = gpu.elementwise(n as usize);
-    launch::unpack_key_values(gpu, &f, cfg, words, (keys, values), (map, half))
+    let x = Exec::of(gpu);
+    let cfg = x.elementwise(n as usize);
+    launch::unpack_key_values(&x, &f, cfg, words, (keys, values), (map, half))
         .during(|| format!("launching {name}"))
 }
 
@@ -183,15 +178,11 @@ pub fn even_split(len: usize, parts: usize) -> Vec<std::ops::Range<usize>> {
         .collect()
 }
 
-/// An uninitialised buffer of `len` values, or of one when `len` is 0 (CUDA makes no empty
-/// allocation; an empty shard's buffer is then unused).
-pub(super) fn alloc<T: cudarc::driver::DeviceRepr>(gpu: &Gpu, len: usize) -> Result<CudaSlice<T>> {
-    unsafe { gpu.stream().alloc::<T>(len.max(1)) }.during(|| {
-        format!(
-            "allocating {} MiB on GPU {}",
-            (len * std::mem::size_of::<T>()) >> 20,
-            gpu.info().ordinal
-        )
+/// A buffer of `len` values that the sort writes before it reads, or of one when `len` is 0
+/// (CUDA makes no empty allocation; an empty shard's buffer is then unused).
+pub(super) fn alloc<T: DeviceRepr + bytemuck::Pod>(gpu: &Gpu, len: usize) -> Result<CudaSlice<T>> {
+    memory::alloc(gpu.stream(), len, || {
+        format!("a shard of {len} words on GPU {}", gpu.info().ordinal)
     })
 }
 
@@ -212,20 +203,22 @@ pub(super) fn copy_in<K: SortKey>(
     if input.is_empty() {
         return Ok(());
     }
-    let src = unsafe { input.transmute::<K::Bits>(input.len()) }.expect("same size");
+    let src = memory::reinterpret_ref::<K, K::Bits>(input, input.len());
     gpu.stream()
         .memcpy_dtod(&src, &mut buf.slice_mut(0..input.len()))
         .during(|| "copying a shard".into())
 }
 
+/// Maps a shard's keys to their sortable words in `order` (`inverse` false) or back.
 pub(super) fn map_to_words<K: SortKey>(
     gpu: &Gpu,
     words: &mut CudaViewMut<K::Bits>,
-    order: Order,
+    order: KeyOrder,
     inverse: bool,
 ) -> Result<()> {
-    if K::DTYPE.needs_map(order) && !words.is_empty() {
-        run::map_keys(gpu, words, K::DTYPE.map_kind(), order, inverse)?;
+    if K::DTYPE.needs_map(order.order) && !words.is_empty() {
+        let map = map_flags(K::DTYPE, order);
+        keymap::map_words(&Exec::of(gpu), words, map, inverse)?;
     }
     Ok(())
 }
@@ -235,8 +228,9 @@ pub(super) fn launch_fill_largest<B: Word>(gpu: &Gpu, words: &mut CudaViewMut<B>
     if n == 0 {
         return Ok(());
     }
-    let f = gpu.function(&kernels::MULTI, &kernel_name::<B>("fill_largest"))?;
-    launch::fill_largest(gpu, &f, gpu.elementwise(n as usize), words)
+    let x = Exec::of(gpu);
+    let f = gpu.function(&kernels::MULTI, &format!("fill_largest_{}", kernel_width::<B>()))?;
+    launch::fill_largest(&x, &f, x.elementwise(n as usize), words)
         .during(|| "launching fill_largest".into())
 }
 
@@ -251,9 +245,9 @@ pub(super) fn take<B: Word>(gpu: &Gpu, buf: &CudaSlice<B>, positions: &[usize]) 
         .clone_htod(&at)
         .during(|| "copying sample positions".into())?;
     let mut out = alloc::<B>(gpu, positions.len())?;
-    let f = gpu.function(&kernels::MULTI, &kernel_name::<B>("take"))?;
+    let f = gpu.function(&kernels::MULTI, &format!("take_{}", kernel_width::<B>()))?;
     let count = positions.len() as u32;
-    launch::take(gpu, &f, search_grid(count), buf, &at, &mut out)
+    launch::take(&Exec::of(gpu), &f, search_grid(count), buf, &at, &mut out)
         .during(|| "launching take".into())?;
     stream
         .clone_dtoh(&out)
@@ -288,9 +282,10 @@ pub(super) fn count_below<B: Word>(
             .clone_htod(&upper)
             .during(|| "copying splitters".into())?;
         let mut out = alloc::<u64>(gpu, queries.len())?;
-        let f = gpu.function(&kernels::MULTI, &kernel_name::<B>("count_below"))?;
+        let f = gpu.function(&kernels::MULTI, &format!("count_below_{}", kernel_width::<B>()))?;
         let cfg = search_grid(queries.len() as u32);
-        launch::count_below(gpu, &f, cfg, (buf, len as u64), (&keys, &upper), &mut out)
+        let x = Exec::of(gpu);
+        launch::count_below(&x, &f, cfg, (buf, len as u64), (&keys, &upper), &mut out)
             .during(|| "launching count_below".into())?;
         found = stream
             .clone_dtoh(&out)

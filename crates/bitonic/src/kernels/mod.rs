@@ -1,10 +1,13 @@
 //! The CUDA C++ sources under `kernels/`, embedded in the binary, as [`KernelModule`]s: a
 //! `.cu` file, or one *part* of it (one NVRTC compile, one CUDA module each), and the headers
 //! they include, which NVRTC gets by their include names (so the files also compile unchanged
-//! with `nvcc -I kernels` and the `-D` defines of [`super::nvrtc`]).
+//! with `nvcc -I kernels` and the `-D` defines of [`crate::cuda::kernel_defines`]). [`abi`]
+//! holds what the host shares with them.
 //!
 //! The large files come in parts, so that a sort compiles only the kernels it runs: each
-//! tuned kernel alone takes seconds of NVRTC's time (docs/results/cold-start/).
+//! tuned kernel alone takes seconds of NVRTC's time (docs/notes/cold-start.md).
+
+pub(crate) mod abi;
 
 /// One NVRTC compile and one CUDA module: a kernel file, or one part of it.
 #[derive(Debug, PartialEq, Eq, Hash)]
@@ -246,9 +249,9 @@ impl Tuned {
     }
 }
 
-/// The key-value kernels of 4- or 8-byte keys `K` with 4- or 8-byte values `V`.
-pub(crate) fn merge_kv<K, V>() -> &'static KernelModule {
-    match (std::mem::size_of::<K>(), std::mem::size_of::<V>()) {
+/// The key-value kernels of keys of `key_bytes` with values of `value_bytes` (4 or 8 each).
+pub(crate) fn merge_kv(key_bytes: usize, value_bytes: usize) -> &'static KernelModule {
+    match (key_bytes, value_bytes) {
         (4, 4) => &MERGE_KV_U32_U32,
         (4, _) => &MERGE_KV_U32_U64,
         (_, 4) => &MERGE_KV_U64_U32,

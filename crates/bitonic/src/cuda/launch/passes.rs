@@ -1,0 +1,94 @@
+//! The tuned network's passes (kernels/tuned.cu `tuned_pass_*`): one launch, all of a plan's
+//! as one graph, or in thread-block clusters (cluster.rs).
+
+use super::{cluster, launch};
+use crate::cuda::exec::Exec;
+use crate::cuda::graph::{self, KernelNode};
+use crate::kernels::abi::RowLayout;
+use crate::plan::passes::PassArgs;
+use cudarc::driver::{
+    CudaFunction, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DriverError, LaunchConfig,
+    PushKernelArg,
+};
+
+/// One launch of kernels/tuned.cu's `tuned_pass_*(src, keys, layout, tile_bits, pass args…)`,
+/// reading `src` (the keys themselves when `None`, or another array as long) and writing
+/// `keys`, in clusters of `cluster_blocks` blocks when that is more than 1.
+pub(crate) fn tuned_pass<T>(
+    x: &Exec,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    cluster_blocks: u32,
+    (src, keys): (Option<&CudaView<T>>, &mut CudaViewMut<T>),
+    args: (RowLayout, u32, PassArgs),
+) -> Result<(), DriverError> {
+    if cluster_blocks > 1 {
+        return cluster::tuned_pass_in_clusters(x, kernel, cfg, cluster_blocks, (src, keys), args);
+    }
+    let (layout, tile_bits, fields) = args;
+    assert!(layout.slots() <= cfg.grid_dim.0 as usize * (1 << tile_bits));
+    let (src_at, keys_at, _records) = addresses(x, (src, keys));
+    // SAFETY: tuned_pass_*(const T *src, T *keys, RowLayout layout, u32 tile_bits, seven u32
+    // fields), the addresses of the two arrays (held by their borrows across the launch); the
+    // layout addresses only slots of them (RowLayout::slots, keys below n), both as long, and
+    // padding slots are neither read nor stored.
+    unsafe {
+        launch(x, kernel, cfg, |l| {
+            l.arg(&src_at).arg(&keys_at).arg(&layout).arg(&tile_bits);
+            for value in &fields {
+                l.arg(value);
+            }
+        })
+    }
+}
+
+/// The tuned passes of `fields`, each a launch of kernels/tuned.cu's `tuned_pass_*` as
+/// [`tuned_pass`] makes it (no clusters), as one CUDA graph (graph.rs): the first reads `src`
+/// (the keys when `None`), every later one the keys the pass before wrote.
+pub(crate) fn tuned_passes_graph<T>(
+    x: &Exec,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    (src, keys): (Option<&CudaView<T>>, &mut CudaViewMut<T>),
+    (layout, tile_bits): (RowLayout, u32),
+    fields: &[PassArgs],
+) -> crate::Result<()> {
+    let (src_at, keys_at, _records) = addresses(x, (src, keys));
+    let launches = fields
+        .iter()
+        .enumerate()
+        .map(|(i, values)| {
+            let mut node = KernelNode::new(kernel, cfg);
+            let read = if i == 0 { src_at } else { keys_at };
+            node.arg(&read).arg(&keys_at).arg(&layout).arg(&tile_bits);
+            for value in values {
+                node.arg(value);
+            }
+            node
+        })
+        .collect();
+    // SAFETY: as for `tuned_pass`: each node's arguments are tuned_pass_*'s, the addresses
+    // are the two arrays' (held by the borrows above until the launch is queued), and the
+    // layout addresses only their slots.
+    unsafe { graph::launch(&x.gpu.graphs, x.stream, launches, "the tuned passes") }
+}
+
+/// The device addresses of a pass's source (the keys when `None`, else an array as long) and
+/// keys, and the guards that hold their borrows while a launch takes them.
+fn addresses<'s, T>(
+    x: &'s Exec,
+    (src, keys): (Option<&'s CudaView<T>>, &'s mut CudaViewMut<T>),
+) -> (u64, u64, impl Sized + 's) {
+    if let Some(src) = src {
+        assert_eq!(src.len(), keys.len(), "a source as long as the keys");
+    }
+    let (keys_at, write) = keys.device_ptr_mut(x.stream);
+    let (src_at, read) = match src {
+        Some(src) => {
+            let (at, read) = src.device_ptr(x.stream);
+            (at, Some(read))
+        }
+        None => (keys_at, None),
+    };
+    (src_at, keys_at, (write, read))
+}

@@ -1,0 +1,116 @@
+//! Which backend and strategy run a request: the first half of a plan, decided before any
+//! shape is worked out. The table of tests in src/plan/tests.rs says, case by case, what runs.
+
+use super::topk;
+use super::{Layout, Operation, Request, Strategy, AUTO_GPU_MIN_LEN};
+use crate::device::DeviceInfo;
+use crate::error::{Error, GpuUnavailable, Result};
+use crate::options::{Backend, Version};
+use crate::policy::{Policy, TopkPolicy};
+
+/// The backend and strategy for `request`; `gpu` is the device and policy when a GPU works.
+///
+/// * [`Backend::Auto`] takes the GPU from [`AUTO_GPU_MIN_LEN`] keys, or whenever a version is
+///   pinned, and the fastest CPU sort otherwise.
+/// * A pinned version other than [`Version::Tuned`] sorts the keys of one array only; asked of
+///   rows, segments, argsorts, key-value sorts or top-k selections, or of a CPU backend, it is
+///   an error rather than being ignored.
+/// * A top-k selection runs [`Strategy::CpuTopk`] on every CPU backend. On the GPU, rows of at
+///   most [`TopkPolicy::WARP_SORT_MOST`] keys of 2 or 4 bytes take the warp sort (where the
+///   policy says); up to [`TopkPolicy::FILTER_MAX_K`] and half a row, the spread select, the
+///   radix select or the filter ([`topk::variant`]); past it, the rows' stable argsort, of
+///   which the first k are kept.
+/// * One array of keys alone longer than [`crate::policy::MergePolicy::above_of`] its key width
+///   sorts as a merge sort; shorter ones, and rows, by the network's passes. Argsorts and
+///   key-value sorts of one array run the key-value merge sort, of rows the key-index pairs.
+pub(crate) fn choose(
+    request: &Request,
+    gpu: Option<(&DeviceInfo, &Policy)>,
+) -> Result<(Backend, Strategy)> {
+    let no_gpu = || Error::NoGpu(GpuUnavailable::NotGiven);
+    let backend = match (request.backend, gpu) {
+        (Backend::Cuda, None) => return Err(no_gpu()),
+        (Backend::Auto, Some(_)) if request.version.is_some() => Backend::Cuda,
+        (Backend::Auto, Some(_)) if request.len >= AUTO_GPU_MIN_LEN => Backend::Cuda,
+        (Backend::Auto, None) if request.version.is_some() => return Err(no_gpu()),
+        (Backend::Auto, _) => Backend::Cpu,
+        (chosen, _) => chosen,
+    };
+    let strategy = match backend {
+        Backend::Cpu | Backend::CpuNetwork | Backend::CpuNetworkSerial => {
+            if let Some(version) = request.version {
+                return Err(Error::VersionNeedsGpu(version));
+            }
+            match backend {
+                _ if matches!(request.operation, Operation::Topk { .. }) => Strategy::CpuTopk,
+                Backend::Cpu => Strategy::CpuSort,
+                Backend::CpuNetwork => Strategy::CpuNetwork,
+                _ => Strategy::CpuNetworkSerial,
+            }
+        }
+        Backend::Cuda | Backend::Auto => {
+            let (info, policy) = gpu.expect("a GPU backend has a device");
+            gpu_strategy(request, info, policy)?
+        }
+    };
+    Ok((backend, strategy))
+}
+
+fn gpu_strategy(request: &Request, info: &DeviceInfo, policy: &Policy) -> Result<Strategy> {
+    let layout = request.whole_layout();
+    let with_values = request.operation.moves_values();
+    if let Some(version) = request.version.filter(|&v| v != Version::Tuned) {
+        let plain = layout == Layout::Whole && request.operation == Operation::Sort;
+        return if plain {
+            Ok(Strategy::Seed(version))
+        } else {
+            Err(Error::VersionUnsupported {
+                version,
+                operation: request.operation_name(),
+            })
+        };
+    }
+    let row_len = request.row_len();
+    let key_bytes = request.dtype.size();
+    if let Operation::Topk { k, .. } = request.operation {
+        let rows = request.len.checked_div(row_len).unwrap_or(0);
+        let warp_row = key_bytes <= 4 && row_len <= TopkPolicy::WARP_SORT_MOST;
+        let selects = k <= TopkPolicy::FILTER_MAX_K && 2 * k <= row_len;
+        return match layout {
+            Layout::Segments { .. } => Err(Error::Unsupported("top-k of segments")),
+            _ if warp_row || selects => {
+                let variant = topk::variant(info, policy, (rows, row_len, k), key_bytes);
+                if variant == Strategy::TopkWarpSort || selects {
+                    Ok(variant)
+                } else {
+                    Ok(sorting(&layout))
+                }
+            }
+            // A large k, or one above half the row (the selection would keep most of the row
+            // and sort it anyway): each row's stable argsort, of which the first k are kept.
+            _ => Ok(sorting(&layout)),
+        };
+    }
+    Ok(match (&layout, with_values) {
+        (Layout::Whole, false) if request.len > policy.merge.above_of(key_bytes) => {
+            Strategy::MergeSort
+        }
+        (Layout::Whole | Layout::Rows { .. }, false) => Strategy::NetworkPasses,
+        (Layout::Segments { .. }, false) => Strategy::SegmentPasses,
+        (Layout::Whole, true) => Strategy::KeyValueMerge,
+        (Layout::Rows { .. }, true) => Strategy::PairPasses,
+        (Layout::Segments { .. }, true) => {
+            return Err(Error::Unsupported(
+                "key-value sorts and argsorts of segments",
+            ))
+        }
+    })
+}
+
+/// The stable sort of whole rows that a top-k by sorting runs.
+fn sorting(layout: &Layout) -> Strategy {
+    match layout {
+        Layout::Whole => Strategy::KeyValueMerge,
+        _ => Strategy::PairPasses,
+    }
+}
