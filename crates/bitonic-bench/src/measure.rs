@@ -105,7 +105,7 @@ fn run_typed<K: RandomKey>(
     let gpu = if plan.versions.is_empty() {
         None
     } else {
-        Some(Gpu::get()?)
+        Some(crate::gpu()?)
     };
     // The policy of every GPU sort, its overrides checked before anything is measured.
     let policy = gpu

@@ -6,7 +6,7 @@
 use super::measure::{check_sorted, time_on_stream, FreshKeys, Provenance};
 use super::summarize;
 use anyhow::{Context as _, Result};
-use bitonic::{Gpu, Sorter};
+use bitonic::Sorter;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -39,7 +39,7 @@ pub fn run(
     who: &Provenance,
     progress: &dyn Fn(&str),
 ) -> Result<Vec<Measured>> {
-    let gpu = Gpu::get()?;
+    let gpu = crate::gpu()?;
     let stream = gpu.stream();
     let policy = crate::policy::with_overrides(gpu.policy(), policy)?;
     let sorter = Sorter::new().gpu(gpu).policy(policy);
@@ -64,14 +64,10 @@ pub fn run(
                             // SAFETY: the sort writes every index.
                             let mut indices = unsafe { stream.alloc::<u32>(n) }
                                 .context("allocating the indices")?;
-                            sorter.sort_rows_with_indices_device(
-                                &mut fresh.keys,
-                                row_len,
-                                &mut indices,
-                            )?
+                            sorter.argsort_rows_device(&mut fresh.keys, &mut indices, row_len)?
                         }
                         _ => {
-                            sorter.sort_rows_pairs_device(&mut fresh.keys, &mut values, row_len)?
+                            sorter.sort_pairs_rows_device(&mut fresh.keys, &mut values, row_len)?
                         }
                     };
                     Ok(())

@@ -7,7 +7,8 @@ use super::summarize;
 use crate::gen::RandomKey;
 use anyhow::{bail, ensure, Context as _, Result};
 use bitonic::half::{bf16, f16};
-use bitonic::{Backend, DType, Gpu, Select, SortKey, Sorter};
+use bitonic::plan::{Layout, Operation};
+use bitonic::{Backend, DType, DeviceWorkspace, Gpu, Order, SortKey, Sorter};
 use std::fmt::Write;
 use std::path::Path;
 use std::time::Instant;
@@ -57,9 +58,10 @@ pub fn run(
     who: &Provenance,
     progress: &dyn Fn(&str),
 ) -> Result<Vec<Measured>> {
-    let gpu = Gpu::get()?;
+    let gpu = crate::gpu()?;
     let sorter = Sorter::new()
         .gpu(gpu)
+        .order(Order::Descending)
         .policy(crate::policy::with_overrides(gpu.policy(), policy)?);
     let mut name = match policy.trim() {
         "" => "bitonic-topk".to_string(),
@@ -140,6 +142,17 @@ fn time_shape<K: RandomKey>(
         // SAFETY: the top-k writes every value and index before they are read.
         let mut values = unsafe { stream.alloc::<K>(rows * k) }.context("values")?;
         let mut indices = unsafe { stream.alloc::<u32>(rows * k) }.context("indices")?;
+        // The call's scratch in a workspace of the caller's, as a serving loop keeps one: the
+        // calls allocate nothing, and their graphs' nodes keep their addresses.
+        let layout = match rows {
+            1 => Layout::Whole,
+            _ => Layout::Rows { row_len },
+        };
+        let operation = Operation::Topk { k, index_bytes: 4 };
+        let plan = sorter.plan(operation, K::DTYPE, rows * row_len, layout)?;
+        let scratch = stream.alloc_zeros::<u8>(plan.workspace_bytes().max(1))?;
+        let workspace = DeviceWorkspace::new(scratch);
+        let sorter = sorter.clone().workspace(&workspace);
         let (mut times, mut host_times) = (Vec::new(), Vec::new());
         for r in 0..=repeats {
             fresh.draw(gpu, r as usize)?;
@@ -149,14 +162,7 @@ fn time_shape<K: RandomKey>(
             let mut host_ms = 0.0;
             let t = time_on_stream(gpu, || {
                 let start = Instant::now();
-                sorter.topk_rows_device(
-                    &fresh.keys,
-                    row_len,
-                    k,
-                    Select::Largest,
-                    &mut values,
-                    &mut indices,
-                )?;
+                sorter.topk_rows_device(&fresh.keys, &mut values, &mut indices, row_len, k)?;
                 host_ms = start.elapsed().as_secs_f64() * 1e3;
                 Ok(())
             })?;
@@ -187,7 +193,8 @@ fn check_first_row<K: SortKey>(row: &[K], k: usize, got: &[K]) -> Result<()> {
     let (mut want, mut at) = (vec![row[0]; k], vec![0u32; k]);
     Sorter::new()
         .backend(Backend::Cpu)
-        .topk(row, k, Select::Largest, &mut want, &mut at)?;
+        .order(Order::Descending)
+        .topk(row, &mut want, &mut at, k)?;
     let same = want
         .iter()
         .zip(got)

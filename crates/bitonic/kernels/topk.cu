@@ -55,7 +55,7 @@ __device__ __forceinline__ KeyIndex composite(u64 word, u32 index) {
     KeyIndex c;
     c.key = word;
     c.index = ~index;
-    c.unused = 0;
+    c.value = 0;
     return c;
 }
 __device__ __forceinline__ bool better(u64 a, u64 b) { return a > b; }
@@ -136,7 +136,7 @@ template <> struct Vector<KeyIndex> {
         ulonglong2 v = *reinterpret_cast<const ulonglong2 *>(p);
         out[0].key = v.x;
         out[0].index = u32(v.y); // little-endian: index, then unused
-        out[0].unused = u32(v.y >> 32);
+        out[0].value = u32(v.y >> 32);
     }
 };
 
@@ -545,7 +545,7 @@ __device__ __forceinline__ KeyIndex shuffle_xor(const KeyIndex &c, u32 mask) {
     KeyIndex o;
     o.key = __shfl_xor_sync(FULL_WARP_MASK, c.key, mask);
     o.index = __shfl_xor_sync(FULL_WARP_MASK, c.index, mask);
-    o.unused = 0;
+    o.value = 0;
     return o;
 }
 

@@ -7,7 +7,7 @@
 mod common;
 
 use bitonic::half::{bf16, f16};
-use bitonic::{Backend, Order, Select, SortIndex, Sorter, Version};
+use bitonic::{Backend, Order, SortIndex, Sorter, Version};
 use common::harness::{self, tests, Needs};
 use common::PATTERNS;
 use common::{assert_same_bits, gpu, lengths_around_powers, make_keys, Pattern, TestKey};
@@ -124,12 +124,12 @@ fn check_argsorts_pairs_and_topk<K: Half>(keys: &[K], backends: &[Backend], ks: 
             check_pairs::<K, u64>(&sorter, keys, want, &what);
         }
         for &k in ks.iter().filter(|&&k| k >= 1 && k <= n) {
-            for select in [Select::Largest, Select::Smallest] {
-                let want = &permutations[of_order(select.order())][..k];
+            for select in [Order::Descending, Order::Ascending] {
+                let want = &permutations[of_order(select)][..k];
                 let (mut values, mut indices) = (vec![K::from_random(0); k], vec![0u32; k]);
                 let sorter = Sorter::new().backend(backend);
                 sorter
-                    .topk(keys, k, select, &mut values, &mut indices)
+                    .clone().order(select).topk(keys, &mut values, &mut indices, k)
                     .unwrap();
                 let what = format!("top {k} {select:?} of {n} {:?} on {backend:?}", K::DTYPE);
                 assert!(
@@ -178,7 +178,7 @@ fn check_rows<K: Half>(rows: usize, row_len: usize, backends: &[Backend], ks: &[
             let mut sorted = keys.clone();
             sorter.sort_rows(&mut sorted, len).unwrap();
             let mut positions = vec![0u32; keys.len()];
-            sorter.argsort_rows(&keys, len, &mut positions).unwrap();
+            sorter.argsort_rows(&keys, &mut positions, len).unwrap();
             let rows_of = keys
                 .chunks(len)
                 .zip(sorted.chunks(len))
@@ -208,15 +208,15 @@ fn check_rows<K: Half>(rows: usize, row_len: usize, backends: &[Backend], ks: &[
             }
         }
         for &k in ks.iter().filter(|&&k| k >= 1 && k <= row_len) {
-            for select in [Select::Largest, Select::Smallest] {
+            for select in [Order::Descending, Order::Ascending] {
                 let (mut values, mut indices) =
                     (vec![K::from_random(0); rows * k], vec![0u32; rows * k]);
                 Sorter::new()
                     .backend(backend)
-                    .topk_rows(&keys, row_len, k, select, &mut values, &mut indices)
+                    .clone().order(select).topk_rows(&keys, &mut values, &mut indices, row_len, k)
                     .unwrap();
                 for (r, row) in keys.chunks(row_len).enumerate() {
-                    let want = &permutations[r][of_order(select.order())][..k];
+                    let want = &permutations[r][of_order(select)][..k];
                     let what = format!(
                         "top {k} {select:?} of row {r} of {rows}x{row_len} {:?} on {backend:?}",
                         K::DTYPE
@@ -389,11 +389,11 @@ fn device_buffers<K: Half>(test: &str) {
             assert_same_bits(&got, &want, &format!("segments {what}"));
 
             let mut positions = vec![0u32; n];
-            host.argsort_rows(&keys, row_len, &mut positions).unwrap();
+            host.argsort_rows(&keys, &mut positions, row_len).unwrap();
             let mut device = stream.clone_htod(&keys).unwrap();
             let mut indices = stream.alloc_zeros::<u32>(n).unwrap();
             sorter
-                .sort_rows_with_indices_device(&mut device, row_len, &mut indices)
+                .argsort_rows_device(&mut device, &mut indices, row_len)
                 .unwrap();
             let got = stream.clone_dtoh(&device).unwrap();
             assert_same_bits(&got, &want, &format!("keys with indices {what}"));
@@ -407,7 +407,7 @@ fn device_buffers<K: Half>(test: &str) {
             let mut device = stream.clone_htod(&keys).unwrap();
             let mut values_d = stream.clone_htod(&values).unwrap();
             sorter
-                .sort_rows_pairs_device(&mut device, &mut values_d, row_len)
+                .sort_pairs_rows_device(&mut device, &mut values_d, row_len)
                 .unwrap();
             let got = stream.clone_dtoh(&device).unwrap();
             assert_same_bits(&got, &want, &format!("pair keys {what}"));
@@ -424,12 +424,12 @@ fn device_buffers<K: Half>(test: &str) {
             if k > row_len {
                 continue;
             }
-            for select in [Select::Largest, Select::Smallest] {
+            for select in [Order::Descending, Order::Ascending] {
                 let what = format!("top {k} {select:?} of {what}");
                 let (mut values, mut indices) =
                     (vec![K::from_random(0); rows * k], vec![0u32; rows * k]);
                 let host = Sorter::new().backend(Backend::Cpu);
-                host.topk_rows(&keys, row_len, k, select, &mut values, &mut indices)
+                host.clone().order(select).topk_rows(&keys, &mut values, &mut indices, row_len, k)
                     .unwrap();
                 let keys_d = stream.clone_htod(&keys).unwrap();
                 let mut values_d = stream
@@ -438,7 +438,7 @@ fn device_buffers<K: Half>(test: &str) {
                 let mut indices_d = stream.alloc_zeros::<u32>(rows * k).unwrap();
                 Sorter::new()
                     .gpu(gpu)
-                    .topk_rows_device(&keys_d, row_len, k, select, &mut values_d, &mut indices_d)
+                    .clone().order(select).topk_rows_device(&keys_d, &mut values_d, &mut indices_d, row_len, k)
                     .unwrap();
                 let got = stream.clone_dtoh(&values_d).unwrap();
                 assert_same_bits(&got, &values, &what);

@@ -27,7 +27,7 @@ fn every_kernel_compiles_for_ampere_and_hopper() {
     std::env::set_var("BITONIC_CACHE_DIR", cache.path());
     for (arch, major) in [("sm_80", 8), ("sm_90", 9)] {
         let policy = Policy::for_compute_capability(major, 0);
-        let modules = cuda::compile_all(arch, &policy).unwrap_or_else(|e| panic!("{e}"));
+        let modules = cuda::compile_all(cuda::kernel_modules(), arch, &policy).unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(modules.len(), cuda::kernel_modules().len(), "every module");
         for module in &modules {
             assert_eq!(
@@ -40,8 +40,8 @@ fn every_kernel_compiles_for_ampere_and_hopper() {
     }
     // The second round comes from the disk cache: no new file, the same CUBINs.
     let files = std::fs::read_dir(cache.path()).unwrap().count();
-    let first = cuda::compile_all("sm_90", &Policy::HOPPER).unwrap();
-    let again = cuda::compile_all("sm_90", &Policy::HOPPER).unwrap();
+    let first = cuda::compile_all(cuda::kernel_modules(), "sm_90", &Policy::HOPPER).unwrap();
+    let again = cuda::compile_all(cuda::kernel_modules(), "sm_90", &Policy::HOPPER).unwrap();
     assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), files);
     let cubins = |modules: &[cuda::CompiledModule]| -> Vec<Vec<u8>> {
         modules.iter().map(|m| m.cubin.to_vec()).collect()

@@ -95,7 +95,7 @@ fn check_rows<K: TestKey>(rows: usize, row_len: usize, backends: &[Backend]) {
             let mut got = data.clone();
             sorter.sort_rows(&mut got, len).unwrap();
             let mut perm = vec![0u64; data.len()];
-            sorter.argsort_rows(&data, len, &mut perm).unwrap();
+            sorter.argsort_rows(&data, &mut perm, len).unwrap();
             for (r, ((got_row, row), perm_row)) in got
                 .chunks(len)
                 .zip(data.chunks(len))
@@ -244,9 +244,10 @@ fn gpu_key_value_with_groups_of_equal_keys() {
 fn gpu_key_value_multiway_levels() {
     gpu("gpu_key_value_multiway_levels");
     for ways in [2, 4, 8, 16, 32] {
-        let policy = Policy {
-            wide_merge_ways: ways,
-            ..Policy::HOPPER
+        let policy = {
+            let mut p = Policy::HOPPER.clone();
+            p.merge.wide_ways = ways;
+            p
         };
         for (k, tile) in [(0, 1 << 14), (1, 1 << 13)] {
             for (round, len) in [tile + 1, 3 * tile + 5, 20 * tile - 1, 64 * tile + 12_345]
@@ -291,7 +292,7 @@ fn gpu_sort_pairs_device() {
             let mut values_d = gpu.stream().clone_htod(&values).unwrap();
             let sorter = Sorter::new().gpu(gpu).order(order);
             sorter
-                .sort_rows_pairs_device(&mut keys_d, &mut values_d, row_len)
+                .sort_pairs_rows_device(&mut keys_d, &mut values_d, row_len)
                 .unwrap();
             let got_keys = gpu.stream().clone_dtoh(&keys_d).unwrap();
             let got_values = gpu.stream().clone_dtoh(&values_d).unwrap();
@@ -301,7 +302,7 @@ fn gpu_sort_pairs_device() {
                 .clone_htod(&(0..n as u64).collect::<Vec<_>>())
                 .unwrap();
             sorter
-                .sort_rows_pairs_device(&mut wide_d, &mut ids_d, row_len)
+                .sort_pairs_rows_device(&mut wide_d, &mut ids_d, row_len)
                 .unwrap();
             let got_wide = gpu.stream().clone_dtoh(&wide_d).unwrap();
             let got_ids = gpu.stream().clone_dtoh(&ids_d).unwrap();

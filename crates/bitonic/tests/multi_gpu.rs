@@ -340,7 +340,7 @@ fn check_kv<
                 .map(|(b, &l)| b.slice(0..l))
                 .collect();
             let (sorted_keys, sorted_values) = multi
-                .sort_by_key_shards(&key_views, &value_views, order, algorithm)
+                .sort_pairs_shards(&key_views, &value_views, order, algorithm)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
             let mut got_keys = vec![K::from_random(0); n];
             let mut got_values = vec![value_of(0); n];
@@ -378,7 +378,7 @@ fn key_value_pairs() {
         let keys = multi.upload(&vec![1u64; 4 * p]).unwrap();
         let values = multi.upload(&vec![2u16; 4 * p]).unwrap();
         let err = multi
-            .sort_by_key_shards(
+            .sort_pairs_shards(
                 &DeviceShard::views(&keys),
                 &DeviceShard::views(&values),
                 Order::Ascending,
@@ -398,8 +398,8 @@ fn key_value_pairs() {
             perm.into_iter().map(|i| i as u32).collect::<Vec<_>>()
         };
         multi
-            .sort_by_key_host(&mut k, &mut v, Order::Ascending, Algorithm::Partition)
+            .sort_pairs_host(&mut k, &mut v, Order::Ascending, Algorithm::Partition)
             .unwrap();
-        assert_eq!(v, want, "sort_by_key_host");
+        assert_eq!(v, want, "sort_pairs_host");
     }
 }

@@ -5,10 +5,9 @@
 
 mod common;
 
-use bitonic::dispatch::{
-    TOPK_FILTER_MAX_K, TOPK_RADIX_CHUNK, TOPK_RADIX_MAX_K, TOPK_WARP_SORT_MOST,
-};
-use bitonic::{Backend, Error, Policy, Ran, Select, SortKey, Sorter, Strategy};
+use bitonic::plan::{Layout, Operation};
+use bitonic::policy::TopkPolicy;
+use bitonic::{Backend, Error, Order, Plan, Policy, SortKey, Sorter, Strategy};
 use common::harness::{self, tests, Needs};
 use common::{gpu, make_keys, Pattern, TestKey, PATTERNS};
 use rayon::prelude::*;
@@ -28,7 +27,7 @@ fn main() {
     ]);
 }
 
-const SELECTS: [Select; 2] = [Select::Largest, Select::Smallest];
+const SELECTS: [Order; 2] = [Order::Descending, Order::Ascending];
 const KS: [usize; 12] = [1, 2, 7, 50, 64, 100, 256, 300, 600, 1000, 1024, 2048];
 /// (rows, row_len): rows shorter than 2k for the larger k, lengths across the filter's tiles
 /// and chunks and around the radix select's chunk, and rows long enough for two and three
@@ -47,10 +46,10 @@ const SHAPES: [(usize, usize); 22] = [
     (1, 4097),
     (3, 4097),
     (64, 4097),
-    (2, TOPK_RADIX_CHUNK - 1),
-    (3, TOPK_RADIX_CHUNK),
-    (2, TOPK_RADIX_CHUNK + 1),
-    (1, 2 * TOPK_RADIX_CHUNK + 5),
+    (2, TopkPolicy::RADIX_CHUNK - 1),
+    (3, TopkPolicy::RADIX_CHUNK),
+    (2, TopkPolicy::RADIX_CHUNK + 1),
+    (1, 2 * TopkPolicy::RADIX_CHUNK + 5),
     (2, 9600), // the radix thresholds of four (k = 300) and eight (k = 600) groups a thread
     (1, 100_003),
     (3, 100_003),
@@ -60,7 +59,7 @@ const SHAPES: [(usize, usize); 22] = [
 
 /// Each row's stable order: positions sorted by key (descending for the largest), ties by
 /// position. Pairs of (ordered word, position) are unique, so an unstable sort is stable.
-fn stable_orders<K: SortKey>(keys: &[K], row_len: usize, select: Select) -> Vec<Vec<u32>> {
+fn stable_orders<K: SortKey>(keys: &[K], row_len: usize, select: Order) -> Vec<Vec<u32>> {
     keys.par_chunks(row_len)
         .map(|row| {
             let mut pairs: Vec<(K::Bits, u32)> = row
@@ -69,8 +68,8 @@ fn stable_orders<K: SortKey>(keys: &[K], row_len: usize, select: Select) -> Vec<
                 .map(|(i, key)| (key.to_bits_ordered(), i as u32))
                 .collect();
             match select {
-                Select::Smallest => pairs.sort_unstable(),
-                Select::Largest => pairs.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1))),
+                Order::Ascending => pairs.sort_unstable(),
+                Order::Descending => pairs.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1))),
             }
             pairs.into_iter().map(|(_, i)| i).collect()
         })
@@ -120,32 +119,18 @@ fn ks_for(row_len: usize) -> Vec<usize> {
     ks
 }
 
-/// The strategy a top-k of this shape of keys of `key_bytes` runs on `backend` with `policy`.
-fn expected_strategy(
-    backend: Backend,
-    (rows, row_len): (usize, usize),
-    k: usize,
-    key_bytes: usize,
-    policy: &Policy,
-) -> Strategy {
-    let warp_sort = key_bytes <= 4
-        && row_len <= TOPK_WARP_SORT_MOST
-        && (row_len <= policy.topk_warp_sort_rows_up_to
-            || k <= policy.topk_warp_filter_max_k
-            || k >= policy.topk_warp_sort_min_k(key_bytes)
-            || 2 * k > row_len);
-    let radix = row_len <= TOPK_RADIX_CHUNK
-        || (k <= TOPK_RADIX_MAX_K && row_len <= policy.topk_filter_above)
-        || k <= policy.topk_long_radix_max_k.min(TOPK_RADIX_MAX_K);
-    let selects = k <= TOPK_FILTER_MAX_K && 2 * k <= row_len;
-    match backend {
-        Backend::Cuda if warp_sort => Strategy::TopkWarpSort,
-        Backend::Cuda if selects && radix => Strategy::TopkRadix,
-        Backend::Cuda if selects => Strategy::TopkFilter,
-        Backend::Cuda if rows == 1 => Strategy::KeyValueMerge,
-        Backend::Cuda => Strategy::PairPasses,
-        _ => Strategy::CpuTopk,
-    }
+/// The strategy the plan of a top-k of this shape (keys of `K`) gives on `sorter`'s backend:
+/// what a call must report having run (the plan's own tables, src/plan/tests.rs, say which
+/// strategy each shape gets).
+fn planned<K: SortKey>(sorter: &Sorter, (rows, row_len): (usize, usize), k: usize) -> Strategy {
+    let layout = if rows > 1 {
+        Layout::Rows { row_len }
+    } else {
+        Layout::Whole
+    };
+    let operation = Operation::Topk { k, index_bytes: 4 };
+    let plan = sorter.plan(operation, K::DTYPE, rows * row_len, layout);
+    plan.expect("a plan of a valid top-k").strategy
 }
 
 /// Every k of every shape, both selections, on `backend`, against the stable sort.
@@ -187,8 +172,7 @@ fn check_ks<K: TestKey>(
                 sorter = sorter.policy(policy.clone());
             }
             let ran = check_selection(&sorter, &keys, row_len, k, select, &orders, &what);
-            let policy = policy.unwrap_or(&Policy::HOPPER);
-            let want = expected_strategy(backend, (rows, row_len), k, K::DTYPE.size(), policy);
+            let want = planned::<K>(&sorter.clone().order(select), (rows, row_len), k);
             assert_eq!(ran.strategy, want, "{what}");
         }
     }
@@ -201,11 +185,11 @@ fn gpu_type<K: TestKey>(test: &str) {
     eprintln!("{test} on {}", gpu.info().name);
     check_shapes::<K>(Backend::Cuda, &SHAPES, Pattern::Random);
     let keys = make_keys::<K>(100_003, Pattern::Random, 3);
-    let orders = stable_orders(&keys, keys.len(), Select::Largest);
+    let orders = stable_orders(&keys, keys.len(), Order::Descending);
     let (mut values, mut wide) = (vec![keys[0]; 50], vec![0usize; 50]);
     Sorter::new()
         .backend(Backend::Cuda)
-        .topk(&keys, 50, Select::Largest, &mut values, &mut wide)
+        .clone().order(Order::Descending).topk(&keys, &mut values, &mut wide, 50)
         .unwrap();
     let narrow: Vec<u32> = wide.iter().map(|&i| i as u32).collect();
     check_result(
@@ -267,10 +251,11 @@ fn patterns_on(backend: Backend) {
 /// (2^26, which the radix select reduces in four passes) either side of the default k.
 fn gpu_filter_on_every_row() {
     gpu("gpu_filter_on_every_row");
-    let filter = Policy {
-        topk_filter_above: 0,
-        topk_long_radix_max_k: 0,
-        ..Policy::HOPPER
+    let filter = {
+        let mut p = Policy::HOPPER.clone();
+        p.topk.filter_above = 0;
+        p.topk.long_radix_max_k = 0;
+        p
     };
     let filter = Some(&filter);
     check_shapes_with::<f32>(Backend::Cuda, filter, &SHAPES, Pattern::Random);
@@ -279,9 +264,10 @@ fn gpu_filter_on_every_row() {
     for pattern in PATTERNS {
         check_shapes_with::<i32>(Backend::Cuda, filter, &PATTERN_SHAPES, pattern);
     }
-    let long_rows = Policy {
-        topk_filter_above: 0,
-        ..Policy::HOPPER
+    let long_rows = {
+        let mut p = Policy::HOPPER.clone();
+        p.topk.filter_above = 0;
+        p
     };
     let long_rows = Some(&long_rows);
     check_shapes_with::<bitonic::half::bf16>(
@@ -290,8 +276,8 @@ fn gpu_filter_on_every_row() {
         &SHAPES[8..],
         Pattern::FewDistinct,
     );
-    let past_the_bound = (1, Policy::HOPPER.topk_filter_above + 3);
-    let long_k = Policy::HOPPER.topk_long_radix_max_k;
+    let past_the_bound = (1, Policy::HOPPER.topk.filter_above + 3);
+    let long_k = Policy::HOPPER.topk.long_radix_max_k;
     let around_long_k = [1, long_k, long_k + 1];
     check_ks::<f32>(
         Backend::Cuda,
@@ -312,10 +298,11 @@ fn gpu_filter_on_every_row() {
 /// The radix select at most 16 elements a thread (chunks of 4,096), random keys and ties.
 fn gpu_radix_at_16_a_thread() {
     gpu("gpu_radix_at_16_a_thread");
-    let sixteen = Policy {
-        topk_radix_per_thread: 16,
-        topk_sampled_max_k: 0,
-        ..no_spread()
+    let sixteen = {
+        let mut p = no_spread().clone();
+        p.topk.radix_per_thread = 16;
+        p.topk.sampled_max_k = 0;
+        p
     };
     let sixteen = Some(&sixteen);
     check_shapes_with::<f32>(Backend::Cuda, sixteen, &SHAPES, Pattern::Random);
@@ -324,14 +311,15 @@ fn gpu_radix_at_16_a_thread() {
         check_shapes_with::<u64>(Backend::Cuda, sixteen, &PATTERN_SHAPES, pattern);
     }
     // Another number is an error, not a panic.
-    let eight = Policy {
-        topk_radix_per_thread: 8,
-        ..Policy::HOPPER
+    let eight = {
+        let mut p = Policy::HOPPER.clone();
+        p.topk.radix_per_thread = 8;
+        p
     };
     let keys = vec![1.0f32; 4096];
     let (mut values, mut indices) = (vec![0f32; 8], vec![0u32; 8]);
     let sorter = Sorter::new().backend(Backend::Cuda).policy(eight);
-    let got = sorter.topk(&keys, 8, Select::Largest, &mut values, &mut indices);
+    let got = sorter.clone().order(Order::Descending).topk(&keys, &mut values, &mut indices, 8);
     assert!(matches!(got, Err(Error::Unsupported(_))), "{got:?}");
 }
 
@@ -339,13 +327,14 @@ fn gpu_radix_at_16_a_thread() {
 /// cuts no row for the grid's sake, and gives a segment at most `stream_chunks` chunks: short
 /// rows stream too.
 fn streaming_policy(stream_chunks: usize) -> Policy {
-    Policy {
-        topk_radix_blocks_per_sm: 0,
-        topk_radix_stream_chunks: stream_chunks,
-        topk_radix_stream_min_k: 1,
-        topk_radix_stream_max_k: TOPK_RADIX_MAX_K,
-        topk_sampled_max_k: 0,
-        ..Policy::HOPPER
+    {
+        let mut p = Policy::HOPPER.clone();
+        p.topk.radix_blocks_per_sm = 0;
+        p.topk.radix_stream_chunks = stream_chunks;
+        p.topk.radix_stream_min_k = 1;
+        p.topk.radix_stream_max_k = TopkPolicy::RADIX_MAX_K;
+        p.topk.sampled_max_k = 0;
+        p
     }
 }
 
@@ -360,8 +349,8 @@ fn gpu_streamed_segments() {
     let (one_segment, four_chunks) = (streaming_policy(64), streaming_policy(4));
     let rows_of_one = [
         (3, 40_000),
-        (1, 4 * TOPK_RADIX_CHUNK),
-        (2, 5 * TOPK_RADIX_CHUNK + 1),
+        (1, 4 * TopkPolicy::RADIX_CHUNK),
+        (2, 5 * TopkPolicy::RADIX_CHUNK + 1),
     ];
     let ks = [1, 8, 50, 128, 129, 256, 300, 600, 1000, 1024, 1025];
     for pattern in PATTERNS {
@@ -425,9 +414,10 @@ fn gpu_sampled_select() {
     gpu("gpu_sampled_select");
     // Every k it takes, on chunks down to its shortest, cut to fill the GPU or a chunk a row.
     let every_k = sampling_every_k();
-    let whole_rows = Policy {
-        topk_radix_blocks_per_sm: 0,
-        ..every_k.clone()
+    let whole_rows = {
+        let mut p = every_k.clone().clone();
+        p.topk.radix_blocks_per_sm = 0;
+        p
     };
     let shapes = [(3, 8192), (2, 8193), (2, 8007), (3, 40_000), (1, 100_003)];
     for pattern in PATTERNS {
@@ -469,27 +459,30 @@ fn gpu_sampled_select() {
 /// A policy whose radix select samples for every k it can, on chunks down to the shortest
 /// the sampled select takes (8,192 keys).
 fn sampling_every_k() -> Policy {
-    Policy {
-        topk_sampled_min_k: 1,
-        topk_sampled_min_chunk: 0,
-        ..no_spread()
+    {
+        let mut p = no_spread().clone();
+        p.topk.sampled_min_k = 1;
+        p.topk.sampled_min_chunk = 0;
+        p
     }
 }
 
 /// A policy whose spread select takes every k on any number of rows.
 fn spreading_every_k() -> Policy {
-    Policy {
-        topk_spread_min_rows: 1,
-        ..Policy::HOPPER
+    {
+        let mut p = Policy::HOPPER.clone();
+        p.topk.spread_min_rows = 1;
+        p
     }
 }
 
 /// The default policy without the spread select, so that few long rows take the radix
 /// select's passes.
 fn no_spread() -> Policy {
-    Policy {
-        topk_spread_min_len: usize::MAX,
-        ..Policy::HOPPER
+    {
+        let mut p = Policy::HOPPER.clone();
+        p.topk.spread_min_len = usize::MAX;
+        p
     }
 }
 
@@ -540,9 +533,10 @@ fn gpu_spread_select() {
     );
     // Rows the dispatch gives the filter (longer than topk_filter_above, k past
     // topk_long_radix_max_k) take the spread select too.
-    let filtered = Policy {
-        topk_filter_above: 1 << 20,
-        ..Policy::HOPPER
+    let filtered = {
+        let mut p = Policy::HOPPER.clone();
+        p.topk.filter_above = 1 << 20;
+        p
     };
     for pattern in [Pattern::Random, Pattern::FewDistinct] {
         let long = (1, (1 << 21) + 5);
@@ -580,20 +574,20 @@ fn gpu_spread_select() {
 /// A row of zeros but for k - 1 keys that `select` prefers (±1), all in a sample of `runs`
 /// runs of 32 keys, run j from (row_len - 32) x j / (runs - 1) (the sampled select's 128, the
 /// spread select's 256): the sample's threshold is one of them, which fewer than k keys reach.
-fn large_keys_in_the_sample(row_len: usize, k: usize, select: Select, runs: usize) -> Vec<f32> {
+fn large_keys_in_the_sample(row_len: usize, k: usize, select: Order, runs: usize) -> Vec<f32> {
     let runs: Vec<usize> = (0..runs).map(|j| (row_len - 32) * j / (runs - 1)).collect();
     let mut sampled: Vec<usize> = (0..32)
         .flat_map(|offset| runs.iter().map(move |&start| start + offset))
         .collect();
     sampled.sort_unstable();
     sampled.dedup();
-    let far = if select == Select::Largest { 1.0 } else { -1.0 };
+    let far = if select == Order::Descending { 1.0 } else { -1.0 };
     let mut row = vec![0f32; row_len];
     sampled.iter().take(k - 1).for_each(|&at| row[at] = far);
     row
 }
 
-/// Rows a warp sorts (at most [`TOPK_WARP_SORT_MOST`] keys of 2 or 4 bytes): lengths around
+/// Rows a warp sorts (at most [`TopkPolicy::WARP_SORT_MOST`] keys of 2 or 4 bytes): lengths around
 /// a lane's 2, 8 and 32 composites and a warp's 32 lanes, k from 1 to the row, every pattern,
 /// with a policy that sorts every k by warps (rows past 256 through the warp filter: its
 /// groups' bests up to k = 128, its search of top bits above, and past 512 more candidates
@@ -601,15 +595,17 @@ fn large_keys_in_the_sample(row_len: usize, k: usize, select: Select, runs: usiz
 /// then more rows than the grid has warps, so that warps take several rows.
 fn gpu_short_rows_by_warps() {
     gpu("gpu_short_rows_by_warps");
-    let every_k = Policy {
-        topk_warp_sort_min_k_32: 1,
-        topk_warp_sort_min_k_16: 1,
-        topk_warp_filter_max_k: usize::MAX,
-        ..Policy::HOPPER
+    let every_k = {
+        let mut p = Policy::HOPPER.clone();
+        p.topk.warp_sort_min_k_32 = 1;
+        p.topk.warp_sort_min_k_16 = 1;
+        p.topk.warp_filter_max_k = usize::MAX;
+        p
     };
-    let unfiltered = Policy {
-        topk_warp_filter_max_k: 0,
-        ..every_k.clone()
+    let unfiltered = {
+        let mut p = every_k.clone().clone();
+        p.topk.warp_filter_max_k = 0;
+        p
     };
     let lens = [
         1, 2, 3, 31, 32, 33, 63, 64, 65, 100, 255, 256, 257, 511, 513, 1000, 1023, 1024,
@@ -752,16 +748,9 @@ fn gpu_device_buffers() {
             let mut indices_d = stream.alloc_zeros::<u32>(rows * k).unwrap();
             let ran = Sorter::new()
                 .gpu(gpu)
-                .topk_rows_device(&keys_d, row_len, k, select, &mut values_d, &mut indices_d)
+                .clone().order(select).topk_rows_device(&keys_d, &mut values_d, &mut indices_d, row_len, k)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
-            let key_bytes = K::DTYPE.size();
-            let want = expected_strategy(
-                Backend::Cuda,
-                (rows, row_len),
-                k,
-                key_bytes,
-                &Policy::HOPPER,
-            );
+            let want = planned::<K>(&Sorter::new().gpu(gpu).order(select), (rows, row_len), k);
             assert_eq!(ran.strategy, want, "{what}");
             let values = stream.clone_dtoh(&values_d).unwrap();
             let indices = stream.clone_dtoh(&indices_d).unwrap();
@@ -783,46 +772,33 @@ fn gpu_device_buffers() {
     let mut values_d = stream.alloc_zeros::<u32>(2).unwrap();
     let mut indices_d = stream.alloc_zeros::<u32>(2).unwrap();
     let sorter = Sorter::new().gpu(gpu);
-    let bad_k = sorter.topk_rows_device(
-        &keys_d,
-        2,
-        3,
-        Select::Largest,
-        &mut values_d,
-        &mut indices_d,
-    );
+    let largest = sorter.clone().order(Order::Descending);
+    let bad_k = largest.topk_rows_device(&keys_d, &mut values_d, &mut indices_d, 2, 3);
     assert!(
         matches!(bad_k, Err(Error::BadK { k: 3, row_len: 2 })),
         "{bad_k:?}"
     );
-    let short = sorter.topk_rows_device(
-        &keys_d,
-        4,
-        1,
-        Select::Largest,
-        &mut values_d,
-        &mut indices_d,
-    );
+    let short = largest.topk_rows_device(&keys_d, &mut values_d, &mut indices_d, 4, 1);
     assert!(
         matches!(short, Err(Error::TopkOutputLength { .. })),
         "{short:?}"
     );
 }
 
-/// Auto selects on the GPU from [`bitonic::dispatch::AUTO_GPU_MIN_LEN`] keys, on the CPU
+/// Auto selects on the GPU from [`bitonic::plan::AUTO_GPU_MIN_LEN`] keys, on the CPU
 /// below.
 fn gpu_auto_backend() {
     gpu("gpu_auto_backend");
     let big = make_keys::<f32>(1 << 17, Pattern::Random, 1);
     let (mut values, mut indices) = (vec![0f32; 10], vec![0u32; 10]);
-    let ran = bitonic::topk(&big, 10, Select::Largest, &mut values, &mut indices).unwrap();
+    let ran = bitonic::topk(&big, &mut values, &mut indices, 10).unwrap();
     assert_eq!(
         (ran.backend, ran.strategy),
         (Backend::Cuda, Strategy::TopkRadix)
     );
-    let orders = stable_orders(&big, big.len(), Select::Largest);
+    let orders = stable_orders(&big, big.len(), Order::Descending);
     check_result(&big, big.len(), 10, &orders, (&values, &indices), "auto");
-    let ran = bitonic::topk(&big[..1000], 10, Select::Largest, &mut values, &mut indices);
+    let ran = bitonic::topk(&big[..1000], &mut values, &mut indices, 10);
     assert_eq!(ran.unwrap().strategy, Strategy::CpuTopk);
 }
 
@@ -913,9 +889,10 @@ fn topk_for_the_sanitizer() {
             one_selection::<bitonic::half::bf16>(rows, row_len, k, select, Pattern::FewDistinct);
         }
         one_selection::<f32>(9, 1000, 256, select, Pattern::AllEqual);
-        let filters = Sorter::new().backend(Backend::Cuda).policy(Policy {
-            topk_warp_filter_max_k: usize::MAX,
-            ..Policy::HOPPER
+        let filters = Sorter::new().backend(Backend::Cuda).policy({
+            let mut p = Policy::HOPPER.clone();
+            p.topk.warp_filter_max_k = usize::MAX;
+            p
         });
         one_selection_by::<f32>(&filters, 9, 1000, 700, select, Pattern::Random);
         // Segments (one a row of five chunks here) with every fallback: sorted keys overflow
@@ -936,7 +913,7 @@ fn one_selection<K: TestKey>(
     rows: usize,
     row_len: usize,
     k: usize,
-    select: Select,
+    select: Order,
     pattern: Pattern,
 ) {
     let gpu = Sorter::new().backend(Backend::Cuda);
@@ -949,7 +926,7 @@ fn one_selection_by<K: TestKey>(
     rows: usize,
     row_len: usize,
     k: usize,
-    select: Select,
+    select: Order,
     pattern: Pattern,
 ) {
     let keys = make_keys::<K>(rows * row_len, pattern, 17);
@@ -967,49 +944,50 @@ fn check_selection<K: TestKey>(
     keys: &[K],
     row_len: usize,
     k: usize,
-    select: Select,
+    select: Order,
     orders: &[Vec<u32>],
     what: &str,
-) -> Ran {
+) -> Plan {
     let rows = keys.len() / row_len;
     let (mut values, mut indices) = (vec![keys[0]; rows * k], vec![u32::MAX; rows * k]);
     let ran = sorter
-        .topk_rows(keys, row_len, k, select, &mut values, &mut indices)
+        .clone().order(select).topk_rows(keys, &mut values, &mut indices, row_len, k)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     check_result(keys, row_len, k, orders, (&values, &indices), what);
     ran
 }
 
-/// k = 0, k past the row, rows of no keys and outputs of the wrong length are errors that
-/// say so, on every backend, before any work (no GPU needed); no rows select nothing.
+/// k past the row, rows of no keys and outputs of the wrong length are errors that say so, on
+/// every backend, before any work (no GPU needed); k = 0 and no rows select nothing, as
+/// `torch.topk(x, 0)` does.
 fn bad_k_and_outputs_are_errors() {
     let keys = [3u32, 1, 4, 1, 5, 9];
     for backend in [Backend::Auto, Backend::Cpu, Backend::Cuda] {
         let s = Sorter::new().backend(backend);
         let (mut v, mut i) = (vec![0u32; 6], vec![0u32; 6]);
-        let zero = s.topk(&keys, 0, Select::Largest, &mut v[..0], &mut i[..0]);
-        assert!(
-            matches!(zero, Err(Error::BadK { k: 0, row_len: 6 })),
-            "{zero:?}"
-        );
-        let past = s.topk_rows(&keys, 3, 4, Select::Smallest, &mut v, &mut i);
+        let zero = s.clone().order(Order::Descending).topk(&keys, &mut v[..0], &mut i[..0], 0);
+        match zero {
+            Err(Error::NoGpu(_)) => assert_eq!(backend, Backend::Cuda, "no GPU: {zero:?}"),
+            other => assert!(other.is_ok(), "k = 0 selects nothing: {other:?}"),
+        }
+        let past = s.clone().order(Order::Ascending).topk_rows(&keys, &mut v, &mut i, 3, 4);
         assert!(
             matches!(past, Err(Error::BadK { k: 4, row_len: 3 })),
             "{past:?}"
         );
         let message = past.unwrap_err().to_string();
         assert!(
-            message.contains("k must be from 1 to the row length"),
+            message.contains("k must be from 0 to the row length"),
             "{message}"
         );
-        let empty = s.topk::<u32, u32>(&[], 1, Select::Largest, &mut [], &mut []);
+        let empty = s.clone().order(Order::Descending).topk(&[] as &[u32], &mut [], &mut [] as &mut [u32], 1);
         assert!(
             matches!(empty, Err(Error::BadK { k: 1, row_len: 0 })),
             "{empty:?}"
         );
-        let rows = s.topk_rows(&keys, 4, 1, Select::Largest, &mut v[..1], &mut i[..1]);
+        let rows = s.clone().order(Order::Descending).topk_rows(&keys, &mut v[..1], &mut i[..1], 4, 1);
         assert!(matches!(rows, Err(Error::BadRows { .. })), "{rows:?}");
-        let short = s.topk_rows(&keys, 3, 2, Select::Largest, &mut v[..3], &mut i[..4]);
+        let short = s.clone().order(Order::Descending).topk_rows(&keys, &mut v[..3], &mut i[..4], 3, 2);
         assert!(
             matches!(
                 short,
@@ -1022,7 +1000,7 @@ fn bad_k_and_outputs_are_errors() {
             ),
             "{short:?}"
         );
-        let long = s.topk_rows(&keys, 3, 2, Select::Largest, &mut v[..4], &mut i[..5]);
+        let long = s.clone().order(Order::Descending).topk_rows(&keys, &mut v[..4], &mut i[..5], 3, 2);
         assert!(
             matches!(
                 long,
@@ -1035,7 +1013,7 @@ fn bad_k_and_outputs_are_errors() {
         );
         assert_eq!(keys, [3, 1, 4, 1, 5, 9], "the keys stay as they are");
         // No keys in rows of 5: nothing to select, on any backend that runs.
-        let none = s.topk_rows::<u32, u32>(&[], 5, 2, Select::Largest, &mut [], &mut []);
+        let none = s.clone().order(Order::Descending).topk_rows(&[] as &[u32], &mut [], &mut [] as &mut [u32], 5, 2);
         if backend != Backend::Cuda || bitonic::Gpu::get().is_ok() {
             assert!(none.is_ok(), "{backend:?}: {none:?}");
         }
@@ -1045,10 +1023,10 @@ fn bad_k_and_outputs_are_errors() {
         let (mut v, mut i) = (vec![0u32; 2], vec![0u32; 2]);
         let err = Sorter::new()
             .backend(Backend::Cuda)
-            .topk(&keys, 2, Select::Largest, &mut v, &mut i)
+            .clone().order(Order::Descending).topk(&keys, &mut v, &mut i, 2)
             .unwrap_err();
         assert!(
-            err.to_string().contains("CUDA backend is unavailable"),
+            err.to_string().contains("no GPU can be used"),
             "{err}"
         );
     }
@@ -1057,6 +1035,6 @@ fn bad_k_and_outputs_are_errors() {
     let pinned = Sorter::new()
         .backend(Backend::Cuda)
         .version(bitonic::Version::V2)
-        .topk(&keys, 2, Select::Largest, &mut v, &mut i);
+        .clone().order(Order::Descending).topk(&keys, &mut v, &mut i, 2);
     assert!(pinned.is_err(), "{pinned:?}");
 }

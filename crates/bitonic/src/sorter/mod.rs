@@ -341,7 +341,7 @@ fn check_rows(len: usize, row_len: usize) -> Result<()> {
 /// `values` and `indices` elements: `k` from 0 to `row_len`, `rows × k` of each output.
 fn check_topk(len: usize, row_len: usize, k: usize, values: usize, indices: usize) -> Result<usize> {
     check_rows(len, row_len)?;
-    if len > 0 && k > row_len {
+    if k > row_len {
         return Err(Error::BadK { k, row_len });
     }
     let rows = len.checked_div(row_len).unwrap_or(0);
