@@ -51,7 +51,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if let Some(indices) = &args.indices {
         check_output(indices, Some(&args.input), args.force)?;
         if indices == &args.output {
-            anyhow::bail!("--indices and --output name the same file");
+            anyhow::bail!(ui::Usage(
+                "--indices and --output name the same file".into()
+            ));
         }
     }
     let file = KeyFile::open(&args.input, args.dtype)?;

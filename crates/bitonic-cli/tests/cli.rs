@@ -727,18 +727,22 @@ fn bench_sizes_are_checked_before_the_work() {
         &["bench", "--no-gpu", "--min-exp", "20", "--max-exp", "18"],
         &["bench-rows", "--shapes", "1099511627776x1024"],
     ];
-    let messages = [
-        "one sort takes at most 2^31 keys",
-        "--min-exp 20 is above --max-exp 18",
-        "not enough memory for bench-rows at 1099511627776x1024 keys",
+    // Sizes out of range are usage errors (2); memory this machine lacks is a failure (1).
+    let expected = [
+        ("one sort takes at most 2^31 keys", 2),
+        ("--min-exp 20 is above --max-exp 18", 2),
+        (
+            "not enough memory for bench-rows at 1099511627776x1024 keys",
+            1,
+        ),
     ];
-    for (args, message) in args.iter().zip(messages) {
+    for (args, (message, status)) in args.iter().zip(expected) {
         bitonic()
             .args(*args)
             .arg("-o")
             .arg(&out)
             .assert()
-            .code(2)
+            .code(status)
             .stderr(predicate::str::contains(message));
         assert!(!out.exists(), "{args:?} made its output folder");
     }
@@ -759,7 +763,7 @@ fn huge_sizes_fail_with_the_size_named() {
             cmd.arg(dir.path("big"));
         }
         cmd.assert()
-            .code(2)
+            .code(1)
             .stderr(predicate::str::contains(
                 "not enough memory for 70368744177664 u64 keys: it needs 512.0 TiB \
                  (562949953421312 bytes)",
@@ -771,7 +775,7 @@ fn huge_sizes_fail_with_the_size_named() {
         .args(["gen", "-n", "2^62", "--dtype", "u64"])
         .arg(dir.path("big"))
         .assert()
-        .code(2)
+        .code(1)
         .stderr(predicate::str::contains(
             "more bytes than this machine can address",
         ));
@@ -830,14 +834,14 @@ fn gpu_benches_without_a_gpu_fail_first() {
         .args(["bench", "--min-exp", "10", "--max-exp", "10", "-o"])
         .arg(&out)
         .assert()
-        .code(2)
+        .code(1)
         .stderr(predicate::str::contains("bench needs a GPU"))
         .stderr(predicate::str::contains("--no-gpu"));
     bitonic()
         .args(["bench-rows", "-o"])
         .arg(&out)
         .assert()
-        .code(2)
+        .code(1)
         .stderr(predicate::str::contains("bench-rows needs a GPU"))
         .stderr(predicate::str::contains("no CPU mode"));
     assert!(!out.exists(), "nothing is made before the GPU is found");
@@ -886,7 +890,7 @@ fn demo_on_cuda_without_a_gpu_just_fails() {
         bitonic()
             .args(args)
             .assert()
-            .code(2)
+            .code(1)
             .stdout(predicate::str::is_empty())
             .stderr(predicate::str::contains(
                 "the CUDA backend is unavailable: no ",
@@ -929,7 +933,7 @@ fn version_prints_the_program_version_and_algo_picks_the_algorithm() {
         &["sort", "--backend", "cpu", "--algo", "v3"],
         Some(&input),
         &dir.path("out"),
-        "version v3 runs on the GPU",
+        "--algo v3 runs on the GPU but --backend cpu sorts on the CPU",
     );
 }
 
@@ -1007,7 +1011,7 @@ fn standard_input_and_output_are_named() {
         .args(["sort", "-", "-o", "-"])
         .write_stdin(vec![1u8, 2, 3])
         .assert()
-        .code(2)
+        .code(1)
         .stderr(predicate::str::contains(
             "standard input: 3 bytes is not a whole number",
         ));
@@ -1094,7 +1098,7 @@ fn a_folder_as_input() {
         .arg("-o")
         .arg(dir.path("out"))
         .assert()
-        .code(2)
+        .code(1)
         .stderr(predicate::str::contains("is a folder, not a key file"));
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
     assert_eq!(
@@ -1107,7 +1111,7 @@ fn a_folder_as_input() {
         .arg("verify")
         .arg(dir.root())
         .assert()
-        .code(2)
+        .code(1)
         .stderr(predicate::str::contains("is a folder"));
 }
 
@@ -1274,4 +1278,106 @@ fn half_floats_from_npy_and_raw() {
         .failure()
         .stderr(predicate::str::contains("NumPy has no bf16 type"));
     assert!(!dir.path("gen.npy").exists());
+}
+
+// ---- exit statuses ----
+
+/// A command line wrong in itself exits 2, as clap's own parse errors do, and writes nothing;
+/// a command that fails exits 1. Every --help says so.
+#[test]
+fn usage_errors_exit_2_and_failures_exit_1() {
+    let dir = Dir::new();
+    let input = dir.path("in.raw");
+    write_raw_u32(&input, &[3, 1, 2, 0, 5, 4]);
+    let usage: [(&[&str], &str, &str); 5] = [
+        (
+            &["sort", "--backend", "cpu", "--algo", "v3"],
+            "out.raw",
+            "--algo v3 runs on the GPU but --backend cpu sorts on the CPU: leave out --algo",
+        ),
+        (
+            &["sort", "--rows", "0"],
+            "out.raw",
+            "--rows must be at least 1",
+        ),
+        (
+            &["sort", "--dtype", "bf16"],
+            "out.npy",
+            "NumPy has no bf16 type",
+        ),
+        (
+            &["sort", "--backend", "gpu"],
+            "out.raw",
+            "invalid value 'gpu'",
+        ),
+        (
+            &["topk", "-k", "1", "--indices"],
+            "out.raw",
+            "--indices and --output name the same file",
+        ),
+    ];
+    for (args, output, message) in usage {
+        let output = dir.path(output);
+        let mut cmd = bitonic();
+        cmd.args(args);
+        if args[0] == "topk" {
+            cmd.arg(&output);
+        }
+        cmd.arg(&input).arg("-o").arg(&output);
+        cmd.assert()
+            .code(2)
+            .stderr(predicate::str::contains(message));
+        assert!(!output.exists(), "{args:?} wrote {}", output.display());
+    }
+    bitonic()
+        .args(["compile", "--arch", "gfx90a"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "is not an architecture such as sm_90",
+        ));
+
+    let existing = dir.path("existing.raw");
+    write_raw_u32(&existing, &[7]);
+    let failures: [(&[&str], &Path, &Path, &str); 3] = [
+        (
+            &["sort"],
+            &dir.path("missing.raw"),
+            &dir.path("out.raw"),
+            "no such file",
+        ),
+        (&["sort"], &input, &existing, "exists; pass --force"),
+        (
+            &["sort", "--rows", "4"],
+            &input,
+            &dir.path("out.raw"),
+            "6 keys do not split into 4",
+        ),
+    ];
+    for (args, input, output, message) in failures {
+        bitonic()
+            .args(args)
+            .arg(input)
+            .arg("-o")
+            .arg(output)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(message));
+    }
+    assert_eq!(read_raw_u32(&existing), [7]);
+
+    let mut helps = vec![vec!["--help"]];
+    helps.extend(SUBCOMMANDS.iter().map(|c| vec![*c, "--help"]));
+    helps.push(vec!["topk", "--help"]);
+    for args in helps {
+        let out = bitonic().args(&args).assert().success();
+        let help = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        for line in [
+            "Exit status:",
+            "  1    the command failed",
+            "  2    the command line is wrong in itself",
+        ] {
+            assert!(help.contains(line), "{args:?} lacks {line:?}: {help}");
+        }
+    }
 }

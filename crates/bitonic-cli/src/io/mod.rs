@@ -59,6 +59,15 @@ pub enum IoError {
     OutputIsInput { path: String },
 }
 
+impl IoError {
+    /// Whether the command line alone is wrong (exit status 2, [`crate::ui::Usage`]): a .npy
+    /// output of a type NumPy lacks is asked for by the output's name and `--dtype`, whatever
+    /// the input holds. Every other problem depends on the files (exit status 1).
+    pub fn is_usage(&self) -> bool {
+        matches!(self, IoError::NoNpyDtype { .. })
+    }
+}
+
 /// How keys are laid out in a file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Format {
