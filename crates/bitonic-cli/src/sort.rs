@@ -11,8 +11,9 @@ use std::time::Instant;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Input: raw little-endian keys or .npy; - reads raw keys (or a .npy) from standard
-    /// input.
+    /// Input: raw little-endian keys or .npy; - reads standard input. A name ending in .npy
+    /// must hold a valid .npy; any other input is read as .npy when it starts with NumPy's
+    /// magic, as raw keys otherwise.
     input: PathBuf,
     /// Output: .npy when the name ends in .npy, raw otherwise; - writes raw keys to standard
     /// output.

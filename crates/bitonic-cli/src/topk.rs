@@ -11,7 +11,9 @@ use std::time::Instant;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Input: raw little-endian keys or .npy (2-D: every row); - reads standard input.
+    /// Input: raw little-endian keys or .npy (2-D: every row); - reads standard input. A name
+    /// ending in .npy must hold a valid .npy; any other input is read as .npy when it starts
+    /// with NumPy's magic, as raw keys otherwise.
     input: PathBuf,
     /// How many keys to keep from each row (1 to the row's length).
     #[arg(short, long)]

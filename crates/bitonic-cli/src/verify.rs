@@ -13,7 +13,9 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The file to check (raw or .npy); - reads standard input.
+    /// The file to check (raw or .npy); - reads standard input. A name ending in .npy must
+    /// hold a valid .npy; any other input is read as .npy when it starts with NumPy's magic,
+    /// as raw keys otherwise.
     file: PathBuf,
     /// Key type of raw input (a .npy header names its own; u32 when not given).
     #[arg(long, value_parser = ui::named(&DType::ALL, DType::name))]

@@ -254,7 +254,7 @@ fn malformed_npy_header() {
     let input = dir.path("bad.npy");
     std::fs::write(
         &input,
-        b"\x93NUMPY\x01\x00\x20\x00{'descr': '<u4', 'fortran_or",
+        b"\x93NUMPY\x01\x00\x1c\x00{'descr': '<u4', 'fortran_or",
     )
     .unwrap();
     fails_without_output(
@@ -289,7 +289,13 @@ fn npy_with_descr(descr: &str, shape: &str) -> Vec<u8> {
 }
 
 fn npy_with_data(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
-    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    npy_in_order(descr, false, shape, data)
+}
+
+/// A .npy as NumPy writes it, in C order or (`fortran`) in Fortran order.
+fn npy_in_order(descr: &str, fortran: bool, shape: &str, data: &[u8]) -> Vec<u8> {
+    let order = if fortran { "True" } else { "False" };
+    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
     while (10 + dict.len() + 1) % 64 != 0 {
         dict.push(' ');
     }
@@ -1380,4 +1386,166 @@ fn usage_errors_exit_2_and_failures_exit_1() {
             assert!(help.contains(line), "{args:?} lacks {line:?}: {help}");
         }
     }
+}
+
+// ---- damaged .npy files ----
+
+/// 100 u32 keys in descending order, as a .npy (a 128-byte header, then 400 bytes of keys).
+fn reversed_npy(dir: &Dir) -> Vec<u8> {
+    let path = dir.path("reversed.npy");
+    bitonic()
+        .args(["gen", "-n", "100", "--pattern", "reversed", "--force"])
+        .arg(&path)
+        .assert()
+        .success();
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.len(), 128 + 400);
+    bytes
+}
+
+/// A file named .npy must be a .npy: with its magic damaged it is an error naming the file,
+/// not 132 raw u32 keys sorted. Other names and standard input are read by their first
+/// bytes: a .npy under another name is still a .npy, raw keys are raw.
+#[test]
+fn a_npy_with_its_magic_damaged_is_refused() {
+    let dir = Dir::new();
+    let mut bytes = reversed_npy(&dir);
+    let good = dir.path("keys.dat");
+    std::fs::write(&good, &bytes).unwrap();
+    bytes[1] = b'X'; // \x93XUMPY
+    let damaged = dir.path("damaged.npy");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let message = "damaged.npy: not a valid .npy file: it does not start with the .npy magic \
+                   (\\x93NUMPY): the file is damaged, or holds raw keys under a .npy name";
+    for command in ["sort", "topk"] {
+        let mut cmd = bitonic();
+        cmd.arg(command);
+        if command == "topk" {
+            cmd.args(["-k", "1"]);
+        }
+        cmd.arg(&damaged).arg("-o").arg(dir.path("out.raw"));
+        cmd.assert()
+            .code(1)
+            .stderr(predicate::str::contains(message));
+        assert!(!dir.path("out.raw").exists());
+    }
+    bitonic()
+        .arg("verify")
+        .arg(&damaged)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains(message));
+    // A whole .npy under another name, and the damaged bytes under a raw name.
+    let out = dir.path("sorted.npy");
+    bitonic()
+        .args(["sort", "--backend", "cpu"])
+        .arg(&good)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("sorted 100 u32 keys"));
+    let mut ascending: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes[128..]);
+    ascending.reverse();
+    assert_eq!(read_npy::<u32>(&out).1, ascending);
+    let raw = dir.path("damaged.raw");
+    std::fs::write(&raw, &bytes).unwrap();
+    bitonic()
+        .args(["sort", "--backend", "cpu"])
+        .arg(&raw)
+        .arg("-o")
+        .arg(dir.path("raw-out.raw"))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("sorted 132 u32 keys"));
+}
+
+/// A .npy cut short says "truncated" wherever the cut is: in the magic, the preamble, the
+/// header or the keys (not "failed to fill whole buffer").
+#[test]
+fn a_truncated_npy_says_so() {
+    let dir = Dir::new();
+    let bytes = reversed_npy(&dir);
+    let cut = dir.path("cut.npy");
+    for (at, message) in [
+        (0, "cut.npy: truncated .npy file: it is empty"),
+        (
+            3,
+            "cut.npy: truncated .npy file: it ends inside its header, after 3 bytes",
+        ),
+        (
+            6,
+            "cut.npy: truncated .npy file: it ends inside its header, after 6 bytes",
+        ),
+        (
+            9,
+            "cut.npy: truncated .npy file: it ends inside its header, after 9 bytes",
+        ),
+        (
+            40,
+            "cut.npy: truncated .npy file: it ends inside its header, after 40 of the header's \
+             128 bytes",
+        ),
+        (
+            128 + 10,
+            "cut.npy: truncated .npy file: the header promises 100 keys (400 bytes) but the \
+             file holds 10 bytes",
+        ),
+    ] {
+        std::fs::write(&cut, &bytes[..at]).unwrap();
+        fails_without_output(&["sort"], Some(&cut), &dir.path("out.npy"), message);
+        bitonic()
+            .arg("verify")
+            .arg(&cut)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(message))
+            .stderr(predicate::str::contains("fill whole buffer").not());
+    }
+    // Standard input has no name: its first bytes make it a .npy.
+    bitonic()
+        .args(["sort", "-", "-o", "-"])
+        .write_stdin(bytes[..40].to_vec())
+        .assert()
+        .code(1)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains(
+            "standard input: truncated .npy file: it ends inside its header, after 40 of",
+        ));
+}
+
+/// Fortran order is valid .npy, but a 2-D array in it has no contiguous rows: refused as
+/// unsupported, saying what to do. A 1-D array is laid out the same in either order.
+#[test]
+fn a_fortran_order_npy_is_unsupported() {
+    let dir = Dir::new();
+    let fortran =
+        |shape: &str, keys: &[u32]| npy_in_order("<u4", true, shape, bytemuck::cast_slice(keys));
+    let matrix = dir.path("matrix.npy");
+    std::fs::write(&matrix, fortran("(2, 3)", &[3, 9, 1, 7, 2, 8])).unwrap();
+    let assert = bitonic()
+        .arg("sort")
+        .arg(&matrix)
+        .arg("-o")
+        .arg(dir.path("out.npy"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "matrix.npy: a 2-D .npy array in Fortran (column-major) order is not supported: its \
+             rows are not contiguous; save it in C order",
+        ));
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+    assert!(!stderr.contains("not a valid"), "{stderr}");
+    assert!(!dir.path("out.npy").exists());
+    let vector = dir.path("vector.npy");
+    std::fs::write(&vector, fortran("(3,)", &[3, 1, 2])).unwrap();
+    bitonic()
+        .arg("sort")
+        .arg(&vector)
+        .arg("-o")
+        .arg(dir.path("vector-out.npy"))
+        .assert()
+        .success();
+    assert_eq!(read_npy::<u32>(&dir.path("vector-out.npy")).1, [1, 2, 3]);
 }

@@ -35,6 +35,9 @@ pub enum IoError {
         bytes: u64,
         held: usize,
     },
+    /// Cut short before its keys: inside the magic or the header.
+    #[error("{path}: truncated .npy file: {reason}")]
+    TruncatedHeader { path: String, reason: String },
     #[error("{path}: {reason}")]
     TooLarge { path: String, reason: String },
     #[error("{path}: not a valid .npy file: {reason}")]
@@ -51,6 +54,11 @@ pub enum IoError {
         found: DType,
         given: DType,
     },
+    #[error(
+        "{path}: a 2-D .npy array in Fortran (column-major) order is not supported: its rows \
+         are not contiguous; save it in C order (numpy.save(file, numpy.ascontiguousarray(a)))"
+    )]
+    FortranOrder { path: String },
     #[error("{path}: a .npy array of shape {shape:?} is not supported (one or two dimensions)")]
     UnsupportedShape { path: String, shape: Vec<u64> },
     #[error("{path} exists; pass --force to overwrite it")]
@@ -143,8 +151,12 @@ fn read_stream(mut from: impl Read, path: &Path) -> Result<Vec<u8>, IoError> {
 }
 
 impl KeyFile {
-    /// Opens `path` (`-` for stdin). A `.npy` header gives the dtype; `dtype` must then agree
-    /// with it. Raw data takes `dtype`, `u32` when none is given. Regular files are mapped;
+    /// Opens `path` (`-` for stdin). A file whose name ends in `.npy` must be a .npy file: one
+    /// without NumPy's magic is an error (damaged, or cut short inside the magic), not raw
+    /// keys sorted as u32. Any other input is a .npy when it starts with the magic (stdin has
+    /// no name; a .npy may be named otherwise), raw keys when not. A `.npy` header gives the
+    /// dtype; `dtype` must then agree with it. Raw data takes `dtype`, `u32` when none is
+    /// given. Regular files are mapped;
     /// stdin, FIFOs and devices are read whole; a folder is an error. Every size the file
     /// states is checked against what it holds.
     pub fn open(path: &Path, dtype: Option<DType>) -> Result<KeyFile, IoError> {
@@ -181,6 +193,8 @@ impl KeyFile {
         };
         let npy_header = if all.starts_with(npy::MAGIC) {
             Some(npy::parse_header(path, all)?)
+        } else if !is_stdio(path) && Format::from_path(path) == Format::Npy {
+            return Err(npy::without_magic(path, all));
         } else {
             None
         };
