@@ -1549,3 +1549,81 @@ fn a_fortran_order_npy_is_unsupported() {
         .success();
     assert_eq!(read_npy::<u32>(&dir.path("vector-out.npy")).1, [1, 2, 3]);
 }
+
+// ---- odd destinations ----
+
+/// A folder that takes no new file (here /sys, which refuses even root) is an error naming
+/// the user's output, not the hidden temporary file the write would have made.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_unwritable_folder_names_the_output_not_the_temporary_file() {
+    let dir = Dir::new();
+    let input = dir.path("in.raw");
+    write_raw_u32(&input, &[3, 1, 2]);
+    let output = Path::new("/sys/bitonic-out.raw");
+    for command in [&["sort"][..], &["topk", "-k", "1"]] {
+        bitonic()
+            .args(command)
+            .arg(&input)
+            .arg("-o")
+            .arg(output)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(
+                "/sys/bitonic-out.raw: cannot write in /sys: ",
+            ))
+            .stderr(predicate::str::contains(".bitonic-").not())
+            .stderr(predicate::str::contains(".partial").not())
+            .stderr(predicate::str::contains("at path").not());
+    }
+    bitonic()
+        .args(["gen", "-n", "3"])
+        .arg(output)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "/sys/bitonic-out.raw: cannot write in /sys: ",
+        ))
+        .stderr(predicate::str::contains(".bitonic-").not());
+    assert!(!output.exists());
+}
+
+/// A path through a file (somefile/out.raw) says that the file is in the way, not that a
+/// folder does not exist; for inputs too.
+#[test]
+fn a_file_where_a_folder_should_be() {
+    let dir = Dir::new();
+    let input = dir.path("in.raw");
+    write_raw_u32(&input, &[3, 1, 2]);
+    let file = dir.path("somefile");
+    std::fs::write(&file, b"not a folder").unwrap();
+    let in_the_way = format!("{} is a file, not a folder", file.display());
+    for output in [file.join("out.raw"), file.join("sub").join("out.raw")] {
+        let named = format!("{}: {in_the_way}", output.display());
+        for command in [&["sort"][..], &["topk", "-k", "1"]] {
+            bitonic()
+                .args(command)
+                .arg(&input)
+                .arg("-o")
+                .arg(&output)
+                .assert()
+                .code(1)
+                .stderr(predicate::str::contains(named.as_str()))
+                .stderr(predicate::str::contains("does not exist").not());
+        }
+        bitonic()
+            .args(["gen", "-n", "3", "-o"])
+            .arg(&output)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(named.as_str()));
+        let read = format!("{}: {in_the_way}", output.display());
+        bitonic()
+            .arg("verify")
+            .arg(&output)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(read.as_str()));
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"not a folder");
+}

@@ -167,8 +167,9 @@ impl KeyFile {
         let bytes = if is_stdio(path) {
             Bytes::Owned(read_stream(std::io::stdin().lock(), path)?)
         } else {
-            let file = File::open(path).map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => IoError::NotFound {
+            let file = File::open(path).map_err(|e| match (file_in_the_way(path), e.kind()) {
+                (Some(why), _) => io(std::io::Error::other(why)),
+                (None, std::io::ErrorKind::NotFound) => IoError::NotFound {
                     path: input_name(path),
                 },
                 _ => io(e),
@@ -299,6 +300,24 @@ impl KeyFile {
     }
 }
 
+/// Why a path cannot name a file: the first of its folders that exists is not a folder
+/// (`somefile` in `somefile/out.bin`), which the system calls "not a directory" or "no such
+/// file". `None` when the folders that exist are folders.
+fn file_in_the_way(path: &Path) -> Option<String> {
+    let folders = path
+        .ancestors()
+        .skip(1)
+        .filter(|a| !a.as_os_str().is_empty());
+    let existing = folders
+        .filter_map(|a| Some((a, std::fs::metadata(a).ok()?)))
+        .next()?;
+    match existing {
+        (_, m) if m.is_dir() => None,
+        (a, m) if m.is_file() => Some(format!("{} is a file, not a folder", a.display())),
+        (a, _) => Some(format!("{} is not a folder", a.display())),
+    }
+}
+
 /// Refuses to write over an existing file, or over the input, unless `force`; and checks,
 /// before any work, that the output's folder exists and takes a new file.
 pub fn check_output(output: &Path, input: Option<&Path>, force: bool) -> Result<(), IoError> {
@@ -314,7 +333,8 @@ pub fn check_output(output: &Path, input: Option<&Path>, force: bool) -> Result<
     }
     let dir = folder_of(output);
     if !dir.is_dir() {
-        let why = format!("the folder {} does not exist", dir.display());
+        let why = file_in_the_way(output)
+            .unwrap_or_else(|| format!("the folder {} does not exist", dir.display()));
         return Err(err(std::io::Error::new(std::io::ErrorKind::NotFound, why)));
     }
     // The same temporary file the write will make, made and dropped now: a folder that does
@@ -426,11 +446,22 @@ fn temporary_in(
         use std::os::unix::fs::PermissionsExt;
         builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
-    let tmp = builder.tempfile_in(dir)?;
+    let tmp = builder.tempfile_in(dir).map_err(without_temporary_name)?;
     if let Some(permissions) = permissions {
         tmp.as_file().set_permissions(permissions)?;
     }
     Ok(tmp)
+}
+
+/// tempfile adds its file's name to the errors it makes ("Permission denied (os error 13) at
+/// path \"/d/.bitonic-x.partial\""): the cause alone, so that an error names the user's path,
+/// never the hidden file.
+fn without_temporary_name(e: std::io::Error) -> std::io::Error {
+    let text = e.get_ref().map(ToString::to_string);
+    match text.as_deref().and_then(|t| t.split_once(" at path ")) {
+        Some((cause, _)) => std::io::Error::new(e.kind(), cause.to_string()),
+        None => e,
+    }
 }
 
 /// Temporary files being written now: what a signal handler removes.
