@@ -1627,3 +1627,53 @@ fn a_file_where_a_folder_should_be() {
     }
     assert_eq!(std::fs::read(&file).unwrap(), b"not a folder");
 }
+
+// ---- verify's hint ----
+
+/// A raw file read as u32 (no --dtype) that is not sorted gets a hint naming the default and
+/// --dtype; a .npy, or a raw file whose type was given, does not.
+#[test]
+fn verify_hints_at_dtype_for_raw_files() {
+    let dir = Dir::new();
+    let floats = dir.path("floats.raw");
+    std::fs::write(
+        &floats,
+        bytemuck::cast_slice::<f32, u8>(&[-2.0, -1.0, 0.5, 3.0]),
+    )
+    .unwrap();
+    let hint = "is a raw file, so its keys were read as u32, the default; if it holds another \
+                type, name it with --dtype (u32, i32, u64, i64, f32, f64, f16, bf16)";
+    bitonic()
+        .arg("verify")
+        .arg(&floats)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("not sorted"))
+        .stderr(predicate::str::contains(format!(
+            "hint: {}",
+            floats.display()
+        )))
+        .stderr(predicate::str::contains(hint));
+    bitonic()
+        .args(["verify", "--dtype", "f32"])
+        .arg(&floats)
+        .assert()
+        .success();
+    let unsorted = dir.path("unsorted.raw");
+    write_raw_u32(&unsorted, &[2, 1]);
+    bitonic()
+        .args(["verify", "--dtype", "u32"])
+        .arg(&unsorted)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("hint").not());
+    let npy = dir.path("unsorted.npy");
+    write_npy_u32(&npy, "(2,)", &[2, 1]);
+    bitonic()
+        .arg("verify")
+        .arg(&npy)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("not sorted"))
+        .stderr(predicate::str::contains("hint").not());
+}

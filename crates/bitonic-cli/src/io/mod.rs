@@ -103,6 +103,8 @@ enum Bytes {
 /// An opened key file: its type and its key bytes (mapped, not yet copied).
 pub struct KeyFile {
     pub path: PathBuf,
+    /// How the file was read: `Npy` when it starts with NumPy's magic.
+    pub format: Format,
     pub dtype: DType,
     /// `[len]`, or `[rows, keys per row]` for a 2-D .npy array.
     pub shape: Vec<usize>,
@@ -260,6 +262,10 @@ impl KeyFile {
         };
         Ok(KeyFile {
             path: path.to_path_buf(),
+            format: match npy_header {
+                Some(_) => Format::Npy,
+                None => Format::Raw,
+            },
             dtype,
             shape,
             bytes,
