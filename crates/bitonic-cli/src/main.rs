@@ -7,6 +7,7 @@ mod demo;
 mod gen;
 mod info;
 mod io;
+mod signals;
 mod sort;
 mod topk;
 mod ui;
@@ -115,7 +116,7 @@ fn main() -> std::process::ExitCode {
     let command = Cli::command().mut_subcommands(|c| c.after_help(ui::EXIT_STATUS));
     let cli = Cli::from_arg_matches(&command.get_matches_from(args)).unwrap_or_else(|e| e.exit());
     ui::show_kernel_compiles();
-    io::remove_partial_files_on_signals();
+    signals::exit_on_signals(io::remove_partial_files);
     let result = match cli.command {
         Command::Sort(args) => sort::run(args),
         Command::Gen(args) => gen::run(args),

@@ -12,7 +12,9 @@ Exit status:
        options; an output that cannot be written; no GPU for a GPU-only command; verify:
        the file is not sorted, or not a permutation of the original
   2    the command line is wrong in itself: an unknown option, a bad value, options that
-       contradict each other; nothing is written";
+       contradict each other; nothing is written
+  130  interrupted by Ctrl-C (SIGINT); 143: SIGTERM; 129: SIGHUP (128 + the signal's
+       number); the partial output is removed";
 
 /// A command line wrong in itself, whatever the files hold: a value out of range, options
 /// that contradict each other. It exits 2, as clap's own parse errors do; every other error

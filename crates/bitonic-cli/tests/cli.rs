@@ -614,50 +614,138 @@ fn a_bad_destination_fails_before_the_work() {
         .stderr(predicate::str::contains("is a folder"));
 }
 
-/// SIGTERM while the output is being written leaves no partial file behind.
+/// SIGTERM while the output is being written exits 143 (128 + 15) and leaves no partial file
+/// behind. The signal is sent once the write has begun (the partial file holds data): 1 GiB
+/// is written for long enough to be interrupted, and a run that ends first fails the test.
 #[cfg(unix)]
 #[test]
 fn an_interrupted_write_leaves_nothing() {
     let dir = Dir::new();
     let output = dir.path("big.raw");
-    // 2^28 u32 keys: 1 GiB, written for long enough to be interrupted.
     let bin = bitonic().get_program().to_owned();
     let mut child = std::process::Command::new(bin)
         .args(["gen", "-n", "2^28"])
         .arg(&output)
         .env("BITONIC_CACHE_DIR", "")
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait for the partial file to appear, then interrupt.
-    let partial = || {
+    // The write's partial file, once it holds data (the folder check's probe stays empty).
+    let writing = || {
         std::fs::read_dir(dir.root()).unwrap().any(|e| {
-            e.unwrap()
-                .file_name()
-                .to_string_lossy()
-                .starts_with(".bitonic-")
+            let e = e.unwrap();
+            e.file_name().to_string_lossy().starts_with(".bitonic-")
+                && e.metadata().is_ok_and(|m| m.len() > 0)
         })
     };
     let started = std::time::Instant::now();
-    while !partial() && started.elapsed().as_secs() < 60 {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
+    while !writing() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "gen ended before the signal"
+        );
+        assert!(
+            started.elapsed().as_secs() < 120,
+            "no partial file appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("bitonic: terminated"), "{stderr}");
     let left: Vec<_> = std::fs::read_dir(dir.root())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    if status.success() {
-        // It finished before the signal: then the whole file is there and nothing else.
-        assert_eq!(left, ["big.raw"]);
-    } else {
-        assert!(left.is_empty(), "left behind: {left:?}");
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Whether `pid` handles `signal` (its bit in SigCgt of /proc/PID/status): its handlers are
+/// set, so a signal sent now tests them, not the default action.
+#[cfg(target_os = "linux")]
+fn catches(pid: u32, signal: i32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let mask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok());
+    mask.is_some_and(|m| m & (1 << (signal - 1)) != 0)
+}
+
+/// A sort waiting on standard input that never closes, its handlers set (or, with `ignore`,
+/// SIGHUP ignored as nohup does).
+#[cfg(target_os = "linux")]
+fn waiting_sort(output: &Path, ignore_hangup: bool) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let bin = bitonic().get_program().to_owned();
+    let mut cmd = std::process::Command::new(bin);
+    cmd.args(["sort", "-", "-o"])
+        .arg(output)
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    if ignore_hangup {
+        // SAFETY: signal(2) only, between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGHUP, libc::SIG_IGN);
+                Ok(())
+            });
+        }
     }
+    let child = cmd.spawn().unwrap();
+    let started = std::time::Instant::now();
+    while !catches(child.id(), libc::SIGTERM) {
+        assert!(started.elapsed().as_secs() < 60, "no SIGTERM handler");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    child
+}
+
+/// Ctrl-C, SIGTERM and SIGHUP end a command with 128 + the signal's number, as a shell
+/// reports it, and say which; a hang-up ignored at the start (nohup) stays ignored.
+#[cfg(target_os = "linux")]
+#[test]
+fn signals_exit_with_128_plus_their_number() {
+    let dir = Dir::new();
+    let output = dir.path("out.raw");
+    for (signal, status, said) in [
+        (libc::SIGINT, 130, "bitonic: interrupted"),
+        (libc::SIGTERM, 143, "bitonic: terminated"),
+        (libc::SIGHUP, 129, "bitonic: hung up"),
+    ] {
+        let mut child = waiting_sort(&output, false);
+        let stdin = child.stdin.take(); // kept open: the sort waits for more keys
+                                        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let out = child.wait_with_output().unwrap();
+        drop(stdin);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(status), "signal {signal}: {stderr}");
+        assert!(stderr.contains(said), "signal {signal}: {stderr}");
+    }
+    let mut child = waiting_sort(&output, true);
+    let stdin = child.stdin.take();
+    assert!(
+        !catches(child.id(), libc::SIGHUP),
+        "an ignored SIGHUP is handled"
+    );
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "ended by an ignored SIGHUP"
+    );
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    assert_eq!(out.status.code(), Some(143));
+    let left: Vec<_> = std::fs::read_dir(dir.root()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
 
 // ---- the edges of the command line ----

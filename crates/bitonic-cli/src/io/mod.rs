@@ -401,7 +401,7 @@ pub fn write_text(path: &Path, text: &str) -> Result<(), IoError> {
 
 /// Writes a file (`-`: stdout) with `write`, atomically: a temporary file in the destination's
 /// folder, renamed into place when whole, so readers see the old file or the whole new one. A
-/// failure, or Ctrl-C or SIGTERM ([`remove_partial_files_on_signals`]), leaves nothing behind.
+/// failure, or Ctrl-C, SIGTERM or SIGHUP ([`remove_partial_files`]), leaves nothing behind.
 /// A new file gets the usual permissions (0666 less the umask); a file written over keeps its
 /// own. Errors name the user's path, once.
 pub fn write_atomically(
@@ -418,16 +418,14 @@ pub fn write_atomically(
     }
     let existing = std::fs::metadata(path).ok().map(|m| m.permissions());
     let mut tmp = temporary_in(folder_of(path), existing).map_err(io)?;
-    let pending = Pending::register(tmp.path());
     {
-        let mut buffered = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        let mut buffered = std::io::BufWriter::with_capacity(1 << 20, tmp.file.as_file_mut());
         write(&mut buffered)
             .and_then(|()| buffered.flush())
             .map_err(io)?;
     }
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    drop(pending);
+    tmp.file.as_file().sync_all().map_err(io)?;
+    tmp.file.persist(path).map_err(|e| io(e.error))?;
     Ok(())
 }
 
@@ -440,11 +438,9 @@ fn folder_of(path: &Path) -> &Path {
 }
 
 /// A hidden temporary file in `dir`, with `permissions` (those of the file it will replace),
-/// else 0666 less the umask, as any new file.
-fn temporary_in(
-    dir: &Path,
-    permissions: Option<std::fs::Permissions>,
-) -> std::io::Result<tempfile::NamedTempFile> {
+/// else 0666 less the umask, as any new file. It is listed in [`PENDING`] from the moment it
+/// exists (made under the list's lock) until it is dropped or renamed into place.
+fn temporary_in(dir: &Path, permissions: Option<std::fs::Permissions>) -> std::io::Result<Partial> {
     let mut builder = tempfile::Builder::new();
     builder.prefix(".bitonic-").suffix(".partial");
     #[cfg(unix)]
@@ -452,9 +448,16 @@ fn temporary_in(
         use std::os::unix::fs::PermissionsExt;
         builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
-    let tmp = builder.tempfile_in(dir).map_err(without_temporary_name)?;
+    let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    let file = builder.tempfile_in(dir).map_err(without_temporary_name)?;
+    pending.push(file.path().to_path_buf());
+    drop(pending);
+    let tmp = Partial {
+        _listed: Listed(file.path().to_path_buf()),
+        file,
+    };
     if let Some(permissions) = permissions {
-        tmp.as_file().set_permissions(permissions)?;
+        tmp.file.as_file().set_permissions(permissions)?;
     }
     Ok(tmp)
 }
@@ -470,38 +473,33 @@ fn without_temporary_name(e: std::io::Error) -> std::io::Error {
     }
 }
 
-/// Temporary files being written now: what a signal handler removes.
+/// Temporary files that exist now: what [`remove_partial_files`] removes.
 static PENDING: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
-/// A temporary file listed in [`PENDING`] while it lives.
-struct Pending(PathBuf);
-
-impl Pending {
-    fn register(path: &Path) -> Pending {
-        let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
-        pending.push(path.to_path_buf());
-        Pending(path.to_path_buf())
-    }
+/// A temporary file and its place in [`PENDING`]. The file is dropped (deleted) first, then
+/// unlisted; once renamed into place, it is only unlisted.
+struct Partial {
+    file: tempfile::NamedTempFile,
+    _listed: Listed,
 }
 
-impl Drop for Pending {
+/// A path listed in [`PENDING`] while this lives.
+struct Listed(PathBuf);
+
+impl Drop for Listed {
     fn drop(&mut self) {
         let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
         pending.retain(|p| *p != self.0);
     }
 }
 
-/// On Ctrl-C, SIGTERM or SIGHUP: removes the partial files being written and exits with status
-/// 130, so an interrupted command leaves nothing behind.
-pub fn remove_partial_files_on_signals() {
-    let handler = || {
-        let pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
-        for path in pending.iter() {
-            std::fs::remove_file(path).ok();
-        }
-        eprintln!("bitonic: interrupted");
-        std::process::exit(130);
-    };
-    // Fails only when a handler is already set: then that one stays.
-    ctrlc::set_handler(handler).ok();
+/// Removes the partial files being written, for a signal's cleanup
+/// ([`crate::signals::exit_on_signals`]): an interrupted command leaves nothing behind. The
+/// list stays locked afterwards, so that no new partial file starts before the process ends.
+pub fn remove_partial_files() {
+    let pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    for path in pending.iter() {
+        std::fs::remove_file(path).ok();
+    }
+    std::mem::forget(pending);
 }
