@@ -1765,3 +1765,98 @@ fn verify_hints_at_dtype_for_raw_files() {
         .stdout(predicate::str::contains("not sorted"))
         .stderr(predicate::str::contains("hint").not());
 }
+
+// ---- symbolic links ----
+
+/// Whether `dir` holds a temporary file.
+fn holds_partial(dir: &Path) -> bool {
+    std::fs::read_dir(dir).unwrap().any(|e| {
+        e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".bitonic-")
+    })
+}
+
+/// -o on a symbolic link writes through it, as `sort -o` does: with --force, the link stays a
+/// link and its target (relative to the link's folder, through a chain of links, or not yet
+/// there) gets the keys, keeping its mode; without --force, the link counts as existing.
+#[cfg(unix)]
+#[test]
+fn force_writes_through_a_symbolic_link() {
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    let dir = Dir::new();
+    let input = dir.path("in.raw");
+    write_raw_u32(&input, &[3, 1, 2]);
+    let (data, links) = (dir.path("data"), dir.path("links"));
+    std::fs::create_dir(&data).unwrap();
+    std::fs::create_dir(&links).unwrap();
+    let target = data.join("keys.raw");
+    write_raw_u32(&target, &[42]);
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let link = links.join("keys.raw");
+    symlink("../data/keys.raw", &link).unwrap();
+    let chain = dir.path("chain.raw");
+    symlink(&link, &chain).unwrap();
+    for (output, keys) in [(&link, [1, 2, 3]), (&chain, [3, 2, 1])] {
+        let desc: &[&str] = if keys[0] == 3 { &["--desc"] } else { &[] };
+        bitonic()
+            .args(["sort", "--backend", "cpu"])
+            .args(desc)
+            .arg(&input)
+            .arg("-o")
+            .arg(output)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("exists; pass --force"));
+        bitonic()
+            .args(["sort", "--backend", "cpu", "--force"])
+            .args(desc)
+            .arg(&input)
+            .arg("-o")
+            .arg(output)
+            .assert()
+            .success();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(std::fs::symlink_metadata(&chain)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            std::fs::read_link(&link).unwrap(),
+            Path::new("../data/keys.raw")
+        );
+        assert_eq!(read_raw_u32(&target), keys);
+        assert_eq!(mode(&target), 0o640, "the target keeps its mode");
+    }
+    // A dangling link: --force creates its target.
+    let dangling = links.join("new.raw");
+    symlink("../data/new.raw", &dangling).unwrap();
+    bitonic()
+        .args(["gen", "-n", "3", "--pattern", "sorted"])
+        .arg(&dangling)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("exists; pass --force"));
+    assert!(!data.join("new.raw").exists());
+    bitonic()
+        .args(["gen", "-n", "3", "--pattern", "sorted", "--force"])
+        .arg(&dangling)
+        .assert()
+        .success();
+    assert!(std::fs::symlink_metadata(&dangling)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::metadata(data.join("new.raw")).unwrap().len(), 12);
+    for folder in [dir.root(), &data, &links] {
+        assert!(
+            !holds_partial(folder),
+            "{} holds a partial file",
+            folder.display()
+        );
+    }
+}

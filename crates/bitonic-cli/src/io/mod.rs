@@ -324,8 +324,9 @@ fn file_in_the_way(path: &Path) -> Option<String> {
     }
 }
 
-/// Refuses to write over an existing file, or over the input, unless `force`; and checks,
-/// before any work, that the output's folder exists and takes a new file.
+/// Refuses to write over an existing file (a symbolic link, even dangling, included), or
+/// over the input, unless `force`; and checks, before any work, that the folder the write
+/// will go to ([`through_links`]) exists and takes a new file.
 pub fn check_output(output: &Path, input: Option<&Path>, force: bool) -> Result<(), IoError> {
     if is_stdio(output) {
         return Ok(());
@@ -337,9 +338,10 @@ pub fn check_output(output: &Path, input: Option<&Path>, force: bool) -> Result<
     if output.is_dir() {
         return Err(err(std::io::Error::other("is a folder")));
     }
-    let dir = folder_of(output);
+    let target = through_links(output).map_err(err)?;
+    let dir = folder_of(&target);
     if !dir.is_dir() {
-        let why = file_in_the_way(output)
+        let why = file_in_the_way(&target)
             .unwrap_or_else(|| format!("the folder {} does not exist", dir.display()));
         return Err(err(std::io::Error::new(std::io::ErrorKind::NotFound, why)));
     }
@@ -359,7 +361,8 @@ pub fn check_output(output: &Path, input: Option<&Path>, force: bool) -> Result<
             });
         }
     }
-    if output.exists() {
+    // A link counts as existing even when its target does not.
+    if std::fs::symlink_metadata(output).is_ok() {
         return Err(IoError::WouldOverwrite {
             path: output_name(output),
         });
@@ -403,7 +406,9 @@ pub fn write_text(path: &Path, text: &str) -> Result<(), IoError> {
 /// folder, renamed into place when whole, so readers see the old file or the whole new one. A
 /// failure, or Ctrl-C, SIGTERM or SIGHUP ([`remove_partial_files`]), leaves nothing behind.
 /// A new file gets the usual permissions (0666 less the umask); a file written over keeps its
-/// own. Errors name the user's path, once.
+/// own. A symbolic link is written through, as `sort -o` does ([`through_links`]): the link
+/// stays, its target is replaced atomically (the temporary file goes beside the target).
+/// Errors name the user's path, once.
 pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
@@ -416,8 +421,9 @@ pub fn write_atomically(
         let mut out = std::io::stdout().lock();
         return write(&mut out).and_then(|()| out.flush()).map_err(io);
     }
-    let existing = std::fs::metadata(path).ok().map(|m| m.permissions());
-    let mut tmp = temporary_in(folder_of(path), existing).map_err(io)?;
+    let target = through_links(path).map_err(io)?;
+    let existing = std::fs::metadata(&target).ok().map(|m| m.permissions());
+    let mut tmp = temporary_in(folder_of(&target), existing).map_err(io)?;
     {
         let mut buffered = std::io::BufWriter::with_capacity(1 << 20, tmp.file.as_file_mut());
         write(&mut buffered)
@@ -425,8 +431,24 @@ pub fn write_atomically(
             .map_err(io)?;
     }
     tmp.file.as_file().sync_all().map_err(io)?;
-    tmp.file.persist(path).map_err(|e| io(e.error))?;
+    tmp.file.persist(&target).map_err(|e| io(e.error))?;
     Ok(())
+}
+
+/// The file a write to `path` replaces: `path`, or, when it is a symbolic link, the file it
+/// points to, link after link (a relative link from the link's folder). Renaming over the
+/// link itself would turn it into a plain file; a dangling link's target is created.
+fn through_links(path: &Path) -> std::io::Result<PathBuf> {
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                at = folder_of(&at).join(std::fs::read_link(&at)?)
+            }
+            _ => return Ok(at),
+        }
+    }
+    Err(std::io::Error::other("too many levels of symbolic links"))
 }
 
 /// The folder a file goes in (`.` for a bare name).
