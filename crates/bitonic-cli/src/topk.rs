@@ -34,7 +34,9 @@ pub struct Args {
     /// Treat raw or 1-D input as R equal rows (a 2-D .npy gives its own rows).
     #[arg(long, value_name = "R")]
     rows: Option<usize>,
-    /// Where to select: auto (the GPU when one works and the input is large), cpu or cuda.
+    /// Where to select: auto (the GPU when one works and the input is large), cpu (the CPU
+    /// selection; cpu-network and cpu-network-serial run it too, a network having no top-k),
+    /// or cuda.
     #[arg(long, value_parser = named(&Backend::ALL, Backend::name), default_value = "auto")]
     backend: Backend,
     /// Overwrite the outputs if they exist.

@@ -1860,3 +1860,74 @@ fn force_writes_through_a_symbolic_link() {
         );
     }
 }
+
+// ---- named values ----
+
+/// Every option that takes a name (a backend, an algorithm, a key type, a pattern) lists the
+/// names it accepts in --help and in the error for a bad one (exit 2); a --backend's
+/// description names each of them too.
+#[test]
+fn named_options_list_what_they_accept() {
+    const DTYPES: &str = "u32, i32, u64, i64, f32, f64, f16, bf16";
+    const BACKENDS: &str = "auto, cpu, cpu-network, cpu-network-serial, cuda";
+    const VERSIONS: &str = "v0, v1, v2, v3, v4, v5, tuned";
+    let options = [
+        ("sort", "--dtype", DTYPES),
+        ("sort", "--backend", BACKENDS),
+        ("sort", "--algo", VERSIONS),
+        ("topk", "--dtype", DTYPES),
+        ("topk", "--backend", BACKENDS),
+        ("verify", "--dtype", DTYPES),
+        ("gen", "--dtype", DTYPES),
+        (
+            "gen",
+            "--pattern",
+            "random, sorted, reversed, few-distinct, all-equal",
+        ),
+        ("demo", "--dtype", DTYPES),
+        ("demo", "--backend", BACKENDS),
+        ("demo", "--algo", VERSIONS),
+        ("bench", "--dtype", DTYPES),
+        ("bench", "--versions", VERSIONS),
+        ("bench", "--algorithms", "merge-split, partition"),
+        ("bench-topk", "--dtypes", "f32, bf16, f16"),
+    ];
+    for (command, option, names) in options {
+        let listed = format!("[possible values: {names}]");
+        let out = bitonic().args([command, "--help"]).assert().success();
+        let help = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        // The option's entry: from its line to the next option's.
+        let at = help
+            .find(&format!("{option} <"))
+            .unwrap_or_else(|| panic!("{command} {option}: not in {help}"));
+        let end = help[at + 2..]
+            .find("\n      -")
+            .or_else(|| help[at + 2..].find("\n  -"))
+            .map_or(help.len(), |e| at + 2 + e);
+        let entry = help[at..end]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(entry.contains(&listed), "{command} {option}: {entry}");
+        if option == "--backend" {
+            let described = &entry[..entry.find("[default").unwrap()];
+            for name in names.split(", ") {
+                let named = described
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                    .any(|word| word == name);
+                assert!(
+                    named,
+                    "{command} {option} does not describe {name}: {described}"
+                );
+            }
+        }
+        bitonic()
+            .args([command, option, "bogus"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!(
+                "invalid value 'bogus' for '{option} <"
+            )))
+            .stderr(predicate::str::contains(listed));
+    }
+}
