@@ -498,14 +498,12 @@ fn topk_keeps_the_best_of_each_row_with_indices() {
         .assert()
         .success();
     assert_eq!(read_npy::<u32>(&by_rows).1, [1, 3, 0, 2]);
-    for (k, message) in [("0", "-k 0 must be from 1"), ("6", "-k 6 must be from 1")] {
-        fails_without_output(
-            &["topk", "--rows", "2", "-k", k],
-            Some(&flat),
-            &dir.path("bad.npy"),
-            message,
-        );
-    }
+    fails_without_output(
+        &["topk", "--rows", "2", "-k", "6"],
+        Some(&flat),
+        &dir.path("bad.npy"),
+        "-k 6 must be from 0 to the row length, 5",
+    );
 }
 
 #[test]
@@ -1930,4 +1928,59 @@ fn named_options_list_what_they_accept() {
             )))
             .stderr(predicate::str::contains(listed));
     }
+}
+
+// ---- k = 0 ----
+
+/// -k 0 selects nothing, as torch.topk(x, 0) and the Python package do: empty outputs of the
+/// right shape ((R, 0) for R rows, (0,) for one array; empty raw files), exit 0, whatever the
+/// backend (none runs). A k past the row is still refused.
+#[test]
+fn topk_of_zero_keys_writes_empty_outputs() {
+    let dir = Dir::new();
+    let matrix = dir.path("matrix.npy");
+    write_npy_u32(&matrix, "(2, 3)", &[3, 1, 2, 9, 7, 8]);
+    let vector = dir.path("vector.npy");
+    write_npy_u32(&vector, "(3,)", &[3, 1, 2]);
+    for (input, shape) in [(&matrix, "(2, 0)"), (&vector, "(0,)")] {
+        for backend in ["auto", "cpu", "cuda"] {
+            let (top, at) = (dir.path("top.npy"), dir.path("at.npy"));
+            bitonic()
+                .args(["topk", "-k", "0", "--force", "--backend", backend])
+                .arg(input)
+                .arg("-o")
+                .arg(&top)
+                .arg("--indices")
+                .arg(&at)
+                .assert()
+                .success()
+                .stderr(predicate::str::contains("nothing to select (-k 0)"));
+            for (path, descr) in [(&top, "<u4"), (&at, "<u4")] {
+                let (header, data) = read_npy::<u32>(path);
+                assert!(header.contains(&format!("'shape': {shape}")), "{header}");
+                assert!(header.contains(&format!("'descr': '{descr}'")), "{header}");
+                assert!(data.is_empty());
+            }
+        }
+    }
+    let raw = dir.path("keys.raw");
+    write_raw_u32(&raw, &[3, 1, 2, 9, 7, 8]);
+    let (top, at) = (dir.path("top.raw"), dir.path("at.raw"));
+    bitonic()
+        .args(["topk", "-k", "0", "--rows", "2"])
+        .arg(&raw)
+        .arg("-o")
+        .arg(&top)
+        .arg("--indices")
+        .arg(&at)
+        .assert()
+        .success();
+    assert_eq!(std::fs::metadata(&top).unwrap().len(), 0);
+    assert_eq!(std::fs::metadata(&at).unwrap().len(), 0);
+    fails_without_output(
+        &["topk", "-k", "4"],
+        Some(&matrix),
+        &dir.path("bad.npy"),
+        "-k 4 must be from 0 to the row length, 3",
+    );
 }
