@@ -13,7 +13,7 @@ Exit status:
        the file is not sorted, or not a permutation of the original
   2    the command line is wrong in itself: an unknown option, a bad value, options that
        contradict each other; nothing is written
-  130  interrupted by Ctrl-C (SIGINT); 143: SIGTERM; 129: SIGHUP (128 + the signal's
+  130  interrupted by Ctrl-C (SIGINT); 143 by SIGTERM, 129 by SIGHUP (128 + the signal's
        number); the partial output is removed";
 
 /// A command line wrong in itself, whatever the files hold: a value out of range, options

@@ -1468,6 +1468,7 @@ fn usage_errors_exit_2_and_failures_exit_1() {
             "Exit status:",
             "  1    the command failed",
             "  2    the command line is wrong in itself",
+            "  130  interrupted by Ctrl-C (SIGINT); 143 by SIGTERM, 129 by SIGHUP",
         ] {
             assert!(help.contains(line), "{args:?} lacks {line:?}: {help}");
         }
