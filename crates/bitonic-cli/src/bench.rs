@@ -1,6 +1,7 @@
 //! `bitonic bench`: measure; `bitonic report`: merge CSVs (ours and the peers') into the
 //! Markdown report and the figures.
 
+use crate::ui::Usage;
 use anyhow::{Context, Result};
 use bitonic::multi::Algorithm;
 use bitonic::{DType, Version};
@@ -110,18 +111,17 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // Sizes first: a size past what one sort takes, or past the host's memory (the keys, a
     // copy to sort and the reference the check compares with), fails now.
     if args.min_exp > args.max_exp {
-        anyhow::bail!(
+        anyhow::bail!(Usage(format!(
             "--min-exp {} is above --max-exp {}",
-            args.min_exp,
-            args.max_exp
-        );
+            args.min_exp, args.max_exp
+        )));
     }
     let most = bitonic::cuda::MAX_LEN.trailing_zeros();
     if args.max_exp > most {
-        anyhow::bail!(
+        anyhow::bail!(Usage(format!(
             "--max-exp {}: one sort takes at most 2^{most} keys",
             args.max_exp
-        );
+        )));
     }
     let largest = 1usize << args.max_exp;
     crate::ui::check_memory(

@@ -97,7 +97,9 @@ fn policy_of(arch: &str) -> Result<Policy> {
             minor.trim_end_matches(['a', 'f']).parse().ok()?,
         ))
     }) else {
-        bail!("{arch:?} is not an architecture such as sm_90");
+        bail!(crate::ui::Usage(format!(
+            "{arch:?} is not an architecture such as sm_90"
+        )));
     };
     Ok(Policy::for_compute_capability(major, minor))
 }

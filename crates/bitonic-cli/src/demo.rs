@@ -24,6 +24,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    args.options.check()?;
     let sorter = args.options.sorter();
     // What runs, decided before any work: a GPU asked for and missing is an error now.
     let planned =

@@ -7,19 +7,21 @@ mod demo;
 mod gen;
 mod info;
 mod io;
+mod signals;
 mod sort;
 mod topk;
 mod ui;
 mod verify;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 #[derive(Parser)]
 #[command(
     name = "bitonic",
     version = version(),
     propagate_version = true,
-    about = "Bitonic sorting networks on NVIDIA GPUs and on the CPU"
+    about = "Bitonic sorting networks on NVIDIA GPUs and on the CPU",
+    after_help = ui::EXIT_STATUS
 )]
 struct Cli {
     #[command(subcommand)]
@@ -110,9 +112,11 @@ fn main() -> std::process::ExitCode {
         eprintln!("bitonic: error: {why}");
         return std::process::ExitCode::from(2);
     }
-    let cli = Cli::parse_from(args);
+    // Every subcommand's help ends with the exit statuses too.
+    let command = Cli::command().mut_subcommands(|c| c.after_help(ui::EXIT_STATUS));
+    let cli = Cli::from_arg_matches(&command.get_matches_from(args)).unwrap_or_else(|e| e.exit());
     ui::show_kernel_compiles();
-    io::remove_partial_files_on_signals();
+    signals::exit_on_signals(io::remove_partial_files);
     let result = match cli.command {
         Command::Sort(args) => sort::run(args),
         Command::Gen(args) => gen::run(args),
@@ -130,7 +134,7 @@ fn main() -> std::process::ExitCode {
         Ok(code) => code,
         Err(err) => {
             eprintln!("bitonic: error: {err:#}");
-            std::process::ExitCode::from(2)
+            std::process::ExitCode::from(ui::exit_status(&err))
         }
     }
 }

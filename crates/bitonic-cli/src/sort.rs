@@ -11,8 +11,9 @@ use std::time::Instant;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Input: raw little-endian keys or .npy; - reads raw keys (or a .npy) from standard
-    /// input.
+    /// Input: raw little-endian keys or .npy; - reads standard input. A name ending in .npy
+    /// must hold a valid .npy; any other input is read as .npy when it starts with NumPy's
+    /// magic, as raw keys otherwise.
     input: PathBuf,
     /// Output: .npy when the name ends in .npy, raw otherwise; - writes raw keys to standard
     /// output.
@@ -44,6 +45,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.quiet {
         ui::quiet();
     }
+    args.options.check()?;
     check_output(&args.output, Some(&args.input), args.force)?;
     let progress = ui::spinner(args.quiet);
     progress.set_message(format!("reading {}", ui::input_name(&args.input)));
@@ -148,7 +150,7 @@ fn argsort_to_file<K: bitonic::SortKey, I: bitonic::SortIndex + bitonic::SortKey
 pub fn output_shape(file: &KeyFile, rows: Option<usize>) -> Result<Vec<usize>> {
     let len = file.len();
     match (rows, &file.shape[..]) {
-        (Some(0), _) => anyhow::bail!("--rows must be at least 1"),
+        (Some(0), _) => anyhow::bail!(ui::Usage("--rows must be at least 1".into())),
         (Some(r), &[have, row_len]) if r != have => anyhow::bail!(
             "--rows {r} disagrees with {}, a 2-D .npy of shape ({have}, {row_len}) whose rows \
              are sorted as they are: leave --rows out, or give --rows {have}",

@@ -1,8 +1,42 @@
-//! Options shared by subcommands, progress display and number formatting.
+//! Options shared by subcommands, exit statuses, progress display and number formatting.
 
 use bitonic::{Backend, Order, Sorter, Version};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::time::Duration;
+
+/// The exit statuses, shown after every command's help.
+pub const EXIT_STATUS: &str = "\
+Exit status:
+  0    done; verify: the file is sorted (and a permutation of the original, when asked)
+  1    the command failed: an input missing, unreadable, malformed or not fitting the
+       options; an output that cannot be written; no GPU for a GPU-only command; verify:
+       the file is not sorted, or not a permutation of the original
+  2    the command line is wrong in itself: an unknown option, a bad value, options that
+       contradict each other; nothing is written
+  130  interrupted by Ctrl-C (SIGINT); 143 by SIGTERM, 129 by SIGHUP (128 + the signal's
+       number); the partial output is removed";
+
+/// A command line wrong in itself, whatever the files hold: a value out of range, options
+/// that contradict each other. It exits 2, as clap's own parse errors do; every other error
+/// exits 1 ([`exit_status`]), so that scripts can tell a wrong call from a failed one.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
+/// The exit status of a failed command: 2 for a usage error ([`Usage`], or a [`crate::io::IoError`]
+/// that is one), else 1.
+pub fn exit_status(err: &anyhow::Error) -> u8 {
+    let usage = err.chain().any(|e| {
+        e.is::<Usage>()
+            || e.downcast_ref::<crate::io::IoError>()
+                .is_some_and(crate::io::IoError::is_usage)
+    });
+    if usage {
+        2
+    } else {
+        1
+    }
+}
 
 /// Backend, GPU version and order, as every sorting subcommand takes them.
 #[derive(clap::Args, Clone, Copy)]
@@ -26,6 +60,22 @@ impl SortOptions {
             Order::Descending
         } else {
             Order::Ascending
+        }
+    }
+
+    /// Refuses `--algo` with a CPU backend, a usage error, before any work.
+    pub fn check(&self) -> Result<(), Usage> {
+        match (self.algo, self.backend) {
+            (
+                Some(algo),
+                backend @ (Backend::Cpu | Backend::CpuNetwork | Backend::CpuNetworkSerial),
+            ) => Err(Usage(format!(
+                "--algo {} runs on the GPU but --backend {} sorts on the CPU: leave out \
+                     --algo, or choose --backend auto or cuda",
+                algo.name(),
+                backend.name()
+            ))),
+            _ => Ok(()),
         }
     }
 

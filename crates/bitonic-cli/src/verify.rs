@@ -1,7 +1,7 @@
 //! `bitonic verify FILE`: is it sorted (each row of a 2-D .npy, or of `--rows R`), and is it
 //! a permutation of another file (row by row)?
 
-use crate::io::KeyFile;
+use crate::io::{Format, KeyFile};
 use crate::ui;
 use anyhow::{bail, Result};
 use bitonic::key::cmp_keys;
@@ -13,7 +13,9 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// The file to check (raw or .npy); - reads standard input.
+    /// The file to check (raw or .npy); - reads standard input. A name ending in .npy must
+    /// hold a valid .npy; any other input is read as .npy when it starts with NumPy's magic,
+    /// as raw keys otherwise.
     file: PathBuf,
     /// Key type of raw input (a .npy header names its own; u32 when not given).
     #[arg(long, value_parser = ui::named(&DType::ALL, DType::name))]
@@ -29,6 +31,24 @@ pub struct Args {
     /// when FILE has rows).
     #[arg(long, value_name = "ORIGINAL")]
     permutation_of: Option<PathBuf>,
+}
+
+/// What verify found wrong.
+enum Problem {
+    NotSorted(String),
+    NotAPermutation(String),
+}
+
+/// A raw file has no type of its own and is read as u32 without --dtype: keys of another
+/// type (floats, signed integers, wider keys) then look unsorted. Said on stderr beside the
+/// verdict, with the option that fixes it.
+fn dtype_hint(name: &str) -> String {
+    let names: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
+    format!(
+        "hint: {name} is a raw file, so its keys were read as u32, the default; if it holds \
+         another type, name it with --dtype ({})",
+        names.join(", ")
+    )
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
@@ -66,7 +86,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         if let Some((row, at)) = unsorted {
             let (a, b) = (row * row_len + at, row * row_len + at + 1);
             let row = if shape.len() == 2 { format!("row {row}: ") } else { String::new() };
-            Some(format!("not sorted: {row}key {a} ({:?}) and key {b} ({:?}) are out of order", keys[a], keys[b]))
+            Some(Problem::NotSorted(format!("not sorted: {row}key {a} ({:?}) and key {b} ({:?}) are out of order", keys[a], keys[b])))
         } else if let Some(original) = &original {
             let mut want = original.keys::<K>()?;
             let same = want.len() == keys.len() && {
@@ -81,7 +101,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 bytemuck::cast_slice::<K, u8>(&want) == bytemuck::cast_slice::<K, u8>(&keys)
             };
             let per_row = if shape.len() == 2 { " row by row" } else { "" };
-            (!same).then(|| format!("sorted, but not a permutation of {}{per_row}", ui::input_name(&original.path)))
+            (!same).then(|| Problem::NotAPermutation(format!("sorted, but not a permutation of {}{per_row}", ui::input_name(&original.path))))
         } else {
             None
         }
@@ -102,8 +122,15 @@ pub fn run(args: Args) -> Result<ExitCode> {
             );
             Ok(ExitCode::SUCCESS)
         }
-        Some(why) => {
+        Some(Problem::NotAPermutation(why)) => {
             println!("{name}: {why}");
+            Ok(ExitCode::from(1))
+        }
+        Some(Problem::NotSorted(why)) => {
+            println!("{name}: {why}");
+            if file.format == Format::Raw && args.dtype.is_none() {
+                eprintln!("{}", dtype_hint(&name));
+            }
             Ok(ExitCode::from(1))
         }
     }

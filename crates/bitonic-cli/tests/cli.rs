@@ -254,7 +254,7 @@ fn malformed_npy_header() {
     let input = dir.path("bad.npy");
     std::fs::write(
         &input,
-        b"\x93NUMPY\x01\x00\x20\x00{'descr': '<u4', 'fortran_or",
+        b"\x93NUMPY\x01\x00\x1c\x00{'descr': '<u4', 'fortran_or",
     )
     .unwrap();
     fails_without_output(
@@ -289,7 +289,13 @@ fn npy_with_descr(descr: &str, shape: &str) -> Vec<u8> {
 }
 
 fn npy_with_data(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
-    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    npy_in_order(descr, false, shape, data)
+}
+
+/// A .npy as NumPy writes it, in C order or (`fortran`) in Fortran order.
+fn npy_in_order(descr: &str, fortran: bool, shape: &str, data: &[u8]) -> Vec<u8> {
+    let order = if fortran { "True" } else { "False" };
+    let mut dict = format!("{{'descr': '{descr}', 'fortran_order': {order}, 'shape': {shape}, }}");
     while (10 + dict.len() + 1) % 64 != 0 {
         dict.push(' ');
     }
@@ -492,14 +498,12 @@ fn topk_keeps_the_best_of_each_row_with_indices() {
         .assert()
         .success();
     assert_eq!(read_npy::<u32>(&by_rows).1, [1, 3, 0, 2]);
-    for (k, message) in [("0", "-k 0 must be from 1"), ("6", "-k 6 must be from 1")] {
-        fails_without_output(
-            &["topk", "--rows", "2", "-k", k],
-            Some(&flat),
-            &dir.path("bad.npy"),
-            message,
-        );
-    }
+    fails_without_output(
+        &["topk", "--rows", "2", "-k", "6"],
+        Some(&flat),
+        &dir.path("bad.npy"),
+        "-k 6 must be from 0 to the row length, 5",
+    );
 }
 
 #[test]
@@ -608,50 +612,138 @@ fn a_bad_destination_fails_before_the_work() {
         .stderr(predicate::str::contains("is a folder"));
 }
 
-/// SIGTERM while the output is being written leaves no partial file behind.
+/// SIGTERM while the output is being written exits 143 (128 + 15) and leaves no partial file
+/// behind. The signal is sent once the write has begun (the partial file holds data): 1 GiB
+/// is written for long enough to be interrupted, and a run that ends first fails the test.
 #[cfg(unix)]
 #[test]
 fn an_interrupted_write_leaves_nothing() {
     let dir = Dir::new();
     let output = dir.path("big.raw");
-    // 2^28 u32 keys: 1 GiB, written for long enough to be interrupted.
     let bin = bitonic().get_program().to_owned();
     let mut child = std::process::Command::new(bin)
         .args(["gen", "-n", "2^28"])
         .arg(&output)
         .env("BITONIC_CACHE_DIR", "")
-        .stderr(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Wait for the partial file to appear, then interrupt.
-    let partial = || {
+    // The write's partial file, once it holds data (the folder check's probe stays empty).
+    let writing = || {
         std::fs::read_dir(dir.root()).unwrap().any(|e| {
-            e.unwrap()
-                .file_name()
-                .to_string_lossy()
-                .starts_with(".bitonic-")
+            let e = e.unwrap();
+            e.file_name().to_string_lossy().starts_with(".bitonic-")
+                && e.metadata().is_ok_and(|m| m.len() > 0)
         })
     };
     let started = std::time::Instant::now();
-    while !partial() && started.elapsed().as_secs() < 60 {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(5));
+    while !writing() {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "gen ended before the signal"
+        );
+        assert!(
+            started.elapsed().as_secs() < 120,
+            "no partial file appeared"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(2));
     }
     // SAFETY: signalling our own child.
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
-    let status = child.wait().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("bitonic: terminated"), "{stderr}");
     let left: Vec<_> = std::fs::read_dir(dir.root())
         .unwrap()
         .map(|e| e.unwrap().file_name())
         .collect();
-    if status.success() {
-        // It finished before the signal: then the whole file is there and nothing else.
-        assert_eq!(left, ["big.raw"]);
-    } else {
-        assert!(left.is_empty(), "left behind: {left:?}");
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Whether `pid` handles `signal` (its bit in SigCgt of /proc/PID/status): its handlers are
+/// set, so a signal sent now tests them, not the default action.
+#[cfg(target_os = "linux")]
+fn catches(pid: u32, signal: i32) -> bool {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    let mask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("SigCgt:"))
+        .and_then(|m| u64::from_str_radix(m.trim(), 16).ok());
+    mask.is_some_and(|m| m & (1 << (signal - 1)) != 0)
+}
+
+/// A sort waiting on standard input that never closes, its handlers set (or, with `ignore`,
+/// SIGHUP ignored as nohup does).
+#[cfg(target_os = "linux")]
+fn waiting_sort(output: &Path, ignore_hangup: bool) -> std::process::Child {
+    use std::os::unix::process::CommandExt;
+    let bin = bitonic().get_program().to_owned();
+    let mut cmd = std::process::Command::new(bin);
+    cmd.args(["sort", "-", "-o"])
+        .arg(output)
+        .stdin(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    if ignore_hangup {
+        // SAFETY: signal(2) only, between fork and exec.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::signal(libc::SIGHUP, libc::SIG_IGN);
+                Ok(())
+            });
+        }
     }
+    let child = cmd.spawn().unwrap();
+    let started = std::time::Instant::now();
+    while !catches(child.id(), libc::SIGTERM) {
+        assert!(started.elapsed().as_secs() < 60, "no SIGTERM handler");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    child
+}
+
+/// Ctrl-C, SIGTERM and SIGHUP end a command with 128 + the signal's number, as a shell
+/// reports it, and say which; a hang-up ignored at the start (nohup) stays ignored.
+#[cfg(target_os = "linux")]
+#[test]
+fn signals_exit_with_128_plus_their_number() {
+    let dir = Dir::new();
+    let output = dir.path("out.raw");
+    for (signal, status, said) in [
+        (libc::SIGINT, 130, "bitonic: interrupted"),
+        (libc::SIGTERM, 143, "bitonic: terminated"),
+        (libc::SIGHUP, 129, "bitonic: hung up"),
+    ] {
+        let mut child = waiting_sort(&output, false);
+        let stdin = child.stdin.take(); // kept open: the sort waits for more keys
+                                        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, signal) };
+        let out = child.wait_with_output().unwrap();
+        drop(stdin);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(status), "signal {signal}: {stderr}");
+        assert!(stderr.contains(said), "signal {signal}: {stderr}");
+    }
+    let mut child = waiting_sort(&output, true);
+    let stdin = child.stdin.take();
+    assert!(
+        !catches(child.id(), libc::SIGHUP),
+        "an ignored SIGHUP is handled"
+    );
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGHUP) };
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "ended by an ignored SIGHUP"
+    );
+    // SAFETY: signalling our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
+    let out = child.wait_with_output().unwrap();
+    drop(stdin);
+    assert_eq!(out.status.code(), Some(143));
+    let left: Vec<_> = std::fs::read_dir(dir.root()).unwrap().collect();
+    assert!(left.is_empty(), "left behind: {left:?}");
 }
 
 // ---- the edges of the command line ----
@@ -727,18 +819,22 @@ fn bench_sizes_are_checked_before_the_work() {
         &["bench", "--no-gpu", "--min-exp", "20", "--max-exp", "18"],
         &["bench-rows", "--shapes", "1099511627776x1024"],
     ];
-    let messages = [
-        "one sort takes at most 2^31 keys",
-        "--min-exp 20 is above --max-exp 18",
-        "not enough memory for bench-rows at 1099511627776x1024 keys",
+    // Sizes out of range are usage errors (2); memory this machine lacks is a failure (1).
+    let expected = [
+        ("one sort takes at most 2^31 keys", 2),
+        ("--min-exp 20 is above --max-exp 18", 2),
+        (
+            "not enough memory for bench-rows at 1099511627776x1024 keys",
+            1,
+        ),
     ];
-    for (args, message) in args.iter().zip(messages) {
+    for (args, (message, status)) in args.iter().zip(expected) {
         bitonic()
             .args(*args)
             .arg("-o")
             .arg(&out)
             .assert()
-            .code(2)
+            .code(status)
             .stderr(predicate::str::contains(message));
         assert!(!out.exists(), "{args:?} made its output folder");
     }
@@ -759,7 +855,7 @@ fn huge_sizes_fail_with_the_size_named() {
             cmd.arg(dir.path("big"));
         }
         cmd.assert()
-            .code(2)
+            .code(1)
             .stderr(predicate::str::contains(
                 "not enough memory for 70368744177664 u64 keys: it needs 512.0 TiB \
                  (562949953421312 bytes)",
@@ -771,7 +867,7 @@ fn huge_sizes_fail_with_the_size_named() {
         .args(["gen", "-n", "2^62", "--dtype", "u64"])
         .arg(dir.path("big"))
         .assert()
-        .code(2)
+        .code(1)
         .stderr(predicate::str::contains(
             "more bytes than this machine can address",
         ));
@@ -830,14 +926,14 @@ fn gpu_benches_without_a_gpu_fail_first() {
         .args(["bench", "--min-exp", "10", "--max-exp", "10", "-o"])
         .arg(&out)
         .assert()
-        .code(2)
+        .code(1)
         .stderr(predicate::str::contains("bench needs a GPU"))
         .stderr(predicate::str::contains("--no-gpu"));
     bitonic()
         .args(["bench-rows", "-o"])
         .arg(&out)
         .assert()
-        .code(2)
+        .code(1)
         .stderr(predicate::str::contains("bench-rows needs a GPU"))
         .stderr(predicate::str::contains("no CPU mode"));
     assert!(!out.exists(), "nothing is made before the GPU is found");
@@ -886,7 +982,7 @@ fn demo_on_cuda_without_a_gpu_just_fails() {
         bitonic()
             .args(args)
             .assert()
-            .code(2)
+            .code(1)
             .stdout(predicate::str::is_empty())
             .stderr(predicate::str::contains(
                 "the CUDA backend is unavailable: no ",
@@ -929,7 +1025,7 @@ fn version_prints_the_program_version_and_algo_picks_the_algorithm() {
         &["sort", "--backend", "cpu", "--algo", "v3"],
         Some(&input),
         &dir.path("out"),
-        "version v3 runs on the GPU",
+        "--algo v3 runs on the GPU but --backend cpu sorts on the CPU",
     );
 }
 
@@ -1007,7 +1103,7 @@ fn standard_input_and_output_are_named() {
         .args(["sort", "-", "-o", "-"])
         .write_stdin(vec![1u8, 2, 3])
         .assert()
-        .code(2)
+        .code(1)
         .stderr(predicate::str::contains(
             "standard input: 3 bytes is not a whole number",
         ));
@@ -1094,7 +1190,7 @@ fn a_folder_as_input() {
         .arg("-o")
         .arg(dir.path("out"))
         .assert()
-        .code(2)
+        .code(1)
         .stderr(predicate::str::contains("is a folder, not a key file"));
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
     assert_eq!(
@@ -1107,7 +1203,7 @@ fn a_folder_as_input() {
         .arg("verify")
         .arg(dir.root())
         .assert()
-        .code(2)
+        .code(1)
         .stderr(predicate::str::contains("is a folder"));
 }
 
@@ -1274,4 +1370,618 @@ fn half_floats_from_npy_and_raw() {
         .failure()
         .stderr(predicate::str::contains("NumPy has no bf16 type"));
     assert!(!dir.path("gen.npy").exists());
+}
+
+// ---- exit statuses ----
+
+/// A command line wrong in itself exits 2, as clap's own parse errors do, and writes nothing;
+/// a command that fails exits 1. Every --help says so.
+#[test]
+fn usage_errors_exit_2_and_failures_exit_1() {
+    let dir = Dir::new();
+    let input = dir.path("in.raw");
+    write_raw_u32(&input, &[3, 1, 2, 0, 5, 4]);
+    let usage: [(&[&str], &str, &str); 5] = [
+        (
+            &["sort", "--backend", "cpu", "--algo", "v3"],
+            "out.raw",
+            "--algo v3 runs on the GPU but --backend cpu sorts on the CPU: leave out --algo",
+        ),
+        (
+            &["sort", "--rows", "0"],
+            "out.raw",
+            "--rows must be at least 1",
+        ),
+        (
+            &["sort", "--dtype", "bf16"],
+            "out.npy",
+            "NumPy has no bf16 type",
+        ),
+        (
+            &["sort", "--backend", "gpu"],
+            "out.raw",
+            "invalid value 'gpu'",
+        ),
+        (
+            &["topk", "-k", "1", "--indices"],
+            "out.raw",
+            "--indices and --output name the same file",
+        ),
+    ];
+    for (args, output, message) in usage {
+        let output = dir.path(output);
+        let mut cmd = bitonic();
+        cmd.args(args);
+        if args[0] == "topk" {
+            cmd.arg(&output);
+        }
+        cmd.arg(&input).arg("-o").arg(&output);
+        cmd.assert()
+            .code(2)
+            .stderr(predicate::str::contains(message));
+        assert!(!output.exists(), "{args:?} wrote {}", output.display());
+    }
+    bitonic()
+        .args(["compile", "--arch", "gfx90a"])
+        .assert()
+        .code(2)
+        .stderr(predicate::str::contains(
+            "is not an architecture such as sm_90",
+        ));
+
+    let existing = dir.path("existing.raw");
+    write_raw_u32(&existing, &[7]);
+    let failures: [(&[&str], &Path, &Path, &str); 3] = [
+        (
+            &["sort"],
+            &dir.path("missing.raw"),
+            &dir.path("out.raw"),
+            "no such file",
+        ),
+        (&["sort"], &input, &existing, "exists; pass --force"),
+        (
+            &["sort", "--rows", "4"],
+            &input,
+            &dir.path("out.raw"),
+            "6 keys do not split into 4",
+        ),
+    ];
+    for (args, input, output, message) in failures {
+        bitonic()
+            .args(args)
+            .arg(input)
+            .arg("-o")
+            .arg(output)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(message));
+    }
+    assert_eq!(read_raw_u32(&existing), [7]);
+
+    let mut helps = vec![vec!["--help"]];
+    helps.extend(SUBCOMMANDS.iter().map(|c| vec![*c, "--help"]));
+    helps.push(vec!["topk", "--help"]);
+    for args in helps {
+        let out = bitonic().args(&args).assert().success();
+        let help = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        for line in [
+            "Exit status:",
+            "  1    the command failed",
+            "  2    the command line is wrong in itself",
+            "  130  interrupted by Ctrl-C (SIGINT); 143 by SIGTERM, 129 by SIGHUP",
+        ] {
+            assert!(help.contains(line), "{args:?} lacks {line:?}: {help}");
+        }
+    }
+}
+
+// ---- damaged .npy files ----
+
+/// 100 u32 keys in descending order, as a .npy (a 128-byte header, then 400 bytes of keys).
+fn reversed_npy(dir: &Dir) -> Vec<u8> {
+    let path = dir.path("reversed.npy");
+    bitonic()
+        .args(["gen", "-n", "100", "--pattern", "reversed", "--force"])
+        .arg(&path)
+        .assert()
+        .success();
+    let bytes = std::fs::read(&path).unwrap();
+    assert_eq!(bytes.len(), 128 + 400);
+    bytes
+}
+
+/// A file named .npy must be a .npy: with its magic damaged it is an error naming the file,
+/// not 132 raw u32 keys sorted. Other names and standard input are read by their first
+/// bytes: a .npy under another name is still a .npy, raw keys are raw.
+#[test]
+fn a_npy_with_its_magic_damaged_is_refused() {
+    let dir = Dir::new();
+    let mut bytes = reversed_npy(&dir);
+    let good = dir.path("keys.dat");
+    std::fs::write(&good, &bytes).unwrap();
+    bytes[1] = b'X'; // \x93XUMPY
+    let damaged = dir.path("damaged.npy");
+    std::fs::write(&damaged, &bytes).unwrap();
+    let message = "damaged.npy: not a valid .npy file: it does not start with the .npy magic \
+                   (\\x93NUMPY): the file is damaged, or holds raw keys under a .npy name";
+    for command in ["sort", "topk"] {
+        let mut cmd = bitonic();
+        cmd.arg(command);
+        if command == "topk" {
+            cmd.args(["-k", "1"]);
+        }
+        cmd.arg(&damaged).arg("-o").arg(dir.path("out.raw"));
+        cmd.assert()
+            .code(1)
+            .stderr(predicate::str::contains(message));
+        assert!(!dir.path("out.raw").exists());
+    }
+    bitonic()
+        .arg("verify")
+        .arg(&damaged)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains(message));
+    // A whole .npy under another name, and the damaged bytes under a raw name.
+    let out = dir.path("sorted.npy");
+    bitonic()
+        .args(["sort", "--backend", "cpu"])
+        .arg(&good)
+        .arg("-o")
+        .arg(&out)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("sorted 100 u32 keys"));
+    let mut ascending: Vec<u32> = bytemuck::pod_collect_to_vec(&bytes[128..]);
+    ascending.reverse();
+    assert_eq!(read_npy::<u32>(&out).1, ascending);
+    let raw = dir.path("damaged.raw");
+    std::fs::write(&raw, &bytes).unwrap();
+    bitonic()
+        .args(["sort", "--backend", "cpu"])
+        .arg(&raw)
+        .arg("-o")
+        .arg(dir.path("raw-out.raw"))
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("sorted 132 u32 keys"));
+}
+
+/// A .npy cut short says "truncated" wherever the cut is: in the magic, the preamble, the
+/// header or the keys (not "failed to fill whole buffer").
+#[test]
+fn a_truncated_npy_says_so() {
+    let dir = Dir::new();
+    let bytes = reversed_npy(&dir);
+    let cut = dir.path("cut.npy");
+    for (at, message) in [
+        (0, "cut.npy: truncated .npy file: it is empty"),
+        (
+            3,
+            "cut.npy: truncated .npy file: it ends inside its header, after 3 bytes",
+        ),
+        (
+            6,
+            "cut.npy: truncated .npy file: it ends inside its header, after 6 bytes",
+        ),
+        (
+            9,
+            "cut.npy: truncated .npy file: it ends inside its header, after 9 bytes",
+        ),
+        (
+            40,
+            "cut.npy: truncated .npy file: it ends inside its header, after 40 of the header's \
+             128 bytes",
+        ),
+        (
+            128 + 10,
+            "cut.npy: truncated .npy file: the header promises 100 keys (400 bytes) but the \
+             file holds 10 bytes",
+        ),
+    ] {
+        std::fs::write(&cut, &bytes[..at]).unwrap();
+        fails_without_output(&["sort"], Some(&cut), &dir.path("out.npy"), message);
+        bitonic()
+            .arg("verify")
+            .arg(&cut)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(message))
+            .stderr(predicate::str::contains("fill whole buffer").not());
+    }
+    // Standard input has no name: its first bytes make it a .npy.
+    bitonic()
+        .args(["sort", "-", "-o", "-"])
+        .write_stdin(bytes[..40].to_vec())
+        .assert()
+        .code(1)
+        .stdout(predicate::str::is_empty())
+        .stderr(predicate::str::contains(
+            "standard input: truncated .npy file: it ends inside its header, after 40 of",
+        ));
+}
+
+/// Fortran order is valid .npy, but a 2-D array in it has no contiguous rows: refused as
+/// unsupported, saying what to do. A 1-D array is laid out the same in either order.
+#[test]
+fn a_fortran_order_npy_is_unsupported() {
+    let dir = Dir::new();
+    let fortran =
+        |shape: &str, keys: &[u32]| npy_in_order("<u4", true, shape, bytemuck::cast_slice(keys));
+    let matrix = dir.path("matrix.npy");
+    std::fs::write(&matrix, fortran("(2, 3)", &[3, 9, 1, 7, 2, 8])).unwrap();
+    let assert = bitonic()
+        .arg("sort")
+        .arg(&matrix)
+        .arg("-o")
+        .arg(dir.path("out.npy"))
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "matrix.npy: a 2-D .npy array in Fortran (column-major) order is not supported: its \
+             rows are not contiguous; save it in C order",
+        ));
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).to_string();
+    assert!(!stderr.contains("not a valid"), "{stderr}");
+    assert!(!dir.path("out.npy").exists());
+    let vector = dir.path("vector.npy");
+    std::fs::write(&vector, fortran("(3,)", &[3, 1, 2])).unwrap();
+    bitonic()
+        .arg("sort")
+        .arg(&vector)
+        .arg("-o")
+        .arg(dir.path("vector-out.npy"))
+        .assert()
+        .success();
+    assert_eq!(read_npy::<u32>(&dir.path("vector-out.npy")).1, [1, 2, 3]);
+}
+
+// ---- odd destinations ----
+
+/// A folder that takes no new file (here /sys, which refuses even root) is an error naming
+/// the user's output, not the hidden temporary file the write would have made.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_unwritable_folder_names_the_output_not_the_temporary_file() {
+    let dir = Dir::new();
+    let input = dir.path("in.raw");
+    write_raw_u32(&input, &[3, 1, 2]);
+    let output = Path::new("/sys/bitonic-out.raw");
+    for command in [&["sort"][..], &["topk", "-k", "1"]] {
+        bitonic()
+            .args(command)
+            .arg(&input)
+            .arg("-o")
+            .arg(output)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(
+                "/sys/bitonic-out.raw: cannot write in /sys: ",
+            ))
+            .stderr(predicate::str::contains(".bitonic-").not())
+            .stderr(predicate::str::contains(".partial").not())
+            .stderr(predicate::str::contains("at path").not());
+    }
+    bitonic()
+        .args(["gen", "-n", "3"])
+        .arg(output)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains(
+            "/sys/bitonic-out.raw: cannot write in /sys: ",
+        ))
+        .stderr(predicate::str::contains(".bitonic-").not());
+    assert!(!output.exists());
+}
+
+/// A path through a file (somefile/out.raw) says that the file is in the way, not that a
+/// folder does not exist; for inputs too.
+#[test]
+fn a_file_where_a_folder_should_be() {
+    let dir = Dir::new();
+    let input = dir.path("in.raw");
+    write_raw_u32(&input, &[3, 1, 2]);
+    let file = dir.path("somefile");
+    std::fs::write(&file, b"not a folder").unwrap();
+    let in_the_way = format!("{} is a file, not a folder", file.display());
+    for output in [file.join("out.raw"), file.join("sub").join("out.raw")] {
+        let named = format!("{}: {in_the_way}", output.display());
+        for command in [&["sort"][..], &["topk", "-k", "1"]] {
+            bitonic()
+                .args(command)
+                .arg(&input)
+                .arg("-o")
+                .arg(&output)
+                .assert()
+                .code(1)
+                .stderr(predicate::str::contains(named.as_str()))
+                .stderr(predicate::str::contains("does not exist").not());
+        }
+        bitonic()
+            .args(["gen", "-n", "3", "-o"])
+            .arg(&output)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(named.as_str()));
+        let read = format!("{}: {in_the_way}", output.display());
+        bitonic()
+            .arg("verify")
+            .arg(&output)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains(read.as_str()));
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"not a folder");
+}
+
+// ---- verify's hint ----
+
+/// A raw file read as u32 (no --dtype) that is not sorted gets a hint naming the default and
+/// --dtype; a .npy, or a raw file whose type was given, does not.
+#[test]
+fn verify_hints_at_dtype_for_raw_files() {
+    let dir = Dir::new();
+    let floats = dir.path("floats.raw");
+    std::fs::write(
+        &floats,
+        bytemuck::cast_slice::<f32, u8>(&[-2.0, -1.0, 0.5, 3.0]),
+    )
+    .unwrap();
+    let hint = "is a raw file, so its keys were read as u32, the default; if it holds another \
+                type, name it with --dtype (u32, i32, u64, i64, f32, f64, f16, bf16)";
+    bitonic()
+        .arg("verify")
+        .arg(&floats)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("not sorted"))
+        .stderr(predicate::str::contains(format!(
+            "hint: {}",
+            floats.display()
+        )))
+        .stderr(predicate::str::contains(hint));
+    bitonic()
+        .args(["verify", "--dtype", "f32"])
+        .arg(&floats)
+        .assert()
+        .success();
+    let unsorted = dir.path("unsorted.raw");
+    write_raw_u32(&unsorted, &[2, 1]);
+    bitonic()
+        .args(["verify", "--dtype", "u32"])
+        .arg(&unsorted)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("hint").not());
+    let npy = dir.path("unsorted.npy");
+    write_npy_u32(&npy, "(2,)", &[2, 1]);
+    bitonic()
+        .arg("verify")
+        .arg(&npy)
+        .assert()
+        .code(1)
+        .stdout(predicate::str::contains("not sorted"))
+        .stderr(predicate::str::contains("hint").not());
+}
+
+// ---- symbolic links ----
+
+/// Whether `dir` holds a temporary file.
+fn holds_partial(dir: &Path) -> bool {
+    std::fs::read_dir(dir).unwrap().any(|e| {
+        e.unwrap()
+            .file_name()
+            .to_string_lossy()
+            .starts_with(".bitonic-")
+    })
+}
+
+/// -o on a symbolic link writes through it, as `sort -o` does: with --force, the link stays a
+/// link and its target (relative to the link's folder, through a chain of links, or not yet
+/// there) gets the keys, keeping its mode; without --force, the link counts as existing.
+#[cfg(unix)]
+#[test]
+fn force_writes_through_a_symbolic_link() {
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    let dir = Dir::new();
+    let input = dir.path("in.raw");
+    write_raw_u32(&input, &[3, 1, 2]);
+    let (data, links) = (dir.path("data"), dir.path("links"));
+    std::fs::create_dir(&data).unwrap();
+    std::fs::create_dir(&links).unwrap();
+    let target = data.join("keys.raw");
+    write_raw_u32(&target, &[42]);
+    std::fs::set_permissions(&target, std::fs::Permissions::from_mode(0o640)).unwrap();
+    let link = links.join("keys.raw");
+    symlink("../data/keys.raw", &link).unwrap();
+    let chain = dir.path("chain.raw");
+    symlink(&link, &chain).unwrap();
+    for (output, keys) in [(&link, [1, 2, 3]), (&chain, [3, 2, 1])] {
+        let desc: &[&str] = if keys[0] == 3 { &["--desc"] } else { &[] };
+        bitonic()
+            .args(["sort", "--backend", "cpu"])
+            .args(desc)
+            .arg(&input)
+            .arg("-o")
+            .arg(output)
+            .assert()
+            .code(1)
+            .stderr(predicate::str::contains("exists; pass --force"));
+        bitonic()
+            .args(["sort", "--backend", "cpu", "--force"])
+            .args(desc)
+            .arg(&input)
+            .arg("-o")
+            .arg(output)
+            .assert()
+            .success();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert!(std::fs::symlink_metadata(&chain)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(
+            std::fs::read_link(&link).unwrap(),
+            Path::new("../data/keys.raw")
+        );
+        assert_eq!(read_raw_u32(&target), keys);
+        assert_eq!(mode(&target), 0o640, "the target keeps its mode");
+    }
+    // A dangling link: --force creates its target.
+    let dangling = links.join("new.raw");
+    symlink("../data/new.raw", &dangling).unwrap();
+    bitonic()
+        .args(["gen", "-n", "3", "--pattern", "sorted"])
+        .arg(&dangling)
+        .assert()
+        .code(1)
+        .stderr(predicate::str::contains("exists; pass --force"));
+    assert!(!data.join("new.raw").exists());
+    bitonic()
+        .args(["gen", "-n", "3", "--pattern", "sorted", "--force"])
+        .arg(&dangling)
+        .assert()
+        .success();
+    assert!(std::fs::symlink_metadata(&dangling)
+        .unwrap()
+        .file_type()
+        .is_symlink());
+    assert_eq!(std::fs::metadata(data.join("new.raw")).unwrap().len(), 12);
+    for folder in [dir.root(), &data, &links] {
+        assert!(
+            !holds_partial(folder),
+            "{} holds a partial file",
+            folder.display()
+        );
+    }
+}
+
+// ---- named values ----
+
+/// Every option that takes a name (a backend, an algorithm, a key type, a pattern) lists the
+/// names it accepts in --help and in the error for a bad one (exit 2); a --backend's
+/// description names each of them too.
+#[test]
+fn named_options_list_what_they_accept() {
+    const DTYPES: &str = "u32, i32, u64, i64, f32, f64, f16, bf16";
+    const BACKENDS: &str = "auto, cpu, cpu-network, cpu-network-serial, cuda";
+    const VERSIONS: &str = "v0, v1, v2, v3, v4, v5, tuned";
+    let options = [
+        ("sort", "--dtype", DTYPES),
+        ("sort", "--backend", BACKENDS),
+        ("sort", "--algo", VERSIONS),
+        ("topk", "--dtype", DTYPES),
+        ("topk", "--backend", BACKENDS),
+        ("verify", "--dtype", DTYPES),
+        ("gen", "--dtype", DTYPES),
+        (
+            "gen",
+            "--pattern",
+            "random, sorted, reversed, few-distinct, all-equal",
+        ),
+        ("demo", "--dtype", DTYPES),
+        ("demo", "--backend", BACKENDS),
+        ("demo", "--algo", VERSIONS),
+        ("bench", "--dtype", DTYPES),
+        ("bench", "--versions", VERSIONS),
+        ("bench", "--algorithms", "merge-split, partition"),
+        ("bench-topk", "--dtypes", "f32, bf16, f16"),
+    ];
+    for (command, option, names) in options {
+        let listed = format!("[possible values: {names}]");
+        let out = bitonic().args([command, "--help"]).assert().success();
+        let help = String::from_utf8(out.get_output().stdout.clone()).unwrap();
+        // The option's entry: from its line to the next option's.
+        let at = help
+            .find(&format!("{option} <"))
+            .unwrap_or_else(|| panic!("{command} {option}: not in {help}"));
+        let end = help[at + 2..]
+            .find("\n      -")
+            .or_else(|| help[at + 2..].find("\n  -"))
+            .map_or(help.len(), |e| at + 2 + e);
+        let entry = help[at..end]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(entry.contains(&listed), "{command} {option}: {entry}");
+        if option == "--backend" {
+            let described = &entry[..entry.find("[default").unwrap()];
+            for name in names.split(", ") {
+                let named = described
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+                    .any(|word| word == name);
+                assert!(
+                    named,
+                    "{command} {option} does not describe {name}: {described}"
+                );
+            }
+        }
+        bitonic()
+            .args([command, option, "bogus"])
+            .assert()
+            .code(2)
+            .stderr(predicate::str::contains(format!(
+                "invalid value 'bogus' for '{option} <"
+            )))
+            .stderr(predicate::str::contains(listed));
+    }
+}
+
+// ---- k = 0 ----
+
+/// -k 0 selects nothing, as torch.topk(x, 0) and the Python package do: empty outputs of the
+/// right shape ((R, 0) for R rows, (0,) for one array; empty raw files), exit 0, whatever the
+/// backend (none runs). A k past the row is still refused.
+#[test]
+fn topk_of_zero_keys_writes_empty_outputs() {
+    let dir = Dir::new();
+    let matrix = dir.path("matrix.npy");
+    write_npy_u32(&matrix, "(2, 3)", &[3, 1, 2, 9, 7, 8]);
+    let vector = dir.path("vector.npy");
+    write_npy_u32(&vector, "(3,)", &[3, 1, 2]);
+    for (input, shape) in [(&matrix, "(2, 0)"), (&vector, "(0,)")] {
+        for backend in ["auto", "cpu", "cuda"] {
+            let (top, at) = (dir.path("top.npy"), dir.path("at.npy"));
+            bitonic()
+                .args(["topk", "-k", "0", "--force", "--backend", backend])
+                .arg(input)
+                .arg("-o")
+                .arg(&top)
+                .arg("--indices")
+                .arg(&at)
+                .assert()
+                .success()
+                .stderr(predicate::str::contains("nothing to select (-k 0)"));
+            for (path, descr) in [(&top, "<u4"), (&at, "<u4")] {
+                let (header, data) = read_npy::<u32>(path);
+                assert!(header.contains(&format!("'shape': {shape}")), "{header}");
+                assert!(header.contains(&format!("'descr': '{descr}'")), "{header}");
+                assert!(data.is_empty());
+            }
+        }
+    }
+    let raw = dir.path("keys.raw");
+    write_raw_u32(&raw, &[3, 1, 2, 9, 7, 8]);
+    let (top, at) = (dir.path("top.raw"), dir.path("at.raw"));
+    bitonic()
+        .args(["topk", "-k", "0", "--rows", "2"])
+        .arg(&raw)
+        .arg("-o")
+        .arg(&top)
+        .arg("--indices")
+        .arg(&at)
+        .assert()
+        .success();
+    assert_eq!(std::fs::metadata(&top).unwrap().len(), 0);
+    assert_eq!(std::fs::metadata(&at).unwrap().len(), 0);
+    fails_without_output(
+        &["topk", "-k", "4"],
+        Some(&matrix),
+        &dir.path("bad.npy"),
+        "-k 4 must be from 0 to the row length, 3",
+    );
 }

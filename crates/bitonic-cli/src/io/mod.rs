@@ -35,6 +35,9 @@ pub enum IoError {
         bytes: u64,
         held: usize,
     },
+    /// Cut short before its keys: inside the magic or the header.
+    #[error("{path}: truncated .npy file: {reason}")]
+    TruncatedHeader { path: String, reason: String },
     #[error("{path}: {reason}")]
     TooLarge { path: String, reason: String },
     #[error("{path}: not a valid .npy file: {reason}")]
@@ -51,12 +54,26 @@ pub enum IoError {
         found: DType,
         given: DType,
     },
+    #[error(
+        "{path}: a 2-D .npy array in Fortran (column-major) order is not supported: its rows \
+         are not contiguous; save it in C order (numpy.save(file, numpy.ascontiguousarray(a)))"
+    )]
+    FortranOrder { path: String },
     #[error("{path}: a .npy array of shape {shape:?} is not supported (one or two dimensions)")]
     UnsupportedShape { path: String, shape: Vec<u64> },
     #[error("{path} exists; pass --force to overwrite it")]
     WouldOverwrite { path: String },
     #[error("{path} is the input file; pass --force to sort it in place")]
     OutputIsInput { path: String },
+}
+
+impl IoError {
+    /// Whether the command line alone is wrong (exit status 2, [`crate::ui::Usage`]): a .npy
+    /// output of a type NumPy lacks is asked for by the output's name and `--dtype`, whatever
+    /// the input holds. Every other problem depends on the files (exit status 1).
+    pub fn is_usage(&self) -> bool {
+        matches!(self, IoError::NoNpyDtype { .. })
+    }
 }
 
 /// How keys are laid out in a file.
@@ -86,6 +103,8 @@ enum Bytes {
 /// An opened key file: its type and its key bytes (mapped, not yet copied).
 pub struct KeyFile {
     pub path: PathBuf,
+    /// How the file was read: `Npy` when it starts with NumPy's magic.
+    pub format: Format,
     pub dtype: DType,
     /// `[len]`, or `[rows, keys per row]` for a 2-D .npy array.
     pub shape: Vec<usize>,
@@ -134,8 +153,12 @@ fn read_stream(mut from: impl Read, path: &Path) -> Result<Vec<u8>, IoError> {
 }
 
 impl KeyFile {
-    /// Opens `path` (`-` for stdin). A `.npy` header gives the dtype; `dtype` must then agree
-    /// with it. Raw data takes `dtype`, `u32` when none is given. Regular files are mapped;
+    /// Opens `path` (`-` for stdin). A file whose name ends in `.npy` must be a .npy file: one
+    /// without NumPy's magic is an error (damaged, or cut short inside the magic), not raw
+    /// keys sorted as u32. Any other input is a .npy when it starts with the magic (stdin has
+    /// no name; a .npy may be named otherwise), raw keys when not. A `.npy` header gives the
+    /// dtype; `dtype` must then agree with it. Raw data takes `dtype`, `u32` when none is
+    /// given. Regular files are mapped;
     /// stdin, FIFOs and devices are read whole; a folder is an error. Every size the file
     /// states is checked against what it holds.
     pub fn open(path: &Path, dtype: Option<DType>) -> Result<KeyFile, IoError> {
@@ -146,8 +169,9 @@ impl KeyFile {
         let bytes = if is_stdio(path) {
             Bytes::Owned(read_stream(std::io::stdin().lock(), path)?)
         } else {
-            let file = File::open(path).map_err(|e| match e.kind() {
-                std::io::ErrorKind::NotFound => IoError::NotFound {
+            let file = File::open(path).map_err(|e| match (file_in_the_way(path), e.kind()) {
+                (Some(why), _) => io(std::io::Error::other(why)),
+                (None, std::io::ErrorKind::NotFound) => IoError::NotFound {
                     path: input_name(path),
                 },
                 _ => io(e),
@@ -172,6 +196,8 @@ impl KeyFile {
         };
         let npy_header = if all.starts_with(npy::MAGIC) {
             Some(npy::parse_header(path, all)?)
+        } else if !is_stdio(path) && Format::from_path(path) == Format::Npy {
+            return Err(npy::without_magic(path, all));
         } else {
             None
         };
@@ -236,6 +262,10 @@ impl KeyFile {
         };
         Ok(KeyFile {
             path: path.to_path_buf(),
+            format: match npy_header {
+                Some(_) => Format::Npy,
+                None => Format::Raw,
+            },
             dtype,
             shape,
             bytes,
@@ -276,8 +306,27 @@ impl KeyFile {
     }
 }
 
-/// Refuses to write over an existing file, or over the input, unless `force`; and checks,
-/// before any work, that the output's folder exists and takes a new file.
+/// Why a path cannot name a file: the first of its folders that exists is not a folder
+/// (`somefile` in `somefile/out.bin`), which the system calls "not a directory" or "no such
+/// file". `None` when the folders that exist are folders.
+fn file_in_the_way(path: &Path) -> Option<String> {
+    let folders = path
+        .ancestors()
+        .skip(1)
+        .filter(|a| !a.as_os_str().is_empty());
+    let existing = folders
+        .filter_map(|a| Some((a, std::fs::metadata(a).ok()?)))
+        .next()?;
+    match existing {
+        (_, m) if m.is_dir() => None,
+        (a, m) if m.is_file() => Some(format!("{} is a file, not a folder", a.display())),
+        (a, _) => Some(format!("{} is not a folder", a.display())),
+    }
+}
+
+/// Refuses to write over an existing file (a symbolic link, even dangling, included), or
+/// over the input, unless `force`; and checks, before any work, that the folder the write
+/// will go to ([`through_links`]) exists and takes a new file.
 pub fn check_output(output: &Path, input: Option<&Path>, force: bool) -> Result<(), IoError> {
     if is_stdio(output) {
         return Ok(());
@@ -289,9 +338,11 @@ pub fn check_output(output: &Path, input: Option<&Path>, force: bool) -> Result<
     if output.is_dir() {
         return Err(err(std::io::Error::other("is a folder")));
     }
-    let dir = folder_of(output);
+    let target = through_links(output).map_err(err)?;
+    let dir = folder_of(&target);
     if !dir.is_dir() {
-        let why = format!("the folder {} does not exist", dir.display());
+        let why = file_in_the_way(&target)
+            .unwrap_or_else(|| format!("the folder {} does not exist", dir.display()));
         return Err(err(std::io::Error::new(std::io::ErrorKind::NotFound, why)));
     }
     // The same temporary file the write will make, made and dropped now: a folder that does
@@ -310,7 +361,8 @@ pub fn check_output(output: &Path, input: Option<&Path>, force: bool) -> Result<
             });
         }
     }
-    if output.exists() {
+    // A link counts as existing even when its target does not.
+    if std::fs::symlink_metadata(output).is_ok() {
         return Err(IoError::WouldOverwrite {
             path: output_name(output),
         });
@@ -352,9 +404,11 @@ pub fn write_text(path: &Path, text: &str) -> Result<(), IoError> {
 
 /// Writes a file (`-`: stdout) with `write`, atomically: a temporary file in the destination's
 /// folder, renamed into place when whole, so readers see the old file or the whole new one. A
-/// failure, or Ctrl-C or SIGTERM ([`remove_partial_files_on_signals`]), leaves nothing behind.
+/// failure, or Ctrl-C, SIGTERM or SIGHUP ([`remove_partial_files`]), leaves nothing behind.
 /// A new file gets the usual permissions (0666 less the umask); a file written over keeps its
-/// own. Errors name the user's path, once.
+/// own. A symbolic link is written through, as `sort -o` does ([`through_links`]): the link
+/// stays, its target is replaced atomically (the temporary file goes beside the target).
+/// Errors name the user's path, once.
 pub fn write_atomically(
     path: &Path,
     write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
@@ -367,19 +421,34 @@ pub fn write_atomically(
         let mut out = std::io::stdout().lock();
         return write(&mut out).and_then(|()| out.flush()).map_err(io);
     }
-    let existing = std::fs::metadata(path).ok().map(|m| m.permissions());
-    let mut tmp = temporary_in(folder_of(path), existing).map_err(io)?;
-    let pending = Pending::register(tmp.path());
+    let target = through_links(path).map_err(io)?;
+    let existing = std::fs::metadata(&target).ok().map(|m| m.permissions());
+    let mut tmp = temporary_in(folder_of(&target), existing).map_err(io)?;
     {
-        let mut buffered = std::io::BufWriter::with_capacity(1 << 20, tmp.as_file_mut());
+        let mut buffered = std::io::BufWriter::with_capacity(1 << 20, tmp.file.as_file_mut());
         write(&mut buffered)
             .and_then(|()| buffered.flush())
             .map_err(io)?;
     }
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    drop(pending);
+    tmp.file.as_file().sync_all().map_err(io)?;
+    tmp.file.persist(&target).map_err(|e| io(e.error))?;
     Ok(())
+}
+
+/// The file a write to `path` replaces: `path`, or, when it is a symbolic link, the file it
+/// points to, link after link (a relative link from the link's folder). Renaming over the
+/// link itself would turn it into a plain file; a dangling link's target is created.
+fn through_links(path: &Path) -> std::io::Result<PathBuf> {
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                at = folder_of(&at).join(std::fs::read_link(&at)?)
+            }
+            _ => return Ok(at),
+        }
+    }
+    Err(std::io::Error::other("too many levels of symbolic links"))
 }
 
 /// The folder a file goes in (`.` for a bare name).
@@ -391,11 +460,9 @@ fn folder_of(path: &Path) -> &Path {
 }
 
 /// A hidden temporary file in `dir`, with `permissions` (those of the file it will replace),
-/// else 0666 less the umask, as any new file.
-fn temporary_in(
-    dir: &Path,
-    permissions: Option<std::fs::Permissions>,
-) -> std::io::Result<tempfile::NamedTempFile> {
+/// else 0666 less the umask, as any new file. It is listed in [`PENDING`] from the moment it
+/// exists (made under the list's lock) until it is dropped or renamed into place.
+fn temporary_in(dir: &Path, permissions: Option<std::fs::Permissions>) -> std::io::Result<Partial> {
     let mut builder = tempfile::Builder::new();
     builder.prefix(".bitonic-").suffix(".partial");
     #[cfg(unix)]
@@ -403,45 +470,58 @@ fn temporary_in(
         use std::os::unix::fs::PermissionsExt;
         builder.permissions(std::fs::Permissions::from_mode(0o666));
     }
-    let tmp = builder.tempfile_in(dir)?;
+    let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    let file = builder.tempfile_in(dir).map_err(without_temporary_name)?;
+    pending.push(file.path().to_path_buf());
+    drop(pending);
+    let tmp = Partial {
+        _listed: Listed(file.path().to_path_buf()),
+        file,
+    };
     if let Some(permissions) = permissions {
-        tmp.as_file().set_permissions(permissions)?;
+        tmp.file.as_file().set_permissions(permissions)?;
     }
     Ok(tmp)
 }
 
-/// Temporary files being written now: what a signal handler removes.
-static PENDING: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
-
-/// A temporary file listed in [`PENDING`] while it lives.
-struct Pending(PathBuf);
-
-impl Pending {
-    fn register(path: &Path) -> Pending {
-        let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
-        pending.push(path.to_path_buf());
-        Pending(path.to_path_buf())
+/// tempfile adds its file's name to the errors it makes ("Permission denied (os error 13) at
+/// path \"/d/.bitonic-x.partial\""): the cause alone, so that an error names the user's path,
+/// never the hidden file.
+fn without_temporary_name(e: std::io::Error) -> std::io::Error {
+    let text = e.get_ref().map(ToString::to_string);
+    match text.as_deref().and_then(|t| t.split_once(" at path ")) {
+        Some((cause, _)) => std::io::Error::new(e.kind(), cause.to_string()),
+        None => e,
     }
 }
 
-impl Drop for Pending {
+/// Temporary files that exist now: what [`remove_partial_files`] removes.
+static PENDING: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// A temporary file and its place in [`PENDING`]. The file is dropped (deleted) first, then
+/// unlisted; once renamed into place, it is only unlisted.
+struct Partial {
+    file: tempfile::NamedTempFile,
+    _listed: Listed,
+}
+
+/// A path listed in [`PENDING`] while this lives.
+struct Listed(PathBuf);
+
+impl Drop for Listed {
     fn drop(&mut self) {
         let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
         pending.retain(|p| *p != self.0);
     }
 }
 
-/// On Ctrl-C, SIGTERM or SIGHUP: removes the partial files being written and exits with status
-/// 130, so an interrupted command leaves nothing behind.
-pub fn remove_partial_files_on_signals() {
-    let handler = || {
-        let pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
-        for path in pending.iter() {
-            std::fs::remove_file(path).ok();
-        }
-        eprintln!("bitonic: interrupted");
-        std::process::exit(130);
-    };
-    // Fails only when a handler is already set: then that one stays.
-    ctrlc::set_handler(handler).ok();
+/// Removes the partial files being written, for a signal's cleanup
+/// ([`crate::signals::exit_on_signals`]): an interrupted command leaves nothing behind. The
+/// list stays locked afterwards, so that no new partial file starts before the process ends.
+pub fn remove_partial_files() {
+    let pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    for path in pending.iter() {
+        std::fs::remove_file(path).ok();
+    }
+    std::mem::forget(pending);
 }

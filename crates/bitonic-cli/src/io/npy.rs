@@ -28,24 +28,62 @@ fn too_many(path: &Path, dims: &str) -> IoError {
     bad(path, reason)
 }
 
+/// The header's dictionary, found from the preamble (magic, version, the dictionary's
+/// length), or `Err` with the bytes the header needs (`None`: not yet known) when the file
+/// ends inside it. `Ok(None)` for a version npyz is left to judge.
+fn dictionary(bytes: &[u8]) -> Result<Option<&[u8]>, Option<usize>> {
+    let (start, len): (usize, _) = match bytes.get(6) {
+        None => return Err(None),
+        Some(1) => (
+            10,
+            bytes
+                .get(8..10)
+                .map(|n| u16::from_le_bytes([n[0], n[1]]) as usize),
+        ),
+        Some(2 | 3) => (
+            12,
+            bytes
+                .get(8..12)
+                .map(|n| u32::from_le_bytes([n[0], n[1], n[2], n[3]]) as usize),
+        ),
+        Some(_) => return Ok(None),
+    };
+    let end = len.and_then(|len| start.checked_add(len)).ok_or(None)?;
+    bytes.get(start..end).map(Some).ok_or(Some(end))
+}
+
+/// The error for a file cut short inside its header, after `held` bytes of the `needed`
+/// (when known).
+fn truncated_header(path: &Path, held: usize, needed: Option<usize>) -> IoError {
+    let reason = match (held, needed) {
+        (0, _) => "it is empty".to_string(),
+        (_, Some(needed)) => {
+            format!("it ends inside its header, after {held} of the header's {needed} bytes")
+        }
+        (_, None) => format!("it ends inside its header, after {held} bytes"),
+    };
+    IoError::TruncatedHeader {
+        path: super::input_name(path),
+        reason,
+    }
+}
+
+/// The error for a file named .npy that does not start with the magic: cut short inside it
+/// (truncated), or damaged, or raw keys under a .npy name.
+pub fn without_magic(path: &Path, bytes: &[u8]) -> IoError {
+    if MAGIC.starts_with(bytes) {
+        return truncated_header(path, bytes.len(), None);
+    }
+    let reason = "it does not start with the .npy magic (\\x93NUMPY): the file is damaged, or \
+                  holds raw keys under a .npy name (rename it to read it as raw keys)";
+    bad(path, reason)
+}
+
 /// Refuses a shape whose dimensions' product overflows 64 bits, before npyz reads the header
 /// (npyz multiplies them unchecked: a panic in debug builds, a wrapped count in release). The
 /// rest of the header is npyz's to judge.
-fn check_shape_product(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
-    let dict = match bytes.get(6) {
-        Some(1) => bytes.get(8..10).and_then(|n| {
-            let len = u16::from_le_bytes([n[0], n[1]]) as usize;
-            bytes.get(10..10 + len)
-        }),
-        Some(2 | 3) => bytes.get(8..12).and_then(|n| {
-            let len = u32::from_le_bytes([n[0], n[1], n[2], n[3]]) as usize;
-            bytes.get(12..12usize.checked_add(len)?)
-        }),
-        _ => None,
-    };
-    let Some(dict) = dict.map(String::from_utf8_lossy) else {
-        return Ok(());
-    };
+fn check_shape_product(path: &Path, dict: &[u8]) -> Result<(), IoError> {
+    let dict = String::from_utf8_lossy(dict);
     let Some(at) = dict.find("'shape'").or_else(|| dict.find("\"shape\"")) else {
         return Ok(());
     };
@@ -67,10 +105,20 @@ fn check_shape_product(path: &Path, bytes: &[u8]) -> Result<(), IoError> {
     Ok(())
 }
 
+/// The header of a file that starts with the magic. A file cut inside its header is
+/// "truncated", as one cut inside its keys is (`KeyFile::open`). A 1-D array in Fortran order
+/// is laid out as in C order, and read; a 2-D one is refused as unsupported.
 pub fn parse_header(path: &Path, bytes: &[u8]) -> Result<Header, IoError> {
-    check_shape_product(path, bytes)?;
+    match dictionary(bytes) {
+        Err(needed) => return Err(truncated_header(path, bytes.len(), needed)),
+        Ok(Some(dict)) => check_shape_product(path, dict)?,
+        Ok(None) => {}
+    }
     let mut cursor = std::io::Cursor::new(bytes);
-    let header = npyz::NpyHeader::from_reader(&mut cursor).map_err(|e| bad(path, e.to_string()))?;
+    let header = npyz::NpyHeader::from_reader(&mut cursor).map_err(|e| match e.kind() {
+        std::io::ErrorKind::UnexpectedEof => truncated_header(path, bytes.len(), None),
+        _ => bad(path, e.to_string()),
+    })?;
     let descr = match header.dtype() {
         npyz::DType::Plain(type_str) => type_str.to_string(),
         other => {
@@ -97,8 +145,9 @@ pub fn parse_header(path: &Path, bytes: &[u8]) -> Result<Header, IoError> {
         });
     }
     if shape.len() == 2 && header.order() == npyz::Order::Fortran {
-        let reason = "a 2-D array in Fortran (column-major) order: rows would not be contiguous";
-        return Err(bad(path, reason));
+        return Err(IoError::FortranOrder {
+            path: super::input_name(path),
+        });
     }
     // Checked: a crafted shape must not wrap to a small count.
     let too_many = || {
