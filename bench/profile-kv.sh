@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Profiles one key-value sort, argsort and keys-only sort of a row of 2^EXP u32 keys with
-# Nsight Compute on a GPU host (docs/results/merge-sort/kv-merge-*-ncu.txt):
+# Nsight Compute on a GPU host (docs/results/2026-11-23-5d12037-h100/kv-merge-*-ncu.txt):
 #   bash bench/profile-kv.sh OUT.csv [EXP] [BIN]
 # Every kernel launch of `bitonic bench-rows --repeats 1` on that one row (the warm-ups, then
 # the timed runs): time, DRAM and SM throughput, instructions, occupancy, registers and DRAM

@@ -1,9 +1,14 @@
 #!/usr/bin/env bash
-# Reproduces docs/results on a GPU host in one command, from the project root:
+# The sort table (last kept: docs/results/2026-11-26-f178845-h100) on a GPU host in one command,
+# from the project root:
 #   bench/pack-gpu.sh                    (here: packs the release binary into .gpu/)
 #   bash bench/run-gpu.sh OUT_DIR        (on the GPU host)
 # Measures our versions, the CPU sorts, CUB (radix and merge sort), torch.sort and cupy.sort on
 # the same sizes, then merges everything into OUT_DIR/report.md and the figures.
+# A run kept in the repository goes to docs/results/<YYYY-MM-DD>-<commit>-<device>/ (the date of the
+# run, the 7-digit commit measured, h100, h200, h200x2, cpu, ...) with an about.md whose first
+# line says what was measured and by which script; python3 bench/results-index.py then
+# rewrites docs/results/README.md.
 set -euo pipefail
 out=${1:-bench-results}
 min_exp=${MIN_EXP:-15}

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Reproduces docs/results/rows on a GPU host in one command, from the project root:
+# The row table (last kept: docs/results/2026-11-23-9bf755f-h100) on a GPU host in one command,
+# from the project root:
 #   bench/pack-gpu.sh                    (here: packs the release binary into .gpu/)
 #   bash bench/run-rows.sh OUT_DIR       (on the GPU host)
 # Times our row sorts, argsorts and key-value sorts (u32 keys, device-resident) beside CUB's
