@@ -3,15 +3,13 @@
 //! selects into them, zero copy. The capsules are read, not consumed: their producer keeps
 //! ownership, and the caller keeps the arrays alive across the call.
 //!
-//! Streams: the library queues its work on its `Gpu`'s own stream. Each call here forks from
-//! the caller's stream and joins it again, with events and no synchronisation of any kind: our
-//! stream waits for an event recorded on the caller's stream (everything queued there before
-//! the call, such as the copy that made the keys), the sort is queued, and the caller's stream
-//! waits for an event recorded on ours. Work queued on the caller's stream after the call sees
-//! the results; the host never waits.
+//! Streams: every call queues its work, its workspace's allocation and freeing included, on
+//! the caller's stream (wrapped, not owned: [`CudaContext::wrap_borrowed_stream`]), as a torch
+//! kernel would: in order with the work before and after it, without events or any wait on the
+//! host, and capturable into a CUDA graph while that stream captures.
 
 use bitonic::{DType, Gpu, GpuUnavailable, Sorter};
-use cudarc::driver::{result, sys, CudaEvent, CudaSlice, CudaStream};
+use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyCapsule;
@@ -19,6 +17,8 @@ use std::collections::HashMap;
 use std::ffi::c_void;
 use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::unavailable;
 
 /// DLPack's device type of CUDA device memory (kDLCUDA).
 const DL_CUDA: i32 = 2;
@@ -206,81 +206,32 @@ impl<T> Drop for Foreign<T> {
     }
 }
 
-/// A device's `Gpu` (a stream of its own) and the event that forks and joins the caller's
-/// stream (recorded and waited on under its lock, so one event serves every call).
-struct Device {
-    gpu: Gpu,
-    event: Mutex<CudaEvent>,
-}
-
-/// The process's `Device` of each ordinal, opened on first use.
-fn device(ordinal: usize) -> Result<&'static Device, GpuUnavailable> {
-    static DEVICES: OnceLock<Mutex<HashMap<usize, &'static Device>>> = OnceLock::new();
+/// The process's `Gpu` of each ordinal, opened on first use and kept: it holds the compiled
+/// kernels. Its memory pool keeps up to a sixteenth of the GPU's memory once freed, so that
+/// the workspace of a call in a loop is not given back to the driver and asked for again.
+fn device(ordinal: usize) -> Result<&'static Gpu, GpuUnavailable> {
+    static DEVICES: OnceLock<Mutex<HashMap<usize, &'static Gpu>>> = OnceLock::new();
     let mut devices = DEVICES.get_or_init(Default::default).lock().unwrap();
-    if let Some(d) = devices.get(&ordinal) {
-        return Ok(d);
+    if let Some(gpu) = devices.get(&ordinal) {
+        return Ok(gpu);
     }
-    // The library's `Gpu` has cudarc's event tracking off (`Gpu::context`): every buffer and
-    // temporary of a call lives on its one stream, and `Device::order` orders that stream
-    // with the caller's.
     let gpu = Gpu::new(ordinal)?;
-    let event = gpu
-        .context()
-        .new_event(None)
+    let keep = gpu.info().total_memory / 16;
+    gpu.keep_freed_memory(keep)
         .map_err(|e| GpuUnavailable::InitFailed(e.to_string()))?;
-    let d: &'static Device = Box::leak(Box::new(Device {
-        gpu,
-        event: Mutex::new(event),
-    }));
-    devices.insert(ordinal, d);
-    Ok(d)
+    let gpu: &'static Gpu = Box::leak(Box::new(gpu));
+    devices.insert(ordinal, gpu);
+    Ok(gpu)
 }
 
-fn cuda_error(context: &'static str) -> impl Fn(cudarc::driver::DriverError) -> bitonic::Error {
-    move |cause| bitonic::Error::Cuda {
-        context: context.to_string(),
-        cause,
-    }
-}
-
-impl Device {
-    /// Makes `waiter` wait for the work queued on `recorded` so far (raw streams: the caller's
-    /// is not cudarc's). No host synchronisation.
-    fn order(&self, recorded: sys::CUstream, waiter: sys::CUstream) -> bitonic::Result<()> {
-        let event = self.event.lock().unwrap_or_else(|e| e.into_inner());
-        self.gpu
-            .context()
-            .bind_to_thread()
-            .map_err(cuda_error("binding the CUDA context"))?;
-        // SAFETY: both streams are live on this device's context (the caller's library gave
-        // its stream, which it keeps alive); the event is ours. A later record of the event
-        // does not change a wait already queued, so one event serves every call.
-        unsafe {
-            result::event::record(event.cu_event(), recorded)
-                .map_err(cuda_error("recording an event"))?;
-            result::stream::wait_event(
-                waiter,
-                event.cu_event(),
-                sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
-            )
-            .map_err(cuda_error("making a stream wait for an event"))
-        }
-    }
-
-    /// Runs `work` (which queues on our stream) between a fork from the caller's stream and a
-    /// join back to it; the join is queued even when `work` fails half way.
-    fn on_caller_stream(
-        &self,
-        caller: usize,
-        work: impl FnOnce(&Arc<CudaStream>) -> bitonic::Result<()>,
-    ) -> bitonic::Result<()> {
-        let caller = caller as sys::CUstream;
-        let ours = self.gpu.stream();
-        self.order(caller, ours.cu_stream())?;
-        let done = work(ours);
-        let joined = self.order(ours.cu_stream(), caller);
-        done.and(joined)
-    }
+/// The caller's stream (a `CUstream` as an integer; DLPack's 1 and 2 are CUDA's legacy and
+/// per-thread default streams, whose handles are those numbers) as a cudarc stream of
+/// `context`, borrowed: dropping it leaves the stream alone.
+fn borrowed_stream(context: &Arc<CudaContext>, caller: usize) -> Arc<CudaStream> {
+    // SAFETY: the caller's array library gave a live stream of this device's primary context
+    // (the one `Gpu::new` retains), and keeps it alive across the call, which is all the
+    // wrapper lives; the call queues everything on it, so nothing needs ordering with it.
+    unsafe { context.wrap_borrowed_stream(caller as sys::CUstream) }
 }
 
 /// The device ordinal of `keys`, checking that every other buffer is on the same device.
@@ -294,22 +245,36 @@ fn target(keys: Buffer, others: &[Buffer]) -> PyResult<usize> {
     Ok(keys.ordinal)
 }
 
-/// Runs `f` with the GIL released, on `ordinal`'s device between a fork from and a join to
-/// `caller_stream`, with a sorter on the device's `Gpu`.
+/// Runs `f` with the GIL released on `ordinal`'s device, with a sorter in torch's float order
+/// queued on `caller_stream`.
 fn run_on(
     py: Python<'_>,
     ordinal: usize,
     caller_stream: usize,
     descending: bool,
-    f: impl FnOnce(&Sorter<'static>, &Arc<CudaStream>) -> bitonic::Result<()> + Send,
+    f: impl FnOnce(&Sorter<'_>, &Arc<CudaStream>) -> bitonic::Result<()> + Send,
 ) -> PyResult<()> {
     let sorter = crate::sorter("cuda", descending)?;
     py.detach(|| {
-        let d = device(ordinal).map_err(crate::unavailable)?;
-        let sorter = sorter.gpu(&d.gpu);
-        d.on_caller_stream(caller_stream, |stream| f(&sorter, stream))
-            .map_err(crate::sort_error)
+        let gpu = device(ordinal).map_err(unavailable)?;
+        let stream = borrowed_stream(gpu.context(), caller_stream);
+        let sorter = sorter.gpu(gpu).stream(&stream);
+        f(&sorter, &stream).map_err(crate::sort_error)
     })
+}
+
+/// The buffer of the capsule `indices`: `len` int32 or int64 elements in CUDA device memory.
+fn index_buffer(indices: &Bound<'_, PyAny>, len: usize) -> PyResult<Buffer> {
+    let t = read(indices)?;
+    let b = t.on_cuda("indices")?;
+    if b.len != len || t.code != 0 || !(b.bytes == 4 || b.bytes == 8) {
+        return Err(PyValueError::new_err(format!(
+            "indices must be {len} elements of int32 or int64, not {} of {}",
+            b.len,
+            t.dtype_name()
+        )));
+    }
+    Ok(b)
 }
 
 /// The key type and buffer of the capsule `keys`, which must be in CUDA device memory.
@@ -319,8 +284,8 @@ fn keys_on_cuda(keys: &Bound<'_, PyAny>) -> PyResult<(DType, Buffer)> {
 }
 
 /// Sorts in place each row of `row_len` keys of the CUDA array of the capsule `keys`; with
-/// `indices` (a capsule of as many 4-byte elements), stably, writing for each sorted key its
-/// index in its row before the sort (as u32). Queued on `caller_stream` (a CUstream as an
+/// `indices` (a capsule of as many int32 or int64 elements), stably, writing for each sorted
+/// key its index in its row before the sort. Queued on `caller_stream` (a CUstream as an
 /// integer, 1 and 2 DLPack's legacy and per-thread default streams): later work on that
 /// stream sees the results, and the call returns without waiting.
 #[pyfunction]
@@ -337,13 +302,7 @@ pub fn cuda_sort(
     let ib = match indices {
         None => None,
         Some(i) => {
-            let i = read(i)?.on_cuda("indices")?;
-            if i.len != kb.len || i.bytes != 4 {
-                return Err(PyValueError::new_err(format!(
-                    "indices must be {} elements of 4 bytes",
-                    kb.len
-                )));
-            }
+            let i = index_buffer(i, kb.len)?;
             Some(i)
         }
     };
@@ -354,9 +313,15 @@ pub fn cuda_sort(
             let mut keys = unsafe { kb.slice::<K>(stream) };
             match ib {
                 None => sorter.sort_rows_device(&mut keys.0, row_len),
+                Some(ib) if ib.bytes == 8 => {
+                    // SAFETY: as the keys'; 8-byte indices (index_buffer).
+                    let mut idx = unsafe { ib.slice::<i64>(stream) };
+                    sorter.argsort_rows_device(&mut keys.0, &mut idx.0, row_len)
+                }
                 Some(ib) => {
-                    let mut idx = unsafe { ib.slice::<u32>(stream) };
-                    sorter.sort_rows_with_indices_device(&mut keys.0, row_len, &mut idx.0)
+                    // SAFETY: as the keys'; 4-byte indices (index_buffer).
+                    let mut idx = unsafe { ib.slice::<i32>(stream) };
+                    sorter.argsort_rows_device(&mut keys.0, &mut idx.0, row_len)
                 }
             }
             .map(drop)
@@ -391,10 +356,10 @@ pub fn cuda_sort_pairs(
             let mut keys = unsafe { kb.slice::<K>(stream) };
             if vb.bytes == 4 {
                 let mut v = unsafe { vb.slice::<u32>(stream) };
-                sorter.sort_rows_pairs_device(&mut keys.0, &mut v.0, row_len)
+                sorter.sort_pairs_rows_device(&mut keys.0, &mut v.0, row_len)
             } else {
                 let mut v = unsafe { vb.slice::<u64>(stream) };
-                sorter.sort_rows_pairs_device(&mut keys.0, &mut v.0, row_len)
+                sorter.sort_pairs_rows_device(&mut keys.0, &mut v.0, row_len)
             }
             .map(drop)
         })
@@ -402,8 +367,9 @@ pub fn cuda_sort_pairs(
 }
 
 /// Writes the `k` largest (or smallest) keys of each row of `row_len` keys of the CUDA array
-/// `keys` (left as it is) to `values`, best first, and their u32 indices in the row to
-/// `indices` (`rows × k` each; ties: the smaller index first); streams as [`cuda_sort`].
+/// `keys` (left as it is) to `values`, best first, and their int32 or int64 indices in the
+/// row to `indices` (`rows × k` each; ties: the smaller index first); streams as
+/// [`cuda_sort`]. Float values are canonical (-0.0 as +0.0, NaNs as the quiet NaN).
 #[pyfunction]
 #[pyo3(signature = (keys, values, indices, row_len, k, largest, caller_stream))]
 #[allow(clippy::too_many_arguments)]
@@ -425,24 +391,22 @@ pub fn cuda_topk(
         ));
     }
     let vb = values.on_cuda("values")?;
-    let ib = read(indices)?.on_cuda("indices")?;
-    if ib.bytes != 4 || ib.len != vb.len {
-        return Err(PyValueError::new_err(format!(
-            "top-k indices must be {} elements of 4 bytes",
-            vb.len
-        )));
-    }
+    let ib = index_buffer(indices, vb.len)?;
     let ordinal = target(kb, &[vb, ib])?;
-    let select = crate::select(largest);
-    run_on(py, ordinal, caller_stream, false, |sorter, stream| {
+    run_on(py, ordinal, caller_stream, largest, |sorter, stream| {
         bitonic::with_key_type!(dtype, K => {
-            // SAFETY: described by live capsules of this device, held by the caller.
+            // SAFETY: described by live capsules of this device, held by the caller; the
+            // indices of the width index_buffer checked.
             let keys = unsafe { kb.slice::<K>(stream) };
             let mut v = unsafe { vb.slice::<K>(stream) };
-            let mut i = unsafe { ib.slice::<u32>(stream) };
-            sorter
-                .topk_rows_device(&keys.0, row_len, k, select, &mut v.0, &mut i.0)
-                .map(drop)
+            if ib.bytes == 8 {
+                let mut i = unsafe { ib.slice::<i64>(stream) };
+                sorter.topk_rows_device(&keys.0, &mut v.0, &mut i.0, row_len, k)
+            } else {
+                let mut i = unsafe { ib.slice::<i32>(stream) };
+                sorter.topk_rows_device(&keys.0, &mut v.0, &mut i.0, row_len, k)
+            }
+            .map(drop)
         })
     })
 }

@@ -4,13 +4,15 @@
 //! half (python/bitonic/) turns shapes, `dim`, array-likes and tensors into that and back.
 //! Every numpy call copies its input (inputs are never written); every call releases the GIL
 //! while it sorts and raises `bitonic.BitonicError` (a `RuntimeError`) with the library's
-//! message when a sort fails.
+//! message when a sort fails. Floats compare as numpy and torch compare them
+//! ([`FloatOrder::Numeric`]): every NaN is the largest key and `-0.0` ties with `+0.0`; keys
+//! come back bit for bit (values of an argsort are gathered from the input by their indices).
 //!
 //! The key types are listed once a table: [`bitonic::with_key_type`] (DType to Rust type), [`key_dtype`]
 //! (numpy), `dlpack::key_dtype` (DLPack codes) and python/bitonic/_dtypes.py; a new key type
 //! of the library is one line in each.
 
-use bitonic::{Backend, DType, Gpu, Order, Select, SortKey, Sorter};
+use bitonic::{Backend, DType, FloatOrder, Gpu, Order, SortKey, Sorter};
 use numpy::{
     dtype, Element, PyArray1, PyArrayDescrMethods, PyArrayMethods, PyUntypedArray,
     PyUntypedArrayMethods,
@@ -35,21 +37,25 @@ fn sort_error(e: bitonic::Error) -> PyErr {
 }
 
 fn unavailable(why: bitonic::GpuUnavailable) -> PyErr {
-    sort_error(bitonic::Error::GpuUnavailable(why))
+    sort_error(bitonic::Error::NoGpu(why))
 }
 
-/// The sorter of a call: `backend` by the library's names (`auto`, `cpu`, `cpu-network`,
-/// `cpu-network-serial`, `cuda`); an unknown name is a `ValueError`.
+/// The sorter of a call, in numpy's and torch's float order: `backend` by the library's names
+/// (`auto`, `cpu`, `cpu-network`, `cpu-network-serial`, `cuda`); an unknown name is a
+/// `ValueError`. `descending` also picks the largest keys of a top-k.
 fn sorter(backend: &str, descending: bool) -> PyResult<Sorter<'static>> {
     let backend: Backend = backend
         .parse()
-        .map_err(|e: bitonic::Error| PyValueError::new_err(e.to_string()))?;
+        .map_err(|e: bitonic::UnknownName| PyValueError::new_err(e.to_string()))?;
     let order = if descending {
         Order::Descending
     } else {
         Order::Ascending
     };
-    Ok(Sorter::new().backend(backend).order(order))
+    Ok(Sorter::new()
+        .backend(backend)
+        .order(order)
+        .float_order(FloatOrder::Numeric))
 }
 
 /// The key type of `x`, or a `TypeError` naming the ones there are. bfloat16 is not numpy's
@@ -123,13 +129,8 @@ fn sort_typed<'py, K: SortKey + Element>(
                 }
                 return Ok((Some(v), None));
             }
-            // Indices are below a row's length, so their u64 and i64 words are the same.
             let mut idx = vec![0i64; n];
-            sorter.argsort_rows(
-                keys,
-                row_len,
-                bytemuck::cast_slice_mut::<i64, u64>(&mut idx),
-            )?;
+            sorter.argsort_rows(keys, &mut idx, row_len)?;
             let values = want_values.then(|| {
                 idx.par_iter()
                     .enumerate()
@@ -166,19 +167,20 @@ fn pairs_sized<K: SortKey, const N: usize>(
     sorter: Sorter<'static>,
     keys: &mut [K],
     bytes: &[u8],
+    row_len: usize,
 ) -> bitonic::Result<Vec<u8>> {
     let mut values: Vec<[u8; N]> = bytes
         .chunks_exact(N)
         .map(|c| c.try_into().expect("chunks of N bytes"))
         .collect();
-    sorter.sort_pairs(keys, &mut values)?;
+    sorter.sort_pairs_rows(keys, &mut values, row_len)?;
     Ok(values.as_flattened().to_vec())
 }
 
 fn pairs_typed<'py, K: SortKey + Element>(
     keys: &Bound<'py, PyUntypedArray>,
     values: &Bound<'py, PyUntypedArray>,
-    itemsize: usize,
+    (itemsize, row_len): (usize, usize),
     sorter: Sorter<'static>,
 ) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
     let py = keys.py();
@@ -197,11 +199,11 @@ fn pairs_typed<'py, K: SortKey + Element>(
         .detach(|| -> bitonic::Result<(Vec<K>, Vec<u8>)> {
             let mut k = k.to_vec();
             let v = match itemsize {
-                1 => pairs_sized::<K, 1>(sorter, &mut k, v),
-                2 => pairs_sized::<K, 2>(sorter, &mut k, v),
-                4 => pairs_sized::<K, 4>(sorter, &mut k, v),
-                8 => pairs_sized::<K, 8>(sorter, &mut k, v),
-                16 => pairs_sized::<K, 16>(sorter, &mut k, v),
+                1 => pairs_sized::<K, 1>(sorter, &mut k, v, row_len),
+                2 => pairs_sized::<K, 2>(sorter, &mut k, v, row_len),
+                4 => pairs_sized::<K, 4>(sorter, &mut k, v, row_len),
+                8 => pairs_sized::<K, 8>(sorter, &mut k, v, row_len),
+                16 => pairs_sized::<K, 16>(sorter, &mut k, v, row_len),
                 _ => unreachable!("itemsize checked by the caller"),
             }?;
             Ok((k, v))
@@ -213,15 +215,16 @@ fn pairs_typed<'py, K: SortKey + Element>(
     ))
 }
 
-/// Sorts the flat keys `keys` and moves the values with them, stably: `values` is a flat uint8
-/// array holding one value of `itemsize` bytes (1, 2, 4, 8 or 16) a key. Returns new arrays
-/// (keys, value bytes).
+/// Sorts each row of `row_len` keys of the flat array `keys` and moves the values with them,
+/// stably: `values` is a flat uint8 array holding one value of `itemsize` bytes (1, 2, 4, 8
+/// or 16) a key. Returns new arrays (keys, value bytes).
 #[pyfunction]
-#[pyo3(signature = (keys, values, itemsize, descending=false, backend="auto"))]
+#[pyo3(signature = (keys, values, itemsize, row_len, descending=false, backend="auto"))]
 fn sort_pairs<'py>(
     keys: &Bound<'py, PyUntypedArray>,
     values: &Bound<'py, PyUntypedArray>,
     itemsize: usize,
+    row_len: usize,
     descending: bool,
     backend: &str,
 ) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
@@ -231,14 +234,13 @@ fn sort_pairs<'py>(
         )));
     }
     let sorter = sorter(backend, descending)?;
-    bitonic::with_key_type!(key_dtype(keys)?, K => pairs_typed::<K>(keys, values, itemsize, sorter))
+    bitonic::with_key_type!(key_dtype(keys)?, K => pairs_typed::<K>(keys, values, (itemsize, row_len), sorter))
 }
 
 fn topk_typed<'py, K: SortKey + Element>(
     x: &Bound<'py, PyUntypedArray>,
     row_len: usize,
     k: usize,
-    select: Select,
     sorter: Sorter<'static>,
 ) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
     let py = x.py();
@@ -249,9 +251,12 @@ fn topk_typed<'py, K: SortKey + Element>(
         .detach(|| -> bitonic::Result<(Vec<K>, Vec<i64>)> {
             let mut values = vec![K::zeroed(); rows * k];
             let mut indices = vec![0i64; rows * k];
-            // Indices are below a row's length, so their u64 and i64 words are the same.
-            let out = bytemuck::cast_slice_mut::<i64, u64>(&mut indices);
-            sorter.topk_rows(keys, row_len, k, select, &mut values, out)?;
+            sorter.topk_rows(keys, &mut values, &mut indices, row_len, k)?;
+            // The values as the input holds them, bit for bit (the GPU writes a float's
+            // canonical form: -0.0 as +0.0, NaNs as the quiet NaN).
+            for (j, (v, &i)) in values.iter_mut().zip(&indices).enumerate() {
+                *v = keys[j / k * row_len + i as usize];
+            }
             Ok((values, indices))
         })
         .map_err(sort_error)?;
@@ -273,17 +278,8 @@ fn topk_rows(
     largest: bool,
     backend: &str,
 ) -> PyResult<(Py<PyAny>, Py<PyAny>)> {
-    let sorter = sorter(backend, false)?;
-    bitonic::with_key_type!(key_dtype(x)?, K => topk_typed::<K>(x, row_len, k, select(largest), sorter))
-}
-
-/// [`Select::Largest`] or [`Select::Smallest`].
-fn select(largest: bool) -> Select {
-    if largest {
-        Select::Largest
-    } else {
-        Select::Smallest
-    }
+    let sorter = sorter(backend, largest)?;
+    bitonic::with_key_type!(key_dtype(x)?, K => topk_typed::<K>(x, row_len, k, sorter))
 }
 
 /// What the GPU probe found: `cuda` (whether sorts can run on the GPU), `reason` (why not, or

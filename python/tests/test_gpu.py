@@ -1,7 +1,8 @@
-"""torch and cupy CUDA arrays: results equal to torch's (stable sort, top-k), every key type
-through cupy against the numpy oracle of test_numpy.py, dims, non-contiguous and CPU inputs,
-in-place sorts, and streams: the sort is queued on the caller's current stream behind the work
-already there, with nothing waiting on the host.
+"""torch and cupy CUDA arrays: results equal to torch's (stable sort, top-k), NaNs of both
+signs and signed zeros included, every key type through cupy against the numpy oracle of
+test_numpy.py, dims, non-contiguous and CPU inputs, in-place sorts, streams (the sort is queued
+on the caller's current stream behind the work already there, with nothing waiting on the
+host) and capture into CUDA graphs.
 
 Without torch or cupy on a GPU these tests are skipped, with the reason; under
 BITONIC_REQUIRE_GPU=1 (the GPU host) they fail instead."""
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 
 import bitonic
-from test_numpy import bits, expected_argsort, in_threads, make
+from test_numpy import assert_same_keys, bits, expected_argsort, in_threads, make
 
 REQUIRE = os.environ.get("BITONIC_REQUIRE_GPU") == "1"
 
@@ -66,7 +67,8 @@ NP_DTYPES = [np.uint32, np.int32, np.uint64, np.int64, np.float32, np.float64, n
 
 def tdata(torch, dtype, shape, ties, seed=0):
     """Random keys of a torch dtype on the GPU: few distinct ones when ``ties`` (stability
-    shows), else distinct with high probability. No NaN or -0.0 (torch orders them its way)."""
+    shows), else distinct with high probability. No NaN or -0.0 (test_torch_nans_and_zeros
+    has them)."""
     g = torch.Generator(device="cuda").manual_seed(seed)
     dt = getattr(torch, dtype)
     hi = 8 if ties else 2**30
@@ -93,19 +95,62 @@ def test_torch_sort_equals_torch_stable_sort(torch, dtype, shape, descending, ti
     assert torch.equal(x, before)
 
 
+def specials_in(torch, x, seed=0):
+    """``x`` (a float tensor) with -0.0, +0.0, NaNs of both signs and infinities put in at
+    random places: ties of equal values that torch's stable sort keeps in index order."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    flat = x.reshape(-1).clone()
+    n = flat.numel()
+    nan = torch.tensor(float("nan"), dtype=x.dtype, device="cuda")
+    for value in (-0.0, 0.0, float("inf"), float("-inf")):
+        flat[torch.randint(0, n, (max(n // 16, 1),), generator=g, device="cuda")] = value
+    flat[torch.randint(0, n, (max(n // 32, 1),), generator=g, device="cuda")] = nan
+    flat[torch.randint(0, n, (max(n // 32, 1),), generator=g, device="cuda")] = -nan
+    return flat.reshape(x.shape)
+
+
+def int_view(torch, x):
+    return x.view({2: torch.int16, 4: torch.int32, 8: torch.int64}[x.element_size()])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
+@pytest.mark.parametrize("shape", [(1000,), (64, 1000), (3, 100003), (1, 1 << 20)])
+@pytest.mark.parametrize("descending", [False, True], ids=["asc", "desc"])
+def test_torch_nans_and_zeros(torch, dtype, shape, descending):
+    """torch's order: every NaN largest, -0.0 equal to +0.0; indices bitwise torch's stable
+    ones, values the input's own bits, top-k NaN first as torch.topk."""
+    x = specials_in(torch, tdata(torch, dtype, shape, ties=True), seed=len(shape))
+    assert (int_view(torch, x) < 0).logical_and(x.isnan()).any(), "a NaN with its sign bit"
+    tv, ti = torch.sort(x, descending=descending, stable=True)
+    v, i = bitonic.sort(x, descending=descending)
+    assert torch.equal(i, ti)
+    assert torch.equal(int_view(torch, v), int_view(torch, tv))
+    assert torch.equal(bitonic.argsort(x, descending=descending), ti)
+    only = bitonic.sort_values(x, descending=descending)
+    assert torch.equal(only.isnan(), tv.isnan()) and torch.equal(only.nan_to_num(), tv.nan_to_num())
+    for k in (1, 50, 1000):
+        kv, ki = bitonic.topk(x, k, largest=descending)
+        assert torch.equal(ki, ti[..., :k])
+        assert torch.equal(int_view(torch, kv), int_view(torch, tv[..., :k]))
+        if descending:
+            assert torch.equal(kv.isnan(), torch.topk(x, k).values.isnan())
+
+
 @pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("shape", [(1000,), (64, 1000), (3, 100003)])
 @pytest.mark.parametrize("descending", [False, True], ids=["asc", "desc"])
-def test_torch_half_floats_in_total_order(torch, dtype, shape, descending):
+def test_torch_half_floats_against_the_oracle(torch, dtype, shape, descending):
     """NaNs of both signs, infinities, zeros and subnormals of 16-bit floats, against the
-    oracle of test_numpy.py on their words (torch orders NaN and -0.0 its own way)."""
+    numpy oracle of test_numpy.py: bf16 through the float32 of the same words' top halves."""
     host = make(np.float16, int(np.prod(shape)), "random", seed=len(shape))
     words = host.view(np.uint16)
     if dtype == "bfloat16":  # the float32 words' top halves: bf16 of the same specials
         words = (host.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
+        same = (words.astype(np.uint32) << 16).view(np.float32)
+    else:
+        same = words.view(np.float16)
     x = torch.from_numpy(words.view(np.int16).reshape(shape)).cuda().view(getattr(torch, dtype))
-    # The total order of 16-bit floats is their words' sign-magnitude order, whatever the format.
-    want = expected_argsort(words.view(np.float16).reshape(shape), descending, axis=-1)
+    want = expected_argsort(same.reshape(shape), descending, axis=-1)
     v, i = bitonic.sort(x, descending=descending)
     assert v.dtype == x.dtype and i.dtype == torch.int64
     np.testing.assert_array_equal(i.cpu().numpy(), want)
@@ -258,7 +303,7 @@ def test_cupy_streams_in_place_and_non_contiguous(cupy):
         bitonic.sort_(x, dim=0)
         twice = v * 2
     s.synchronize()
-    np.testing.assert_array_equal(bits(cupy.asnumpy(x)), bits(want))
+    assert_same_keys(cupy.asnumpy(x).T, want.T)  # a key-only sort: -0.0 and +0.0 either way
     np.testing.assert_array_equal(cupy.asnumpy(twice), want.T * 2)
     k, vals = bitonic.sort_pairs(cupy.asarray(host), cupy.arange(host.size).reshape(host.shape))
     order = expected_argsort(host, axis=-1)
@@ -272,3 +317,33 @@ def test_torch_tensor_into_cupy_stream_mix(torch, cupy):
     with cupy.cuda.Stream():
         v = bitonic.sort(x).values
     assert torch.equal(v, torch.sort(x).values)
+
+
+@pytest.mark.parametrize("shape", [(8, 5000), (1, 1 << 20), (256, 32000)])
+def test_torch_cuda_graph_capture(torch, shape):
+    """Sorts and top-k captured into a CUDA graph on the capturing stream, then replayed on new
+    keys copied into the captured input: each replay gives torch's answers."""
+    static = tdata(torch, "float32", shape, ties=True)
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):  # warm-up: the kernels compiled and loaded before capture
+        bitonic.sort(static)
+        bitonic.sort_values(static)
+        bitonic.topk(static, 50)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        v, i = bitonic.sort(static)
+        only = bitonic.sort_values(static, descending=True)
+        kv, ki = bitonic.topk(static, 50)
+    for seed in (1, 2, 3):
+        new = tdata(torch, "float32", shape, ties=seed % 2 == 1, seed=seed)
+        static.copy_(new)
+        graph.replay()
+        torch.cuda.synchronize()
+        tv, ti = torch.sort(new, stable=True)
+        assert torch.equal(v, tv) and torch.equal(i, ti)
+        assert torch.equal(only, torch.sort(new, descending=True).values)
+        assert torch.equal(kv, torch.topk(new, 50).values)
+        assert torch.equal(ki, torch.sort(new, descending=True, stable=True).indices[..., :50])

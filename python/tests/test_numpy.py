@@ -1,7 +1,8 @@
 """The numpy path, on whatever backend "auto" picks (the CPU without a GPU) and on the CPU
-network by name. The oracle is numpy's stable argsort of each key's rank in IEEE total order
-(-NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN), which numpy's own float sort is not: it
-puts every NaN last and keeps -0.0 and +0.0 in input order (test_numpy_float_order_differs)."""
+network by name. The oracle is numpy's stable argsort of each key's rank in numpy's and
+torch's float order (every NaN, either sign, after +inf; -0.0 equal to +0.0): the rank of its
+canonical form, whose words sort as IEEE total order does. numpy's own stable argsort agrees
+(test_agrees_with_numpy_on_nans_and_zeros)."""
 
 import threading
 
@@ -36,9 +37,19 @@ def bits(a):
     return a.view(UINT[a.dtype.itemsize])
 
 
-def total_rank(a):
-    """Unsigned words whose numeric order is ``a``'s order (IEEE total order for floats)."""
-    a = np.ascontiguousarray(a)
+def canonical(a):
+    """``a`` with -0.0 as +0.0 and every NaN as numpy's NaN: one form a float value."""
+    a = np.array(a, copy=True)
+    if is_float(a.dtype):
+        a[a == 0] = 0
+        a[np.isnan(a)] = np.nan
+    return a
+
+
+def rank(a):
+    """Unsigned words whose numeric order is ``a``'s order: of canonical keys, in IEEE total
+    order, in which numpy's NaN is positive and so after +inf."""
+    a = np.ascontiguousarray(canonical(a))
     u = bits(a)
     top = UINT[a.dtype.itemsize](1) << UINT[a.dtype.itemsize](8 * a.dtype.itemsize - 1)
     if is_float(a.dtype):
@@ -49,8 +60,16 @@ def total_rank(a):
 
 
 def expected_argsort(x, descending=False, axis=-1):
-    rank = total_rank(x)
-    return np.argsort(~rank if descending else rank, axis=axis, kind="stable")
+    r = rank(x)
+    return np.argsort(~r if descending else r, axis=axis, kind="stable")
+
+
+def assert_same_keys(got, want):
+    """``got`` holds ``want``'s keys in ``want``'s order, values equal (a key-only sort may
+    place -0.0 and +0.0, or NaNs, either way among themselves), and bit for bit the same
+    keys along each row (nothing canonicalised)."""
+    np.testing.assert_array_equal(bits(canonical(got)), bits(canonical(want)))
+    np.testing.assert_array_equal(np.sort(bits(got), -1), np.sort(bits(want), -1))
 
 
 def in_threads(work, n):
@@ -111,7 +130,7 @@ def test_sort_argsort_values_1d(dtype, n, pattern, descending):
 
     np.testing.assert_array_equal(bitonic.argsort(x, descending=descending), want)
     only = bitonic.sort_values(x, descending=descending)
-    np.testing.assert_array_equal(bits(only), bits(x[want]))
+    assert_same_keys(only, x[want])
     np.testing.assert_array_equal(bits(x), bits(before))  # the input is left as it was
 
 
@@ -124,36 +143,43 @@ def test_named_cpu_backends(backend, dtype, n):
         want = expected_argsort(x, descending)
         v, i = bitonic.sort(x, descending=descending, backend=backend)
         np.testing.assert_array_equal(i, want)
+        np.testing.assert_array_equal(bits(v), bits(x[want]))
         only = bitonic.sort_values(x, descending=descending, backend=backend)
-        np.testing.assert_array_equal(bits(only), bits(x[want]))
+        assert_same_keys(only, x[want])
 
 
 @pytest.mark.parametrize("dtype", KEY_DTYPES, ids=lambda d: np.dtype(d).name)
-def test_agrees_with_numpy_without_nan_or_negative_zero(dtype):
+@pytest.mark.parametrize("pattern", PATTERNS)
+def test_agrees_with_numpy_on_nans_and_zeros(dtype, pattern):
     if np.dtype(dtype).name == "bfloat16":
         pytest.skip("numpy's own sort of ml_dtypes.bfloat16 is not the reference here")
-    x = make(dtype, 5000, "few") if not is_float(dtype) else None
-    if x is None:
-        x = np.random.default_rng(1).integers(-50, 50, 5000).astype(dtype) / dtype(4)
-    np.testing.assert_array_equal(bitonic.argsort(x), np.argsort(x, kind="stable"))
+    x = make(dtype, 5000, pattern)
+    if is_float(dtype):  # many ties of -0.0 and +0.0, NaNs of both signs, -NaN made by arithmetic
+        x[::7] = -0.0
+        x[3::7] = 0.0
+        x[5::11] = np.array(-np.inf, dtype) * np.array(0, dtype)  # -nan on x86
+    want = np.argsort(x, kind="stable")
+    np.testing.assert_array_equal(bitonic.argsort(x), want)
+    np.testing.assert_array_equal(bitonic.argsort(x, axis=0), want)
+    v, i = bitonic.sort(x)
+    np.testing.assert_array_equal(i, want)
+    np.testing.assert_array_equal(bits(v), bits(x[want]))  # the input's own bits
     np.testing.assert_array_equal(bitonic.sort_values(x), np.sort(x))
+    assert_same_keys(bitonic.sort_values(x), np.sort(x))
 
 
-def test_float_total_order_by_hand():
+def test_float_order_by_hand():
     s = specials(np.float32)  # nan, -nan, inf, -inf, 0.0, -0.0, ...
     x = np.array([s[0], 1.0, s[5], s[2], s[4], s[3], -2.5, s[1]], dtype=np.float32)
     v, i = bitonic.sort(x)
-    np.testing.assert_array_equal(i, [7, 5, 6, 2, 4, 1, 3, 0])
-    assert np.isnan(v[0]) and np.signbit(v[0]) and np.isnan(v[-1]) and not np.signbit(v[-1])
-    assert v[3] == 0 and np.signbit(v[3]) and not np.signbit(v[4])
-    np.testing.assert_array_equal(bitonic.argsort(x, descending=True), [0, 3, 1, 4, 2, 6, 5, 7])
-
-
-def test_numpy_float_order_differs():
-    # For the record, numpy's order: NaNs of both signs last, -0.0 == +0.0 in input order.
-    x = specials(np.float64)[[1, 4, 3, 0, 5]]  # -nan, 0.0, -inf, nan, -0.0
-    np.testing.assert_array_equal(np.argsort(x, kind="stable"), [2, 1, 4, 0, 3])
-    np.testing.assert_array_equal(bitonic.argsort(x), [0, 2, 4, 1, 3])
+    np.testing.assert_array_equal(i, [5, 6, 2, 4, 1, 3, 0, 7])
+    # NaNs last in input order, each with its own sign; -0.0 before +0.0 as they came.
+    assert np.isnan(v[6]) and not np.signbit(v[6]) and np.isnan(v[7]) and np.signbit(v[7])
+    assert v[2] == 0 and np.signbit(v[2]) and not np.signbit(v[3])
+    np.testing.assert_array_equal(bitonic.argsort(x, descending=True), [0, 7, 3, 1, 2, 4, 6, 5])
+    v, i = bitonic.topk(x, 3)
+    np.testing.assert_array_equal(i, [0, 7, 3])
+    assert np.signbit(v[1]) and np.isnan(v[1])  # the -NaN itself, not a canonical NaN
 
 
 def test_stable_in_both_orders():
@@ -176,7 +202,7 @@ def test_rows_2d(shape, dtype, descending):
     np.testing.assert_array_equal(i, want)
     np.testing.assert_array_equal(bits(v), bits(np.take_along_axis(x, want, -1)))
     only = bitonic.sort_values(x, dim=1, descending=descending)
-    np.testing.assert_array_equal(bits(only), bits(np.take_along_axis(x, want, -1)))
+    assert_same_keys(only, np.take_along_axis(x, want, -1))
 
 
 @pytest.mark.parametrize("dim", [0, 1, -2, -3])
@@ -229,6 +255,25 @@ def test_sort_pairs(values, descending):
     np.testing.assert_array_equal(values, vb)
 
 
+@pytest.mark.parametrize("shape", [(3, 1000), (100, 7), (0, 5), (4, 0), (2, 3, 5)])
+@pytest.mark.parametrize("vdtype", [np.int64, np.float32, np.uint8, "U3"], ids=str)
+@pytest.mark.parametrize("descending", [False, True], ids=["asc", "desc"])
+def test_sort_pairs_rows(shape, vdtype, descending):
+    n = int(np.prod(shape))
+    keys = make(np.float64, n, "few").reshape(shape)
+    values = np.arange(n).astype(vdtype).reshape(shape)
+    want = expected_argsort(keys, descending, axis=-1)
+    k, v = bitonic.sort_pairs(keys, values, descending=descending)
+    assert k.shape == shape and v.shape == shape and v.dtype == values.dtype
+    np.testing.assert_array_equal(bits(k), bits(np.take_along_axis(keys, want, -1)))
+    np.testing.assert_array_equal(v, np.take_along_axis(values, want, -1))
+
+
+def test_dir_shows_the_api():
+    public = [n for n in dir(bitonic) if not n.startswith("_")]
+    assert sorted(public) == sorted(bitonic.__all__)
+
+
 def test_sort_pairs_empty_and_strided():
     k, v = bitonic.sort_pairs(np.array([], np.float32), np.array([], np.int64))
     assert k.shape == (0,) and v.shape == (0,)
@@ -257,8 +302,10 @@ def test_errors():
         bitonic.sort(x, backend="gpu")
     with pytest.raises(ValueError, match="10 keys but 9 values"):
         bitonic.sort_pairs(x, x[:9])
-    with pytest.raises(ValueError, match="1-D"):
-        bitonic.sort_pairs(x.reshape(2, 5), x.reshape(2, 5))
+    with pytest.raises(ValueError, match="shape"):
+        bitonic.sort_pairs(x.reshape(2, 5), x)
+    with pytest.raises(TypeError, match="dim or axis"):
+        bitonic.sort(x, dim=0, axis=0)
     with pytest.raises(TypeError, match="object"):
         bitonic.sort_pairs(x, x.astype(object))
     assert issubclass(bitonic.BitonicError, RuntimeError)
@@ -267,7 +314,7 @@ def test_errors():
 def test_cuda_backend_without_gpu_is_a_bitonic_error():
     if bitonic.info()["cuda"]:
         pytest.skip("a GPU works here")
-    with pytest.raises(bitonic.BitonicError, match="CUDA backend is unavailable"):
+    with pytest.raises(bitonic.BitonicError, match="no GPU can be used"):
         bitonic.sort(np.arange(10, dtype=np.float32), backend="cuda")
 
 
@@ -313,7 +360,9 @@ def test_topk_dims_edges_and_errors():
         np.testing.assert_array_equal(i, want)
         np.testing.assert_array_equal(v, np.take_along_axis(x, want, dim))
     v, i = bitonic.topk(x, 0)
-    assert v.shape == (4, 5, 0) and i.shape == (4, 5, 0)
+    assert v.shape == (4, 5, 0) and i.shape == (4, 5, 0) and i.dtype == np.int64
+    v, i = bitonic.topk(x, 2, axis=1, sorted=False)
+    np.testing.assert_array_equal(i, expected_argsort(x, True, axis=1)[:, :2])
     v, i = bitonic.topk(np.empty((0, 7), np.float32), 2)
     assert v.shape == (0, 2)
     with pytest.raises(ValueError, match="out of range"):

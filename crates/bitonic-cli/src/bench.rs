@@ -116,7 +116,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             args.min_exp, args.max_exp
         )));
     }
-    let most = bitonic::cuda::MAX_LEN.trailing_zeros();
+    let most = bitonic::plan::MAX_LEN.trailing_zeros();
     if args.max_exp > most {
         anyhow::bail!(Usage(format!(
             "--max-exp {}: one sort takes at most 2^{most} keys",

@@ -48,7 +48,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             .map(compile)
             .collect::<bitonic::Result<Vec<_>>>()?
     } else {
-        cuda::compile_all(&arch, &policy)?
+        cuda::compile_all(cuda::kernel_modules(), &arch, &policy)?
     };
     let wall = started.elapsed().as_secs_f64();
     let mut csv = String::from("module,arch,origin,seconds,cubin_bytes\n");

@@ -2,7 +2,7 @@
 
 use crate::ui::{self, SortOptions};
 use anyhow::{bail, Result};
-use bitonic::dispatch::Layout;
+use bitonic::plan::{Layout, Operation};
 use bitonic::{with_key_type, Backend, DType};
 use bitonic_bench::gen::{fill, first_unsorted, Pattern};
 use std::process::ExitCode;
@@ -29,7 +29,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // What runs, decided before any work: a GPU asked for and missing is an error now.
     let planned =
         sorter
-            .what_runs(args.len, args.dtype)
+            .plan(Operation::Sort, args.dtype, args.len, Layout::Whole)
             .map_err(|e| match bitonic::Gpu::get() {
                 Err(why) => {
                     let instead = if args.options.backend == Backend::Cuda {
@@ -59,7 +59,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         fill(&mut keys, Pattern::Random, args.seed);
         // A first GPU use compiles the kernels this sort runs (once a machine): before the
         // clock starts.
-        sorter.prepare::<K, ()>(keys.len(), Layout::Whole)?;
+        sorter.prepare(Operation::Sort, args.dtype, keys.len(), Layout::Whole)?;
         let started = Instant::now();
         let ran = sorter.sort(&mut keys)?;
         let took = started.elapsed();

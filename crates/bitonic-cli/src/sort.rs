@@ -3,7 +3,7 @@
 use crate::io::{check_npy_dtype, check_output, write_keys, Format, KeyFile};
 use crate::ui::{self, SortOptions};
 use anyhow::Result;
-use bitonic::dispatch::Layout;
+use bitonic::plan::{Layout, Operation};
 use bitonic::{with_key_type, DType};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -56,7 +56,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let shape = output_shape(&file, args.rows)?;
     let sorter = args.options.sorter();
     // Resolve the backend before touching the output, so a refused `--backend cuda` writes nothing.
-    sorter.what_runs(file.len(), file.dtype)?;
+    sorter.plan(Operation::Sort, file.dtype, file.len(), Layout::Whole)?;
     let format = Format::from_path(&args.output);
     let output_name = ui::output_name(&args.output);
     let started = Instant::now();
@@ -71,7 +71,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
             None => Layout::Whole,
         };
         if args.argsort {
-            let ran = sorter.prepare::<K, u32>(keys.len(), layout)?;
+            let argsort = Operation::Argsort { index_bytes: 4 };
+            let ran = sorter.prepare(argsort, file.dtype, keys.len(), layout)?;
             if ran.backend != bitonic::Backend::Cuda {
                 // The CPU argsort pairs each key's ordered word with its index.
                 let pair = std::mem::size_of::<(<K as bitonic::SortKey>::Bits, usize)>();
@@ -79,7 +80,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
                 ui::check_memory(keys.len().checked_mul(pair), &what)?;
             }
         } else {
-            sorter.prepare::<K, ()>(keys.len(), layout)?;
+            sorter.prepare(Operation::Sort, file.dtype, keys.len(), layout)?;
         }
         if args.argsort {
             let len = row_len.unwrap_or(keys.len()).max(1);
@@ -132,11 +133,11 @@ fn argsort_to_file<K: bitonic::SortKey, I: bitonic::SortIndex + bitonic::SortKey
     keys: &[K],
     row_len: usize,
     out: &Output,
-) -> Result<(bitonic::Ran, std::time::Duration)> {
+) -> Result<(bitonic::Plan, std::time::Duration)> {
     let what = format!("{} argsort indices", keys.len());
     let mut indices = crate::ui::alloc_keys::<I>(keys.len(), &what)?;
     let started = Instant::now();
-    let ran = sorter.argsort_rows(keys, row_len, &mut indices)?;
+    let ran = sorter.argsort_rows(keys, &mut indices, row_len)?;
     let sort_time = started.elapsed();
     out.progress
         .set_message(format!("writing {}", crate::ui::output_name(out.path)));

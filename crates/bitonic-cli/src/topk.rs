@@ -4,7 +4,7 @@
 use crate::io::{check_npy_dtype, check_output, write_keys, Format, KeyFile};
 use crate::ui::{self, named};
 use anyhow::Result;
-use bitonic::{with_key_type, Backend, DType, Select, Sorter};
+use bitonic::{with_key_type, Backend, DType, Order, Sorter};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
@@ -71,12 +71,13 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if args.k > row_len {
         anyhow::bail!("-k {} must be from 0 to the row length, {row_len}", args.k);
     }
-    let select = if args.smallest {
-        Select::Smallest
+    // The first k of a sort in this order: ascending keeps the smallest.
+    let order = if args.smallest {
+        Order::Ascending
     } else {
-        Select::Largest
+        Order::Descending
     };
-    let sorter = Sorter::new().backend(args.backend);
+    let sorter = Sorter::new().backend(args.backend).order(order);
     let out_shape = if shape.len() == 2 {
         vec![rows, args.k]
     } else {
@@ -86,8 +87,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let selected = with_key_type!(file.dtype, K => {
         if rows * args.k == 0 {
             // Nothing to select (-k 0, or no rows): empty outputs of their shape, as
-            // torch.topk(x, 0) and the Python package give, without calling the library (whose
-            // k starts at 1) or choosing a backend.
+            // torch.topk(x, 0) and the Python package give, without choosing a backend (so
+            // that `--backend cuda` needs no GPU to select nothing).
             write_keys::<K>(&args.output, Format::from_path(&args.output), &[], &out_shape)?;
             if let Some(path) = &args.indices {
                 write_keys::<u32>(path, Format::from_path(path), &[], &out_shape)?;
@@ -99,7 +100,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             let mut values = ui::alloc_keys::<K>(rows * args.k, &what("keys"))?;
             let mut indices = ui::alloc_keys::<u32>(rows * args.k, &what("indices"))?;
             let start = Instant::now();
-            let ran = sorter.topk_rows(&keys, row_len, args.k, select, &mut values, &mut indices)?;
+            let ran = sorter.topk_rows(&keys, &mut values, &mut indices, row_len, args.k)?;
             let select_time = start.elapsed();
             write_keys(&args.output, Format::from_path(&args.output), &values, &out_shape)?;
             if let Some(path) = &args.indices {
@@ -129,7 +130,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
         Some((ran, select_time)) => eprintln!(
             "kept the {} {} of {} {} keys{in_rows} in {:.2} ms with {}; {:.2} ms with file input and output",
             args.k,
-            select.name(),
+            if args.smallest { "smallest" } else { "largest" },
             row_len,
             file.dtype,
             ui::millis(select_time),

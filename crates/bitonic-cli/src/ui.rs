@@ -223,7 +223,7 @@ pub fn rate(keys: usize, d: Duration) -> String {
 }
 
 /// "cuda (tuned merge sort) on NVIDIA H100" or "cpu (parallel sort, 16 threads)".
-pub fn describe(ran: &bitonic::Ran) -> String {
+pub fn describe(ran: &bitonic::Plan) -> String {
     match ran.backend {
         Backend::Cuda => {
             let device = bitonic::Gpu::get()

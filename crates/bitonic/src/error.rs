@@ -134,16 +134,9 @@ pub enum Error {
         k: usize,
     },
 
-    /// A name that names no backend, version or key type.
-    #[error("{name:?} is not a {what}: choose one of {choices}")]
-    UnknownName {
-        /// What was named.
-        what: &'static str,
-        /// The name given.
-        name: String,
-        /// The names there are.
-        choices: String,
-    },
+    /// A name that names no backend, version, order or key type.
+    #[error(transparent)]
+    UnknownName(#[from] crate::options::UnknownName),
 
     /// Keys and values (or indices) of different lengths.
     #[error("{keys} keys but {values} values: a key-value sort needs one value per key")]

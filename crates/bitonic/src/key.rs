@@ -26,11 +26,16 @@
 //! Descending order is the ascending order of the complemented bits (`!bits`), so the
 //! networks themselves only ever sort ascending.
 //!
-//! **Numeric float order** ([`crate::FloatOrder::Numeric`], torch's and numpy's) maps a
-//! float's [`SortKey::canonical`] form: `-0.0` becomes `+0.0` and every NaN the positive quiet
-//! NaN, so keys that compare equal by value get one word.
+//! **Numeric float order** ([`crate::FloatOrder::Numeric`], torch's and numpy's) puts every
+//! NaN, of either sign, after `+inf`, and treats `-0.0` and `+0.0` as one value. Its word
+//! ([`SortKey::to_numeric_bits`]) is total order's rotated down by the word of `-inf`, so
+//! that the negative NaNs wrap around to the top: still a bijection, and a key-only sort gives
+//! every key back bit for bit (`-0.0` next to `+0.0`, which an unstable sort may do). The sorts
+//! that keep positions (argsorts, key-value sorts, top-k) must also tie keys equal by value, so
+//! they map the [`SortKey::canonical`] key (`-0.0` as `+0.0`, every NaN as the positive quiet
+//! NaN); the keys they write are those canonical ones, their positions exact.
 
-use crate::options::{FloatOrder, Order};
+use crate::options::{display_and_parse_by_name, FloatOrder, Order, UnknownName};
 
 /// The order keys are sorted in: the direction and, for floats, how they compare.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
@@ -240,7 +245,28 @@ pub trait SortKey:
     fn canonical(self) -> Self {
         self
     }
+    /// The word whose unsigned order is the key's numeric float order
+    /// ([`crate::FloatOrder::Numeric`]): total order's word, with every NaN (either sign)
+    /// above `+inf`. A bijection, so the key comes back bit for bit; `-0.0` still sorts just
+    /// below `+0.0` (sorts that keep positions tie them through [`SortKey::canonical`]).
+    /// Other keys: [`SortKey::to_bits_ordered`].
+    ///
+    /// ```
+    /// use bitonic::SortKey;
+    /// assert!(f32::INFINITY.to_numeric_bits() < (-f32::NAN).to_numeric_bits());
+    /// let x = -f64::NAN;
+    /// assert_eq!(f64::from_numeric_bits(x.to_numeric_bits()).to_bits(), x.to_bits());
+    /// ```
+    fn to_numeric_bits(self) -> Self::Bits {
+        self.to_bits_ordered()
+    }
+    /// The key of a word of [`SortKey::to_numeric_bits`].
+    fn from_numeric_bits(bits: Self::Bits) -> Self {
+        Self::from_bits_ordered(bits)
+    }
 }
+
+display_and_parse_by_name!(DType);
 
 macro_rules! impl_unsigned {
     ($t:ty, $dtype:ident) => {
@@ -294,6 +320,18 @@ macro_rules! impl_float {
                 <$bits>::from(raw ^ (sign_fill | (1 << (<$u>::BITS - 1))))
             }
             #[inline]
+            fn to_numeric_bits(self) -> $bits {
+                // Down by -inf's word (kernels/common/keys.cuh nan_rotation): -inf becomes 0
+                // and the NaNs below it wrap around to the top.
+                let word = self.to_bits_ordered() as $u;
+                <$bits>::from(word.wrapping_sub(Self::NEG_INFINITY.to_bits_ordered() as $u))
+            }
+            #[inline]
+            fn from_numeric_bits(bits: $bits) -> $t {
+                let rotation = Self::NEG_INFINITY.to_bits_ordered() as $u;
+                Self::from_bits_ordered(<$bits>::from((bits as $u).wrapping_add(rotation)))
+            }
+            #[inline]
             fn canonical(self) -> $t {
                 if self.is_nan() {
                     <$t>::NAN
@@ -333,28 +371,41 @@ pub(crate) fn is_narrow<K: SortKey>() -> bool {
     std::mem::size_of::<K>() < std::mem::size_of::<K::Bits>()
 }
 
-/// The bits that sort ascending in `order`: of the canonical key in numeric float order,
-/// complemented for descending.
+/// The bits that sort ascending in `order`, complemented for descending: a bijection, so that
+/// a key-only sort gives back every key bit for bit.
 #[inline]
 pub(crate) fn ordered_bits<K: SortKey>(key: K, order: KeyOrder) -> K::Bits {
-    let key = match order.float {
-        FloatOrder::Total => key,
-        FloatOrder::Numeric => key.canonical(),
+    let bits = match order.float {
+        FloatOrder::Total => key.to_bits_ordered(),
+        FloatOrder::Numeric => key.to_numeric_bits(),
     };
-    let bits = key.to_bits_ordered();
     match order.order {
         Order::Ascending => bits,
         Order::Descending => bits.not(),
     }
 }
 
-/// The key of bits of [`ordered_bits`] (the canonical key, in numeric float order).
+/// [`ordered_bits`] for the sorts that keep positions: in numeric float order of the
+/// [`SortKey::canonical`] key, so that keys equal by value (`-0.0` and `+0.0`, NaNs) tie.
+#[inline]
+pub(crate) fn tied_bits<K: SortKey>(key: K, order: KeyOrder) -> K::Bits {
+    match order.float {
+        FloatOrder::Total => ordered_bits(key, order),
+        FloatOrder::Numeric => ordered_bits(key.canonical(), order),
+    }
+}
+
+/// The key of bits of [`ordered_bits`] (or of [`tied_bits`]: the canonical key).
 #[inline]
 pub(crate) fn key_from_ordered_bits<K: SortKey>(bits: K::Bits, order: KeyOrder) -> K {
-    K::from_bits_ordered(match order.order {
+    let bits = match order.order {
         Order::Ascending => bits,
         Order::Descending => bits.not(),
-    })
+    };
+    match order.float {
+        FloatOrder::Total => K::from_bits_ordered(bits),
+        FloatOrder::Numeric => K::from_numeric_bits(bits),
+    }
 }
 
 /// Compares two keys in the library's default order (total order for floats). Handy for
@@ -363,16 +414,17 @@ pub fn cmp_keys<K: SortKey>(a: &K, b: &K) -> std::cmp::Ordering {
     a.to_bits_ordered().cmp(&b.to_bits_ordered())
 }
 
-/// Compares two keys in `float` order (ascending).
+/// Compares two keys in `float` order (ascending); in numeric order keys equal by value
+/// (`-0.0` and `+0.0`, any two NaNs) are equal, as a stable sort treats them.
 pub fn cmp_keys_in<K: SortKey>(a: &K, b: &K, float: FloatOrder) -> std::cmp::Ordering {
     let order = KeyOrder {
         order: Order::Ascending,
         float,
     };
-    ordered_bits(*a, order).cmp(&ordered_bits(*b, order))
+    tied_bits(*a, order).cmp(&tied_bits(*b, order))
 }
 
-/// An integer type that indices are written in: `u32`, `u64`, `usize` or `i64` (torch's
+/// An integer type that indices are written in: `u32`, `i32`, `u64`, `usize` or `i64` (torch's
 /// and numpy's), on the host and on the GPU alike. Indices count from each row's start; a row
 /// longer than the type can count is an error ([`crate::Error::IndexTooNarrow`]). Sealed: the
 /// kernels write 4- or 8-byte indices.
@@ -410,7 +462,7 @@ macro_rules! sort_index {
     )*};
 }
 
-sort_index!(u32, u64, usize, i64);
+sort_index!(u32, i32, u64, usize, i64);
 
 const _: () = assert!(std::mem::size_of::<usize>() == 8, "64-bit targets only");
 
@@ -593,23 +645,43 @@ mod tests {
     }
 
     #[test]
-    fn numeric_order_ties_zeros_and_nans() {
+    fn numeric_order_puts_nans_last_and_ties_what_is_equal() {
         let numeric = KeyOrder {
             order: Order::Ascending,
             float: FloatOrder::Numeric,
         };
+        // Key-only words: every NaN above +inf, a bijection (-0.0 just below +0.0).
         let word = |x: f32| ordered_bits(x, numeric);
-        assert_eq!(word(-0.0), word(0.0));
-        assert_eq!(word(-f32::NAN), word(f32::NAN));
-        assert_eq!(word(f32::from_bits(0x7f80_0001)), word(f32::NAN));
         assert!(word(f32::INFINITY) < word(-f32::NAN));
-        assert!(word(-1.0) < word(-0.0));
+        assert!(word(f32::INFINITY) < word(f32::NAN));
+        assert!(word(f32::NEG_INFINITY) < word(-1.0));
+        assert!(word(-1.0) < word(-0.0) && word(-0.0) < word(0.0));
+        // Tied words of the sorts that keep positions: equal values share one word.
+        let tied = |x: f32| tied_bits(x, numeric);
+        assert_eq!(tied(-0.0), tied(0.0));
+        assert_eq!(tied(-f32::NAN), tied(f32::NAN));
+        assert_eq!(tied(f32::from_bits(0x7f80_0001)), tied(f32::NAN));
+        assert!(tied(f32::INFINITY) < tied(-f32::NAN));
         let h = |x: f32| ordered_bits(half::bf16::from_f32(x), numeric);
-        assert_eq!(h(-0.0), h(0.0));
-        assert!(h(f32::INFINITY) < h(-f32::NAN));
-        for x in [f64::NAN, -f64::NAN, -0.0, 0.0, 1.5, f64::NEG_INFINITY] {
-            let back: f64 = key_from_ordered_bits(ordered_bits(x, numeric), numeric);
-            assert_eq!(back.to_bits(), x.canonical().to_bits());
+        assert!(h(f32::INFINITY) < h(-f32::NAN) && h(f32::NEG_INFINITY) < h(-1.0));
+        let f = |x: f32| ordered_bits(half::f16::from_f32(x), numeric);
+        assert!(f(f32::INFINITY) < f(-f32::NAN) && f(f32::NEG_INFINITY) < f(-1.0));
+        for down in [false, true] {
+            let order = KeyOrder {
+                order: if down { Order::Descending } else { Order::Ascending },
+                ..numeric
+            };
+            for x in [f64::NAN, -f64::NAN, -0.0, 0.0, 1.5, f64::NEG_INFINITY, f64::INFINITY] {
+                let back: f64 = key_from_ordered_bits(ordered_bits(x, order), order);
+                assert_eq!(back.to_bits(), x.to_bits(), "{x} comes back bit for bit");
+                let tied: f64 = key_from_ordered_bits(tied_bits(x, order), order);
+                assert_eq!(tied.to_bits(), x.canonical().to_bits());
+            }
+            for bits in (0..=u16::MAX).step_by(7) {
+                let x = half::f16::from_bits(bits);
+                let back: half::f16 = key_from_ordered_bits(ordered_bits(x, order), order);
+                assert_eq!(back.to_bits(), bits);
+            }
         }
     }
 }

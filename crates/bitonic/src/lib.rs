@@ -90,7 +90,7 @@ pub use error::{Error, GpuUnavailable, Result};
 /// The `half` crate, whose [`half::f16`] and [`half::bf16`] are key types.
 pub use half;
 pub use key::{DType, SortIndex, SortKey};
-pub use options::{Backend, FloatOrder, Order, Version};
+pub use options::{Backend, FloatOrder, Order, UnknownName, Version};
 pub use plan::{Plan, Strategy};
 pub use policy::Policy;
 pub use sorter::{DeviceWorkspace, Sorter};

@@ -1,7 +1,6 @@
 //! The options of a call, each given one way: where it runs ([`Backend`]), which GPU algorithm
 //! ([`Version`]), the order ([`Order`]) and how floats compare ([`FloatOrder`]).
 
-use crate::error::{Error, Result};
 
 /// Sort direction. A top-k selection keeps the first k of a sort in this order: the
 /// smallest keys ascending, the largest descending.
@@ -96,7 +95,7 @@ pub enum Backend {
     CpuNetwork,
     /// The bitonic network on one CPU core: the reference, and the report's serial baseline.
     CpuNetworkSerial,
-    /// The GPU; [`Error::NoGpu`] saying why when no GPU works.
+    /// The GPU; [`crate::Error::NoGpu`] saying why when no GPU works.
     Cuda,
 }
 
@@ -182,6 +181,24 @@ impl Version {
     }
 }
 
+/// A name that names none of a type's values: the error of parsing a [`Backend`], [`Version`],
+/// [`Order`], [`FloatOrder`] or [`crate::DType`] (and, through `?`, [`crate::Error::UnknownName`]).
+///
+/// ```
+/// let e = "gpu".parse::<bitonic::Backend>().unwrap_err();
+/// assert!(e.to_string().contains("cpu-network"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{name:?} is not a {what}: choose one of {choices}")]
+pub struct UnknownName {
+    /// What was named.
+    pub what: &'static str,
+    /// The name given.
+    pub name: String,
+    /// The names there are.
+    pub choices: String,
+}
+
 macro_rules! display_and_parse_by_name {
     ($($t:ty),*) => {$(
         impl std::fmt::Display for $t {
@@ -191,12 +208,12 @@ macro_rules! display_and_parse_by_name {
         }
 
         impl std::str::FromStr for $t {
-            type Err = Error;
-            fn from_str(name: &str) -> Result<Self> {
+            type Err = UnknownName;
+            fn from_str(name: &str) -> Result<Self, UnknownName> {
                 <$t>::ALL
                     .into_iter()
                     .find(|x| x.name() == name)
-                    .ok_or_else(|| Error::UnknownName {
+                    .ok_or_else(|| UnknownName {
                         what: stringify!($t),
                         name: name.to_string(),
                         choices: <$t>::ALL.iter().map(|x| x.name()).collect::<Vec<_>>().join(", "),
@@ -206,4 +223,7 @@ macro_rules! display_and_parse_by_name {
     )*};
 }
 
-display_and_parse_by_name!(Backend, Version, Order, FloatOrder, crate::DType);
+/// The key types' names too (src/key.rs).
+pub(crate) use display_and_parse_by_name;
+
+display_and_parse_by_name!(Backend, Version, Order, FloatOrder);

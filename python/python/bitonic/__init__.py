@@ -5,10 +5,12 @@ or torch tensors and cupy arrays and return tensors of the same library: CUDA on
 the GPU zero copy through DLPack, queued on the caller's current stream with nothing waiting
 on the host (as a torch kernel would be); CPU tensors through numpy. Inputs are never
 modified, but by ``sort_``. Keys are uint32, int32, uint64, int64, float32, float64, float16
-or bfloat16 (torch.bfloat16; in numpy ``ml_dtypes.bfloat16``). Floats
-sort in IEEE 754 total order: -NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN (numpy puts
-every NaN last and keeps -0.0 and +0.0 as they come). Indices are int64, as torch's. Whatever
-has indices is stable: equal keys keep their index order, ascending and descending.
+or bfloat16 (torch.bfloat16; in numpy ``ml_dtypes.bfloat16``). Floats compare as in torch and
+numpy: every NaN, whatever its sign, is larger than +inf, and -0.0 equals +0.0; values come
+back bit for bit. Indices are int64, as torch's. Whatever has indices is stable: equal keys
+keep their index order, ascending and descending, so indices equal
+``torch.sort(stable=True)``'s and ``numpy.argsort(kind="stable")``'s. numpy arrays take
+numpy's ``axis=`` as well as ``dim=``.
 
 ``backend`` is "auto" (the GPU when one works and the input is large, else the CPU), "cuda"
 (the GPU or a BitonicError), "cpu", "cpu-network" or "cpu-network-serial". The GIL is released
@@ -22,8 +24,8 @@ import numpy as np
 
 
 def _preload_nvrtc():
-    """Loads the NVRTC of the ``nvidia-cuda-nvrtc-cu12`` wheel, when installed, so that the
-    library finds it by its name (``libnvrtc.so.12``) without LD_LIBRARY_PATH. Best effort:
+    """Loads the NVRTC of the ``nvidia-cuda-nvrtc`` wheel (CUDA 13, or 12's ``-cu12``), when
+    installed, so that the library finds it by its name without LD_LIBRARY_PATH. Best effort:
     NVRTC from the system comes first when the loader finds it there."""
     import ctypes
     import glob
@@ -34,7 +36,7 @@ def _preload_nvrtc():
     except ImportError:
         return
     for root in getattr(nvidia, "__path__", []):
-        for pattern in ("libnvrtc-builtins.so.12*", "libnvrtc.so.12"):
+        for pattern in ("libnvrtc-builtins.so.1[23]*", "libnvrtc.so.1[23]"):
             for lib in sorted(glob.glob(os.path.join(root, "*", "lib", pattern))):
                 try:
                     ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
@@ -141,6 +143,19 @@ def _back(flat, shape, dim):
     return out
 
 
+def __dir__():
+    return __all__
+
+
+def _axis(dim, axis):
+    """``dim``, or numpy's ``axis`` when that is given instead."""
+    if axis is None:
+        return dim
+    if dim != -1:
+        raise TypeError("give dim or axis, not both")
+    return axis
+
+
 def _sort(x, dim, descending, backend, values, indices):
     keys, shape, dim = _as_rows(x, dim)
     v, i = _native.sort_rows(
@@ -161,33 +176,37 @@ def _any_sort(x, dim, descending, backend, values, indices):
     return _sort(x, dim, descending, backend, values, indices)
 
 
-def sort(x, dim=-1, descending=False, *, stable=True, backend="auto"):
-    """Sorts ``x`` along ``dim``, like ``torch.sort``: returns ``SortResult(values, indices)``,
-    ``values[..., j] == x[..., indices[..., j]]`` along ``dim``. Always stable; ``stable`` is
-    accepted for torch's signature. Any number of dimensions (1 or more): each 1-D slice along
-    ``dim`` is sorted on its own (``dim`` other than the last costs a copy each way). CUDA
-    tensors always sort on the GPU (``backend`` is for numpy arrays and CPU tensors)."""
+def sort(x, dim=-1, descending=False, *, stable=True, backend="auto", axis=None):
+    """Sorts ``x`` along ``dim`` (or ``axis``), like ``torch.sort``: returns
+    ``SortResult(values, indices)``, ``values[..., j] == x[..., indices[..., j]]`` along
+    ``dim``. Always stable; ``stable`` is accepted for torch's signature. Any number of
+    dimensions (1 or more): each 1-D slice along ``dim`` is sorted on its own (``dim`` other
+    than the last costs a copy each way). CUDA tensors always sort on the GPU (``backend`` is
+    for numpy arrays and CPU tensors)."""
     del stable  # every sort with indices is stable
-    v, i = _any_sort(x, dim, descending, backend, True, True)
+    v, i = _any_sort(x, _axis(dim, axis), descending, backend, True, True)
     return SortResult(v, i)
 
 
-def argsort(x, dim=-1, descending=False, *, stable=True, backend="auto"):
-    """The int64 indices that sort ``x`` along ``dim``, like ``torch.argsort``. Always stable."""
+def argsort(x, dim=-1, descending=False, *, stable=True, backend="auto", axis=None):
+    """The int64 indices that sort ``x`` along ``dim`` (or ``axis``), like ``torch.argsort``
+    and ``numpy.argsort(kind="stable")``. Always stable."""
     del stable
-    return _any_sort(x, dim, descending, backend, False, True)[1]
+    return _any_sort(x, _axis(dim, axis), descending, backend, False, True)[1]
 
 
-def sort_values(x, dim=-1, descending=False, *, backend="auto"):
-    """The sorted values of ``x`` along ``dim`` alone (like ``numpy.sort``): the library's
-    key-only sort, the fastest path, with no indices."""
-    return _any_sort(x, dim, descending, backend, True, False)[0]
+def sort_values(x, dim=-1, descending=False, *, backend="auto", axis=None):
+    """The sorted values of ``x`` along ``dim`` (or ``axis``) alone, like ``numpy.sort``: the
+    library's key-only sort, the fastest path, with no indices."""
+    return _any_sort(x, _axis(dim, axis), descending, backend, True, False)[0]
 
 
-def sort_(x, dim=-1, descending=False, *, backend="auto"):
-    """Sorts ``x`` along ``dim`` in place (values only) and returns it, like ``Tensor.sort_``
-    would be: zero copy for CUDA tensors whose rows along ``dim`` are contiguous, else a sort
-    and a copy back. ``x`` is a writable numpy array or a torch or cupy array."""
+def sort_(x, dim=-1, descending=False, *, backend="auto", axis=None):
+    """Sorts ``x`` along ``dim`` (or ``axis``) in place (values only) and returns it, like
+    ``Tensor.sort_`` would be: zero copy for CUDA tensors whose rows along ``dim`` are
+    contiguous, else a sort and a copy back. ``x`` is a writable numpy array or a torch or
+    cupy array."""
+    dim = _axis(dim, axis)
     lib, cuda = _tensor(x)
     if cuda:
         return _tensors.sort_(lib, x, dim, bool(descending))
@@ -217,12 +236,15 @@ def _topk(x, k, dim, largest, backend):
     return _back(v, out, dim), _back(i, out, dim)
 
 
-def topk(x, k, dim=-1, largest=True, sorted=True, *, backend="auto"):
-    """The ``k`` largest (or smallest) elements of ``x`` along ``dim``, like ``torch.topk``:
-    ``TopkResult(values, indices)``, best first. Among equal keys the smaller index wins:
-    exactly the first ``k`` of a stable sort (floats in total order, NaN the largest).
-    ``sorted`` is accepted for torch's signature: the results are always sorted."""
+def topk(x, k, dim=-1, largest=True, sorted=True, *, backend="auto", axis=None):
+    """The ``k`` largest (or smallest) elements of ``x`` along ``dim`` (or ``axis``), like
+    ``torch.topk``: ``TopkResult(values, indices)``, best first. Among equal keys the smaller
+    index wins: exactly the first ``k`` of a stable sort (NaN the largest, as in torch).
+    ``k = 0`` gives empty results. ``sorted=False`` is accepted for torch's signature and
+    still returns them sorted (torch leaves their order unspecified then, so sorted is one of
+    its answers)."""
     del sorted
+    dim = _axis(dim, axis)
     lib, cuda = _tensor(x)
     if cuda:
         return TopkResult(*_tensors.topk(lib, x, k, dim, bool(largest)))
@@ -232,10 +254,10 @@ def topk(x, k, dim=-1, largest=True, sorted=True, *, backend="auto"):
 
 
 def sort_pairs(keys, values, descending=False, *, backend="auto"):
-    """Sorts ``keys`` and moves ``values`` (as long, any dtype but object) with them,
-    stably: returns new arrays ``(sorted_keys, sorted_values)``, the key-value sort of CUB's
-    SortPairs. numpy arrays and CPU tensors are 1-D; CUDA tensors may have rows (both of one
-    shape, sorted along the last dimension)."""
+    """Sorts ``keys`` and moves ``values`` (of the same shape, any dtype but object) with
+    them, stably: returns new arrays ``(sorted_keys, sorted_values)``, the key-value sort of
+    CUB's SortPairs. Arrays of more than one dimension sort each row along the last
+    dimension, numpy arrays and tensors alike."""
     lib, cuda = _tensor(keys)
     if cuda:
         return _tensors.sort_pairs(lib, keys, values, bool(descending))
@@ -244,25 +266,24 @@ def sort_pairs(keys, values, descending=False, *, backend="auto"):
         return lib.from_numpy(k, keys), lib.from_numpy(v, keys)
     k, shape, _ = _as_rows(keys, -1, "keys")
     values = np.asarray(values)
-    if len(shape) != 1 or values.ndim != 1:
+    if values.shape != shape:
         raise ValueError(
-            f"sort_pairs takes 1-D keys and values, not {len(shape)}-D keys and {values.ndim}-D "
-            "values (for rows: argsort, then numpy.take_along_axis)"
+            f"keys of shape {shape} but values of shape {values.shape}: one value a key"
         )
-    if values.shape[0] != shape[0]:
-        raise ValueError(f"{shape[0]} keys but {values.shape[0]} values: one value a key")
     if values.dtype.hasobject:
         raise TypeError("values of dtype object cannot be moved by bitonic (they hold references)")
     v = np.ascontiguousarray(values)
     size = v.dtype.itemsize
-    if size in (1, 2, 4, 8, 16):
+    row = shape[-1]
+    if size in (1, 2, 4, 8, 16) and k.size:
         k, vb = _native.sort_pairs(
-            k, v.view(np.uint8).reshape(-1), size, bool(descending), str(backend)
+            k.reshape(-1), v.view(np.uint8).reshape(-1), size, row, bool(descending), str(backend)
         )
-        return k, vb.view(v.dtype)
-    # Other value sizes (structured, strings): the stable permutation, then numpy's gather.
+        return k.reshape(shape), vb.view(v.dtype).reshape(shape)
+    # Other value sizes (structured, strings) and empty arrays: the stable permutation, then
+    # numpy's gather.
     i = argsort(k, descending=descending, backend=backend)
-    return k[i], v[i]
+    return np.take_along_axis(k, i, -1), np.take_along_axis(v, i, -1)
 
 
 def info():

@@ -4,18 +4,18 @@ stream; CPU tensors through numpy, returned as tensors of their own library.
 Outputs are allocated by the caller's library (``torch.empty`` or ``cupy.empty`` on the
 input's device, on its current stream) and filled by bitonic's kernels: the Rust side
 (python/src/dlpack.rs) reads the capsules of ``__dlpack__(stream=s)``, where ``s`` is the
-caller's current stream (so the producer has nothing to order), forks its own stream from
-``s`` with an event, sorts, and makes ``s`` wait for the sort with another. Nothing waits on
-the host: later work on ``s`` sees the results, as after a torch kernel.
+caller's current stream (so the producer has nothing to order), and queues the sort on ``s``
+itself. Nothing waits on the host: later work on ``s`` sees the results, as after a torch
+kernel, and a CUDA graph captured on ``s`` holds the sort.
+
+Floats compare as torch's do (every NaN largest, -0.0 equal to +0.0), and the sorts that keep
+indices write such keys in one canonical form; the values returned are the input's own, bit
+for bit, gathered by the indices where a key could have changed form.
 """
 
 import sys
 
 from . import _native
-
-#: Rows at most this long get int32 indices from the GPU, widened to int64 by the caller's
-#: library (one elementwise kernel); longer rows sort int64 positions along as values.
-_U32_ROW = 2**31
 
 
 def library(x):
@@ -85,12 +85,8 @@ class _Torch:
     def empty(self, shape, dtype, like):
         return self.t.empty(shape, dtype=dtype, device=like.device)
 
-    def arange_rows(self, shape, like):
-        n = shape[-1]
-        return self.t.arange(n, device=like.device).expand(shape).contiguous()
-
-    def wide(self, i):
-        return i.to(self.t.int64)
+    def is_float(self, x):
+        return x.dtype.is_floating_point
 
     def gather(self, v, i):
         return self.t.gather(v, -1, i)
@@ -162,14 +158,8 @@ class _Cupy:
         with like.device:
             return self.c.empty(shape, dtype=dtype)
 
-    def arange_rows(self, shape, like):
-        with like.device:
-            return self.c.ascontiguousarray(
-                self.c.broadcast_to(self.c.arange(shape[-1], dtype=self.c.int64), shape)
-            )
-
-    def wide(self, i):
-        return i.astype(self.c.int64)
+    def is_float(self, x):
+        return x.dtype.kind == "f"
 
     def gather(self, v, i):
         return self.c.take_along_axis(v, i, axis=-1)
@@ -220,13 +210,11 @@ def sort(L, x, dim, descending, values, indices):
     if not indices:
         _native.cuda_sort(L.capsule(keys, s), None, row, descending, s)
         return L.back(keys, dim), None
-    if row <= _U32_ROW:
-        idx = L.empty(shape, L.int32, keys)
-        _native.cuda_sort(L.capsule(keys, s), L.capsule(idx, s), row, descending, s)
-        idx = L.wide(idx)
-    else:
-        idx = L.arange_rows(shape, keys)
-        _native.cuda_sort_pairs(L.capsule(keys, s), L.capsule(idx, s), row, descending, s)
+    idx = L.empty(shape, L.int64, keys)
+    _native.cuda_sort(L.capsule(keys, s), L.capsule(idx, s), row, descending, s)
+    if values and L.is_float(keys):
+        # The sort wrote canonical floats (-0.0 as +0.0, one NaN); the input's own bits.
+        keys = L.gather(L.rows(x, dim, copy=False), idx)
     return (L.back(keys, dim) if values else None), L.back(idx, dim)
 
 
@@ -255,30 +243,31 @@ def topk(L, x, k, dim, largest):
         raise ValueError(f"k {k} is out of range for rows of {row} keys")
     out = shape[:-1] + (k,)
     values = L.empty(out, keys.dtype, keys)
+    idx = L.empty(out, L.int64, keys)
     if L.numel(values) == 0:
-        return L.back(values, dim), L.back(L.empty(out, L.int64, keys), dim)
-    if row > _U32_ROW:
-        raise ValueError(f"top-k of rows of {row} keys: bitonic selects in rows of 2^31 at most")
-    idx = L.empty(out, L.int32, keys)
+        return L.back(values, dim), L.back(idx, dim)
     s = L.stream(x)
     _native.cuda_topk(
         L.capsule(keys, s), L.capsule(values, s), L.capsule(idx, s), row, k, largest, s
     )
-    return L.back(values, dim), L.back(L.wide(idx), dim)
+    if L.is_float(keys):
+        values = L.gather(keys, idx)  # the input's own bits (see the module's notes)
+    return L.back(values, dim), L.back(idx, dim)
 
 
 def sort_pairs(L, keys, values, descending):
     """Keys and values of one shape, sorted along the last dimension; the values move with
-    their keys. 4- and 8-byte values move in the sort; others by a gather of the permutation."""
+    their keys. 4- and 8-byte values move in the sort; others, and the values of float keys
+    (which come back bit for bit), by a gather of the permutation."""
     if tuple(keys.shape) != tuple(values.shape):
         raise ValueError(
             f"keys of shape {tuple(keys.shape)} but values of shape {tuple(values.shape)}: "
             "one value a key"
         )
     _dim(L, keys, -1)
-    if L.itemsize(values) not in (4, 8):
+    if L.itemsize(values) not in (4, 8) or L.is_float(keys):
         sorted_keys, i = sort(L, keys, -1, descending, True, True)
-        return sorted_keys, L.gather(values, i)
+        return sorted_keys, L.gather(L.rows(values, -1, copy=False), i)
     k = L.rows(keys, -1, copy=True)
     if L.numel(k) == 0:
         return k, L.rows(values, -1, copy=True)

@@ -6,7 +6,7 @@
 
 // Flags of a key-map argument: src/key.rs's MapKind in the low bits, then options.
 #if !defined(KERNEL_MAP_SIGNED) || !defined(KERNEL_MAP_FLOAT) || !defined(KERNEL_MAP_DESCENDING) || \
-    !defined(KERNEL_MAP_NUMERIC) || !defined(KERNEL_MAP_BFLOAT16)
+    !defined(KERNEL_MAP_NUMERIC) || !defined(KERNEL_MAP_TIED) || !defined(KERNEL_MAP_BFLOAT16)
 #error "the host passes the key-map flags (src/kernels/abi.rs)"
 #endif
 #define MAP_KIND_MASK 3u
@@ -14,26 +14,34 @@
 #define MAP_FLOAT KERNEL_MAP_FLOAT
 #define MAP_DESCENDING KERNEL_MAP_DESCENDING
 #define MAP_NUMERIC KERNEL_MAP_NUMERIC
+#define MAP_TIED KERNEL_MAP_TIED
 #define MAP_BFLOAT16 KERNEL_MAP_BFLOAT16
 
-// A float's bits in numeric order (src/options.rs FloatOrder::Numeric): -0.0 as +0.0 and every
-// NaN as the positive quiet NaN, so that keys equal by value share one word. The width tells
-// f32 from f64; 16-bit floats are f16 unless MAP_BFLOAT16.
+// The infinity of a float of K's width (16-bit floats are f16 unless MAP_BFLOAT16).
+template <typename K> __device__ __forceinline__ K float_infinity(u32 map) {
+    if (sizeof(K) == 8) return K(0x7ff0000000000000ull);
+    if (sizeof(K) == 4) return K(0x7f800000u);
+    return (map & MAP_BFLOAT16) ? K(0x7f80u) : K(0x7c00u);
+}
+
+// A float's one form of its value (MAP_TIED, src/key.rs SortKey::canonical): -0.0 as +0.0
+// and every NaN as the positive quiet NaN, so that keys equal by value tie in a stable sort.
 template <typename K> __device__ __forceinline__ K canonical_float(K w, u32 map) {
     const K sign = K(1) << (sizeof(K) * 8 - 1);
-    K inf, quiet_nan;
-    if (sizeof(K) == 8) {
-        inf = K(0x7ff0000000000000ull), quiet_nan = K(0x7ff8000000000000ull);
-    } else if (sizeof(K) == 4) {
-        inf = K(0x7f800000u), quiet_nan = K(0x7fc00000u);
-    } else if (map & MAP_BFLOAT16) {
-        inf = K(0x7f80u), quiet_nan = K(0x7fc0u);
-    } else {
-        inf = K(0x7c00u), quiet_nan = K(0x7e00u);
-    }
+    const K inf = float_infinity<K>(map);
+    const K quiet_nan = inf | (inf >> 1 & ~inf);  // the exponent's ones and the top mantissa bit
     const K magnitude = w & K(~sign);
     if (magnitude > inf) return quiet_nan;
     return magnitude == 0 ? K(0) : w;
+}
+
+// Numeric float order (MAP_NUMERIC, src/options.rs FloatOrder::Numeric) rotates the words of
+// total order down by this much: -inf becomes 0 and the NaNs with the sign bit, which total
+// order puts below -inf, wrap around to above +NaN, so that every NaN sorts last. A bijection:
+// a key-only sort loses no bit.
+template <typename K> __device__ __forceinline__ K nan_rotation(u32 map) {
+    const K sign = K(1) << (sizeof(K) * 8 - 1);
+    return K(~(sign | float_infinity<K>(map)));  // the word of -inf in total order
 }
 
 // The order-preserving map of src/key.rs: key bits to the unsigned word the networks sort
@@ -43,10 +51,11 @@ template <typename K> __device__ __forceinline__ K to_sortable(K w, u32 map) {
     u32 kind = map & MAP_KIND_MASK;
     if (kind == MAP_SIGNED) w ^= sign;
     if (kind == MAP_FLOAT) {
-        if (map & MAP_NUMERIC) w = canonical_float(w, map);
-        w = (w & sign) ? ~w : w ^ sign;
+        if (map & MAP_TIED) w = canonical_float(w, map);
+        w = (w & sign) ? K(~w) : K(w ^ sign);
+        if (map & MAP_NUMERIC) w = K(w - nan_rotation<K>(map));
     }
-    return (map & MAP_DESCENDING) ? ~w : w;
+    return (map & MAP_DESCENDING) ? K(~w) : w;
 }
 
 template <typename K> __device__ __forceinline__ K from_sortable(K w, u32 map) {
@@ -54,7 +63,10 @@ template <typename K> __device__ __forceinline__ K from_sortable(K w, u32 map) {
     if (map & MAP_DESCENDING) w = ~w;
     u32 kind = map & MAP_KIND_MASK;
     if (kind == MAP_SIGNED) w ^= sign;
-    if (kind == MAP_FLOAT) w = (w & sign) ? w ^ sign : ~w;
+    if (kind == MAP_FLOAT) {
+        if (map & MAP_NUMERIC) w = K(w + nan_rotation<K>(map));
+        w = (w & sign) ? K(w ^ sign) : K(~w);
+    }
     return w;
 }
 

@@ -142,7 +142,7 @@ template <> struct Tagged<u64> {
         KeyIndex w;
         w.key = key;
         w.index = tag;
-        w.unused = 0;
+        w.value = 0;
         return w;
     }
     static __device__ __forceinline__ u64 key(Word w) { return w.key; }

@@ -12,7 +12,7 @@ pub(crate) mod topk;
 
 use crate::plan::Strategy;
 use crate::error::{Error, Result};
-use crate::key::{is_narrow, key_from_ordered_bits, ordered_bits, KeyOrder};
+use crate::key::{is_narrow, key_from_ordered_bits, ordered_bits, tied_bits, KeyOrder};
 use crate::SortKey;
 use rayon::prelude::*;
 
@@ -30,9 +30,8 @@ fn sort_words<W: network::Word>(words: &mut [W], strategy: Strategy) {
     }
 }
 
-/// Sorts `keys` in `order`: maps them to their ordered words, sorts, maps back (in numeric
-/// float order, to their canonical keys). Keys of their
-/// word's size are mapped in place; 16-bit keys into a copy of their words (the only
+/// Sorts `keys` in `order`: maps them to their ordered words, sorts, maps back, bit for bit
+/// (the words are a bijection, in numeric float order too). Keys of their word's size are mapped in place; 16-bit keys into a copy of their words (the only
 /// allocation, and the only error).
 pub(crate) fn sort<K: SortKey>(keys: &mut [K], order: KeyOrder, strategy: Strategy) -> Result<()> {
     let parallel = strategy != Strategy::CpuNetworkSerial && keys.len() >= PARALLEL_MIN_LEN;
@@ -101,8 +100,8 @@ pub(crate) fn sort_each<K: SortKey>(
     }
 }
 
-/// The stable sorting permutation of `keys`: `(ordered word, original index)` pairs sorted,
-/// so equal keys end in index order.
+/// The stable sorting permutation of `keys`: `(tied word, original index)` pairs sorted,
+/// so equal keys (by value, in numeric float order) end in index order.
 pub(crate) fn sorted_pairs<K: SortKey>(
     keys: &[K],
     order: KeyOrder,
@@ -110,10 +109,10 @@ pub(crate) fn sorted_pairs<K: SortKey>(
 ) -> Vec<(K::Bits, usize)> {
     let mut pairs: Vec<(K::Bits, usize)> = if strategy == Strategy::CpuNetworkSerial {
         let pairs = keys.iter().enumerate();
-        pairs.map(|(i, &k)| (ordered_bits(k, order), i)).collect()
+        pairs.map(|(i, &k)| (tied_bits(k, order), i)).collect()
     } else {
         let pairs = keys.par_iter().enumerate();
-        pairs.map(|(i, &k)| (ordered_bits(k, order), i)).collect()
+        pairs.map(|(i, &k)| (tied_bits(k, order), i)).collect()
     };
     sort_words(&mut pairs, strategy);
     pairs

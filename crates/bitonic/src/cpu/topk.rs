@@ -5,7 +5,7 @@
 //! run in parallel; a long row alone is cut into pieces selected in parallel, whose k best
 //! are selected from again.
 
-use crate::key::{key_from_ordered_bits, ordered_bits, KeyOrder};
+use crate::key::{tied_bits, KeyOrder};
 use crate::{SortIndex, SortKey};
 use rayon::prelude::*;
 
@@ -29,8 +29,9 @@ pub(crate) fn topk_rows<K: SortKey, I: SortIndex>(
         } else {
             best_in_pieces(row, k, order)
         };
-        for ((value, index), &(word, i)) in values.iter_mut().zip(indices).zip(&best) {
-            *value = key_from_ordered_bits::<K>(word, order);
+        // Each value is its key as it is (not its word's key, canonical in numeric order).
+        for ((value, index), &(_, i)) in values.iter_mut().zip(indices).zip(&best) {
+            *value = row[i];
             *index = I::from_usize(i);
         }
     });
@@ -45,7 +46,7 @@ fn best_of<K: SortKey>(
     order: KeyOrder,
 ) -> Vec<(K::Bits, usize)> {
     let pairs = keys.iter().enumerate();
-    let pairs = pairs.map(|(i, &key)| (ordered_bits(key, order), offset + i));
+    let pairs = pairs.map(|(i, &key)| (tied_bits(key, order), offset + i));
     smallest(pairs.collect(), k)
 }
 

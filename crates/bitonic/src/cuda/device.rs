@@ -124,9 +124,7 @@ impl Gpu {
         // launches are ordered by the one stream it runs on. The flag belongs to this handle
         // (cudarc's `CudaContext` object), not to the driver's context: other handles of the
         // same device, the caller's included, keep their own.
-        // SAFETY: all work of this context handle is queued on one stream a call (see
-        // `Gpu::context`).
-        unsafe { ctx.disable_event_tracking() };
+        driver::disable_event_tracking(&ctx);
         let stream = if own_stream {
             ctx.new_stream().map_err(init)?
         } else {
@@ -177,7 +175,7 @@ impl Gpu {
     /// library never does it unasked. Best effort: a device without memory pools keeps the
     /// driver's setting, and the error is returned.
     pub fn keep_freed_memory(&self, bytes: usize) -> Result<()> {
-        set_pool_threshold(&self.ctx, bytes, false).during(|| {
+        driver::set_default_pool_threshold(&self.ctx, bytes, false).during(|| {
             format!("letting the memory pool keep {bytes} bytes")
         })
     }
@@ -250,7 +248,7 @@ impl Gpu {
         if let Some(m) = modules.get(&key) {
             return Ok(m.clone());
         }
-        let defines = super::kernel_defines(policy);
+        let defines = crate::kernels::defines(policy);
         let compiled = nvrtc::compile(module, &self.info.arch(), &defines)?;
         let cubin = compiled.cubin.as_ref().clone();
         let m = self
@@ -278,7 +276,7 @@ impl Gpu {
             }
         }
         if missing.len() > 1 {
-            let (arch, defines) = (self.info.arch(), super::kernel_defines(policy));
+            let (arch, defines) = (self.info.arch(), crate::kernels::defines(policy));
             nvrtc::compile_side_by_side(&missing, &arch, &defines)?;
         }
         missing
@@ -305,24 +303,6 @@ impl Gpu {
         }
         Ok(())
     }
-}
-
-/// Sets how much freed memory the device's default pool keeps, trimming it to that when
-/// `trim`.
-pub(crate) fn set_pool_threshold(
-    ctx: &CudaContext,
-    bytes: usize,
-    trim: bool,
-) -> std::result::Result<(), cudarc::driver::DriverError> {
-    // SAFETY: plain driver calls on a valid device (a live context's) and on its default pool.
-    unsafe {
-        let pool = driver::default_mem_pool(ctx.cu_device())?;
-        driver::mem_pool_set_release_threshold(pool, bytes as u64)?;
-        if trim {
-            driver::mem_pool_trim_to(pool, bytes)?;
-        }
-    }
-    Ok(())
 }
 
 /// cudarc panics when a library is missing: ask first, and contain any other panic.

@@ -73,6 +73,36 @@ pub(crate) unsafe fn mem_pool_trim_to(pool: CUmemoryPool, bytes: usize) -> Resul
     unsafe { sys::cuMemPoolTrimTo(pool, bytes) }.result()
 }
 
+/// Sets how much freed memory the default pool of `ctx`'s device keeps, trimming it to that
+/// when `trim`.
+pub(crate) fn set_default_pool_threshold(
+    ctx: &cudarc::driver::CudaContext,
+    bytes: usize,
+    trim: bool,
+) -> Result<(), DriverError> {
+    // SAFETY: a live context's device, and that device's default pool, which lives as long as
+    // the device does.
+    unsafe {
+        let pool = default_mem_pool(ctx.cu_device())?;
+        mem_pool_set_release_threshold(pool, bytes as u64)?;
+        if trim {
+            mem_pool_trim_to(pool, bytes)?;
+        }
+    }
+    Ok(())
+}
+
+/// Turns cudarc's event tracking off for `ctx`'s handle (cudarc's `CudaContext` object, not
+/// the driver's context: other handles of the device keep theirs).
+///
+/// Sound only because every call of the library queues all of its buffers' work on one
+/// stream, which orders it; the function is private to that contract (crate::cuda::device).
+pub(crate) fn disable_event_tracking(ctx: &cudarc::driver::CudaContext) {
+    // SAFETY: cudarc asks that no buffer of the handle be used from two streams without the
+    // caller ordering them; the library's calls each use one stream (see above).
+    unsafe { ctx.disable_event_tracking() }
+}
+
 /// A new, empty graph (no flags), owned by the caller, who destroys it with [`graph_destroy`].
 pub(crate) fn graph_create() -> Result<CUgraph, DriverError> {
     let mut graph: CUgraph = std::ptr::null_mut();

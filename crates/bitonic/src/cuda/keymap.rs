@@ -3,7 +3,7 @@
 //! to u32 words and narrowed back.
 
 use super::exec::Exec;
-use super::kernel_width;
+use crate::kernels::kernel_width;
 use super::launch::keys::{convert_16, map_keys};
 use crate::error::{CudaContext as _, Result};
 use crate::kernels;

@@ -71,8 +71,8 @@ where
     }
 
     let unmap = if level_count == 0 { map } else { 0 };
-    let k = super::kernel_width::<K>();
-    let v = super::kernel_width::<V>();
+    let k = crate::kernels::kernel_width::<K>();
+    let v = crate::kernels::kernel_width::<V>();
     let place_threads = (1u32 << plan.tile_bits) / MergePolicy::PLACE_KEYS_PER_THREAD as u32;
     let cfg = config(runs as u32, place_threads, plan.place_shared);
     let module = kernels::merge_kv(plan.key_bytes, plan.value_bytes);

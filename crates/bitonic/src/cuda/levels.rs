@@ -5,7 +5,7 @@
 //! run, then a block a tile that stores the next level's samples).
 
 use super::exec::{config, Exec};
-use super::kernel_width;
+use crate::kernels::kernel_width;
 use super::launch::merge::{self as launch, KeyValueDst, KeyValueSrc, NextSamples};
 use crate::error::{CudaContext as _, Result};
 use crate::kernels::abi::MultiwayTiling;

@@ -3,7 +3,7 @@
 //! Also the merge of two runs from anywhere, for the multi-GPU sort.
 
 use super::exec::{config, Exec};
-use super::kernel_width;
+use crate::kernels::kernel_width;
 use super::launch::merge::{co_ranks, merge_tiles};
 use super::levels::{self, search_grid, LevelKernels, Side};
 use super::memory::{self, Scratchpad};

@@ -143,18 +143,5 @@ pub fn cache_dir() -> Option<std::path::PathBuf> {
 /// assert!(defines.iter().any(|(name, value)| *name == "KERNEL_MERGE_TILE" && value == "4096"));
 /// ```
 pub fn kernel_defines(policy: &crate::Policy) -> Vec<(&'static str, String)> {
-    let mut defines = crate::kernels::abi::defines();
-    defines.extend(policy.defines());
-    defines
-}
-
-/// The kernels' name of words `T`: `u32`, `u64`, or `kv64` for 16-byte key-index pairs (`u16`
-/// for 2-byte words).
-pub(crate) fn kernel_width<T>() -> &'static str {
-    match std::mem::size_of::<T>() {
-        2 => "u16",
-        4 => "u32",
-        8 => "u64",
-        _ => "kv64",
-    }
+    crate::kernels::defines(policy)
 }

@@ -14,7 +14,7 @@
 //! and its index make a 16-byte `KeyIndex`; values follow the indices (`gather`).
 
 use super::exec::Exec;
-use super::kernel_width;
+use crate::kernels::kernel_width;
 use super::launch::keys::{gather, pack_pairs, unpack_pairs};
 use super::memory::{self, Scratchpad};
 use super::passes;

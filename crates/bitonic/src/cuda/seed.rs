@@ -11,7 +11,7 @@
 //! They sort words ascending; the key map runs before and after them when the plan says.
 
 use super::exec::{config, Exec};
-use super::kernel_width;
+use crate::kernels::kernel_width;
 use super::keymap::map_words;
 use super::launch::keys::seed_kernel;
 use crate::error::{CudaContext as _, Result};

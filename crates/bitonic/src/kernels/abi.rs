@@ -8,7 +8,6 @@ use crate::key::{KeyOrder, MapKind};
 use crate::network::padded_len;
 use crate::options::{FloatOrder, Order};
 use crate::DType;
-use cudarc::driver::DeviceRepr;
 
 /// Where the keys of the tuned passes' slots live: kernels/common/layout.cuh's `RowLayout`,
 /// field for field. The passes sort rows of 2^row_bits slots; a row's slots past its length
@@ -26,8 +25,6 @@ pub(crate) struct RowLayout {
     pub(crate) contiguous: u32,
 }
 
-// SAFETY: a plain C struct of integers, laid out as the kernel's.
-unsafe impl DeviceRepr for RowLayout {}
 
 impl RowLayout {
     /// `n` keys in rows of `row_len` (`n` a multiple of it; a plain sort is one row of `n`).
@@ -108,8 +105,6 @@ pub(crate) struct KeyIndex {
     value: u32,
 }
 
-// SAFETY: plain integers, laid out as the kernel's struct.
-unsafe impl DeviceRepr for KeyIndex {}
 
 /// How a multiway level cuts each group of its runs into tiles (kernels/merge/multiway.cuh's
 /// `MultiwayTiling`): every 2^`sample_bits`-th word of each run is a sample, and tile t of a
@@ -126,8 +121,6 @@ pub struct MultiwayTiling {
     pub group_tiles: u32,
 }
 
-// SAFETY: three u32s, laid out as the kernels' struct.
-unsafe impl DeviceRepr for MultiwayTiling {}
 
 const _: () = assert!(std::mem::size_of::<RowLayout>() == 40);
 const _: () = assert!(std::mem::size_of::<KeyIndex>() == 16);
@@ -135,13 +128,15 @@ const _: () = assert!(std::mem::size_of::<MultiwayTiling>() == 12);
 
 /// Key-map flags of the kernels, beside a `MapKind` in the low two bits
 /// (kernels/common/keys.cuh): descending order; the tuned passes' map on the first pass's
-/// loads and its undoing on the last pass's stores; numeric float order (canonical keys), and
-/// for 16-bit floats in it, bfloat16's layout (f16's otherwise); the width of the indices.
+/// loads and its undoing on the last pass's stores; numeric float order (NaNs rotated above
+/// +inf, losslessly), for the sorts that keep positions also ties of keys equal by value
+/// (canonical keys), and for 16-bit floats bfloat16's layout (f16's otherwise).
 pub(crate) const MAP_DESCENDING: u32 = 4;
 pub(crate) const MAP_ON_LOAD: u32 = 8;
 pub(crate) const MAP_ON_STORE: u32 = 16;
 pub(crate) const MAP_NUMERIC: u32 = 32;
 pub(crate) const MAP_BFLOAT16: u32 = 64;
+pub(crate) const MAP_TIED: u32 = 256;
 /// Beside the key map: the top-k and pair kernels write 8-byte indices (4-byte without it).
 pub(crate) const MAP_INDEX64: u32 = 128;
 
@@ -163,6 +158,17 @@ pub(crate) fn map_flags(dtype: DType, order: KeyOrder) -> u32 {
     kind as u32 | descending | numeric
 }
 
+/// `map` for a sort that keeps positions (argsorts, key-value sorts, top-k): in numeric float
+/// order, keys equal by value (`-0.0` and `+0.0`, NaNs) also get one word, so that they tie
+/// and keep their input order. The keys such a sort writes are then the canonical ones.
+pub(crate) fn tied(map: u32) -> u32 {
+    if map & MAP_NUMERIC != 0 {
+        map | MAP_TIED
+    } else {
+        map
+    }
+}
+
 /// The `-D` defines that tell the kernels the sizes and flags above.
 pub(crate) fn defines() -> Vec<(&'static str, String)> {
     let size = |name, bytes: usize| (name, bytes.to_string());
@@ -181,6 +187,7 @@ pub(crate) fn defines() -> Vec<(&'static str, String)> {
         flag("KERNEL_MAP_ON_STORE", MAP_ON_STORE),
         flag("KERNEL_MAP_NUMERIC", MAP_NUMERIC),
         flag("KERNEL_MAP_BFLOAT16", MAP_BFLOAT16),
+        flag("KERNEL_MAP_TIED", MAP_TIED),
         flag("KERNEL_MAP_INDEX64", MAP_INDEX64),
     ]
 }

@@ -290,6 +290,25 @@ fn includes(source: &str) -> impl Iterator<Item = &str> {
     })
 }
 
+/// Every `-D` define of the kernels under `policy`: the structs and flags shared with the host
+/// (abi.rs) and every algorithm's numbers (src/policy/). Public as `cuda::kernel_defines`.
+pub(crate) fn defines(policy: &crate::Policy) -> Vec<(&'static str, String)> {
+    let mut defines = abi::defines();
+    defines.extend(policy.defines());
+    defines
+}
+
+/// The kernels' name of words `T`: `u32`, `u64`, or `kv64` for 16-byte key-index pairs (`u16`
+/// for 2-byte words).
+pub(crate) fn kernel_width<T>() -> &'static str {
+    match std::mem::size_of::<T>() {
+        2 => "u16",
+        4 => "u32",
+        8 => "u64",
+        _ => "kv64",
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

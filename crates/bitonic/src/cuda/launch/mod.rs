@@ -15,7 +15,17 @@ pub(crate) mod passes;
 pub(crate) mod topk;
 
 use super::exec::Exec;
-use cudarc::driver::{CudaFunction, DriverError, LaunchArgs, LaunchConfig};
+use crate::kernels::abi::{KeyIndex, MultiwayTiling, RowLayout};
+use cudarc::driver::{CudaFunction, DeviceRepr, DriverError, LaunchArgs, LaunchConfig};
+
+// The structs kernels take by value or in buffers (src/kernels/abi.rs, whose const asserts
+// and the kernels' static_asserts check their sizes against each other).
+// SAFETY: plain C structs of integers (`#[repr(C)]`, no padding), laid out as the kernels'.
+unsafe impl DeviceRepr for RowLayout {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for KeyIndex {}
+// SAFETY: as above.
+unsafe impl DeviceRepr for MultiwayTiling {}
 
 /// The one unsafe launch of a kernel whose arguments `push` adds, on the call's stream.
 ///

@@ -4,7 +4,8 @@
 use crate::plan::MAX_LEN;
 use crate::cuda::exec::Exec;
 use crate::cuda::launch::multi as launch;
-use crate::cuda::{kernel_width, Gpu};
+use crate::cuda::Gpu;
+use crate::kernels::kernel_width;
 use crate::error::{CudaContext as _, Result};
 use crate::key::Bits;
 use crate::kernels;

@@ -34,7 +34,7 @@ mod shards;
 
 pub use shards::{even_split, DeviceShard, SortedPairs};
 
-use super::device::set_pool_threshold;
+use super::driver::set_default_pool_threshold;
 use super::{driver, memory, Gpu};
 use crate::error::{check_same_len, CudaContext as _, Error, GpuUnavailable, Result};
 use crate::key::KeyOrder;
@@ -92,7 +92,7 @@ impl Drop for MultiGpu {
         // none. Nothing to report an error to in drop.
         if self.keeps_memory.get() {
             for gpu in &self.gpus {
-                let _ = set_pool_threshold(gpu.context(), 0, true);
+                let _ = set_default_pool_threshold(gpu.context(), 0, true);
             }
         }
     }
@@ -158,7 +158,7 @@ impl MultiGpu {
     /// while it lasts, which is why it is asked for, not done by default.
     pub fn keep_freed_memory(&self) -> Result<()> {
         for gpu in &self.gpus {
-            set_pool_threshold(gpu.context(), gpu.info().total_memory, false)
+            set_default_pool_threshold(gpu.context(), gpu.info().total_memory, false)
                 .during(|| format!("letting GPU {}'s memory pool keep memory", gpu.info().ordinal))?;
         }
         self.keeps_memory.set(true);

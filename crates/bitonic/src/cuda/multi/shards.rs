@@ -4,7 +4,8 @@
 use crate::cuda::exec::Exec;
 use crate::cuda::launch::multi as launch;
 use crate::cuda::levels::search_grid;
-use crate::cuda::{keymap, kernel_width, memory, Gpu};
+use crate::cuda::{keymap, memory, Gpu};
+use crate::kernels::kernel_width;
 use crate::error::{CudaContext as _, Result};
 use crate::key::{Bits, KeyOrder};
 use crate::kernels::{self, abi::map_flags, abi::KeyIndex};
