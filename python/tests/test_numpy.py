@@ -157,15 +157,18 @@ def test_agrees_with_numpy_on_nans_and_zeros(dtype, pattern):
     if is_float(dtype):  # many ties of -0.0 and +0.0, NaNs of both signs, -NaN made by arithmetic
         x[::7] = -0.0
         x[3::7] = 0.0
-        x[5::11] = np.array(-np.inf, dtype) * np.array(0, dtype)  # -nan on x86
+        with np.errstate(invalid="ignore"):
+            x[5::11] = np.array(-np.inf, dtype) * np.array(0, dtype)  # -nan on x86
     want = np.argsort(x, kind="stable")
     np.testing.assert_array_equal(bitonic.argsort(x), want)
     np.testing.assert_array_equal(bitonic.argsort(x, axis=0), want)
     v, i = bitonic.sort(x)
     np.testing.assert_array_equal(i, want)
     np.testing.assert_array_equal(bits(v), bits(x[want]))  # the input's own bits
+    # Equal to numpy's sort by value (whose vectorised sort gives every NaN one form), and
+    # bit for bit the input's keys.
     np.testing.assert_array_equal(bitonic.sort_values(x), np.sort(x))
-    assert_same_keys(bitonic.sort_values(x), np.sort(x))
+    assert_same_keys(bitonic.sort_values(x), x[want])
 
 
 def test_float_order_by_hand():
@@ -300,7 +303,7 @@ def test_errors():
         bitonic.sort(x, dim=None)
     with pytest.raises(ValueError, match="cpu-network"):
         bitonic.sort(x, backend="gpu")
-    with pytest.raises(ValueError, match="10 keys but 9 values"):
+    with pytest.raises(ValueError, match=r"shape \(10,\) but values of shape \(9,\)"):
         bitonic.sort_pairs(x, x[:9])
     with pytest.raises(ValueError, match="shape"):
         bitonic.sort_pairs(x.reshape(2, 5), x)

@@ -14,17 +14,22 @@ type Number = (&'static str, fn(&mut Policy, usize));
 /// given as 0 or 1).
 macro_rules! number {
     ($algorithm:ident . $field:ident) => {
-        (concat!(stringify!($algorithm), ".", stringify!($field)), |p, v| p.$algorithm.$field = v)
+        (
+            concat!(stringify!($algorithm), ".", stringify!($field)),
+            |p, v| p.$algorithm.$field = v,
+        )
     };
     ($algorithm:ident . $field:ident as bool) => {
-        (concat!(stringify!($algorithm), ".", stringify!($field)), |p, v| {
-            p.$algorithm.$field = v != 0
-        })
+        (
+            concat!(stringify!($algorithm), ".", stringify!($field)),
+            |p, v| p.$algorithm.$field = v != 0,
+        )
     };
     ($algorithm:ident . $field:ident as $ty:ty) => {
-        (concat!(stringify!($algorithm), ".", stringify!($field)), |p, v| {
-            p.$algorithm.$field = v as $ty
-        })
+        (
+            concat!(stringify!($algorithm), ".", stringify!($field)),
+            |p, v| p.$algorithm.$field = v as $ty,
+        )
     };
 }
 

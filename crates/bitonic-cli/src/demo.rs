@@ -27,26 +27,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
     args.options.check()?;
     let sorter = args.options.sorter();
     // What runs, decided before any work: a GPU asked for and missing is an error now.
-    let planned =
-        sorter
-            .plan(Operation::Sort, args.dtype, args.len, Layout::Whole)
-            .map_err(|e| match bitonic::Gpu::get() {
-                Err(why) => {
-                    let instead = if args.options.backend == Backend::Cuda {
-                        "choose --backend auto or cpu to sort on the CPU"
-                    } else {
-                        "leave out --algo to sort on the CPU"
-                    };
-                    let mut message = e.to_string();
-                    if !message.contains(&why.to_string()) {
-                        message = format!("{message} ({why})");
-                    }
-                    anyhow::anyhow!(
+    let planned = sorter
+        .plan(Operation::Sort, args.dtype, args.len, Layout::Whole)
+        .map_err(|e| match bitonic::Gpu::get() {
+            Err(why) => {
+                let instead = if args.options.backend == Backend::Cuda {
+                    "choose --backend auto or cpu to sort on the CPU"
+                } else {
+                    "leave out --algo to sort on the CPU"
+                };
+                let mut message = e.to_string();
+                if !message.contains(&why.to_string()) {
+                    message = format!("{message} ({why})");
+                }
+                anyhow::anyhow!(
                     "{message}; {instead}, or run it where an NVIDIA GPU, its driver and NVRTC are"
                 )
-                }
-                Ok(_) => e.into(),
-            })?;
+            }
+            Ok(_) => e.into(),
+        })?;
     if planned.backend != Backend::Cuda && args.options.backend == Backend::Auto {
         if let Err(why) = bitonic::Gpu::get() {
             eprintln!("no GPU here ({why}); the CPU sorts instead");

@@ -984,9 +984,7 @@ fn demo_on_cuda_without_a_gpu_just_fails() {
             .assert()
             .code(1)
             .stdout(predicate::str::is_empty())
-            .stderr(predicate::str::contains(
-                "no GPU can be used: ",
-            ))
+            .stderr(predicate::str::contains("no GPU can be used: "))
             .stderr(predicate::str::contains("to sort on the CPU"))
             .stderr(predicate::str::contains("the CPU sorts instead").not());
     }

@@ -211,14 +211,7 @@ pub enum MapKind {
 /// assert!(f16::MAX.to_bits_ordered() < f16::NAN.to_bits_ordered());
 /// ```
 pub trait SortKey:
-    Sealed
-    + Copy
-    + Send
-    + Sync
-    + bytemuck::Pod
-    + cudarc::driver::DeviceRepr
-    + std::fmt::Debug
-    + 'static
+    Sealed + Copy + Send + Sync + bytemuck::Pod + cudarc::driver::DeviceRepr + std::fmt::Debug + 'static
 {
     /// The unsigned word the backends sort the key as: of the key's width, or `u32` for
     /// 16-bit keys (the ordered bits zero-extended).
@@ -668,10 +661,22 @@ mod tests {
         assert!(f(f32::INFINITY) < f(-f32::NAN) && f(f32::NEG_INFINITY) < f(-1.0));
         for down in [false, true] {
             let order = KeyOrder {
-                order: if down { Order::Descending } else { Order::Ascending },
+                order: if down {
+                    Order::Descending
+                } else {
+                    Order::Ascending
+                },
                 ..numeric
             };
-            for x in [f64::NAN, -f64::NAN, -0.0, 0.0, 1.5, f64::NEG_INFINITY, f64::INFINITY] {
+            for x in [
+                f64::NAN,
+                -f64::NAN,
+                -0.0,
+                0.0,
+                1.5,
+                f64::NEG_INFINITY,
+                f64::INFINITY,
+            ] {
                 let back: f64 = key_from_ordered_bits(ordered_bits(x, order), order);
                 assert_eq!(back.to_bits(), x.to_bits(), "{x} comes back bit for bit");
                 let tied: f64 = key_from_ordered_bits(tied_bits(x, order), order);

@@ -67,13 +67,14 @@
 //! ([`Gpu::keep_freed_memory`]).
 
 #![warn(missing_docs)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 mod cpu;
 pub mod cuda;
 mod device;
 mod error;
-pub mod key;
 mod kernels;
+pub mod key;
 pub mod multi;
 mod network;
 mod options;
@@ -81,10 +82,10 @@ pub mod plan;
 pub mod policy;
 mod sorter;
 
+pub use cuda::Gpu;
 /// The CUDA bindings the library's public API speaks in (device buffers, streams, contexts),
 /// re-exported so that a program needs no second pin of them.
 pub use cudarc;
-pub use cuda::Gpu;
 pub use device::{DeviceFacts, DeviceInfo};
 pub use error::{Error, GpuUnavailable, Result};
 /// The `half` crate, whose [`half::f16`] and [`half::bf16`] are key types.

@@ -1,7 +1,6 @@
 //! The options of a call, each given one way: where it runs ([`Backend`]), which GPU algorithm
 //! ([`Version`]), the order ([`Order`]) and how floats compare ([`FloatOrder`]).
 
-
 /// Sort direction. A top-k selection keeps the first k of a sort in this order: the
 /// smallest keys ascending, the largest descending.
 ///

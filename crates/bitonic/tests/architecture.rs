@@ -15,14 +15,26 @@ use std::path::{Path, PathBuf};
 const LAYERS: &[(&str, &[&str])] = &[
     (
         "foundation: options, errors, keys, device facts, kernel catalog, policies",
-        &["options", "error", "key", "device", "network", "kernels", "policy"],
+        &[
+            "options", "error", "key", "device", "network", "kernels", "policy",
+        ],
     ),
     ("plans", &["plan"]),
     (
         "CPU backend; CUDA driver layer",
-        &["cpu", "cuda::driver", "cuda::memory", "cuda::nvrtc", "cuda::graph", "cuda::staging"],
+        &[
+            "cpu",
+            "cuda::driver",
+            "cuda::memory",
+            "cuda::nvrtc",
+            "cuda::graph",
+            "cuda::staging",
+        ],
     ),
-    ("CUDA device and execution context", &["cuda::device", "cuda::exec", "cuda::transfer"]),
+    (
+        "CUDA device and execution context",
+        &["cuda::device", "cuda::exec", "cuda::transfer"],
+    ),
     ("kernel launches", &["cuda::launch"]),
     (
         "runners of plan steps",
@@ -66,7 +78,10 @@ fn files(dir: &Path, extensions: &[&str], out: &mut Vec<PathBuf>) {
         let path = entry.unwrap().path();
         if path.is_dir() {
             files(&path, extensions, out);
-        } else if extensions.iter().any(|e| path.extension().is_some_and(|x| x == *e)) {
+        } else if extensions
+            .iter()
+            .any(|e| path.extension().is_some_and(|x| x == *e))
+        {
             out.push(path);
         }
     }
@@ -116,11 +131,12 @@ fn resolve(path: &str, me: &[String]) -> Option<Vec<String>> {
     let mut segments: Vec<&str> = path.split("::").map(str::trim).collect();
     let mut base: Vec<String> = match *segments.first()? {
         "crate" => Vec::new(),
-        child if MODULES.with(|m| {
-            let mut p = me.to_vec();
-            p.push(child.to_string());
-            m.borrow().contains(&p)
-        }) =>
+        child
+            if MODULES.with(|m| {
+                let mut p = me.to_vec();
+                p.push(child.to_string());
+                m.borrow().contains(&p)
+            }) =>
         {
             segments.insert(0, "self");
             me.to_vec()
@@ -138,7 +154,12 @@ fn resolve(path: &str, me: &[String]) -> Option<Vec<String>> {
         _ => return None,
     };
     segments.remove(0);
-    base.extend(segments.iter().filter(|s| !s.is_empty()).map(|s| s.to_string()));
+    base.extend(
+        segments
+            .iter()
+            .filter(|s| !s.is_empty())
+            .map(|s| s.to_string()),
+    );
     (!base.is_empty()).then_some(base)
 }
 
@@ -153,14 +174,22 @@ thread_local! {
 fn uses(code: &str, me: &[String]) -> Vec<(bool, Vec<String>, String)> {
     let mut out = Vec::new();
     for statement in code.split(';') {
-        let Some(start) = statement.find("use ") else { continue };
+        let Some(start) = statement.find("use ") else {
+            continue;
+        };
         let visibility = statement[..start].trim_end();
         let public = visibility.ends_with("pub") || visibility.ends_with(')');
-        let body: String = statement[start + 4..].split_whitespace().collect::<Vec<_>>().join(" ");
+        let body: String = statement[start + 4..]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
         let mut bind = |path: &str| {
             let (path, name) = match path.split_once(" as ") {
                 Some((p, n)) => (p.trim(), n.trim().to_string()),
-                None => (path.trim(), path.trim().rsplit("::").next().unwrap_or("").to_string()),
+                None => (
+                    path.trim(),
+                    path.trim().rsplit("::").next().unwrap_or("").to_string(),
+                ),
             };
             if let Some(resolved) = resolve(path, me) {
                 out.push((public, resolved, name));
@@ -197,7 +226,10 @@ fn uses(code: &str, me: &[String]) -> Vec<(bool, Vec<String>, String)> {
 /// The paths that `code` of the module `me` names: each `use`, and `crate::…` and `super::…`
 /// written out in the code, as absolute paths (possibly with item names at the end).
 fn named_paths(code: &str, me: &[String]) -> Vec<Vec<String>> {
-    let mut out: Vec<Vec<String>> = uses(code, me).into_iter().map(|(_, path, _)| path).collect();
+    let mut out: Vec<Vec<String>> = uses(code, me)
+        .into_iter()
+        .map(|(_, path, _)| path)
+        .collect();
     for root in ["crate::", "super::"] {
         for (i, _) in code.match_indices(root) {
             let before = code[..i].chars().last();
@@ -241,7 +273,10 @@ fn aliases(sources: &[Source]) -> Aliases {
 /// `path` with re-exports followed to where they lead.
 fn through_aliases(mut path: Vec<String>, aliases: &Aliases) -> Vec<String> {
     for _ in 0..8 {
-        let Some(n) = (1..=path.len()).rev().find(|&n| aliases.contains_key(&path[..n])) else {
+        let Some(n) = (1..=path.len())
+            .rev()
+            .find(|&n| aliases.contains_key(&path[..n]))
+        else {
             break;
         };
         let mut real = aliases[&path[..n]].clone();
@@ -254,8 +289,13 @@ fn through_aliases(mut path: Vec<String>, aliases: &Aliases) -> Vec<String> {
 /// The known module a path names: its longest prefix that is a module of the crate, other than
 /// the root (what remains at the root, re-exports of other crates such as `crate::half`, is not
 /// this crate's).
-fn module_named<'a>(path: &[String], modules: &'a BTreeSet<Vec<String>>) -> Option<&'a Vec<String>> {
-    (1..=path.len()).rev().find_map(|n| modules.get(&path[..n].to_vec()))
+fn module_named<'a>(
+    path: &[String],
+    modules: &'a BTreeSet<Vec<String>>,
+) -> Option<&'a Vec<String>> {
+    (1..=path.len())
+        .rev()
+        .find_map(|n| modules.get(&path[..n].to_vec()))
 }
 
 /// The layer of a module: the first whose entries name it or a module above it.
@@ -264,16 +304,16 @@ fn layer_of(module: &[String]) -> usize {
     let mut best: Option<(usize, usize)> = None; // (layer, length of the entry that matched)
     for (layer, (_, entries)) in LAYERS.iter().enumerate() {
         for entry in *entries {
-            let matches = entry.is_empty()
-                || name == *entry
-                || name.starts_with(&format!("{entry}::"));
+            let matches =
+                entry.is_empty() || name == *entry || name.starts_with(&format!("{entry}::"));
             let len = entry.len();
-            if matches && best.is_none_or(|(_, l)| len > l) {
+            if matches && best.map_or(true, |(_, l)| len > l) {
                 best = Some((layer, len));
             }
         }
     }
-    best.unwrap_or_else(|| panic!("module `{name}` is in no layer: add it to LAYERS")).0
+    best.unwrap_or_else(|| panic!("module `{name}` is in no layer: add it to LAYERS"))
+        .0
 }
 
 struct Source {
@@ -319,8 +359,11 @@ fn layers_import_downward_only() {
         let mine = layer_of(&source.module);
         for path in named_paths(&source.code, &source.module) {
             let path = through_aliases(path, &aliases);
-            let Some(target) = module_named(&path, &modules) else { continue };
-            if target == &source.module || target.starts_with(&source.module) && source.is_mod_file {
+            let Some(target) = module_named(&path, &modules) else {
+                continue;
+            };
+            if target == &source.module || target.starts_with(&source.module) && source.is_mod_file
+            {
                 continue; // itself, or a parent's own children (its `mod` and `pub use`)
             }
             let theirs = layer_of(target);
@@ -333,11 +376,18 @@ fn layers_import_downward_only() {
                     LAYERS[theirs].0
                 ));
             } else if theirs == mine {
-                edges.entry(source.module.clone()).or_default().insert(target.clone());
+                edges
+                    .entry(source.module.clone())
+                    .or_default()
+                    .insert(target.clone());
             }
         }
     }
-    assert!(upward.is_empty(), "imports that go up a layer:\n{}", upward.join("\n"));
+    assert!(
+        upward.is_empty(),
+        "imports that go up a layer:\n{}",
+        upward.join("\n")
+    );
     // No circle within a layer: a depth-first search finds no back edge.
     fn visit(
         node: &Vec<String>,
@@ -351,7 +401,8 @@ fn layers_import_downward_only() {
             match state.get(next).copied().unwrap_or(0) {
                 1 => {
                     let from = stack.iter().position(|m| m == next).unwrap();
-                    let mut circle: Vec<String> = stack[from..].iter().map(|m| m.join("::")).collect();
+                    let mut circle: Vec<String> =
+                        stack[from..].iter().map(|m| m.join("::")).collect();
                     circle.push(next.join("::"));
                     return Some(circle);
                 }
@@ -371,7 +422,11 @@ fn layers_import_downward_only() {
     for node in edges.keys() {
         if state.get(node).copied().unwrap_or(0) == 0 {
             let circle = visit(node, &edges, &mut state, &mut Vec::new());
-            assert!(circle.is_none(), "modules that use each other in a circle: {}", circle.unwrap().join(" -> "));
+            assert!(
+                circle.is_none(),
+                "modules that use each other in a circle: {}",
+                circle.unwrap().join(" -> ")
+            );
         }
     }
 }
@@ -384,7 +439,10 @@ fn unsafe_lives_in_the_low_layers() {
         let allowed = UNSAFE_PLACES
             .iter()
             .any(|p| name == *p || name.starts_with(&format!("{p}::")));
-        let code = source.code.replace("unsafe_code", "").replace("undocumented_unsafe", "");
+        let code = source
+            .code
+            .replace("unsafe_code", "")
+            .replace("undocumented_unsafe", "");
         let uses_unsafe = code
             .split(|c: char| !c.is_alphanumeric() && c != '_')
             .any(|word| word == "unsafe");
@@ -392,7 +450,10 @@ fn unsafe_lives_in_the_low_layers() {
             misplaced.push(source.file.display().to_string());
         }
     }
-    assert!(misplaced.is_empty(), "unsafe code outside {UNSAFE_PLACES:?}: {misplaced:#?}");
+    assert!(
+        misplaced.is_empty(),
+        "unsafe code outside {UNSAFE_PLACES:?}: {misplaced:#?}"
+    );
 }
 
 #[test]
@@ -416,16 +477,34 @@ fn the_checks_see_what_they_check() {
     // The rules cannot pass by reading nothing: the parser finds known imports.
     let me = vec!["cuda".to_string(), "run".to_string()];
     let code = code_of("use super::{kv, merge::Levels};\nuse crate::plan::Plan;\n// use crate::sorter;\nfn f() { crate::cuda::launch::topk::x(); }\n#[cfg(test)]\nmod tests { use crate::sorter; }\n");
-    let paths: Vec<String> = named_paths(&code, &me).iter().map(|p| p.join("::")).collect();
-    for want in ["cuda::kv", "cuda::merge::Levels", "plan::Plan", "cuda::launch::topk::x"] {
+    let paths: Vec<String> = named_paths(&code, &me)
+        .iter()
+        .map(|p| p.join("::"))
+        .collect();
+    for want in [
+        "cuda::kv",
+        "cuda::merge::Levels",
+        "plan::Plan",
+        "cuda::launch::topk::x",
+    ] {
         assert!(paths.iter().any(|p| p == want), "{want} in {paths:?}");
     }
-    assert!(!paths.iter().any(|p| p.starts_with("sorter")), "comments and tests are skipped");
-    assert_eq!(layer_of(&["cuda".into(), "launch".into(), "keys".into()]), 4);
+    assert!(
+        !paths.iter().any(|p| p.starts_with("sorter")),
+        "comments and tests are skipped"
+    );
+    assert_eq!(
+        layer_of(&["cuda".into(), "launch".into(), "keys".into()]),
+        4
+    );
     assert_eq!(layer_of(&["sorter".into(), "host".into()]), 8);
     assert_eq!(layer_of(&["cuda".into()]), 9);
     let sources = sources();
     let aliases = aliases(&sources);
     let sort_key = through_aliases(vec!["SortKey".into()], &aliases);
-    assert_eq!(sort_key.join("::"), "key::SortKey", "the crate root's re-export followed");
+    assert_eq!(
+        sort_key.join("::"),
+        "key::SortKey",
+        "the crate root's re-export followed"
+    );
 }

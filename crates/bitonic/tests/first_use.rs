@@ -68,33 +68,61 @@ fn the_sort_after_prepare_compiles_nothing() {
         });
         let floats: Vec<f32> = (0..len).map(|i| (i % 1013) as f32).collect();
         let mut indices = vec![0u32; len];
-        prepared::<f32>("f32 argsort", (Operation::Argsort { index_bytes: 4 }, len, Layout::Whole), || {
-            sorter.argsort(&floats, &mut indices).unwrap();
-        });
+        prepared::<f32>(
+            "f32 argsort",
+            (Operation::Argsort { index_bytes: 4 }, len, Layout::Whole),
+            || {
+                sorter.argsort(&floats, &mut indices).unwrap();
+            },
+        );
     }
     let row_len = 4096;
     let len = row_len * 257;
     let mut rows: Vec<f32> = (0..len).map(|i| ((i * 7919) % 10007) as f32).collect();
-    prepared::<f32>("f32 rows", (Operation::Sort, len, Layout::Rows { row_len }), || {
-        sorter.sort_rows(&mut rows, row_len).unwrap();
-    });
+    prepared::<f32>(
+        "f32 rows",
+        (Operation::Sort, len, Layout::Rows { row_len }),
+        || {
+            sorter.sort_rows(&mut rows, row_len).unwrap();
+        },
+    );
     let wide: Vec<i64> = (0..len as i64).map(|i| (i * 7919) % 10007).collect();
     let mut indices = vec![0u32; len];
-    prepared::<i64>("i64 row argsort", (Operation::Argsort { index_bytes: 4 }, len, Layout::Rows { row_len }), || {
-        sorter.argsort_rows(&wide, &mut indices, row_len).unwrap();
-    });
+    prepared::<i64>(
+        "i64 row argsort",
+        (
+            Operation::Argsort { index_bytes: 4 },
+            len,
+            Layout::Rows { row_len },
+        ),
+        || {
+            sorter.argsort_rows(&wide, &mut indices, row_len).unwrap();
+        },
+    );
     let logits: Vec<bf16> = (0..len)
         .map(|i| bf16::from_f32((i % 4099) as f32))
         .collect();
     let mut indices = vec![0u32; len];
-    prepared::<bf16>("bf16 row argsort", (Operation::Argsort { index_bytes: 4 }, len, Layout::Rows { row_len }), || {
-        sorter.argsort_rows(&logits, &mut indices, row_len).unwrap();
-    });
+    prepared::<bf16>(
+        "bf16 row argsort",
+        (
+            Operation::Argsort { index_bytes: 4 },
+            len,
+            Layout::Rows { row_len },
+        ),
+        || {
+            sorter.argsort_rows(&logits, &mut indices, row_len).unwrap();
+        },
+    );
     let mut keys: Vec<u32> = (0..len as u32).rev().collect();
     let mut values: Vec<u64> = (0..len as u64).collect();
-    prepared::<u32>("u32 -> u64 key-value", (Operation::SortPairs { value_bytes: 8 }, len, Layout::Whole), || {
-        sorter.sort_pairs(&mut keys, &mut values).unwrap();
-    });
+    prepared::<u32>(
+        "u32 -> u64 key-value",
+        (Operation::SortPairs { value_bytes: 8 }, len, Layout::Whole),
+        || {
+            sorter.sort_pairs(&mut keys, &mut values).unwrap();
+        },
+    );
     assert!(
         compiles() > 0,
         "an empty cache compiled nothing: the check saw no compile"

@@ -129,7 +129,9 @@ fn check_argsorts_pairs_and_topk<K: Half>(keys: &[K], backends: &[Backend], ks: 
                 let (mut values, mut indices) = (vec![K::from_random(0); k], vec![0u32; k]);
                 let sorter = Sorter::new().backend(backend);
                 sorter
-                    .clone().order(select).topk(keys, &mut values, &mut indices, k)
+                    .clone()
+                    .order(select)
+                    .topk(keys, &mut values, &mut indices, k)
                     .unwrap();
                 let what = format!("top {k} {select:?} of {n} {:?} on {backend:?}", K::DTYPE);
                 assert!(
@@ -213,7 +215,9 @@ fn check_rows<K: Half>(rows: usize, row_len: usize, backends: &[Backend], ks: &[
                     (vec![K::from_random(0); rows * k], vec![0u32; rows * k]);
                 Sorter::new()
                     .backend(backend)
-                    .clone().order(select).topk_rows(&keys, &mut values, &mut indices, row_len, k)
+                    .clone()
+                    .order(select)
+                    .topk_rows(&keys, &mut values, &mut indices, row_len, k)
                     .unwrap();
                 for (r, row) in keys.chunks(row_len).enumerate() {
                     let want = &permutations[r][of_order(select)][..k];
@@ -429,7 +433,9 @@ fn device_buffers<K: Half>(test: &str) {
                 let (mut values, mut indices) =
                     (vec![K::from_random(0); rows * k], vec![0u32; rows * k]);
                 let host = Sorter::new().backend(Backend::Cpu);
-                host.clone().order(select).topk_rows(&keys, &mut values, &mut indices, row_len, k)
+                host.clone()
+                    .order(select)
+                    .topk_rows(&keys, &mut values, &mut indices, row_len, k)
                     .unwrap();
                 let keys_d = stream.clone_htod(&keys).unwrap();
                 let mut values_d = stream
@@ -438,7 +444,9 @@ fn device_buffers<K: Half>(test: &str) {
                 let mut indices_d = stream.alloc_zeros::<u32>(rows * k).unwrap();
                 Sorter::new()
                     .gpu(gpu)
-                    .clone().order(select).topk_rows_device(&keys_d, &mut values_d, &mut indices_d, row_len, k)
+                    .clone()
+                    .order(select)
+                    .topk_rows_device(&keys_d, &mut values_d, &mut indices_d, row_len, k)
                     .unwrap();
                 let got = stream.clone_dtoh(&values_d).unwrap();
                 assert_same_bits(&got, &values, &what);

@@ -27,7 +27,8 @@ fn every_kernel_compiles_for_ampere_and_hopper() {
     std::env::set_var("BITONIC_CACHE_DIR", cache.path());
     for (arch, major) in [("sm_80", 8), ("sm_90", 9)] {
         let policy = Policy::for_compute_capability(major, 0);
-        let modules = cuda::compile_all(cuda::kernel_modules(), arch, &policy).unwrap_or_else(|e| panic!("{e}"));
+        let modules = cuda::compile_all(cuda::kernel_modules(), arch, &policy)
+            .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(modules.len(), cuda::kernel_modules().len(), "every module");
         for module in &modules {
             assert_eq!(

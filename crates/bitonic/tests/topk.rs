@@ -69,7 +69,9 @@ fn stable_orders<K: SortKey>(keys: &[K], row_len: usize, select: Order) -> Vec<V
                 .collect();
             match select {
                 Order::Ascending => pairs.sort_unstable(),
-                Order::Descending => pairs.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1))),
+                Order::Descending => {
+                    pairs.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)))
+                }
             }
             pairs.into_iter().map(|(_, i)| i).collect()
         })
@@ -189,7 +191,9 @@ fn gpu_type<K: TestKey>(test: &str) {
     let (mut values, mut wide) = (vec![keys[0]; 50], vec![0usize; 50]);
     Sorter::new()
         .backend(Backend::Cuda)
-        .clone().order(Order::Descending).topk(&keys, &mut values, &mut wide, 50)
+        .clone()
+        .order(Order::Descending)
+        .topk(&keys, &mut values, &mut wide, 50)
         .unwrap();
     let narrow: Vec<u32> = wide.iter().map(|&i| i as u32).collect();
     check_result(
@@ -319,7 +323,10 @@ fn gpu_radix_at_16_a_thread() {
     let keys = vec![1.0f32; 4096];
     let (mut values, mut indices) = (vec![0f32; 8], vec![0u32; 8]);
     let sorter = Sorter::new().backend(Backend::Cuda).policy(eight);
-    let got = sorter.clone().order(Order::Descending).topk(&keys, &mut values, &mut indices, 8);
+    let got = sorter
+        .clone()
+        .order(Order::Descending)
+        .topk(&keys, &mut values, &mut indices, 8);
     assert!(matches!(got, Err(Error::Unsupported(_))), "{got:?}");
 }
 
@@ -581,7 +588,11 @@ fn large_keys_in_the_sample(row_len: usize, k: usize, select: Order, runs: usize
         .collect();
     sampled.sort_unstable();
     sampled.dedup();
-    let far = if select == Order::Descending { 1.0 } else { -1.0 };
+    let far = if select == Order::Descending {
+        1.0
+    } else {
+        -1.0
+    };
     let mut row = vec![0f32; row_len];
     sampled.iter().take(k - 1).for_each(|&at| row[at] = far);
     row
@@ -748,7 +759,9 @@ fn gpu_device_buffers() {
             let mut indices_d = stream.alloc_zeros::<u32>(rows * k).unwrap();
             let ran = Sorter::new()
                 .gpu(gpu)
-                .clone().order(select).topk_rows_device(&keys_d, &mut values_d, &mut indices_d, row_len, k)
+                .clone()
+                .order(select)
+                .topk_rows_device(&keys_d, &mut values_d, &mut indices_d, row_len, k)
                 .unwrap_or_else(|e| panic!("{what}: {e}"));
             let want = planned::<K>(&Sorter::new().gpu(gpu).order(select), (rows, row_len), k);
             assert_eq!(ran.strategy, want, "{what}");
@@ -951,7 +964,9 @@ fn check_selection<K: TestKey>(
     let rows = keys.len() / row_len;
     let (mut values, mut indices) = (vec![keys[0]; rows * k], vec![u32::MAX; rows * k]);
     let ran = sorter
-        .clone().order(select).topk_rows(keys, &mut values, &mut indices, row_len, k)
+        .clone()
+        .order(select)
+        .topk_rows(keys, &mut values, &mut indices, row_len, k)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
     check_result(keys, row_len, k, orders, (&values, &indices), what);
     ran
@@ -965,12 +980,18 @@ fn bad_k_and_outputs_are_errors() {
     for backend in [Backend::Auto, Backend::Cpu, Backend::Cuda] {
         let s = Sorter::new().backend(backend);
         let (mut v, mut i) = (vec![0u32; 6], vec![0u32; 6]);
-        let zero = s.clone().order(Order::Descending).topk(&keys, &mut v[..0], &mut i[..0], 0);
+        let zero = s
+            .clone()
+            .order(Order::Descending)
+            .topk(&keys, &mut v[..0], &mut i[..0], 0);
         match zero {
             Err(Error::NoGpu(_)) => assert_eq!(backend, Backend::Cuda, "no GPU: {zero:?}"),
             other => assert!(other.is_ok(), "k = 0 selects nothing: {other:?}"),
         }
-        let past = s.clone().order(Order::Ascending).topk_rows(&keys, &mut v, &mut i, 3, 4);
+        let past = s
+            .clone()
+            .order(Order::Ascending)
+            .topk_rows(&keys, &mut v, &mut i, 3, 4);
         assert!(
             matches!(past, Err(Error::BadK { k: 4, row_len: 3 })),
             "{past:?}"
@@ -980,14 +1001,25 @@ fn bad_k_and_outputs_are_errors() {
             message.contains("k must be from 0 to the row length"),
             "{message}"
         );
-        let empty = s.clone().order(Order::Descending).topk(&[] as &[u32], &mut [], &mut [] as &mut [u32], 1);
+        let empty = s.clone().order(Order::Descending).topk(
+            &[] as &[u32],
+            &mut [],
+            &mut [] as &mut [u32],
+            1,
+        );
         assert!(
             matches!(empty, Err(Error::BadK { k: 1, row_len: 0 })),
             "{empty:?}"
         );
-        let rows = s.clone().order(Order::Descending).topk_rows(&keys, &mut v[..1], &mut i[..1], 4, 1);
+        let rows =
+            s.clone()
+                .order(Order::Descending)
+                .topk_rows(&keys, &mut v[..1], &mut i[..1], 4, 1);
         assert!(matches!(rows, Err(Error::BadRows { .. })), "{rows:?}");
-        let short = s.clone().order(Order::Descending).topk_rows(&keys, &mut v[..3], &mut i[..4], 3, 2);
+        let short =
+            s.clone()
+                .order(Order::Descending)
+                .topk_rows(&keys, &mut v[..3], &mut i[..4], 3, 2);
         assert!(
             matches!(
                 short,
@@ -1000,7 +1032,10 @@ fn bad_k_and_outputs_are_errors() {
             ),
             "{short:?}"
         );
-        let long = s.clone().order(Order::Descending).topk_rows(&keys, &mut v[..4], &mut i[..5], 3, 2);
+        let long =
+            s.clone()
+                .order(Order::Descending)
+                .topk_rows(&keys, &mut v[..4], &mut i[..5], 3, 2);
         assert!(
             matches!(
                 long,
@@ -1013,7 +1048,13 @@ fn bad_k_and_outputs_are_errors() {
         );
         assert_eq!(keys, [3, 1, 4, 1, 5, 9], "the keys stay as they are");
         // No keys in rows of 5: nothing to select, on any backend that runs.
-        let none = s.clone().order(Order::Descending).topk_rows(&[] as &[u32], &mut [], &mut [] as &mut [u32], 5, 2);
+        let none = s.clone().order(Order::Descending).topk_rows(
+            &[] as &[u32],
+            &mut [],
+            &mut [] as &mut [u32],
+            5,
+            2,
+        );
         if backend != Backend::Cuda || bitonic::Gpu::get().is_ok() {
             assert!(none.is_ok(), "{backend:?}: {none:?}");
         }
@@ -1023,18 +1064,19 @@ fn bad_k_and_outputs_are_errors() {
         let (mut v, mut i) = (vec![0u32; 2], vec![0u32; 2]);
         let err = Sorter::new()
             .backend(Backend::Cuda)
-            .clone().order(Order::Descending).topk(&keys, &mut v, &mut i, 2)
+            .clone()
+            .order(Order::Descending)
+            .topk(&keys, &mut v, &mut i, 2)
             .unwrap_err();
-        assert!(
-            err.to_string().contains("no GPU can be used"),
-            "{err}"
-        );
+        assert!(err.to_string().contains("no GPU can be used"), "{err}");
     }
     // A seed version is for sorts.
     let (mut v, mut i) = (vec![0u32; 2], vec![0u32; 2]);
     let pinned = Sorter::new()
         .backend(Backend::Cuda)
         .version(bitonic::Version::V2)
-        .clone().order(Order::Descending).topk(&keys, &mut v, &mut i, 2);
+        .clone()
+        .order(Order::Descending)
+        .topk(&keys, &mut v, &mut i, 2);
     assert!(pinned.is_err(), "{pinned:?}");
 }

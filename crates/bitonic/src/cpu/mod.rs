@@ -10,9 +10,9 @@
 pub(crate) mod network;
 pub(crate) mod topk;
 
-use crate::plan::Strategy;
 use crate::error::{Error, Result};
 use crate::key::{is_narrow, key_from_ordered_bits, ordered_bits, tied_bits, KeyOrder};
+use crate::plan::Strategy;
 use crate::SortKey;
 use rayon::prelude::*;
 

@@ -175,9 +175,8 @@ impl Gpu {
     /// library never does it unasked. Best effort: a device without memory pools keeps the
     /// driver's setting, and the error is returned.
     pub fn keep_freed_memory(&self, bytes: usize) -> Result<()> {
-        driver::set_default_pool_threshold(&self.ctx, bytes, false).during(|| {
-            format!("letting the memory pool keep {bytes} bytes")
-        })
+        driver::set_default_pool_threshold(&self.ctx, bytes, false)
+            .during(|| format!("letting the memory pool keep {bytes} bytes"))
     }
 
     /// The tuning this device's architecture gets by default ([`Policy::for_device`]).

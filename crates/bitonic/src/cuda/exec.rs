@@ -27,7 +27,11 @@ impl<'a> Exec<'a> {
     }
 
     /// Kernel `name` of `module` compiled with the call's policy.
-    pub(crate) fn function(&self, module: &'static KernelModule, name: &str) -> Result<CudaFunction> {
+    pub(crate) fn function(
+        &self,
+        module: &'static KernelModule,
+        name: &str,
+    ) -> Result<CudaFunction> {
         self.gpu.function_for(self.policy, module, name)
     }
 

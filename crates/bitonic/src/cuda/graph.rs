@@ -82,12 +82,10 @@ impl KernelNode {
     fn params(&mut self, pointers: &mut Vec<*mut c_void>) -> sys::CUDA_KERNEL_NODE_PARAMS_v2 {
         let base = self.words.as_mut_ptr();
         pointers.clear();
-        // SAFETY (the adds): every start lies within `words`.
-        pointers.extend(
-            self.starts
-                .iter()
-                .map(|&i| unsafe { base.add(i) } as *mut c_void),
-        );
+        pointers.extend(self.starts.iter().map(|&i| {
+            // SAFETY: every start lies within `words` (where `arg` put it).
+            unsafe { base.add(i) as *mut c_void }
+        }));
         let (grid, block, shared) = self.shape;
         sys::CUDA_KERNEL_NODE_PARAMS_v2 {
             func: self.kernel,
@@ -182,7 +180,9 @@ pub(super) unsafe fn launch(
         .ctx
         .bind_to_thread()
         .during(|| "binding the CUDA context".into())?;
-    if driver::stream_is_capturing(stream.cu_stream()).during(|| format!("asking whether {what} are captured"))? {
+    if driver::stream_is_capturing(stream.cu_stream())
+        .during(|| format!("asking whether {what} are captured"))?
+    {
         let mut pointers = Vec::new();
         for node in &mut launches {
             let params = node.params(&mut pointers);

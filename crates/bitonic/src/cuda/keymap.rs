@@ -3,10 +3,10 @@
 //! to u32 words and narrowed back.
 
 use super::exec::Exec;
-use crate::kernels::kernel_width;
 use super::launch::keys::{convert_16, map_keys};
 use crate::error::{CudaContext as _, Result};
 use crate::kernels;
+use crate::kernels::kernel_width;
 use cudarc::driver::{CudaView, CudaViewMut, DeviceRepr};
 
 /// Turns keys into ascending-sortable words with the key map `map` (`inverse` false), or back.

@@ -62,7 +62,13 @@ where
     let in_spare = levels.runs_in_spare();
     let layout = plan.runs.layout;
     if in_spare {
-        passes::run(x, &plan.runs, layout, Some(&keys.as_view()), &mut spare_keys)?;
+        passes::run(
+            x,
+            &plan.runs,
+            layout,
+            Some(&keys.as_view()),
+            &mut spare_keys,
+        )?;
     } else {
         x.stream
             .memcpy_dtod(&*keys, &mut spare_keys)
@@ -86,7 +92,15 @@ where
                 false => Values::From(&from),
             };
             let arrays = ((&original, &mut spare_keys), (values, &mut spare_values));
-            place_values(x, &f, cfg, arrays.0, arrays.1, (map, unmap), &mut equal_tiles)
+            place_values(
+                x,
+                &f,
+                cfg,
+                arrays.0,
+                arrays.1,
+                (map, unmap),
+                &mut equal_tiles,
+            )
         } else {
             let original = spare_keys.as_view();
             let values_in = match plan.positions {
@@ -95,10 +109,17 @@ where
             };
             let keys_arrays = (&original, &mut *keys);
             let value_arrays = (values_in, &mut *values);
-            place_values(x, &f, cfg, keys_arrays, value_arrays, (map, unmap), &mut equal_tiles)
+            place_values(
+                x,
+                &f,
+                cfg,
+                keys_arrays,
+                value_arrays,
+                (map, unmap),
+                &mut equal_tiles,
+            )
         };
-        launched
-            .during(|| format!("launching {name}"))?;
+        launched.during(|| format!("launching {name}"))?;
     }
 
     let main = Side {
@@ -110,5 +131,14 @@ where
         values: Some(spare_values),
     };
     let kernels = LevelKernels::key_value(plan);
-    levels::run(x, levels, &kernels, main, spare, in_spare, &mut ranks, &mut samples)
+    levels::run(
+        x,
+        levels,
+        &kernels,
+        main,
+        spare,
+        in_spare,
+        &mut ranks,
+        &mut samples,
+    )
 }

@@ -5,10 +5,10 @@
 //! run, then a block a tile that stores the next level's samples).
 
 use super::exec::{config, Exec};
-use crate::kernels::kernel_width;
 use super::launch::merge::{self as launch, KeyValueDst, KeyValueSrc, NextSamples};
 use crate::error::{CudaContext as _, Result};
 use crate::kernels::abi::MultiwayTiling;
+use crate::kernels::kernel_width;
 use crate::kernels::{self, KernelModule};
 use crate::plan::merge::multiway_tiles_bytes;
 use crate::plan::{KeyValuePlan, Levels, MergeLevel};
@@ -98,7 +98,15 @@ pub(crate) fn run<'a, K: DeviceRepr, V: DeviceRepr>(
                     bits: m.next_sample_bits,
                 };
                 let stored = m.samples_stored;
-                multiway(x, kernels, level, m.tiling, (src, dst), ranks, (stored, next))?
+                multiway(
+                    x,
+                    kernels,
+                    level,
+                    m.tiling,
+                    (src, dst),
+                    ranks,
+                    (stored, next),
+                )?
             }
         }
         in_spare = !in_spare;
@@ -123,8 +131,15 @@ fn two_way<K: DeviceRepr, V: DeviceRepr>(
     let (tiles, run_len) = (level.tiles, level.run_len as u64);
     let co_ranks = x.function(kernels.module, &kernels.co_ranks)?;
     let keys = src.keys.as_view();
-    launch::level_co_ranks(x, &co_ranks, search_grid(tiles), (&keys, run_len), ranks, tiles)
-        .during(|| format!("launching {}", kernels.co_ranks))?;
+    launch::level_co_ranks(
+        x,
+        &co_ranks,
+        search_grid(tiles),
+        (&keys, run_len),
+        ranks,
+        tiles,
+    )
+    .during(|| format!("launching {}", kernels.co_ranks))?;
     let merge = x.function_sharing(kernels.module, &kernels.merge, kernels.merge_shared)?;
     let cfg = config(tiles, x.policy.merge.threads, kernels.merge_shared);
     let launched = match (&mut src.values, &mut dst.values) {
@@ -161,14 +176,31 @@ fn multiway<K: DeviceRepr, V: DeviceRepr>(
     if !stored {
         let f = x.function(kernels.module, &kernels.samples)?;
         let blocks = (tiling.samples(n).div_ceil(256) as u32).min(4096);
-        launch::multiway_samples(x, &f, config(blocks, 256, 0), &keys, tiling.sample_bits, &mut *next.samples)
-            .during(|| format!("launching {}", kernels.samples))?;
+        launch::multiway_samples(
+            x,
+            &f,
+            config(blocks, 256, 0),
+            &keys,
+            tiling.sample_bits,
+            &mut *next.samples,
+        )
+        .during(|| format!("launching {}", kernels.samples))?;
     }
     let f = x.function(kernels.module, &kernels.multiway_co_ranks)?;
     let warps = MergePolicy::CO_RANKS_WARPS;
     let cfg = config(tiles.div_ceil(warps), 32 * warps, 0);
-    launch::multiway_co_ranks(x, &f, cfg, &keys, sizes, &*next.samples, tiling, ranks, tiles)
-        .during(|| format!("launching {}", kernels.multiway_co_ranks))?;
+    launch::multiway_co_ranks(
+        x,
+        &f,
+        cfg,
+        &keys,
+        sizes,
+        &*next.samples,
+        tiling,
+        ranks,
+        tiles,
+    )
+    .during(|| format!("launching {}", kernels.multiway_co_ranks))?;
     let shared = kernels.multiway_shared;
     let f = x.function_sharing(kernels.module, &kernels.multiway_merge, shared)?;
     let cfg = config(tiles, x.policy.merge.threads, shared);

@@ -128,7 +128,11 @@ impl<'a> Scratchpad<'a> {
 
     /// The part that holds `scratch`, as `len` elements of `T`. The plan laid it out: a part
     /// the runner asks for and the plan did not name is a bug, and panics.
-    pub(crate) fn take<T: bytemuck::Pod>(&mut self, scratch: Scratch, len: usize) -> CudaViewMut<'a, T> {
+    pub(crate) fn take<T: bytemuck::Pod>(
+        &mut self,
+        scratch: Scratch,
+        len: usize,
+    ) -> CudaViewMut<'a, T> {
         let at = self
             .parts
             .iter()

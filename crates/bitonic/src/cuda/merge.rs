@@ -3,13 +3,13 @@
 //! Also the merge of two runs from anywhere, for the multi-GPU sort.
 
 use super::exec::{config, Exec};
-use crate::kernels::kernel_width;
 use super::launch::merge::{co_ranks, merge_tiles};
 use super::levels::{self, search_grid, LevelKernels, Side};
 use super::memory::{self, Scratchpad};
 use super::passes;
 use crate::error::{CudaContext as _, Result};
 use crate::kernels;
+use crate::kernels::kernel_width;
 use crate::plan::{MergePlan, Scratch};
 use cudarc::driver::{CudaView, CudaViewMut, DeviceRepr};
 
@@ -44,7 +44,16 @@ pub(crate) fn run<W: DeviceRepr + bytemuck::Pod>(
     };
     let kernels = LevelKernels::words::<W>(levels.tile);
     let in_spare = levels.runs_in_spare();
-    levels::run(x, levels, &kernels, main, spare, in_spare, &mut ranks, &mut samples)
+    levels::run(
+        x,
+        levels,
+        &kernels,
+        main,
+        spare,
+        in_spare,
+        &mut ranks,
+        &mut samples,
+    )
 }
 
 /// Merges the sorted runs `a` and `b` into `out` (`a.len() + b.len()` words): the merge path
@@ -69,9 +78,8 @@ pub(crate) fn merge_two_runs<W: DeviceRepr>(
     }
     let tiles = total.div_ceil(x.policy.merge.tile_of(std::mem::size_of::<W>())) as u32;
     let count = tiles + 1;
-    let mut ranks = memory::alloc::<u64>(x.stream, count as usize, || {
-        format!("{count} merge paths")
-    })?;
+    let mut ranks =
+        memory::alloc::<u64>(x.stream, count as usize, || format!("{count} merge paths"))?;
     let mut ranks = ranks.as_view_mut();
     let w = kernel_width::<W>();
     let f = x.function(&kernels::MERGE_WORDS, &format!("co_ranks_{w}"))?;

@@ -12,8 +12,8 @@
 //! the folder) and checked when read (a truncated or corrupt one is compiled again). A folder
 //! that cannot be written is reported once ([`CompileEvent::CacheUnwritable`]) and skipped.
 
-use crate::kernels::{KernelModule, HEADERS};
 use crate::error::{Error, GpuUnavailable, Result};
+use crate::kernels::{KernelModule, HEADERS};
 use cudarc::nvrtc::{result as nvrtc_result, sys as nvrtc_sys};
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
@@ -28,6 +28,7 @@ pub(crate) fn version() -> Result<(i32, i32)> {
         return Err(GpuUnavailable::NoNvrtc.into());
     }
     let (mut major, mut minor) = (0, 0);
+    // SAFETY: out-pointers to locals; the library is there (asked above).
     let status = unsafe { nvrtc_sys::nvrtcVersion(&mut major, &mut minor) };
     check(status, "nvrtcVersion", "")?;
     Ok((major, minor))
@@ -35,7 +36,11 @@ pub(crate) fn version() -> Result<(i32, i32)> {
 
 /// Whether libnvrtc can be loaded. cudarc panics on first use when it cannot, so ask first.
 pub(crate) fn nvrtc_present() -> bool {
-    std::panic::catch_unwind(|| unsafe { nvrtc_sys::is_culib_present() }).unwrap_or(false)
+    std::panic::catch_unwind(|| {
+        // SAFETY: only tries to load the library; nothing is called through it.
+        unsafe { nvrtc_sys::is_culib_present() }
+    })
+    .unwrap_or(false)
 }
 
 /// A `-D NAME=VALUE` option: a number the host shares with the kernels.
@@ -270,8 +275,10 @@ fn compile_with_options(name: &str, source: &str, arch: &str, opts: &[String]) -
     let prog = create_program(&src, &file).map_err(|e| fail(e, String::new()))?;
     // SAFETY: `prog` is a live program; the options are plain strings.
     let compiled = unsafe { nvrtc_result::compile_program(prog, opts) };
+    // SAFETY: `prog` is a live program, compiled (or failed to) above.
     let log = unsafe { nvrtc_result::get_program_log(prog) }
         .map(|raw| {
+            // SAFETY: NVRTC's log is NUL-terminated, and `raw` holds all of it.
             unsafe { CStr::from_ptr(raw.as_ptr()) }
                 .to_string_lossy()
                 .into_owned()
@@ -279,7 +286,9 @@ fn compile_with_options(name: &str, source: &str, arch: &str, opts: &[String]) -
         .unwrap_or_default();
     let cubin = compiled
         .map_err(|e| fail(format!("{e:?}"), log.clone()))
+        // SAFETY: `prog` is live and compiled.
         .and_then(|()| unsafe { get_cubin(prog) }.map_err(|e| fail(e, log)));
+    // SAFETY: `prog` is live, and not used after this.
     unsafe { nvrtc_result::destroy_program(prog) }.ok();
     cubin
 }
@@ -320,13 +329,19 @@ fn create_program(
     Ok(unsafe { prog.assume_init() })
 }
 
+/// The CUBIN of a compiled program.
+///
+/// # Safety
+/// `prog` is a live program that compiled.
 unsafe fn get_cubin(prog: nvrtc_sys::nvrtcProgram) -> std::result::Result<Vec<u8>, String> {
     let mut size = 0usize;
+    // SAFETY: the caller's program; an out-pointer to a local.
     let status = unsafe { nvrtc_sys::nvrtcGetCUBINSize(prog, &mut size) };
     if status != nvrtc_sys::nvrtcResult::NVRTC_SUCCESS {
         return Err(format!("nvrtcGetCUBINSize: {status:?}"));
     }
     let mut cubin = vec![0u8; size];
+    // SAFETY: `cubin` holds the size NVRTC gave.
     let status = unsafe { nvrtc_sys::nvrtcGetCUBIN(prog, cubin.as_mut_ptr().cast()) };
     if status != nvrtc_sys::nvrtcResult::NVRTC_SUCCESS {
         return Err(format!("nvrtcGetCUBIN: {status:?}"));

@@ -14,12 +14,12 @@
 //! and its index make a 16-byte `KeyIndex`; values follow the indices (`gather`).
 
 use super::exec::Exec;
-use crate::kernels::kernel_width;
 use super::launch::keys::{gather, pack_pairs, unpack_pairs};
 use super::memory::{self, Scratchpad};
 use super::passes;
 use crate::error::{CudaContext as _, Result};
 use crate::kernels::abi::{KeyIndex, MAP_INDEX64};
+use crate::kernels::kernel_width;
 use crate::kernels::{self};
 use crate::network::padded_len;
 use crate::plan::{PairPlan, PassPlan, Scratch};
@@ -55,7 +55,11 @@ pub(crate) fn sort_segments<B: DeviceRepr>(
     let groups = groups.iter().filter(|(starts, _)| !starts.is_empty());
     let mut rest = on_device;
     for (plan, (starts, _)) in plans.iter().zip(groups) {
-        assert_eq!(plan.layout.rows as usize, starts.len(), "the plan's segments");
+        assert_eq!(
+            plan.layout.rows as usize,
+            starts.len(),
+            "the plan's segments"
+        );
         let (starts_d, tail) = memory::split(rest, starts.len());
         let (lens_d, tail) = memory::split(tail, starts.len());
         rest = tail;
@@ -132,6 +136,14 @@ pub(crate) fn sort_pairs_with_values<B: DeviceRepr, V: DeviceRepr + bytemuck::Po
         .during(|| format!("copying {n} values"))?;
     let name = format!("gather_{}", kernel_width::<V>());
     let f = x.function(&kernels::PAIRS, &name)?;
-    gather(x, &f, x.elementwise(n), &sources, values, &indices, row_len as u32)
-        .during(|| format!("launching {name}"))
+    gather(
+        x,
+        &f,
+        x.elementwise(n),
+        &sources,
+        values,
+        &indices,
+        row_len as u32,
+    )
+    .during(|| format!("launching {name}"))
 }

@@ -11,16 +11,20 @@
 //! They sort words ascending; the key map runs before and after them when the plan says.
 
 use super::exec::{config, Exec};
-use crate::kernels::kernel_width;
 use super::keymap::map_words;
 use super::launch::keys::seed_kernel;
 use crate::error::{CudaContext as _, Result};
+use crate::kernels::kernel_width;
 use crate::network::{padded_len, stage_sizes, stage_steps, steps};
 use crate::plan::SeedPlan;
 use cudarc::driver::{CudaFunction, CudaViewMut, DeviceRepr, LaunchConfig};
 
 /// Sorts `keys` (at least 2) with the plan's version, mapping them before and back after.
-pub(crate) fn run<B: DeviceRepr>(x: &Exec, plan: &SeedPlan, keys: &mut CudaViewMut<B>) -> Result<()> {
+pub(crate) fn run<B: DeviceRepr>(
+    x: &Exec,
+    plan: &SeedPlan,
+    keys: &mut CudaViewMut<B>,
+) -> Result<()> {
     if let Some(map) = plan.map {
         map_words(x, keys, map, false)?;
     }
@@ -41,7 +45,13 @@ fn naive<B: DeviceRepr>(x: &Exec, plan: &SeedPlan, keys: &mut CudaViewMut<B>) ->
     let step_kernel = x.function(plan.module, &format!("v0_step_{}", kernel_width::<B>()))?;
     let cfg = config(n.div_ceil(plan.threads), plan.threads, 0);
     for step in steps(n as usize) {
-        launch_step(x, &step_kernel, keys, (step.size as u32, step.stride as u32), cfg)?;
+        launch_step(
+            x,
+            &step_kernel,
+            keys,
+            (step.size as u32, step.stride as u32),
+            cfg,
+        )?;
     }
     Ok(())
 }
@@ -73,7 +83,13 @@ fn blocked<B: DeviceRepr>(x: &Exec, plan: &SeedPlan, keys: &mut CudaViewMut<B>) 
         .during(|| format!("launching {}", name("block_sort")))?;
     for size in stage_sizes(n as usize).filter(|&s| s > chunk as usize) {
         for step in stage_steps(size).take_while(|s| s.stride >= chunk as usize) {
-            launch_step(x, &step_kernel, keys, (size as u32, step.stride as u32), step_cfg)?;
+            launch_step(
+                x,
+                &step_kernel,
+                keys,
+                (size as u32, step.stride as u32),
+                step_cfg,
+            )?;
         }
         seed_kernel(x, &block_merge, block_cfg, keys, &[size as u32])
             .during(|| format!("launching {}", name("block_merge")))?;

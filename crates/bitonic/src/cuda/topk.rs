@@ -7,7 +7,7 @@ use super::exec::{config, Exec};
 use super::launch::topk::{topk_passes, topk_spread, SpreadKernels};
 use super::memory::Scratchpad;
 use crate::error::Result;
-use crate::plan::topk::{TopkSteps, TopkPlan};
+use crate::plan::topk::{TopkPlan, TopkSteps};
 use crate::plan::Scratch;
 use crate::policy::TopkPolicy;
 use cudarc::driver::{CudaView, CudaViewMut, DeviceRepr};

@@ -42,7 +42,9 @@ pub(crate) fn download<T: bytemuck::Pod + DeviceRepr>(
         x.gpu
             .with_staging(|stage| stage.download(x.stream, &view, host))?;
     }
-    x.stream.synchronize().during(|| "waiting for the GPU".into())
+    x.stream
+        .synchronize()
+        .during(|| "waiting for the GPU".into())
 }
 
 /// Copies `keys` to the device, runs `work` on them there, and copies them back. If the GPU

@@ -25,7 +25,6 @@ pub(crate) struct RowLayout {
     pub(crate) contiguous: u32,
 }
 
-
 impl RowLayout {
     /// `n` keys in rows of `row_len` (`n` a multiple of it; a plain sort is one row of `n`).
     pub(crate) fn rows(n: usize, row_len: usize) -> RowLayout {
@@ -105,7 +104,6 @@ pub(crate) struct KeyIndex {
     value: u32,
 }
 
-
 /// How a multiway level cuts each group of its runs into tiles (kernels/merge/multiway.cuh's
 /// `MultiwayTiling`): every 2^`sample_bits`-th word of each run is a sample, and tile t of a
 /// group starts at the first sample past `tile_samples` t samples of the group's stable
@@ -120,7 +118,6 @@ pub struct MultiwayTiling {
     /// Tiles of a full group.
     pub group_tiles: u32,
 }
-
 
 const _: () = assert!(std::mem::size_of::<RowLayout>() == 40);
 const _: () = assert!(std::mem::size_of::<KeyIndex>() == 16);
@@ -149,9 +146,7 @@ pub(crate) fn map_flags(dtype: DType, order: KeyOrder) -> u32 {
     };
     let kind = dtype.map_kind();
     let numeric = match (kind, order.float) {
-        (MapKind::Float, FloatOrder::Numeric) if dtype == DType::BF16 => {
-            MAP_NUMERIC | MAP_BFLOAT16
-        }
+        (MapKind::Float, FloatOrder::Numeric) if dtype == DType::BF16 => MAP_NUMERIC | MAP_BFLOAT16,
         (MapKind::Float, FloatOrder::Numeric) => MAP_NUMERIC,
         _ => 0,
     };

@@ -4,8 +4,8 @@
 //! `merge_split_rounds`, the splitters, the tile merge.
 
 use super::{
-    bucket_bounds, choose_splitters, cut_for, merge_by_tiles, merge_runs,
-    merge_split_rounds, sample_positions, Algorithm, Cut, Splitter, MERGE_TILE,
+    bucket_bounds, choose_splitters, cut_for, merge_by_tiles, merge_runs, merge_split_rounds,
+    sample_positions, Algorithm, Cut, Splitter, MERGE_TILE,
 };
 use crate::error::{Error, Result};
 use crate::key::Bits;
@@ -189,4 +189,3 @@ fn decode_splitters<B: Bits>(bytes: &[u8]) -> Result<Vec<Splitter<B>>> {
         })
         .collect())
 }
-

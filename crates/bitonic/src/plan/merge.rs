@@ -117,7 +117,14 @@ pub(crate) fn plan_merge_sort(
     let tile = policy.merge.tile_of(word_bytes);
     let ways = level_ways_of(policy, word_bytes, n, 1 << run_bits);
     let levels = levels(&ways, tile, n, 1 << run_bits, map);
-    let runs = plan_passes(facts, policy, word_bytes, run_layout(n, run_bits), map, true)?;
+    let runs = plan_passes(
+        facts,
+        policy,
+        word_bytes,
+        run_layout(n, run_bits),
+        map,
+        true,
+    )?;
     workspace.add(Scratch::Spare, n, word_bytes);
     workspace.add(Scratch::Ranks, levels.splits, 8);
     workspace.add(Scratch::Samples, levels.samples, word_bytes);
@@ -146,7 +153,14 @@ pub(crate) fn plan_key_value(
     let merge_tile = policy.merge.kv_tile_of(key_bytes);
     let ways = level_ways_of(policy, tagged, n, tile);
     let levels = levels(&ways, merge_tile, n, tile, map);
-    let runs = plan_passes(facts, policy, key_bytes, run_layout(n, tile_bits), map, true)?;
+    let runs = plan_passes(
+        facts,
+        policy,
+        key_bytes,
+        run_layout(n, tile_bits),
+        map,
+        true,
+    )?;
     let padded = MergePolicy::padded_tile_bytes(merge_tile, tagged);
     let kv = KeyValuePlan {
         key_bytes,
@@ -306,9 +320,7 @@ pub(crate) fn level_ways_of(
     let levels = plan.len();
     let ends_in_two_way = levels >= 2 && plan[levels - 1] == 2 && plan[levels - 2] > 2;
     let doubled = 2 * plan.first().copied().unwrap_or(1) as u32;
-    if ends_in_two_way
-        && doubled <= policy.merge.fold_ways
-        && MergePolicy::WAYS.contains(&doubled)
+    if ends_in_two_way && doubled <= policy.merge.fold_ways && MergePolicy::WAYS.contains(&doubled)
     {
         let folded = ways_of_levels(n, run_len, 2 * plan[0], most);
         if folded.len() < levels {

@@ -15,25 +15,25 @@
 //! The tables in src/plan/tests.rs say, case by case, what runs.
 
 mod choose;
-mod request;
 pub(crate) mod merge;
 pub(crate) mod passes;
+mod request;
 pub(crate) mod seed;
 pub(crate) mod topk;
 mod workspace;
 
-pub use request::{Layout, Operation, Request};
 pub use merge::{KeyValuePlan, Levels, MergeLevel, MergePlan};
 pub use passes::PassPlan;
+pub use request::{Layout, Operation, Request};
 pub use seed::SeedPlan;
 pub use topk::{TopkPass, TopkPlan};
 pub use workspace::{Part, Scratch, Workspace};
 
 use crate::device::{DeviceFacts, DeviceInfo};
 use crate::error::{Error, Result};
-use crate::key::KeyOrder;
 use crate::kernels::abi::{map_flags, tied, RowLayout, MAP_DESCENDING, MAP_INDEX64};
 use crate::kernels::{self, KernelModule};
+use crate::key::KeyOrder;
 use crate::options::{Backend, Order, Version};
 use crate::policy::Policy;
 use crate::DType;
@@ -99,7 +99,10 @@ impl Strategy {
     pub fn selects_by_composites(self) -> bool {
         matches!(
             self,
-            Strategy::TopkWarpSort | Strategy::TopkRadix | Strategy::TopkSpread | Strategy::TopkFilter
+            Strategy::TopkWarpSort
+                | Strategy::TopkRadix
+                | Strategy::TopkSpread
+                | Strategy::TopkFilter
         )
     }
 }
@@ -244,7 +247,12 @@ impl std::fmt::Display for Plan {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} on {}", self.strategy, self.backend)?;
         match &self.steps {
-            Steps::Merge(m) => write!(f, ", runs of 2^{}, levels {:?}", m.run_bits, m.levels.ways())?,
+            Steps::Merge(m) => write!(
+                f,
+                ", runs of 2^{}, levels {:?}",
+                m.run_bits,
+                m.levels.ways()
+            )?,
             Steps::KeyValue(kv) => write!(f, ", levels {:?}", kv.levels.ways())?,
             Steps::Passes(p) => write!(f, ", {} passes", p.pass_count())?,
             Steps::Topk(t) => write!(f, ", {}", t.kernels().join(", "))?,
@@ -355,7 +363,8 @@ fn gpu_plan(
     // 16-bit keys sort as their ordered u32 words (widened by map_keys.cu, which applies the
     // float map), except in the top-k by composites, which reads them as they are.
     let widened = dtype.size() == 2 && !strategy.selects_by_composites();
-    let by_sorting = matches!(request.operation, Operation::Topk { .. }) && !strategy.selects_by_composites();
+    let by_sorting =
+        matches!(request.operation, Operation::Topk { .. }) && !strategy.selects_by_composites();
     let mut workspace = Workspace::none();
     // The sorts that keep positions tie keys equal by value (numeric float order's -0.0 and
     // +0.0, NaNs) so that they keep their input order; a key-only sort maps losslessly.
@@ -366,7 +375,13 @@ fn gpu_plan(
         if !by_sorting {
             workspace.add(Scratch::Words, request.len, 4);
         }
-        let float_map = map_flags(dtype, KeyOrder { order: Order::Ascending, ..order });
+        let float_map = map_flags(
+            dtype,
+            KeyOrder {
+                order: Order::Ascending,
+                ..order
+            },
+        );
         (DType::U32, Some(tie(float_map)))
     } else {
         (dtype, None)
@@ -441,7 +456,9 @@ impl Context<'_> {
             }
             Strategy::NetworkPasses => {
                 let layout = RowLayout::rows(n, row_len);
-                Steps::Passes(passes::plan_passes(facts, policy, word_bytes, layout, map, false)?)
+                Steps::Passes(passes::plan_passes(
+                    facts, policy, word_bytes, layout, map, false,
+                )?)
             }
             Strategy::SegmentPasses => {
                 let Layout::Segments { groups } = &self.request.layout else {
@@ -458,9 +475,9 @@ impl Context<'_> {
                 workspace.add(Scratch::SegmentBounds, 2 * segments, 4);
                 Steps::Segments(plans)
             }
-            Strategy::MergeSort => {
-                Steps::Merge(merge::plan_merge_sort(facts, policy, word_bytes, n, map, workspace)?)
-            }
+            Strategy::MergeSort => Steps::Merge(merge::plan_merge_sort(
+                facts, policy, word_bytes, n, map, workspace,
+            )?),
             Strategy::KeyValueMerge | Strategy::PairPasses => self.sorting(strategy, workspace)?,
             Strategy::TopkWarpSort
             | Strategy::TopkRadix
@@ -487,9 +504,10 @@ impl Context<'_> {
                     workspace,
                 )?)
             }
-            Strategy::CpuSort | Strategy::CpuNetwork | Strategy::CpuNetworkSerial | Strategy::CpuTopk => {
-                Steps::Cpu
-            }
+            Strategy::CpuSort
+            | Strategy::CpuNetwork
+            | Strategy::CpuNetworkSerial
+            | Strategy::CpuTopk => Steps::Cpu,
         })
     }
 
@@ -511,7 +529,14 @@ impl Context<'_> {
         let sort = match strategy {
             Strategy::KeyValueMerge => {
                 let kv = (word_bytes, values, positions);
-                Steps::KeyValue(merge::plan_key_value(facts, policy, kv, n, map, &mut sort_workspace)?)
+                Steps::KeyValue(merge::plan_key_value(
+                    facts,
+                    policy,
+                    kv,
+                    n,
+                    map,
+                    &mut sort_workspace,
+                )?)
             }
             _ => {
                 let pair_bytes = if word_bytes == 4 { 8 } else { 16 };
@@ -571,7 +596,10 @@ fn steps_modules(steps: &Steps) -> Vec<&'static KernelModule> {
         Steps::Passes(p) => vec![p.module],
         Steps::Segments(plans) => plans.iter().map(|p| p.module).collect(),
         Steps::Merge(m) => vec![m.runs.module, &kernels::MERGE_WORDS],
-        Steps::KeyValue(kv) => vec![kv.runs.module, kernels::merge_kv(kv.key_bytes, kv.value_bytes)],
+        Steps::KeyValue(kv) => vec![
+            kv.runs.module,
+            kernels::merge_kv(kv.key_bytes, kv.value_bytes),
+        ],
         Steps::Pairs(p) => vec![p.passes.module, &kernels::PAIRS],
         Steps::Topk(t) => t.modules(),
         Steps::TopkBySorting {

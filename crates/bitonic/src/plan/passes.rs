@@ -123,7 +123,13 @@ pub(crate) fn plan_passes(
         .enumerate()
         .map(|(i, p)| {
             let args = [
-                p.col_bits, p.lo, p.b_first, p.b_last, p.hi_first, p.stop, flags(i),
+                p.col_bits,
+                p.lo,
+                p.b_first,
+                p.b_last,
+                p.hi_first,
+                p.stop,
+                flags(i),
             ];
             (p, args)
         })
@@ -249,7 +255,11 @@ fn tuned_shape(
             }
         }
     }
-    if word_bytes == 8 && policy.sort.wide_half_tiles && cluster_bits == 0 && row_bits + 1 == tile_bits {
+    if word_bytes == 8
+        && policy.sort.wide_half_tiles
+        && cluster_bits == 0
+        && row_bits + 1 == tile_bits
+    {
         tile_bits = row_bits.max(min_bits);
     }
     TunedShape {
@@ -279,8 +289,9 @@ fn tuned_plan(
     };
     let wide = Tuned::of_word_bytes(word_bytes);
     let shape = shape_of(wide);
-    let narrow =
-        word_bytes == 4 && policy.sort.narrow_small_u32 && shape.tile_bits < policy.sort.tile_bits(4);
+    let narrow = word_bytes == 4
+        && policy.sort.narrow_small_u32
+        && shape.tile_bits < policy.sort.tile_bits(4);
     if narrow {
         (Tuned::U32Narrow, shape_of(Tuned::U32Narrow))
     } else {
@@ -520,7 +531,6 @@ fn stage_from(shape: &TunedShape, b: u32, mut hi: u32) -> Vec<TunedPass> {
     passes.push(TunedPass::tile_merge(b, hi));
     passes
 }
-
 
 #[cfg(test)]
 mod tests;

@@ -33,7 +33,12 @@ impl SeedPlan {
         let chunk = (self.threads * self.keys_per_thread) as usize;
         let later_stages = crate::network::stage_sizes(n).filter(|&s| s > chunk);
         1 + later_stages
-            .map(|size| crate::network::stage_steps(size).filter(|s| s.stride >= chunk).count() + 1)
+            .map(|size| {
+                crate::network::stage_steps(size)
+                    .filter(|s| s.stride >= chunk)
+                    .count()
+                    + 1
+            })
             .sum::<usize>()
     }
 }

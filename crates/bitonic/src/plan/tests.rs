@@ -79,7 +79,10 @@ fn backends_by_name() {
 fn a_pinned_version_is_honoured_or_refused() {
     let r = sort(10).version(Some(Version::V3));
     // Pinned, Auto takes the GPU even for 10 keys, and fails without one.
-    assert_eq!(chosen(&r, true).unwrap(), (Backend::Cuda, Seed(Version::V3)));
+    assert_eq!(
+        chosen(&r, true).unwrap(),
+        (Backend::Cuda, Seed(Version::V3))
+    );
     assert!(matches!(chosen(&r, false), Err(Error::NoGpu(_))));
     assert!(matches!(
         chosen(&r.clone().backend(Backend::Cpu), true),
@@ -109,7 +112,10 @@ fn a_pinned_version_is_honoured_or_refused() {
     }
     // The tuned version, pinned, is what runs anyway.
     let tuned = cuda.version(Some(Version::Tuned));
-    assert_eq!(chosen(&tuned, true).unwrap(), (Backend::Cuda, NetworkPasses));
+    assert_eq!(
+        chosen(&tuned, true).unwrap(),
+        (Backend::Cuda, NetworkPasses)
+    );
 }
 
 #[test]
@@ -223,7 +229,11 @@ fn the_merge_sort_starts_where_the_policy_says_for_the_key_width() {
         (DType::F32, merge.above),
         (DType::U64, merge.wide_above),
     ] {
-        let at = |len| chosen(&Request::new(Operation::Sort, dtype, len), true).unwrap().1;
+        let at = |len| {
+            chosen(&Request::new(Operation::Sort, dtype, len), true)
+                .unwrap()
+                .1
+        };
         assert_eq!(at(above), NetworkPasses, "{dtype}");
         assert_eq!(at(above + 1), MergeSort, "{dtype}");
     }
@@ -272,18 +282,29 @@ fn modules_and_workspaces_of_each_strategy() {
     assert_eq!((m.run_bits, m.levels.ways()), (14, vec![16, 8, 8]));
     assert!(m.levels.runs_in_spare());
     assert_eq!(parts(&merge)[0], (Scratch::Spare, 4 * n));
-    assert_eq!(merge.workspace.part(Scratch::Ranks).unwrap().bytes, 8 * m.levels.splits);
+    assert_eq!(
+        merge.workspace.part(Scratch::Ranks).unwrap().bytes,
+        8 * m.levels.splits
+    );
     // 16-bit keys: widened into words first, with the key map's module.
     let half = h100_plan(&Request::new(Operation::Sort, DType::BF16, n));
     assert_eq!(parts(&half)[0], (Scratch::Words, 4 * n));
     assert!(names(&half).contains(&"map_keys.cu".to_string()));
     assert!(half.widen.is_some() && half.map == 0);
     // A descending sort of f32 maps and complements in its passes.
-    let down = h100_plan(&Request::new(Operation::Sort, DType::F32, 1000).order(Order::Descending).backend(Backend::Cuda));
+    let down = h100_plan(
+        &Request::new(Operation::Sort, DType::F32, 1000)
+            .order(Order::Descending)
+            .backend(Backend::Cuda),
+    );
     assert_eq!((down.map, down.widen), (2 | MAP_DESCENDING, None));
     assert_eq!(down.workspace_bytes(), 0);
     // The key-value merge sort of an argsort: positions as 8-byte values.
-    let kv = h100_plan(&Request::new(Operation::Argsort { index_bytes: 8 }, DType::U32, n));
+    let kv = h100_plan(&Request::new(
+        Operation::Argsort { index_bytes: 8 },
+        DType::U32,
+        n,
+    ));
     assert_eq!(names(&kv), ["tuned.cu[u32, 2^14]", "merge.cu[kv_u32_u64]"]);
     let spare_values = kv.workspace.part(Scratch::SpareValues).unwrap();
     assert_eq!(spare_values.bytes, 8 * n);
@@ -292,7 +313,10 @@ fn modules_and_workspaces_of_each_strategy() {
     let pairs = h100_plan(&pairs);
     assert_eq!(names(&pairs), ["tuned.cu[kv64, 2^12]", "pairs.cu"]);
     let scratch: Vec<Scratch> = pairs.workspace.parts().iter().map(|p| p.scratch).collect();
-    assert_eq!(scratch, [Scratch::Pairs, Scratch::Indices, Scratch::ValuesCopy]);
+    assert_eq!(
+        scratch,
+        [Scratch::Pairs, Scratch::Indices, Scratch::ValuesCopy]
+    );
     // A top-k's partials, and the spread select's scratch.
     let radix = h100_plan(&topk(4096 * 32_768, 50, DType::F32).rows(32_768));
     assert_eq!(radix.strategy, TopkRadix);
@@ -303,11 +327,19 @@ fn modules_and_workspaces_of_each_strategy() {
     assert!(spread.workspace.part(Scratch::Spread).is_some());
     // A top-k by sorting: the sorted copy, every index, then the sort's scratch.
     let by_sorting = h100_plan(&topk(1 << 20, 4096, DType::F32));
-    let scratch: Vec<Scratch> = by_sorting.workspace.parts().iter().map(|p| p.scratch).collect();
+    let scratch: Vec<Scratch> = by_sorting
+        .workspace
+        .parts()
+        .iter()
+        .map(|p| p.scratch)
+        .collect();
     assert_eq!(&scratch[..2], [Scratch::SortedKeys, Scratch::SortedIndices]);
     assert!(matches!(by_sorting.steps, Steps::TopkBySorting { .. }));
     // Nothing to do: no keys, or k = 0.
-    for nothing in [sort(0).backend(Backend::Cuda), topk(100, 0, DType::F32).backend(Backend::Cuda)] {
+    for nothing in [
+        sort(0).backend(Backend::Cuda),
+        topk(100, 0, DType::F32).backend(Backend::Cuda),
+    ] {
         let p = h100_plan(&nothing);
         let nothing = (&p.steps, p.modules.len(), p.workspace_bytes());
         assert_eq!(nothing, (&Steps::Nothing, 0, 0));
@@ -326,8 +358,14 @@ fn a_merge_sort_without_room_for_its_workspace_falls_back_to_the_passes() {
     let needed = full.workspace_bytes();
     let fallen = plan_within(&r, gpu, Some(needed - 1)).unwrap();
     assert_eq!(fallen.strategy, NetworkPasses);
-    assert_eq!(fallen.fallback, Some(Fallback::NoRoomForMergeSort { needed }));
-    assert!(fallen.to_string().contains("no room for the merge sort"), "{fallen}");
+    assert_eq!(
+        fallen.fallback,
+        Some(Fallback::NoRoomForMergeSort { needed })
+    );
+    assert!(
+        fallen.to_string().contains("no room for the merge sort"),
+        "{fallen}"
+    );
     assert_eq!(plan_within(&r, gpu, Some(needed)).unwrap(), full);
     // 16-bit keys widen into a workspace the passes need too: too little memory is an error.
     let half = Request::new(Operation::Sort, DType::F16, 1 << 24);
@@ -352,5 +390,8 @@ fn segments_group_by_padded_length() {
         panic!("{p:?}")
     };
     assert_eq!(groups.len(), 4);
-    assert_eq!(p.workspace.part(Scratch::SegmentBounds).unwrap().bytes, 2 * 4 * 4);
+    assert_eq!(
+        p.workspace.part(Scratch::SegmentBounds).unwrap().bytes,
+        2 * 4 * 4
+    );
 }

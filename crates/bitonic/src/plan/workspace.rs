@@ -116,7 +116,14 @@ mod tests {
         w.add(Scratch::Samples, 0, 4);
         w.add(Scratch::Spare, 1000, 4);
         let parts = w.parts();
-        assert_eq!(parts[0], Part { scratch: Scratch::Ranks, offset: 0, bytes: 24 });
+        assert_eq!(
+            parts[0],
+            Part {
+                scratch: Scratch::Ranks,
+                offset: 0,
+                bytes: 24
+            }
+        );
         assert_eq!((parts[1].offset, parts[1].bytes), (256, 0));
         assert_eq!((parts[2].offset, w.bytes()), (256, 256 + 4000));
         assert_eq!(w.part(Scratch::Spare), Some(parts[2]));

@@ -192,9 +192,15 @@ mod tests {
         refused(|p| p.sort.tile_bytes = 1000, "sort.tile_bytes");
         refused(|p| p.sort.max_cluster_blocks = 3, "sort.max_cluster_blocks");
         refused(|p| p.topk.radix_per_thread = 8, "topk.radix_per_thread");
-        refused(|p| p.topk.radix_stream_chunks = 0, "topk.radix_stream_chunks");
+        refused(
+            |p| p.topk.radix_stream_chunks = 0,
+            "topk.radix_stream_chunks",
+        );
         refused(|p| p.topk.warp_filter_max_k = 513, "topk.warp_filter_max_k");
-        refused(|p| p.topk.spread_sample_blocks = 3, "topk.spread_sample_blocks");
+        refused(
+            |p| p.topk.spread_sample_blocks = 3,
+            "topk.spread_sample_blocks",
+        );
         refused(|p| p.multi.samples_per_rank = 0, "multi.samples_per_rank");
     }
 }

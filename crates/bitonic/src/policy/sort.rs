@@ -73,11 +73,17 @@ impl SortPolicy {
     pub(crate) fn defines(&self) -> Vec<(&'static str, String)> {
         vec![
             ("KERNEL_E_BITS_U32", Self::E_BITS_U32.to_string()),
-            ("KERNEL_E_BITS_U32_NARROW", Self::E_BITS_U32_NARROW.to_string()),
+            (
+                "KERNEL_E_BITS_U32_NARROW",
+                Self::E_BITS_U32_NARROW.to_string(),
+            ),
             ("KERNEL_E_BITS_U64", Self::E_BITS_U64.to_string()),
             ("KERNEL_E_BITS_PAIRS", Self::E_BITS_PAIRS.to_string()),
             ("KERNEL_TUNED_THREADS", Self::MAX_THREADS.to_string()),
-            ("KERNEL_TUNED_THREADS_PAIRS", Self::MAX_THREADS_PAIRS.to_string()),
+            (
+                "KERNEL_TUNED_THREADS_PAIRS",
+                Self::MAX_THREADS_PAIRS.to_string(),
+            ),
             ("KERNEL_TILE_BITS_32", self.tile_bits(4).to_string()),
             ("KERNEL_TILE_BITS_64", self.tile_bits(8).to_string()),
         ]

@@ -127,14 +127,14 @@ impl TopkPolicy {
     /// Keys a sample of the spread select holds.
     pub const SPREAD_SAMPLES: usize = Self::SPREAD_SAMPLES_PER_THREAD * Self::THREADS as usize;
     /// Candidates a row of the spread select gathers.
-    pub const SPREAD_CAPACITY: usize =
-        Self::SPREAD_CANDIDATES_PER_THREAD * Self::THREADS as usize;
+    pub const SPREAD_CAPACITY: usize = Self::SPREAD_CANDIDATES_PER_THREAD * Self::THREADS as usize;
     /// Keys of one gather load of the spread select.
     pub const SPREAD_TILE: usize = 1 << Self::SPREAD_TILE_SHIFT;
     /// The most words a row's sample blocks list.
     pub const SPREAD_LISTED_MOST: usize = Self::SPREAD_LISTED_PER_THREAD * Self::THREADS as usize;
     /// The fewest keys a chunk of the sampled select has: twice its sample.
-    pub const SAMPLED_MIN_LEN: usize = 2 * Self::SAMPLED_SAMPLES_PER_THREAD * Self::THREADS as usize;
+    pub const SAMPLED_MIN_LEN: usize =
+        2 * Self::SAMPLED_SAMPLES_PER_THREAD * Self::THREADS as usize;
     /// The u64 composites a radix block's tournaments pass through shared memory: a list of
     /// up to [`TopkPolicy::RADIX_TOURNAMENT_MOST`] a warp.
     pub const RADIX_TOURNAMENT_SLOTS: usize =

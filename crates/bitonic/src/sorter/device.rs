@@ -89,7 +89,11 @@ impl<'g> Sorter<'g> {
     }
 
     /// [`Sorter::sort_rows`] of keys on the GPU.
-    pub fn sort_rows_device<K: SortKey>(&self, keys: &mut CudaSlice<K>, row_len: usize) -> Result<Plan> {
+    pub fn sort_rows_device<K: SortKey>(
+        &self,
+        keys: &mut CudaSlice<K>,
+        row_len: usize,
+    ) -> Result<Plan> {
         check_rows(keys.len(), row_len)?;
         let layout = rows_layout(keys.len(), row_len);
         let request = self.request(Operation::Sort, K::DTYPE, keys.len(), layout);
@@ -127,7 +131,12 @@ impl<'g> Sorter<'g> {
         let operation = Operation::Argsort {
             index_bytes: std::mem::size_of::<I>(),
         };
-        let request = self.request(operation, K::DTYPE, keys.len(), rows_layout(keys.len(), row_len));
+        let request = self.request(
+            operation,
+            K::DTYPE,
+            keys.len(),
+            rows_layout(keys.len(), row_len),
+        );
         let devices = [keys.context().ordinal(), indices.context().ordinal()];
         self.on_device(&request, &devices, |x, plan, ws| {
             let mut indices = indices.as_view_mut();
@@ -148,7 +157,12 @@ impl<'g> Sorter<'g> {
         let operation = Operation::SortPairs {
             value_bytes: std::mem::size_of::<V>(),
         };
-        let request = self.request(operation, K::DTYPE, keys.len(), rows_layout(keys.len(), row_len));
+        let request = self.request(
+            operation,
+            K::DTYPE,
+            keys.len(),
+            rows_layout(keys.len(), row_len),
+        );
         let devices = [keys.context().ordinal(), values.context().ordinal()];
         self.on_device(&request, &devices, |x, plan, ws| {
             let mut values = values.as_view_mut();
@@ -185,7 +199,12 @@ impl<'g> Sorter<'g> {
             k,
             index_bytes: std::mem::size_of::<I>(),
         };
-        let request = self.request(operation, K::DTYPE, keys.len(), rows_layout(keys.len(), row_len));
+        let request = self.request(
+            operation,
+            K::DTYPE,
+            keys.len(),
+            rows_layout(keys.len(), row_len),
+        );
         let devices = [
             keys.context().ordinal(),
             values.context().ordinal(),

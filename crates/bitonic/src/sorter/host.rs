@@ -42,7 +42,11 @@ impl<'g> Sorter<'g> {
         check_rows(keys.len(), row_len)?;
         let layout = rows_layout(keys.len(), row_len);
         self.sort_keys(keys, layout, &[], |keys, strategy| {
-            cpu::sort_each(keys.chunks_mut(row_len.max(1)).collect(), self.key_order(), strategy)
+            cpu::sort_each(
+                keys.chunks_mut(row_len.max(1)).collect(),
+                self.key_order(),
+                strategy,
+            )
         })
     }
 
@@ -57,9 +61,12 @@ impl<'g> Sorter<'g> {
     /// ```
     pub fn sort_segments<K: SortKey>(&self, keys: &mut [K], offsets: &[usize]) -> Result<Plan> {
         check_segments(keys.len(), offsets)?;
-        self.sort_keys(keys, Layout::segments(offsets), offsets, |keys, strategy| {
-            cpu::sort_each(segments(keys, offsets), self.key_order(), strategy)
-        })
+        self.sort_keys(
+            keys,
+            Layout::segments(offsets),
+            offsets,
+            |keys, strategy| cpu::sort_each(segments(keys, offsets), self.key_order(), strategy),
+        )
     }
 
     /// Writes to `indices` the permutation that sorts `keys` (left as they are):
@@ -96,7 +103,12 @@ impl<'g> Sorter<'g> {
         check_index_width::<I>(row_len)?;
         let index_bytes = std::mem::size_of::<I>();
         let operation = Operation::Argsort { index_bytes };
-        let request = self.request(operation, K::DTYPE, keys.len(), rows_layout(keys.len(), row_len));
+        let request = self.request(
+            operation,
+            K::DTYPE,
+            keys.len(),
+            rows_layout(keys.len(), row_len),
+        );
         let (plan, gpu) = self.plan_of(&request)?;
         if keys.is_empty() {
             return Ok(plan);
@@ -117,7 +129,9 @@ impl<'g> Sorter<'g> {
                 return Ok(ran);
             }
             None => {
-                let rows = keys.par_chunks(row_len).zip(indices.par_chunks_mut(row_len));
+                let rows = keys
+                    .par_chunks(row_len)
+                    .zip(indices.par_chunks_mut(row_len));
                 rows.for_each(|(row, out)| {
                     let pairs = cpu::sorted_pairs(row, self.key_order(), serial(plan.strategy));
                     for (o, &(_, i)) in out.iter_mut().zip(&pairs) {
@@ -218,7 +232,9 @@ impl<'g> Sorter<'g> {
             }
             None => keys
                 .par_chunks(row_len)
-                .flat_map_iter(|row| cpu::sorted_pairs(row, self.key_order(), serial(plan.strategy)))
+                .flat_map_iter(|row| {
+                    cpu::sorted_pairs(row, self.key_order(), serial(plan.strategy))
+                })
                 .map(|(_, i)| i)
                 .collect(),
         };
@@ -276,7 +292,12 @@ impl<'g> Sorter<'g> {
             k,
             index_bytes: std::mem::size_of::<I>(),
         };
-        let request = self.request(operation, K::DTYPE, keys.len(), rows_layout(keys.len(), row_len));
+        let request = self.request(
+            operation,
+            K::DTYPE,
+            keys.len(),
+            rows_layout(keys.len(), row_len),
+        );
         let (plan, gpu) = self.plan_of(&request)?;
         if rows == 0 || k == 0 {
             return Ok(plan);

@@ -198,9 +198,7 @@ impl<'g> Sorter<'g> {
     fn plan_of(&self, request: &Request) -> Result<(Plan, Option<(&Gpu, &Policy)>)> {
         let may_use_gpu = match request.backend {
             Backend::Cuda => true,
-            Backend::Auto => {
-                request.version.is_some() || request.len >= plan::AUTO_GPU_MIN_LEN
-            }
+            Backend::Auto => request.version.is_some() || request.len >= plan::AUTO_GPU_MIN_LEN,
             _ => false,
         };
         let probed = if may_use_gpu {
@@ -253,13 +251,21 @@ impl<'g> Sorter<'g> {
             .request(Operation::Sort, dtype, n, Layout::Whole)
             .backend(Backend::Cuda);
         let (plan, _) = self.plan_of(&request)?;
-        let word = if plan.widen.is_some() { 4 } else { dtype.size() };
+        let word = if plan.widen.is_some() {
+            4
+        } else {
+            dtype.size()
+        };
         let (passes, maps) = match &plan.steps {
             plan::Steps::Seed(s) => (s.passes(n), if s.map.is_some() { 2 } else { 0 }),
             plan::Steps::Merge(m) => (1 + m.levels.levels.len(), 0),
             plan::Steps::Passes(p) => (p.pass_count(), 0),
             plan::Steps::Nothing => (0, 0),
-            _ => return Err(Error::Unsupported("byte counts of other plans than sorts of keys")),
+            _ => {
+                return Err(Error::Unsupported(
+                    "byte counts of other plans than sorts of keys",
+                ))
+            }
         };
         // Widening reads a key and writes a word; narrowing the reverse.
         let widen = if plan.widen.is_some() {
@@ -290,13 +296,15 @@ fn plan_with_workspace<'w>(
 ) -> Result<(Plan, CudaViewMut<'w, u8>)> {
     let facts = Some((x.gpu as &dyn DeviceFacts, x.policy));
     let plan = match &workspace {
-        Some(given) => plan::plan_within(request, facts, Some(given.len())).map_err(|e| match e {
-            Error::DeviceMemory { bytes, .. } => Error::WorkspaceTooSmall {
-                needed: bytes,
-                given: given.len(),
-            },
-            other => other,
-        })?,
+        Some(given) => {
+            plan::plan_within(request, facts, Some(given.len())).map_err(|e| match e {
+                Error::DeviceMemory { bytes, .. } => Error::WorkspaceTooSmall {
+                    needed: bytes,
+                    given: given.len(),
+                },
+                other => other,
+            })?
+        }
         None => plan::plan(request, facts)?,
     };
     if let Some(given) = workspace {
@@ -339,7 +347,13 @@ fn check_rows(len: usize, row_len: usize) -> Result<()> {
 
 /// The rows of a top-k of `len` keys in rows of `row_len` keeping `k` into outputs of
 /// `values` and `indices` elements: `k` from 0 to `row_len`, `rows × k` of each output.
-fn check_topk(len: usize, row_len: usize, k: usize, values: usize, indices: usize) -> Result<usize> {
+fn check_topk(
+    len: usize,
+    row_len: usize,
+    k: usize,
+    values: usize,
+    indices: usize,
+) -> Result<usize> {
     check_rows(len, row_len)?;
     if k > row_len {
         return Err(Error::BadK { k, row_len });

@@ -5,7 +5,9 @@ use crate::cuda::driver;
 use crate::cuda::exec::Exec;
 use crate::kernels::abi::RowLayout;
 use crate::plan::passes::PassArgs;
-use cudarc::driver::{CudaFunction, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DriverError, LaunchConfig};
+use cudarc::driver::{
+    CudaFunction, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DriverError, LaunchConfig,
+};
 use std::ffi::c_void;
 
 /// One tuned pass in clusters of `blocks` blocks: kernels/tuned.cu's `tuned_pass_*` reading

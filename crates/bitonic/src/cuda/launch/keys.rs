@@ -4,7 +4,9 @@
 
 use super::launch;
 use crate::cuda::exec::Exec;
-use cudarc::driver::{CudaView, CudaViewMut, CudaFunction, DeviceRepr, DriverError, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaView, CudaViewMut, DeviceRepr, DriverError, LaunchConfig, PushKernelArg,
+};
 
 /// kernels/map_keys.cu `map_keys_{u32,u64}(keys, n, map, inverse)`: keys to
 /// ascending-sortable words with the key map `map`, or back.
@@ -107,7 +109,11 @@ pub(crate) fn unpack_pairs<B: DeviceRepr, P: DeviceRepr, I: DeviceRepr>(
     let n = words.len() as u32;
     assert!(pairs.len() == words.len() && indices.len() >= words.len());
     let wide = map & crate::kernels::abi::MAP_INDEX64 != 0;
-    assert_eq!(std::mem::size_of::<I>(), if wide { 8 } else { 4 }, "the indices' width");
+    assert_eq!(
+        std::mem::size_of::<I>(),
+        if wide { 8 } else { 4 },
+        "the indices' width"
+    );
     // SAFETY: unpack_W(const P *pairs, W *keys, u32 *indices, u32 n, u32 map), which writes n
     // indices of the width the flag says (checked above).
     unsafe {

@@ -24,7 +24,12 @@ pub(crate) fn co_ranks<W: DeviceRepr>(
     // SAFETY: co_ranks_W(const W *a, u64 a_len, const W *b, u64 b_len, u64 *ranks, u32 count).
     unsafe {
         launch(x, kernel, cfg, |l| {
-            l.arg(a).arg(&a_len).arg(b).arg(&b_len).arg(ranks).arg(&count);
+            l.arg(a)
+                .arg(&a_len)
+                .arg(b)
+                .arg(&b_len)
+                .arg(ranks)
+                .arg(&count);
         })
     }
 }
@@ -41,7 +46,10 @@ pub(crate) fn merge_tiles<W: DeviceRepr>(
 ) -> Result<(), DriverError> {
     let total = out.len() as u64;
     assert_eq!(out.len(), a.len() + b.len(), "a merge writes both runs");
-    assert!(ranks.len() > cfg.grid_dim.0 as usize, "a merge path a tile and the end");
+    assert!(
+        ranks.len() > cfg.grid_dim.0 as usize,
+        "a merge path a tile and the end"
+    );
     let ranks = ranks.as_view();
     // SAFETY: merge_tiles_W(const W *a, const W *b, const u64 *ranks, W *out, u64 total).
     unsafe {
@@ -86,13 +94,21 @@ pub(crate) fn merge_level<W: DeviceRepr>(
 ) -> Result<(), DriverError> {
     let n = src.len() as u64;
     assert_eq!(src.len(), dst.len(), "a level writes every word");
-    assert!(ranks.len() >= cfg.grid_dim.0 as usize, "a merge path a tile");
+    assert!(
+        ranks.len() >= cfg.grid_dim.0 as usize,
+        "a merge path a tile"
+    );
     let ranks = ranks.as_view();
     // SAFETY: merge_level_W(const W *keys, u64 n, u64 run_len, const u64 *ranks, W *out,
     // u32 map).
     unsafe {
         launch(x, kernel, cfg, |l| {
-            l.arg(src).arg(&n).arg(&run_len).arg(&ranks).arg(dst).arg(&map);
+            l.arg(src)
+                .arg(&n)
+                .arg(&run_len)
+                .arg(&ranks)
+                .arg(dst)
+                .arg(&map);
         })
     }
 }
@@ -193,8 +209,16 @@ pub(crate) fn multiway_merge_level<W: DeviceRepr>(
     // next_samples[i >> next_sample_bits] for the multiples i of its spacing (checked above).
     unsafe {
         launch(x, kernel, cfg, |l| {
-            l.arg(src).arg(&n).arg(&run_len).arg(&ways).arg(&tiling).arg(&ranks);
-            l.arg(dst).arg(&map).arg(next.samples).arg(&next_sample_bits);
+            l.arg(src)
+                .arg(&n)
+                .arg(&run_len)
+                .arg(&ways)
+                .arg(&tiling)
+                .arg(&ranks);
+            l.arg(dst)
+                .arg(&map)
+                .arg(next.samples)
+                .arg(&next_sample_bits);
         })
     }
 }
@@ -203,7 +227,8 @@ pub(crate) fn multiway_merge_level<W: DeviceRepr>(
 pub(crate) type KeyValueSrc<'s, 'a, K, V> = (&'s CudaView<'a, K>, &'s CudaView<'a, V>);
 
 /// The keys and values a key-value level writes: as many of each.
-pub(crate) type KeyValueDst<'s, 't, 'a, 'b, K, V> = (&'s mut CudaViewMut<'a, K>, &'t mut CudaViewMut<'b, V>);
+pub(crate) type KeyValueDst<'s, 't, 'a, 'b, K, V> =
+    (&'s mut CudaViewMut<'a, K>, &'t mut CudaViewMut<'b, V>);
 
 /// Checks that a key-value level's four arrays hold as many elements as its keys.
 fn same_lengths<K, V>(src: &KeyValueSrc<K, V>, dst: &KeyValueDst<K, V>) -> u64 {
@@ -224,7 +249,10 @@ pub(crate) fn merge_level_kv<K: DeviceRepr, V: DeviceRepr>(
     map: u32,
 ) -> Result<(), DriverError> {
     let n = same_lengths(&src, &dst);
-    assert!(ranks.len() >= cfg.grid_dim.0 as usize, "a merge path a tile");
+    assert!(
+        ranks.len() >= cfg.grid_dim.0 as usize,
+        "a merge path a tile"
+    );
     let ranks = ranks.as_view();
     // SAFETY: merge_level_kv_K_V(const K *, const V *, u64 n, u64 run_len, const u64 *ranks,
     // K *, V *, u32 map) over arrays of n keys and n values (checked above).
@@ -297,7 +325,10 @@ pub(crate) fn place_values<K: DeviceRepr, V: DeviceRepr>(
     if let Values::From(values) = &values {
         assert_eq!(values.len(), n, "a value a key");
     }
-    assert!(equal_tiles.len() >= cfg.grid_dim.0 as usize, "a flag a tile");
+    assert!(
+        equal_tiles.len() >= cfg.grid_dim.0 as usize,
+        "a flag a tile"
+    );
     let n = n as u64;
     let no_values = 0u64;
     let (placed, _write) = placed_values.device_ptr_mut(x.stream);
@@ -313,7 +344,11 @@ pub(crate) fn place_values<K: DeviceRepr, V: DeviceRepr>(
                 Values::From(values) => l.arg(values),
                 Values::InPlace => l.arg(&placed),
             };
-            l.arg(&placed).arg(&n).arg(&map).arg(&unmap).arg(equal_tiles);
+            l.arg(&placed)
+                .arg(&n)
+                .arg(&map)
+                .arg(&unmap)
+                .arg(equal_tiles);
         })
     }
 }

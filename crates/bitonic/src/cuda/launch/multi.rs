@@ -4,7 +4,10 @@
 use super::launch;
 use crate::cuda::exec::Exec;
 use crate::kernels::abi::KeyIndex;
-use cudarc::driver::{CudaFunction, CudaSlice, CudaView, CudaViewMut, DeviceRepr, DriverError, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaSlice, CudaView, CudaViewMut, DeviceRepr, DriverError, LaunchConfig,
+    PushKernelArg,
+};
 
 /// kernels/multi.cu `pack_kv*(keys, values, out, n, first, map[, half])`: key-value words for
 /// the multi-GPU sort (keys given as their words).

@@ -5,7 +5,10 @@ use super::launch;
 use crate::cuda::exec::Exec;
 use crate::cuda::graph::{self, KernelNode};
 use crate::plan::topk::{SpreadArgs, SpreadScratch, TopkArgs};
-use cudarc::driver::{CudaFunction, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr, DriverError, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr, DriverError,
+    LaunchConfig, PushKernelArg,
+};
 
 /// The passes of the filter, the radix select or the warp sort, kernels/topk.cu `topk_keys_W`,
 /// `topk_partials_W`, `topk_radix_keys_W_R`, `topk_radix_partials_W_R`, `topk_radix_stream_W`,
@@ -25,7 +28,11 @@ pub(crate) fn topk_passes<In: DeviceRepr, B: DeviceRepr, I: DeviceRepr>(
 ) -> crate::Result<()> {
     assert!(scratch.len() >= 2 * half && !passes.is_empty());
     let wide = passes[0].2.map & crate::kernels::abi::MAP_INDEX64 != 0;
-    assert_eq!(std::mem::size_of::<I>(), if wide { 8 } else { 4 }, "the indices' width");
+    assert_eq!(
+        std::mem::size_of::<I>(),
+        if wide { 8 } else { 4 },
+        "the indices' width"
+    );
     let (values_len, indices_len) = (values.len(), indices.len());
     let stream = x.stream;
     let (keys, _record_read) = input.device_ptr(stream);
@@ -56,7 +63,10 @@ pub(crate) fn topk_passes<In: DeviceRepr, B: DeviceRepr, I: DeviceRepr>(
                 .arg(&null)
                 .arg(&null);
             readable = rows * a.chunks as usize * k;
-            assert!(readable * composite_bytes <= half, "a pass's partials fit their half");
+            assert!(
+                readable * composite_bytes <= half,
+                "a pass's partials fit their half"
+            );
         } else {
             assert!(a.chunks == 1 && values_len >= rows * k && indices_len >= rows * k);
             node.arg(&null).arg(&values_at).arg(&indices_at);
@@ -108,7 +118,11 @@ pub(crate) fn topk_spread<W: DeviceRepr, I: DeviceRepr>(
 ) -> crate::Result<()> {
     const C: usize = 8; // u64 composites
     let wide = a.map & crate::kernels::abi::MAP_INDEX64 != 0;
-    assert_eq!(std::mem::size_of::<I>(), if wide { 8 } else { 4 }, "the indices' width");
+    assert_eq!(
+        std::mem::size_of::<I>(),
+        if wide { 8 } else { 4 },
+        "the indices' width"
+    );
     let (rows, k) = (a.rows as usize, a.k as usize);
     assert!(input.len() >= rows * a.row_len as usize);
     assert!(values.len() >= rows * k && indices.len() >= rows * k);

@@ -1,14 +1,14 @@
 //! The multi-GPU benchmark's device-side helpers: random shards and their checks, so that a
 //! benchmark of many GiB never copies its keys through the host.
 
-use crate::plan::MAX_LEN;
 use crate::cuda::exec::Exec;
 use crate::cuda::launch::multi as launch;
 use crate::cuda::Gpu;
-use crate::kernels::kernel_width;
 use crate::error::{CudaContext as _, Result};
-use crate::key::Bits;
 use crate::kernels;
+use crate::kernels::kernel_width;
+use crate::key::Bits;
+use crate::plan::MAX_LEN;
 use cudarc::driver::{CudaView, CudaViewMut};
 
 /// Fills `keys` with the random words of global positions `first ..`: the same data
@@ -23,7 +23,10 @@ pub fn fill_random<B: Bits>(
     if n == 0 {
         return Ok(());
     }
-    let f = gpu.function(&kernels::MULTI, &format!("fill_random_{}", kernel_width::<B>()))?;
+    let f = gpu.function(
+        &kernels::MULTI,
+        &format!("fill_random_{}", kernel_width::<B>()),
+    )?;
     let x = Exec::of(gpu);
     launch::fill_random(&x, &f, x.elementwise(n as usize), keys, (first, seed))
         .during(|| "launching fill_random".into())
@@ -38,7 +41,10 @@ pub fn checksum<B: Bits>(gpu: &Gpu, keys: &CudaView<B>) -> Result<(u64, u64)> {
         .during(|| "allocating a checksum".into())?;
     let n = keys.len() as u64;
     if n > 0 {
-        let f = gpu.function(&kernels::MULTI, &format!("check_sorted_{}", kernel_width::<B>()))?;
+        let f = gpu.function(
+            &kernels::MULTI,
+            &format!("check_sorted_{}", kernel_width::<B>()),
+        )?;
         let x = Exec::of(gpu);
         launch::check_sorted(&x, &f, x.elementwise(n as usize), keys, &mut sums)
             .during(|| "launching check_sorted".into())?;

@@ -5,8 +5,8 @@
 
 use super::shards::{alloc, launch_fill_largest, take, Shard, Transfer, Word};
 use super::MultiGpu;
-use crate::cuda::merge::merge_two_runs;
 use crate::cuda::exec::Exec;
+use crate::cuda::merge::merge_two_runs;
 use crate::cuda::{run, Gpu};
 use crate::error::{CudaContext as _, Result};
 use crate::multi::{merge_split_rounds, merge_split_share};

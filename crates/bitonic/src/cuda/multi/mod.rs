@@ -37,8 +37,8 @@ pub use shards::{even_split, DeviceShard, SortedPairs};
 use super::driver::set_default_pool_threshold;
 use super::{driver, memory, Gpu};
 use crate::error::{check_same_len, CudaContext as _, Error, GpuUnavailable, Result};
-use crate::key::KeyOrder;
 use crate::kernels::abi::{map_flags, KeyIndex};
+use crate::key::KeyOrder;
 use crate::multi::Algorithm;
 use crate::plan::check_len;
 use crate::{Order, SortKey};
@@ -158,8 +158,14 @@ impl MultiGpu {
     /// while it lasts, which is why it is asked for, not done by default.
     pub fn keep_freed_memory(&self) -> Result<()> {
         for gpu in &self.gpus {
-            set_default_pool_threshold(gpu.context(), gpu.info().total_memory, false)
-                .during(|| format!("letting GPU {}'s memory pool keep memory", gpu.info().ordinal))?;
+            set_default_pool_threshold(gpu.context(), gpu.info().total_memory, false).during(
+                || {
+                    format!(
+                        "letting GPU {}'s memory pool keep memory",
+                        gpu.info().ordinal
+                    )
+                },
+            )?;
         }
         self.keeps_memory.set(true);
         Ok(())
@@ -204,7 +210,11 @@ impl MultiGpu {
     }
 
     /// Copies shards back into `out` (their total length), one after the other.
-    pub fn download<K: DeviceRepr + bytemuck::Pod>(&self, shards: &[DeviceShard<K>], out: &mut [K]) -> Result<()> {
+    pub fn download<K: DeviceRepr + bytemuck::Pod>(
+        &self,
+        shards: &[DeviceShard<K>],
+        out: &mut [K],
+    ) -> Result<()> {
         let total: usize = shards.iter().map(DeviceShard::len).sum();
         assert_eq!(total, out.len(), "the shards hold {total} keys");
         let mut at = 0;

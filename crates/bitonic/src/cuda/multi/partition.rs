@@ -4,12 +4,12 @@
 
 use super::shards::{alloc, count_below, pool_friendly, take, Shard, Transfer, Word};
 use super::MultiGpu;
-use crate::cuda::merge::merge_two_runs;
 use crate::cuda::exec::Exec;
+use crate::cuda::merge::merge_two_runs;
 use crate::cuda::run;
-use crate::plan::MAX_LEN;
 use crate::error::{Error, Result};
 use crate::multi::{bucket_bounds, choose_splitters, merge_level, sample_positions, Splitter};
+use crate::plan::MAX_LEN;
 use cudarc::driver::CudaSlice;
 
 /// Sample sort: local sorts, splitters, one all-to-all, a merge of the runs that arrived.

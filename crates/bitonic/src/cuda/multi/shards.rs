@@ -5,10 +5,10 @@ use crate::cuda::exec::Exec;
 use crate::cuda::launch::multi as launch;
 use crate::cuda::levels::search_grid;
 use crate::cuda::{keymap, memory, Gpu};
-use crate::kernels::kernel_width;
 use crate::error::{CudaContext as _, Result};
-use crate::key::{Bits, KeyOrder};
+use crate::kernels::kernel_width;
 use crate::kernels::{self, abi::map_flags, abi::KeyIndex};
+use crate::key::{Bits, KeyOrder};
 use crate::multi::{cut_for, Algorithm, Cut, Splitter};
 use crate::SortKey;
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
@@ -69,7 +69,11 @@ impl<K: DeviceRepr + bytemuck::Pod> DeviceShard<K> {
     }
 
     /// Hands a buffer of sortable words over as a buffer of keys of the same width.
-    pub(super) fn of_words<B: Bits>(words: CudaSlice<B>, start: usize, len: usize) -> DeviceShard<K> {
+    pub(super) fn of_words<B: Bits>(
+        words: CudaSlice<B>,
+        start: usize,
+        len: usize,
+    ) -> DeviceShard<K> {
         assert_eq!(std::mem::size_of::<B>(), std::mem::size_of::<K>());
         let buf = memory::retype::<B, K>(words);
         DeviceShard { buf, start, len }
@@ -230,7 +234,10 @@ pub(super) fn launch_fill_largest<B: Word>(gpu: &Gpu, words: &mut CudaViewMut<B>
         return Ok(());
     }
     let x = Exec::of(gpu);
-    let f = gpu.function(&kernels::MULTI, &format!("fill_largest_{}", kernel_width::<B>()))?;
+    let f = gpu.function(
+        &kernels::MULTI,
+        &format!("fill_largest_{}", kernel_width::<B>()),
+    )?;
     launch::fill_largest(&x, &f, x.elementwise(n as usize), words)
         .during(|| "launching fill_largest".into())
 }
@@ -283,7 +290,10 @@ pub(super) fn count_below<B: Word>(
             .clone_htod(&upper)
             .during(|| "copying splitters".into())?;
         let mut out = alloc::<u64>(gpu, queries.len())?;
-        let f = gpu.function(&kernels::MULTI, &format!("count_below_{}", kernel_width::<B>()))?;
+        let f = gpu.function(
+            &kernels::MULTI,
+            &format!("count_below_{}", kernel_width::<B>()),
+        )?;
         let cfg = search_grid(queries.len() as u32);
         let x = Exec::of(gpu);
         launch::count_below(&x, &f, cfg, (buf, len as u64), (&keys, &upper), &mut out)

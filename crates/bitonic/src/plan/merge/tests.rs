@@ -110,8 +110,7 @@ fn model_splits<T: Copy + Ord>(runs: &[&[T]], d: usize) -> Vec<usize> {
     let mut lo = vec![0; ways];
     let mut hi: Vec<usize> = runs.iter().map(|r| r.len().min(d)).collect();
     for round in 0.. {
-        let widest =
-            (0..ways).fold(0, |w, j| if hi[j] - lo[j] > hi[w] - lo[w] { j } else { w });
+        let widest = (0..ways).fold(0, |w, j| if hi[j] - lo[j] > hi[w] - lo[w] { j } else { w });
         let widest_len = hi[widest] - lo[widest];
         if widest_len == 0 {
             break;
@@ -198,11 +197,7 @@ fn model_round<T: Copy + Ord>(from: &[T], seg: &[usize], width: usize, e: usize)
 /// `m_target` samples of their stable merge. The samples' split comes from
 /// [`model_splits`]; each run's split from a search in the window of `spacing` words
 /// it bounds.
-fn model_tile_start<T: Copy + Ord>(
-    runs: &[&[T]],
-    spacing: usize,
-    m_target: usize,
-) -> Vec<usize> {
+fn model_tile_start<T: Copy + Ord>(runs: &[&[T]], spacing: usize, m_target: usize) -> Vec<usize> {
     let sampled: Vec<Vec<T>> = runs
         .iter()
         .map(|r| r.iter().step_by(spacing).copied().collect())
@@ -361,9 +356,8 @@ fn multiway_tile_starts_are_merge_paths_near_their_samples() {
                 let got = model_tile_start(&views, spacing, m_target);
                 let d: usize = got.iter().sum();
                 let want = &splits[d];
-                let what = format!(
-                    "{ways} ways, spacing {spacing}, {distinct} keys, {m_target} samples"
-                );
+                let what =
+                    format!("{ways} ways, spacing {spacing}, {distinct} keys, {m_target} samples");
                 assert_eq!(&got, want, "{what}");
                 assert!(d <= spacing * m_target, "{what}: starts at {d}");
                 assert!(
@@ -504,7 +498,11 @@ fn passes_of_a_merge_sort() {
     assert_eq!(merge_sort_passes_of::<[u8; 16]>(&two, 1 << 24), 1 + 12);
     // Eight ways: 2^24 in 8, 8, 8, 2; 2^29 in five eight-way levels.
     let mut eight = Policy::HOPPER;
-    (eight.merge.ways, eight.merge.wide_ways, eight.merge.fold_ways) = (8, 8, 2);
+    (
+        eight.merge.ways,
+        eight.merge.wide_ways,
+        eight.merge.fold_ways,
+    ) = (8, 8, 2);
     assert_eq!(merge_sort_passes_of::<u32>(&eight, 1 << 24), 1 + 4);
     assert_eq!(merge_sort_passes_of::<u32>(&eight, 1 << 29), 1 + 5);
     assert_eq!(merge_sort_passes_of::<u64>(&eight, (1 << 23) + 1), 1 + 4);
@@ -601,24 +599,15 @@ fn placement_of_values_is_the_stable_permutation() {
 fn shared_memory_of_the_key_value_kernels() {
     // Merge tiles: 2^11 tagged u64 words (one padding word each 16) and their values; 2^11
     // 16-byte words for 64-bit keys (one each 8).
-    assert_eq!(
-        kv_merge_shared(4, 4),
-        2176 * 8 + 2048 * 4
-    );
-    assert_eq!(
-        kv_merge_shared(8, 8),
-        2304 * 16 + 2048 * 8
-    );
+    assert_eq!(kv_merge_shared(4, 4), 2176 * 8 + 2048 * 4);
+    assert_eq!(kv_merge_shared(8, 8), 2304 * 16 + 2048 * 8);
     // Placement: the padded u32 words, or the values or keys when they are wider, then a
     // u16 place a key. Two blocks of 32-bit keys and values fit an H100's 228 KiB.
     assert_eq!(
         place_shared_bytes_of(4, 4, 1 << 14),
         (16384 + 512) * 4 + 16384 * 2
     );
-    assert_eq!(
-        place_shared_bytes_of(4, 8, 1 << 14),
-        16384 * 8 + 16384 * 2
-    );
+    assert_eq!(place_shared_bytes_of(4, 8, 1 << 14), 16384 * 8 + 16384 * 2);
     assert_eq!(place_shared_bytes_of(8, 4, 1 << 13), 8192 * 8 + 8192 * 2);
     // (each block also has a static list of 1040 bytes)
     assert!(2 * (place_shared_bytes_of(4, 4, 1 << 14) + 1040) <= 228 * 1024);

@@ -81,8 +81,7 @@ fn tuned_pass_counts_for_2_pow_29() {
     // (block tile bits, cluster bits) -> passes: 2^15 and the default 2^14 tiles in the
     // cheapest windowed plan (37 passes stage by stage); 2^14 tiles in clusters of 8
     // blocks (2^17 keys a contiguous pass) and of 16 (2^18), which plan stage by stage.
-    for (tile_bits, cluster_bits, count) in [(15, 0, 28), (14, 0, 31), (14, 3, 28), (14, 4, 25)]
-    {
+    for (tile_bits, cluster_bits, count) in [(15, 0, 28), (14, 0, 31), (14, 3, 28), (14, 4, 25)] {
         let shape = shape(tile_bits, cluster_bits);
         let passes = tuned_passes(&shape, 1 << 29);
         assert_eq!(passes.len(), count, "{shape:?}");
@@ -166,8 +165,7 @@ fn tuned_plans_sort_on_the_model() {
     for (tile_bits, cluster_bits) in [(6, 0), (7, 0), (8, 0), (9, 0), (10, 0), (7, 2), (8, 1)] {
         let shape = shape(tile_bits, cluster_bits);
         for log_n in 1..=15 {
-            let mut keys: Vec<u32> =
-                (0..1 << log_n).map(|_| rng.random_range(0..1000)).collect();
+            let mut keys: Vec<u32> = (0..1 << log_n).map(|_| rng.random_range(0..1000)).collect();
             let mut expected = keys.clone();
             expected.sort_unstable();
             let passes = tuned_passes(&shape, keys.len());

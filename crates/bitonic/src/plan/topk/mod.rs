@@ -408,7 +408,10 @@ pub(crate) fn filter_plan(
     let (mut len, mut element_bytes) = (row_len, key_bytes);
     loop {
         let chunks = wanted.min(len.div_ceil(min_chunk)).max(1);
-        let chunk_len = len.div_ceil(chunks).next_multiple_of(T::CHUNK_ALIGN).min(len);
+        let chunk_len = len
+            .div_ceil(chunks)
+            .next_multiple_of(T::CHUNK_ALIGN)
+            .min(len);
         let chunks = len.div_ceil(chunk_len);
         // Room for two tiles of candidates (or the whole chunk) beside the best k: a tile fits
         // after every flush, and a flush comes at most every other tile.
@@ -483,7 +486,12 @@ fn radix(s: &Shape, policy: &Policy, composite_bytes: usize) -> Vec<TopkPass> {
             let (module, name, held) = radix_pass_kernel(s, pass, i, slots, composite_bytes);
             let chunking = (pass.row_len, pass.chunks, pass.chunk_len);
             let shared = held * composite_bytes;
-            s.pass((module, name, shared), chunking, slots, s.rows * pass.chunks)
+            s.pass(
+                (module, name, shared),
+                chunking,
+                slots,
+                s.rows * pass.chunks,
+            )
         })
         .collect()
 }
@@ -576,7 +584,12 @@ fn warp_sort(s: &Shape, policy: &Policy) -> TopkPass {
     let shared = warps * 32 * (per_lane + 1) * 2 * s.key_bytes;
     // One chunk a row, a warp a row: no partials.
     let row = (s.row_len, 1, s.row_len);
-    s.pass((module, name, shared), row, s.k.next_power_of_two(), s.rows.div_ceil(warps))
+    s.pass(
+        (module, name, shared),
+        row,
+        s.k.next_power_of_two(),
+        s.rows.div_ceil(warps),
+    )
 }
 
 #[cfg(test)]

@@ -44,7 +44,8 @@ pub(crate) fn merges(key_bytes: usize, k: usize) -> bool {
 /// least chunk, and 8 k, so that the sample's threshold keeps a small part of it.
 pub(crate) fn sampled_chunk(k: usize, policy: &Policy) -> usize {
     policy
-        .topk.sampled_min_chunk
+        .topk
+        .sampled_min_chunk
         .max(T::SAMPLED_MIN_LEN)
         .max(8 * k)
 }
@@ -66,7 +67,8 @@ fn samples(row_len: usize, k: usize, key_bytes: usize, policy: &Policy) -> bool 
 /// `topk.radix_blocks_per_sm` on each of `multiprocessors`.
 pub(crate) fn radix_blocks(policy: &Policy, multiprocessors: usize) -> usize {
     policy
-        .topk.radix_blocks_per_sm
+        .topk
+        .radix_blocks_per_sm
         .saturating_mul(multiprocessors.max(1))
 }
 
@@ -183,7 +185,10 @@ pub(crate) fn radix_passes(
         };
         let pass = if passes.is_empty() && sampled {
             let chunks = wanted.min(len / sampled_chunk(k, policy)).max(1);
-            let chunk_len = len.div_ceil(chunks).next_multiple_of(T::CHUNK_ALIGN).min(len);
+            let chunk_len = len
+                .div_ceil(chunks)
+                .next_multiple_of(T::CHUNK_ALIGN)
+                .min(len);
             RadixPass {
                 row_len: len,
                 chunks: len.div_ceil(chunk_len),

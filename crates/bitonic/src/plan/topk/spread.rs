@@ -46,12 +46,7 @@ pub(crate) fn spread_plan(
     let blocks = radix_blocks(policy, multiprocessors);
     let long = row_len >= policy.topk.spread_min_len.max(2 * T::SPREAD_SAMPLES);
     let enough_rows = k >= policy.topk.sampled_min_k || rows >= policy.topk.spread_min_rows;
-    if key_bytes > 4
-        || k > T::SAMPLED_MOST_K
-        || !long
-        || !enough_rows
-        || 2 * rows > blocks
-    {
+    if key_bytes > 4 || k > T::SAMPLED_MOST_K || !long || !enough_rows || 2 * rows > blocks {
         return None;
     }
     // The rank of `sample_blocks` blocks' samples and the candidates it leaves, where they fit.

@@ -39,7 +39,10 @@ fn plans_reduce_to_one_chunk_a_row() {
                         assert!(p.chunks == 1 || p.chunk_len % T::CHUNK_ALIGN == 0, "{what}");
                         assert!(p.slots.is_power_of_two(), "{what}");
                         let capacity = p.slots - k;
-                        assert!(capacity >= p.chunk_len.min(2 * filter_tile(element)), "{what}");
+                        assert!(
+                            capacity >= p.chunk_len.min(2 * filter_tile(element)),
+                            "{what}"
+                        );
                         assert!(p.slots * composite_bytes <= 64 * 1024, "{what}: {p:?}");
                         if let Some(next) = passes.get(i + 1) {
                             assert_eq!(next.row_len, p.chunks * k, "{what}");
@@ -55,13 +58,21 @@ fn plans_reduce_to_one_chunk_a_row() {
 /// A policy with `topk_radix_per_thread` = `per_thread` and `topk_radix_stream_chunks` =
 /// `stream_chunks` (1: no segments), and no sampled select.
 fn radix_policy(per_thread: usize, stream_chunks: usize) -> Policy {
-    with_topk(&Policy::HOPPER, |t| { t.radix_per_thread = per_thread; t.radix_stream_chunks = stream_chunks; t.sampled_max_k = 0; })
+    with_topk(&Policy::HOPPER, |t| {
+        t.radix_per_thread = per_thread;
+        t.radix_stream_chunks = stream_chunks;
+        t.sampled_max_k = 0;
+    })
 }
 
 /// A policy that streams every k it can (the GPU tests'): no row cut for the grid's sake,
 /// segments of up to `stream_chunks` chunks.
 fn unspread(stream_chunks: usize) -> Policy {
-    with_topk(&radix_policy(32, stream_chunks), |t| { t.radix_blocks_per_sm = 0; t.radix_stream_min_k = 1; t.radix_stream_max_k = 1024; })
+    with_topk(&radix_policy(32, stream_chunks), |t| {
+        t.radix_blocks_per_sm = 0;
+        t.radix_stream_min_k = 1;
+        t.radix_stream_max_k = 1024;
+    })
 }
 
 /// Every radix pass fits a block's registers (a segment: whole blocks of registers, at
@@ -69,7 +80,7 @@ fn unspread(stream_chunks: usize) -> Policy {
 /// chunk of the one before and shrinks the row, and the last has one chunk.
 #[test]
 fn radix_plans_reduce_to_one_chunk_a_row() {
-        let most = T::THREADS as usize * T::RADIX_PER_THREAD[2];
+    let most = T::THREADS as usize * T::RADIX_PER_THREAD[2];
     assert_eq!(most, T::RADIX_CHUNK);
     let ks = [1, 2, 7, 50, 64, 256, 1000, 1024, 2048];
     let lens = [
@@ -91,7 +102,9 @@ fn radix_plans_reduce_to_one_chunk_a_row() {
         radix_policy(32, 5),
         unspread(64),
         Policy::HOPPER,
-        with_topk(&Policy::HOPPER, |t| { t.radix_blocks_per_sm = 0; }),
+        with_topk(&Policy::HOPPER, |t| {
+            t.radix_blocks_per_sm = 0;
+        }),
     ];
     for policy in &policies {
         for (rows, key_bytes) in [1, 3, 64, 100_000]
@@ -113,8 +126,7 @@ fn radix_plans_reduce_to_one_chunk_a_row() {
                         assert!((p.chunks - 1) * p.chunk_len < p.row_len, "{what}");
                         let sorted_runs =
                             merges(key_bytes, k) || passes[0].kind == RadixKind::Sampled;
-                        let merge =
-                            i == 1 && sorted_runs && passes[0].chunks <= T::MERGE_RUNS_MOST;
+                        let merge = i == 1 && sorted_runs && passes[0].chunks <= T::MERGE_RUNS_MOST;
                         assert_eq!(p.kind == RadixKind::Merge, merge, "{what}");
                         match p.kind {
                             RadixKind::Merge => {
@@ -200,8 +212,7 @@ fn radix_plans_reduce_to_one_chunk_a_row() {
         radix_plan(rows, row_len, k, key_bytes, 132, policy)
             .iter()
             .map(|p| {
-                let (stream, merge) =
-                    (p.kind == RadixKind::Segments, p.kind == RadixKind::Merge);
+                let (stream, merge) = (p.kind == RadixKind::Segments, p.kind == RadixKind::Merge);
                 (p.chunks, p.chunk_len, stream, merge)
             })
             .collect()
@@ -353,7 +364,10 @@ fn sampled_plans() {
     for k in [1, 100] {
         assert_eq!(kinds(1, 1 << 28, k, 2, hopper)[0], (Sampled, 1056, 254_208));
     }
-    let short = &with_topk(&Policy::HOPPER, |t| { t.sampled_min_k = 1; t.sampled_min_chunk = 0; });
+    let short = &with_topk(&Policy::HOPPER, |t| {
+        t.sampled_min_k = 1;
+        t.sampled_min_chunk = 0;
+    });
     assert_eq!(kinds(1, 1 << 24, 8, 2, short)[0], (Sampled, 1056, 15_888));
     let logits = kinds(64, 128_256, 1024, 4, short);
     assert_eq!(logits[0], (Sampled, 15, 8560));
@@ -369,8 +383,7 @@ fn sampled_plans() {
 #[test]
 fn spread_plans() {
     let hopper = &Policy::HOPPER;
-    let plan =
-        |rows, row_len, k, key_bytes| spread_plan(rows, row_len, k, key_bytes, 132, hopper);
+    let plan = |rows, row_len, k, key_bytes| spread_plan(rows, row_len, k, key_bytes, 132, hopper);
     let chunks = |rows, row_len, k| plan(rows, row_len, k, 4).map(|p| (p.chunks, p.chunk_len));
     for k in [1, 8, 50, 256, 1024] {
         for key_bytes in [2, 4] {
@@ -429,7 +442,9 @@ fn spread_plans() {
     ] {
         assert_eq!(blocks(1, row_len, k), want, "1 x {row_len}, k {k}");
     }
-    let every_k = &with_topk(&Policy::HOPPER, |t| { t.spread_min_rows = 1; });
+    let every_k = &with_topk(&Policy::HOPPER, |t| {
+        t.spread_min_rows = 1;
+    });
     for (rows, row_len) in [(1, 65_536), (2, 65_537), (3, 9 * 8192 - 1), (4, 128_256)] {
         for k in [1, 2, 8, 50, 129, 256, 1000, 1024] {
             let plan = spread_plan(rows, row_len, k, 4, 132, every_k);
@@ -454,10 +469,14 @@ fn spread_plans() {
     assert_eq!(sampled(1, 1 << 21, 257).map(|p| p.0), Some(32));
     assert_eq!(sampled(1, 1 << 22, 1).map(|p| p.0), Some(256));
     assert_eq!(sampled(1, 65_535, 1), None);
-    let off = with_topk(&Policy::HOPPER, |t| { t.spread_min_len = usize::MAX; });
+    let off = with_topk(&Policy::HOPPER, |t| {
+        t.spread_min_len = usize::MAX;
+    });
     assert_eq!(spread_plan(64, 128_256, 50, 4, 132, &off), None);
     // Rows the dispatch gives the filter take it too (tests/topk.rs `gpu_spread_select`).
-    let filtered = with_topk(&Policy::HOPPER, |t| { t.filter_above = 1 << 20; });
+    let filtered = with_topk(&Policy::HOPPER, |t| {
+        t.filter_above = 1 << 20;
+    });
     for (k, key_bytes) in [(256, 2), (256, 4), (1024, 2), (1024, 4)] {
         let plan = spread_plan(1, (1 << 21) + 5, k, key_bytes, 132, &filtered);
         assert_eq!(
