@@ -5,7 +5,7 @@
 # run, the 7-digit commit measured, h100, h200, h200x2, cpu, ...) with an about.md whose first
 # line says what was measured and by which script; python3 bench/results-index.py then
 # rewrites docs/results/README.md.
-bin=.gpu/bin/bitonic
+bin=${BIN:-.gpu/bin/bitonic}
 [ -x "$bin" ] || bin=target/release/bitonic
 commit=$("$bin" --version | sed -n 's/.*(commit \(.*\))$/\1/p')
 date=$(date -u +%F)

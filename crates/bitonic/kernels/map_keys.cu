@@ -13,7 +13,7 @@ template <typename K> __device__ void map_keys(K *keys, u32 n, u32 map, u32 inve
 #define MAP_PARAMS(K) (K * keys, u32 n, u32 map, u32 inverse)
 EXPORT_FOR_BOTH_WIDTHS(map_keys, MAP_PARAMS, (keys, n, map, inverse))
 
-// 16-bit keys (f16, bf16) and the u32 words the GPU sorts in their place (src/cuda/words.rs):
+// 16-bit keys (f16, bf16) and the u32 words the GPU sorts in their place (src/cuda/run.rs, src/cuda/keymap.rs):
 // the float map `map` over their 16 bits (its kind and numeric flags; the order, descending, is
 // left to the sort of the words), zero-extended, and back.
 typedef unsigned short u16;

@@ -1,7 +1,7 @@
-// Merging sorted runs (src/cuda/merge.rs, src/cuda/kv.rs): two runs of any lengths (the multi-GPU sort's
-// merges), or every pair of neighbouring runs of one array at once (a level of a merge sort
-// whose runs a tile sort made: the tuned version past 2^22 keys, and the key-value sorts and
-// argsorts of one long row).
+// Merging sorted runs (planned in src/plan/merge.rs, run by src/cuda/merge.rs and kv.rs): two
+// runs of any lengths (the multi-GPU sort's merges), or every pair of neighbouring runs of one
+// array at once (a level of a merge sort whose runs a tile sort made: the tuned version past
+// MergePolicy::above keys, and the key-value sorts and argsorts of one long row).
 //
 // One block merges one tile of T outputs, reading its words once and writing them once, so a
 // merge is one pass over the runs whatever their lengths. For a tile's first output o0 and end
@@ -28,7 +28,7 @@
 #include "merge/multiway.cuh"
 #include "merge/place.cuh"
 
-// One compile a part (src/cuda/kernels.rs defines KERNEL_PART_*), so that a sort compiles
+// One compile a part (src/kernels/mod.rs defines KERNEL_PART_*), so that a sort compiles
 // only the kernels it runs: the merges of words alone, or the key-value kernels of one key
 // and value width.
 #if defined(KERNEL_PART_WORDS)
@@ -115,5 +115,5 @@ EXPORT_KV(u64, u64, KERNEL_TILE_BITS_64)
 EXPORT_KV_MULTIWAY(u64, u64)
 EXPORT_KV_CO_RANKS(u64)
 #elif !defined(KERNEL_PART_WORDS)
-#error "compile one part: KERNEL_PART_WORDS or _KV_<key>_<value> (src/cuda/kernels.rs)"
+#error "compile one part: KERNEL_PART_WORDS or _KV_<key>_<value> (src/kernels/mod.rs)"
 #endif

@@ -3,7 +3,9 @@
 // stable. A 32-bit key and its index pack into one u64 word (key in the high half), so they
 // sort with the u64 passes; a 64-bit key goes with its index into a 16-byte KeyIndex.
 //
-// `row_len` splits the keys into rows; an index counts from the start of its row.
+// `row_len` splits the keys into rows; an index counts from the start of its row. The unpack
+// kernels write the indices as u32, or as u64 where their map has MAP_INDEX64 (store_index);
+// gather reads u32 indices.
 #include "common.cuh"
 
 #define GRID_STRIDE_LOOP(i, n) \
@@ -17,7 +19,7 @@ extern "C" __global__ void unpack_u32(const u64 *pairs, u32 *keys, u32 *indices,
     GRID_STRIDE_LOOP(i, n) {
         u64 pair = pairs[i];
         keys[i] = from_sortable(u32(pair >> 32), map);
-        indices[i] = u32(pair);
+        store_index(indices, i, u32(pair), map);
     }
 }
 
@@ -35,7 +37,7 @@ extern "C" __global__ void unpack_u64(const KeyIndex *pairs, u64 *keys, u32 *ind
     GRID_STRIDE_LOOP(i, n) {
         KeyIndex pair = pairs[i];
         keys[i] = from_sortable(pair.key, map);
-        indices[i] = pair.index;
+        store_index(indices, i, pair.index, map);
     }
 }
 

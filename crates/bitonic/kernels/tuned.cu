@@ -1,6 +1,6 @@
 // The tuned sort: every launch is one *pass* that reads a tile of 2^tile_bits keys into shared
 // memory, runs as many network steps on it as the tile's index bits allow, and writes it back.
-// docs/notes/tuned.md explains the design and its measurements; src/cuda/passes.rs builds the
+// docs/notes/tuned.md explains the design and its measurements; src/plan/passes.rs plans the
 // list of passes. Four shapes of pass, all this one kernel:
 //
 //  * tile sort: a contiguous tile (tile bit i = global bit i) runs whole stages 0 .. b_last;
@@ -10,7 +10,7 @@
 //    steps of one stage whose bits lie in lo .. hi_first;
 //  * window: a strided pass that runs the last steps of stage b (bits hi_first .. 0, all in
 //    its rows) and then the first steps of stage b+1 (bits b+1 .. stop, all in its row bits),
-//    so that no pass is spent on a few leftover bits of a stage (src/cuda/passes.rs);
+//    so that no pass is spent on a few leftover bits of a stage (src/plan/passes.rs);
 //  * tile merge: a contiguous tile runs the last steps (bits tile_bits-1 .. 0) of one stage.
 //
 // A strided pass in which a stage starts starts it with its *flip* step (i meets i ^
@@ -56,7 +56,7 @@
         if (tile_bits != TILE_BITS) __trap();                                                    \
         tuned_pass<T>(src, keys, layout, col_bits, lo, b_first, b_last, hi_first, stop, map);    \
     }
-// One compile a word type (src/cuda/kernels.rs defines KERNEL_PART_*) and tile size
+// One compile a word type (src/kernels/mod.rs defines KERNEL_PART_*) and tile size
 // (KERNEL_TUNED_TILE_BITS), so that a sort compiles only the kernel it runs.
 #if defined(KERNEL_PART_U32)
 TUNED_PASS(WideU32, u32, KERNEL_TUNED_THREADS)
@@ -67,5 +67,5 @@ TUNED_PASS(WideU64, u64, KERNEL_TUNED_THREADS)
 #elif defined(KERNEL_PART_KV64)
 TUNED_PASS(PairTuning, kv64, KERNEL_TUNED_THREADS_PAIRS)
 #else
-#error "compile one part: KERNEL_PART_U32, _U32_NARROW, _U64 or _KV64 (src/cuda/kernels.rs)"
+#error "compile one part: KERNEL_PART_U32, _U32_NARROW, _U64 or _KV64 (src/kernels/mod.rs)"
 #endif

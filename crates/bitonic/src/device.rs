@@ -42,7 +42,7 @@ impl DeviceInfo {
     }
 
     /// An H100 (80 GB HBM3) as its probe reads it: for plans made without a GPU (the plan's
-    /// tests, `bitonic plan`).
+    /// tests, and anyone asking what would run on an H100).
     pub fn h100() -> DeviceInfo {
         DeviceInfo {
             ordinal: 0,

@@ -19,7 +19,7 @@
 //! in place as their words. A 16-bit key is narrower than its `u32` word: the CPU sorts a copy
 //! of the keys' ordered words and maps them back; the GPU widens the keys into a scratch buffer
 //! of their ordered words (kernels/map_keys.cu), sorts those as `u32` keys
-//! ([`SortKey::Wide`]) and narrows them back (src/cuda/words.rs), except in the top-k
+//! ([`SortKey::Wide`]) and narrows them back (src/cuda/run.rs, src/cuda/keymap.rs), except in the top-k
 //! selections by composites, which read 16-bit keys as they are. Logits come as `f16` and
 //! `bf16`; top-k, argsorts and key-value sorts take them as they do any key.
 //!
@@ -33,7 +33,8 @@
 //! every key back bit for bit (`-0.0` next to `+0.0`, which an unstable sort may do). The sorts
 //! that keep positions (argsorts, key-value sorts, top-k) must also tie keys equal by value, so
 //! they map the [`SortKey::canonical`] key (`-0.0` as `+0.0`, every NaN as the positive quiet
-//! NaN); the keys they write are those canonical ones, their positions exact.
+//! NaN); on the GPU the keys they write are those canonical ones (the CPU moves the keys
+//! themselves), their positions exact on both.
 
 use crate::options::{display_and_parse_by_name, FloatOrder, Order, UnknownName};
 

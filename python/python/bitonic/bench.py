@@ -1,13 +1,13 @@
 """``python -m bitonic.bench``: bitonic's sort, argsort and top-k beside torch's, in one process,
 on CUDA tensors, and what the binding costs a call.
 
-Each case times one call with CUDA events on the caller's stream (bitonic's work is joined
-back to it, so the end event waits for it), after warm-up calls, on fresh random data each
-repeat (made before the start event), and reports the median. The binding's overhead is host
-time: a tiny input sorted many times in batches, the Python call (``bitonic.sort``: the
-dim/contiguity checks, the output tensors, DLPack, the stream fork and join) against the bare
-native call on ready capsules (the Rust side: the checks and the kernel launches), and
-``torch.sort`` of the same input for scale.
+Each case times one call with CUDA events on the caller's stream (bitonic queues its work
+there, so the end event waits for it), after warm-up calls, on fresh random data each repeat
+(made before the start event), and reports the median. The binding's overhead is host time: a
+tiny input sorted many times in batches, the Python call (``bitonic.sort``: the dim/contiguity
+checks, the output tensors, DLPack) against the bare native call on ready capsules (the Rust
+side: the checks, the plan and the kernel launches), and ``torch.sort`` of the same input for
+scale.
 
     python -m bitonic.bench [--csv FILE] [--repeats N] [--quick]
 """
@@ -98,11 +98,11 @@ def main(argv=None):
 
     # The binding's overhead: host time a call on a tiny input.
     x = torch.rand(1, 256, device="cuda")
-    keys, idx = x.clone(), torch.empty(x.shape, dtype=torch.int32, device="cuda")
+    keys, idx = x.clone(), torch.empty(x.shape, dtype=torch.int64, device="cuda")
     s = torch.cuda.current_stream().cuda_stream or 1
     ck, ci = keys.__dlpack__(stream=s), idx.__dlpack__(stream=s)
     out = torch.empty(1, 8, device="cuda")
-    oi = torch.empty(1, 8, dtype=torch.int32, device="cuda")
+    oi = torch.empty(1, 8, dtype=torch.int64, device="cuda")
     co, coi = out.__dlpack__(stream=s), oi.__dlpack__(stream=s)
     over = [
         ("sort", lambda: bitonic.sort(x), lambda: _native.cuda_sort(ck, ci, 256, False, s),

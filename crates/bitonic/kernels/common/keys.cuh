@@ -1,12 +1,19 @@
 // The order-preserving key maps of src/key.rs: key bits to the unsigned word the networks
 // sort ascending, and back. The flags come from the host as -D defines.
+//
+// A map argument may also carry a flag that is no part of the key map, which to_sortable and
+// from_sortable ignore (they read MAP_KIND_MASK and single flags): MAP_INDEX64 tells a kernel
+// that writes indices (the top-k kernels, pairs.cu's unpack_*) to write each as a u64 instead
+// of a u32 (store_index); its `indices` parameter keeps its type, u32 *, and then points to
+// u64s. Other kernels are not given it.
 #pragma once
 
 #include "common/types.cuh"
 
 // Flags of a key-map argument: src/key.rs's MapKind in the low bits, then options.
 #if !defined(KERNEL_MAP_SIGNED) || !defined(KERNEL_MAP_FLOAT) || !defined(KERNEL_MAP_DESCENDING) || \
-    !defined(KERNEL_MAP_NUMERIC) || !defined(KERNEL_MAP_TIED) || !defined(KERNEL_MAP_BFLOAT16)
+    !defined(KERNEL_MAP_NUMERIC) || !defined(KERNEL_MAP_TIED) || !defined(KERNEL_MAP_BFLOAT16) || \
+    !defined(KERNEL_MAP_INDEX64)
 #error "the host passes the key-map flags (src/kernels/abi.rs)"
 #endif
 #define MAP_KIND_MASK 3u
@@ -16,6 +23,14 @@
 #define MAP_NUMERIC KERNEL_MAP_NUMERIC
 #define MAP_TIED KERNEL_MAP_TIED
 #define MAP_BFLOAT16 KERNEL_MAP_BFLOAT16
+#define MAP_INDEX64 KERNEL_MAP_INDEX64
+
+// Writes `index` as element i of `indices`: a u64 where the map has MAP_INDEX64 (`indices` then
+// points to u64s), else a u32.
+__device__ __forceinline__ void store_index(u32 *indices, u64 i, u32 index, u32 map) {
+    if (map & MAP_INDEX64) reinterpret_cast<u64 *>(indices)[i] = index;
+    else indices[i] = index;
+}
 
 // The infinity of a float of K's width (16-bit floats are f16 unless MAP_BFLOAT16).
 template <typename K> __device__ __forceinline__ K float_infinity(u32 map) {

@@ -19,7 +19,7 @@
 //   next pair) — and stores the tile, coalesced. Its key-value form tags each key with its
 //   tile index and moves the values by the tags (multiway_merge_level_kv).
 // Ties go to the lower run, then the lower position: the merge is stable, as a two-way level.
-// src/cuda/merge.rs's tests model the launches on the CPU.
+// src/plan/merge/tests.rs models the launches on the CPU.
 #pragma once
 
 #include "common/types.cuh"
@@ -47,7 +47,7 @@ __device__ __forceinline__ u64 run_length(RunGroup g, u64 run_len, u32 j) {
 }
 
 // Positions inside a group are 32-bit: the host merges multiway only groups of fewer than 2^32
-// words (src/cuda/merge.rs, level_ways), and 32-bit shuffles, sums and probes cost half the
+// words (src/plan/merge.rs, level_ways_of), and 32-bit shuffles, sums and probes cost half the
 // instructions of 64-bit ones on the searches' critical path.
 __device__ __forceinline__ u32 warp_max(u32 x) {
 #pragma unroll
@@ -146,7 +146,7 @@ __device__ __forceinline__ u32 k_way_split(const W *runs, u64 stride, u32 len, u
 // Warps of a multiway_co_ranks block (the host launches blocks of as many: MergePolicy).
 #define CO_RANKS_WARPS u32(KERNEL_CO_RANKS_WARPS)
 
-// How a multiway level cuts each group of runs into tiles (src/cuda/merge.rs, MultiwayTiling):
+// How a multiway level cuts each group of runs into tiles (src/plan/merge.rs and src/kernels/abi.rs, MultiwayTiling):
 // every 2^sample_bits-th word of each run is a sample (multiway_samples gathers them), and a
 // tile boundary falls at a sample — the first one past tile_samples t samples of the group in
 // their stable merge, for the group's tile t — so that a boundary costs a search over the
@@ -326,8 +326,8 @@ __device__ __forceinline__ void merge_round(const W *from, W *to, const u32 *seg
 // One tile of a multiway level, given the splits of multiway_co_ranks: words W in the rounds,
 // load(i, at) giving tile index i from word `at` of the level's input, and store(o, w) taking
 // output o of the level with its word w. Dynamic shared memory: two padded tiles of W
-// and a slack word after each, which the rounds merge between (src/cuda/merge.rs's
-// multiway_shared_bytes); a key-value level keeps its values after them.
+// and a slack word after each, which the rounds merge between (src/plan/merge.rs's
+// multiway_tiles_bytes); a key-value level keeps its values after them.
 template <typename W, typename Load, typename Store>
 __device__ __forceinline__ void multiway_merge_tile(u64 n, u64 run_len, u32 ways, MultiwayTiling tiling,
                                                     const u64 *ranks, Load load, Store store) {

@@ -101,7 +101,7 @@ template <typename K, u32 BITS> __device__ __forceinline__ u32 rank_in_tree(cons
 // Dynamic shared memory: one region that the search tree, then the values (and in
 // place_equal_values the network's padded words) use in turn, the larger of T keys, T values and
 // the padded tile of T u32 words; after it each key's place, a u16 (place_shared_bytes in
-// src/cuda/merge.rs). The places wait in
+// src/plan/merge.rs). The places wait in
 // shared memory, not in registers, so that two blocks of T / 16 threads fit an SM and one
 // block's searches overlap the other's loads.
 

@@ -13,14 +13,14 @@ template <typename Key, u32 E_BITS_, u32 SWIZZLE_BITS_, u32 THREAD_BITS_ = 10> s
     static const u32 E_BITS = E_BITS_, SWIZZLE_BITS = SWIZZLE_BITS_;
     static const u32 MAX_TILE_BITS = E_BITS_ + THREAD_BITS_;
 };
-// Keys a thread, as log2 (E_BITS), come from the host (src/cuda/passes.rs), which sizes the
-// blocks by them.
+// Keys a thread, as log2 (E_BITS), come from the host (src/policy/sort.rs; src/plan/passes.rs sizes the
+// blocks by them).
 #if !defined(KERNEL_E_BITS_U32) || !defined(KERNEL_E_BITS_U32_NARROW) || !defined(KERNEL_E_BITS_U64) || \
     !defined(KERNEL_E_BITS_PAIRS)
-#error "the host passes the tuned kernels' KERNEL_E_BITS_* (src/cuda/passes.rs)"
+#error "the host passes the tuned kernels' KERNEL_E_BITS_* (src/policy/sort.rs)"
 #endif
 #if !defined(KERNEL_TUNED_THREADS) || !defined(KERNEL_TUNED_THREADS_PAIRS)
-#error "the host passes the tuned kernels' most threads, KERNEL_TUNED_THREADS(_PAIRS) (src/cuda/passes.rs)"
+#error "the host passes the tuned kernels' most threads, KERNEL_TUNED_THREADS(_PAIRS) (src/policy/sort.rs)"
 #endif
 // u32: 32 keys a thread, 1024 threads -> up to 2^15 keys (128 KiB) per tile.
 typedef Tuning<u32, KERNEL_E_BITS_U32, 5> WideU32;
@@ -41,10 +41,10 @@ typedef Tuning<u64, KERNEL_E_BITS_U64, 4> WideU64;
 typedef Tuning<KeyIndex, KERNEL_E_BITS_PAIRS, 3, 8> PairTuning;
 
 // log2 of the keys of one block's tile. A module is compiled for one tile size
-// (src/cuda/kernels.rs): it then holds only the register groups that tile has, which takes
+// (src/kernels/mod.rs): it then holds only the register groups that tile has, which takes
 // NVRTC a third of the time of every size at once (a first use waits for it).
 #if !defined(KERNEL_TUNED_TILE_BITS)
-#error "the host compiles the tuned kernels for one tile size, KERNEL_TUNED_TILE_BITS (src/cuda/kernels.rs)"
+#error "the host compiles the tuned kernels for one tile size, KERNEL_TUNED_TILE_BITS (src/kernels/mod.rs)"
 #endif
 constexpr u32 TILE_BITS = KERNEL_TUNED_TILE_BITS;
 

@@ -1,5 +1,5 @@
 //! CUDA graphs of a call's kernel launches, built with the driver's graph calls (cudarc has
-//! no kernel-node graphs): the tuned sort's multi-pass plans and the top-k's spread select.
+//! no kernel-node graphs): the tuned sort's multi-pass plans and the top-k's multi-pass selections.
 //!
 //! Enqueuing a kernel costs the host more time than a pass of a medium sort takes on the GPU,
 //! so the GPU would wait for the host; one graph of all the launches is enqueued in about the

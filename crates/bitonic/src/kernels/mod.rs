@@ -86,7 +86,8 @@ macro_rules! tuned_modules {
     };
 }
 
-/// The key maps of the seed versions (keys to sortable words and back).
+/// The key maps: keys to sortable words and back (the seed versions), and 16-bit keys widened
+/// to their u32 words and narrowed back.
 pub static MAP_KEYS: KernelModule = kernel_module!("map_keys.cu");
 /// The report's V0: one launch a network step.
 pub static V0: KernelModule = kernel_module!("v0_naive.cu");
@@ -103,7 +104,7 @@ pub static V5: KernelModule = kernel_module!("v5_conflict_free.cu");
 /// The tuned network's pass on u32 words, 32 a thread (tiles of 2^10 to 2^15 keys).
 pub static TUNED_U32: [KernelModule; 6] = tuned_modules!("u32", 10, 11, 12, 13, 14, 15);
 /// The tuned pass on u32 words, 16 a thread (2^9 to 2^14): small inputs
-/// ([`crate::Policy::narrow_small_u32`]).
+/// ([`crate::policy::SortPolicy::narrow_small_u32`]).
 pub static TUNED_U32_NARROW: [KernelModule; 6] =
     tuned_modules!("u32_narrow", 9, 10, 11, 12, 13, 14);
 /// The tuned pass on u64 words, 16 a thread (2^9 to 2^14).
@@ -130,17 +131,17 @@ pub static TOPK_U16: KernelModule = kernel_module!("topk.cu", "u16");
 pub static TOPK_U32: KernelModule = kernel_module!("topk.cu", "u32");
 /// Top-k selection of 64-bit keys (16-byte composites).
 pub static TOPK_U64: KernelModule = kernel_module!("topk.cu", "u64");
-/// The top-k warp sort of rows of up to 1,024 16-bit keys (src/cuda/topk.rs `warp_sort`).
+/// The top-k warp sort of rows of up to 1,024 16-bit keys (src/plan/topk/mod.rs).
 pub static TOPK_WARP_U16: KernelModule = kernel_module!("topk.cu", "u16_warp");
 /// The same, 32-bit keys.
 pub static TOPK_WARP_U32: KernelModule = kernel_module!("topk.cu", "u32_warp");
-/// The top-k sampled select of 16-bit keys (src/cuda/topk.rs `radix_plan`, its first pass) and
-/// the spread select (`spread_plan`).
+/// The top-k sampled select of 16-bit keys (src/plan/topk/radix.rs, its first pass) and
+/// the spread select (src/plan/topk/spread.rs).
 pub static TOPK_SAMPLED_U16: KernelModule = kernel_module!("topk.cu", "u16_sampled");
 /// The same, 32-bit keys.
 pub static TOPK_SAMPLED_U32: KernelModule = kernel_module!("topk.cu", "u32_sampled");
 /// The top-k radix select of 16-bit keys at 4, 16 and 32 elements a thread
-/// (src/cuda/topk.rs `RADIX_PER_THREAD`), a module each: a selection compiles the ones its
+/// ([`crate::policy::TopkPolicy::RADIX_PER_THREAD`]), a module each: a selection compiles the ones its
 /// passes run.
 pub static TOPK_RADIX_U16: [KernelModule; 3] = [
     kernel_module!("topk.cu", "u16_r4"),
@@ -260,7 +261,7 @@ pub(crate) fn merge_kv(key_bytes: usize, value_bytes: usize) -> &'static KernelM
 }
 
 /// Every header, by the name the files include it by.
-pub static HEADERS: [(&str, &str); 18] = [
+pub static HEADERS: [(&str, &str); 29] = [
     ("common.cuh", embed!("common.cuh")),
     ("common/types.cuh", embed!("common/types.cuh")),
     ("common/keys.cuh", embed!("common/keys.cuh")),
@@ -279,6 +280,17 @@ pub static HEADERS: [(&str, &str); 18] = [
     ("merge/levels.cuh", embed!("merge/levels.cuh")),
     ("merge/multiway.cuh", embed!("merge/multiway.cuh")),
     ("merge/place.cuh", embed!("merge/place.cuh")),
+    ("topk/common.cuh", embed!("topk/common.cuh")),
+    ("topk/sorts.cuh", embed!("topk/sorts.cuh")),
+    ("topk/filter.cuh", embed!("topk/filter.cuh")),
+    ("topk/take.cuh", embed!("topk/take.cuh")),
+    ("topk/radix_rounds.cuh", embed!("topk/radix_rounds.cuh")),
+    ("topk/tournament.cuh", embed!("topk/tournament.cuh")),
+    ("topk/candidates.cuh", embed!("topk/candidates.cuh")),
+    ("topk/radix.cuh", embed!("topk/radix.cuh")),
+    ("topk/sampled.cuh", embed!("topk/sampled.cuh")),
+    ("topk/spread.cuh", embed!("topk/spread.cuh")),
+    ("topk/warp.cuh", embed!("topk/warp.cuh")),
 ];
 
 /// The names a source `#include "…"`s.

@@ -84,7 +84,7 @@ pub struct MergePlan {
 /// key-value levels, which merge keys tagged with their place and move each value by its tag.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct KeyValuePlan {
-    /// Bytes of a key word (4 or 8) and of a value (4 or 8).
+    /// Bytes of a key word (4 or 8).
     pub key_bytes: usize,
     /// Bytes of a value (4 or 8).
     pub value_bytes: usize,

@@ -5,8 +5,12 @@
 //! ([`DeviceFacts`]) and the [`Policy`] to a [`Plan`]: the backend and [`Strategy`], the
 //! kernel modules it needs, its launches and merge levels ([`Steps`]), and the scratch memory
 //! it takes ([`Workspace`]). The runners (src/cpu, src/cuda/run.rs) only carry a plan out, and
-//! a call reports the plan it ran. Compiling ahead of time (`Sorter::prepare`,
-//! `bitonic compile`) reads the modules from plans too.
+//! a call reports the plan it ran. Compiling ahead of time for a call (`Sorter::prepare`)
+//! reads the modules from its plan (`bitonic compile` compiles every module).
+//!
+//! Pure but for one question to the device: whether a cluster of blocks fits
+//! ([`DeviceFacts::clusters_fit`]), which a real GPU answers by loading the kernel (and so
+//! may compile it); [`DeviceInfo::h100`]'s facts answer from a table.
 //!
 //! When the device memory a plan needs cannot be had, the sorter asks for a plan within the
 //! memory there is ([`plan_within`]): the merge sort gives way to the network's passes, which

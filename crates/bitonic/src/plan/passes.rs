@@ -217,9 +217,9 @@ impl TileLimits {
 /// The policy's tile (64 KiB on the H100), shrunk to what the device's shared memory and the
 /// kernel's thread limit allow, and to what a small input needs. An input too small to give
 /// every SM a block is spread over smaller tiles: a row that fits one cluster of up to
-/// [`Policy::max_cluster_blocks`] tiles is sorted by that cluster; larger inputs keep clusters
+/// [`crate::policy::SortPolicy::max_cluster_blocks`] tiles is sorted by that cluster; larger inputs keep clusters
 /// off and get smaller tiles (more blocks, more passes) while fewer than half the SMs would
-/// get one. With [`Policy::wide_half_tiles`], 8-byte rows of half a tile get a tile each.
+/// get one. With [`crate::policy::SortPolicy::wide_half_tiles`], 8-byte rows of half a tile get a tile each.
 fn tuned_shape(
     policy: &Policy,
     limits: TileLimits,
@@ -271,7 +271,7 @@ fn tuned_shape(
 
 /// The tuned kernel and its shape for `layout` of words of `word_bytes` on `info`'s device. The
 /// wide kernels hold 32 u32 or 16 u64 keys (or key-index pairs) a thread. With
-/// [`Policy::narrow_small_u32`], a u32 input too small to fill full tiles (its tiles shrunk or
+/// [`crate::policy::SortPolicy::narrow_small_u32`], a u32 input too small to fill full tiles (its tiles shrunk or
 /// spread over a cluster) gets the narrow kernel instead, 16 keys a thread in twice the
 /// threads: its passes are latency-bound, and more warps hide more of the latency. With full
 /// tiles the passes are throughput-bound and the wide kernel's fewer instructions a key win.
