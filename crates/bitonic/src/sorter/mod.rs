@@ -108,8 +108,10 @@ impl<'g> Sorter<'g> {
     /// Queues GPU calls on `stream` (a stream of the GPU's context: one of the caller's, or one
     /// wrapped with [`cudarc::driver::CudaContext::wrap_borrowed_stream`]) instead of the
     /// GPU's own ([`Gpu::stream`]). Calls on device buffers then return without waiting for
-    /// the GPU, allocate their workspace on that stream (or take the caller's: the `*_in`
-    /// calls), and can be captured into a CUDA graph there.
+    /// the GPU, allocate their workspace on that stream (or take the caller's:
+    /// [`Sorter::workspace`]), and can be captured into a CUDA graph there (with a workspace,
+    /// so that the graph allocates nothing; compile the kernels before, with
+    /// [`Sorter::prepare`] or one call).
     pub fn stream<'h>(self, stream: &'h Arc<CudaStream>) -> Sorter<'h>
     where
         'g: 'h,
