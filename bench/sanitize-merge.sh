@@ -2,9 +2,9 @@
 # compute-sanitizer (memcheck and racecheck) over the multiway merge levels, on a GPU host:
 #   bash bench/sanitize-merge.sh [BIN]
 # `bitonic bench` sorts 2^17 random keys with the merge sort forced from one tile up
-# (merge_sort_above) and each number of ways, and checks the result sorted: eight runs of u32
-# (2^14) or 32 of u64 (2^12, each in a tile of its own: wide_merge_run_bits_above) make four-,
-# eight- and sixteen-way levels and two-way tails, odd and even numbers of levels (fold_ways=2
+# (merge.above) and each number of ways, and checks the result sorted: eight runs of u32
+# (2^14) or 32 of u64 (2^12, each in a tile of its own: merge.wide_run_bits_above) make four-,
+# eight- and sixteen-way levels and two-way tails, odd and even numbers of levels (merge.fold_ways=2
 # keeps the plans as they read; bench/sanitize-sorts.sh runs folded plans, at the policy's own).
 set -uo pipefail
 bin=${1:-.gpu/bin/bitonic}
@@ -16,9 +16,9 @@ for tool in memcheck racecheck; do
       log="$tmp/$tool-$dtype-$ways.log"
       compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin" bench --dtype "$dtype" --versions tuned \
         --no-cpu --no-end-to-end --min-exp 17 --max-exp 17 --repeats 1 -o "$tmp/out" \
-        --policy "merge_ways=$ways,wide_merge_ways=$ways,fold_ways=2,merge_sort_above=8192,wide_merge_sort_above=8192,wide_merge_run_bits_above=8192" > "$log" 2>&1
+        --policy "merge.ways=$ways,merge.wide_ways=$ways,merge.fold_ways=2,merge.above=8192,merge.wide_above=8192,merge.wide_run_bits_above=8192" > "$log" 2>&1
       rc=$?
-      echo "$tool $dtype merge_ways=$ways: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
+      echo "$tool $dtype merge.ways=$ways: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
       [ $rc -eq 0 ] || { status=1; tail -20 "$log"; }
     done
   done
@@ -29,9 +29,9 @@ for tool in memcheck racecheck; do
   for ways in 4 16; do
     log="$tmp/$tool-kv-$ways.log"
     compute-sanitizer --tool "$tool" --error-exitcode 9 "$bin" bench-rows --shapes 1x300001 --repeats 1 \
-      -o "$tmp/out" --policy "wide_merge_ways=$ways,fold_ways=2" > "$log" 2>&1
+      -o "$tmp/out" --policy "merge.wide_ways=$ways,merge.fold_ways=2" > "$log" 2>&1
     rc=$?
-    echo "$tool key-value wide_merge_ways=$ways: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
+    echo "$tool key-value merge.wide_ways=$ways: exit $rc, $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$log" | tail -1)"
     [ $rc -eq 0 ] || { status=1; tail -20 "$log"; }
   done
 done

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The README's results in one run on a GPU host, from the project root (after
+# ../shared/tools/gpu-bundle.sh and bench/pack-python.sh here):
+#   bash bench/readme-results.sh OUT
+# OUT/sort: the sort of one array, V0-V5, tuned, CUB, torch, cupy and the CPU at 2^20 .. 2^27
+# u32 keys (bench/run-gpu.sh); OUT/rows: row sorts beside CUB and torch (bench/run-rows.sh);
+# OUT/topk: top-k beside torch.topk (bench/run-topk.sh); OUT/python-bench.csv: the Python calls
+# beside torch (python -m bitonic.bench, the wheel of bench/pack-python.sh). Then, here:
+#   python3 bench/readme-tables.py docs/results/<date>-<commit>-<device>
+set -uo pipefail
+out=${1:?usage: bash bench/readme-results.sh OUT}
+mkdir -p "$out"
+status=0
+step() { # name, then the command; its output in OUT/NAME.log
+  local name=$1
+  shift
+  local t0=$SECONDS
+  "$@" > "$out/$name.log" 2>&1 || { echo "$name failed:"; tail -20 "$out/$name.log"; status=1; }
+  echo "$name: $((SECONDS - t0)) s"
+}
+step sort env MIN_EXP=20 MAX_EXP=27 REPEATS=10 BENCH_ARGS="--cpu-max-exp 24 --no-end-to-end" \
+  bash bench/run-gpu.sh "$out/sort"
+step rows env REPEATS=10 bash bench/run-rows.sh "$out/rows"
+step topk env REPEATS=10 KS=1,50,256,1024 DTYPES=f32,bf16 \
+  SHAPES="64x128256 256x151936 4096x32768 16384x1024 1x16777216" bash bench/run-topk.sh "$out/topk"
+if [ -d .gpu/wheel ]; then
+  site=/tmp/bitonic-site
+  [ -d "$site/bitonic" ] || python3 -m pip install --quiet --no-index --no-deps --target "$site" .gpu/wheel/*.whl
+  step python env PYTHONPATH="$site" python3 -m bitonic.bench --csv "$out/python-bench.csv"
+fi
+exit $status
