@@ -249,7 +249,8 @@ fn multiway_merge_levels_one_type<K: TestKey>(test: &str) {
 
 fn multiway_merge_levels_u32() {
     multiway_merge_levels_one_type::<u32>("multiway_merge_levels_u32");
-    // A policy's merge_ways the kernels have no form for is an error, and the keys stay.
+    // A policy's merge.ways the kernels have no form for is an invalid policy, and the keys
+    // stay.
     let policy = {
         let mut p = Policy::HOPPER.clone();
         p.merge.ways = 3;
@@ -264,7 +265,7 @@ fn multiway_merge_levels_u32() {
         .policy(policy);
     assert!(matches!(
         sorter.sort(&mut got),
-        Err(bitonic::Error::Unsupported(_))
+        Err(bitonic::Error::InvalidPolicy(_))
     ));
     assert_eq!(got, keys);
 }

@@ -196,11 +196,14 @@ mod tests {
             |p| p.topk.radix_stream_chunks = 0,
             "topk.radix_stream_chunks",
         );
-        refused(|p| p.topk.warp_filter_max_k = 513, "topk.warp_filter_max_k");
         refused(
             |p| p.topk.spread_sample_blocks = 3,
             "topk.spread_sample_blocks",
         );
         refused(|p| p.multi.samples_per_rank = 0, "multi.samples_per_rank");
+        // Any k may take the warp filter: past what it keeps, the warp sorts the row.
+        let mut every_k = Policy::HOPPER;
+        every_k.topk.warp_filter_max_k = usize::MAX;
+        every_k.validate().unwrap();
     }
 }

@@ -52,7 +52,8 @@ pub struct TopkPolicy {
     /// The same for 16-bit keys.
     pub warp_sort_min_k_16: usize,
     /// Rows of up to [`TopkPolicy::WARP_SORT_MOST`] 2- or 4-byte keys take the warp sort for k
-    /// up to this too, as the warp filter (which sorts only the keys past a threshold). 0 off.
+    /// up to this too, as the warp filter (which sorts only the keys past a threshold, at most
+    /// [`TopkPolicy::WARP_FILTER_MOST`], and the row where more reach it). 0 off; any k up.
     pub warp_filter_max_k: usize,
 }
 
@@ -187,13 +188,6 @@ impl TopkPolicy {
                 "topk.radix_stream_max_k is {}: at most {}",
                 self.radix_stream_max_k,
                 Self::RADIX_MAX_K
-            ));
-        }
-        if self.warp_filter_max_k > Self::WARP_FILTER_MOST {
-            return Err(format!(
-                "topk.warp_filter_max_k is {}: at most {}",
-                self.warp_filter_max_k,
-                Self::WARP_FILTER_MOST
             ));
         }
         let blocks = self.spread_sample_blocks;
