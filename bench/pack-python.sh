@@ -11,7 +11,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rm -rf .gpu/wheel && mkdir -p .gpu/wheel
-python3 -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir .gpu/wheel ./python
+if [ -n "${WHEEL:-}" ]; then
+  cp "$WHEEL" .gpu/wheel/ # a wheel built already, of this commit
+else
+  python3 -m pip wheel --quiet --disable-pip-version-check --no-deps --wheel-dir .gpu/wheel ./python
+fi
 cat > .gpu/run-python.sh <<'RUN'
 #!/usr/bin/env bash
 # Written by bench/pack-python.sh. Exit status: the tests' (the benchmark runs either way).
@@ -48,7 +52,10 @@ python3 -c 'import bitonic, json; print(json.dumps(bitonic.info()))' 2>&1 | tee 
   timeout 360 python3 -m pytest -q -rs -p no:cacheprovider python/tests
 } 2>&1 | tee "$OUT/python-gpu-tests.log"
 status=${PIPESTATUS[0]}
-timeout 180 python3 -m bitonic.bench --csv "$OUT/python-bench.csv" 2>&1 | tee "$OUT/python-bench.txt"
+# BENCH=0: the tests alone.
+if [ "${BENCH:-1}" = 1 ]; then
+  timeout 180 python3 -m bitonic.bench --csv "$OUT/python-bench.csv" 2>&1 | tee "$OUT/python-bench.txt"
+fi
 exit "$status"
 RUN
 echo "packed: .gpu/wheel/$(ls .gpu/wheel) and .gpu/run-python.sh ($(du -sh .gpu | cut -f1) in .gpu)"

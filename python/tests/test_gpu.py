@@ -101,11 +101,13 @@ def specials_in(torch, x, seed=0):
     g = torch.Generator(device="cuda").manual_seed(seed)
     flat = x.reshape(-1).clone()
     n = flat.numel()
-    nan = torch.tensor(float("nan"), dtype=x.dtype, device="cuda")
-    for value in (-0.0, 0.0, float("inf"), float("-inf")):
+    for value in (-0.0, 0.0, float("inf"), float("-inf"), float("nan")):
         flat[torch.randint(0, n, (max(n // 16, 1),), generator=g, device="cuda")] = value
-    flat[torch.randint(0, n, (max(n // 32, 1),), generator=g, device="cuda")] = nan
-    flat[torch.randint(0, n, (max(n // 32, 1),), generator=g, device="cuda")] = -nan
+    # NaNs with the sign bit, set in their words (arithmetic on the GPU makes positive ones).
+    words = int_view(torch, flat)
+    nan_word = int_view(torch, torch.tensor([float("nan")], dtype=x.dtype, device="cuda"))[0].item()
+    sign = 2 ** (8 * flat.element_size() - 1)
+    words[torch.randint(0, n, (max(n // 32, 1),), generator=g, device="cuda")] = nan_word - sign
     return flat.reshape(x.shape)
 
 

@@ -405,8 +405,7 @@ fn gpu_streamed_segments() {
         for k in [1, 50, 256, 1000] {
             let what = format!("steps {rows}x{row_len} k {k} {select:?}");
             let ran = check_selection(&sorter, &steps, row_len, k, select, &orders, &what);
-            // The spread select's plan: its threshold filter, on the device, takes over.
-            assert_eq!(ran.strategy, Strategy::TopkSpread, "{what}");
+            assert_eq!(ran.strategy, Strategy::TopkRadix, "{what}");
         }
     }
 }
@@ -458,8 +457,7 @@ fn gpu_sampled_select() {
             let what = format!("{} large keys in the sample, 2x{row_len} k {k}", k - 1);
             let orders = stable_orders(&keys, row_len, select);
             let ran = check_selection(&sorter, &keys, row_len, k, select, &orders, &what);
-            // The spread select's plan: its threshold filter, on the device, takes over.
-            assert_eq!(ran.strategy, Strategy::TopkSpread, "{what}");
+            assert_eq!(ran.strategy, Strategy::TopkRadix, "{what}");
             check_selection(&sorter, &halves, row_len, k, select, &orders, &what);
         }
     }
