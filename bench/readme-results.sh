@@ -2,7 +2,7 @@
 # The README's results in one run on a GPU host, from the project root (after
 # ../shared/tools/gpu-bundle.sh and bench/pack-python.sh here):
 #   bash bench/readme-results.sh OUT
-# OUT/sort: the sort of one array, V0-V5, tuned, CUB, torch, cupy and the CPU at 2^20 .. 2^27
+# OUT/sort: the sort of one array, V0-V5, tuned, CUB, torch, cupy and the CPU at 2^20 .. 2^26
 # u32 keys (bench/run-gpu.sh); OUT/rows: row sorts beside CUB and torch (bench/run-rows.sh);
 # OUT/topk: top-k beside torch.topk (bench/run-topk.sh); OUT/python-bench.csv: the Python calls
 # beside torch (python -m bitonic.bench, the wheel of bench/pack-python.sh). Then, here:
@@ -18,14 +18,14 @@ step() { # name, then the command; its output in OUT/NAME.log
   "$@" > "$out/$name.log" 2>&1 || { echo "$name failed:"; tail -20 "$out/$name.log"; status=1; }
   echo "$name: $((SECONDS - t0)) s"
 }
-step sort env MIN_EXP=20 MAX_EXP=27 REPEATS=10 BENCH_ARGS="--cpu-max-exp 24 --no-end-to-end" \
+step sort env MIN_EXP=20 MAX_EXP=26 REPEATS=7 BENCH_ARGS="--cpu-max-exp 24 --no-end-to-end" \
   bash bench/run-gpu.sh "$out/sort"
-step rows env REPEATS=10 bash bench/run-rows.sh "$out/rows"
-step topk env REPEATS=10 KS=1,50,256,1024 DTYPES=f32,bf16 \
+step rows env REPEATS=7 bash bench/run-rows.sh "$out/rows"
+step topk env REPEATS=7 KS=1,50,256,1024 DTYPES=f32,bf16 \
   SHAPES="64x128256 256x151936 4096x32768 16384x1024 1x16777216" bash bench/run-topk.sh "$out/topk"
 if [ -d .gpu/wheel ]; then
   site=/tmp/bitonic-site
   [ -d "$site/bitonic" ] || python3 -m pip install --quiet --no-index --no-deps --target "$site" .gpu/wheel/*.whl
-  step python env PYTHONPATH="$site" python3 -m bitonic.bench --csv "$out/python-bench.csv"
+  step python env PYTHONPATH="$site" python3 -m bitonic.bench --repeats 7 --csv "$out/python-bench.csv"
 fi
 exit $status
