@@ -102,7 +102,7 @@ def topk_table(run):
     ours = {key(r): float(r["median_ms"]) for r in rows if r["name"].startswith("bitonic")}
     torch = {key(r): float(r["median_ms"]) for r in theirs}
     ks = sorted({k[3] for k in ours})
-    shapes = sorted({k[:3] for k in ours}, key=lambda s: (s[1] * s[2], s[0]))
+    shapes = sorted({k[:3] for k in ours}, key=lambda s: (s[1] * s[2], s[1], s[0]))
     out = ["| rows × length | dtype | " + " | ".join(f"k = {k:,}" for k in ks) + " |",
            "|---|---|" + "---:|" * len(ks)]
     for dtype, r, n in shapes:
