@@ -1,5 +1,5 @@
 //! Sorting keys sharded over several ranks (GPUs): the exchange schedules and the merge logic,
-//! written above a [`Transport`] so that the same code runs over simulated ranks (threads, in
+//! written above a `Transport` (feature `bench`) so that the same code runs over simulated ranks (threads, in
 //! the tests and on machines without GPUs); the GPUs run the same schedule and splitter rules
 //! over NCCL (src/cuda/multi/).
 //!

@@ -12,7 +12,7 @@ use crate::key::Bits;
 use crate::key::{key_from_ordered_bits, ordered_bits, KeyOrder};
 use crate::{Order, SortKey};
 
-/// Moves bytes between ranks: [`ThreadTransport`] between simulated ranks. The GPUs
+/// Moves bytes between ranks: [`super::ThreadTransport`] between simulated ranks. The GPUs
 /// (src/cuda/multi/) run the same schedule, `merge_split_rounds`, and the same splitter
 /// rules from one host thread over NCCL, since NCCL wants all ranks' calls of a round in one
 /// group.
@@ -29,7 +29,7 @@ pub trait Transport: Sync {
 }
 
 /// Sorts the keys of all ranks into global order; each rank passes its shard and gets its
-/// part of the result back (sizes may change: see [`merge_split_share`] and the splitters).
+/// part of the result back (sizes may change: see [`super::merge_split_share`] and the splitters).
 /// `local_sort` sorts one rank's words ascending.
 pub fn sort_sharded<K: SortKey, T: Transport>(
     transport: &T,

@@ -20,7 +20,7 @@
 //! One host thread drives all GPUs: NCCL wants every rank's sends and receives of a round in one
 //! group when one thread owns several GPUs, and the kernels of all GPUs run concurrently since
 //! every launch is asynchronous. Several ranks may share a GPU (an input larger than one sort's
-//! [`MAX_LEN`] on one GPU is sorted as two ranks there); they swap shards with device copies.
+//! [`crate::plan::MAX_LEN`] on one GPU is sorted as two ranks there); they swap shards with device copies.
 //!
 //! Failures: every allocation of a round is made before any of its transfers is queued, and
 //! any error aborts the communicators (`ncclCommAbort`), so a failing GPU turns into this

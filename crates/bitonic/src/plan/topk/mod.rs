@@ -43,7 +43,7 @@ pub(crate) struct TopkArgs {
 }
 
 /// One launch of a top-k pass: kernel `kernel` of `module`, `blocks` blocks of
-/// [`TopkPolicy::THREADS`] with `shared` bytes of dynamic shared memory.
+/// [`crate::policy::TopkPolicy::THREADS`] with `shared` bytes of dynamic shared memory.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct TopkPass {
     pub(crate) module: &'static KernelModule,
