@@ -322,31 +322,103 @@ def test_torch_tensor_into_cupy_stream_mix(torch, cupy):
     assert torch.equal(v, torch.sort(x).values)
 
 
-@pytest.mark.parametrize("shape", [(8, 5000), (1, 1 << 20), (256, 32000)])
+def _every_op(x, values):
+    """Each of bitonic's calls on ``x`` (and ``values`` for sort_pairs): their tensors, flat."""
+    v, i = bitonic.sort(x)
+    kv, ki = bitonic.topk(x, min(50, x.shape[-1]))
+    pk, pv = bitonic.sort_pairs(x, values, descending=True)
+    return [
+        v,
+        i,
+        bitonic.argsort(x, descending=True),
+        bitonic.sort_values(x, descending=True),
+        kv,
+        ki,
+        pk,
+        pv,
+    ]
+
+
+@pytest.mark.parametrize("shape", [(1, 128256), (64, 128256), (4096, 4096), (1, 1 << 24)])
 def test_torch_cuda_graph_capture(torch, shape):
-    """Sorts and top-k captured into a CUDA graph on the capturing stream, then replayed on new
-    keys copied into the captured input: each replay gives torch's answers."""
+    """Every call captured into a CUDA graph on the capturing stream, then replayed on new
+    keys copied into the captured input: each replay bit-identical to the same calls run
+    uncaptured on those keys, and to torch's answers."""
     static = tdata(torch, "float32", shape, ties=True)
+    values = torch.arange(static.numel(), device="cuda", dtype=torch.int64).reshape(shape)
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):  # warm-up: the kernels compiled and loaded before capture
-        bitonic.sort(static)
-        bitonic.sort_values(static)
-        bitonic.topk(static, 50)
+        _every_op(static, values)
     torch.cuda.current_stream().wait_stream(s)
     torch.cuda.synchronize()
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        v, i = bitonic.sort(static)
-        only = bitonic.sort_values(static, descending=True)
-        kv, ki = bitonic.topk(static, 50)
+        captured = _every_op(static, values)
     for seed in (1, 2, 3):
         new = tdata(torch, "float32", shape, ties=seed % 2 == 1, seed=seed)
         static.copy_(new)
         graph.replay()
         torch.cuda.synchronize()
+        for got, want in zip(captured, _every_op(new, values)):
+            assert got.dtype == want.dtype and torch.equal(tbits(got), tbits(want))
         tv, ti = torch.sort(new, stable=True)
-        assert torch.equal(v, tv) and torch.equal(i, ti)
-        assert torch.equal(only, torch.sort(new, descending=True).values)
-        assert torch.equal(kv, torch.topk(new, 50).values)
-        assert torch.equal(ki, torch.sort(new, descending=True, stable=True).indices[..., :50])
+        assert torch.equal(captured[0], tv) and torch.equal(captured[1], ti)
+        k = captured[4].shape[-1]
+        assert torch.equal(captured[4], torch.topk(new, k).values)
+        assert torch.equal(captured[5], torch.sort(new, descending=True, stable=True).indices[..., :k])
+
+
+def tbits(t):
+    """A tensor's bits, so that equal means bit for bit (a NaN equals its own bits)."""
+    import torch
+
+    return t.view({1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}[t.element_size()])
+
+
+@pytest.mark.parametrize("device", ["cuda", "cpu"])
+def test_torch_compile_fullgraph(torch, device):
+    """Each call is a registered operator that torch.compile(fullgraph=True) traces (through
+    its fake implementation) and then runs: the same answers as the call itself."""
+    x = tdata(torch, "float32", (64, 1000), ties=True).to(device)
+    values = torch.arange(x.numel(), device=device).reshape(x.shape)
+    compiled = torch.compile(_every_op, fullgraph=True, backend="aot_eager")
+    for got, want in zip(compiled(x, values), _every_op(x, values)):
+        assert got.dtype == want.dtype and torch.equal(got, want)
+    # The example of issue 50, through inductor (on the GPU), bf16 included.
+    for dtype in ("float32", "bfloat16") if device == "cuda" else ():
+        z = tdata(torch, dtype, (8, 4096), ties=False).to(device)
+        f = torch.compile(lambda z: bitonic.topk(z, 8).values * 2, fullgraph=True)
+        assert torch.equal(f(z), torch.topk(z, 8).values * 2)
+    # dim other than the last, and numpy's axis.
+    g = torch.compile(lambda z: bitonic.sort(z, dim=0).values + bitonic.argsort(z, axis=0), fullgraph=True,
+                      backend="aot_eager")
+    assert torch.equal(g(x), torch.sort(x, dim=0, stable=True).values + torch.sort(x, dim=0, stable=True).indices)
+
+
+@pytest.mark.parametrize("device", ["cuda", "cpu"])
+def test_torch_autograd_as_torch(torch, device):
+    """The gradient of values flows back through the indices, as torch.sort's and torch.topk's,
+    eager and compiled; sort_values takes sort's."""
+    x = tdata(torch, "float32", (16, 3000), ties=True).to(device)
+    w = torch.randn(16, 3000, device=device)
+    cases = [
+        (lambda z: bitonic.sort(z, descending=True).values, lambda z: torch.sort(z, descending=True, stable=True).values),
+        (lambda z: bitonic.sort_values(z, dim=0), lambda z: torch.sort(z, dim=0, stable=True).values),
+        # Ties: torch.topk picks any of them; the first 100 of torch's stable sort are ours.
+        (lambda z: bitonic.topk(z, 100).values, lambda z: torch.sort(z, descending=True, stable=True).values[..., :100]),
+    ]
+    for ours, theirs in cases:
+        for f in (ours, torch.compile(ours, fullgraph=True, backend="aot_eager")):
+            a = x.clone().requires_grad_()
+            b = x.clone().requires_grad_()
+            ya, yb = f(a), theirs(b)
+            (ya * w[..., : ya.shape[-1]]).sum().backward()
+            (yb * w[..., : yb.shape[-1]]).sum().backward()
+            assert torch.equal(ya.detach(), yb.detach())
+            # Ties: the same positions as torch's stable sort, so the same gradient.
+            assert torch.equal(a.grad, b.grad)
+    i = bitonic.argsort(x.clone().requires_grad_())
+    assert not i.requires_grad and i.dtype == torch.int64
+
+

@@ -315,7 +315,7 @@ macro_rules! impl_float {
             }
             #[inline]
             fn to_numeric_bits(self) -> $bits {
-                // Down by -inf's word (kernels/common/keys.cuh nan_rotation): -inf becomes 0
+                // Down by -inf's word (kernels/common/keys.cuh SortableMap): -inf becomes 0
                 // and the NaNs below it wrap around to the top.
                 let word = self.to_bits_ordered() as $u;
                 <$bits>::from(word.wrapping_sub(Self::NEG_INFINITY.to_bits_ordered() as $u))

@@ -102,6 +102,8 @@ def _tensor(x):
     name = _tensors.library(x)
     if name is None:
         return None, False
+    if name == "torch" and not _ops_tried:
+        _load_torch_operators()
     lib = _tensors.lib(name)
     return lib, lib.is_cuda(x)
 
@@ -184,21 +186,30 @@ def sort(x, dim=-1, descending=False, *, stable=True, backend="auto", axis=None)
     than the last costs a copy each way). CUDA tensors always sort on the GPU (``backend`` is
     for numpy arrays and CPU tensors)."""
     del stable  # every sort with indices is stable
-    v, i = _any_sort(x, _axis(dim, axis), descending, backend, True, True)
-    return SortResult(v, i)
+    dim = _axis(dim, axis)
+    if _ops is not None and isinstance(x, _ops.Tensor):
+        return SortResult(*_ops.sort(x, dim, descending, backend))
+    return SortResult(*_any_sort(x, dim, descending, backend, True, True))
 
 
 def argsort(x, dim=-1, descending=False, *, stable=True, backend="auto", axis=None):
     """The int64 indices that sort ``x`` along ``dim`` (or ``axis``), like ``torch.argsort``
     and ``numpy.argsort(kind="stable")``. Always stable."""
     del stable
-    return _any_sort(x, _axis(dim, axis), descending, backend, False, True)[1]
+    dim = _axis(dim, axis)
+    if _ops is not None and isinstance(x, _ops.Tensor):
+        return _ops.argsort(x, dim, descending, backend)
+    return _any_sort(x, dim, descending, backend, False, True)[1]
 
 
 def sort_values(x, dim=-1, descending=False, *, backend="auto", axis=None):
     """The sorted values of ``x`` along ``dim`` (or ``axis``) alone, like ``numpy.sort``: the
-    library's key-only sort, the fastest path, with no indices."""
-    return _any_sort(x, _axis(dim, axis), descending, backend, True, False)[0]
+    library's key-only sort, the fastest path, with no indices (but where a torch input
+    requires a gradient, which needs them)."""
+    dim = _axis(dim, axis)
+    if _ops is not None and isinstance(x, _ops.Tensor):
+        return _ops.sort_values(x, dim, descending, backend)
+    return _any_sort(x, dim, descending, backend, True, False)[0]
 
 
 def sort_(x, dim=-1, descending=False, *, backend="auto", axis=None):
@@ -245,24 +256,38 @@ def topk(x, k, dim=-1, largest=True, sorted=True, *, backend="auto", axis=None):
     its answers)."""
     del sorted
     dim = _axis(dim, axis)
+    if _ops is not None and isinstance(x, _ops.Tensor):
+        return TopkResult(*_ops.topk(x, k, dim, largest, backend))
+    return TopkResult(*_topk_rows(x, k, dim, largest, backend))
+
+
+def _topk_rows(x, k, dim, largest, backend):
+    """(values, indices) of :func:`topk`, for any input."""
     lib, cuda = _tensor(x)
     if cuda:
-        return TopkResult(*_tensors.topk(lib, x, k, dim, bool(largest)))
+        return _tensors.topk(lib, x, k, dim, bool(largest))
     if lib is not None:
-        return TopkResult(*_via_numpy(lib, _topk, x, k, dim, largest, backend))
-    return TopkResult(*_topk(x, k, dim, largest, backend))
+        return _via_numpy(lib, _topk, x, k, dim, largest, backend)
+    return _topk(x, k, dim, largest, backend)
 
 
 def sort_pairs(keys, values, descending=False, *, backend="auto"):
     """Sorts ``keys`` and moves ``values`` (of the same shape, any dtype but object) with
     them, stably: returns new arrays ``(sorted_keys, sorted_values)``, the key-value sort of
     CUB's SortPairs. Arrays of more than one dimension sort each row along the last
-    dimension, numpy arrays and tensors alike."""
+    dimension, numpy arrays and tensors alike. Neither output carries a gradient."""
+    if _ops is not None and isinstance(keys, _ops.Tensor):
+        return _ops.sort_pairs(keys, values, descending, backend)
+    return _sort_pairs_host(keys, values, descending, backend)
+
+
+def _sort_pairs_host(keys, values, descending, backend):
+    """(sorted keys, values) of :func:`sort_pairs`, for any input."""
     lib, cuda = _tensor(keys)
     if cuda:
         return _tensors.sort_pairs(lib, keys, values, bool(descending))
     if lib is not None:
-        k, v = sort_pairs(lib.to_numpy(keys), lib.to_numpy(values), descending, backend=backend)
+        k, v = _sort_pairs_host(lib.to_numpy(keys), lib.to_numpy(values), descending, backend)
         return lib.from_numpy(k, keys), lib.from_numpy(v, keys)
     k, shape, _ = _as_rows(keys, -1, "keys")
     values = np.asarray(values)
@@ -286,7 +311,28 @@ def sort_pairs(keys, values, descending=False, *, backend="auto"):
     return np.take_along_axis(k, i, -1), np.take_along_axis(v, i, -1)
 
 
+# The torch operators (_torch_ops), once torch is imported; loaded at most once.
+_ops = None
+_ops_tried = False
+
+
+def _load_torch_operators():
+    global _ops, _ops_tried
+    _ops_tried = True
+    try:
+        from . import _torch_ops
+    except (ImportError, AttributeError):  # a torch without torch.library.custom_op (< 2.4)
+        return
+    _ops = _torch_ops
+
+
 def info():
     """What the GPU probe found: ``{"version", "cuda", "reason", "device", "nvrtc_version"}``;
     ``reason`` says why sorts run on the CPU when ``cuda`` is False."""
     return _native.info()
+
+
+# With torch already imported, its operators are registered now, so that a first call under
+# torch.compile traces one (torch imported later: at bitonic's first call with a tensor).
+if "torch" in sys.modules:
+    _load_torch_operators()

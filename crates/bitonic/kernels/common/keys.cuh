@@ -32,57 +32,100 @@ __device__ __forceinline__ void store_index(u32 *indices, u64 i, u32 index, u32 
     else indices[i] = index;
 }
 
-// The infinity of a float of K's width (16-bit floats are f16 unless MAP_BFLOAT16).
-template <typename K> __device__ __forceinline__ K float_infinity(u32 map) {
-    if (sizeof(K) == 8) return K(0x7ff0000000000000ull);
-    if (sizeof(K) == 4) return K(0x7f800000u);
-    return (map & MAP_BFLOAT16) ? K(0x7f80u) : K(0x7c00u);
-}
-
-// A float's one form of its value (MAP_TIED, src/key.rs SortKey::canonical): -0.0 as +0.0
-// and every NaN as the positive quiet NaN, so that keys equal by value tie in a stable sort.
-template <typename K> __device__ __forceinline__ K canonical_float(K w, u32 map) {
-    const K sign = K(1) << (sizeof(K) * 8 - 1);
-    const K inf = float_infinity<K>(map);
-    const K quiet_nan = inf | (inf >> 1 & ~inf);  // the exponent's ones and the top mantissa bit
-    const K magnitude = w & K(~sign);
-    if (magnitude > inf) return quiet_nan;
-    return magnitude == 0 ? K(0) : w;
-}
-
-// Numeric float order (MAP_NUMERIC, src/options.rs FloatOrder::Numeric) rotates the words of
-// total order down by this much: -inf becomes 0 and the NaNs with the sign bit, which total
-// order puts below -inf, wrap around to above +NaN, so that every NaN sorts last. A bijection:
-// a key-only sort loses no bit.
-template <typename K> __device__ __forceinline__ K nan_rotation(u32 map) {
-    const K sign = K(1) << (sizeof(K) * 8 - 1);
-    return K(~(sign | float_infinity<K>(map)));  // the word of -inf in total order
-}
-
 // The order-preserving map of src/key.rs: key bits to the unsigned word the networks sort
 // ascending (descending order sorts the complement), and back.
-template <typename K> __device__ __forceinline__ K to_sortable(K w, u32 map) {
-    const K sign = K(1) << (sizeof(K) * 8 - 1);
-    u32 kind = map & MAP_KIND_MASK;
-    if (kind == MAP_SIGNED) w ^= sign;
-    if (kind == MAP_FLOAT) {
-        if (map & MAP_TIED) w = canonical_float(w, map);
-        w = (w & sign) ? K(~w) : K(w ^ sign);
-        if (map & MAP_NUMERIC) w = K(w - nan_rotation<K>(map));
+//
+// Both are straight-line code: every choice the map makes is a mask or a constant worked out
+// from `map` alone, which a kernel hoists out of its loops, so that each key costs a few
+// instructions and no branch. (Branches on the map flags between the keys of an unrolled
+// loop kept the compiler from issuing a thread's loads together, and top-k over f32 rows ran
+// at 0.6x the copy rate: docs/notes/plan-layer.md.)
+//
+// The words, ascending, of a float of K's width (16-bit floats are f16 unless MAP_BFLOAT16):
+// - total order (src/key.rs SortKey::to_bits_ordered): a positive key with its sign bit set,
+//   a negative key complemented, so that -NaN < -inf < ... < -0.0 < +0.0 < ... < +inf < +NaN;
+// - numeric order (MAP_NUMERIC, src/options.rs FloatOrder::Numeric): the total-order word
+//   rotated down by the word of -inf, so that -inf becomes 0 and the NaNs with the sign bit
+//   wrap around to above +NaN: every NaN sorts last, and the map stays a bijection (a
+//   key-only sort loses no bit);
+// - tied (MAP_TIED, always with MAP_NUMERIC: src/key.rs SortKey::canonical): keys equal by
+//   value get one word, so that they tie in a stable sort: every NaN the quiet NaN's, -0.0
+//   the word of +0.0. from_sortable then gives the canonical key.
+template <typename K> struct SortableMap {
+    K negative_flip;  // xored into a key with its sign bit set: all ones for floats
+    K flip;           // xored into every key: the sign bit for signed integers and floats
+    K rotation;       // subtracted after the flips: numeric order's, else 0
+    K complement;     // xored last: all ones for descending order
+    K nan_above;      // tied: the words above it are NaNs (numeric, ascending); else all ones
+    K nan_word;       // tied: the quiet NaN's word
+    K negative_zero;  // tied: -0.0's word, one below +0.0's
+    K zero_span;      // tied: 1 (the words from negative_zero on that are raised by one); else 0
+
+    __device__ __forceinline__ explicit SortableMap(u32 map) {
+        const K sign = K(1) << (sizeof(K) * 8 - 1);
+        const u32 kind = map & MAP_KIND_MASK;
+        const bool is_float = kind == MAP_FLOAT;
+        negative_flip = is_float ? K(~K(0)) : K(0);
+        flip = kind == MAP_SIGNED || is_float ? sign : K(0);
+        const K inf = sizeof(K) == 8   ? K(0x7ff0000000000000ull)
+                      : sizeof(K) == 4 ? K(0x7f800000u)
+                                       : K((map & MAP_BFLOAT16) ? 0x7f80u : 0x7c00u);
+        const K minus_inf_word = K(~(sign | inf));
+        const bool numeric = is_float && (map & MAP_NUMERIC);
+        rotation = numeric ? minus_inf_word : K(0);
+        complement = (map & MAP_DESCENDING) ? K(~K(0)) : K(0);
+        const bool tied = numeric && (map & MAP_TIED);
+        const K quiet_nan = inf | (inf >> 1 & ~inf);  // the exponent's ones and the top mantissa bit
+        nan_above = tied ? K((inf ^ sign) - minus_inf_word) : K(~K(0));
+        nan_word = K((quiet_nan ^ sign) - minus_inf_word);
+        negative_zero = K(K(~sign) - minus_inf_word);
+        zero_span = tied ? K(1) : K(0);
     }
-    return (map & MAP_DESCENDING) ? K(~w) : w;
+
+    // All ones where w's top bit is set, else 0.
+    __device__ __forceinline__ static K top_bit_mask(K w) { return K(K(0) - K(w >> (sizeof(K) * 8 - 1))); }
+
+    // `test_ties` false leaves out the tests of tied keys, for a map known to tie none.
+    __device__ __forceinline__ K to(K w, bool test_ties = true) const {
+        K x = K(w ^ ((top_bit_mask(w) & negative_flip) | flip));
+        x = K(x - rotation);
+        if (test_ties) {
+            // Untied, neither test can hold. Tests against constants rather than a flag, so that
+            // the compiler has no flag to branch on between keys.
+            x = x > nan_above ? nan_word : x;
+            x = K(x + K(K(x - negative_zero) < zero_span));
+        }
+        return K(x ^ complement);
+    }
+
+    __device__ __forceinline__ K from(K x) const {
+        x = K((x ^ complement) + rotation);
+        // A word with its top bit clear was a negative float: complement it whole.
+        return K(x ^ ((K(~top_bit_mask(x)) & negative_flip) | flip));
+    }
+};
+
+template <typename K> __device__ __forceinline__ K to_sortable(K w, u32 map) { return SortableMap<K>(map).to(w); }
+template <typename K> __device__ __forceinline__ K from_sortable(K w, u32 map) { return SortableMap<K>(map).from(w); }
+
+// Whether the tests of tied keys are compiled into a key's map. The hot loops that map every
+// key of a row (the top-k loads) come in two copies, one with the tests and one without,
+// chosen once outside the loop by with_ties, so that a map that ties nothing (every map but
+// a position-keeping one in numeric float order) pays nothing for them; elsewhere the tests
+// run (RuntimeTies) and are no-ops for such a map.
+template <bool TIED> struct KnownTies {};
+struct RuntimeTies {};
+
+template <typename K> __device__ __forceinline__ K to_sortable(K w, u32 map, RuntimeTies) { return to_sortable(w, map); }
+template <typename K, bool TIED> __device__ __forceinline__ K to_sortable(K w, u32 map, KnownTies<TIED>) {
+    return SortableMap<K>(map).to(w, TIED);
 }
 
-template <typename K> __device__ __forceinline__ K from_sortable(K w, u32 map) {
-    const K sign = K(1) << (sizeof(K) * 8 - 1);
-    if (map & MAP_DESCENDING) w = ~w;
-    u32 kind = map & MAP_KIND_MASK;
-    if (kind == MAP_SIGNED) w ^= sign;
-    if (kind == MAP_FLOAT) {
-        if (map & MAP_NUMERIC) w = K(w + nan_rotation<K>(map));
-        w = (w & sign) ? K(w ^ sign) : K(~w);
-    }
-    return w;
+// Runs body(KnownTies<true>()) where `map` ties keys, else body(KnownTies<false>()): one
+// branch, outside the loop that body holds.
+template <typename Body> __device__ __forceinline__ void with_ties(u32 map, const Body &body) {
+    if (map & MAP_TIED) body(KnownTies<true>());
+    else body(KnownTies<false>());
 }
 
 // A key-index pair maps its key (kernels that map words map pairs alike).

@@ -32,11 +32,12 @@ __device__ __forceinline__ u32 claim_slots(u32 count, u32 *total) {
 // that begins 16-byte aligned is loaded in 16-byte vectors, register r of thread t holding
 // element ((r / VEC) x THREADS + t) x VEC + r % VEC; another, element r x THREADS + t. A whole
 // chunk has no bounds to check, so that every load is issued before the first is used; in a
-// shorter one, the vectors past the end are read element by element. Returns whether the
-// chunk came in vectors, which chunk_index needs.
-template <typename C, typename In, u32 R>
+// shorter one, the vectors past the end are read element by element. With `ties`, the map of
+// every key tests for tied keys or not (the overload below picks). Returns whether the chunk came
+// in vectors, which chunk_index needs.
+template <typename C, typename In, u32 R, typename Ties>
 __device__ __forceinline__ bool load_chunk(const In *row_input, u64 begin, u64 end, u32 map,
-                                           typename Held<C, In>::T (&e)[R], u32 &alive) {
+                                           typename Held<C, In>::T (&e)[R], u32 &alive, Ties ties) {
     typedef typename Held<C, In>::T T;
     const u32 VEC = Vector<In>::N, t = threadIdx.x, len = u32(end - begin);
     alive = 0;
@@ -48,7 +49,7 @@ __device__ __forceinline__ bool load_chunk(const In *row_input, u64 begin, u64 e
                 In v[VEC];
                 Vector<In>::load(row_input + begin + (q * THREADS + t) * VEC, v);
 #pragma unroll
-                for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map);
+                for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map, ties);
             }
             alive = R == 32 ? ~0u : (1u << R) - 1;
         } else if (vectors) {
@@ -59,14 +60,15 @@ __device__ __forceinline__ bool load_chunk(const In *row_input, u64 begin, u64 e
                     In v[VEC];
                     Vector<In>::load(row_input + begin + at, v);
 #pragma unroll
-                    for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map);
+                    for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map, ties);
                     alive |= (VEC == 32 ? ~0u : (1u << VEC) - 1) << (q * VEC);
                 } else {
 #pragma unroll
                     for (u32 i = 0; i < VEC; i++) {
                         e[q * VEC + i] = padding<T>();
                         if (at + i < len)
-                            e[q * VEC + i] = Held<C, In>::of(row_input[begin + at + i], map), alive |= 1u << (q * VEC + i);
+                            e[q * VEC + i] = Held<C, In>::of(row_input[begin + at + i], map, ties),
+                                        alive |= 1u << (q * VEC + i);
                     }
                 }
             }
@@ -77,10 +79,19 @@ __device__ __forceinline__ bool load_chunk(const In *row_input, u64 begin, u64 e
         for (u32 r = 0; r < R; r++) {
             const u64 at = begin + u64(r) * THREADS + t;
             e[r] = padding<T>();
-            if (at < end) e[r] = Held<C, In>::of(row_input[at], map), alive |= 1u << r;
+            if (at < end) e[r] = Held<C, In>::of(row_input[at], map, ties), alive |= 1u << r;
         }
     }
     return vectors;
+}
+
+// load_chunk in two copies, with and without the tests of tied keys, picked once (keys.cuh
+// KnownTies).
+template <typename C, typename In, u32 R>
+__device__ __forceinline__ bool load_chunk(const In *row_input, u64 begin, u64 end, u32 map,
+                                           typename Held<C, In>::T (&e)[R], u32 &alive) {
+    if (map & MAP_TIED) return load_chunk<C, In, R>(row_input, begin, end, map, e, alive, KnownTies<true>());
+    return load_chunk<C, In, R>(row_input, begin, end, map, e, alive, KnownTies<false>());
 }
 
 // The index in its row of the element in register r of this thread, of a chunk from `begin`

@@ -36,6 +36,38 @@ template <typename C> __device__ C flush(C *buf, u32 k, u32 slots, u32 *count) {
     return buf[k - 1];
 }
 
+// filter_chunk's tiles from `from` to `end` of a row, in 16-byte vectors where `vectors`, each
+// key's map with or without the tests of tied keys (`ties`: filter_chunk has a copy of each):
+// the keys better than `threshold` offered to the candidates buf[*count, ...), flushed to
+// their best k (the new threshold) whenever a tile might not fit.
+template <typename C, typename In, typename Ties>
+__device__ __forceinline__ void filter_tiles(const In *row_input, u64 from, u64 end, bool vectors, u32 map, Ties ties,
+                                             u32 slots, u32 k, C *buf, u32 *count, C &threshold) {
+    const u32 VEC = Vector<In>::N;
+    const u32 TILE = THREADS * VEC;
+    const u32 capacity = slots - k;
+    for (u64 tile = from; tile < end; tile += TILE) {
+        const u32 n = u32(min(u64(TILE), end - tile));
+        __syncthreads(); // the previous tile's candidates are in
+        // Every thread reads the count before any appends again: the barrier of the OR.
+        if (__syncthreads_or(*count + n > capacity)) threshold = flush(buf, k, slots, count);
+        if (vectors && n == TILE) {
+            In e[VEC];
+            u64 at = tile + u64(threadIdx.x) * VEC;
+            Vector<In>::load(row_input + at, e);
+#pragma unroll
+            for (u32 v = 0; v < VEC; v++)
+                offer(buf, k, count, threshold, candidate<C, In>(e[v], u32(at + v), map, ties));
+        } else {
+#pragma unroll
+            for (u32 v = 0; v < VEC; v++) {
+                u64 at = tile + v * THREADS + threadIdx.x;
+                if (at < end) offer(buf, k, count, threshold, candidate<C, In>(row_input[at], u32(at), map, ties));
+            }
+        }
+    }
+}
+
 // The best k of the elements [begin, end) of a row (`row_input`; keys `K`, or composites `C`
 // in a reduction pass), to `put` (its k, map and row or item). The block's shared memory holds
 // `slots` composites, at least k + one tile (THREADS 16-byte vectors). Called by the whole
@@ -45,9 +77,6 @@ __device__ void filter_chunk(const In *row_input, u64 begin, u64 end, u32 slots,
     const u32 k = put.k, map = put.map;
     C *buf = shared_tile<C>();
     __shared__ u32 count;
-    const u32 VEC = Vector<In>::N;
-    const u32 TILE = THREADS * VEC;
-    const u32 capacity = slots - k;
     __syncthreads(); // the previous item's results are written
     for (u32 i = threadIdx.x; i < slots; i += THREADS) buf[i] = padding<C>();
     if (threadIdx.x == 0) count = 0;
@@ -63,26 +92,9 @@ __device__ void filter_chunk(const In *row_input, u64 begin, u64 end, u32 slots,
         u64 at = begin + threadIdx.x;
         offer(buf, k, &count, threshold, candidate<C, In>(row_input[at], u32(at), map));
     }
-    for (u64 tile = begin + head; tile < end; tile += TILE) {
-        const u32 n = u32(min(u64(TILE), end - tile));
-        __syncthreads(); // the previous tile's candidates are in
-        // Every thread reads the count before any appends again: the barrier of the OR.
-        if (__syncthreads_or(count + n > capacity)) threshold = flush(buf, k, slots, &count);
-        if (vectors && n == TILE) {
-            In e[VEC];
-            u64 at = tile + u64(threadIdx.x) * VEC;
-            Vector<In>::load(row_input + at, e);
-#pragma unroll
-            for (u32 v = 0; v < VEC; v++)
-                offer(buf, k, &count, threshold, candidate<C, In>(e[v], u32(at + v), map));
-        } else {
-#pragma unroll
-            for (u32 v = 0; v < VEC; v++) {
-                u64 at = tile + v * THREADS + threadIdx.x;
-                if (at < end) offer(buf, k, &count, threshold, candidate<C, In>(row_input[at], u32(at), map));
-            }
-        }
-    }
+    const u64 from = begin + head;
+    if (map & MAP_TIED) filter_tiles(row_input, from, end, vectors, map, KnownTies<true>(), slots, k, buf, &count, threshold);
+    else filter_tiles(row_input, from, end, vectors, map, KnownTies<false>(), slots, k, buf, &count, threshold);
     __syncthreads();
     if (count > 0) flush(buf, k, slots, &count); // block-uniform: no append since
     for (u32 i = threadIdx.x; i < k; i += THREADS) put(i, buf[i]);

@@ -11,13 +11,17 @@
 // ones are never 0, the padding), which halves the network's compares and shuffles.
 template <typename In> struct WarpComposite {
     typedef u64 C;
-    __device__ static C of(In key, u32 index, u32 map) { return candidate<C, In>(key, index, map); }
+    template <typename Ties> __device__ static C of(In key, u32 index, u32 map, Ties ties) {
+        return candidate<C, In>(key, index, map, ties);
+    }
     __device__ static u32 word(C c) { return word_of(c); }
     __device__ static u32 index(C c) { return index_of(c); }
 };
 template <> struct WarpComposite<u16> {
     typedef u32 C;
-    __device__ static C of(u16 key, u32 index, u32 map) { return u32(to_sortable(key, map)) << 16 | (~index & 0xffffu); }
+    template <typename Ties> __device__ static C of(u16 key, u32 index, u32 map, Ties ties) {
+        return u32(to_sortable(key, map, ties)) << 16 | (~index & 0xffffu);
+    }
     __device__ static u32 word(C c) { return c >> 16; }
     __device__ static u32 index(C c) { return ~c & 0xffffu; }
 };
@@ -179,6 +183,20 @@ __device__ __forceinline__ bool warp_filter(const typename WarpComposite<In>::C 
     }
 }
 
+// A warp's composites of its row's keys, key[p] being key p x 32 + lane (padding past
+// `row_len`), each key's map with or without the tests of tied keys (`ties`: the warp sort has
+// a copy of each).
+template <typename W, typename In, u32 P, typename Ties>
+__device__ __forceinline__ void warp_composites(const In (&key)[P], u64 row_len, u32 map, Ties ties,
+                                                typename W::C (&x)[P]) {
+    const u32 lane = threadIdx.x % WARP_SIZE;
+#pragma unroll
+    for (u32 p = 0; p < P; p++) {
+        const u32 at = p * WARP_SIZE + lane;
+        x[p] = at < row_len ? W::of(key[p], at, map, ties) : padding<typename W::C>();
+    }
+}
+
 // Rows of at most 32 x P keys of 16 or 32 bits, one warp a row: the warp holds the row's
 // composites in registers, P a lane (padding past the row's end), sorts them best first
 // (warp_sort_best_first, lane-major) and puts the first k (warp_put). No barrier, and no shared
@@ -207,11 +225,8 @@ __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u3
             for (u32 p = 0; p < P; p++) key[p] = p * WARP_SIZE + lane < row_len ? row_input[p * WARP_SIZE + lane] : In(0);
         }
         C x[P];
-#pragma unroll
-        for (u32 p = 0; p < P; p++) {
-            const u32 at = p * WARP_SIZE + lane;
-            x[p] = at < row_len ? W::of(key[p], at, map) : padding<C>();
-        }
+        if (map & MAP_TIED) warp_composites<W>(key, row_len, map, KnownTies<true>(), x);
+        else warp_composites<W>(key, row_len, map, KnownTies<false>(), x);
         if constexpr (FILTER != WHOLE_ROW) {
             if (warp_filter<FILTER, K, In>(x, staged, row, k, map, values, indices)) continue; // warp-uniform
         }

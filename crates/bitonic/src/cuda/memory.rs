@@ -27,6 +27,51 @@ pub(crate) fn alloc<T: DeviceRepr + bytemuck::Pod>(
     allocated.map_err(|cause| allocation_error(cause, n * std::mem::size_of::<T>(), what))
 }
 
+/// A call's own workspace: allocated on the call's stream where its plan needs bytes, and
+/// where it needs none (most sorts of one array) an empty buffer made without a driver call.
+/// Even a one-byte allocation and its free cost a small sort microseconds of host time before
+/// its first launch, which its CUDA events then count.
+pub(crate) enum OwnedWorkspace {
+    Allocated(CudaSlice<u8>),
+    /// Never freed: it holds no allocation (see `Drop`).
+    Empty(std::mem::ManuallyDrop<CudaSlice<u8>>),
+}
+
+impl OwnedWorkspace {
+    /// `bytes` on `stream` ([`alloc`]), or the empty buffer for 0.
+    pub(crate) fn new(
+        stream: &Arc<CudaStream>,
+        bytes: usize,
+        what: impl FnOnce() -> String,
+    ) -> Result<OwnedWorkspace> {
+        if bytes > 0 {
+            return alloc::<u8>(stream, bytes, what).map(OwnedWorkspace::Allocated);
+        }
+        // SAFETY: a buffer of no elements at the null address: nothing can read or write
+        // through it (a view of it has no element), and it is never freed (`Drop` leaks it),
+        // so the driver never sees the address.
+        let empty = unsafe { stream.upgrade_device_ptr::<u8>(0, 0) };
+        Ok(OwnedWorkspace::Empty(std::mem::ManuallyDrop::new(empty)))
+    }
+
+    pub(crate) fn view_mut(&mut self) -> CudaViewMut<'_, u8> {
+        match self {
+            OwnedWorkspace::Allocated(buffer) => buffer.as_view_mut(),
+            OwnedWorkspace::Empty(empty) => empty.as_view_mut(),
+        }
+    }
+}
+
+impl Drop for OwnedWorkspace {
+    fn drop(&mut self) {
+        if let OwnedWorkspace::Empty(empty) = self {
+            // SAFETY: `empty` is taken once, here, and not used after.
+            let empty = unsafe { std::mem::ManuallyDrop::take(empty) };
+            let _null = empty.leak(); // no allocation to free
+        }
+    }
+}
+
 /// The library's error for a failed allocation of `bytes`: [`Error::DeviceMemory`] when the
 /// device is out of memory.
 pub(crate) fn allocation_error(

@@ -187,8 +187,9 @@ pub(crate) fn sort_words<W: DeviceRepr + bytemuck::Pod>(
     let plan = plan::plan_words(x.gpu, x.policy, std::mem::size_of::<W>(), n)?;
     x.gpu.prepare(x.policy, &plan.modules)?;
     let bytes = plan.workspace_bytes();
-    let mut workspace = memory::alloc::<u8>(x.stream, bytes, || "a sort's workspace".into())?;
-    let mut pad = Scratchpad::new(workspace.as_view_mut(), &plan.workspace)?;
+    let mut workspace =
+        memory::OwnedWorkspace::new(x.stream, bytes, || "a sort's workspace".into())?;
+    let mut pad = Scratchpad::new(workspace.view_mut(), &plan.workspace)?;
     match &plan.steps {
         Steps::Nothing => Ok(()),
         Steps::Passes(p) => passes::run(x, p, p.layout, None, words),

@@ -18,7 +18,7 @@ use crate::options::{Backend, FloatOrder, Order, Version};
 use crate::plan::{self, Layout, Operation, Plan, Request};
 use crate::policy::Policy;
 use crate::{DType, SortIndex};
-use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut};
+use cudarc::driver::{CudaStream, CudaViewMut};
 use std::sync::Arc;
 
 /// The options of a call, and the calls. Cheap to copy; build one per call or keep it.
@@ -294,7 +294,7 @@ fn plan_with_workspace<'w>(
     x: &Exec,
     request: &Request,
     workspace: Option<CudaViewMut<'w, u8>>,
-    owned: &'w mut Option<CudaSlice<u8>>,
+    owned: &'w mut Option<memory::OwnedWorkspace>,
 ) -> Result<(Plan, CudaViewMut<'w, u8>)> {
     let facts = Some((x.gpu as &dyn DeviceFacts, x.policy));
     let plan = match &workspace {
@@ -314,17 +314,17 @@ fn plan_with_workspace<'w>(
         return Ok((plan, given));
     }
     let what = || "a call's workspace".to_string();
-    let (plan, buffer) = match memory::alloc::<u8>(x.stream, plan.workspace_bytes(), what) {
+    let (plan, buffer) = match memory::OwnedWorkspace::new(x.stream, plan.workspace_bytes(), what) {
         Ok(buffer) => (plan, buffer),
         Err(Error::DeviceMemory { bytes, .. }) => {
             let smaller = plan::plan_within(request, facts, Some(bytes.saturating_sub(1)))?;
-            let buffer = memory::alloc::<u8>(x.stream, smaller.workspace_bytes(), what)?;
+            let buffer = memory::OwnedWorkspace::new(x.stream, smaller.workspace_bytes(), what)?;
             (smaller, buffer)
         }
         Err(other) => return Err(other),
     };
     x.gpu.prepare(x.policy, &plan.modules)?;
-    Ok((plan, owned.insert(buffer).as_view_mut()))
+    Ok((plan, owned.insert(buffer).view_mut()))
 }
 
 /// Whether indices of `I` can number every key of a row of `row_len` keys.
