@@ -109,10 +109,11 @@ template <typename K> __device__ __forceinline__ K to_sortable(K w, u32 map) { r
 template <typename K> __device__ __forceinline__ K from_sortable(K w, u32 map) { return SortableMap<K>(map).from(w); }
 
 // Whether the tests of tied keys are compiled into a key's map. The hot loops that map every
-// key of a row (the top-k loads) come in two copies, one with the tests and one without,
-// chosen once outside the loop by with_ties, so that a map that ties nothing (every map but
-// a position-keeping one in numeric float order) pays nothing for them; elsewhere the tests
-// run (RuntimeTies) and are no-ops for such a map.
+// key of a row (the top-k loads: load_chunk, filter_tiles, warp_composites) come in two
+// copies, one with the tests and one without, chosen by one branch on MAP_TIED outside the
+// loop, so that a map that ties nothing (every map but a position-keeping one in numeric
+// float order) pays nothing for them; elsewhere the tests run (RuntimeTies), as no-ops for
+// such a map.
 template <bool TIED> struct KnownTies {};
 struct RuntimeTies {};
 
@@ -121,11 +122,14 @@ template <typename K, bool TIED> __device__ __forceinline__ K to_sortable(K w, u
     return SortableMap<K>(map).to(w, TIED);
 }
 
-// Runs body(KnownTies<true>()) where `map` ties keys, else body(KnownTies<false>()): one
-// branch, outside the loop that body holds.
-template <typename Body> __device__ __forceinline__ void with_ties(u32 map, const Body &body) {
-    if (map & MAP_TIED) body(KnownTies<true>());
-    else body(KnownTies<false>());
+// `map` as the compiler cannot see through. The constants of a SortableMap made from it are
+// then worked out where they are used, and not kept in registers from an earlier use across
+// the code between: a warp sort's network needs every register it has (without this, the
+// key map's constants from the loads stayed live until the stores and the network spilled).
+__device__ __forceinline__ u32 map_here(u32 map) {
+    u32 here;
+    asm volatile("mov.b32 %0, %1;" : "=r"(here) : "r"(map));
+    return here;
 }
 
 // A key-index pair maps its key (kernels that map words map pairs alike).

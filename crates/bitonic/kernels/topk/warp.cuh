@@ -225,12 +225,13 @@ __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u3
             for (u32 p = 0; p < P; p++) key[p] = p * WARP_SIZE + lane < row_len ? row_input[p * WARP_SIZE + lane] : In(0);
         }
         C x[P];
-        if (map & MAP_TIED) warp_composites<W>(key, row_len, map, KnownTies<true>(), x);
-        else warp_composites<W>(key, row_len, map, KnownTies<false>(), x);
+        const u32 load_map = map_here(map); // its constants die with the loads
+        if (map & MAP_TIED) warp_composites<W>(key, row_len, load_map, KnownTies<true>(), x);
+        else warp_composites<W>(key, row_len, load_map, KnownTies<false>(), x);
         if constexpr (FILTER != WHOLE_ROW) {
-            if (warp_filter<FILTER, K, In>(x, staged, row, k, map, values, indices)) continue; // warp-uniform
+            if (warp_filter<FILTER, K, In>(x, staged, row, k, map_here(map), values, indices)) continue; // warp-uniform
         }
         warp_sort_best_first<P, true>(x);
-        warp_put<K, In, P>(x, staged, row, k, map, values, indices);
+        warp_put<K, In, P>(x, staged, row, k, map_here(map), values, indices);
     }
 }
