@@ -225,13 +225,16 @@ __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u3
             for (u32 p = 0; p < P; p++) key[p] = p * WARP_SIZE + lane < row_len ? row_input[p * WARP_SIZE + lane] : In(0);
         }
         C x[P];
-        const u32 load_map = map_here(map); // its constants die with the loads
+        // The whole row's network holds every register: there the key map's constants are
+        // worked out where used (map_here), so that they die with the loads. (The filters
+        // hold fewer, and run faster with the constants kept.)
+        const u32 load_map = FILTER == WHOLE_ROW ? map_here(map) : map;
         if (map & MAP_TIED) warp_composites<W>(key, row_len, load_map, KnownTies<true>(), x);
         else warp_composites<W>(key, row_len, load_map, KnownTies<false>(), x);
         if constexpr (FILTER != WHOLE_ROW) {
-            if (warp_filter<FILTER, K, In>(x, staged, row, k, map_here(map), values, indices)) continue; // warp-uniform
+            if (warp_filter<FILTER, K, In>(x, staged, row, k, map, values, indices)) continue; // warp-uniform
         }
         warp_sort_best_first<P, true>(x);
-        warp_put<K, In, P>(x, staged, row, k, map_here(map), values, indices);
+        warp_put<K, In, P>(x, staged, row, k, FILTER == WHOLE_ROW ? map_here(map) : map, values, indices);
     }
 }
