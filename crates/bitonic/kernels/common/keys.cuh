@@ -38,8 +38,8 @@ __device__ __forceinline__ void store_index(u32 *indices, u64 i, u32 index, u32 
 // Both are straight-line code: every choice the map makes is a mask or a constant worked out
 // from `map` alone, which a kernel hoists out of its loops, so that each key costs a few
 // instructions and no branch. (Branches on the map flags between the keys of an unrolled
-// loop kept the compiler from issuing a thread's loads together, and top-k over f32 rows ran
-// at 0.6x the copy rate: docs/notes/plan-layer.md.)
+// loop kept the compiler from issuing a thread's loads together, and top-k over f32 rows took
+// up to 1.6x as long: docs/notes/plan-layer.md.)
 //
 // The words, ascending, of a float of K's width (16-bit floats are f16 unless MAP_BFLOAT16):
 // - total order (src/key.rs SortKey::to_bits_ordered): a positive key with its sign bit set,
@@ -59,7 +59,7 @@ template <typename K> struct SortableMap {
     K nan_above;      // tied: the words above it are NaNs (numeric, ascending); else all ones
     K nan_word;       // tied: the quiet NaN's word
     K negative_zero;  // tied: -0.0's word, one below +0.0's
-    K zero_span;      // tied: 1 (the words from negative_zero on that are raised by one); else 0
+    K zero_span;      // tied: 1, so that -0.0's word alone is raised to +0.0's; else 0 (none is)
 
     __device__ __forceinline__ explicit SortableMap(u32 map) {
         const K sign = K(1) << (sizeof(K) * 8 - 1);
