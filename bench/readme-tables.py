@@ -22,6 +22,16 @@ def read(path):
         return list(csv.DictReader(f))
 
 
+def read_area(run, area, names):
+    """The rows of those of the CSVs `names` in the run's folder `area` that exist."""
+    rows = []
+    for name in names:
+        path = os.path.join(run, area, name)
+        if os.path.exists(path):
+            rows += read(path)
+    return rows
+
+
 def ms(x):
     return f"{x:.3f}" if x < 10 else f"{x:.1f}" if x < 1000 else f"{x:,.0f}"
 
@@ -33,11 +43,7 @@ def pow2(n):
 
 def sort_table(run):
     """Implementations × sizes: device milliseconds (CPU sorts: host milliseconds)."""
-    rows = []
-    for name in ("bitonic.csv", "cub.csv", "torch_cupy.csv"):
-        path = os.path.join(run, "sort", name)
-        if os.path.exists(path):
-            rows += read(path)
+    rows = read_area(run, "sort", ("bitonic.csv", "cub.csv", "torch_cupy.csv"))
     times, starred = {}, set()
     for r in rows:
         cpu = r["name"] in ("rayon-par_sort_unstable", "cpu-serial-bitonic", "cpu-parallel-bitonic")
@@ -76,11 +82,7 @@ def sort_table(run):
 
 
 def rows_table(run):
-    rows = []
-    for name in ("rows.csv", "cub_rows.csv", "torch_rows.csv"):
-        path = os.path.join(run, "rows", name)
-        if os.path.exists(path):
-            rows += read(path)
+    rows = read_area(run, "rows", ("rows.csv", "cub_rows.csv", "torch_rows.csv"))
     t = {(r["name"], int(r["rows"]), int(r["row_len"]), r["task"]): float(r["median_ms"]) for r in rows}
     shapes = sorted({(k[1], k[2]) for k in t if k[0] == "bitonic-tuned"}, key=lambda s: (s[1], s[0]))
     cols = [("bitonic-tuned", "sort", "bitonic sort"), ("cub-segmented", "sort", "CUB segmented sort"),
@@ -96,8 +98,7 @@ def rows_table(run):
 
 def topk_table(run):
     rows = read(os.path.join(run, "topk", "topk.csv"))
-    peers = os.path.join(run, "topk", "torch_topk.csv")
-    theirs = read(peers) if os.path.exists(peers) else []
+    theirs = read_area(run, "topk", ("torch_topk.csv",))
     key = lambda r: (r["dtype"], int(r["rows"]), int(r["row_len"]), int(r["k"]))  # noqa: E731
     ours = {key(r): float(r["median_ms"]) for r in rows if r["name"].startswith("bitonic")}
     torch = {key(r): float(r["median_ms"]) for r in theirs}
