@@ -5,7 +5,8 @@
 # `bitonic bench` of the tuned sort of u32 (2^15 .. 2^29) and u64 (2^15 .. 2^28) keys beside CUB's
 # radix and merge sorts, `bitonic bench-rows` of one row of 2^24 u32 keys (key-value sort and
 # argsort) beside CUB's radix sort of pairs, all device-resident, median of REPEATS (10); then
-# OUT/issue22.md, the nine workloads against their limits. With PROFILE=1, Nsight Compute times
+# OUT/issue22.md and OUT/issue22.csv, the nine workloads against their limits
+# (bench/issue22-table.py). With PROFILE=1, Nsight Compute times
 # every kernel of one sort of each workload (clocks and caches as they run): OUT/ncu-*.txt.
 set -euo pipefail
 out=${1:?usage: bash bench/issue22-table.sh OUT}
@@ -25,41 +26,7 @@ done
 { "$bin" bench-rows --csv-header; "$out/cub_segmented" "$repeats" "$commit" "$date" 1x16777216; } > "$out/cub_rows.csv"
 "$bin" bench-rows --repeats "$repeats" --shapes 1x16777216 --peers "$out/cub_rows.csv" -o "$out/rows" > "$out/rows.log" 2>&1
 rm -f "$out/cub_sort" "$out/cub_segmented"
-python3 - "$out" <<'PY' | tee "$out/issue22.md"
-import csv, sys
-out = sys.argv[1]
-def rows(path):
-    with open(path) as f:
-        return list(csv.DictReader(f))
-def sorts(dtype):
-    t = {}
-    for r in rows(f"{out}/{dtype}/bitonic.csv") + rows(f"{out}/cub-{dtype}.csv"):
-        if r["metric"] == "device":
-            t[(r["name"], int(r["n"]))] = float(r["median_ms"])
-    return t
-u32, u64 = sorts("u32"), sorts("u64")
-rowed = {(r["name"], r["task"]): float(r["median_ms"])
-         for r in rows(f"{out}/rows/rows.csv") + rows(f"{out}/cub_rows.csv") if r["row_len"] == "16777216"}
-first = rows(f"{out}/u32/bitonic.csv")[0]
-print(f"Issue 22's workloads on one {first['device']} ({first['driver']}), commit {first['commit']}, "
-      f"{first['date']}: device-resident keys, CUDA events, median of {first['repeats']}, beside CUB in one call "
-      "(bench/issue22-table.sh).\n")
-print("| workload | must reach | aim | tuned | CUB radix | CUB merge | met |")
-print("|---|---:|---:|---:|---:|---:|---|")
-# (key type, table, log2 n, the issue's limit and aim, as it writes them)
-for dtype, table, e, limit, aim in [("u32", u32, 15, "0.025", "0.015"), ("u32", u32, 20, "0.080", "0.060"),
-                                    ("u32", u32, 22, "0.17", "0.13"), ("u32", u32, 24, "0.60", "0.47"),
-                                    ("u32", u32, 29, "20", "12.7"), ("u64", u64, 24, "1.3", "1.2"),
-                                    ("u64", u64, 28, "25", "16.9")]:
-    n = 1 << e
-    t = table[("bitonic-tuned", n)]
-    print(f"| {dtype} 2^{e} | ≤ {limit} | ≤ {aim} | **{t:.3f}** | {table[('cub-radix', n)]:.3f} | "
-          f"{table[('cub-merge', n)]:.3f} | {'yes' if t <= float(limit) else 'no'} |")
-pairs = rowed[("cub-radix", "sort_by_key")]
-for task, label in [("sort_by_key", "key-value u32 → u32 2^24"), ("argsort", "argsort u32 2^24")]:
-    t = rowed[("bitonic-tuned", task)]
-    print(f"| {label} | ≤ 1.0 | ≤ 0.61 | **{t:.3f}** | {pairs:.3f} (pairs) | | {'yes' if t <= 1.0 else 'no'} |")
-PY
+python3 "$(dirname "$0")/issue22-table.py" "$out" | tee "$out/issue22.md"
 if [ "${PROFILE:-0}" = 1 ]; then
   metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread
   profile() { # name, then the bitonic arguments
