@@ -41,20 +41,37 @@ struct AsHeld {
     template <typename T> __device__ T operator()(T held, u64) const { return held; }
 };
 
-// N sample keys a thread of the `len` keys of a row from `begin` (len >= 2 x N x THREADS, so
-// that the runs do not overlap), as words: word(held word, index in the row). Runs of 32
-// consecutive keys spread evenly over them, register i of thread t holding key t % 32 of run
-// i x warps + t / 32, so that a warp's load reads one run.
+// Where sample i of this thread lies among N x THREADS samples of the `len` keys of a row from
+// `begin` (len >= 2 x N x THREADS, so that the runs do not overlap): runs of 32 consecutive
+// keys spread evenly over them, register i of thread t holding key t % 32 of run i x warps +
+// t / 32, so that a warp's load reads one run.
+template <u32 N> __device__ __forceinline__ u64 sample_index(u64 begin, u32 len, u32 i) {
+    const u32 t = threadIdx.x, warps = THREADS / WARP_SIZE, runs = N * THREADS / WARP_SIZE;
+    const u64 run = i * warps + t / WARP_SIZE;
+    return begin + (len - WARP_SIZE) * run / (runs - 1) + t % WARP_SIZE;
+}
+
+// The samples' keys as words: word(held word, index in the row).
+template <typename C, typename In, u32 N, typename Word, typename Ties>
+__device__ __forceinline__ void map_samples(const In (&keys)[N], u64 begin, u32 len, u32 map,
+                                            typename Held<C, In>::T (&x)[N], const Word &word, Ties ties) {
+#pragma unroll
+    for (u32 i = 0; i < N; i++) x[i] = word(Held<C, In>::of(keys[i], map, ties), sample_index<N>(begin, len, i));
+}
+
+// N sample keys a thread of the `len` keys of a row from `begin` (sample_index), as words.
+// Every key is loaded before any is mapped, and the map comes in two copies, with and without
+// the tests of tied keys (keys.cuh KnownTies), picked once. (Mapped as they came, the keys'
+// loads were issued apart, and the spread select's sample took up to 20% longer:
+// docs/notes/plan-layer.md.)
 template <typename C, typename In, u32 N, typename Word = AsHeld>
 __device__ __forceinline__ void load_samples(const In *row_input, u64 begin, u32 len, u32 map,
                                              typename Held<C, In>::T (&x)[N], const Word &word = Word()) {
-    const u32 t = threadIdx.x, warps = THREADS / WARP_SIZE, runs = N * THREADS / WARP_SIZE;
+    In keys[N];
 #pragma unroll
-    for (u32 i = 0; i < N; i++) {
-        const u64 run = i * warps + t / WARP_SIZE;
-        const u64 at = begin + (len - WARP_SIZE) * run / (runs - 1) + t % WARP_SIZE;
-        x[i] = word(Held<C, In>::of(row_input[at], map), at);
-    }
+    for (u32 i = 0; i < N; i++) keys[i] = row_input[sample_index<N>(begin, len, i)];
+    if (map & MAP_TIED) map_samples<C, In, N>(keys, begin, len, map, x, word, KnownTies<true>());
+    else map_samples<C, In, N>(keys, begin, len, map, x, word, KnownTies<false>());
 }
 
 // The slots of the filter that takes over a chunk whose sample missed: k and a tile.
