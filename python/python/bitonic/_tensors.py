@@ -72,7 +72,7 @@ class _Torch:
     def rows(self, x, dim, copy):
         """``x`` with ``dim`` moved last, C-contiguous; a new tensor when ``copy``. Detached:
         DLPack exports no tensor that requires grad (bitonic's outputs carry no gradient)."""
-        m = x.detach()
+        m = x.detach() if x.requires_grad else x
         if dim != m.dim() - 1:
             m = m.movedim(dim, -1)
         if copy:
@@ -83,7 +83,7 @@ class _Torch:
         return y if dim == y.dim() - 1 else y.movedim(-1, dim)
 
     def empty(self, shape, dtype, like):
-        return self.t.empty(shape, dtype=dtype, device=like.device)
+        return like.new_empty(shape, dtype=dtype)
 
     def is_float(self, x):
         return x.dtype.is_floating_point

@@ -33,7 +33,15 @@ def _wants_operator(*tensors):
     gradient is wanted."""
     if torch.compiler.is_compiling():
         return True
-    return torch.is_grad_enabled() and any(t.requires_grad for t in tensors)
+    return any(t.requires_grad for t in tensors) and torch.is_grad_enabled()
+
+
+def _direct_sort(x, dim, descending, backend, values, indices):
+    """A sort's direct call: a CUDA tensor straight to the GPU path (its library is known
+    here), any other through the package's host paths."""
+    if x.is_cuda:
+        return _tensors.sort(_T, x, dim, bool(descending), values, indices)
+    return _any_sort(x, dim, descending, backend, values, indices)
 
 
 def _dim(x, dim):
@@ -84,7 +92,7 @@ _sort_op.register_autograd(_scatter_back, setup_context=_save_indices)
 def sort(x, dim, descending, backend):
     if _wants_operator(x):
         return _sort_op(x, dim, bool(descending), str(backend))
-    return _any_sort(x, dim, descending, backend, True, True)
+    return _direct_sort(x, dim, descending, backend, True, True)
 
 
 # --- argsort --------------------------------------------------------------------------------
@@ -105,7 +113,7 @@ def argsort(x, dim, descending, backend):
     # Indices carry no gradient: the operator sees the input detached.
     if torch.compiler.is_compiling():
         return _argsort_op(x.detach(), dim, bool(descending), str(backend))
-    return _any_sort(x, dim, descending, backend, False, True)[1]
+    return _direct_sort(x, dim, descending, backend, False, True)[1]
 
 
 # --- sort_values ----------------------------------------------------------------------------
@@ -128,7 +136,7 @@ def sort_values(x, dim, descending, backend):
         return _sort_op(x, dim, bool(descending), str(backend))[0]
     if torch.compiler.is_compiling():
         return _sort_values_op(x, dim, bool(descending), str(backend))
-    return _any_sort(x, dim, descending, backend, True, False)[0]
+    return _direct_sort(x, dim, descending, backend, True, False)[0]
 
 
 # --- topk -----------------------------------------------------------------------------------
@@ -160,6 +168,8 @@ _topk_op.register_autograd(_scatter_back, setup_context=_save_topk_indices)
 def topk(x, k, dim, largest, backend):
     if _wants_operator(x):
         return _topk_op(x, k, dim, bool(largest), str(backend))
+    if x.is_cuda:
+        return _tensors.topk(_T, x, k, dim, bool(largest))
     return _topk_rows(x, k, dim, largest, backend)
 
 
