@@ -273,6 +273,10 @@ fn out_of_memory_is_an_error_for_the_whole_sort() {
     let all: Vec<u32> = make_keys((1 << 27) - 64, Pattern::Random, 5);
     let err = multi.sort_host(&mut all.clone(), Order::Ascending, Algorithm::MergeSplit);
     drop(hog);
+    // The hog's memory went back to its stream's pool, which hands it to the driver only at a
+    // synchronization: until then NCCL's own allocations for the new communicators below fail
+    // (ncclUnhandledCudaError, seen on two H200s).
+    victim.stream().synchronize().unwrap();
     let err = err.expect_err("the sort cannot have had the memory it needs");
     assert!(matches!(err, bitonic::Error::DeviceMemory { .. }), "{err}");
     if two {
