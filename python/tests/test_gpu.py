@@ -422,3 +422,23 @@ def test_torch_autograd_as_torch(torch, device):
     assert not i.requires_grad and i.dtype == torch.int64
 
 
+def test_forward_mode_tangents_are_dropped(torch):
+    """A forward-mode dual tensor (a tangent without requires_grad) sorts as its primal, and the
+    outputs carry no tangent: none could follow the keys through the GPU sort."""
+    import torch.autograd.forward_ad as fwAD
+
+    x = tdata(torch, "float32", (8, 1000), ties=False)
+    with fwAD.dual_level():
+        dual = fwAD.make_dual(x, torch.randn_like(x))
+        outputs = [
+            bitonic.sort_values(dual),
+            bitonic.sort(dual).values,
+            bitonic.topk(dual, 10).values,
+            bitonic.sort_pairs(torch.arange(1000, 0, -1, device="cuda").repeat(8, 1).int(), dual)[1],
+        ]
+        for y in outputs:
+            assert fwAD.unpack_dual(y).tangent is None
+    assert torch.equal(outputs[0], torch.sort(x).values)
+    assert torch.equal(outputs[3], x.flip(-1))
+
+

@@ -1,7 +1,7 @@
 """torch tensors and cupy arrays: CUDA ones through DLPack, zero copy, on the caller's current
 stream; CPU tensors through numpy, returned as tensors of their own library.
 
-Outputs are allocated by the caller's library (``torch.empty`` or ``cupy.empty`` on the
+Outputs are allocated by the caller's library (``Tensor.new_empty`` or ``cupy.empty`` on the
 input's device, on its current stream) and filled by bitonic's kernels: the Rust side
 (python/src/dlpack.rs) reads the capsules of ``__dlpack__(stream=s)``, where ``s`` is the
 caller's current stream (so the producer has nothing to order), and queues the sort on ``s``
@@ -70,9 +70,11 @@ class _Torch:
         return x.element_size()
 
     def rows(self, x, dim, copy):
-        """``x`` with ``dim`` moved last, C-contiguous; a new tensor when ``copy``. Detached:
-        DLPack exports no tensor that requires grad (bitonic's outputs carry no gradient)."""
-        m = x.detach() if x.requires_grad else x
+        """``x`` with ``dim`` moved last, C-contiguous; a new tensor when ``copy``. Detached
+        always: DLPack exports no tensor that requires grad, and a forward-mode tangent, which
+        a tensor carries without requiring grad, would be cloned in input order while the keys
+        are sorted in place (bitonic's outputs carry no gradient of either kind)."""
+        m = x.detach()
         if dim != m.dim() - 1:
             m = m.movedim(dim, -1)
         if copy:
