@@ -684,14 +684,22 @@ fn waiting_sort(output: &Path, ignore_hangup: bool) -> std::process::Child {
         .arg(output)
         .stdin(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    if ignore_hangup {
-        // SAFETY: signal(2) only, between fork and exec.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::signal(libc::SIGHUP, libc::SIG_IGN);
-                Ok(())
-            });
-        }
+    // Each child starts from the default actions, whatever the test inherited: a job started by
+    // nohup, or in the background of a script, has SIGHUP or SIGINT ignored, which the command
+    // rightly keeps ignored. With `ignore_hangup`, SIGHUP is ignored as nohup does.
+    // SAFETY: signal(2) only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            libc::signal(libc::SIGTERM, libc::SIG_DFL);
+            let hangup = if ignore_hangup {
+                libc::SIG_IGN
+            } else {
+                libc::SIG_DFL
+            };
+            libc::signal(libc::SIGHUP, hangup);
+            Ok(())
+        });
     }
     let child = cmd.spawn().unwrap();
     let started = std::time::Instant::now();
