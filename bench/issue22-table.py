@@ -25,9 +25,9 @@ print(f"Issue 22's workloads on one {first['device']} ({first['driver']}), commi
       "(bench/issue22-table.sh).\n")
 print("| workload | must reach | aim | tuned | CUB radix | CUB merge | met |")
 print("|---|---:|---:|---:|---:|---:|---|")
-# (key type, table, log2 n, the issue's limit and aim, as it writes them)
 # The workloads' tuned times, for bench/ab-issue49.sh and other comparisons of runs.
 tuned = []
+# (key type, table, log2 n, the issue's limit and aim, as it writes them)
 for dtype, table, e, limit, aim in [("u32", u32, 15, "0.025", "0.015"), ("u32", u32, 20, "0.080", "0.060"),
                                     ("u32", u32, 22, "0.17", "0.13"), ("u32", u32, 24, "0.60", "0.47"),
                                     ("u32", u32, 29, "20", "12.7"), ("u64", u64, 24, "1.3", "1.2"),
