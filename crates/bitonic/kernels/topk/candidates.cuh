@@ -94,6 +94,86 @@ __device__ __forceinline__ bool load_chunk(const In *row_input, u64 begin, u64 e
     return load_chunk<C, In, R>(row_input, begin, end, map, e, alive, KnownTies<false>());
 }
 
+// load_chunk as the spread gather needs it, in less code: the same registers from the same
+// elements, but a register outside `alive` holds no padding, only some key's word (the gather
+// reads only those alive). So every register is loaded and mapped by the same straight code
+// whether the chunk is whole or not: a vector past the end loads from the chunk's first address,
+// and the one vector that the end cuts, if any, is read key by key after the others and put in
+// its registers by selects. Only the vectors' maps come in two copies by ties.
+//
+// Why: the gather's blocks each run it once, so that every SM fetches its code cold, and
+// load_chunk's copies (whole, partial and misaligned chunks, each by ties) made the gather wait
+// for instructions; this one is smaller than the gather's before the tie copies
+// (docs/notes/plan-layer.md). Branches are kept out on purpose: a padding select around each
+// map became a branch a key, and the cut vector put by a branch made the compiler index the
+// registers at run time (local memory); either way a vector's load no longer issued before the
+// last one's map, and the gather took up to 1.8x as long. The radix kernels loop over chunks,
+// so their code is fetched once; they keep load_chunk, with which they spill less.
+template <typename C, typename In, u32 R, typename Ties>
+__device__ __forceinline__ void load_vectors_compact(const In *chunk, u32 len, u32 map,
+                                                     typename Held<C, In>::T (&e)[R], u32 &alive, Ties ties) {
+    typedef typename Held<C, In>::T T;
+    const u32 VEC = Vector<In>::N, t = threadIdx.x;
+    static_assert(R % VEC == 0, "whole vectors a thread");
+#pragma unroll
+    for (u32 q = 0; q < R / VEC; q++) {
+        const u32 at = (q * THREADS + t) * VEC;
+        const bool whole = at + VEC <= len;
+        In v[VEC];
+        Vector<In>::load(chunk + (whole ? at : 0), v);
+#pragma unroll
+        for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map, ties);
+        alive |= (whole ? (VEC == 32 ? ~0u : (1u << VEC) - 1) : 0u) << (q * VEC);
+    }
+    if (len % VEC != 0) { // block-uniform: the vector that the end cuts, key by key
+        const u32 cut = len / VEC * VEC, rest = len % VEC;
+        T part[VEC];
+#pragma unroll
+        for (u32 i = 0; i < VEC; i++) {
+            const In key = chunk[cut + (i < rest ? i : 0)];
+            part[i] = Held<C, In>::of(key, map, ties);
+        }
+#pragma unroll
+        for (u32 q = 0; q < R / VEC; q++) {
+            const bool mine = (q * THREADS + t) * VEC == cut;
+#pragma unroll
+            for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = mine ? part[i] : e[q * VEC + i];
+            alive |= (mine ? (1u << rest) - 1 : 0u) << (q * VEC);
+        }
+    }
+}
+
+// A misaligned chunk's keys, one by one (element r x THREADS + t in register r).
+template <typename C, typename In, u32 R, typename Ties>
+__device__ __forceinline__ void load_keys_compact(const In *chunk, u32 len, u32 map, typename Held<C, In>::T (&e)[R],
+                                                  u32 &alive, Ties ties) {
+#pragma unroll
+    for (u32 r = 0; r < R; r++) {
+        const u32 at = r * THREADS + threadIdx.x;
+        e[r] = Held<C, In>::of(chunk[at < len ? at : 0], map, ties);
+        alive |= u32(at < len) << r;
+    }
+}
+
+template <typename C, typename In, u32 R>
+__device__ __forceinline__ bool load_chunk_compact(const In *row_input, u64 begin, u64 end, u32 map,
+                                                   typename Held<C, In>::T (&e)[R], u32 &alive) {
+    const In *chunk = row_input + begin;
+    const u32 len = u32(end - begin);
+    const bool tied = map & MAP_TIED;
+    alive = 0;
+    if constexpr (R % Vector<In>::N == 0) {
+        if (reinterpret_cast<u64>(chunk) % 16 == 0) {
+            if (tied) load_vectors_compact<C, In, R>(chunk, len, map, e, alive, KnownTies<true>());
+            else load_vectors_compact<C, In, R>(chunk, len, map, e, alive, KnownTies<false>());
+            return true;
+        }
+    }
+    if (tied) load_keys_compact<C, In, R>(chunk, len, map, e, alive, KnownTies<true>());
+    else load_keys_compact<C, In, R>(chunk, len, map, e, alive, KnownTies<false>());
+    return false;
+}
+
 // The index in its row of the element in register r of this thread, of a chunk from `begin`
 // that load_chunk loaded (`vectors`: as it returned).
 template <typename In, u32 R> __device__ __forceinline__ u32 chunk_index(u64 begin, bool vectors, u32 r) {

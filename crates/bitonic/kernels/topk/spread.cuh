@@ -183,7 +183,7 @@ __device__ void topk_spread_gather(const In *input, u64 row_len, u32 rows, u32 c
         for (u64 sub = begin; sub < end; sub += R * THREADS) { // block-uniform
             T e[R];
             u32 alive = 0;
-            const bool vectors = load_chunk<C, In, R>(row_input, sub, min(sub + R * THREADS, end), map, e, alive);
+            const bool vectors = load_chunk_compact<C, In, R>(row_input, sub, min(sub + R * THREADS, end), map_here(map), e, alive);
             const auto index = [&](u32 r) -> u32 { return chunk_index<In, R>(sub, vectors, r); };
             const u32 bits = word.tile_bits(sub);
 #pragma unroll
@@ -257,7 +257,7 @@ __device__ void topk_spread_select(const In *input, u64 row_len, u32 rows, u32 c
         const u32 need = u32(min(u64(k), row_len));
         const C *better_ones = candidates + u64(row) * 2 * SPREAD_CAPACITY, *tied = better_ones + SPREAD_CAPACITY;
         const In *row_input = input + u64(row) * row_len;
-        const Put<K, C> put = {values, indices, nullptr, row, row, k, map, true};
+        const Put<K, C> put = {values, indices, nullptr, row, row, k, map_here(map), true};
         // The ties to place in order: too many to hold beside the better ones, and needed.
         const bool in_order = r.count < need && r.count + r.ties > SPREAD_CAPACITY;
         // The candidates: better ones and ties where they fit together; else the better ones.
@@ -272,7 +272,7 @@ __device__ void topk_spread_select(const In *input, u64 row_len, u32 rows, u32 c
             if (r.count > 0)
                 select_gathered<SPREAD_CANDIDATES_PER_THREAD, K, C, In>(r.count, r.count, slots, true, s, &taken,
                                                                         row_input, 0, row_len, put);
-            put_ties_in_order<K, C, In>(row_input, row_len, chunks, chunk_len, map, r.threshold,
+            put_ties_in_order<K, C, In>(row_input, row_len, chunks, chunk_len, map_here(map), r.threshold,
                                         chunk_ties + u64(row) * chunks, r.count, need, put);
         } else {
             select_gathered<SPREAD_CANDIDATES_PER_THREAD, K, C, In>(held, need, slots, true, s, &taken, row_input, 0,
