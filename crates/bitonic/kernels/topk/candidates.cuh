@@ -97,7 +97,7 @@ __device__ __forceinline__ bool load_chunk(const In *row_input, u64 begin, u64 e
 // load_chunk as the spread gather needs it, in less code: the same registers from the same
 // elements, but a register outside `alive` holds no padding, only some key's word (the gather
 // reads only those alive). So every register is loaded and mapped by the same straight code
-// whether the chunk is whole or not: a vector past the end loads from the chunk's first address,
+// whether the chunk is whole or not: a vector past the end loads the chunk's first vector,
 // and the one vector that the end cuts, if any, is read key by key after the others and put in
 // its registers by selects. Only the vectors' maps come in two copies by ties.
 //
@@ -115,16 +115,18 @@ __device__ __forceinline__ void load_vectors_compact(const In *chunk, u32 len, u
     typedef typename Held<C, In>::T T;
     const u32 VEC = Vector<In>::N, t = threadIdx.x;
     static_assert(R % VEC == 0, "whole vectors a thread");
+    if (len >= VEC) { // block-uniform: a whole vector, the first, for the loads past the end
 #pragma unroll
-    for (u32 q = 0; q < R / VEC; q++) {
-        const u32 at = (q * THREADS + t) * VEC;
-        const bool whole = at + VEC <= len;
-        In v[VEC];
-        Vector<In>::load(chunk + (whole ? at : 0), v);
+        for (u32 q = 0; q < R / VEC; q++) {
+            const u32 at = (q * THREADS + t) * VEC;
+            const bool whole = at + VEC <= len;
+            In v[VEC];
+            Vector<In>::load(chunk + (whole ? at : 0), v);
 #pragma unroll
-        for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map, ties);
-        alive |= (whole ? (VEC == 32 ? ~0u : (1u << VEC) - 1) : 0u) << (q * VEC);
-    }
+            for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map, ties);
+            alive |= (whole ? (VEC == 32 ? ~0u : (1u << VEC) - 1) : 0u) << (q * VEC);
+        }
+    } // else shorter than a vector: no vector load may read past the end, and only the cut one is alive
     if (len % VEC != 0) { // block-uniform: the vector that the end cuts, key by key
         const u32 cut = len / VEC * VEC, rest = len % VEC;
         T part[VEC];
