@@ -109,11 +109,11 @@ template <typename K> __device__ __forceinline__ K to_sortable(K w, u32 map) { r
 template <typename K> __device__ __forceinline__ K from_sortable(K w, u32 map) { return SortableMap<K>(map).from(w); }
 
 // Whether the tests of tied keys are compiled into a key's map. The hot loops that map every
-// key of a row (the top-k loads: load_chunk, filter_tiles, warp_composites) come in two
-// copies, one with the tests and one without, chosen by one branch on MAP_TIED outside the
-// loop, so that a map that ties nothing (every map but a position-keeping one in numeric
-// float order) pays nothing for them; elsewhere the tests run (RuntimeTies), as no-ops for
-// such a map.
+// key of a row (the top-k loads: load_chunk, load_chunk_unpadded, filter_tiles,
+// warp_composites) come in two copies, one with the tests and one without, chosen by one branch
+// on MAP_TIED outside the loop, so that a map that ties nothing (every map but a
+// position-keeping one in numeric float order) pays nothing for them; elsewhere the tests run
+// (RuntimeTies), as no-ops for such a map.
 template <bool TIED> struct KnownTies {};
 struct RuntimeTies {};
 

@@ -1,5 +1,5 @@
 // Steps 2 and 3 of the radix select (topk/radix.cuh), which the sampled and the spread select
-// share: a chunk loaded into registers (load_chunk), the elements that reach a threshold
+// share: a chunk loaded into registers (load_chunk, load_chunk_unpadded), the elements that reach a threshold
 // gathered into shared memory as candidates (gather), and the exact select among them, by their
 // ranks, a tournament, or a radix select and a bitonic sort (select_few, select_candidates,
 // sort_and_put). Relies on topk/radix_rounds.cuh, topk/tournament.cuh, topk/sorts.cuh and the
@@ -94,23 +94,27 @@ __device__ __forceinline__ bool load_chunk(const In *row_input, u64 begin, u64 e
     return load_chunk<C, In, R>(row_input, begin, end, map, e, alive, KnownTies<false>());
 }
 
-// load_chunk as the spread gather needs it, in less code: the same registers from the same
-// elements, but a register outside `alive` holds no padding, only some key's word (the gather
-// reads only those alive). So every register is loaded and mapped by the same straight code
-// whether the chunk is whole or not: a vector past the end loads the chunk's first vector,
-// and the one vector that the end cuts, if any, is read key by key after the others and put in
-// its registers by selects. Only the vectors' maps come in two copies by ties.
+// load_chunk as the spread gather needs it, in less code (load_chunk_unpadded): the same
+// registers from the same elements, but a register outside `alive` holds no padding: some key's
+// word, or nothing written in a chunk shorter than one vector. Every use of such a register must
+// be masked by `alive` (the gather's are: reaching, gather). So every register is loaded and
+// mapped by the same code, with no branch in its loop, whether the chunk is whole or not: a
+// vector past the end loads the chunk's first vector, and the one vector that the end cuts, if
+// any, is read key by key after the others and put in its registers by selects. The vectors'
+// loads and the misaligned rows' each come in two copies by ties.
 //
 // Why: the gather's blocks each run it once, so that every SM fetches its code cold, and
-// load_chunk's copies (whole, partial and misaligned chunks, each by ties) made the gather wait
-// for instructions; this one is smaller than the gather's before the tie copies
-// (docs/notes/plan-layer.md). Branches are kept out on purpose: a padding select around each
-// map became a branch a key, and the cut vector put by a branch made the compiler index the
-// registers at run time (local memory); either way a vector's load no longer issued before the
-// last one's map, and the gather took up to 1.8x as long. The radix kernels loop over chunks,
-// so their code is fetched once; they keep load_chunk, with which they spill less.
+// load_chunk's copies (whole, partial and misaligned chunks, each by ties, and each kind of key
+// as the compiler unswitched the map) made the gather wait for instructions. With the map hidden
+// (map_here, at the call) the gather is 3,304 SASS instructions (u32) against 8,656, near the
+// base's 2,864 (docs/notes/plan-layer.md). Branches are kept out on purpose: a padding select
+// around each map became a branch a key, and the cut vector put by a branch made the compiler
+// index the registers at run time (local memory); either way a vector's load no longer issued
+// before the last one's map, and the gather took up to 1.8x as long. The radix kernels and the
+// sampled select loop over chunks, so their code is fetched once; they keep load_chunk (compiled
+// with this load instead, the radix kernels spilled more).
 template <typename C, typename In, u32 R, typename Ties>
-__device__ __forceinline__ void load_vectors_compact(const In *chunk, u32 len, u32 map,
+__device__ __forceinline__ void load_vectors_unpadded(const In *chunk, u32 len, u32 map,
                                                      typename Held<C, In>::T (&e)[R], u32 &alive, Ties ties) {
     typedef typename Held<C, In>::T T;
     const u32 VEC = Vector<In>::N, t = threadIdx.x;
@@ -124,7 +128,7 @@ __device__ __forceinline__ void load_vectors_compact(const In *chunk, u32 len, u
             Vector<In>::load(chunk + (whole ? at : 0), v);
 #pragma unroll
             for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map, ties);
-            alive |= (whole ? (VEC == 32 ? ~0u : (1u << VEC) - 1) : 0u) << (q * VEC);
+            alive |= (whole ? (1u << VEC) - 1 : 0u) << (q * VEC);
         }
     } // else shorter than a vector: no vector load may read past the end, and only the cut one is alive
     if (len % VEC != 0) { // block-uniform: the vector that the end cuts, key by key
@@ -147,7 +151,7 @@ __device__ __forceinline__ void load_vectors_compact(const In *chunk, u32 len, u
 
 // A misaligned chunk's keys, one by one (element r x THREADS + t in register r).
 template <typename C, typename In, u32 R, typename Ties>
-__device__ __forceinline__ void load_keys_compact(const In *chunk, u32 len, u32 map, typename Held<C, In>::T (&e)[R],
+__device__ __forceinline__ void load_keys_unpadded(const In *chunk, u32 len, u32 map, typename Held<C, In>::T (&e)[R],
                                                   u32 &alive, Ties ties) {
 #pragma unroll
     for (u32 r = 0; r < R; r++) {
@@ -157,8 +161,10 @@ __device__ __forceinline__ void load_keys_compact(const In *chunk, u32 len, u32 
     }
 }
 
+// Loads elements [begin, end) of a row (1 to R x THREADS of them) as load_chunk does, but with
+// no padding outside `alive` (above); returns whether they came in vectors.
 template <typename C, typename In, u32 R>
-__device__ __forceinline__ bool load_chunk_compact(const In *row_input, u64 begin, u64 end, u32 map,
+__device__ __forceinline__ bool load_chunk_unpadded(const In *row_input, u64 begin, u64 end, u32 map,
                                                    typename Held<C, In>::T (&e)[R], u32 &alive) {
     const In *chunk = row_input + begin;
     const u32 len = u32(end - begin);
@@ -166,18 +172,18 @@ __device__ __forceinline__ bool load_chunk_compact(const In *row_input, u64 begi
     alive = 0;
     if constexpr (R % Vector<In>::N == 0) {
         if (reinterpret_cast<u64>(chunk) % 16 == 0) {
-            if (tied) load_vectors_compact<C, In, R>(chunk, len, map, e, alive, KnownTies<true>());
-            else load_vectors_compact<C, In, R>(chunk, len, map, e, alive, KnownTies<false>());
+            if (tied) load_vectors_unpadded<C, In, R>(chunk, len, map, e, alive, KnownTies<true>());
+            else load_vectors_unpadded<C, In, R>(chunk, len, map, e, alive, KnownTies<false>());
             return true;
         }
     }
-    if (tied) load_keys_compact<C, In, R>(chunk, len, map, e, alive, KnownTies<true>());
-    else load_keys_compact<C, In, R>(chunk, len, map, e, alive, KnownTies<false>());
+    if (tied) load_keys_unpadded<C, In, R>(chunk, len, map, e, alive, KnownTies<true>());
+    else load_keys_unpadded<C, In, R>(chunk, len, map, e, alive, KnownTies<false>());
     return false;
 }
 
 // The index in its row of the element in register r of this thread, of a chunk from `begin`
-// that load_chunk loaded (`vectors`: as it returned).
+// that load_chunk or load_chunk_unpadded loaded (`vectors`: as it returned).
 template <typename In, u32 R> __device__ __forceinline__ u32 chunk_index(u64 begin, bool vectors, u32 r) {
     const u32 VEC = Vector<In>::N;
     return u32(begin) + (vectors ? ((r / VEC) * THREADS + threadIdx.x) * VEC + r % VEC : r * THREADS + threadIdx.x);
