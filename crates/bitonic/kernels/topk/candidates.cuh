@@ -1,8 +1,8 @@
 // Steps 2 and 3 of the radix select (topk/radix.cuh), which the sampled and the spread select
-// share: a chunk loaded into registers (load_chunk, load_chunk_unpadded), the elements that reach a threshold
-// gathered into shared memory as candidates (gather), and the exact select among them, by their
-// ranks, a tournament, or a radix select and a bitonic sort (select_few, select_candidates,
-// sort_and_put). Relies on topk/radix_rounds.cuh, topk/tournament.cuh, topk/sorts.cuh and the
+// share: a chunk loaded into registers (load_chunk, load_chunk_unpadded), the elements that
+// reach a threshold gathered into shared memory as candidates (gather), and the exact select
+// among them, by their ranks, a tournament, or a radix select and a bitonic sort (select_few,
+// select_candidates, sort_and_put). Relies on topk/radix_rounds.cuh, topk/tournament.cuh, topk/sorts.cuh and the
 // host's KERNEL_TOPK_CANDIDATES_PER_THREAD and KERNEL_TOPK_RANK_MAX.
 #pragma once
 

@@ -184,7 +184,8 @@ __device__ void topk_spread_gather(const In *input, u64 row_len, u32 rows, u32 c
             T e[R];
             u32 alive = 0;
             // map_here (keys.cuh): one copy of the loads' maps, not one a kind of key.
-            const bool vectors = load_chunk_unpadded<C, In, R>(row_input, sub, min(sub + R * THREADS, end), map_here(map), e, alive);
+            const bool vectors =
+                load_chunk_unpadded<C, In, R>(row_input, sub, min(sub + R * THREADS, end), map_here(map), e, alive);
             const auto index = [&](u32 r) -> u32 { return chunk_index<In, R>(sub, vectors, r); };
             const u32 bits = word.tile_bits(sub);
 #pragma unroll
@@ -259,8 +260,9 @@ __device__ void topk_spread_select(const In *input, u64 row_len, u32 rows, u32 c
         const C *better_ones = candidates + u64(row) * 2 * SPREAD_CAPACITY, *tied = better_ones + SPREAD_CAPACITY;
         const In *row_input = input + u64(row) * row_len;
         // The map hidden from the compiler (map_here), here and for the ties' placing, which
-        // otherwise compiles the select's puts once a kind of key: 14,608 SASS instructions (u32), not 18,720, and the block,
-        // which runs its code once, no longer waits for its instructions (1.3 to 2.9 us).
+        // otherwise compiles the select's puts once a kind of key: 14,608 SASS instructions
+        // (u32), not 18,720, and the block, which runs its code once, no longer waits for its
+        // instructions (1.3 to 2.9 us).
         const Put<K, C> put = {values, indices, nullptr, row, row, k, map_here(map), true};
         // The ties to place in order: too many to hold beside the better ones, and needed.
         const bool in_order = r.count < need && r.count + r.ties > SPREAD_CAPACITY;
