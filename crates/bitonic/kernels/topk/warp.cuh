@@ -185,15 +185,20 @@ __device__ __forceinline__ bool warp_filter(const typename WarpComposite<In>::C 
 
 // A warp's composites of its row's keys, key[p] being key p x 32 + lane (padding past
 // `row_len`), each key's map with or without the tests of tied keys (`ties`: the warp sort has
-// a copy of each).
+// a copy of each). Every key is mapped (a key past the row's end is a loaded 0) and the padding
+// selected after: straight-line code, whose map constants are worked out once. (A branch a key
+// around its map worked them out again in each branch: bf16 16,384 x 1,024 took up to 1.09x
+// the time; docs/notes/plan-layer.md.)
 template <typename W, typename In, u32 P, typename Ties>
 __device__ __forceinline__ void warp_composites(const In (&key)[P], u64 row_len, u32 map, Ties ties,
                                                 typename W::C (&x)[P]) {
     const u32 lane = threadIdx.x % WARP_SIZE;
+    const u32 len = u32(min(row_len, u64(P * WARP_SIZE)));
 #pragma unroll
     for (u32 p = 0; p < P; p++) {
         const u32 at = p * WARP_SIZE + lane;
-        x[p] = at < row_len ? W::of(key[p], at, map, ties) : padding<typename W::C>();
+        const typename W::C c = W::of(key[p], at, map, ties);
+        x[p] = at < len ? c : padding<typename W::C>();
     }
 }
 
