@@ -283,7 +283,8 @@ fn topk_rows(
 }
 
 /// What the GPU probe found: `cuda` (whether sorts can run on the GPU), `reason` (why not, or
-/// None), `device` (a dict about GPU 0, or None) and `nvrtc_version` ((major, minor) or None).
+/// None), `device` (a dict about GPU 0, or None), `nvrtc_version` ((major, minor) or None) and
+/// `kernel_pack_archs` (the architectures whose kernels came compiled with the module).
 #[pyfunction]
 fn info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let (gpu, nvrtc) = py.detach(|| {
@@ -294,6 +295,9 @@ fn info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     out.set_item("version", env!("CARGO_PKG_VERSION"))?;
     out.set_item("cuda", gpu.is_ok())?;
     out.set_item("nvrtc_version", nvrtc)?;
+    // The architectures whose kernels came with the module (they compile nothing at first use).
+    let pack = PyModule::import(py, "bitonic._native")?.getattr("_kernel_pack_archs")?;
+    out.set_item("kernel_pack_archs", pack)?;
     match gpu {
         Ok(d) => {
             let dev = PyDict::new(py);
@@ -315,9 +319,16 @@ fn info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(out)
 }
 
+/// Every kernel compiled when the module was built, for the architectures build.rs packed
+/// (empty when NVRTC was missing there).
+static KERNEL_PACK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.pack"));
+
 #[pymodule]
 #[pyo3(name = "_native")]
 fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // Only the pack's index is read now; a CUBIN is copied out when its module first runs.
+    let pack = bitonic::cuda::use_pack(KERNEL_PACK).map_err(sort_error)?;
+    m.add("_kernel_pack_archs", pack.archs)?;
     m.add("BitonicError", m.py().get_type::<BitonicError>())?;
     m.add_function(wrap_pyfunction!(sort_rows, m)?)?;
     m.add_function(wrap_pyfunction!(sort_pairs, m)?)?;

@@ -442,3 +442,38 @@ def test_forward_mode_tangents_are_dropped(torch):
     assert torch.equal(outputs[3], x.flip(-1))
 
 
+
+
+def _packed_for(arch, packed):
+    """Whether a pack of `packed` architectures holds CUBINs a device of `arch` runs: its own,
+    or a lower minor of its major (sm_80's run on an sm_86)."""
+    major, minor = arch[3:-1], int(arch[-1])
+    return any(p[3:-1] == major and int(p[-1]) <= minor for p in packed if p[-1].isdigit())
+
+
+def test_first_use_on_a_packed_architecture_compiles_nothing(torch, tmp_path):
+    """A fresh process with an empty kernel cache: the first topk, sort, argsort and key-value
+    sort of torch tensors, and a numpy sort on the GPU, load the package's kernels; the cache
+    folder, where a compiled kernel would go, stays empty."""
+    import subprocess
+    import sys
+
+    info = bitonic.info()
+    arch, packed = info["device"]["arch"], info["kernel_pack_archs"]
+    if not _packed_for(arch, packed):
+        pytest.skip(f"the package carries no kernels for {arch} (it has {packed})")
+    script = """
+import numpy as np, torch, bitonic
+x = torch.randn(64, 128256, device="cuda")
+h = x.to(torch.bfloat16)
+bitonic.topk(x, 50); bitonic.topk(h, 8); bitonic.topk(x[:1], 1024)
+bitonic.sort(x); bitonic.argsort(h, descending=True); bitonic.sort_values(x[0])
+bitonic.sort_pairs(x[0], torch.arange(x.shape[1], device="cuda"))
+u = torch.randint(0, 2**31, (1 << 22,), device="cuda", dtype=torch.int64)
+bitonic.sort(u)
+bitonic.sort(np.random.default_rng(1).random(1 << 20), backend="cuda")
+torch.cuda.synchronize()
+"""
+    env = dict(os.environ, BITONIC_CACHE_DIR=str(tmp_path))
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=300)
+    assert sorted(p.name for p in tmp_path.iterdir()) == []

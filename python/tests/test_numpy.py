@@ -4,6 +4,7 @@ torch's float order (every NaN, either sign, after +inf; -0.0 equal to +0.0): th
 canonical form, whose words sort as IEEE total order does. numpy's own stable argsort agrees
 (test_agrees_with_numpy_on_nans_and_zeros)."""
 
+import os
 import threading
 
 import numpy as np
@@ -323,7 +324,13 @@ def test_cuda_backend_without_gpu_is_a_bitonic_error():
 
 def test_info():
     i = bitonic.info()
-    assert set(i) == {"version", "cuda", "reason", "device", "nvrtc_version"}
+    assert set(i) == {"version", "cuda", "reason", "device", "nvrtc_version", "kernel_pack_archs"}
+    packed = i["kernel_pack_archs"]
+    assert packed == sorted(packed) and all(a.startswith("sm_") for a in packed)
+    # A wheel built where NVRTC loads carries the default architectures (python/build.rs); CI
+    # builds it so, and says so.
+    if os.environ.get("BITONIC_EXPECT_KERNEL_PACK"):
+        assert packed == os.environ["BITONIC_EXPECT_KERNEL_PACK"].split(",")
     if i["cuda"]:
         assert i["reason"] is None and i["device"]["arch"].startswith("sm_")
     else:

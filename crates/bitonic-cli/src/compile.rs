@@ -1,5 +1,7 @@
 //! `bitonic compile`: every GPU kernel compiled ahead of time into the kernel cache (for
-//! deployment images), with NVRTC's time per module.
+//! deployment images), with NVRTC's time per module; or, with `--pack`, into one file of
+//! kernels for several architectures that a program hands the library at start-up
+//! (`bitonic::cuda::use_pack`).
 
 use anyhow::{bail, Context, Result};
 use bitonic::cuda::{self, Gpu, Origin};
@@ -21,9 +23,16 @@ pub struct Args {
     /// Also write the table as CSV to this file.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
+    /// Write every kernel, compiled for each architecture of this comma-separated list (such as
+    /// sm_80,sm_90), to this file as a kernel pack (`bitonic::cuda::use_pack` reads it).
+    #[arg(long, value_name = "FILE", requires = "arch")]
+    pack: Option<PathBuf>,
 }
 
 pub fn run(args: Args) -> Result<ExitCode> {
+    if let (Some(path), Some(archs)) = (&args.pack, &args.arch) {
+        return write_pack(path, archs);
+    }
     let (arch, policy) = match (&args.arch, Gpu::get()) {
         (Some(arch), _) => (arch.clone(), policy_of(arch)?),
         (None, Ok(gpu)) => (gpu.info().arch(), gpu.policy()),
@@ -61,6 +70,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             Origin::Compiled => "compiled",
             Origin::DiskCache => "cache",
             Origin::Process => "process",
+            Origin::Precompiled => "pack",
         };
         let kib = m.cubin.len() / 1024;
         println!("{:<24} {origin:>10} {:>10.2} {kib:>12}", m.name, m.seconds);
@@ -84,6 +94,31 @@ pub fn run(args: Args) -> Result<ExitCode> {
     if let Some(path) = &args.csv {
         crate::io::write_text(path, &csv)?;
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `bitonic compile --arch sm_80,sm_90 --pack FILE`.
+fn write_pack(path: &std::path::Path, archs: &str) -> Result<ExitCode> {
+    let archs: Vec<&str> = archs.split(',').map(str::trim).collect();
+    for arch in &archs {
+        policy_of(arch)?;
+    }
+    cuda::nvrtc_version().context("compiling the kernels needs NVRTC")?;
+    eprintln!(
+        "compiling every GPU kernel for {} into the pack {}",
+        archs.join(", "),
+        path.display()
+    );
+    let started = Instant::now();
+    let pack = cuda::build_pack(&archs)?;
+    crate::io::write_atomically(path, |out| out.write_all(&pack))?;
+    println!(
+        "{} kernel modules for {} in {:.1} MiB, {:.1} s",
+        cuda::kernel_modules().len() * archs.len(),
+        archs.join(", "),
+        pack.len() as f64 / (1u64 << 20) as f64,
+        started.elapsed().as_secs_f64()
+    );
     Ok(ExitCode::SUCCESS)
 }
 

@@ -116,6 +116,16 @@ fn main() -> std::process::ExitCode {
     let command = Cli::command().mut_subcommands(|c| c.after_help(ui::EXIT_STATUS));
     let cli = Cli::from_arg_matches(&command.get_matches_from(args)).unwrap_or_else(|e| e.exit());
     ui::show_kernel_compiles();
+    #[cfg(feature = "embedded-kernels")]
+    {
+        // Kernels compiled when this binary was built (build.rs): read now, loaded when used.
+        static KERNELS: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.pack"));
+        if let Err(e) = bitonic::cuda::use_pack(KERNELS) {
+            eprintln!(
+                "bitonic: warning: the embedded kernels are unusable ({e}); compiling instead"
+            );
+        }
+    }
     signals::exit_on_signals(io::remove_partial_files);
     let result = match cli.command {
         Command::Sort(args) => sort::run(args),

@@ -236,6 +236,10 @@ pub enum Error {
         given: usize,
     },
 
+    /// Bytes given as a kernel pack ([`crate::cuda::use_pack`]) that are not one: the reason.
+    #[error("not a kernel pack: {0}")]
+    BadKernelPack(&'static str),
+
     /// Host memory for a sort's working copy could not be allocated.
     #[error("out of host memory: {bytes} bytes for {what}")]
     HostMemory {

@@ -27,6 +27,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "cuda::driver",
             "cuda::memory",
             "cuda::nvrtc",
+            "cuda::precompiled",
             "cuda::graph",
             "cuda::staging",
         ],

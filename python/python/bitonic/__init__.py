@@ -327,8 +327,10 @@ def _load_torch_operators():
 
 
 def info():
-    """What the GPU probe found: ``{"version", "cuda", "reason", "device", "nvrtc_version"}``;
-    ``reason`` says why sorts run on the CPU when ``cuda`` is False."""
+    """What the GPU probe found: ``{"version", "cuda", "reason", "device", "nvrtc_version",
+    "kernel_pack_archs"}``; ``reason`` says why sorts run on the CPU when ``cuda`` is False, and
+    ``kernel_pack_archs`` lists the architectures whose kernels the package carries compiled
+    (on others they compile at first use, cached on disk)."""
     return _native.info()
 
 

@@ -29,6 +29,7 @@ pub(crate) mod merge;
 pub mod multi;
 pub(crate) mod nvrtc;
 pub(crate) mod passes;
+pub(crate) mod precompiled;
 pub(crate) mod rows;
 pub(crate) mod run;
 pub(crate) mod seed;
@@ -39,6 +40,7 @@ pub(crate) mod transfer;
 pub use crate::kernels::KernelModule;
 pub use device::Gpu;
 pub use nvrtc::{CompileEvent, Origin};
+pub use precompiled::PackSummary;
 
 /// NVRTC's version as (major, minor), or why NVRTC cannot be used.
 pub fn nvrtc_version() -> crate::Result<(i32, i32)> {
@@ -111,6 +113,98 @@ pub fn compile_all(
         .zip(compiled)
         .map(|(module, c)| CompiledModule::of(module, c))
         .collect())
+}
+
+/// A pack of every kernel module compiled for each of `archs` (such as `["sm_80", "sm_90"]`)
+/// with the policy of each ([`crate::Policy::for_compute_capability`]): the bytes a build step
+/// writes (a build script, `bitonic compile --pack`) for a program to hand to [`use_pack`] when
+/// it starts. Needs NVRTC, not a GPU; reads and fills the disk cache ([`cache_dir`]).
+///
+/// ```no_run
+/// let pack = bitonic::cuda::build_pack(&["sm_80", "sm_90"])?;
+/// std::fs::write("kernels.pack", &pack)?;
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn build_pack(archs: &[&str]) -> crate::Result<Vec<u8>> {
+    let mut compiled = Vec::new();
+    for &arch in archs {
+        let (major, minor) = precompiled::parse_arch(arch).ok_or_else(|| {
+            crate::Error::InvalidPolicy(format!("{arch:?} is not an architecture such as sm_90"))
+        })?;
+        let policy = crate::Policy::for_compute_capability(major as i32, minor as i32);
+        let defines = kernel_defines(&policy);
+        let modules = kernel_modules();
+        let cubins = nvrtc::compile_side_by_side(modules, arch, &defines)?;
+        for (module, c) in modules.iter().zip(cubins) {
+            let key = nvrtc::pack_key(module, arch, &defines);
+            compiled.push((module.name(), arch, key, c.cubin));
+        }
+    }
+    let entries: Vec<precompiled::PackEntry<'_>> = compiled
+        .iter()
+        .map(|(name, arch, key, cubin)| precompiled::PackEntry {
+            name,
+            arch,
+            key: *key,
+            cubin,
+        })
+        .collect();
+    Ok(precompiled::write_pack(&entries))
+}
+
+/// The whole work of a build script that embeds kernels in a program: writes
+/// `$OUT_DIR/kernels.pack`, the [`build_pack`] of the architectures listed in
+/// `$BITONIC_PACK_ARCHS` (comma-separated; `default_archs` when unset; none when empty), and
+/// prints cargo's rerun lines. Where NVRTC cannot be loaded the pack is empty and cargo shows a
+/// warning: the program then compiles its kernels at first use, as without a pack. The program
+/// embeds the file and hands it to [`use_pack`] when it starts.
+///
+/// ```no_run
+/// // The `main` of a build.rs, with bitonic among the [build-dependencies]:
+/// bitonic::cuda::write_pack_in_build_script("sm_80,sm_90").expect("packing the kernels");
+/// ```
+pub fn write_pack_in_build_script(
+    default_archs: &str,
+) -> std::result::Result<(), Box<dyn std::error::Error>> {
+    println!("cargo:rerun-if-env-changed=BITONIC_PACK_ARCHS");
+    println!("cargo:rerun-if-env-changed=BITONIC_CACHE_DIR");
+    let out = std::env::var_os("OUT_DIR").ok_or("OUT_DIR is not set: not a build script")?;
+    let archs = std::env::var("BITONIC_PACK_ARCHS").unwrap_or_else(|_| default_archs.into());
+    let mut archs: Vec<&str> = archs
+        .split(',')
+        .map(str::trim)
+        .filter(|a| !a.is_empty())
+        .collect();
+    if let (false, Err(why)) = (archs.is_empty(), nvrtc::version()) {
+        println!(
+            "cargo:warning=no kernels packed for {} ({why}): they will compile at first use",
+            archs.join(", ")
+        );
+        archs.clear();
+    }
+    let pack = build_pack(&archs)?;
+    std::fs::write(std::path::Path::new(&out).join("kernels.pack"), pack)?;
+    Ok(())
+}
+
+/// Hands the library a pack of kernels compiled ahead of time ([`build_pack`]): from now on a
+/// module whose CUBIN the pack holds for the device's architecture (or a lower minor of its
+/// major) is loaded from it ([`Origin::Precompiled`]) instead of compiled. A pack made from
+/// other kernel sources or another policy holds no match, and its modules compile as before.
+/// Process-wide, like [`on_compile`]; packs given earlier are searched first. `pack` is
+/// borrowed where it can be (`include_bytes!` of a build script's output): an embedded pack
+/// costs no copy.
+///
+/// ```no_run
+/// // build.rs wrote bitonic::cuda::build_pack(&["sm_80", "sm_90"]) to $OUT_DIR/kernels.pack
+/// # macro_rules! pack { () => { &[] } }
+/// static KERNELS: &[u8] = pack!(); // include_bytes!(concat!(env!("OUT_DIR"), "/kernels.pack"))
+/// let held = bitonic::cuda::use_pack(KERNELS)?;
+/// eprintln!("{} kernels for {:?}", held.cubins, held.archs);
+/// # Ok::<(), bitonic::Error>(())
+/// ```
+pub fn use_pack(pack: impl Into<std::borrow::Cow<'static, [u8]>>) -> crate::Result<PackSummary> {
+    precompiled::add(pack.into())
 }
 
 /// Tells `observer` what the kernel compiler does from now on: which module starts compiling

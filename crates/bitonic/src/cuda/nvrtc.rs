@@ -132,6 +132,8 @@ pub enum Origin {
     DiskCache,
     /// Compiled or read earlier in this process.
     Process,
+    /// Taken from a pack of kernels compiled ahead of time ([`super::use_pack`]).
+    Precompiled,
 }
 
 /// One module's CUBIN, where it came from and how long getting it took.
@@ -174,7 +176,11 @@ pub(crate) fn compile(module: &KernelModule, arch: &str, defines: &[Define]) -> 
             seconds,
         });
     }
-    let (cubin, origin) = compile_cached(module, arch, &opts, cache_dir())?;
+    let packed = super::precompiled::find(arch, |candidate| pack_key(module, candidate, defines));
+    let (cubin, origin) = match packed {
+        Some((_, cubin)) => (cubin, Origin::Precompiled),
+        None => compile_cached(module, arch, &opts, cache_dir())?,
+    };
     let cubin = Arc::new(cubin);
     *done = Some(cubin.clone());
     let seconds = started.elapsed().as_secs_f64();
@@ -210,7 +216,7 @@ fn compile_cached(
 ) -> Result<(Vec<u8>, Origin)> {
     let nvrtc = version()?;
     let name = module.name();
-    let key = cache_key(module.source, opts, nvrtc);
+    let key = cache_key(module.source, opts, Some(nvrtc));
     let cached = dir
         .as_ref()
         .map(|d| d.join(format!("{name}-{arch}-{key:016x}.cubin")));
@@ -242,6 +248,12 @@ fn compile_cached(
         }
     }
     Ok((cubin, Origin::Compiled))
+}
+
+/// The key of `module`'s CUBIN for `arch` with `defines` in a pack of kernels compiled ahead
+/// of time (super::precompiled).
+pub(crate) fn pack_key(module: &KernelModule, arch: &str, defines: &[Define]) -> u64 {
+    cache_key(module.source, &options(module, arch, defines), None)
 }
 
 /// Compiles CUDA C++ `source` (named `name` in messages, its includes from the embedded
@@ -442,15 +454,16 @@ fn fnv1a<'a>(parts: impl IntoIterator<Item = &'a [u8]>) -> u64 {
     hash
 }
 
-/// FNV-1a over everything that changes the CUBIN (the source, every header, the options and
-/// NVRTC's version): stable across runs and Rust versions.
-fn cache_key(source: &str, opts: &[String], nvrtc: (i32, i32)) -> u64 {
-    let nvrtc = format!("nvrtc {}.{}", nvrtc.0, nvrtc.1);
+/// FNV-1a over everything that changes the CUBIN (the source, every header, the options and,
+/// for the disk cache, NVRTC's version): stable across runs and Rust versions. A pack's key
+/// has no version ([`pack_key`]): it is read with no NVRTC at hand.
+fn cache_key(source: &str, opts: &[String], nvrtc: Option<(i32, i32)>) -> u64 {
+    let nvrtc = nvrtc.map(|(major, minor)| format!("nvrtc {major}.{minor}"));
     let headers = HEADERS.iter().flat_map(|(name, text)| [*name, *text]);
     let parts = std::iter::once(source)
         .chain(headers)
         .chain(opts.iter().map(String::as_str))
-        .chain([nvrtc.as_str()]);
+        .chain(nvrtc.as_deref());
     // Each part ends with a NUL, so that moving text from one part to the next changes the key.
     fnv1a(parts.flat_map(|part| [part.as_bytes(), b"\0"]))
 }
@@ -485,16 +498,31 @@ mod tests {
         let module = &crate::kernels::MAP_KEYS;
         let opts = |d: &str| options(module, "sm_90", &[("KERNEL_X", d.to_string())]);
         assert_ne!(
-            cache_key("a", &opts("1"), (13, 0)),
-            cache_key("a", &opts("2"), (13, 0))
+            cache_key("a", &opts("1"), Some((13, 0))),
+            cache_key("a", &opts("2"), Some((13, 0)))
         );
         assert_ne!(
-            cache_key("a", &opts("1"), (13, 0)),
-            cache_key("b", &opts("1"), (13, 0))
+            cache_key("a", &opts("1"), Some((13, 0))),
+            cache_key("b", &opts("1"), Some((13, 0)))
         );
         assert_ne!(
-            cache_key("a", &opts("1"), (13, 0)),
-            cache_key("a", &opts("1"), (13, 1))
+            cache_key("a", &opts("1"), Some((13, 0))),
+            cache_key("a", &opts("1"), Some((13, 1)))
+        );
+        // A pack's key (no NVRTC version) is never a disk cache file's, and covers the
+        // architecture as the options name it.
+        assert_ne!(
+            cache_key("a", &opts("1"), None),
+            cache_key("a", &opts("1"), Some((13, 0)))
+        );
+        let defines = [("KERNEL_X", "1".to_string())];
+        assert_ne!(
+            pack_key(module, "sm_80", &defines),
+            pack_key(module, "sm_90", &defines)
+        );
+        assert_eq!(
+            pack_key(module, "sm_90", &defines),
+            cache_key(module.source, &opts("1"), None)
         );
     }
 
