@@ -7,7 +7,7 @@ largest; its sorted form orders them as torch.topk does). Host time is in the fi
 in a serving loop: a call that costs more on the host than on the GPU shows it.
 
     python3 bench/peers/topk_python_calls.py --csv OUT.csv [--calls 50] [--repeats 7]
-        [--dtypes f32,bf16] [--ks 1,50,256,1024] [ROWSxLEN ...]
+        [--dtypes f32,bf16] [--ks 1,50,256,1024] [--commit C] [ROWSxLEN ...]
 
 CSV columns: peer, device, dtype, rows, row_len, k, ms_per_call (median), min, max, repeats,
 calls, commit.
@@ -62,11 +62,13 @@ def main():
     p.add_argument("--repeats", type=int, default=7)
     p.add_argument("--dtypes", default="f32,bf16")
     p.add_argument("--ks", default="1,50,256,1024")
+    p.add_argument("--commit", help="the commit the measured wheel was built from "
+                   "(default: this checkout's HEAD, which a GPU host's copy may not have)")
     p.add_argument("shapes", nargs="*", default=SHAPES)
     a = p.parse_args()
     device, driver = device_and_driver()
-    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
-                            text=True).stdout.strip()
+    commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                        capture_output=True, text=True).stdout.strip()
     funcs = peers()
     ks = [int(k) for k in a.ks.split(",")]
     with open(a.csv, "w", newline="") as f:

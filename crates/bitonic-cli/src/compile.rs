@@ -23,8 +23,9 @@ pub struct Args {
     /// Also write the table as CSV to this file.
     #[arg(long, value_name = "FILE")]
     csv: Option<PathBuf>,
-    /// Write every kernel, compiled for each architecture of this comma-separated list (such as
-    /// sm_80,sm_90), to this file as a kernel pack (`bitonic::cuda::use_pack` reads it).
+    /// Write every kernel, compiled for each architecture that --arch lists (comma-separated,
+    /// such as sm_80,sm_90), to this file as a kernel pack, which a program hands the library
+    /// at start-up (bitonic::cuda::use_pack).
     #[arg(long, value_name = "FILE", requires = "arch")]
     pack: Option<PathBuf>,
 }

@@ -1,0 +1,68 @@
+"""Where a top-k call's time goes from Python, on CUDA tensors: host microseconds to queue one
+call (20 calls queued, then the stream drained; the median of 12 such batches) through
+``bitonic.topk`` (the package's Python), through the bare native call on ready DLPack capsules
+(the Rust side: checks, plan, launches), and through ``torch.topk``; then the time a call of
+50 queued back to back (CUDA events), for the same three. A call whose host time exceeds its
+GPU time is bound by the host when called in a loop.
+
+    python3 bench/peers/topk_host_cost.py > host-cost.txt
+"""
+import statistics
+import time
+
+import torch
+
+import bitonic
+from bitonic import _native
+
+
+def enqueue_us(f, calls=20, rounds=15):
+    per = []
+    for _ in range(rounds):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            f()
+        per.append((time.perf_counter() - t0) / calls * 1e6)
+    torch.cuda.synchronize()
+    return statistics.median(per[3:])
+
+
+def back_to_back_us(f, calls=50):
+    a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    a.record()
+    for _ in range(calls):
+        f()
+    b.record()
+    b.synchronize()
+    return a.elapsed_time(b) / calls * 1e3
+
+
+def main():
+    s = torch.cuda.current_stream().cuda_stream or 1
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    for rows, n in ((64, 128256), (1, 128256), (4096, 32768)):
+        for dt in (torch.float32, torch.bfloat16):
+            x = torch.randn(rows, n, device="cuda").to(dt)
+            for k in (1, 50, 256, 1024):
+                out = torch.empty(rows, k, device="cuda", dtype=dt)
+                oi = torch.empty(rows, k, dtype=torch.int64, device="cuda")
+                ck, co, coi = x.__dlpack__(stream=s), out.__dlpack__(stream=s), oi.__dlpack__(stream=s)
+                calls = (
+                    lambda: bitonic.topk(x, k),
+                    lambda: _native.cuda_topk(ck, co, coi, n, k, True, s),
+                    lambda: torch.topk(x, k),
+                )
+                for f in calls:
+                    f()
+                    f()
+                host = [enqueue_us(f) for f in calls]
+                loop = [back_to_back_us(f) for f in calls]
+                print(f"{rows}x{n} {str(dt)[6:]:8} k={k:<5} host us: py {host[0]:6.1f} native "
+                      f"{host[1]:6.1f} torch {host[2]:6.1f} | per call back-to-back us: py "
+                      f"{loop[0]:6.1f} native {loop[1]:6.1f} torch {loop[2]:6.1f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
