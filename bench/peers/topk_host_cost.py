@@ -1,5 +1,6 @@
 """Where a top-k call's time goes from Python, on CUDA tensors: host microseconds to queue one
-call (20 calls queued, then the stream drained; the median of 12 such batches) through
+call (20 calls queued, then the stream drained; the median of 12 such batches, as
+``python -m bitonic.bench`` measures it) through
 ``bitonic.topk`` (the package's Python), through the bare native call on ready DLPack capsules
 (the Rust side: checks, plan, launches), and through ``torch.topk``; then the time a call of
 50 queued back to back (CUDA events), for the same three. A call whose host time exceeds its
@@ -7,25 +8,17 @@ GPU time is bound by the host when called in a loop.
 
     python3 bench/peers/topk_host_cost.py > host-cost.txt
 """
-import statistics
-import time
-
 import torch
 
 import bitonic
 from bitonic import _native
+from bitonic.bench import _host_us
 
 
-def enqueue_us(f, calls=20, rounds=15):
-    per = []
-    for _ in range(rounds):
-        torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            f()
-        per.append((time.perf_counter() - t0) / calls * 1e6)
-    torch.cuda.synchronize()
-    return statistics.median(per[3:])
+def enqueue_us(f):
+    """Host microseconds to queue one call: 20 calls a batch, the median of 12 batches
+    (python -m bitonic.bench's own measure)."""
+    return _host_us(torch, f, batches=12, calls=20)
 
 
 def back_to_back_us(f, calls=50):
