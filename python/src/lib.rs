@@ -326,9 +326,22 @@ static KERNEL_PACK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.pa
 #[pymodule]
 #[pyo3(name = "_native")]
 fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    // Only the pack's index is read now; a CUBIN is copied out when its module first runs.
-    let pack = bitonic::cuda::use_pack(KERNEL_PACK).map_err(sort_error)?;
-    m.add("_kernel_pack_archs", pack.archs)?;
+    // Only the pack's index is read now; a CUBIN is copied out when its module first runs. A
+    // pack that cannot be read costs compiles at first use, not the import.
+    let archs = match bitonic::cuda::use_pack(KERNEL_PACK) {
+        Ok(pack) => pack.archs,
+        Err(e) => {
+            let why = std::ffi::CString::new(format!(
+                "bitonic: the kernels built into the module are unusable ({e}); they will \
+                 compile at first use"
+            ))
+            .unwrap_or_default();
+            let category = m.py().get_type::<pyo3::exceptions::PyRuntimeWarning>();
+            PyErr::warn(m.py(), &category, &why, 1)?;
+            Vec::new()
+        }
+    };
+    m.add("_kernel_pack_archs", archs)?;
     m.add("BitonicError", m.py().get_type::<BitonicError>())?;
     m.add_function(wrap_pyfunction!(sort_rows, m)?)?;
     m.add_function(wrap_pyfunction!(sort_pairs, m)?)?;

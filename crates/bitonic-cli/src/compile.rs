@@ -72,6 +72,7 @@ pub fn run(args: Args) -> Result<ExitCode> {
             Origin::DiskCache => "cache",
             Origin::Process => "process",
             Origin::Precompiled => "pack",
+            _ => "other",
         };
         let kib = m.cubin.len() / 1024;
         println!("{:<24} {origin:>10} {:>10.2} {kib:>12}", m.name, m.seconds);
@@ -125,17 +126,7 @@ fn write_pack(path: &std::path::Path, archs: &str) -> Result<ExitCode> {
 
 /// The policy of an `sm_XY` architecture.
 fn policy_of(arch: &str) -> Result<Policy> {
-    let digits = arch.strip_prefix("sm_").filter(|d| d.len() >= 2);
-    let Some((major, minor)) = digits.and_then(|d| {
-        let (major, minor) = d.split_at(d.len() - 1);
-        Some((
-            major.parse().ok()?,
-            minor.trim_end_matches(['a', 'f']).parse().ok()?,
-        ))
-    }) else {
-        bail!(crate::ui::Usage(format!(
-            "{arch:?} is not an architecture such as sm_90"
-        )));
-    };
-    Ok(Policy::for_compute_capability(major, minor))
+    Policy::for_arch(arch).ok_or_else(|| {
+        crate::ui::Usage(format!("{arch:?} is not an architecture such as sm_90")).into()
+    })
 }

@@ -32,6 +32,23 @@ pub struct DeviceInfo {
     pub nvrtc_version: (i32, i32),
 }
 
+/// The compute capability (major, minor) of an architecture named as NVRTC names it, `sm_XY`
+/// (also `sm_XYa` and `sm_XYf`), or `None`.
+///
+/// ```
+/// assert_eq!(bitonic::parse_arch("sm_90"), Some((9, 0)));
+/// assert_eq!(bitonic::parse_arch("sm_121"), Some((12, 1)));
+/// assert_eq!(bitonic::parse_arch("gfx90a"), None);
+/// ```
+pub fn parse_arch(arch: &str) -> Option<(i32, i32)> {
+    let digits = arch.strip_prefix("sm_")?.trim_end_matches(['a', 'f']);
+    if digits.len() < 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (major, minor) = digits.split_at(digits.len() - 1);
+    Some((major.parse().ok()?, minor.parse().ok()?))
+}
+
 impl DeviceInfo {
     /// The `sm_XY` architecture NVRTC compiles for.
     pub fn arch(&self) -> String {

@@ -86,7 +86,7 @@ pub use cuda::Gpu;
 /// The CUDA bindings the library's public API speaks in (device buffers, streams, contexts),
 /// re-exported so that a program needs no second pin of them.
 pub use cudarc;
-pub use device::{DeviceFacts, DeviceInfo};
+pub use device::{parse_arch, DeviceFacts, DeviceInfo};
 pub use error::{Error, GpuUnavailable, Result};
 /// The `half` crate, whose [`half::f16`] and [`half::bf16`] are key types.
 pub use half;

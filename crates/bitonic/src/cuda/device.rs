@@ -247,13 +247,21 @@ impl Gpu {
         if let Some(m) = modules.get(&key) {
             return Ok(m.clone());
         }
-        let defines = crate::kernels::defines(policy);
-        let compiled = nvrtc::compile(module, &self.info.arch(), &defines)?;
-        let cubin = compiled.cubin.as_ref().clone();
-        let m = self
-            .ctx
-            .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
-            .during(|| format!("loading kernels/{}", module.name()))?;
+        let (arch, defines) = (self.info.arch(), crate::kernels::defines(policy));
+        let compiled = nvrtc::compile(module, &arch, &defines)?;
+        let load = |cubin: Vec<u8>| {
+            self.ctx
+                .load_module(cudarc::nvrtc::Ptx::from_binary(cubin))
+                .during(|| format!("loading kernels/{}", module.name()))
+        };
+        let m = match load(compiled.cubin.as_ref().clone()) {
+            // A packed CUBIN this driver refuses (made by an NVRTC newer than the driver
+            // takes): compiled here instead, as without a pack.
+            Err(_) if compiled.origin == nvrtc::Origin::Precompiled => {
+                load(nvrtc::compile_unpacked(module, &arch, &defines)?)?
+            }
+            loaded => loaded?,
+        };
         modules.insert(key, m.clone());
         Ok(m)
     }

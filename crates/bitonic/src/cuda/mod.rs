@@ -61,14 +61,15 @@ pub struct CompiledModule {
     pub name: String,
     /// The CUBIN for the architecture asked for.
     pub cubin: std::sync::Arc<Vec<u8>>,
-    /// Compiled now, read from the disk cache, or done earlier in this process.
+    /// Compiled now, read from the disk cache, taken from a kernel pack ([`use_pack`]), or
+    /// done earlier in this process.
     pub origin: Origin,
     /// Wall seconds, compiling or reading.
     pub seconds: f64,
 }
 
-/// Compiles `module` for `arch` (such as `"sm_90"`) with `policy`'s numbers, or reads it from
-/// the disk cache ([`cache_dir`]). Needs NVRTC, not a GPU.
+/// Compiles `module` for `arch` (such as `"sm_90"`) with `policy`'s numbers, or takes it from
+/// a kernel pack ([`use_pack`]) or the disk cache ([`cache_dir`]). Needs NVRTC, not a GPU.
 pub fn compile(
     module: &KernelModule,
     arch: &str,
@@ -90,7 +91,7 @@ impl CompiledModule {
 }
 
 /// Compiles `modules` for `arch` with `policy`'s numbers, side by side on threads of their
-/// own, or reads them from the disk cache: what a plan needs ([`crate::Plan::modules`]), or
+/// own, or takes them from a kernel pack or the disk cache: what a plan needs ([`crate::Plan::modules`]), or
 /// every module ([`kernel_modules`]), ahead of time (for deployment images: `bitonic
 /// compile`). Needs NVRTC, not a GPU.
 ///
@@ -126,18 +127,22 @@ pub fn compile_all(
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub fn build_pack(archs: &[&str]) -> crate::Result<Vec<u8>> {
+    use rayon::prelude::*;
     let mut compiled = Vec::new();
     for &arch in archs {
-        let (major, minor) = precompiled::parse_arch(arch).ok_or_else(|| {
+        let policy = crate::Policy::for_arch(arch).ok_or_else(|| {
             crate::Error::InvalidPolicy(format!("{arch:?} is not an architecture such as sm_90"))
         })?;
-        let policy = crate::Policy::for_compute_capability(major as i32, minor as i32);
         let defines = kernel_defines(&policy);
-        let modules = kernel_modules();
-        let cubins = nvrtc::compile_side_by_side(modules, arch, &defines)?;
-        for (module, c) in modules.iter().zip(cubins) {
+        // From the disk cache or NVRTC, side by side: never from packs this process holds
+        // (an embedded pack would be copied, under the wrong architecture for a later minor).
+        let cubins = kernel_modules()
+            .par_iter()
+            .map(|module| nvrtc::compile_unpacked(module, arch, &defines))
+            .collect::<crate::Result<Vec<_>>>()?;
+        for (module, cubin) in kernel_modules().iter().zip(cubins) {
             let key = nvrtc::pack_key(module, arch, &defines);
-            compiled.push((module.name(), arch, key, c.cubin));
+            compiled.push((module.name(), arch, key, cubin));
         }
     }
     let entries: Vec<precompiled::PackEntry<'_>> = compiled
@@ -155,8 +160,9 @@ pub fn build_pack(archs: &[&str]) -> crate::Result<Vec<u8>> {
 /// The whole work of a build script that embeds kernels in a program: writes
 /// `$OUT_DIR/kernels.pack`, the [`build_pack`] of the architectures listed in
 /// `$BITONIC_PACK_ARCHS` (comma-separated; `default_archs` when unset; none when empty), and
-/// prints cargo's rerun lines. Where NVRTC cannot be loaded the pack is empty and cargo shows a
-/// warning: the program then compiles its kernels at first use, as without a pack. The program
+/// prints cargo's rerun lines. NVRTC must load (`libnvrtc.so` on the loader's path). Where it
+/// cannot, the pack is empty and cargo shows a warning (the program then compiles its kernels
+/// at first use, as without a pack), or the build fails under `BITONIC_REQUIRE_NVRTC=1`. The program
 /// embeds the file and hands it to [`use_pack`] when it starts.
 ///
 /// ```no_run
@@ -175,7 +181,15 @@ pub fn write_pack_in_build_script(
         .map(str::trim)
         .filter(|a| !a.is_empty())
         .collect();
+    println!("cargo:rerun-if-env-changed=BITONIC_REQUIRE_NVRTC");
     if let (false, Err(why)) = (archs.is_empty(), nvrtc::version()) {
+        if std::env::var("BITONIC_REQUIRE_NVRTC").is_ok_and(|v| v == "1") {
+            return Err(format!(
+                "BITONIC_REQUIRE_NVRTC=1 but no kernels can be packed for {}: {why}",
+                archs.join(", ")
+            )
+            .into());
+        }
         println!(
             "cargo:warning=no kernels packed for {} ({why}): they will compile at first use",
             archs.join(", ")

@@ -124,6 +124,7 @@ fn options(module: &KernelModule, arch: &str, defines: &[Define]) -> Vec<String>
 }
 
 /// Where a CUBIN came from.
+#[non_exhaustive]
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Origin {
     /// Compiled by NVRTC now.
@@ -178,7 +179,7 @@ pub(crate) fn compile(module: &KernelModule, arch: &str, defines: &[Define]) -> 
     }
     let packed = super::precompiled::find(arch, |candidate| pack_key(module, candidate, defines));
     let (cubin, origin) = match packed {
-        Some((_, cubin)) => (cubin, Origin::Precompiled),
+        Some(cubin) => (cubin, Origin::Precompiled),
         None => compile_cached(module, arch, &opts, cache_dir())?,
     };
     let cubin = Arc::new(cubin);
@@ -189,6 +190,18 @@ pub(crate) fn compile(module: &KernelModule, arch: &str, defines: &[Define]) -> 
         origin,
         seconds,
     })
+}
+
+/// `module`'s CUBIN for `arch` from the disk cache or NVRTC, never from a pack nor this
+/// process's earlier calls: what a pack is built from ([`super::build_pack`]), and what a
+/// packed CUBIN the driver refuses is replaced by ([`super::Gpu`]'s module loading).
+pub(crate) fn compile_unpacked(
+    module: &KernelModule,
+    arch: &str,
+    defines: &[Define],
+) -> Result<Vec<u8>> {
+    let opts = options(module, arch, defines);
+    compile_cached(module, arch, &opts, cache_dir()).map(|(cubin, _)| cubin)
 }
 
 /// [`compile`] for each of `modules`, side by side on rayon's threads (one a core, so that

@@ -18,6 +18,8 @@
 //! "BTNPACK1"  u32 entries
 //! entries × { u16 arch length, arch, u16 name length, name, u64 key, u64 CUBIN length, CUBIN }
 //! ```
+//!
+//! The module's name is for people and tools reading a pack; the lookup uses the key.
 
 use crate::error::{Error, Result};
 use std::borrow::Cow;
@@ -60,6 +62,8 @@ pub(crate) fn write_pack(entries: &[PackEntry<'_>]) -> Vec<u8> {
 struct Pack {
     bytes: Cow<'static, [u8]>,
     cubins: HashMap<(String, u64), Range<usize>>,
+    /// The architectures it holds CUBINs for, sorted.
+    archs: Vec<String>,
 }
 
 /// What [`use_pack`] found in a pack.
@@ -67,7 +71,7 @@ struct Pack {
 #[non_exhaustive]
 pub struct PackSummary {
     /// How many CUBINs it holds.
-    pub cubins: usize,
+    pub cubin_count: usize,
     /// The architectures it holds CUBINs for, sorted, such as `["sm_80", "sm_90"]`.
     pub archs: Vec<String>,
 }
@@ -105,7 +109,7 @@ fn read_pack(bytes: Cow<'static, [u8]>) -> Result<Pack> {
         let key = le(take(8)?);
         let cubin_len = usize::try_from(le(take(8)?)).map_err(|_| bad("a CUBIN too long"))?;
         let cubin = take(cubin_len)?;
-        if bytes.get(cubin.start..cubin.start + 4) != Some(b"\x7fELF".as_slice()) {
+        if !bytes[cubin.clone()].starts_with(b"\x7fELF") {
             return Err(bad("an entry that is not a CUBIN"));
         }
         cubins.insert((arch, key), cubin);
@@ -113,7 +117,14 @@ fn read_pack(bytes: Cow<'static, [u8]>) -> Result<Pack> {
     if take(1).is_ok() {
         return Err(bad("bytes after the last entry"));
     }
-    Ok(Pack { bytes, cubins })
+    let mut archs: Vec<String> = cubins.keys().map(|(arch, _)| arch.clone()).collect();
+    archs.sort();
+    archs.dedup();
+    Ok(Pack {
+        bytes,
+        cubins,
+        archs,
+    })
 }
 
 /// The packs this process was given, searched in the order given.
@@ -122,54 +133,42 @@ static PACKS: RwLock<Vec<Pack>> = RwLock::new(Vec::new());
 /// Reads `pack` and adds it to those searched before compiling; what it holds.
 pub(crate) fn add(pack: Cow<'static, [u8]>) -> Result<PackSummary> {
     let pack = read_pack(pack)?;
-    let mut archs: Vec<String> = pack.cubins.keys().map(|(arch, _)| arch.clone()).collect();
-    archs.sort();
-    archs.dedup();
     let summary = PackSummary {
-        cubins: pack.cubins.len(),
-        archs,
+        cubin_count: pack.cubins.len(),
+        archs: pack.archs.clone(),
     };
     PACKS.write().unwrap_or_else(|e| e.into_inner()).push(pack);
     Ok(summary)
 }
 
 /// The CUBIN of the packs for a device of `arch`, where `key_for(candidate)` is the module's
-/// key for a candidate architecture: `arch` first, then the lower minors of its major.
-pub(crate) fn find(arch: &str, key_for: impl Fn(&str) -> u64) -> Option<(String, Vec<u8>)> {
+/// key for a candidate architecture: `arch` first, then the lower minors of its major (only
+/// those some pack holds: a key hashes the module's source and headers).
+pub(crate) fn find(arch: &str, key_for: impl Fn(&str) -> u64) -> Option<Vec<u8>> {
     let packs = PACKS.read().unwrap_or_else(|e| e.into_inner());
-    if packs.is_empty() {
-        return None;
-    }
-    runs_cubins_of(arch).into_iter().find_map(|candidate| {
-        let key = key_for(&candidate);
-        packs.iter().find_map(|pack| {
-            let range = pack.cubins.get(&(candidate.clone(), key))?;
-            Some((candidate.clone(), pack.bytes[range.clone()].to_vec()))
+    let held = |candidate: &String| packs.iter().any(|p| p.archs.contains(candidate));
+    runs_cubins_of(arch)
+        .into_iter()
+        .filter(held)
+        .find_map(|candidate| {
+            let key = (candidate.clone(), key_for(&candidate));
+            packs
+                .iter()
+                .find_map(|pack| Some(pack.bytes[pack.cubins.get(&key)?.clone()].to_vec()))
         })
-    })
 }
 
 /// The architectures whose CUBINs a device of `arch` runs, nearest first: `sm_86` runs
 /// `sm_86`, `sm_85`, …, `sm_80`. An architecture with a suffix (`sm_90a`, whose code runs
 /// only on its own architecture) is only itself.
 pub(crate) fn runs_cubins_of(arch: &str) -> Vec<String> {
-    match parse_arch(arch) {
+    match crate::device::parse_arch(arch) {
         Some((major, minor)) if format!("sm_{major}{minor}") == arch => (0..=minor)
             .rev()
             .map(|m| format!("sm_{major}{m}"))
             .collect(),
         _ => vec![arch.to_string()],
     }
-}
-
-/// The compute capability of `sm_XY` (also `sm_XYa`, `sm_XYf`), or `None`.
-pub(crate) fn parse_arch(arch: &str) -> Option<(u32, u32)> {
-    let digits = arch.strip_prefix("sm_")?.trim_end_matches(['a', 'f']);
-    if digits.len() < 2 || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let (major, minor) = digits.split_at(digits.len() - 1);
-    Some((major.parse().ok()?, minor.parse().ok()?))
 }
 
 #[cfg(test)]
@@ -192,10 +191,9 @@ mod tests {
         assert_eq!(runs_cubins_of("sm_120"), ["sm_120"]);
         assert_eq!(runs_cubins_of("sm_121"), ["sm_121", "sm_120"]);
         assert_eq!(runs_cubins_of("sm_90a"), ["sm_90a"]);
-        assert_eq!(parse_arch("sm_90a"), Some((9, 0)));
-        assert_eq!(parse_arch("sm_121"), Some((12, 1)));
+        assert_eq!(crate::parse_arch("sm_90a"), Some((9, 0)));
         for bad in ["sm_9", "90", "sm_x0", "compute_90", "sm_"] {
-            assert_eq!(parse_arch(bad), None, "{bad}");
+            assert_eq!(crate::parse_arch(bad), None, "{bad}");
         }
     }
 
@@ -218,6 +216,7 @@ mod tests {
         ]);
         let pack = read_pack(Cow::Owned(bytes)).unwrap();
         assert_eq!(pack.cubins.len(), 2);
+        assert_eq!(pack.archs, ["sm_80", "sm_90"]);
         let at = |arch: &str, key| pack.cubins.get(&(arch.to_string(), key)).cloned();
         assert_eq!(&pack.bytes[at("sm_80", 7).unwrap()], a.as_slice());
         assert_eq!(&pack.bytes[at("sm_90", 9).unwrap()], b.as_slice());

@@ -72,6 +72,13 @@ impl Policy {
         }
     }
 
+    /// The policy of an architecture named as NVRTC names it (`sm_90`), or `None` when
+    /// [`crate::parse_arch`] does not read it.
+    pub fn for_arch(arch: &str) -> Option<Policy> {
+        crate::device::parse_arch(arch)
+            .map(|(major, minor)| Policy::for_compute_capability(major, minor))
+    }
+
     /// The policy of `device`'s architecture.
     pub fn for_device(device: &DeviceInfo) -> Policy {
         let (major, minor) = device.compute_capability;
