@@ -66,7 +66,7 @@ struct Pack {
     archs: Vec<String>,
 }
 
-/// What [`use_pack`] found in a pack.
+/// What [`crate::cuda::use_pack`] found in a pack.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct PackSummary {
