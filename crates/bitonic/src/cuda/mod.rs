@@ -214,7 +214,7 @@ pub fn write_pack_in_build_script(
 /// # macro_rules! pack { () => { &[] } }
 /// static KERNELS: &[u8] = pack!(); // include_bytes!(concat!(env!("OUT_DIR"), "/kernels.pack"))
 /// let held = bitonic::cuda::use_pack(KERNELS)?;
-/// eprintln!("{} kernels for {:?}", held.cubins, held.archs);
+/// eprintln!("{} kernels for {:?}", held.cubin_count, held.archs);
 /// # Ok::<(), bitonic::Error>(())
 /// ```
 pub fn use_pack(pack: impl Into<std::borrow::Cow<'static, [u8]>>) -> crate::Result<PackSummary> {
