@@ -158,41 +158,36 @@ pub fn build_pack(archs: &[&str]) -> crate::Result<Vec<u8>> {
 }
 
 /// The whole work of a build script that embeds kernels in a program: writes
-/// `$OUT_DIR/kernels.pack`, the [`build_pack`] of the architectures listed in
-/// `$BITONIC_PACK_ARCHS` (comma-separated; `default_archs` when unset; none when empty), and
-/// prints cargo's rerun lines. NVRTC must load (`libnvrtc.so` on the loader's path). Where it
-/// cannot, the pack is empty and cargo shows a warning (the program then compiles its kernels
-/// at first use, as without a pack), or the build fails under `BITONIC_REQUIRE_NVRTC=1`. The program
-/// embeds the file and hands it to [`use_pack`] when it starts.
+/// `$OUT_DIR/kernels.pack`, the [`build_pack`] of `archs` (comma-separated, such as
+/// `"sm_80,sm_90"`; empty: a pack of none), and prints cargo's rerun line for the disk cache.
+/// NVRTC must load (`libnvrtc.so` on the loader's path). Where it cannot, the build fails when
+/// `nvrtc_required`, else the pack is empty and cargo shows a warning (the program then
+/// compiles its kernels at first use, as without a pack). The program embeds the file and
+/// hands it to [`use_pack`] when it starts. The build script chooses both arguments (the
+/// Python module's and the CLI's take them from their own environment: python/build.rs).
 ///
 /// ```no_run
 /// // The `main` of a build.rs, with bitonic among the [build-dependencies]:
-/// bitonic::cuda::write_pack_in_build_script("sm_80,sm_90").expect("packing the kernels");
+/// bitonic::cuda::write_pack_in_build_script("sm_80,sm_90", false).expect("packing the kernels");
 /// ```
 pub fn write_pack_in_build_script(
-    default_archs: &str,
+    archs: &str,
+    nvrtc_required: bool,
 ) -> std::result::Result<(), Box<dyn std::error::Error>> {
-    println!("cargo:rerun-if-env-changed=BITONIC_PACK_ARCHS");
     println!("cargo:rerun-if-env-changed=BITONIC_CACHE_DIR");
     let out = std::env::var_os("OUT_DIR").ok_or("OUT_DIR is not set: not a build script")?;
-    let archs = std::env::var("BITONIC_PACK_ARCHS").unwrap_or_else(|_| default_archs.into());
     let mut archs: Vec<&str> = archs
         .split(',')
         .map(str::trim)
         .filter(|a| !a.is_empty())
         .collect();
-    println!("cargo:rerun-if-env-changed=BITONIC_REQUIRE_NVRTC");
     if let (false, Err(why)) = (archs.is_empty(), nvrtc::version()) {
-        if std::env::var("BITONIC_REQUIRE_NVRTC").is_ok_and(|v| v == "1") {
-            return Err(format!(
-                "BITONIC_REQUIRE_NVRTC=1 but no kernels can be packed for {}: {why}",
-                archs.join(", ")
-            )
-            .into());
+        let packs = archs.join(", ");
+        if nvrtc_required {
+            return Err(format!("no kernels can be packed for {packs}: {why}").into());
         }
         println!(
-            "cargo:warning=no kernels packed for {} ({why}): they will compile at first use",
-            archs.join(", ")
+            "cargo:warning=no kernels packed for {packs} ({why}): they will compile at first use"
         );
         archs.clear();
     }
