@@ -128,7 +128,7 @@ pub fn compile_all(
 /// ```
 pub fn build_pack(archs: &[&str]) -> crate::Result<Vec<u8>> {
     use rayon::prelude::*;
-    let mut compiled = Vec::new();
+    let mut entries = Vec::new();
     for &arch in archs {
         let policy = crate::Policy::for_arch(arch).ok_or_else(|| {
             crate::Error::InvalidPolicy(format!("{arch:?} is not an architecture such as sm_90"))
@@ -141,19 +141,14 @@ pub fn build_pack(archs: &[&str]) -> crate::Result<Vec<u8>> {
             .map(|module| nvrtc::compile_unpacked(module, arch, &defines))
             .collect::<crate::Result<Vec<_>>>()?;
         for (module, cubin) in kernel_modules().iter().zip(cubins) {
-            let key = nvrtc::pack_key(module, arch, &defines);
-            compiled.push((module.name(), arch, key, cubin));
+            entries.push(precompiled::PackEntry {
+                name: module.name(),
+                arch,
+                key: nvrtc::pack_key(module, arch, &defines),
+                cubin,
+            });
         }
     }
-    let entries: Vec<precompiled::PackEntry<'_>> = compiled
-        .iter()
-        .map(|(name, arch, key, cubin)| precompiled::PackEntry {
-            name,
-            arch,
-            key: *key,
-            cubin,
-        })
-        .collect();
     Ok(precompiled::write_pack(&entries))
 }
 

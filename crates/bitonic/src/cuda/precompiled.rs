@@ -31,10 +31,10 @@ const PACK_MAGIC: &[u8; 8] = b"BTNPACK1";
 
 /// One CUBIN to put in a pack: the module's name (for people), the architecture, the key.
 pub(crate) struct PackEntry<'a> {
-    pub name: &'a str,
+    pub name: String,
     pub arch: &'a str,
     pub key: u64,
-    pub cubin: &'a [u8],
+    pub cubin: Vec<u8>,
 }
 
 /// The bytes of a pack of `entries`.
@@ -53,7 +53,7 @@ pub(crate) fn write_pack(entries: &[PackEntry<'_>]) -> Vec<u8> {
         pack.extend_from_slice(e.name.as_bytes());
         pack.extend_from_slice(&e.key.to_le_bytes());
         pack.extend_from_slice(&(e.cubin.len() as u64).to_le_bytes());
-        pack.extend_from_slice(e.cubin);
+        pack.extend_from_slice(&e.cubin);
     }
     pack
 }
@@ -202,16 +202,16 @@ mod tests {
         let (a, b) = (cubin(1), cubin(2));
         let bytes = write_pack(&[
             PackEntry {
-                name: "x.cu",
+                name: "x.cu".into(),
                 arch: "sm_80",
                 key: 7,
-                cubin: &a,
+                cubin: a.clone(),
             },
             PackEntry {
-                name: "y.cu[u32]",
+                name: "y.cu[u32]".into(),
                 arch: "sm_90",
                 key: 9,
-                cubin: &b,
+                cubin: b.clone(),
             },
         ]);
         let pack = read_pack(Cow::Owned(bytes)).unwrap();
@@ -227,10 +227,10 @@ mod tests {
     fn a_pack_cut_short_or_changed_is_refused() {
         let c = cubin(3);
         let whole = write_pack(&[PackEntry {
-            name: "x.cu",
+            name: "x.cu".into(),
             arch: "sm_90",
             key: 1,
-            cubin: &c,
+            cubin: c.clone(),
         }]);
         for cut in [0, 5, 11, 20, whole.len() - 1] {
             assert!(
