@@ -296,8 +296,10 @@ fn info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     out.set_item("cuda", gpu.is_ok())?;
     out.set_item("nvrtc_version", nvrtc)?;
     // The architectures whose kernels came with the module (they compile nothing at first use).
-    let pack = PyModule::import(py, "bitonic._native")?.getattr("_kernel_pack_archs")?;
-    out.set_item("kernel_pack_archs", pack)?;
+    out.set_item(
+        "kernel_pack_archs",
+        PACK_ARCHS.get().cloned().unwrap_or_default(),
+    )?;
     match gpu {
         Ok(d) => {
             let dev = PyDict::new(py);
@@ -323,6 +325,9 @@ fn info(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 /// (empty when NVRTC was missing there).
 static KERNEL_PACK: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/kernels.pack"));
 
+/// The architectures [`KERNEL_PACK`] holds, read when the module is imported.
+static PACK_ARCHS: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+
 #[pymodule]
 #[pyo3(name = "_native")]
 fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -341,7 +346,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
             Vec::new()
         }
     };
-    m.add("_kernel_pack_archs", archs)?;
+    PACK_ARCHS.get_or_init(|| archs);
     m.add("BitonicError", m.py().get_type::<BitonicError>())?;
     m.add_function(wrap_pyfunction!(sort_rows, m)?)?;
     m.add_function(wrap_pyfunction!(sort_pairs, m)?)?;
