@@ -44,12 +44,14 @@ def peers():
     return out
 
 
-def per_call_ms(f, x, k, calls):
+def per_call_ms(call, calls):
+    """Milliseconds a call of `calls` calls of `call()` queued back to back (CUDA events
+    around all of them)."""
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
     start.record()
     for _ in range(calls):
-        f(x, k)
+        call()
     stop.record()
     stop.synchronize()
     return start.elapsed_time(stop) / calls
@@ -86,7 +88,7 @@ def main():
                         times = []
                         for r in range(a.repeats + 1):
                             x = (torch.rand(rows, row_len, device="cuda") * 2 - 1).to(DTYPES[name])
-                            t = per_call_ms(fn, x, k, a.calls if r else 2)
+                            t = per_call_ms(lambda: fn(x, k), a.calls if r else 2)
                             if r:
                                 times.append(t)
                         med = statistics.median(times)
