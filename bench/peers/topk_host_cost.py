@@ -1,8 +1,8 @@
 """Where a top-k call's time goes from Python, on CUDA tensors: host microseconds to queue one
 call (20 calls queued, then the stream drained; the median of 12 such batches, as
 ``python -m bitonic.bench`` measures it) through
-``bitonic.topk`` (the package's Python), through the bare native call on ready DLPack capsules
-(the Rust side: checks, plan, launches), and through ``torch.topk``; then the time a call of
+``bitonic.topk`` (the package's Python), through the bare native call on ready descriptions of
+the tensors (the Rust side: checks, plan, launches), and through ``torch.topk``; then the time a call of
 50 queued back to back (CUDA events), for the same three. A call whose host time exceeds its
 GPU time is bound by the host when called in a loop.
 
@@ -11,7 +11,7 @@ GPU time is bound by the host when called in a loop.
 import torch
 
 import bitonic
-from bitonic import _native
+from bitonic import _native, _tensors
 from bitonic.bench import _host_us
 from topk_python_calls import per_call_ms
 
@@ -29,6 +29,7 @@ def back_to_back_us(f):
 
 def main():
     s = torch.cuda.current_stream().cuda_stream or 1
+    describe = _tensors.lib("torch").describe  # what bitonic.topk passes the native call
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}")
     for rows, n in ((64, 128256), (1, 128256), (4096, 32768)):
         for dt in (torch.float32, torch.bfloat16):
@@ -36,7 +37,7 @@ def main():
             for k in (1, 50, 256, 1024):
                 out = torch.empty(rows, k, device="cuda", dtype=dt)
                 oi = torch.empty(rows, k, dtype=torch.int64, device="cuda")
-                ck, co, coi = x.__dlpack__(stream=s), out.__dlpack__(stream=s), oi.__dlpack__(stream=s)
+                ck, co, coi = describe(x, s), describe(out, s), describe(oi, s)
                 calls = (
                     lambda: bitonic.topk(x, k),
                     lambda: _native.cuda_topk(ck, co, coi, n, k, True, s),

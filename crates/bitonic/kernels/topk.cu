@@ -1,5 +1,7 @@
 // Top-k selection (planned in src/plan/topk/, run by src/cuda/topk.rs): each row's k best keys, sorted, with their indices (u32,
-// or u64 where the map has MAP_INDEX64: common/keys.cuh store_index). The selects are headers
+// or u64 where the map has MAP_INDEX64: common/keys.cuh store_index). The keys written are the
+// input's own, read back by their indices from `keys` (rows of `keys_row_len`: the last pass of
+// several reads partial results, not keys), bit for bit. The selects are headers
 // under topk/; this file compiles one part of them and exports its kernels:
 // - topk/common.cuh: composites (a key's sortable word and its index in one word that orders
 //   candidates), held elements, 16-byte loads, where a result goes;
@@ -30,14 +32,17 @@
 
 #define TOPK_PARAMS(In, C, K)                                                                   \
     (const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k, u32 slots, u32 map, \
-     C *partials, K *values, u32 *indices)
-#define TOPK_ARGS (input, row_len, rows, chunks, chunk_len, k, slots, map, partials, values, indices)
+     C *partials, K *values, u32 *indices, const K *keys, u64 keys_row_len)
+#define TOPK_ARGS (input, row_len, rows, chunks, chunk_len, k, slots, map, partials, values, indices, keys, keys_row_len)
 #define TAKE_PARAMS(W) (const W *src, u64 row_len, W *dst, u64 k, u64 count)
 #define TAKE_ARGS (src, row_len, dst, k, count)
+#define GATHER_PARAMS(W, I) (const W *keys, u64 row_len, const I *indices, W *values, u64 k, u64 count)
+#define GATHER_ARGS (keys, row_len, indices, values, k, count)
 
 // The kernels of one key width W, in parts (src/kernels/mod.rs), so that a selection compiles
-// only what it runs: part <W> has the filter over keys and over partial results and the take of
-// keys of the width and (parts U32 and U64) of an argsort's indices, u32 and u64 (MAP_INDEX64);
+// only what it runs: part <W> has the filter over keys and over partial results and the gather
+// of keys of the width by u32 or u64 indices, and parts U32 and U64 the take of an argsort's
+// indices of their width (u64: MAP_INDEX64);
 // part <W>_R<R> the radix select over keys and over partial results at R = 4, 16 or 32
 // elements a thread (src/policy/topk.rs RADIX_PER_THREAD), and the merge of the first pass's
 // sorted runs; at 32, also the segments' (STREAM).
@@ -101,7 +106,7 @@
 #define WARP_SORT_BLOCKS(W) (sizeof(W) == 2 ? 3 : 2)
 #define WARP_SORT_KERNEL(W, P, NAME, FILTER)                                                     \
     extern "C" __global__ void __launch_bounds__(THREADS, WARP_SORT_BLOCKS(W)) NAME TOPK_PARAMS(W, typename WarpComposite<W>::C, W) { \
-        topk_warp_sort<W, W, P, FILTER>(input, row_len, rows, k, map, values, indices);         \
+        topk_warp_sort<W, W, P, FILTER>(input, row_len, rows, k, map, values, indices);          \
     }
 #define EXPORT_TOPK_WARP_SORT(W)                                                                 \
     WARP_SORT_KERNEL(W, 2, topk_warp_sort_##W##_2, WHOLE_ROW)                                    \
@@ -116,7 +121,8 @@
     extern "C" __global__ void __launch_bounds__(THREADS) topk_partials_##W TOPK_PARAMS(C, C, W) { \
         topk_filter<W, C, C> TOPK_ARGS;                                                         \
     }                                                                                           \
-    extern "C" __global__ void topk_take_##W TAKE_PARAMS(W) { topk_take<W> TAKE_ARGS; }
+    extern "C" __global__ void topk_gather_##W##_u32 GATHER_PARAMS(W, u32) { topk_gather<W, u32> GATHER_ARGS; } \
+    extern "C" __global__ void topk_gather_##W##_u64 GATHER_PARAMS(W, u64) { topk_gather<W, u64> GATHER_ARGS; }
 
 #if defined(KERNEL_PART_U16)
 EXPORT_TOPK(u16, u64)
@@ -133,7 +139,7 @@ EXPORT_TOPK_WARP_SORT(u16)
 EXPORT_TOPK_SAMPLED(u16, u64)
 #elif defined(KERNEL_PART_U32)
 EXPORT_TOPK(u32, u64)
-extern "C" __global__ void topk_take_u64 TAKE_PARAMS(u64) { topk_take<u64> TAKE_ARGS; }
+extern "C" __global__ void topk_take_u32 TAKE_PARAMS(u32) { topk_take<u32> TAKE_ARGS; }
 #elif defined(KERNEL_PART_U32_R4)
 EXPORT_TOPK_RADIX(u32, u64, 4)
 #elif defined(KERNEL_PART_U32_R16)
@@ -147,7 +153,7 @@ EXPORT_TOPK_WARP_SORT(u32)
 EXPORT_TOPK_SAMPLED(u32, u64)
 #elif defined(KERNEL_PART_U64)
 EXPORT_TOPK(u64, KeyIndex)
-extern "C" __global__ void topk_take_u32 TAKE_PARAMS(u32) { topk_take<u32> TAKE_ARGS; }
+extern "C" __global__ void topk_take_u64 TAKE_PARAMS(u64) { topk_take<u64> TAKE_ARGS; }
 #elif defined(KERNEL_PART_U64_R4)
 EXPORT_TOPK_RADIX(u64, KeyIndex, 4)
 #elif defined(KERNEL_PART_U64_R16)

@@ -33,8 +33,9 @@
 //! every key back bit for bit (`-0.0` next to `+0.0`, which an unstable sort may do). The sorts
 //! that keep positions (argsorts, key-value sorts, top-k) must also tie keys equal by value, so
 //! they map the [`SortKey::canonical`] key (`-0.0` as `+0.0`, every NaN as the positive quiet
-//! NaN); on the GPU the keys they write are those canonical ones (the CPU moves the keys
-//! themselves), their positions exact on both.
+//! NaN); on the GPU the keys an argsort or key-value sort writes are those canonical ones (the
+//! CPU moves the keys themselves, and a top-k reads its keys back from the input by their
+//! indices), their positions exact on both.
 
 use crate::options::{display_and_parse_by_name, FloatOrder, Order, UnknownName};
 

@@ -53,10 +53,11 @@ pub enum FloatOrder {
     Total,
     /// The order of `torch.sort` and `numpy.sort`: numbers by value (`-0.0` equals `+0.0`),
     /// every NaN larger than every number and equal to every other NaN, whatever its sign.
-    /// A sort of keys alone gives every key back bit for bit. A sort that keeps positions
-    /// (argsort, key-value sort, top-k) keeps equal keys in input order, and the keys it
-    /// writes equal the input's by value: on the GPU they are canonical (`-0.0` as `+0.0`,
-    /// every NaN as the positive quiet NaN); indices always name the input's own keys.
+    /// A sort of keys alone, and a top-k, give every key back bit for bit. A sort that keeps
+    /// positions (argsort, key-value sort, top-k) keeps equal keys in input order; the keys an
+    /// argsort or key-value sort writes equal the input's by value: on the GPU they are
+    /// canonical (`-0.0` as `+0.0`, every NaN as the positive quiet NaN). Indices always name
+    /// the input's own keys.
     Numeric,
 }
 

@@ -1,16 +1,19 @@
-"""torch tensors and cupy arrays: CUDA ones through DLPack, zero copy, on the caller's current
-stream; CPU tensors through numpy, returned as tensors of their own library.
+"""torch tensors and cupy arrays: CUDA ones zero copy, on the caller's current stream; CPU
+tensors through numpy, returned as tensors of their own library.
 
 Outputs are allocated by the caller's library (``Tensor.new_empty`` or ``cupy.empty`` on the
 input's device, on its current stream) and filled by bitonic's kernels: the Rust side
-(python/src/dlpack.rs) reads the capsules of ``__dlpack__(stream=s)``, where ``s`` is the
-caller's current stream (so the producer has nothing to order), and queues the sort on ``s``
-itself. Nothing waits on the host: later work on ``s`` sees the results, as after a torch
-kernel, and a CUDA graph captured on ``s`` holds the sort.
+(python/src/dlpack.rs) reads what ``describe`` gives of each array (a cupy array's capsule of
+``__dlpack__(stream=s)``, where ``s`` is the caller's current stream, so the producer has
+nothing to order; a torch tensor's address, length, device and dtype as five integers, which
+say the same and cost less) and queues the sort on ``s`` itself. Nothing waits on the host:
+later work on ``s`` sees the results, as after a torch kernel, and a CUDA graph captured on
+``s`` holds the sort.
 
-Floats compare as torch's do (every NaN largest, -0.0 equal to +0.0), and the sorts that keep
-indices write such keys in one canonical form; the values returned are the input's own, bit
-for bit, gathered by the indices where a key could have changed form.
+Floats compare as torch's do (every NaN largest, -0.0 equal to +0.0). A top-k's values are the
+input's own keys, bit for bit (the kernels read them back by their indices); the sorts that
+keep indices write equal keys in one canonical form, so their values are gathered from the
+input by the indices where a key could have changed form.
 """
 
 import sys
@@ -35,11 +38,25 @@ class _Torch:
         self.t = torch
         self.int32, self.int64 = torch.int32, torch.int64
         # The per-call host time is most of a small sort's (python -m bitonic.bench): the raw
-        # stream handle and the plain capsule skip torch.cuda.current_stream's Stream object
-        # and __dlpack__'s stream checks (an ExternalStream and a current_stream a capsule),
-        # which order nothing here: the capsules are taken on the current stream anyway.
+        # stream handle skips torch.cuda.current_stream's Stream object, and `describe` the
+        # capsules (each a DLManagedTensor made and freed) and __dlpack__'s stream checks,
+        # which order nothing here: the call runs on the current stream anyway.
         self._raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        self._to_dlpack = getattr(torch._C, "_to_dlpack", None)
+        # DLPack's (type code, bits) of each dtype bitonic sorts or writes (torch before 2.3
+        # has no uint32 and uint64).
+        dl_types = {
+            "uint32": (1, 32),
+            "int32": (0, 32),
+            "uint64": (1, 64),
+            "int64": (0, 64),
+            "float32": (2, 32),
+            "float64": (2, 64),
+            "float16": (2, 16),
+            "bfloat16": (4, 16),
+        }
+        self._dl_types = {
+            getattr(torch, name): dl for name, dl in dl_types.items() if hasattr(torch, name)
+        }
 
     def is_cuda(self, x):
         return x.is_cuda
@@ -51,11 +68,14 @@ class _Torch:
             s = self.t.cuda.current_stream(x.device).cuda_stream
         return s if s else 1  # DLPack's legacy default stream is 1, not 0
 
-    def capsule(self, x, stream):
-        """``x.__dlpack__(stream=stream)`` for ``stream`` the current one, cheaper."""
-        if self._to_dlpack is not None:
-            return self._to_dlpack(x)
-        return x.__dlpack__(stream=stream)
+    def describe(self, x, stream):
+        """What the native calls read of the C-contiguous ``x``: ``(address, elements, CUDA
+        device, DLPack type code, bits)``, what its capsule would say; a dtype bitonic does
+        not sort goes as a capsule, for the native side's error."""
+        dl = self._dl_types.get(x.dtype)
+        if dl is None:
+            return x.__dlpack__(stream=stream)
+        return (x.data_ptr(), x.numel(), x.get_device(), dl[0], dl[1])
 
     def ndim(self, x):
         return x.dim()
@@ -132,7 +152,8 @@ class _Cupy:
         s = self.c.cuda.get_current_stream().ptr
         return s if s else 1
 
-    def capsule(self, x, stream):
+    def describe(self, x, stream):
+        """The capsule of ``x.__dlpack__(stream=stream)``."""
         return x.__dlpack__(stream=stream)
 
     def ndim(self, x):
@@ -210,10 +231,10 @@ def sort(L, x, dim, descending, values, indices):
         return (L.back(keys, dim) if values else None), (None if idx is None else L.back(idx, dim))
     row = shape[-1]
     if not indices:
-        _native.cuda_sort(L.capsule(keys, s), None, row, descending, s)
+        _native.cuda_sort(L.describe(keys, s), None, row, descending, s)
         return L.back(keys, dim), None
     idx = L.empty(shape, L.int64, keys)
-    _native.cuda_sort(L.capsule(keys, s), L.capsule(idx, s), row, descending, s)
+    _native.cuda_sort(L.describe(keys, s), L.describe(idx, s), row, descending, s)
     if values and L.is_float(keys):
         # The sort wrote canonical floats (-0.0 as +0.0, one NaN); the input's own bits.
         keys = L.gather(L.rows(x, dim, copy=False), idx)
@@ -227,7 +248,7 @@ def sort_(L, x, dim, descending):
         if L.numel(x):
             s = L.stream(x)
             target = x.detach() if L is lib("torch") else x
-            _native.cuda_sort(L.capsule(target, s), None, x.shape[-1], descending, s)
+            _native.cuda_sort(L.describe(target, s), None, x.shape[-1], descending, s)
         return x
     v, _ = sort(L, x, dim, descending, True, False)
     L.copy_into(x, v)
@@ -249,11 +270,10 @@ def topk(L, x, k, dim, largest):
     if L.numel(values) == 0:
         return L.back(values, dim), L.back(idx, dim)
     s = L.stream(x)
+    # The values are the input's own keys, bit for bit: the kernels read them back.
     _native.cuda_topk(
-        L.capsule(keys, s), L.capsule(values, s), L.capsule(idx, s), row, k, largest, s
+        L.describe(keys, s), L.describe(values, s), L.describe(idx, s), row, k, largest, s
     )
-    if L.is_float(keys):
-        values = L.gather(keys, idx)  # the input's own bits (see the module's notes)
     return L.back(values, dim), L.back(idx, dim)
 
 
@@ -275,5 +295,5 @@ def sort_pairs(L, keys, values, descending):
         return k, L.rows(values, -1, copy=True)
     v = L.rows(values, -1, copy=True)
     s = L.stream(keys)
-    _native.cuda_sort_pairs(L.capsule(k, s), L.capsule(v, s), k.shape[-1], descending, s)
+    _native.cuda_sort_pairs(L.describe(k, s), L.describe(v, s), k.shape[-1], descending, s)
     return k, v

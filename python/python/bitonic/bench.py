@@ -5,9 +5,9 @@ Each case times one call with CUDA events on the caller's stream (bitonic queues
 there, so the end event waits for it), after warm-up calls, on fresh random data each repeat
 (made before the start event), and reports the median. The binding's overhead is host time: a
 tiny input sorted many times in batches, the Python call (``bitonic.sort``: the dim/contiguity
-checks, the output tensors, DLPack) against the bare native call on ready capsules (the Rust
-side: the checks, the plan and the kernel launches), and ``torch.sort`` of the same input for
-scale.
+checks, the output tensors, their descriptions) against the bare native call on ready
+descriptions (the Rust side: the checks, the plan and the kernel launches), and torch's own
+call on the same input.
 
     python -m bitonic.bench [--csv FILE] [--repeats N] [--quick]
 """
@@ -19,7 +19,7 @@ import sys
 import time
 
 import bitonic
-from bitonic import _native
+from bitonic import _native, _tensors
 
 SORT_SHAPES = [(4096, 4096), (16384, 1024), (1, 1 << 24)]
 TOPK_SHAPES = [(64, 128256), (16384, 1024), (1, 1 << 24)]
@@ -100,15 +100,18 @@ def main(argv=None):
     x = torch.rand(1, 256, device="cuda")
     keys, idx = x.clone(), torch.empty(x.shape, dtype=torch.int64, device="cuda")
     s = torch.cuda.current_stream().cuda_stream or 1
-    ck, ci = keys.__dlpack__(stream=s), idx.__dlpack__(stream=s)
+    describe = _tensors.lib("torch").describe  # what the Python call passes the native one
+    ck, ci = describe(keys, s), describe(idx, s)
     out = torch.empty(1, 8, device="cuda")
     oi = torch.empty(1, 8, dtype=torch.int64, device="cuda")
-    co, coi = out.__dlpack__(stream=s), oi.__dlpack__(stream=s)
+    co, coi = describe(out, s), describe(oi, s)
     over = [
         ("sort", lambda: bitonic.sort(x), lambda: _native.cuda_sort(ck, ci, 256, False, s),
          lambda: torch.sort(x)),
+        ("argsort", lambda: bitonic.argsort(x), lambda: _native.cuda_sort(ck, ci, 256, False, s),
+         lambda: torch.argsort(x)),
         ("sort_values", lambda: bitonic.sort_values(x),
-         lambda: _native.cuda_sort(ck, None, 256, False, s), lambda: torch.sort(x)),
+         lambda: _native.cuda_sort(ck, None, 256, False, s), lambda: torch.sort(x).values),
         ("topk", lambda: bitonic.topk(x, 8),
          lambda: _native.cuda_topk(ck, co, coi, 256, 8, True, s), lambda: torch.topk(x, 8)),
     ]

@@ -139,20 +139,24 @@ template <> struct Vector<KeyIndex> {
     }
 };
 
-// The result's i-th best composite c of item `item` of a select: to `values` and `indices` of
-// row `row` (`last`: a row's final chunk; u64 indices where the map has MAP_INDEX64), else to
-// the item's k partial results.
+// The result's i-th best composite c of item `item` of a select: for a row's final chunk
+// (`last`), the key it names, read from the row's own keys `row_keys` (so that a value is the
+// input's key bit for bit: -0.0 stays -0.0, a NaN keeps its payload and sign, where the
+// composite holds only the word they tie by), to `values` of row `row`, and its index to
+// `indices` (u64 where the map has MAP_INDEX64); else c to the item's k partial results.
 template <typename K, typename C> struct Put {
     K *values;
     u32 *indices;
+    const K *row_keys;
     C *partials;
     u64 row, item;
     u32 k, map;
     bool last;
     __device__ void operator()(u32 i, const C &c) const {
         if (last) {
-            values[row * k + i] = from_sortable(K(word_of(c)), map);
-            store_index(indices, row * k + i, index_of(c), map);
+            const u32 index = index_of(c);
+            values[row * k + i] = row_keys[index];
+            store_index(indices, row * k + i, index, map);
         } else {
             partials[item * k + i] = c;
         }

@@ -104,13 +104,14 @@ __device__ void filter_chunk(const In *row_input, u64 begin, u64 end, u32 slots,
 // rows x chunks (row, chunk) items, by filter_chunk.
 template <typename K, typename C, typename In>
 __device__ void topk_filter(const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len,
-                            u32 k, u32 slots, u32 map, C *partials, K *values, u32 *indices) {
+                            u32 k, u32 slots, u32 map, C *partials, K *values, u32 *indices, const K *keys,
+                            u64 keys_row_len) {
     const u64 items = u64(rows) * chunks;
     for (u64 item = blockIdx.x; item < items; item += gridDim.x) {
         const u64 row = item / chunks, chunk = item % chunks;
         const u64 begin = chunk * chunk_len;
         const u64 end = min(begin + chunk_len, row_len);
-        const Put<K, C> put = {values, indices, partials, row, item, k, map, chunks == 1};
+        const Put<K, C> put = {values, indices, keys + row * keys_row_len, partials, row, item, k, map, chunks == 1};
         filter_chunk(input + row * row_len, begin, end, slots, put);
     }
 }

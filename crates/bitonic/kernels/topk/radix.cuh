@@ -49,7 +49,8 @@
 // particular order, and its output is sorted (a merge pass may take it).
 template <typename K, typename C, typename In, u32 R, bool STREAM = false>
 __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len,
-                           u32 k, u32 slots, u32 map, C *partials, K *values, u32 *indices) {
+                           u32 k, u32 slots, u32 map, C *partials, K *values, u32 *indices, const K *keys,
+                           u64 keys_row_len) {
     static_assert(R <= 32, "32-bit masks of the registers a thread holds");
     static_assert(THREADS == 256, "one bin of a digit a thread");
     static_assert(!STREAM || (R == 32 && !Held<C, In>::PADDED), "segments of keys, 32 a thread");
@@ -196,7 +197,7 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
         }
 
         // 3. The exact select. put(i, c): c is the i-th best of the row (last) or of the chunk.
-        const Put<K, C> put = {values, indices, partials, row, item, k, map, last};
+        const Put<K, C> put = {values, indices, keys + row * keys_row_len, partials, row, item, k, map, last};
         if (select_few(buf, gathered, need, put)) {
             // Placed by their ranks or a tournament.
         } else if (LARGE_TOURNAMENTS && R == 4 && need <= TOURNAMENT_MOST && gathered == ~0u) {
@@ -240,7 +241,8 @@ __device__ void topk_radix(const In *input, u64 row_len, u32 rows, u32 chunks, u
 // select's: on ties, or a row's short last chunk) is sorted there first.
 template <typename K, typename C>
 __device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k, u32 slots,
-                           u32 map, C *partials, K *values, u32 *indices) {
+                           u32 map, C *partials, K *values, u32 *indices, const K *keys,
+                           u64 keys_row_len) {
     C *runs = shared_tile<C>(); // chunk_len / k runs of `slots`
     const u32 t = threadIdx.x;
     const u64 items = u64(rows) * chunks;
@@ -249,7 +251,7 @@ __device__ void topk_merge(const C *input, u64 row_len, u32 rows, u32 chunks, u6
         const u64 begin = chunk * chunk_len;
         const u32 count = u32(min(begin + chunk_len, row_len) - begin) / k;
         const C *in = input + row * row_len + begin;
-        const Put<K, C> put = {values, indices, partials, row, item, k, map, chunks == 1};
+        const Put<K, C> put = {values, indices, keys + row * keys_row_len, partials, row, item, k, map, chunks == 1};
         __syncthreads(); // the previous item's runs are read
         for (u32 i = t; i < count * slots; i += THREADS) {
             const u32 at = i % slots;

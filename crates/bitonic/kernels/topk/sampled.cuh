@@ -106,7 +106,8 @@ __device__ __forceinline__ void select_gathered(u32 gathered, u32 need, u32 slot
 
 template <typename K, typename C, typename In, u32 R>
 __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks, u64 chunk_len, u32 k,
-                             u32 slots, u32 map, C *partials, K *values, u32 *indices) {
+                             u32 slots, u32 map, C *partials, K *values, u32 *indices, const K *keys,
+                             u64 keys_row_len) {
     static_assert(R <= 32 && THREADS == 256 && !Held<C, In>::PADDED, "keys, R a thread");
     typedef typename Held<C, In>::T T;
     const u32 CAPACITY = THREADS * CANDIDATES_PER_THREAD;
@@ -152,7 +153,7 @@ __device__ void topk_sampled(const In *input, u64 row_len, u32 rows, u32 chunks,
         const u32 gathered = candidates;
 
         // 3. The exact select, sorted (but for a pass that selects again); or the filter.
-        const Put<K, C> put = {values, indices, partials, row, item, k, map, last};
+        const Put<K, C> put = {values, indices, keys + row * keys_row_len, partials, row, item, k, map, last};
         const bool sorted = last || chunks <= MERGE_RUNS_MOST; // the next pass merges the runs
         select_gathered<CANDIDATES_PER_THREAD, K, C, In>(gathered, need, slots, sorted, s, &taken, row_input, begin,
                                                          end, put);

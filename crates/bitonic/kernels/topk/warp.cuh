@@ -27,22 +27,24 @@ template <> struct WarpComposite<u16> {
 };
 
 // Writes the first k of a warp's 32 x P composites, sorted best first in the lane-major layout,
-// as row `row`'s values and indices, through the warp's `WARP_SIZE x (P + 1)` composites of
+// as row `row`'s values (the keys they name, read from the row's keys `row_input` as they are:
+// bit for bit, as topk/common.cuh Put) and indices, through the warp's `WARP_SIZE x (P + 1)` composites of
 // shared memory, so that the stores are coalesced: slot i sits at i + i / P (a gap after each
 // lane's P), so that the lanes' writes of one register meet in no bank, nor their reads of
 // consecutive slots at P = 32 (at 2 and 8, two at most).
 template <typename K, typename In, u32 P>
 __device__ __forceinline__ void warp_put(const typename WarpComposite<In>::C (&x)[P], typename WarpComposite<In>::C *staged,
-                                         u64 row, u32 k, u32 map, K *values, u32 *indices) {
+                                         const In *row_input, u64 row, u32 k, u32 map, K *values,
+                                         u32 *indices) {
     typedef WarpComposite<In> W;
     const u32 lane = threadIdx.x % WARP_SIZE;
 #pragma unroll
     for (u32 p = 0; p < P; p++) staged[lane * (P + 1) + p] = x[p];
     __syncwarp();
     for (u32 i = lane; i < k; i += WARP_SIZE) {
-        const auto c = staged[i + i / P];
-        values[row * k + i] = from_sortable(K(W::word(c)), map);
-        store_index(indices, row * k + i, W::index(c), map);
+        const u32 index = W::index(staged[i + i / P]);
+        values[row * k + i] = row_input[index];
+        store_index(indices, row * k + i, index, map);
     }
     __syncwarp(); // read before the warp's next writes
 }
@@ -68,8 +70,9 @@ template <u32 G, u32 P, typename C> __device__ __forceinline__ void warp_group_b
 // The warp filter's candidates, gathered in `staged` (the `total` composites that reach the
 // threshold, total <= 32 x Q), sorted best first in Q registers a lane, and their first k put.
 template <u32 Q, typename K, typename In>
-__device__ __forceinline__ void warp_sort_candidates(typename WarpComposite<In>::C *staged, u32 total, u64 row,
-                                                     u32 k, u32 map, K *values, u32 *indices) {
+__device__ __forceinline__ void warp_sort_candidates(typename WarpComposite<In>::C *staged, u32 total,
+                                                     const In *row_input, u64 row, u32 k, u32 map, K *values,
+                                                     u32 *indices) {
     typedef typename WarpComposite<In>::C C;
     const u32 lane = threadIdx.x % WARP_SIZE;
     C y[Q];
@@ -77,7 +80,7 @@ __device__ __forceinline__ void warp_sort_candidates(typename WarpComposite<In>:
     for (u32 q = 0; q < Q; q++) y[q] = q * WARP_SIZE + lane < total ? staged[q * WARP_SIZE + lane] : padding<C>();
     __syncwarp(); // read before warp_put writes
     warp_sort_best_first<Q, true>(y);
-    warp_put<K, In, Q>(y, staged, row, k, map, values, indices);
+    warp_put<K, In, Q>(y, staged, row_input, row, k, map, values, indices);
 }
 
 // The most candidates the warp filter sorts (16 a lane); past them it sorts the whole row.
@@ -129,7 +132,8 @@ __device__ __forceinline__ u32 warp_search_threshold(const C (&x)[P], u32 k, u32
 template <typename K, typename In, u32 P, typename Reaches>
 __device__ __forceinline__ bool warp_sort_reaching(const typename WarpComposite<In>::C (&x)[P],
                                                    typename WarpComposite<In>::C *staged, const Reaches &reaches,
-                                                   u64 row, u32 k, u32 map, K *values, u32 *indices) {
+                                                   const In *row_input, u64 row, u32 k, u32 map, K *values,
+                                                   u32 *indices) {
     u32 mine = 0;
 #pragma unroll
     for (u32 p = 0; p < P; p++) mine += reaches(x[p]);
@@ -141,9 +145,9 @@ __device__ __forceinline__ bool warp_sort_reaching(const typename WarpComposite<
     for (u32 p = 0; p < P; p++)
         if (reaches(x[p])) staged[at++] = x[p];
     __syncwarp();
-    if (total <= 2 * WARP_SIZE) warp_sort_candidates<2, K, In>(staged, total, row, k, map, values, indices);
-    else if (total <= 8 * WARP_SIZE) warp_sort_candidates<8, K, In>(staged, total, row, k, map, values, indices);
-    else warp_sort_candidates<16, K, In>(staged, total, row, k, map, values, indices);
+    if (total <= 2 * WARP_SIZE) warp_sort_candidates<2, K, In>(staged, total, row_input, row, k, map, values, indices);
+    else if (total <= 8 * WARP_SIZE) warp_sort_candidates<8, K, In>(staged, total, row_input, row, k, map, values, indices);
+    else warp_sort_candidates<16, K, In>(staged, total, row_input, row, k, map, values, indices);
     return true;
 }
 
@@ -157,15 +161,15 @@ __device__ __forceinline__ bool warp_sort_reaching(const typename WarpComposite<
 //   it, so that they sort in 8 or 16 registers a lane; k > WARP_FILTER_MOST needs no search.
 template <WarpFilter FILTER, typename K, typename In>
 __device__ __forceinline__ bool warp_filter(const typename WarpComposite<In>::C (&x)[32],
-                                            typename WarpComposite<In>::C *staged, u64 row, u32 k, u32 map,
-                                            K *values, u32 *indices) {
+                                            typename WarpComposite<In>::C *staged, const In *row_input, u64 row,
+                                            u32 k, u32 map, K *values, u32 *indices) {
     typedef typename WarpComposite<In>::C C;
     if constexpr (FILTER == TOP_BITS) {
         if (k > WARP_FILTER_MOST) return false;
         const u32 enough = k <= 8 * WARP_SIZE ? 8 * WARP_SIZE : WARP_FILTER_MOST;
         const u32 threshold = warp_search_threshold(x, k, enough);
-        return warp_sort_reaching<K, In>(x, staged, [=](const C &c) { return top_bits(c) >= threshold; }, row, k, map,
-                                         values, indices);
+        return warp_sort_reaching<K, In>(x, staged, [=](const C &c) { return top_bits(c) >= threshold; }, row_input,
+                                         row, k, map, values, indices);
     } else {
         u32 groups = 1;
         while (groups < 8 && WARP_SIZE * groups < 2 * k) groups <<= 1;
@@ -178,8 +182,8 @@ __device__ __forceinline__ bool warp_filter(const typename WarpComposite<In>::C 
         const C threshold = k <= WARP_SIZE * groups ? staged[k - 1] : padding<C>();
         __syncwarp(); // read before the candidates overwrite it
         if (!better(threshold, padding<C>())) return false; // warp-uniform
-        return warp_sort_reaching<K, In>(x, staged, [=](const C &c) { return !better(threshold, c); }, row, k, map,
-                                         values, indices);
+        return warp_sort_reaching<K, In>(x, staged, [=](const C &c) { return !better(threshold, c); }, row_input,
+                                         row, k, map, values, indices);
     }
 }
 
@@ -206,7 +210,8 @@ __device__ __forceinline__ void warp_composites(const In (&key)[P], u64 row_len,
 // composites in registers, P a lane (padding past the row's end), sorts them best first
 // (warp_sort_best_first, lane-major) and puts the first k (warp_put). No barrier, and no shared
 // memory but each warp's own `WARP_SIZE x (P + 1)` composites. The grid's warps take rows
-// `gridDim.x x warps` apart. (`partials`, in the shared parameter list, is unused: null.)
+// `gridDim.x x warps` apart. (`partials`, `keys` and `keys_row_len`, in the shared parameter
+// list, are unused: the warp puts the keys from the row it reads.)
 // With a FILTER (P = 32, rows of more than 256 keys; the host's `topk_warp_filter_max_k`), the
 // warp first sorts only the keys that reach a threshold (warp_filter), and the whole row where
 // too many do (ties of 32-bit keys' words, a threshold that is padding, k past 512).
@@ -237,9 +242,9 @@ __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u3
         if (map & MAP_TIED) warp_composites<W>(key, row_len, load_map, KnownTies<true>(), x);
         else warp_composites<W>(key, row_len, load_map, KnownTies<false>(), x);
         if constexpr (FILTER != WHOLE_ROW) {
-            if (warp_filter<FILTER, K, In>(x, staged, row, k, map, values, indices)) continue; // warp-uniform
+            if (warp_filter<FILTER, K, In>(x, staged, row_input, row, k, map, values, indices)) continue; // warp-uniform
         }
         warp_sort_best_first<P, true>(x);
-        warp_put<K, In, P>(x, staged, row, k, FILTER == WHOLE_ROW ? map_here(map) : map, values, indices);
+        warp_put<K, In, P>(x, staged, row_input, row, k, FILTER == WHOLE_ROW ? map_here(map) : map, values, indices);
     }
 }

@@ -6,7 +6,7 @@
 
 use super::exec::Exec;
 use super::keymap::convert;
-use super::launch::topk::topk_take;
+use super::launch::topk::{topk_gather, topk_take};
 use super::memory::{self, Scratchpad};
 use super::{kv, merge, passes, rows, seed, topk};
 use crate::error::{CudaContext as _, Error, Result};
@@ -88,8 +88,8 @@ pub(crate) fn select<K: SortKey, I: DeviceRepr + bytemuck::Pod>(
         },
         Steps::TopkBySorting {
             sort,
-            take,
             take_indices,
+            gather,
         } => {
             let n = keys.len();
             let mut sorted = pad.take::<K::Bits>(Scratch::SortedKeys, n);
@@ -107,26 +107,17 @@ pub(crate) fn select<K: SortKey, I: DeviceRepr + bytemuck::Pod>(
             sorting_steps(x, sort, &mut sorted, &mut all, row, &mut pad)?;
             let shape = (row_len as u64, k as u64);
             let cfg = x.elementwise(indices.len());
-            let take_name = |width: &str| format!("topk_take_{width}");
-            let take_keys = take_name(kernel_width::<K::Bits>());
-            let f = x.function(take, &take_keys)?;
-            match plan.widen {
-                Some(map) => {
-                    let mut taken = pad.take::<u32>(Scratch::TakenWords, indices.len());
-                    let sorted = memory::reinterpret::<K::Bits, u32>(sorted, n);
-                    topk_take(x, &f, cfg, &sorted.as_view(), shape, &mut taken)
-                        .during(|| format!("launching {take_keys}"))?;
-                    convert(x, &taken.as_view(), &mut { values }, map)?;
-                }
-                None => {
-                    let mut best = memory::reinterpret::<K, K::Bits>(values, indices.len());
-                    topk_take(x, &f, cfg, &sorted.as_view(), shape, &mut best)
-                        .during(|| format!("launching {take_keys}"))?;
-                }
-            }
-            let name = take_name(kernel_width::<I>());
+            let name = format!("topk_take_{}", kernel_width::<I>());
             let f = x.function(take_indices, &name)?;
             topk_take(x, &f, cfg, &all.as_view(), shape, indices)
+                .during(|| format!("launching {name}"))?;
+            // The input's own keys, by the indices just taken (the sorted copy's are words).
+            let key_width = kernel_width::<K>();
+            let name = format!("topk_gather_{key_width}_{}", kernel_width::<I>());
+            let f = x.function(gather, &name)?;
+            let keys = memory::reinterpret_ref::<K, K::Bits>(keys, n);
+            let mut best = memory::reinterpret::<K, K::Bits>(values, indices.len());
+            topk_gather(x, &f, cfg, &keys, shape, &indices.as_view(), &mut best)
                 .during(|| format!("launching {name}"))
         }
         other => unreachable!("{other:?} is not a top-k"),

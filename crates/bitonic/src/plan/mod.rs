@@ -178,14 +178,15 @@ pub enum Steps {
     /// A top-k by composites.
     Topk(TopkPlan),
     /// A top-k by sorting: each row's stable argsort of a copy of the keys, then the first k
-    /// keys and indices of every row (`topk_take`).
+    /// indices of every row (`topk_take`) and the input's keys they name (`topk_gather`).
     TopkBySorting {
         /// The argsort (key-value merge or pair passes).
         sort: Box<Steps>,
-        /// The module of the keys' take kernel (`topk_take_W`, W the words' width).
-        take: &'static KernelModule,
         /// The module of the indices' take kernel (`topk_take_u32` or `_u64`).
         take_indices: &'static KernelModule,
+        /// The module of the keys' gather kernel (`topk_gather_W_I`, W the keys' width and I
+        /// the indices').
+        gather: &'static KernelModule,
     },
 }
 
@@ -564,21 +565,15 @@ impl Context<'_> {
             *workspace = std::mem::take(workspace).with(&sort_workspace);
             return Ok(sort);
         }
-        // A top-k by sorting sorts a copy of the keys with every index, then takes k a row
-        // (16-bit keys: their words, narrowed after).
+        // A top-k by sorting sorts a copy of the keys with every index (16-bit keys: their
+        // words), then takes k indices a row and gathers the input's keys they name.
         workspace.add(Scratch::SortedKeys, n, word_bytes);
         workspace.add(Scratch::SortedIndices, n, values);
-        if self.request.dtype.size() != word_bytes {
-            let Operation::Topk { k, .. } = self.request.operation else {
-                unreachable!("a top-k by sorting");
-            };
-            workspace.add(Scratch::TakenWords, n / row_len * k, word_bytes);
-        }
         *workspace = std::mem::take(workspace).with(&sort_workspace);
         Ok(Steps::TopkBySorting {
             sort: Box::new(sort),
-            take: topk::module(word_bytes),
             take_indices: topk::module(values),
+            gather: topk::module(self.request.dtype.size()),
         })
     }
 }
@@ -608,11 +603,11 @@ fn steps_modules(steps: &Steps) -> Vec<&'static KernelModule> {
         Steps::Topk(t) => t.modules(),
         Steps::TopkBySorting {
             sort,
-            take,
             take_indices,
+            gather,
         } => {
             let mut modules = steps_modules(sort);
-            modules.extend([*take, *take_indices]);
+            modules.extend([*take_indices, *gather]);
             modules
         }
     }

@@ -34,8 +34,6 @@ pub enum Scratch {
     SortedKeys,
     /// A top-k by sorting: every key's index.
     SortedIndices,
-    /// A top-k by sorting of 16-bit keys: the kept keys' words, before they are narrowed.
-    TakenWords,
 }
 
 /// One part: `bytes` at `offset` from the workspace's start.

@@ -1,5 +1,5 @@
 //! The top-k kernels (kernels/topk.cu): a plan's passes as one graph, the spread select, and
-//! the take of a sorted row's first k.
+//! the take of a sorted row's first k indices and the gather of the keys they name.
 
 use super::launch;
 use crate::cuda::exec::Exec;
@@ -13,12 +13,13 @@ use cudarc::driver::{
 /// The passes of the filter, the radix select or the warp sort, kernels/topk.cu `topk_keys_W`,
 /// `topk_partials_W`, `topk_radix_keys_W_R`, `topk_radix_partials_W_R`, `topk_radix_stream_W`,
 /// `topk_sampled_W`, `topk_merge_W`, `topk_warp_sort_W_P` and `topk_warp_filter_W(input,
-/// row_len, rows, chunks, chunk_len, k, slots, map, partials, values, indices)`, as one CUDA
-/// graph (graph.rs), each after the one before: the first reads `input` (rows of keys `In`),
-/// each later one the partial results of the one before, composites of `composite_bytes`, k a
-/// chunk, which alternate between the two halves of `scratch` (`half` bytes each); the last,
-/// one chunk a row, writes `values` and `indices` (of `I`: 8-byte ones where the map has
-/// `MAP_INDEX64`).
+/// row_len, rows, chunks, chunk_len, k, slots, map, partials, values, indices, keys,
+/// keys_row_len)`, as one CUDA graph (graph.rs), each after the one before: the first reads
+/// `input` (rows of keys `In`), each later one the partial results of the one before,
+/// composites of `composite_bytes`, k a chunk, which alternate between the two halves of
+/// `scratch` (`half` bytes each); the last, one chunk a row, writes `values` (the keys it
+/// selected, read back from `input`, which every pass gets as `keys`, rows of the first pass's
+/// `row_len`) and `indices` (of `I`: 8-byte ones where the map has `MAP_INDEX64`).
 pub(crate) fn topk_passes<In: DeviceRepr, B: DeviceRepr, I: DeviceRepr>(
     x: &Exec,
     passes: &[(CudaFunction, LaunchConfig, TopkArgs)],
@@ -40,6 +41,7 @@ pub(crate) fn topk_passes<In: DeviceRepr, B: DeviceRepr, I: DeviceRepr>(
     let (indices_at, _record_indices) = indices.device_ptr_mut(stream);
     let (base, _record_scratch) = scratch.device_ptr_mut(stream);
     let (null, last) = (0u64, passes.len() - 1);
+    let keys_row_len = passes[0].2.row_len;
     let mut readable = input.len(); // elements the pass's input holds
     let mut launches = Vec::with_capacity(passes.len());
     for (i, (kernel, cfg, a)) in passes.iter().enumerate() {
@@ -71,13 +73,15 @@ pub(crate) fn topk_passes<In: DeviceRepr, B: DeviceRepr, I: DeviceRepr>(
             assert!(a.chunks == 1 && values_len >= rows * k && indices_len >= rows * k);
             node.arg(&null).arg(&values_at).arg(&indices_at);
         }
+        node.arg(&keys).arg(&keys_row_len);
         launches.push(node);
     }
     // SAFETY: each node's arguments are its kernel's, in order and type (above): it reads
     // rows x row_len elements of its input (the keys, or the partial results of the pass
     // before: checked above), writes chunks x k partials a row to its half of the scratch (at
     // most `half` bytes: checked above), or, the last pass, k values and indices a row of the
-    // width its map says (checked above), the other outputs null and unused; and keeps `slots`
+    // width its map says (checked above), the other outputs null and unused, the values read
+    // from the keys (rows x keys_row_len of them: the first pass's check); and keeps `slots`
     // composites in its dynamic shared memory (checked above; src/plan/topk sizes it).
     unsafe { graph::launch(&x.gpu.graphs, x.stream, launches, "the top-k's passes") }
 }
@@ -199,6 +203,31 @@ pub(crate) fn topk_take<W: DeviceRepr>(
     unsafe {
         launch(x, kernel, cfg, |l| {
             l.arg(src).arg(&row_len).arg(dst).arg(&k).arg(&count);
+        })
+    }
+}
+
+/// kernels/topk.cu `topk_gather_W_I(keys, row_len, indices, values, k, count)`: the key of
+/// each of the `rows × k` results, `values[i] = keys[(i / k) * row_len + indices[i]]`.
+pub(crate) fn topk_gather<W: DeviceRepr, I: DeviceRepr>(
+    x: &Exec,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    keys: &CudaView<W>,
+    (row_len, k): (u64, u64),
+    indices: &CudaView<I>,
+    values: &mut CudaViewMut<W>,
+) -> Result<(), DriverError> {
+    let count = values.len() as u64;
+    assert!(k <= row_len && count % k == 0 && keys.len() as u64 >= count / k * row_len);
+    assert!(indices.len() as u64 >= count);
+    // SAFETY: topk_gather_W_I(const W *keys, u64 row_len, const I *indices, W *values, u64 k,
+    // u64 count): reads count indices (checked above), each below row_len (the take wrote
+    // them from a row's argsort), and so keys of count / k rows (checked above); writes count
+    // elements of values.
+    unsafe {
+        launch(x, kernel, cfg, |l| {
+            l.arg(keys).arg(&row_len).arg(indices).arg(values).arg(&k).arg(&count);
         })
     }
 }
