@@ -13,7 +13,7 @@ use crate::error::{CudaContext as _, Error, Result};
 use crate::kernels::kernel_width;
 use crate::plan::{self, Plan, Scratch, Steps};
 use crate::SortKey;
-use cudarc::driver::{CudaView, CudaViewMut, DeviceRepr};
+use cudarc::driver::{CudaFunction, CudaView, CudaViewMut, DeviceRepr, DriverError, LaunchConfig};
 
 /// Sorts `keys` in place as `plan` (of keys alone) says; `offsets` cut a segmented sort's
 /// segments. `workspace` holds at least the plan's bytes.
@@ -111,17 +111,32 @@ pub(crate) fn select<K: SortKey, I: DeviceRepr + bytemuck::Pod>(
             let f = x.function(take_indices, &name)?;
             topk_take(x, &f, cfg, &all.as_view(), shape, indices)
                 .during(|| format!("launching {name}"))?;
-            // The input's own keys, by the indices just taken (the sorted copy's are words).
-            let key_width = kernel_width::<K>();
-            let name = format!("topk_gather_{key_width}_{}", kernel_width::<I>());
+            // The input's own keys, by the indices just taken (the sorted copy's are words),
+            // moved as plain words of the keys' width.
+            let name = format!("topk_gather_{}_{}", kernel_width::<K>(), kernel_width::<I>());
             let f = x.function(gather, &name)?;
-            let keys = memory::reinterpret_ref::<K, K::Bits>(keys, n);
-            let mut best = memory::reinterpret::<K, K::Bits>(values, indices.len());
-            topk_gather(x, &f, cfg, &keys, shape, &indices.as_view(), &mut best)
-                .during(|| format!("launching {name}"))
+            let (indices, gather) = (&indices.as_view(), (x, &f, cfg, shape));
+            match std::mem::size_of::<K>() {
+                2 => gather_as::<u16, K, I>(gather, keys, indices, values),
+                4 => gather_as::<u32, K, I>(gather, keys, indices, values),
+                _ => gather_as::<u64, K, I>(gather, keys, indices, values),
+            }
+            .during(|| format!("launching {name}"))
         }
         other => unreachable!("{other:?} is not a top-k"),
     }
+}
+
+/// [`topk_gather`] of keys `K` moved as plain words `W` of their width.
+fn gather_as<W: DeviceRepr + bytemuck::Pod, K, I: DeviceRepr>(
+    (x, kernel, cfg, shape): (&Exec, &CudaFunction, LaunchConfig, (u64, u64)),
+    keys: &CudaView<K>,
+    indices: &CudaView<I>,
+    values: CudaViewMut<K>,
+) -> std::result::Result<(), DriverError> {
+    let words = memory::reinterpret_ref::<K, W>(keys, keys.len());
+    let mut best = memory::reinterpret::<K, W>(values, indices.len());
+    topk_gather(x, kernel, cfg, &words, shape, indices, &mut best)
 }
 
 /// The stable sorts: the key-value merge sort (values, or positions for an argsort) and the
