@@ -10,7 +10,7 @@ a case and round, so that the spread between rounds shows.
 import torch
 
 import bitonic
-from bitonic import _native, _tensors
+from bitonic import _native, _tensors, _torch_ops
 from bitonic.bench import _host_us
 
 
@@ -35,6 +35,8 @@ def main():
         "native: argsort (cuda_sort with indices)": lambda: _native.cuda_sort(dk, di, 256, False, s),
         "native: sort keys (cuda_sort)": lambda: _native.cuda_sort(dk, None, 256, False, s),
         "native: topk k=8 (cuda_topk)": lambda: _native.cuda_topk(dk, do, doi, 256, 8, True, s),
+        "layer: _tensors.topk k=8 (the CUDA path)": lambda: _tensors.topk(T, x, 8, -1, True),
+        "layer: _torch_ops.topk k=8 (+ operator check)": lambda: _torch_ops.topk(x, 8, -1, True, "auto"),
         "bitonic.sort": lambda: bitonic.sort(x),
         "bitonic.argsort": lambda: bitonic.argsort(x),
         "bitonic.sort_values": lambda: bitonic.sort_values(x),

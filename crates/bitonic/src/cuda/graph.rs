@@ -162,9 +162,11 @@ impl Drop for GraphCache {
 
 /// Enqueues `launches`, each after the one before, on `stream` (`what` names them in errors):
 /// as one graph launch, from `cache`, or, while `stream` is being captured into a graph of the
-/// caller's, one launch a node, so that the caller's graph holds them. A graph of the same
-/// launches is launched as it is; one of the same kernels and shapes (other buffers, say) gets
-/// the new values in the nodes that differ; otherwise a graph is built.
+/// caller's, and for a single launch, one launch a node (the caller's graph holds them; a
+/// graph of one node costs the host more than the launch: an update of its node, then the
+/// graph's launch). A graph of the same launches is launched as it is; one of the same kernels
+/// and shapes (other buffers, say) gets the new values in the nodes that differ; otherwise a
+/// graph is built.
 ///
 /// # Safety
 /// Each launch's parameters are its kernel's, in order and type, and every buffer they point
@@ -180,15 +182,16 @@ pub(super) unsafe fn launch(
         .ctx
         .bind_to_thread()
         .during(|| "binding the CUDA context".into())?;
-    if driver::stream_is_capturing(stream.cu_stream())
-        .during(|| format!("asking whether {what} are captured"))?
+    if launches.len() == 1
+        || driver::stream_is_capturing(stream.cu_stream())
+            .during(|| format!("asking whether {what} are captured"))?
     {
         let mut pointers = Vec::new();
         for node in &mut launches {
             let params = node.params(&mut pointers);
             // SAFETY: the caller vouches for the launch; its parameters live across the call.
             unsafe { driver::launch_kernel(&params, stream.cu_stream()) }
-                .during(|| format!("launching {what} into a captured stream"))?;
+                .during(|| format!("launching {what}"))?;
         }
         return Ok(());
     }
