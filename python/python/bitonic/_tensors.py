@@ -6,7 +6,7 @@ input's device, on its current stream) and filled by bitonic's kernels: the Rust
 (python/src/dlpack.rs) reads what ``describe`` gives of each array (a cupy array's capsule of
 ``__dlpack__(stream=s)``, where ``s`` is the caller's current stream, so the producer has
 nothing to order; a torch tensor's address, length, device and dtype as five integers, which
-say the same and cost less) and queues the sort on ``s`` itself. Nothing waits on the host:
+say the same) and queues the sort on ``s`` itself. Nothing waits on the host:
 later work on ``s`` sees the results, as after a torch kernel, and a CUDA graph captured on
 ``s`` holds the sort.
 
@@ -38,9 +38,10 @@ class _Torch:
         self.t = torch
         self.int32, self.int64 = torch.int32, torch.int64
         # The per-call host time is most of a small sort's (python -m bitonic.bench): the raw
-        # stream handle skips torch.cuda.current_stream's Stream object, and `describe` the
-        # capsules (each a DLManagedTensor made and freed) and __dlpack__'s stream checks,
-        # which order nothing here: the call runs on the current stream anyway.
+        # stream handle skips torch.cuda.current_stream's Stream object, and `describe` skips
+        # __dlpack__'s stream checks, which order nothing here (the call runs on the current
+        # stream anyway), through torch's public calls, as cheap as a capsule of the private
+        # torch._C._to_dlpack (bench/peers/host_cost_parts.py).
         self._raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
         # DLPack's (type code, bits) of each dtype bitonic sorts or writes (torch before 2.3
         # has no uint32 and uint64).
