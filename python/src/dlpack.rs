@@ -133,9 +133,8 @@ pub fn read(array: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 /// The Python half vouches for it as a capsule's producer would: it describes a live,
 /// contiguous tensor of the caller's, which the caller holds across the call.
 fn read_description(description: &Bound<'_, PyTuple>) -> PyResult<Tensor> {
-    let (address, len, device, code, bits): (u64, usize, i32, u8, u8) = description
-        .extract()
-        .map_err(|_| {
+    let (address, len, device, code, bits): (u64, usize, i32, u8, u8) =
+        description.extract().map_err(|_| {
             PyTypeError::new_err("expected (address, elements, CUDA device, type code, bits)")
         })?;
     Ok(Tensor {

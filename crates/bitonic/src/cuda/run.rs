@@ -113,7 +113,11 @@ pub(crate) fn select<K: SortKey, I: DeviceRepr + bytemuck::Pod>(
                 .during(|| format!("launching {name}"))?;
             // The input's own keys, by the indices just taken (the sorted copy's are words),
             // moved as plain words of the keys' width.
-            let name = format!("topk_gather_{}_{}", kernel_width::<K>(), kernel_width::<I>());
+            let name = format!(
+                "topk_gather_{}_{}",
+                kernel_width::<K>(),
+                kernel_width::<I>()
+            );
             let f = x.function(gather, &name)?;
             let (indices, gather) = (&indices.as_view(), (x, &f, cfg, shape));
             match std::mem::size_of::<K>() {

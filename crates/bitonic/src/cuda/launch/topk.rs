@@ -227,7 +227,12 @@ pub(crate) fn topk_gather<W: DeviceRepr, I: DeviceRepr>(
     // elements of values.
     unsafe {
         launch(x, kernel, cfg, |l| {
-            l.arg(keys).arg(&row_len).arg(indices).arg(values).arg(&k).arg(&count);
+            l.arg(keys)
+                .arg(&row_len)
+                .arg(indices)
+                .arg(values)
+                .arg(&k)
+                .arg(&count);
         })
     }
 }
