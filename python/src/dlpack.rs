@@ -128,10 +128,11 @@ pub fn read(array: &Bound<'_, PyAny>) -> PyResult<Tensor> {
 
 /// A C-contiguous tensor's `(address, elements, CUDA device, DLPack type code, bits)`: five
 /// integers from torch's public calls (`data_ptr()`, `numel()`, `get_device()`, a table of its
-/// dtypes), at the host cost of a capsule from the private `torch._C._to_dlpack` (0.7 µs
-/// against 0.6 on an H100, bench/peers/host_cost_parts.py) and without its DLManagedTensor.
-/// The Python half vouches for it as a capsule's producer would: it describes a live,
-/// contiguous tensor of the caller's, which the caller holds across the call.
+/// dtypes), at the host cost of a capsule from the private `torch._C._to_dlpack` (0.6 µs
+/// against 0.5 on an H100, bench/peers/host_cost_parts.py) and without its DLManagedTensor.
+/// Nothing here can check it: the Python half vouches for it as a capsule's producer would
+/// (it describes a live, C-contiguous tensor of the caller's, which the caller holds across
+/// the call), and `_native`'s calls are the package's private ones.
 fn read_description(description: &Bound<'_, PyTuple>) -> PyResult<Tensor> {
     let (address, len, device, code, bits): (u64, usize, i32, u8, u8) =
         description.extract().map_err(|_| {
@@ -204,7 +205,7 @@ pub fn dlpack_describe(array: &Bound<'_, PyAny>) -> PyResult<(i32, i32, String, 
     Ok((t.device.0, t.device.1, t.dtype_name(), t.len, t.address))
 }
 
-/// A checked buffer of a capsule, as plain numbers that can cross `detach`.
+/// A checked buffer of a capsule or description, as plain numbers that can cross `detach`.
 #[derive(Clone, Copy)]
 struct Buffer {
     address: u64,
@@ -218,7 +219,7 @@ impl Buffer {
     /// The buffer as a `CudaSlice` of `T` on `stream`, never freed.
     ///
     /// SAFETY: the buffer is device memory of the stream's device holding `len` elements of
-    /// `T`'s size, alive while the value is (the caller holds the capsule's array).
+    /// `T`'s size, alive while the value is (the caller holds the described array).
     unsafe fn slice<T>(self, stream: &Arc<CudaStream>) -> Foreign<T> {
         debug_assert_eq!(self.bytes, std::mem::size_of::<T>());
         Foreign(ManuallyDrop::new(
@@ -294,7 +295,8 @@ fn run_on(
     })
 }
 
-/// The buffer of the capsule `indices`: `len` int32 or int64 elements in CUDA device memory.
+/// The buffer of `indices` (a capsule or description, [`read`]): `len` int32 or int64
+/// elements in CUDA device memory.
 fn index_buffer(indices: &Bound<'_, PyAny>, len: usize) -> PyResult<Buffer> {
     let t = read(indices)?;
     let b = t.on_cuda("indices")?;
@@ -308,15 +310,16 @@ fn index_buffer(indices: &Bound<'_, PyAny>, len: usize) -> PyResult<Buffer> {
     Ok(b)
 }
 
-/// The key type and buffer of the capsule `keys`, which must be in CUDA device memory.
+/// The key type and buffer of `keys` (a capsule or description, [`read`]), which must be in
+/// CUDA device memory.
 fn keys_on_cuda(keys: &Bound<'_, PyAny>) -> PyResult<(DType, Buffer)> {
     let k = read(keys)?;
     Ok((k.key_dtype()?, k.on_cuda("keys")?))
 }
 
-/// Sorts in place each row of `row_len` keys of the CUDA array of the capsule `keys`; with
-/// `indices` (a capsule of as many int32 or int64 elements), stably, writing for each sorted
-/// key its index in its row before the sort. Queued on `caller_stream` (a CUstream as an
+/// Sorts in place each row of `row_len` keys of the CUDA array `keys` (a capsule or
+/// description, [`read`]); with `indices` (as many int32 or int64 elements), stably, writing
+/// for each sorted key its index in its row before the sort. Queued on `caller_stream` (a CUstream as an
 /// integer, 1 and 2 DLPack's legacy and per-thread default streams): later work on that
 /// stream sees the results, and the call returns without waiting.
 #[pyfunction]
@@ -340,7 +343,8 @@ pub fn cuda_sort(
     let ordinal = target(kb, ib.as_slice())?;
     run_on(py, ordinal, caller_stream, descending, |sorter, stream| {
         bitonic::with_key_type!(dtype, K => {
-            // SAFETY: described by live capsules of this device, held by the caller.
+            // SAFETY: described by live capsules or descriptions of C-contiguous arrays of this
+            // device (read), held by the caller.
             let mut keys = unsafe { kb.slice::<K>(stream) };
             match ib {
                 None => sorter.sort_rows_device(&mut keys.0, row_len),
@@ -383,7 +387,8 @@ pub fn cuda_sort_pairs(
     let ordinal = target(kb, &[vb])?;
     run_on(py, ordinal, caller_stream, descending, |sorter, stream| {
         bitonic::with_key_type!(dtype, K => {
-            // SAFETY: described by live capsules of this device, held by the caller.
+            // SAFETY: described by live capsules or descriptions of C-contiguous arrays of this
+            // device (read), held by the caller.
             let mut keys = unsafe { kb.slice::<K>(stream) };
             if vb.bytes == 4 {
                 let mut v = unsafe { vb.slice::<u32>(stream) };
@@ -426,7 +431,8 @@ pub fn cuda_topk(
     let ordinal = target(kb, &[vb, ib])?;
     run_on(py, ordinal, caller_stream, largest, |sorter, stream| {
         bitonic::with_key_type!(dtype, K => {
-            // SAFETY: described by live capsules of this device, held by the caller; the
+            // SAFETY: described by live capsules or descriptions of C-contiguous arrays of this
+            // device (read), held by the caller; the
             // indices of the width index_buffer checked.
             let keys = unsafe { kb.slice::<K>(stream) };
             let mut v = unsafe { vb.slice::<K>(stream) };

@@ -249,10 +249,18 @@ def test_torch_description_says_what_its_capsule_says(torch):
             if x.numel() == 0:  # an empty tensor's address is any
                 got, want = got[:4], want[:4]
             assert got == want, name
-    # A dtype bitonic does not sort still goes as a capsule, and the call names it.
-    b = torch.zeros(8, device="cuda", dtype=torch.bool)
+    # Other dtypes are described by their DLPack code and width: a key dtype bitonic does not
+    # sort is named in the error, and 8-byte values of any kind move with their keys.
+    for name in ("bool", "complex64", "int16"):
+        x = torch.zeros(8, device="cuda", dtype=getattr(torch, name))
+        got = _native.dlpack_describe(T.describe(x, 0))
+        assert got == _native.dlpack_describe(torch.utils.dlpack.to_dlpack(x)), name
     with pytest.raises(TypeError, match="bool"):
-        bitonic.sort(b)
+        bitonic.sort(torch.zeros(8, device="cuda", dtype=torch.bool))
+    keys = torch.tensor([3, 1, 2], device="cuda", dtype=torch.int32)
+    values = torch.tensor([3 + 1j, 1 + 2j, 2 + 3j], device="cuda", dtype=torch.complex64)
+    k, v = bitonic.sort_pairs(keys, values)
+    assert k.tolist() == [1, 2, 3] and v.tolist() == [1 + 2j, 2 + 3j, 3 + 1j]
 
 
 def test_torch_streams(torch):

@@ -6,7 +6,8 @@
 // - topk/common.cuh: composites (a key's sortable word and its index in one word that orders
 //   candidates), held elements, 16-byte loads, where a result goes;
 // - topk/sorts.cuh: the bitonic networks of a block's buffer and of a warp's registers;
-// - topk/filter.cuh: the threshold filter; topk/take.cuh: the first k of sorted rows;
+// - topk/filter.cuh: the threshold filter; topk/take.cuh: the first k indices of sorted rows
+//   and the keys they name;
 // - topk/radix_rounds.cuh, topk/tournament.cuh, topk/candidates.cuh: the radix select's steps,
 //   and topk/radix.cuh its kernel and the merge of sorted runs;
 // - topk/sampled.cuh: the sampled select; topk/spread.cuh: the spread select;
@@ -14,7 +15,8 @@
 //
 // Parts, a key width each: KERNEL_PART_U16 (f16 and bf16 keys, read as they are, u64
 // composites), KERNEL_PART_U32 (32-bit keys, u64 composites), KERNEL_PART_U64 (64-bit keys,
-// KeyIndex composites), each with the filter and the take; KERNEL_PART_<W>_R<R>, the radix
+// KeyIndex composites), each with the filter and the gather of keys by their indices (U32 and
+// U64 also with the take of indices); KERNEL_PART_<W>_R<R>, the radix
 // select at R elements a thread; KERNEL_PART_<W>_WARP, the warp sort of short rows, and
 // KERNEL_PART_<W>_SAMPLED, the sampled select (both for 16- and 32-bit keys) (end of file).
 

@@ -2,7 +2,7 @@
 
 Functions take numpy arrays (or anything ``numpy.asarray`` takes) and return new numpy arrays,
 or torch tensors and cupy arrays and return tensors of the same library: CUDA ones sorted on
-the GPU zero copy through DLPack, queued on the caller's current stream with nothing waiting
+the GPU zero copy (cupy's through DLPack), queued on the caller's current stream with nothing waiting
 on the host (as a torch kernel would be); CPU tensors through numpy. Inputs are never
 modified, but by ``sort_``. Keys are uint32, int32, uint64, int64, float32, float64, float16
 or bfloat16 (torch.bfloat16; in numpy ``ml_dtypes.bfloat16``). Floats compare as in torch and

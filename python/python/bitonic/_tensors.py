@@ -71,11 +71,21 @@ class _Torch:
 
     def describe(self, x, stream):
         """What the native calls read of the C-contiguous ``x``: ``(address, elements, CUDA
-        device, DLPack type code, bits)``, what its capsule would say; a dtype bitonic does
-        not sort goes as a capsule, for the native side's error."""
+        device, DLPack type code, bits)``, what its capsule would say. Any dtype: the values
+        of a key-value sort are moved by their width alone (complex64 as 8 bytes), and a key
+        dtype bitonic does not sort is named in the native side's error."""
         dl = self._dl_types.get(x.dtype)
         if dl is None:
-            return x.__dlpack__(stream=stream)
+            dt = x.dtype
+            if dt.is_complex:
+                code = 5
+            elif dt == self.t.bool:
+                code = 6
+            elif dt.is_floating_point:
+                code = 2
+            else:
+                code = 0 if dt.is_signed else 1
+            dl = self._dl_types[dt] = (code, 8 * x.element_size())
         return (x.data_ptr(), x.numel(), x.get_device(), dl[0], dl[1])
 
     def ndim(self, x):

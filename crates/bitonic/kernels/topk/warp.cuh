@@ -14,7 +14,6 @@ template <typename In> struct WarpComposite {
     template <typename Ties> __device__ static C of(In key, u32 index, u32 map, Ties ties) {
         return candidate<C, In>(key, index, map, ties);
     }
-    __device__ static u32 word(C c) { return word_of(c); }
     __device__ static u32 index(C c) { return index_of(c); }
 };
 template <> struct WarpComposite<u16> {
@@ -22,7 +21,6 @@ template <> struct WarpComposite<u16> {
     template <typename Ties> __device__ static C of(u16 key, u32 index, u32 map, Ties ties) {
         return u32(to_sortable(key, map, ties)) << 16 | (~index & 0xffffu);
     }
-    __device__ static u32 word(C c) { return c >> 16; }
     __device__ static u32 index(C c) { return ~c & 0xffffu; }
 };
 

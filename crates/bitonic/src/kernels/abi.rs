@@ -155,7 +155,8 @@ pub(crate) fn map_flags(dtype: DType, order: KeyOrder) -> u32 {
 
 /// `map` for a sort that keeps positions (argsorts, key-value sorts, top-k): in numeric float
 /// order, keys equal by value (`-0.0` and `+0.0`, NaNs) also get one word, so that they tie
-/// and keep their input order. The keys such a sort writes are then the canonical ones.
+/// and keep their input order. The keys an argsort or key-value sort writes are then the
+/// canonical ones (a top-k reads its values back from the input).
 pub(crate) fn tied(map: u32) -> u32 {
     if map & MAP_NUMERIC != 0 {
         map | MAP_TIED

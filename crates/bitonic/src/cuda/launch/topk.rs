@@ -1,5 +1,6 @@
-//! The top-k kernels (kernels/topk.cu): a plan's passes as one graph, the spread select, and
-//! the take of a sorted row's first k indices and the gather of the keys they name.
+//! The top-k kernels (kernels/topk.cu): a plan's passes (several as one graph), the spread
+//! select, and the take of a sorted row's first k indices and the gather of the keys they
+//! name.
 
 use super::launch;
 use crate::cuda::exec::Exec;
@@ -14,8 +15,8 @@ use cudarc::driver::{
 /// `topk_partials_W`, `topk_radix_keys_W_R`, `topk_radix_partials_W_R`, `topk_radix_stream_W`,
 /// `topk_sampled_W`, `topk_merge_W`, `topk_warp_sort_W_P` and `topk_warp_filter_W(input,
 /// row_len, rows, chunks, chunk_len, k, slots, map, partials, values, indices, keys,
-/// keys_row_len)`, as one CUDA graph (graph.rs), each after the one before: the first reads
-/// `input` (rows of keys `In`), each later one the partial results of the one before,
+/// keys_row_len)`, several as one CUDA graph (graph.rs), each after the one before: the first
+/// reads `input` (rows of keys `In`), each later one the partial results of the one before,
 /// composites of `composite_bytes`, k a chunk, which alternate between the two halves of
 /// `scratch` (`half` bytes each); the last, one chunk a row, writes `values` (the keys it
 /// selected, read back from `input`, which every pass gets as `keys`, rows of the first pass's

@@ -145,9 +145,9 @@ pub struct TopkPlan {
 /// A top-k's launches.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) enum TopkSteps {
-    /// Passes of the warp sort, the radix select or the filter, as one graph: each after the
-    /// first reads the partial results of the one before (k a chunk, in two halves of
-    /// `half` bytes each), the last writes the values and indices.
+    /// Passes of the warp sort, the radix select or the filter (several as one graph): each
+    /// after the first reads the partial results of the one before (k a chunk, in two halves
+    /// of `half` bytes each), the last writes the values and indices.
     Passes {
         passes: Vec<TopkPass>,
         composite_bytes: usize,
