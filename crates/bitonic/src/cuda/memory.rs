@@ -109,6 +109,29 @@ pub(crate) fn split<'a, T>(
     }
 }
 
+/// `$body` with the type `$w` the plain word of `$k`'s width (`u16`, `u32` or `u64`), for
+/// kernels that take keys as words of their own width (the top-k's selects and gathers read
+/// or move them as they are, 16-bit keys unwidened).
+macro_rules! with_word_of_width {
+    ($k:ty, $w:ident => $body:expr) => {
+        match std::mem::size_of::<$k>() {
+            2 => {
+                type $w = u16;
+                $body
+            }
+            4 => {
+                type $w = u32;
+                $body
+            }
+            _ => {
+                type $w = u64;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_word_of_width;
+
 /// The first `len` elements of `S` of `view`'s memory.
 ///
 /// Panics when `view` holds fewer bytes; `S` and `T` must have the same alignment or `view`

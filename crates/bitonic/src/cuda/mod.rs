@@ -91,9 +91,9 @@ impl CompiledModule {
 }
 
 /// Compiles `modules` for `arch` with `policy`'s numbers, side by side on threads of their
-/// own, or takes them from a kernel pack or the disk cache: what a plan needs ([`crate::Plan::modules`]), or
-/// every module ([`kernel_modules`]), ahead of time (for deployment images: `bitonic
-/// compile`). Needs NVRTC, not a GPU.
+/// own, or takes them from a kernel pack or the disk cache: what a plan needs
+/// ([`crate::Plan::modules`]), or every module ([`kernel_modules`]), ahead of time (for
+/// deployment images: `bitonic compile`). Needs NVRTC, not a GPU.
 ///
 /// ```no_run
 /// let hopper = bitonic::Policy::for_compute_capability(9, 0);

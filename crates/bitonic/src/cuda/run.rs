@@ -7,13 +7,13 @@
 use super::exec::Exec;
 use super::keymap::convert;
 use super::launch::topk::{topk_gather, topk_take};
-use super::memory::{self, Scratchpad};
+use super::memory::{self, with_word_of_width, Scratchpad};
 use super::{kv, merge, passes, rows, seed, topk};
 use crate::error::{CudaContext as _, Error, Result};
 use crate::kernels::kernel_width;
 use crate::plan::{self, Plan, Scratch, Steps};
 use crate::SortKey;
-use cudarc::driver::{CudaFunction, CudaView, CudaViewMut, DeviceRepr, DriverError, LaunchConfig};
+use cudarc::driver::{CudaView, CudaViewMut, DeviceRepr};
 
 /// Sorts `keys` in place as `plan` (of keys alone) says; `offsets` cut a segmented sort's
 /// segments. `workspace` holds at least the plan's bytes.
@@ -69,23 +69,11 @@ pub(crate) fn select<K: SortKey, I: DeviceRepr + bytemuck::Pod>(
     match &plan.steps {
         Steps::Nothing => Ok(()),
         // The keys as they are, as words of their own width.
-        Steps::Topk(t) => match std::mem::size_of::<K>() {
-            2 => {
-                let words = memory::reinterpret_ref::<K, u16>(keys, keys.len());
-                let best = memory::reinterpret::<K, u16>(values, indices.len());
-                topk::run(x, t, &words, (&mut { best }, indices), &mut pad)
-            }
-            4 => {
-                let words = memory::reinterpret_ref::<K, u32>(keys, keys.len());
-                let best = memory::reinterpret::<K, u32>(values, indices.len());
-                topk::run(x, t, &words, (&mut { best }, indices), &mut pad)
-            }
-            _ => {
-                let words = memory::reinterpret_ref::<K, u64>(keys, keys.len());
-                let best = memory::reinterpret::<K, u64>(values, indices.len());
-                topk::run(x, t, &words, (&mut { best }, indices), &mut pad)
-            }
-        },
+        Steps::Topk(t) => with_word_of_width!(K, W => {
+            let words = memory::reinterpret_ref::<K, W>(keys, keys.len());
+            let mut best = memory::reinterpret::<K, W>(values, indices.len());
+            topk::run(x, t, &words, (&mut best, indices), &mut pad)
+        }),
         Steps::TopkBySorting {
             sort,
             take_indices,
@@ -119,28 +107,15 @@ pub(crate) fn select<K: SortKey, I: DeviceRepr + bytemuck::Pod>(
                 kernel_width::<I>()
             );
             let f = x.function(gather, &name)?;
-            let (indices, gather) = (&indices.as_view(), (x, &f, cfg, shape));
-            match std::mem::size_of::<K>() {
-                2 => gather_as::<u16, K, I>(gather, keys, indices, values),
-                4 => gather_as::<u32, K, I>(gather, keys, indices, values),
-                _ => gather_as::<u64, K, I>(gather, keys, indices, values),
-            }
+            with_word_of_width!(K, W => {
+                let words = memory::reinterpret_ref::<K, W>(keys, n);
+                let mut best = memory::reinterpret::<K, W>(values, indices.len());
+                topk_gather(x, &f, cfg, &words, shape, &indices.as_view(), &mut best)
+            })
             .during(|| format!("launching {name}"))
         }
         other => unreachable!("{other:?} is not a top-k"),
     }
-}
-
-/// [`topk_gather`] of keys `K` moved as plain words `W` of their width.
-fn gather_as<W: DeviceRepr + bytemuck::Pod, K, I: DeviceRepr>(
-    (x, kernel, cfg, shape): (&Exec, &CudaFunction, LaunchConfig, (u64, u64)),
-    keys: &CudaView<K>,
-    indices: &CudaView<I>,
-    values: CudaViewMut<K>,
-) -> std::result::Result<(), DriverError> {
-    let words = memory::reinterpret_ref::<K, W>(keys, keys.len());
-    let mut best = memory::reinterpret::<K, W>(values, indices.len());
-    topk_gather(x, kernel, cfg, &words, shape, indices, &mut best)
 }
 
 /// The stable sorts: the key-value merge sort (values, or positions for an argsort) and the
