@@ -43,21 +43,7 @@ class _Torch:
         # stream anyway), through torch's public calls, as cheap as a capsule of the private
         # torch._C._to_dlpack (bench/peers/host_cost_parts.py).
         self._raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
-        # DLPack's (type code, bits) of each dtype bitonic sorts or writes (torch before 2.3
-        # has no uint32 and uint64).
-        dl_types = {
-            "uint32": (1, 32),
-            "int32": (0, 32),
-            "uint64": (1, 64),
-            "int64": (0, 64),
-            "float32": (2, 32),
-            "float64": (2, 64),
-            "float16": (2, 16),
-            "bfloat16": (4, 16),
-        }
-        self._dl_types = {
-            getattr(torch, name): dl for name, dl in dl_types.items() if hasattr(torch, name)
-        }
+        self._dl_types = {}  # DLPack's (type code, bits) of each dtype seen (describe)
 
     def is_cuda(self, x):
         return x.is_cuda
@@ -77,7 +63,9 @@ class _Torch:
         dl = self._dl_types.get(x.dtype)
         if dl is None:
             dt = x.dtype
-            if dt.is_complex:
+            if dt == self.t.bfloat16:
+                code = 4
+            elif dt.is_complex:
                 code = 5
             elif dt == self.t.bool:
                 code = 6
