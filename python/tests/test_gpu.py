@@ -116,7 +116,10 @@ def int_view(torch, x):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "bfloat16"])
-@pytest.mark.parametrize("shape", [(1000,), (64, 1000), (3, 100003), (1, 1 << 20)])
+# Rows a warp holds (one launch), rows the pair passes sort in one pass (a tile or a
+# cluster's) and in several, and one long row (the key-value merge sort).
+@pytest.mark.parametrize("shape", [(1000,), (64, 1000), (5, 4097), (3, 100003), (2, 1 << 19),
+                                   (1, 1 << 20)])
 @pytest.mark.parametrize("descending", [False, True], ids=["asc", "desc"])
 def test_torch_nans_and_zeros(torch, dtype, shape, descending):
     """torch's documented order, as its CPU sort keeps it: every NaN largest, -0.0 equal to

@@ -16,7 +16,6 @@ EXPORT_FOR_BOTH_WIDTHS(map_keys, MAP_PARAMS, (keys, n, map, inverse))
 // 16-bit keys (f16, bf16) and the u32 words the GPU sorts in their place (src/cuda/run.rs, src/cuda/keymap.rs):
 // the float map `map` over their 16 bits (its kind and numeric flags; the order, descending, is
 // left to the sort of the words), zero-extended, and back.
-typedef unsigned short u16;
 
 extern "C" __global__ void widen_16(const u16 *keys, u32 *words, u32 n, u32 map) {
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {

@@ -46,15 +46,17 @@
 // word for the tile it sized the launch by, checked against the tile the module was compiled
 // for. A pass reads its tile from `src` and writes it to `keys`: the same array but for a merge
 // sort's tile sort, which sorts into the buffer its first merge level reads when the levels
-// are odd, so that the last level ends in the caller's array (no copy back).
+// are odd, so that the last level ends in the caller's array (no copy back). `packing` lets
+// the first pass over key-index pairs read the caller's keys, and the last write a row's first k
+// (tuned/packing.cuh); its flags are 0 elsewhere, and always in the u32 kernels.
 #define TUNED_PASS(T, NAME, MAX_THREADS)                                                         \
     static_assert(T::E_BITS + 5 <= TILE_BITS && TILE_BITS <= T::MAX_TILE_BITS, "one warp's keys to a whole block's"); \
     static_assert(1u << (T::MAX_TILE_BITS - T::E_BITS) == MAX_THREADS, "the block the host sizes tiles by");     \
     extern "C" __global__ void __launch_bounds__(MAX_THREADS) tuned_pass_##NAME(                 \
         const T::K *src, T::K *keys, RowLayout layout, u32 tile_bits, u32 col_bits, u32 lo,      \
-        u32 b_first, u32 b_last, u32 hi_first, u32 stop, u32 map) {                              \
+        u32 b_first, u32 b_last, u32 hi_first, u32 stop, u32 map, Packing packing) {             \
         if (tile_bits != TILE_BITS) __trap();                                                    \
-        tuned_pass<T>(src, keys, layout, col_bits, lo, b_first, b_last, hi_first, stop, map);    \
+        tuned_pass<T>(src, keys, layout, col_bits, lo, b_first, b_last, hi_first, stop, map, packing); \
     }
 // One compile a word type (src/kernels/mod.rs defines KERNEL_PART_*) and tile size
 // (KERNEL_TUNED_TILE_BITS), so that a sort compiles only the kernel it runs.

@@ -52,8 +52,9 @@ fn bit_multiset<K: SortKey>(keys: &[K]) -> Vec<u8> {
 
 fn check<K: TestKey>(backend: Backend) {
     let shapes: &[(usize, usize)] = if backend == Backend::Cuda {
-        // One row to the merge sorts (key-only and key-value), rows to the pair passes.
-        &[(1, 4099), (1, 1 << 20), (64, 1000), (8, 32_768)]
+        // One row to the merge sorts (key-only and key-value), rows to the pair passes
+        // (top-k by sorting: packed in the passes, in one pass at 3 x 5,000).
+        &[(1, 4099), (1, 1 << 20), (64, 1000), (3, 5000), (8, 32_768)]
     } else {
         &[(1, 0), (1, 1), (1, 4099), (64, 1000)]
     };
@@ -112,13 +113,16 @@ fn check<K: TestKey>(backend: Backend) {
                 // of three quarters of a short row takes the warp sort where a warp holds the
                 // row (32-bit keys of 1,000), else selects by sorting (1 x 4,099; 8-byte keys).
                 // A k of 1,000 on long rows takes the selects' later passes over partial
-                // results, whose last pass reads the keys back.
+                // results, whose last pass reads the keys back. A k of the whole row is a
+                // stable sort with indices into outputs of its own (the sort Python's
+                // `sort` runs).
                 let mut ks = vec![row_len.min(50)];
-                if row_len <= 4099 {
+                if row_len <= 5000 {
                     ks.push(row_len * 3 / 4);
                 } else {
                     ks.push(1000);
                 }
+                ks.push(row_len);
                 for k in ks {
                     let mut best = vec![K::zeroed(); rows * k];
                     let mut at = vec![0u32; rows * k];

@@ -10,10 +10,9 @@ say the same) and queues the sort on ``s`` itself. Nothing waits on the host:
 later work on ``s`` sees the results, as after a torch kernel, and a CUDA graph captured on
 ``s`` holds the sort.
 
-Floats compare as torch's do (every NaN largest, -0.0 equal to +0.0). A top-k's values are the
-input's own keys, bit for bit (the kernels read them back by their indices); the sorts that
-keep indices write equal keys in one canonical form, so their values are gathered from the
-input by the indices where a key could have changed form.
+Floats compare as torch's do (every NaN largest, -0.0 equal to +0.0). The values of a top-k,
+and of a sort with indices (the top-k of the whole row), are the input's own keys, bit for bit:
+the kernels read them back by their indices.
 """
 
 import sys
@@ -222,22 +221,28 @@ def _dim(L, x, dim):
 def sort(L, x, dim, descending, values, indices):
     """(values or None, int64 indices or None) of a CUDA ``x`` sorted along ``dim``."""
     dim = _dim(L, x, dim)
-    keys = L.rows(x, dim, copy=True)
-    shape = tuple(keys.shape)
-    s = L.stream(x)
-    if L.numel(keys) == 0:
-        idx = L.empty(shape, L.int64, keys) if indices else None
-        return (L.back(keys, dim) if values else None), (None if idx is None else L.back(idx, dim))
-    row = shape[-1]
     if not indices:
-        _native.cuda_sort(L.describe(keys, s), None, row, descending, s)
+        # Keys alone: a copy of the rows, sorted in place.
+        keys = L.rows(x, dim, copy=True)
+        if L.numel(keys):
+            s = L.stream(x)
+            _native.cuda_sort(L.describe(keys, s), None, keys.shape[-1], descending, s)
         return L.back(keys, dim), None
+    # With indices: the rows' top-k of k = the whole row, which is the stable sort, read from
+    # the input as it is into outputs of its own: one launch for rows a warp holds, and the
+    # values are the input's own keys, bit for bit (an argsort's are thrown away).
+    keys = L.rows(x, dim, copy=False)
+    shape = tuple(keys.shape)
+    sorted_keys = L.empty(shape, keys.dtype, keys)
     idx = L.empty(shape, L.int64, keys)
-    _native.cuda_sort(L.describe(keys, s), L.describe(idx, s), row, descending, s)
-    if values and L.is_float(keys):
-        # The sort wrote canonical floats (-0.0 as +0.0, one NaN); the input's own bits.
-        keys = L.gather(L.rows(x, dim, copy=False), idx)
-    return (L.back(keys, dim) if values else None), L.back(idx, dim)
+    if L.numel(keys):
+        s = L.stream(x)
+        row = shape[-1]
+        _native.cuda_topk(
+            L.describe(keys, s), L.describe(sorted_keys, s), L.describe(idx, s),
+            row, row, descending, s,
+        )
+    return (L.back(sorted_keys, dim) if values else None), L.back(idx, dim)
 
 
 def sort_(L, x, dim, descending):

@@ -1,8 +1,9 @@
-// Word types of the kernels: u32, u64 and the 16-byte key-index pair, the largest word of
+// Word types of the kernels: u16 (16-bit keys), u32, u64 and the 16-byte key-index pair, the largest word of
 // each (the padding that never moves), and the macros that export a template kernel for each.
 // KeyIndex is src/kernels/abi.rs's, checked by size.
 #pragma once
 
+typedef unsigned short u16;
 typedef unsigned int u32;
 typedef unsigned long long u64;
 

@@ -22,7 +22,6 @@
 #endif
 #define THREADS KERNEL_TOPK_THREADS
 
-typedef unsigned short u16;
 
 // Composites: made from a sortable word and an index, compared, taken apart. A u64 composite
 // holds the word in its top bits and the complemented index below: bits 63..32 and 31..0 for

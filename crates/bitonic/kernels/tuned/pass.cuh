@@ -4,6 +4,7 @@
 
 #include "tuned/tile_sort.cuh"
 #include "tuned/cluster.cuh"
+#include "tuned/packing.cuh"
 
 // What every register group of one pass needs to know.
 template <typename K> struct Pass {
@@ -13,6 +14,7 @@ template <typename K> struct Pass {
     u32 tile_bits, col_bits, lo, b_last, map;
     bool contiguous;    // lo == col_bits: the tile is one run of adjacent slots
     bool aligned;       // keys start on a 16-byte boundary (vector accesses allowed)
+    Packing packing;    // a pass of pairs that packs the caller's keys or unpacks them
     int mirror_row_bit; // >= 0 when a stage starts in a strided pass: see global_index
 };
 
@@ -37,8 +39,10 @@ template <typename K> __device__ __forceinline__ u32 tile_bit(const Pass<K> &p, 
 // Whether register group Q0 may read and write global memory directly: its lanes cover 32
 // adjacent keys (Q0 >= 5), slot g is key g, and its register bits map to global bits in one
 // run (the group lies wholly in the tile's row bits, or the tile is contiguous).
+// A pass that packs or unpacks pairs stages its tile (stage_in, stage_out).
 template <typename K> __device__ __forceinline__ bool direct_group(const Pass<K> &p, u32 Q0) {
-    return Q0 >= 5 && p.layout.contiguous && (p.contiguous || Q0 >= p.col_bits);
+    return Q0 >= 5 && p.layout.contiguous && (p.contiguous || Q0 >= p.col_bits) &&
+           (!holds_pairs<K> || p.packing.flags == 0);
 }
 
 // One key by tile index, for the staging loops.
@@ -205,6 +209,19 @@ template <typename K> __device__ __forceinline__ void store_vector(const Pass<K>
 // loops, faster for inputs that fit in L2 (docs/notes/tuned.md has the measurements).
 template <typename T, typename K = typename T::K> __device__ __forceinline__ void stage_in(const Pass<K> &p, K *tile) {
     const u32 E = 1u << T::E_BITS, V = Vector16<K>::KEYS, tile_len = 1u << p.tile_bits;
+    if constexpr (holds_pairs<K>) {
+        if (p.packing.flags & PACK_ON_LOAD) { // the caller's keys, each with its index in its row
+            const u32 row_mask = (1u << p.layout.row_bits) - 1;
+            for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) {
+                const u32 g = global_index(p, i), at = key_index(p.layout, g);
+                K word = largest_key<K>();
+                if (at != PADDING) pack_pair(word, p.packing, at, g & row_mask);
+                tile[slot<T>(i)] = word;
+            }
+            __syncthreads();
+            return;
+        }
+    }
     if (!p.layout.contiguous || !p.aligned) {
         for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) tile[slot<T>(i)] = load_key(p, i);
     } else if (p.contiguous) {
@@ -228,6 +245,15 @@ template <typename T, typename K = typename T::K> __device__ __forceinline__ voi
 
 template <typename T, typename K = typename T::K> __device__ __forceinline__ void stage_out(const Pass<K> &p, const K *tile) {
     const u32 V = Vector16<K>::KEYS, tile_len = 1u << p.tile_bits;
+    if constexpr (holds_pairs<K>) {
+        if (p.packing.flags & UNPACK_ON_STORE) { // the first k of each row, to the caller's outputs
+            for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) {
+                const u32 g = global_index(p, i);
+                if (key_index(p.layout, g) != PADDING) unpack_pair(p.packing, p.layout, g, tile[slot<T>(i)]);
+            }
+            return;
+        }
+    }
     if (!p.layout.contiguous || !p.aligned) {
         for (u32 i = threadIdx.x; i < tile_len; i += blockDim.x) store_key(p, i, tile[slot<T>(i)]);
         return;
@@ -245,7 +271,7 @@ template <typename T, typename K = typename T::K> __device__ __forceinline__ voi
 // stage start: its first step (hi_first == b_first), or stage b_last's in a window.
 template <typename T, typename K = typename T::K>
 __device__ void tuned_pass(const K *src, K *keys, const RowLayout &layout, u32 col_bits, u32 lo, u32 b_first,
-                           u32 b_last, u32 hi_first, u32 stop, u32 map) {
+                           u32 b_last, u32 hi_first, u32 stop, u32 map, const Packing &packing) {
     const u32 tile_bits = TILE_BITS;
     K *tile = shared_tile<K>();
     Pass<K> p;
@@ -257,6 +283,7 @@ __device__ void tuned_pass(const K *src, K *keys, const RowLayout &layout, u32 c
     p.lo = lo;
     p.b_last = b_last;
     p.map = map;
+    p.packing = packing;
     p.contiguous = lo == col_bits;
     p.aligned = ((reinterpret_cast<size_t>(src) | reinterpret_cast<size_t>(keys)) & 15) == 0;
     const u32 stage_start = hi_first == b_first ? b_first : b_last; // b_last > b_first: a window

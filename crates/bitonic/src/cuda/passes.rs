@@ -4,7 +4,7 @@
 use super::exec::{config, Exec};
 use super::launch::passes::{tuned_pass, tuned_passes_graph};
 use crate::error::{CudaContext as _, Result};
-use crate::kernels::abi::RowLayout;
+use crate::kernels::abi::{Packing, RowLayout, PACK_ON_LOAD, UNPACK_ON_STORE};
 use crate::plan::PassPlan;
 use cudarc::driver::{CudaView, CudaViewMut, DeviceRepr};
 
@@ -27,12 +27,65 @@ pub(crate) fn run<T: DeviceRepr>(
         }
         return Ok(());
     }
+    // SAFETY: no packing flags: nothing but the two arrays is touched.
+    unsafe { launch_all(x, plan, layout, src, keys, Packing::default()) }
+}
+
+/// Runs `plan` (at least one pass) over key-index pairs in `pairs` whose first pass packs the
+/// caller's keys and whose last unpacks the first `k` of each row, as `ends` says (its flags
+/// are set here).
+///
+/// # Safety
+/// `ends`' addresses are device buffers of the stream's device: the keys in the plan's
+/// layout, and `k` values and indices a row, alive until the passes have run.
+pub(crate) unsafe fn run_packed<P: DeviceRepr>(
+    x: &Exec,
+    plan: &PassPlan,
+    pairs: &mut CudaViewMut<P>,
+    ends: Packing,
+) -> Result<()> {
+    assert!(
+        !plan.passes.is_empty(),
+        "a packed plan sorts rows of two keys or more"
+    );
+    // SAFETY: the caller's contract.
+    unsafe { launch_all(x, plan, plan.layout, None, pairs, ends) }
+}
+
+/// Every pass of `plan`: the first reads `src` (or the keys), and with `ends`' addresses the
+/// first packs ([`PACK_ON_LOAD`]) and the last unpacks ([`UNPACK_ON_STORE`]) where `ends`
+/// names keys.
+///
+/// # Safety
+/// As [`run_packed`]'s, where `ends.keys` is not 0.
+unsafe fn launch_all<T: DeviceRepr>(
+    x: &Exec,
+    plan: &PassPlan,
+    layout: RowLayout,
+    src: Option<&CudaView<T>>,
+    keys: &mut CudaViewMut<T>,
+    ends: Packing,
+) -> Result<()> {
+    let last = plan.passes.len() - 1;
+    let packing = |i: usize| {
+        let mut flags = 0;
+        if ends.keys != 0 && i == 0 {
+            flags |= PACK_ON_LOAD;
+        }
+        if ends.keys != 0 && i == last {
+            flags |= UNPACK_ON_STORE;
+        }
+        Packing { flags, ..ends }
+    };
     let kernel = x.function_sharing(plan.module, plan.kernel.kernel_name(), plan.shared_bytes)?;
     let cfg = config(plan.blocks, plan.threads, plan.shared_bytes);
     if plan.graph {
-        let fields: Vec<_> = plan.passes.iter().map(|(_, args)| *args).collect();
+        let passes: Vec<_> = (plan.passes.iter().enumerate())
+            .map(|(i, (_, args))| (*args, packing(i)))
+            .collect();
         let shape = (layout, plan.tile_bits);
-        return tuned_passes_graph(x, &kernel, cfg, (src, keys), shape, &fields);
+        // SAFETY: the caller's contract.
+        return unsafe { tuned_passes_graph(x, &kernel, cfg, (src, keys), shape, &passes) };
     }
     for (i, (pass, args)) in plan.passes.iter().enumerate() {
         let cluster_blocks = if pass.is_contiguous() {
@@ -43,7 +96,9 @@ pub(crate) fn run<T: DeviceRepr>(
         // The first pass reads the source; the later ones what the pass before wrote.
         let source = if i == 0 { src } else { None };
         let args = (layout, plan.tile_bits, *args);
-        tuned_pass(x, &kernel, cfg, cluster_blocks, (source, &mut *keys), args)
+        let arrays = (source, &mut *keys);
+        // SAFETY: the caller's contract.
+        unsafe { tuned_pass(x, &kernel, cfg, cluster_blocks, arrays, args, packing(i)) }
             .during(|| format!("launching tuned pass {pass:?} of {plan:?}"))?;
     }
     Ok(())

@@ -12,18 +12,24 @@
 //! **Stability.** Argsorts and key-value sorts of rows sort (key, index-in-row) pairs: equal
 //! keys keep index order. A 32-bit key packs with its index into one u64 word; a 64-bit key
 //! and its index make a 16-byte `KeyIndex`; values follow the indices (`gather`).
+//!
+//! **Top-k by sorting, and sorts into outputs of their own.** [`select_rows`] packs and
+//! unpacks inside the passes (kernels/tuned/packing.cuh): the first pass reads the caller's
+//! keys and makes their pairs, the last writes each row's first k indices and the caller's
+//! keys they name, bit for bit. With k the whole row, that is a stable sort with indices that
+//! leaves its input alone, in the passes' launches only.
 
 use super::exec::Exec;
 use super::launch::keys::{gather, pack_pairs, unpack_pairs};
 use super::memory::{self, Scratchpad};
 use super::passes;
 use crate::error::{CudaContext as _, Result};
-use crate::kernels::abi::{KeyIndex, MAP_INDEX64};
+use crate::kernels::abi::{KeyIndex, Packing, MAP_INDEX64};
 use crate::kernels::kernel_width;
 use crate::kernels::{self};
 use crate::network::padded_len;
 use crate::plan::{PairPlan, PassPlan, Scratch};
-use cudarc::driver::{CudaViewMut, DevicePtr, DeviceRepr};
+use cudarc::driver::{CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr};
 
 /// Sorts each segment `words[offsets[i]..offsets[i + 1]]`: one of `plans` a group of
 /// segments with the same padded length (2, 4, 8, … keys), in the plan's order; their starts
@@ -146,4 +152,61 @@ pub(crate) fn sort_pairs_with_values<B: DeviceRepr, V: DeviceRepr + bytemuck::Po
         row_len as u32,
     )
     .during(|| format!("launching {name}"))
+}
+
+/// Each row's first `k` keys of a stable sort in the order of `map`, of `keys` (left as they
+/// are, in rows of the plan's layout): their indices in the row to `indices` and the keys
+/// themselves, bit for bit, to `values` (`k` a row each), by the plan's passes over key-index
+/// pairs, which pack as they first load and unpack as they last store; the pairs lie in the
+/// workspace's [`Scratch::Pairs`] between passes.
+pub(crate) fn select_rows<K: DeviceRepr, I: DeviceRepr>(
+    x: &Exec,
+    plan: &PassPlan,
+    keys: &CudaView<K>,
+    (values, indices): (&mut CudaViewMut<K>, &mut CudaViewMut<I>),
+    (k, map): (usize, u32),
+    pad: &mut Scratchpad,
+) -> Result<()> {
+    let n = keys.len();
+    if plan.passes.is_empty() {
+        // Rows of one key (k is 1): each is its own first key, at index 0.
+        x.stream
+            .memcpy_dtod(keys, values)
+            .during(|| format!("copying {n} rows of one key"))?;
+        let bytes = n * std::mem::size_of::<I>();
+        let mut zeros = memory::reinterpret::<I, u8>(indices.slice_mut(..), bytes);
+        return x
+            .stream
+            .memset_zeros(&mut zeros)
+            .during(|| format!("zeroing {n} indices"));
+    }
+    let (keys_at, _read) = keys.device_ptr(x.stream);
+    let (values_at, _values) = values.device_ptr_mut(x.stream);
+    let (indices_at, _indices) = indices.device_ptr_mut(x.stream);
+    let index64 = if std::mem::size_of::<I>() == 8 {
+        MAP_INDEX64
+    } else {
+        0
+    };
+    let ends = Packing {
+        keys: keys_at,
+        values: values_at,
+        indices: indices_at,
+        k: k as u32,
+        key_bytes: std::mem::size_of::<K>() as u32,
+        map: map | index64,
+        flags: 0,
+    };
+    let between = plan.packed_pairs(n);
+    if std::mem::size_of::<K>() <= 4 {
+        let mut pairs = pad.take::<u64>(Scratch::Pairs, between);
+        // SAFETY: the three addresses are the buffers above, held by their borrows until the
+        // passes are queued (later work on the stream is ordered after them): the keys in
+        // the plan's rows, and `k` values and indices of `I` a row (the caller's shapes).
+        unsafe { passes::run_packed(x, plan, &mut pairs, ends) }
+    } else {
+        let mut pairs = pad.take::<KeyIndex>(Scratch::Pairs, between);
+        // SAFETY: as above.
+        unsafe { passes::run_packed(x, plan, &mut pairs, ends) }
+    }
 }

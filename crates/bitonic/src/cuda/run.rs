@@ -74,6 +74,11 @@ pub(crate) fn select<K: SortKey, I: DeviceRepr + bytemuck::Pod>(
             let mut best = memory::reinterpret::<K, W>(values, indices.len());
             topk::run(x, t, &words, (&mut best, indices), &mut pad)
         }),
+        Steps::TopkByPairPasses(passes) => {
+            let mut values = values;
+            let outputs = (&mut values, &mut *indices);
+            rows::select_rows(x, passes, keys, outputs, (k, plan.map), &mut pad)
+        }
         Steps::TopkBySorting {
             sort,
             take_indices,
@@ -81,7 +86,6 @@ pub(crate) fn select<K: SortKey, I: DeviceRepr + bytemuck::Pod>(
         } => {
             let n = keys.len();
             let mut sorted = pad.take::<K::Bits>(Scratch::SortedKeys, n);
-            let mut all = pad.take::<I>(Scratch::SortedIndices, n);
             match plan.widen {
                 Some(map) => convert(x, keys, &mut sorted, map)?,
                 None => {
@@ -92,13 +96,20 @@ pub(crate) fn select<K: SortKey, I: DeviceRepr + bytemuck::Pod>(
                 }
             }
             let row = (row_len, plan.map);
-            sorting_steps(x, sort, &mut sorted, &mut all, row, &mut pad)?;
             let shape = (row_len as u64, k as u64);
             let cfg = x.elementwise(indices.len());
-            let name = format!("topk_take_{}", kernel_width::<I>());
-            let f = x.function(take_indices, &name)?;
-            topk_take(x, &f, cfg, &all.as_view(), shape, indices)
-                .during(|| format!("launching {name}"))?;
+            match take_indices {
+                // k is the whole row: the sort writes the caller's indices.
+                None => sorting_steps(x, sort, &mut sorted, indices, row, &mut pad)?,
+                Some(take_indices) => {
+                    let mut all = pad.take::<I>(Scratch::SortedIndices, n);
+                    sorting_steps(x, sort, &mut sorted, &mut all, row, &mut pad)?;
+                    let name = format!("topk_take_{}", kernel_width::<I>());
+                    let f = x.function(take_indices, &name)?;
+                    topk_take(x, &f, cfg, &all.as_view(), shape, indices)
+                        .during(|| format!("launching {name}"))?;
+                }
+            }
             // The input's own keys, by the indices just taken (the sorted copy's are words),
             // moved as plain words of the keys' width.
             let name = format!(

@@ -90,6 +90,34 @@ impl RowLayout {
     }
 }
 
+/// Where the tuned passes over key-index pairs read the caller's keys and write each sorted
+/// row's first `k`: kernels/common/layout.cuh's `Packing`, field for field. The first pass of a
+/// plan packs as it loads ([`PACK_ON_LOAD`]), the last unpacks as it stores
+/// ([`UNPACK_ON_STORE`]); every other pass, and every pass of keys alone, has no flags.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Packing {
+    /// Device address of the caller's keys, `key_bytes` each, in the layout's rows.
+    pub(crate) keys: u64,
+    /// Device address of `k` keys a row: those that sort first, the caller's own bits.
+    pub(crate) values: u64,
+    /// Device address of their `k` indices a row (u32, or u64 with [`MAP_INDEX64`]).
+    pub(crate) indices: u64,
+    pub(crate) k: u32,
+    /// 2 or 4 (a u64 pair) or 8 (a [`KeyIndex`]).
+    pub(crate) key_bytes: u32,
+    /// The keys' map, with [`MAP_INDEX64`] for 8-byte indices.
+    pub(crate) map: u32,
+    /// [`PACK_ON_LOAD`], [`UNPACK_ON_STORE`], both or neither.
+    pub(crate) flags: u32,
+}
+
+/// [`Packing`]'s flag: the pass reads the caller's keys and makes each one's pair.
+pub(crate) const PACK_ON_LOAD: u32 = 1;
+/// [`Packing`]'s flag: the pass writes the first `k` of each row's sorted pairs as indices and
+/// the caller's keys they name.
+pub(crate) const UNPACK_ON_STORE: u32 = 2;
+
 /// kernels/common/types.cuh's `KeyIndex`: a sortable 64-bit key, its index in its row, and a
 /// 32-bit value that travels with it. Key-index pairs are one of the library's two ways of
 /// carrying values with keys (docs/design/key-value.md): the pair passes over rows, and the
@@ -121,6 +149,7 @@ pub struct MultiwayTiling {
 
 const _: () = assert!(std::mem::size_of::<RowLayout>() == 40);
 const _: () = assert!(std::mem::size_of::<KeyIndex>() == 16);
+const _: () = assert!(std::mem::size_of::<Packing>() == 40);
 const _: () = assert!(std::mem::size_of::<MultiwayTiling>() == 12);
 
 /// Key-map flags of the kernels, beside a `MapKind` in the low two bits
@@ -172,6 +201,7 @@ pub(crate) fn defines() -> Vec<(&'static str, String)> {
     vec![
         size("KERNEL_ROW_LAYOUT_BYTES", std::mem::size_of::<RowLayout>()),
         size("KERNEL_KEY_INDEX_BYTES", std::mem::size_of::<KeyIndex>()),
+        size("KERNEL_PACKING_BYTES", std::mem::size_of::<Packing>()),
         size(
             "KERNEL_MULTIWAY_TILING_BYTES",
             std::mem::size_of::<MultiwayTiling>(),
@@ -185,6 +215,8 @@ pub(crate) fn defines() -> Vec<(&'static str, String)> {
         flag("KERNEL_MAP_BFLOAT16", MAP_BFLOAT16),
         flag("KERNEL_MAP_TIED", MAP_TIED),
         flag("KERNEL_MAP_INDEX64", MAP_INDEX64),
+        flag("KERNEL_PACK_ON_LOAD", PACK_ON_LOAD),
+        flag("KERNEL_UNPACK_ON_STORE", UNPACK_ON_STORE),
     ]
 }
 

@@ -261,7 +261,7 @@ pub(crate) fn merge_kv(key_bytes: usize, value_bytes: usize) -> &'static KernelM
 }
 
 /// Every header, by the name the files include it by.
-pub static HEADERS: [(&str, &str); 29] = [
+pub static HEADERS: [(&str, &str); 30] = [
     ("common.cuh", embed!("common.cuh")),
     ("common/types.cuh", embed!("common/types.cuh")),
     ("common/keys.cuh", embed!("common/keys.cuh")),
@@ -274,6 +274,7 @@ pub static HEADERS: [(&str, &str); 29] = [
     ("tuned/lanes.cuh", embed!("tuned/lanes.cuh")),
     ("tuned/tile_sort.cuh", embed!("tuned/tile_sort.cuh")),
     ("tuned/cluster.cuh", embed!("tuned/cluster.cuh")),
+    ("tuned/packing.cuh", embed!("tuned/packing.cuh")),
     ("tuned/pass.cuh", embed!("tuned/pass.cuh")),
     ("merge/path.cuh", embed!("merge/path.cuh")),
     ("merge/tile.cuh", embed!("merge/tile.cuh")),

@@ -177,13 +177,22 @@ pub enum Steps {
     Pairs(PairPlan),
     /// A top-k by composites.
     Topk(TopkPlan),
-    /// A top-k by sorting: each row's stable argsort of a copy of the keys, then the first k
+    /// A top-k by sorting of rows in the tuned passes over key-index pairs alone: the first
+    /// pass packs each key it reads from the input with its index in its row, and the last
+    /// writes the first k pairs of each row as their indices and the input's keys they name
+    /// (src/cuda/rows.rs `select_rows`). Passes after the first sort [`Scratch::Pairs`]; a
+    /// plan of one pass needs no scratch.
+    TopkByPairPasses(PassPlan),
+    /// A top-k by sorting of one array: its stable argsort of a copy of the keys, then the first k
     /// indices of every row (`topk_take`) and the input's keys they name (`topk_gather`).
+    /// Where k is the whole row (a sort with indices into outputs of its own), the argsort
+    /// writes the caller's indices and nothing is taken.
     TopkBySorting {
         /// The argsort (key-value merge or pair passes).
         sort: Box<Steps>,
-        /// The module of the indices' take kernel (`topk_take_u32` or `_u64`).
-        take_indices: &'static KernelModule,
+        /// The module of the indices' take kernel (`topk_take_u32` or `_u64`); `None` where k
+        /// is the whole row.
+        take_indices: Option<&'static KernelModule>,
         /// The module of the keys' gather kernel (`topk_gather_W_I`, W the keys' width and I
         /// the indices').
         gather: &'static KernelModule,
@@ -367,9 +376,11 @@ fn gpu_plan(
     let order = request.key_order();
     // 16-bit keys sort as their ordered u32 words (widened by map_keys.cu, which applies the
     // float map), except in the top-k by composites, which reads them as they are.
-    let widened = dtype.size() == 2 && !strategy.selects_by_composites();
     let by_sorting =
         matches!(request.operation, Operation::Topk { .. }) && !strategy.selects_by_composites();
+    // The top-k by the pair passes packs them as they are too.
+    let packs = by_sorting && strategy == Strategy::PairPasses;
+    let widened = dtype.size() == 2 && !strategy.selects_by_composites() && !packs;
     let mut workspace = Workspace::none();
     // The sorts that keep positions tie keys equal by value (numeric float order's -0.0 and
     // +0.0, NaNs) so that they keep their input order; a key-only sort maps losslessly.
@@ -530,6 +541,14 @@ impl Context<'_> {
         if values != 4 && values != 8 {
             return Err(Error::UnsupportedValue(values));
         }
+        if topk && strategy == Strategy::PairPasses {
+            // Rows: the passes pack the input's keys and write the first k of each row.
+            let pair_bytes = if word_bytes <= 4 { 8 } else { 16 };
+            let layout = RowLayout::rows(n, row_len);
+            let passes = passes::plan_passes(facts, policy, pair_bytes, layout, 0, false)?;
+            workspace.add(Scratch::Pairs, passes.packed_pairs(n), pair_bytes);
+            return Ok(Steps::TopkByPairPasses(passes));
+        }
         let mut sort_workspace = Workspace::none();
         let sort = match strategy {
             Strategy::KeyValueMerge => {
@@ -566,13 +585,20 @@ impl Context<'_> {
             return Ok(sort);
         }
         // A top-k by sorting sorts a copy of the keys with every index (16-bit keys: their
-        // words), then takes k indices a row and gathers the input's keys they name.
+        // words), then takes k indices a row and gathers the input's keys they name. Where k
+        // is the whole row, the sort writes every index where the caller wants it.
+        let Operation::Topk { k, .. } = self.request.operation else {
+            unreachable!("a top-k")
+        };
+        let whole_rows = k == row_len;
         workspace.add(Scratch::SortedKeys, n, word_bytes);
-        workspace.add(Scratch::SortedIndices, n, values);
+        if !whole_rows {
+            workspace.add(Scratch::SortedIndices, n, values);
+        }
         *workspace = std::mem::take(workspace).with(&sort_workspace);
         Ok(Steps::TopkBySorting {
             sort: Box::new(sort),
-            take_indices: topk::module(values),
+            take_indices: (!whole_rows).then(|| topk::module(values)),
             gather: topk::module(self.request.dtype.size()),
         })
     }
@@ -600,6 +626,7 @@ fn steps_modules(steps: &Steps) -> Vec<&'static KernelModule> {
             kernels::merge_kv(kv.key_bytes, kv.value_bytes),
         ],
         Steps::Pairs(p) => vec![p.passes.module, &kernels::PAIRS],
+        Steps::TopkByPairPasses(p) => vec![p.module],
         Steps::Topk(t) => t.modules(),
         Steps::TopkBySorting {
             sort,
@@ -607,7 +634,8 @@ fn steps_modules(steps: &Steps) -> Vec<&'static KernelModule> {
             gather,
         } => {
             let mut modules = steps_modules(sort);
-            modules.extend([*take_indices, *gather]);
+            modules.extend(take_indices.iter().copied());
+            modules.push(*gather);
             modules
         }
     }

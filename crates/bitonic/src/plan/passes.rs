@@ -66,6 +66,16 @@ impl PassPlan {
     pub fn module(&self) -> &'static KernelModule {
         self.module
     }
+
+    /// Pairs the workspace holds between the passes of a packed plan over `n` keys
+    /// (src/cuda/rows.rs `select_rows`): none where one pass both packs and unpacks.
+    pub(crate) fn packed_pairs(&self, n: usize) -> usize {
+        if self.passes.len() > 1 {
+            n
+        } else {
+            0
+        }
+    }
 }
 
 /// The tuned passes that sort each row of `layout`, words of `word_bytes` (4, 8 or 16-byte

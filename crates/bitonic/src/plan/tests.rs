@@ -335,6 +335,41 @@ fn modules_and_workspaces_of_each_strategy() {
         .collect();
     assert_eq!(&scratch[..2], [Scratch::SortedKeys, Scratch::SortedIndices]);
     assert!(matches!(by_sorting.steps, Steps::TopkBySorting { .. }));
+    // k the whole row (a sort with indices into outputs of its own): the sort writes the
+    // caller's indices, and nothing is taken.
+    let whole = h100_plan(&topk(1 << 16, 1 << 16, DType::F32).backend(Backend::Cuda));
+    let Steps::TopkBySorting { take_indices, .. } = &whole.steps else {
+        panic!("a top-k by sorting, not {:?}", whole.steps);
+    };
+    assert!(take_indices.is_none());
+    assert!(whole.workspace.part(Scratch::SortedIndices).is_none());
+    // Rows sort in the pair passes alone, which pack the keys (16-bit ones as they are: no
+    // widening) and write the first k of each row: one tuned module, the pairs' scratch.
+    for (dtype, row_len) in [
+        (DType::F32, 8192),
+        (DType::BF16, 8192),
+        (DType::F64, 8192),
+        (DType::F32, 1 << 20),
+    ] {
+        let n = 4 * row_len;
+        let rows = h100_plan(&topk(n, 3000, dtype).rows(row_len).backend(Backend::Cuda));
+        let Steps::TopkByPairPasses(passes) = &rows.steps else {
+            panic!("{dtype:?}: the top-k by pair passes, not {:?}", rows.steps);
+        };
+        assert_eq!(rows.modules, [passes.module], "{dtype:?}");
+        let pairs = rows.workspace.part(Scratch::Pairs).expect("the pairs");
+        let pair_bytes = if dtype.size() <= 4 { 8 } else { 16 };
+        // Nothing between passes where one pass sorts a row (8,192 pairs fit a tile, or a
+        // cluster's); rows of 2^20 take several.
+        let between = if passes.pass_count() > 1 { n } else { 0 };
+        assert_eq!(pairs.bytes, between * pair_bytes, "{dtype:?}");
+        assert_eq!(rows.workspace.parts().len(), 1, "{dtype:?}");
+        assert_eq!(
+            passes.pass_count() > 1,
+            row_len > 8192,
+            "{dtype:?} {row_len}"
+        );
+    }
     // Nothing to do: no keys, or k = 0.
     for nothing in [
         sort(0).backend(Backend::Cuda),

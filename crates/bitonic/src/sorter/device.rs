@@ -172,7 +172,9 @@ impl<'g> Sorter<'g> {
 
     /// [`Sorter::topk_rows`] of keys on the GPU, into device buffers of `rows × k` values and
     /// indices (of any [`SortIndex`] type), queued on the sorter's stream (the keys are left
-    /// as they are).
+    /// as they are). With `k == row_len` it is each row's stable sort with indices into
+    /// buffers of their own, the values the input's keys bit for bit: what Python's `sort`
+    /// of a CUDA tensor runs.
     ///
     /// ```no_run
     /// use bitonic::{Gpu, Order, Sorter};

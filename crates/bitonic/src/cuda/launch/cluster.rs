@@ -3,7 +3,7 @@
 
 use crate::cuda::driver;
 use crate::cuda::exec::Exec;
-use crate::kernels::abi::RowLayout;
+use crate::kernels::abi::{Packing, RowLayout};
 use crate::plan::passes::PassArgs;
 use cudarc::driver::{
     CudaFunction, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DriverError, LaunchConfig,
@@ -12,14 +12,18 @@ use std::ffi::c_void;
 
 /// One tuned pass in clusters of `blocks` blocks: kernels/tuned.cu's `tuned_pass_*` reading
 /// `src` (the keys themselves when `None`) and writing `keys`, with `(layout, tile_bits,
-/// [col_bits, lo, b_first, b_last, hi_first, stop, map])`.
-pub(crate) fn tuned_pass_in_clusters<T>(
+/// [col_bits, lo, b_first, b_last, hi_first, stop, map])` and `packing`.
+///
+/// # Safety
+/// As [`super::passes::tuned_pass`]'s.
+pub(crate) unsafe fn tuned_pass_in_clusters<T>(
     x: &Exec,
     kernel: &CudaFunction,
     cfg: LaunchConfig,
     blocks: u32,
     (src, keys): (Option<&CudaView<T>>, &mut CudaViewMut<T>),
     args: (RowLayout, u32, PassArgs),
+    mut packing: Packing,
 ) -> Result<(), DriverError> {
     let (mut layout, mut tile_bits, mut fields) = args;
     if let Some(src) = src {
@@ -41,11 +45,13 @@ pub(crate) fn tuned_pass_in_clusters<T>(
         &mut tile_bits as *mut _ as *mut c_void,
     ];
     params.extend(fields.iter_mut().map(|f| f as *mut u32 as *mut c_void));
+    params.push(&mut packing as *mut _ as *mut c_void);
     let mut attribute = driver::no_attribute();
     let raw = driver::cluster_config(cfg, blocks, x.stream, &mut attribute);
     // SAFETY: the parameters match tuned_pass_*(const T *src, T *keys, RowLayout layout, u32
-    // tile_bits, seven u32 fields) and live until the call returns (the driver copies them);
-    // the layout addresses only slots of the two arrays, both as long, held by the borrows
-    // above across the launch; `attribute` outlives `raw`.
+    // tile_bits, seven u32 fields, Packing packing) and live until the call returns (the
+    // driver copies them); the layout addresses only slots of the two arrays, both as long,
+    // held by the borrows above across the launch; `packing` is the caller's; `attribute`
+    // outlives `raw`.
     unsafe { driver::launch_kernel_ex(&raw, kernel.cu_function(), &mut params) }
 }

@@ -15,7 +15,7 @@ pub(crate) mod passes;
 pub(crate) mod topk;
 
 use super::exec::Exec;
-use crate::kernels::abi::{KeyIndex, MultiwayTiling, RowLayout};
+use crate::kernels::abi::{KeyIndex, MultiwayTiling, Packing, RowLayout};
 use cudarc::driver::{CudaFunction, DeviceRepr, DriverError, LaunchArgs, LaunchConfig};
 
 // The structs kernels take by value or in buffers (src/kernels/abi.rs, whose const asserts
@@ -26,6 +26,8 @@ unsafe impl DeviceRepr for RowLayout {}
 unsafe impl DeviceRepr for KeyIndex {}
 // SAFETY: as above.
 unsafe impl DeviceRepr for MultiwayTiling {}
+// SAFETY: as above (three addresses as u64, four u32).
+unsafe impl DeviceRepr for Packing {}
 
 /// The one unsafe launch of a kernel whose arguments `push` adds, on the call's stream.
 ///

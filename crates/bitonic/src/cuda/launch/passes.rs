@@ -4,72 +4,97 @@
 use super::{cluster, launch};
 use crate::cuda::exec::Exec;
 use crate::cuda::graph::{self, KernelNode};
-use crate::kernels::abi::RowLayout;
+use crate::kernels::abi::{Packing, RowLayout};
 use crate::plan::passes::PassArgs;
 use cudarc::driver::{
     CudaFunction, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DriverError, LaunchConfig,
     PushKernelArg,
 };
 
-/// One launch of kernels/tuned.cu's `tuned_pass_*(src, keys, layout, tile_bits, pass args…)`,
-/// reading `src` (the keys themselves when `None`, or another array as long) and writing
-/// `keys`, in clusters of `cluster_blocks` blocks when that is more than 1.
-pub(crate) fn tuned_pass<T>(
+/// One launch of kernels/tuned.cu's `tuned_pass_*(src, keys, layout, tile_bits, pass args…,
+/// packing)`, reading `src` (the keys themselves when `None`, or another array as long) and
+/// writing `keys`, in clusters of `cluster_blocks` blocks when that is more than 1. A
+/// `packing` with flags reads the caller's keys it names instead of `src`, or writes its
+/// outputs instead of `keys`.
+///
+/// # Safety
+/// `packing`'s addresses, where its flags use them, are device buffers of the stream's device
+/// that hold what it says (its keys in the layout's rows, `k` values and indices a row), alive
+/// until the launch has run.
+pub(crate) unsafe fn tuned_pass<T>(
     x: &Exec,
     kernel: &CudaFunction,
     cfg: LaunchConfig,
     cluster_blocks: u32,
     (src, keys): (Option<&CudaView<T>>, &mut CudaViewMut<T>),
     args: (RowLayout, u32, PassArgs),
+    packing: Packing,
 ) -> Result<(), DriverError> {
     if cluster_blocks > 1 {
-        return cluster::tuned_pass_in_clusters(x, kernel, cfg, cluster_blocks, (src, keys), args);
+        // SAFETY: the caller's contract.
+        return unsafe {
+            cluster::tuned_pass_in_clusters(
+                x,
+                kernel,
+                cfg,
+                cluster_blocks,
+                (src, keys),
+                args,
+                packing,
+            )
+        };
     }
     let (layout, tile_bits, fields) = args;
     assert!(layout.slots() <= cfg.grid_dim.0 as usize * (1 << tile_bits));
     let (src_at, keys_at, _records) = addresses(x, (src, keys));
     // SAFETY: tuned_pass_*(const T *src, T *keys, RowLayout layout, u32 tile_bits, seven u32
-    // fields), the addresses of the two arrays (held by their borrows across the launch); the
-    // layout addresses only slots of them (RowLayout::slots, keys below n), both as long, and
-    // padding slots are neither read nor stored.
+    // fields, Packing packing), the addresses of the two arrays (held by their borrows across
+    // the launch); the layout addresses only slots of them (RowLayout::slots, keys below n),
+    // both as long, and padding slots are neither read nor stored; `packing`: the caller's.
     unsafe {
         launch(x, kernel, cfg, |l| {
             l.arg(&src_at).arg(&keys_at).arg(&layout).arg(&tile_bits);
             for value in &fields {
                 l.arg(value);
             }
+            l.arg(&packing);
         })
     }
 }
 
-/// The tuned passes of `fields`, each a launch of kernels/tuned.cu's `tuned_pass_*` as
-/// [`tuned_pass`] makes it (no clusters), as one CUDA graph (graph.rs): the first reads `src`
-/// (the keys when `None`), every later one the keys the pass before wrote.
-pub(crate) fn tuned_passes_graph<T>(
+/// The tuned passes of `passes` (each one's fields and packing), each a launch of
+/// kernels/tuned.cu's `tuned_pass_*` as [`tuned_pass`] makes it (no clusters), as one CUDA
+/// graph (graph.rs): the first reads `src` (the keys when `None`), every later one the keys
+/// the pass before wrote.
+///
+/// # Safety
+/// As [`tuned_pass`]'s, for every packing.
+pub(crate) unsafe fn tuned_passes_graph<T>(
     x: &Exec,
     kernel: &CudaFunction,
     cfg: LaunchConfig,
     (src, keys): (Option<&CudaView<T>>, &mut CudaViewMut<T>),
     (layout, tile_bits): (RowLayout, u32),
-    fields: &[PassArgs],
+    passes: &[(PassArgs, Packing)],
 ) -> crate::Result<()> {
     let (src_at, keys_at, _records) = addresses(x, (src, keys));
-    let launches = fields
+    let launches = passes
         .iter()
         .enumerate()
-        .map(|(i, values)| {
+        .map(|(i, (values, packing))| {
             let mut node = KernelNode::new(kernel, cfg);
             let read = if i == 0 { src_at } else { keys_at };
             node.arg(&read).arg(&keys_at).arg(&layout).arg(&tile_bits);
             for value in values {
                 node.arg(value);
             }
+            node.arg(packing);
             node
         })
         .collect();
     // SAFETY: as for `tuned_pass`: each node's arguments are tuned_pass_*'s, the addresses
-    // are the two arrays' (held by the borrows above until the launch is queued), and the
-    // layout addresses only their slots.
+    // are the two arrays' (held by the borrows above until the launch is queued), the
+    // layout addresses only their slots, and the packings are the caller's.
     unsafe { graph::launch(&x.gpu.graphs, x.stream, launches, "the tuned passes") }
 }
 

@@ -1,0 +1,82 @@
+"""Row sorts with indices from Python, as issue 51 measures them: `calls` calls back to back on
+one CUDA tensor, timed by CUDA events around all of them, the time a call their mean; the
+median over repeats, each on fresh keys (uniform in [-1, 1), made before the start event),
+after one warm-up round. Peers, in one process on the same keys:
+
+    bitonic sort        bitonic.sort(x, descending=d): values (the input's own bits) and
+                        int64 indices, stable
+    bitonic sort_values bitonic.sort_values(x, descending=d): the values alone
+    torch sort          torch.sort(x, descending=d, stable=True)
+
+    python3 bench/peers/sort_python_calls.py --csv OUT.csv [--calls 10] [--repeats 7]
+        [--commit C] [ROWSxLEN:DTYPE:ORDER ...]
+
+CSV columns: peer, device, dtype, rows, row_len, order, ms_per_call (median), min, max,
+repeats, calls, commit.
+"""
+import argparse
+import csv
+import statistics
+import subprocess
+
+import torch
+
+import bitonic
+from peer_timing import device_and_driver
+from topk_python_calls import per_call_ms
+
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+# Issue 51's shapes (ascending f32), then the vocabulary rows a top-p sampler sorts.
+CASES = [
+    "65536x256:f32:asc", "16384x1024:f32:asc", "4096x4096:f32:asc", "1024x16384:f32:asc",
+    "1x16777216:f32:asc", "1x67108864:f32:asc",
+    "64x128256:f32:desc", "64x128256:bf16:desc", "256x151936:f32:desc", "256x151936:bf16:desc",
+]
+
+PEERS = {
+    "bitonic sort": lambda x, d: bitonic.sort(x, descending=d),
+    "bitonic sort_values": lambda x, d: bitonic.sort_values(x, descending=d),
+    "torch sort": lambda x, d: torch.sort(x, descending=d, stable=True),
+}
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--csv", required=True)
+    p.add_argument("--calls", type=int, default=10)
+    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--commit", help="the commit the measured wheel was built from "
+                   "(default: this checkout's HEAD, which a GPU host's copy may not have)")
+    p.add_argument("cases", nargs="*", default=CASES)
+    a = p.parse_args()
+    device, driver = device_and_driver()
+    commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                        capture_output=True, text=True).stdout.strip()
+    with open(a.csv, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["peer", "device", "dtype", "rows", "row_len", "order", "ms_per_call", "min",
+                    "max", "repeats", "calls", "commit"])
+        for case in a.cases:
+            shape, name, order = case.split(":")
+            rows, row_len = (int(v) for v in shape.split("x"))
+            descending = order == "desc"
+            line = []
+            for peer, fn in PEERS.items():
+                times = []
+                for r in range(a.repeats + 1):
+                    x = (torch.rand(rows, row_len, device="cuda") * 2 - 1).to(DTYPES[name])
+                    t = per_call_ms(lambda: fn(x, descending), a.calls if r else 2)
+                    if r:
+                        times.append(t)
+                    del x
+                med = statistics.median(times)
+                w.writerow([peer, f"{device} (CUDA {driver})", name, rows, row_len, order,
+                            f"{med:.5f}", f"{min(times):.5f}", f"{max(times):.5f}", a.repeats,
+                            a.calls, commit])
+                line.append(f"{peer} {med:.4f}")
+            f.flush()
+            print(f"{case:24} " + "  ".join(line), flush=True)
+
+
+if __name__ == "__main__":
+    main()
