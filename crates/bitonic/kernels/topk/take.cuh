@@ -7,9 +7,16 @@
 
 // dst[r * k + i] = src[r * row_len + i] for the first k elements of each row: the first k of
 // rows sorted stably (a top-k larger than the filter keeps).
+//
+// Every count here is below 2^32 (the library's most keys, src/plan/mod.rs MAX_LEN), so a row is
+// found by a 32-bit division: a 64-bit one is a long emulated routine, which made the gather of
+// a sort of 2^24 keys cost a third of the sort.
 template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *dst, u64 k, u64 count) {
-    for (u64 i = u64(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += u64(gridDim.x) * blockDim.x)
-        dst[i] = src[(i / k) * row_len + i % k];
+    const u32 k32 = u32(k);
+    for (u64 i = u64(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += u64(gridDim.x) * blockDim.x) {
+        const u32 row = u32(i) / k32;
+        dst[i] = src[u64(row) * row_len + (u32(i) - row * k32)];
+    }
 }
 
 // values[i] = keys[(i / k) * row_len + indices[i]] for the count = rows x k results: each
@@ -18,5 +25,5 @@ template <typename W> __device__ void topk_take(const W *src, u64 row_len, W *ds
 template <typename W, typename I>
 __device__ void topk_gather(const W *keys, u64 row_len, const I *indices, W *values, u64 k, u64 count) {
     for (u64 i = u64(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += u64(gridDim.x) * blockDim.x)
-        values[i] = keys[(i / k) * row_len + u64(indices[i])];
+        values[i] = keys[u64(u32(i) / u32(k)) * row_len + u64(indices[i])];
 }
