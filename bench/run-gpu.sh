@@ -25,6 +25,7 @@ fi
 echo "== CUB peer"
 nvcc -O3 -std=c++17 -arch=sm_90 -o "$out/cub_sort" bench/peers/cub_sort.cu
 { echo "$("$bin" report --csv-header)"; "$out/cub_sort" "$min_exp" "$max_exp" "$repeats" "$commit" "$date"; } > "$out/cub.csv"
+rm -f "$out/cub_sort" # the peer's binary is no result
 echo "== torch / cupy peer"
 { echo "$("$bin" report --csv-header)"; PYTHONUNBUFFERED=1 python3 bench/peers/torch_cupy.py "$min_exp" "$max_exp" "$repeats" "$commit" "$date"; } > "$out/torch_cupy.csv"
 echo "== bitonic"

@@ -851,6 +851,11 @@ fn topk_for_the_sanitizer() {
         // candidates tied on their key skip the index digits they have alike.
         one_selection::<u32>(3, 4097, 50, select, Pattern::AllEqual);
         one_selection::<bitonic::half::bf16>(2, 20_000, 600, select, Pattern::FewDistinct);
+        // The top-k by pair passes in several passes (rows past a cluster's tile): the first
+        // packs the keys, the last writes k a row; k the whole row is a sort with indices.
+        one_selection::<u32>(2, 300_000, 3000, select, Pattern::Random);
+        one_selection::<bitonic::half::bf16>(2, 300_000, 300_000, select, Pattern::FewDistinct);
+        one_selection::<f64>(2, 70_001, 70_001, select, Pattern::Random);
         // The sampled select: its exact select by ranks, tournament and radix select, its
         // merged runs, and the filter after a sample that overflows (ties) or misses.
         let samples = Sorter::new()
