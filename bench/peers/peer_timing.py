@@ -1,5 +1,7 @@
 """What the torch peer scripts share: CUDA-event timing and the device's name and driver."""
+import argparse
 import ctypes
+import subprocess
 
 import torch
 
@@ -20,3 +22,21 @@ def device_and_driver():
     ctypes.CDLL("libcuda.so.1").cuDriverGetVersion(ctypes.byref(version))
     major, minor = divmod(version.value, 1000)
     return torch.cuda.get_device_name(0).replace(",", ";"), f"{major}.{minor // 10}"
+
+
+def calls_parser(description, calls):
+    """The options of the scripts that time calls back to back from Python: --csv, --calls,
+    --repeats and --commit."""
+    p = argparse.ArgumentParser(description=description)
+    p.add_argument("--csv", required=True)
+    p.add_argument("--calls", type=int, default=calls)
+    p.add_argument("--repeats", type=int, default=7)
+    p.add_argument("--commit", help="the commit the measured wheel was built from "
+                   "(default: this checkout's HEAD, which a GPU host's copy may not have)")
+    return p
+
+
+def commit_of(given):
+    """`given`, else this checkout's short HEAD."""
+    return given or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
+                                   capture_output=True, text=True).stdout.strip()

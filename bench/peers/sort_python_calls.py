@@ -14,16 +14,14 @@ after one warm-up round. Peers, in one process on the same keys:
 CSV columns: peer, device, dtype, rows, row_len, order, ms_per_call (median), min, max,
 repeats, calls, commit.
 """
-import argparse
 import csv
 import statistics
-import subprocess
 
 import torch
 
 import bitonic
-from peer_timing import device_and_driver
-from topk_python_calls import per_call_ms
+from peer_timing import calls_parser, commit_of, device_and_driver
+from topk_python_calls import repeated_per_call_ms
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # Issue 51's shapes (ascending f32), then the vocabulary rows a top-p sampler sorts.
@@ -41,17 +39,11 @@ PEERS = {
 
 
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--csv", required=True)
-    p.add_argument("--calls", type=int, default=10)
-    p.add_argument("--repeats", type=int, default=7)
-    p.add_argument("--commit", help="the commit the measured wheel was built from "
-                   "(default: this checkout's HEAD, which a GPU host's copy may not have)")
+    p = calls_parser(__doc__.split("\n\n")[0], 10)
     p.add_argument("cases", nargs="*", default=CASES)
     a = p.parse_args()
     device, driver = device_and_driver()
-    commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
-                                        capture_output=True, text=True).stdout.strip()
+    commit = commit_of(a.commit)
     with open(a.csv, "w", newline="") as f:
         w = csv.writer(f)
         w.writerow(["peer", "device", "dtype", "rows", "row_len", "order", "ms_per_call", "min",
@@ -62,13 +54,9 @@ def main():
             descending = order == "desc"
             line = []
             for peer, fn in PEERS.items():
-                times = []
-                for r in range(a.repeats + 1):
-                    x = (torch.rand(rows, row_len, device="cuda") * 2 - 1).to(DTYPES[name])
-                    t = per_call_ms(lambda: fn(x, descending), a.calls if r else 2)
-                    if r:
-                        times.append(t)
-                    del x
+                times = repeated_per_call_ms(
+                    lambda: (torch.rand(rows, row_len, device="cuda") * 2 - 1).to(DTYPES[name]),
+                    lambda x: fn(x, descending), a.calls, a.repeats)
                 med = statistics.median(times)
                 w.writerow([peer, f"{device} (CUDA {driver})", name, rows, row_len, order,
                             f"{med:.5f}", f"{min(times):.5f}", f"{max(times):.5f}", a.repeats,

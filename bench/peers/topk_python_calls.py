@@ -12,15 +12,13 @@ in a serving loop: a call that costs more on the host than on the GPU shows it.
 CSV columns: peer, device, dtype, rows, row_len, k, ms_per_call (median), min, max, repeats,
 calls, commit.
 """
-import argparse
 import csv
 import statistics
-import subprocess
 
 import torch
 
 import bitonic
-from peer_timing import device_and_driver
+from peer_timing import calls_parser, commit_of, device_and_driver
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # The README's top-k shapes, then decoding batch 1 (one row of a vocabulary).
@@ -57,20 +55,27 @@ def per_call_ms(call, calls):
     return start.elapsed_time(stop) / calls
 
 
+def repeated_per_call_ms(make, call, calls, repeats):
+    """`per_call_ms` of `calls` calls of `call(x)` on fresh keys `x = make()` each repeat, after
+    one warm-up round of 2 calls: the times of the `repeats` timed rounds."""
+    times = []
+    for r in range(repeats + 1):
+        x = make()
+        t = per_call_ms(lambda: call(x), calls if r else 2)
+        if r:
+            times.append(t)
+        del x
+    return times
+
+
 def main():
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--csv", required=True)
-    p.add_argument("--calls", type=int, default=50)
-    p.add_argument("--repeats", type=int, default=7)
+    p = calls_parser(__doc__.split("\n\n")[0], 50)
     p.add_argument("--dtypes", default="f32,bf16")
     p.add_argument("--ks", default="1,50,256,1024")
-    p.add_argument("--commit", help="the commit the measured wheel was built from "
-                   "(default: this checkout's HEAD, which a GPU host's copy may not have)")
     p.add_argument("shapes", nargs="*", default=SHAPES)
     a = p.parse_args()
     device, driver = device_and_driver()
-    commit = a.commit or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
-                                        capture_output=True, text=True).stdout.strip()
+    commit = commit_of(a.commit)
     funcs = peers()
     ks = [int(k) for k in a.ks.split(",")]
     with open(a.csv, "w", newline="") as f:
@@ -85,12 +90,9 @@ def main():
                         continue
                     line = []
                     for peer, fn in funcs.items():
-                        times = []
-                        for r in range(a.repeats + 1):
-                            x = (torch.rand(rows, row_len, device="cuda") * 2 - 1).to(DTYPES[name])
-                            t = per_call_ms(lambda: fn(x, k), a.calls if r else 2)
-                            if r:
-                                times.append(t)
+                        times = repeated_per_call_ms(
+                            lambda: (torch.rand(rows, row_len, device="cuda") * 2 - 1).to(DTYPES[name]),
+                            lambda x: fn(x, k), a.calls, a.repeats)
                         med = statistics.median(times)
                         w.writerow([peer, f"{device} (CUDA {driver})", name, rows, row_len, k,
                                     f"{med:.5f}", f"{min(times):.5f}", f"{max(times):.5f}",
