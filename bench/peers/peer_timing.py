@@ -1,4 +1,6 @@
-"""What the torch peer scripts share: CUDA-event timing and the device's name and driver."""
+"""What the torch peer scripts share: CUDA-event timing (one call, or calls back to back on
+fresh keys), the options of the scripts that time calls back to back, and the device's name
+and driver."""
 import argparse
 import ctypes
 import subprocess
@@ -40,3 +42,29 @@ def commit_of(given):
     """`given`, else this checkout's short HEAD."""
     return given or subprocess.run(["git", "rev-parse", "--short", "HEAD"],
                                    capture_output=True, text=True).stdout.strip()
+
+
+def per_call_ms(call, calls):
+    """Milliseconds a call of `calls` calls of `call()` queued back to back (CUDA events
+    around all of them)."""
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    for _ in range(calls):
+        call()
+    stop.record()
+    stop.synchronize()
+    return start.elapsed_time(stop) / calls
+
+
+def repeated_per_call_ms(make, call, calls, repeats):
+    """`per_call_ms` of `calls` calls of `call(x)` on fresh keys `x = make()` each repeat, after
+    one warm-up round of 2 calls: the times of the `repeats` timed rounds."""
+    times = []
+    for r in range(repeats + 1):
+        x = make()
+        t = per_call_ms(lambda: call(x), calls if r else 2)
+        if r:
+            times.append(t)
+        del x
+    return times

@@ -20,8 +20,7 @@ import statistics
 import torch
 
 import bitonic
-from peer_timing import calls_parser, commit_of, device_and_driver
-from topk_python_calls import repeated_per_call_ms
+from peer_timing import calls_parser, commit_of, device_and_driver, repeated_per_call_ms
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # Issue 51's shapes (ascending f32), then the vocabulary rows a top-p sampler sorts.

@@ -13,7 +13,7 @@ import torch
 import bitonic
 from bitonic import _native, _tensors
 from bitonic.bench import _host_us
-from topk_python_calls import per_call_ms
+from peer_timing import per_call_ms
 
 
 def enqueue_us(f):

@@ -18,7 +18,7 @@ import statistics
 import torch
 
 import bitonic
-from peer_timing import calls_parser, commit_of, device_and_driver
+from peer_timing import calls_parser, commit_of, device_and_driver, repeated_per_call_ms
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # The README's top-k shapes, then decoding batch 1 (one row of a vocabulary).
@@ -40,32 +40,6 @@ def peers():
         out["flashinfer sorted"] = lambda x, k: flashinfer.top_k(x, k, sorted=True)
         out["flashinfer unsorted"] = lambda x, k: flashinfer.top_k(x, k, sorted=False)
     return out
-
-
-def per_call_ms(call, calls):
-    """Milliseconds a call of `calls` calls of `call()` queued back to back (CUDA events
-    around all of them)."""
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    torch.cuda.synchronize()
-    start.record()
-    for _ in range(calls):
-        call()
-    stop.record()
-    stop.synchronize()
-    return start.elapsed_time(stop) / calls
-
-
-def repeated_per_call_ms(make, call, calls, repeats):
-    """`per_call_ms` of `calls` calls of `call(x)` on fresh keys `x = make()` each repeat, after
-    one warm-up round of 2 calls: the times of the `repeats` timed rounds."""
-    times = []
-    for r in range(repeats + 1):
-        x = make()
-        t = per_call_ms(lambda: call(x), calls if r else 2)
-        if r:
-            times.append(t)
-        del x
-    return times
 
 
 def main():

@@ -48,8 +48,9 @@ impl OwnedWorkspace {
             return alloc::<u8>(stream, bytes, what).map(OwnedWorkspace::Allocated);
         }
         // SAFETY: a buffer of no elements at the null address: nothing can read or write
-        // through it (a view of it has no element), and it is never freed (`Drop` leaks it),
-        // so the driver never sees the address.
+        // through it (a view of it has no element), and it is never freed (`Drop` leaks it).
+        // A kernel may get the address as an argument it never dereferences (a tuned pass
+        // that packs and unpacks reads and writes only its `Packing`'s buffers).
         let empty = unsafe { stream.upgrade_device_ptr::<u8>(0, 0) };
         Ok(OwnedWorkspace::Empty(std::mem::ManuallyDrop::new(empty)))
     }

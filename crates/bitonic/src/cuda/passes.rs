@@ -27,61 +27,62 @@ pub(crate) fn run<T: DeviceRepr>(
         }
         return Ok(());
     }
-    // SAFETY: no packing flags: nothing but the two arrays is touched.
-    unsafe { launch_all(x, plan, layout, src, keys, Packing::default()) }
+    // SAFETY: no packing: nothing but the two arrays is touched.
+    unsafe { launch_all(x, plan, layout, src, keys, None) }
 }
 
-/// Runs `plan` (at least one pass) over key-index pairs in `pairs` whose first pass packs the
-/// caller's keys and whose last unpacks the first `k` of each row, as `ends` says (its flags
-/// are set here).
+/// Runs `plan` (at least one pass) over key-index pairs in `pairs` (empty where the plan has one
+/// pass) whose first pass packs the caller's keys and whose last unpacks the first `k` of each
+/// row, as `packing` says (its flags are set here, pass by pass).
 ///
 /// # Safety
-/// `ends`' addresses are device buffers of the stream's device: the keys in the plan's
-/// layout, and `k` values and indices a row, alive until the passes have run.
+/// `packing`'s addresses are device buffers of the stream's device: the keys in the plan's
+/// layout, `key_bytes` each (the width of the plan's kernel: 2 or 4 in u64 pairs, 8 in
+/// key-index pairs), and `k` values and indices a row, alive until the passes have run.
 pub(crate) unsafe fn run_packed<P: DeviceRepr>(
     x: &Exec,
     plan: &PassPlan,
     pairs: &mut CudaViewMut<P>,
-    ends: Packing,
+    packing: Packing,
 ) -> Result<()> {
     assert!(
         !plan.passes.is_empty(),
         "a packed plan sorts rows of two keys or more"
     );
     // SAFETY: the caller's contract.
-    unsafe { launch_all(x, plan, plan.layout, None, pairs, ends) }
+    unsafe { launch_all(x, plan, plan.layout, None, pairs, Some(packing)) }
 }
 
-/// Every pass of `plan`: the first reads `src` (or the keys), and with `ends`' addresses the
-/// first packs ([`PACK_ON_LOAD`]) and the last unpacks ([`UNPACK_ON_STORE`]) where `ends`
-/// names keys.
+/// Every pass of `plan`: the first reads `src` (or the keys). With a `packing`, the first packs
+/// ([`PACK_ON_LOAD`]) and the last unpacks ([`UNPACK_ON_STORE`]).
 ///
 /// # Safety
-/// As [`run_packed`]'s, where `ends.keys` is not 0.
+/// As [`run_packed`]'s, for a `packing`.
 unsafe fn launch_all<T: DeviceRepr>(
     x: &Exec,
     plan: &PassPlan,
     layout: RowLayout,
     src: Option<&CudaView<T>>,
     keys: &mut CudaViewMut<T>,
-    ends: Packing,
+    packing: Option<Packing>,
 ) -> Result<()> {
     let last = plan.passes.len() - 1;
-    let packing = |i: usize| {
-        let mut flags = 0;
-        if ends.keys != 0 && i == 0 {
-            flags |= PACK_ON_LOAD;
+    let packing_of = |i: usize| match packing {
+        None => Packing::default(),
+        Some(packing) => {
+            let first = if i == 0 { PACK_ON_LOAD } else { 0 };
+            let end = if i == last { UNPACK_ON_STORE } else { 0 };
+            Packing {
+                flags: first | end,
+                ..packing
+            }
         }
-        if ends.keys != 0 && i == last {
-            flags |= UNPACK_ON_STORE;
-        }
-        Packing { flags, ..ends }
     };
     let kernel = x.function_sharing(plan.module, plan.kernel.kernel_name(), plan.shared_bytes)?;
     let cfg = config(plan.blocks, plan.threads, plan.shared_bytes);
     if plan.graph {
         let passes: Vec<_> = (plan.passes.iter().enumerate())
-            .map(|(i, (_, args))| (*args, packing(i)))
+            .map(|(i, (_, args))| (*args, packing_of(i)))
             .collect();
         let shape = (layout, plan.tile_bits);
         // SAFETY: the caller's contract.
@@ -98,7 +99,7 @@ unsafe fn launch_all<T: DeviceRepr>(
         let args = (layout, plan.tile_bits, *args);
         let arrays = (source, &mut *keys);
         // SAFETY: the caller's contract.
-        unsafe { tuned_pass(x, &kernel, cfg, cluster_blocks, arrays, args, packing(i)) }
+        unsafe { tuned_pass(x, &kernel, cfg, cluster_blocks, arrays, args, packing_of(i)) }
             .during(|| format!("launching tuned pass {pass:?} of {plan:?}"))?;
     }
     Ok(())

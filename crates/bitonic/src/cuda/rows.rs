@@ -25,8 +25,8 @@ use super::memory::{self, Scratchpad};
 use super::passes;
 use crate::error::{CudaContext as _, Result};
 use crate::kernels::abi::{KeyIndex, Packing, MAP_INDEX64};
-use crate::kernels::kernel_width;
 use crate::kernels::{self};
+use crate::kernels::{kernel_width, Tuned};
 use crate::network::padded_len;
 use crate::plan::{PairPlan, PassPlan, Scratch};
 use cudarc::driver::{CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr};
@@ -188,25 +188,31 @@ pub(crate) fn select_rows<K: DeviceRepr, I: DeviceRepr>(
     } else {
         0
     };
-    let ends = Packing {
+    // The plan's pairs are the keys' width: u64 words for 2- and 4-byte keys, key-index
+    // pairs for 8-byte ones (the kernel packs `key_bytes` a key).
+    let key_bytes = std::mem::size_of::<K>();
+    let pairs = Tuned::of_word_bytes(crate::plan::pair_bytes_of(key_bytes));
+    assert_eq!(plan.kernel, pairs, "the pairs of the keys");
+    let packing = Packing {
         keys: keys_at,
         values: values_at,
         indices: indices_at,
         k: k as u32,
-        key_bytes: std::mem::size_of::<K>() as u32,
+        key_bytes: key_bytes as u32,
         map: map | index64,
         flags: 0,
     };
-    let between = plan.packed_pairs(n);
-    if std::mem::size_of::<K>() <= 4 {
+    let between = plan.pairs_between_passes(n);
+    if key_bytes <= 4 {
         let mut pairs = pad.take::<u64>(Scratch::Pairs, between);
         // SAFETY: the three addresses are the buffers above, held by their borrows until the
         // passes are queued (later work on the stream is ordered after them): the keys in
-        // the plan's rows, and `k` values and indices of `I` a row (the caller's shapes).
-        unsafe { passes::run_packed(x, plan, &mut pairs, ends) }
+        // the plan's rows, of the width its kernel packs (checked above), and `k` values and
+        // indices of `I` a row (the caller's shapes, checked by the sorter: check_topk).
+        unsafe { passes::run_packed(x, plan, &mut pairs, packing) }
     } else {
         let mut pairs = pad.take::<KeyIndex>(Scratch::Pairs, between);
         // SAFETY: as above.
-        unsafe { passes::run_packed(x, plan, &mut pairs, ends) }
+        unsafe { passes::run_packed(x, plan, &mut pairs, packing) }
     }
 }

@@ -188,7 +188,7 @@ pub enum Steps {
     /// Where k is the whole row (a sort with indices into outputs of its own), the argsort
     /// writes the caller's indices and nothing is taken.
     TopkBySorting {
-        /// The argsort (key-value merge or pair passes).
+        /// The argsort: the key-value merge sort (rows take [`Steps::TopkByPairPasses`]).
         sort: Box<Steps>,
         /// The module of the indices' take kernel (`topk_take_u32` or `_u64`); `None` where k
         /// is the whole row.
@@ -268,7 +268,9 @@ impl std::fmt::Display for Plan {
                 m.levels.ways()
             )?,
             Steps::KeyValue(kv) => write!(f, ", levels {:?}", kv.levels.ways())?,
-            Steps::Passes(p) => write!(f, ", {} passes", p.pass_count())?,
+            Steps::Passes(p) | Steps::TopkByPairPasses(p) => {
+                write!(f, ", {} passes", p.pass_count())?
+            }
             Steps::Topk(t) => write!(f, ", {}", t.kernels().join(", "))?,
             _ => {}
         }
@@ -542,11 +544,12 @@ impl Context<'_> {
             return Err(Error::UnsupportedValue(values));
         }
         if topk && strategy == Strategy::PairPasses {
-            // Rows: the passes pack the input's keys and write the first k of each row.
-            let pair_bytes = if word_bytes <= 4 { 8 } else { 16 };
+            // Rows: the passes pack the input's keys (16-bit ones as they are) and write the
+            // first k of each row.
+            let pair_bytes = pair_bytes_of(word_bytes);
             let layout = RowLayout::rows(n, row_len);
             let passes = passes::plan_passes(facts, policy, pair_bytes, layout, 0, false)?;
-            workspace.add(Scratch::Pairs, passes.packed_pairs(n), pair_bytes);
+            workspace.add(Scratch::Pairs, passes.pairs_between_passes(n), pair_bytes);
             return Ok(Steps::TopkByPairPasses(passes));
         }
         let mut sort_workspace = Workspace::none();
@@ -563,7 +566,7 @@ impl Context<'_> {
                 )?)
             }
             _ => {
-                let pair_bytes = if word_bytes == 4 { 8 } else { 16 };
+                let pair_bytes = pair_bytes_of(word_bytes);
                 let layout = RowLayout::rows(n, row_len);
                 // The pack maps the keys; the passes sort pairs as they are.
                 let passes = passes::plan_passes(facts, policy, pair_bytes, layout, 0, false)?;
@@ -601,6 +604,16 @@ impl Context<'_> {
             take_indices: (!whole_rows).then(|| topk::module(values)),
             gather: topk::module(self.request.dtype.size()),
         })
+    }
+}
+
+/// Bytes of a key-index pair of keys of `key_bytes`: a u64 word for keys of up to 4 bytes (key
+/// in the high half), a 16-byte `KeyIndex` for 8-byte keys.
+pub(crate) fn pair_bytes_of(key_bytes: usize) -> usize {
+    if key_bytes <= 4 {
+        8
+    } else {
+        16
     }
 }
 

@@ -69,7 +69,7 @@ impl PassPlan {
 
     /// Pairs the workspace holds between the passes of a packed plan over `n` keys
     /// (src/cuda/rows.rs `select_rows`): none where one pass both packs and unpacks.
-    pub(crate) fn packed_pairs(&self, n: usize) -> usize {
+    pub(crate) fn pairs_between_passes(&self, n: usize) -> usize {
         if self.passes.len() > 1 {
             n
         } else {

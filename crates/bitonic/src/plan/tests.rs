@@ -357,6 +357,9 @@ fn modules_and_workspaces_of_each_strategy() {
             panic!("{dtype:?}: the top-k by pair passes, not {:?}", rows.steps);
         };
         assert_eq!(rows.modules, [passes.module], "{dtype:?}");
+        // The kernel of the keys' pairs, which src/cuda/rows.rs `select_rows` checks too.
+        let pairs = crate::kernels::Tuned::of_word_bytes(pair_bytes_of(dtype.size()));
+        assert_eq!(passes.kernel, pairs, "{dtype:?}");
         let pairs = rows.workspace.part(Scratch::Pairs).expect("the pairs");
         let pair_bytes = if dtype.size() <= 4 { 8 } else { 16 };
         // Nothing between passes where one pass sorts a row (8,192 pairs fit a tile, or a

@@ -26,6 +26,8 @@ pub(crate) unsafe fn tuned_pass_in_clusters<T>(
     mut packing: Packing,
 ) -> Result<(), DriverError> {
     let (mut layout, mut tile_bits, mut fields) = args;
+    let addressed = super::passes::covers(keys.len(), &layout, &packing);
+    assert!(addressed, "the keys the layout addresses");
     if let Some(src) = src {
         assert_eq!(src.len(), keys.len(), "a source as long as the keys");
     }
@@ -50,8 +52,8 @@ pub(crate) unsafe fn tuned_pass_in_clusters<T>(
     let raw = driver::cluster_config(cfg, blocks, x.stream, &mut attribute);
     // SAFETY: the parameters match tuned_pass_*(const T *src, T *keys, RowLayout layout, u32
     // tile_bits, seven u32 fields, Packing packing) and live until the call returns (the
-    // driver copies them); the layout addresses only slots of the two arrays, both as long,
-    // held by the borrows above across the launch; `packing` is the caller's; `attribute`
-    // outlives `raw`.
+    // driver copies them); the layout addresses only slots of the two arrays, both as long
+    // (or, in a pass that packs and unpacks, neither touched: `covers`), held by the borrows
+    // above across the launch; `packing` is the caller's; `attribute` outlives `raw`.
     unsafe { driver::launch_kernel_ex(&raw, kernel.cu_function(), &mut params) }
 }

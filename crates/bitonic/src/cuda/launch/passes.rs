@@ -4,7 +4,7 @@
 use super::{cluster, launch};
 use crate::cuda::exec::Exec;
 use crate::cuda::graph::{self, KernelNode};
-use crate::kernels::abi::{Packing, RowLayout};
+use crate::kernels::abi::{Packing, RowLayout, PACK_ON_LOAD, UNPACK_ON_STORE};
 use crate::plan::passes::PassArgs;
 use cudarc::driver::{
     CudaFunction, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DriverError, LaunchConfig,
@@ -15,12 +15,14 @@ use cudarc::driver::{
 /// packing)`, reading `src` (the keys themselves when `None`, or another array as long) and
 /// writing `keys`, in clusters of `cluster_blocks` blocks when that is more than 1. A
 /// `packing` with flags reads the caller's keys it names instead of `src`, or writes its
-/// outputs instead of `keys`.
+/// outputs instead of `keys`; with both, `keys` may be empty (a one-pass packed plan has no
+/// pairs between passes), since the pass then touches neither array.
 ///
 /// # Safety
 /// `packing`'s addresses, where its flags use them, are device buffers of the stream's device
-/// that hold what it says (its keys in the layout's rows, `k` values and indices a row), alive
-/// until the launch has run.
+/// that hold what it says (its keys in the layout's rows, `key_bytes` each, which must be the
+/// width the kernel packs: 2 or 4 for the u64 kernel, 8 for the kv64 one; `k` values and
+/// indices a row), alive until the launch has run.
 pub(crate) unsafe fn tuned_pass<T>(
     x: &Exec,
     kernel: &CudaFunction,
@@ -46,11 +48,16 @@ pub(crate) unsafe fn tuned_pass<T>(
     }
     let (layout, tile_bits, fields) = args;
     assert!(layout.slots() <= cfg.grid_dim.0 as usize * (1 << tile_bits));
+    assert!(
+        covers(keys.len(), &layout, &packing),
+        "the keys the layout addresses"
+    );
     let (src_at, keys_at, _records) = addresses(x, (src, keys));
     // SAFETY: tuned_pass_*(const T *src, T *keys, RowLayout layout, u32 tile_bits, seven u32
     // fields, Packing packing), the addresses of the two arrays (held by their borrows across
     // the launch); the layout addresses only slots of them (RowLayout::slots, keys below n),
-    // both as long, and padding slots are neither read nor stored; `packing`: the caller's.
+    // both as long (or, in a pass that packs and unpacks, neither touched: `covers`), and
+    // padding slots are neither read nor stored; `packing`: the caller's.
     unsafe {
         launch(x, kernel, cfg, |l| {
             l.arg(&src_at).arg(&keys_at).arg(&layout).arg(&tile_bits);
@@ -77,6 +84,10 @@ pub(crate) unsafe fn tuned_passes_graph<T>(
     (layout, tile_bits): (RowLayout, u32),
     passes: &[(PassArgs, Packing)],
 ) -> crate::Result<()> {
+    assert!(
+        passes.iter().all(|(_, p)| covers(keys.len(), &layout, p)),
+        "the keys the layout addresses"
+    );
     let (src_at, keys_at, _records) = addresses(x, (src, keys));
     let launches = passes
         .iter()
@@ -96,6 +107,12 @@ pub(crate) unsafe fn tuned_passes_graph<T>(
     // are the two arrays' (held by the borrows above until the launch is queued), the
     // layout addresses only their slots, and the packings are the caller's.
     unsafe { graph::launch(&x.gpu.graphs, x.stream, launches, "the tuned passes") }
+}
+
+/// Whether `keys` holds the keys the layout addresses, or need not: a pass that both packs and
+/// unpacks reads and writes only its packing's buffers.
+pub(super) fn covers(keys: usize, layout: &RowLayout, packing: &Packing) -> bool {
+    keys >= layout.n as usize || packing.flags == PACK_ON_LOAD | UNPACK_ON_STORE
 }
 
 /// The device addresses of a pass's source (the keys when `None`, else an array as long) and
