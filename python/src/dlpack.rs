@@ -405,7 +405,9 @@ pub fn cuda_sort_pairs(
 /// Writes the `k` largest (or smallest) keys of each row of `row_len` keys of the CUDA array
 /// `keys` (left as it is) to `values`, best first, and their int32 or int64 indices in the
 /// row to `indices` (`rows × k` each; ties: the smaller index first); streams as
-/// [`cuda_sort`]. The values are the keys' own, bit for bit.
+/// [`cuda_sort`]. The values are the keys' own, bit for bit. With `k = row_len` this is each
+/// row's stable sort into outputs of their own, which the package's `sort` and `argsort` of a
+/// CUDA tensor call.
 #[pyfunction]
 #[pyo3(signature = (keys, values, indices, row_len, k, largest, caller_stream))]
 #[allow(clippy::too_many_arguments)]
