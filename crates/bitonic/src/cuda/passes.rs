@@ -2,9 +2,9 @@
 //! thread-block clusters, or one launch a pass. src/plan/passes.rs plans them.
 
 use super::exec::{config, Exec};
-use super::launch::passes::{tuned_pass, tuned_passes_graph};
+use super::launch::passes::{tuned_pass, tuned_passes_graph, PackedRows, PassPacking};
 use crate::error::{CudaContext as _, Result};
-use crate::kernels::abi::{Packing, RowLayout, PACK_ON_LOAD, UNPACK_ON_STORE};
+use crate::kernels::abi::{RowLayout, PACK_ON_LOAD, UNPACK_ON_STORE};
 use crate::plan::PassPlan;
 use cudarc::driver::{CudaView, CudaViewMut, DeviceRepr};
 
@@ -27,56 +27,40 @@ pub(crate) fn run<T: DeviceRepr>(
         }
         return Ok(());
     }
-    // SAFETY: no packing: nothing but the two arrays is touched.
-    unsafe { launch_all(x, plan, layout, src, keys, None) }
+    launch_all(x, plan, layout, src, keys, None)
 }
 
 /// Runs `plan` (at least one pass) over key-index pairs in `pairs` (empty where the plan has one
-/// pass) whose first pass packs the caller's keys and whose last unpacks the first `k` of each
-/// row, as `packing` says (its flags are set here, pass by pass).
-///
-/// # Safety
-/// `packing`'s addresses are device buffers of the stream's device: the keys in the plan's
-/// layout, `key_bytes` each (the width of the plan's kernel: 2 or 4 in u64 pairs, 8 in
-/// key-index pairs), and `k` values and indices a row, alive until the passes have run.
-pub(crate) unsafe fn run_packed<P: DeviceRepr>(
+/// pass): its first pass packs the keys of `rows` as it loads, and its last writes the first `k`
+/// of each row to their outputs as it stores.
+pub(crate) fn run_packed<P: DeviceRepr>(
     x: &Exec,
     plan: &PassPlan,
     pairs: &mut CudaViewMut<P>,
-    packing: Packing,
+    rows: &PackedRows<'_>,
 ) -> Result<()> {
     assert!(
         !plan.passes.is_empty(),
         "a packed plan sorts rows of two keys or more"
     );
-    // SAFETY: the caller's contract.
-    unsafe { launch_all(x, plan, plan.layout, None, pairs, Some(packing)) }
+    launch_all(x, plan, plan.layout, None, pairs, Some(rows))
 }
 
-/// Every pass of `plan`: the first reads `src` (or the keys). With a `packing`, the first packs
+/// Every pass of `plan`: the first reads `src` (or the keys). With packed `rows`, the first packs
 /// ([`PACK_ON_LOAD`]) and the last unpacks ([`UNPACK_ON_STORE`]).
-///
-/// # Safety
-/// As [`run_packed`]'s, for a `packing`.
-unsafe fn launch_all<T: DeviceRepr>(
+fn launch_all<T: DeviceRepr>(
     x: &Exec,
     plan: &PassPlan,
     layout: RowLayout,
     src: Option<&CudaView<T>>,
     keys: &mut CudaViewMut<T>,
-    packing: Option<Packing>,
+    rows: Option<&PackedRows<'_>>,
 ) -> Result<()> {
     let last = plan.passes.len() - 1;
-    let packing_of = |i: usize| match packing {
-        None => Packing::default(),
-        Some(packing) => {
-            let first = if i == 0 { PACK_ON_LOAD } else { 0 };
-            let end = if i == last { UNPACK_ON_STORE } else { 0 };
-            Packing {
-                flags: first | end,
-                ..packing
-            }
-        }
+    let packing_of = |i: usize| -> PassPacking<'_> {
+        let first = if i == 0 { PACK_ON_LOAD } else { 0 };
+        let end = if i == last { UNPACK_ON_STORE } else { 0 };
+        rows.map(|rows| (rows, first | end))
     };
     let kernel = x.function_sharing(plan.module, plan.kernel.kernel_name(), plan.shared_bytes)?;
     let cfg = config(plan.blocks, plan.threads, plan.shared_bytes);
@@ -85,8 +69,7 @@ unsafe fn launch_all<T: DeviceRepr>(
             .map(|(i, (_, args))| (*args, packing_of(i)))
             .collect();
         let shape = (layout, plan.tile_bits);
-        // SAFETY: the caller's contract.
-        return unsafe { tuned_passes_graph(x, &kernel, cfg, (src, keys), shape, &passes) };
+        return tuned_passes_graph(x, &kernel, cfg, (src, keys), shape, &passes);
     }
     for (i, (pass, args)) in plan.passes.iter().enumerate() {
         let cluster_blocks = if pass.is_contiguous() {
@@ -98,8 +81,7 @@ unsafe fn launch_all<T: DeviceRepr>(
         let source = if i == 0 { src } else { None };
         let args = (layout, plan.tile_bits, *args);
         let arrays = (source, &mut *keys);
-        // SAFETY: the caller's contract.
-        unsafe { tuned_pass(x, &kernel, cfg, cluster_blocks, arrays, args, packing_of(i)) }
+        tuned_pass(x, &kernel, cfg, cluster_blocks, arrays, args, packing_of(i))
             .during(|| format!("launching tuned pass {pass:?} of {plan:?}"))?;
     }
     Ok(())

@@ -21,15 +21,16 @@
 
 use super::exec::Exec;
 use super::launch::keys::{gather, pack_pairs, unpack_pairs};
+use super::launch::passes::PackedRows;
 use super::memory::{self, Scratchpad};
 use super::passes;
 use crate::error::{CudaContext as _, Result};
-use crate::kernels::abi::{KeyIndex, Packing, MAP_INDEX64};
+use crate::kernels::abi::{KeyIndex, MAP_INDEX64};
+use crate::kernels::kernel_width;
 use crate::kernels::{self};
-use crate::kernels::{kernel_width, Tuned};
 use crate::network::padded_len;
 use crate::plan::{PairPlan, PassPlan, Scratch};
-use cudarc::driver::{CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr};
+use cudarc::driver::{CudaView, CudaViewMut, DevicePtr, DeviceRepr};
 
 /// Sorts each segment `words[offsets[i]..offsets[i + 1]]`: one of `plans` a group of
 /// segments with the same padded length (2, 4, 8, … keys), in the plan's order; their starts
@@ -155,16 +156,16 @@ pub(crate) fn sort_pairs_with_values<B: DeviceRepr, V: DeviceRepr + bytemuck::Po
 }
 
 /// Each row's first `k` keys of a stable sort in the order of `map`, of `keys` (left as they
-/// are, in rows of the plan's layout): their indices in the row to `indices` and the keys
-/// themselves, bit for bit, to `values` (`k` a row each), by the plan's passes over key-index
-/// pairs, which pack as they first load and unpack as they last store; the pairs lie in the
-/// workspace's [`Scratch::Pairs`] between passes.
+/// are, in rows of `row_len`): their indices in the row to `indices` and the keys themselves,
+/// bit for bit, to `values` (`k` a row each), by the plan's passes over key-index pairs, which
+/// pack as they first load and unpack as they last store; the pairs lie in the workspace's
+/// [`Scratch::Pairs`] between passes.
 pub(crate) fn select_rows<K: DeviceRepr, I: DeviceRepr>(
     x: &Exec,
     plan: &PassPlan,
     keys: &CudaView<K>,
     (values, indices): (&mut CudaViewMut<K>, &mut CudaViewMut<I>),
-    (k, map): (usize, u32),
+    (row_len, k, map): (usize, usize, u32),
     pad: &mut Scratchpad,
 ) -> Result<()> {
     let n = keys.len();
@@ -180,39 +181,14 @@ pub(crate) fn select_rows<K: DeviceRepr, I: DeviceRepr>(
             .memset_zeros(&mut zeros)
             .during(|| format!("zeroing {n} indices"));
     }
-    let (keys_at, _read) = keys.device_ptr(x.stream);
-    let (values_at, _values) = values.device_ptr_mut(x.stream);
-    let (indices_at, _indices) = indices.device_ptr_mut(x.stream);
-    let index64 = if std::mem::size_of::<I>() == 8 {
-        MAP_INDEX64
-    } else {
-        0
-    };
-    // The plan's pairs are the keys' width: u64 words for 2- and 4-byte keys, key-index
-    // pairs for 8-byte ones (the kernel packs `key_bytes` a key).
-    let key_bytes = std::mem::size_of::<K>();
-    let pairs = Tuned::of_word_bytes(crate::plan::pair_bytes_of(key_bytes));
-    assert_eq!(plan.kernel, pairs, "the pairs of the keys");
-    let packing = Packing {
-        keys: keys_at,
-        values: values_at,
-        indices: indices_at,
-        k: k as u32,
-        key_bytes: key_bytes as u32,
-        map: map | index64,
-        flags: 0,
-    };
     let between = plan.pairs_between_passes(n);
-    if key_bytes <= 4 {
+    let rows = PackedRows::new(x, keys, (values, indices), (row_len, k), map);
+    // The pairs of the keys' width (the launches check it against the kernel's words).
+    if std::mem::size_of::<K>() <= 4 {
         let mut pairs = pad.take::<u64>(Scratch::Pairs, between);
-        // SAFETY: the three addresses are the buffers above, held by their borrows until the
-        // passes are queued (later work on the stream is ordered after them): the keys in
-        // the plan's rows, of the width its kernel packs (checked above), and `k` values and
-        // indices of `I` a row (the caller's shapes, checked by the sorter: check_topk).
-        unsafe { passes::run_packed(x, plan, &mut pairs, packing) }
+        passes::run_packed(x, plan, &mut pairs, &rows)
     } else {
         let mut pairs = pad.take::<KeyIndex>(Scratch::Pairs, between);
-        // SAFETY: as above.
-        unsafe { passes::run_packed(x, plan, &mut pairs, packing) }
+        passes::run_packed(x, plan, &mut pairs, &rows)
     }
 }

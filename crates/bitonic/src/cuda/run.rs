@@ -77,7 +77,8 @@ pub(crate) fn select<K: SortKey, I: DeviceRepr + bytemuck::Pod>(
         Steps::TopkByPairPasses(passes) => {
             let mut values = values;
             let outputs = (&mut values, &mut *indices);
-            rows::select_rows(x, passes, keys, outputs, (k, plan.map), &mut pad)
+            let shape = (row_len, k, plan.map);
+            rows::select_rows(x, passes, keys, outputs, shape, &mut pad)
         }
         Steps::TopkBySorting {
             sort,

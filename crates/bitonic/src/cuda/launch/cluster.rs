@@ -12,11 +12,9 @@ use std::ffi::c_void;
 
 /// One tuned pass in clusters of `blocks` blocks: kernels/tuned.cu's `tuned_pass_*` reading
 /// `src` (the keys themselves when `None`) and writing `keys`, with `(layout, tile_bits,
-/// [col_bits, lo, b_first, b_last, hi_first, stop, map])` and `packing`.
-///
-/// # Safety
-/// As [`super::passes::tuned_pass`]'s.
-pub(crate) unsafe fn tuned_pass_in_clusters<T>(
+/// [col_bits, lo, b_first, b_last, hi_first, stop, map])` and `packing`, whose buffers, and
+/// the keys against the layout, [`super::passes::tuned_pass`] checked.
+pub(super) fn tuned_pass_in_clusters<T>(
     x: &Exec,
     kernel: &CudaFunction,
     cfg: LaunchConfig,
@@ -26,8 +24,6 @@ pub(crate) unsafe fn tuned_pass_in_clusters<T>(
     mut packing: Packing,
 ) -> Result<(), DriverError> {
     let (mut layout, mut tile_bits, mut fields) = args;
-    let addressed = super::passes::covers(keys.len(), &layout, &packing);
-    assert!(addressed, "the keys the layout addresses");
     if let Some(src) = src {
         assert_eq!(src.len(), keys.len(), "a source as long as the keys");
     }
@@ -54,6 +50,7 @@ pub(crate) unsafe fn tuned_pass_in_clusters<T>(
     // tile_bits, seven u32 fields, Packing packing) and live until the call returns (the
     // driver copies them); the layout addresses only slots of the two arrays, both as long
     // (or, in a pass that packs and unpacks, neither touched: `covers`), held by the borrows
-    // above across the launch; `packing` is the caller's; `attribute` outlives `raw`.
+    // above across the launch; `packing`'s buffers are a PackedRows', checked against the
+    // layout and borrowed across the launch (tuned_pass); `attribute` outlives `raw`.
     unsafe { driver::launch_kernel_ex(&raw, kernel.cu_function(), &mut params) }
 }

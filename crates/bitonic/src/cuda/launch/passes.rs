@@ -1,63 +1,144 @@
 //! The tuned network's passes (kernels/tuned.cu `tuned_pass_*`): one launch, all of a plan's
-//! as one graph, or in thread-block clusters (cluster.rs).
+//! as one graph, or in thread-block clusters (cluster.rs). A pass over key-index pairs may pack
+//! the caller's keys as it loads and unpack them as it stores ([`PackedRows`]).
 
 use super::{cluster, launch};
 use crate::cuda::exec::Exec;
 use crate::cuda::graph::{self, KernelNode};
-use crate::kernels::abi::{Packing, RowLayout, PACK_ON_LOAD, UNPACK_ON_STORE};
+use crate::kernels::abi::{Packing, RowLayout, MAP_INDEX64, PACK_ON_LOAD, UNPACK_ON_STORE};
 use crate::plan::passes::PassArgs;
 use cudarc::driver::{
-    CudaFunction, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DriverError, LaunchConfig,
-    PushKernelArg,
+    CudaFunction, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr, DriverError,
+    LaunchConfig, PushKernelArg, SyncOnDrop,
 };
+
+/// The caller's buffers that the packing passes of a plan read and write
+/// (kernels/tuned/packing.cuh): keys in rows, and `k` values and indices a row. Made only from
+/// typed views whose lengths it checks, and holding their borrows until it is dropped (after
+/// the passes are queued): what makes a packing launch safe.
+pub(crate) struct PackedRows<'a> {
+    /// The kernels' struct, its flags 0 (each pass gets its own: [`PackedRows::packing`]).
+    packing: Packing,
+    keys: usize,
+    row_len: usize,
+    _borrows: [SyncOnDrop<'a>; 3],
+}
+
+impl<'a> PackedRows<'a> {
+    /// `keys` (2, 4 or 8 bytes each) in rows of `row_len`, the first `k` of each sorted row to
+    /// `values` and their indices (4 or 8 bytes) to `indices`, the keys mapped by `map`.
+    /// Panics where the lengths disagree (the sorter checked the caller's shapes).
+    pub(crate) fn new<K: DeviceRepr, I: DeviceRepr>(
+        x: &'a Exec,
+        keys: &'a CudaView<'_, K>,
+        (values, indices): (&'a mut CudaViewMut<'_, K>, &'a mut CudaViewMut<'_, I>),
+        (row_len, k): (usize, usize),
+        map: u32,
+    ) -> PackedRows<'a> {
+        let (key_bytes, index_bytes) = (std::mem::size_of::<K>(), std::mem::size_of::<I>());
+        assert!(matches!(key_bytes, 2 | 4 | 8), "keys of 2, 4 or 8 bytes");
+        assert!(matches!(index_bytes, 4 | 8), "indices of 4 or 8 bytes");
+        assert!(row_len > 0 && keys.len() % row_len == 0, "whole rows");
+        let rows = keys.len() / row_len;
+        assert!((1..=row_len).contains(&k), "k of a row");
+        assert_eq!(
+            (values.len(), indices.len()),
+            (rows * k, rows * k),
+            "k a row"
+        );
+        let index64 = if index_bytes == 8 { MAP_INDEX64 } else { 0 };
+        let (keys_at, read) = keys.device_ptr(x.stream);
+        let (values_at, values_write) = values.device_ptr_mut(x.stream);
+        let (indices_at, indices_write) = indices.device_ptr_mut(x.stream);
+        PackedRows {
+            packing: Packing {
+                keys: keys_at,
+                values: values_at,
+                indices: indices_at,
+                k: k as u32,
+                key_bytes: key_bytes as u32,
+                map: (map & !MAP_INDEX64) | index64,
+                flags: 0,
+            },
+            keys: keys.len(),
+            row_len,
+            _borrows: [read, values_write, indices_write],
+        }
+    }
+
+    /// The packing of a pass with `flags` over pairs of type `P` (u64 words for keys of 2 or 4
+    /// bytes, 16-byte key-index pairs for 8) laid out as `layout`: panics where the pairs or
+    /// the layout are not those of these keys.
+    fn packing<P>(&self, layout: &RowLayout, flags: u32) -> Packing {
+        let pair_bytes = if self.packing.key_bytes <= 4 { 8 } else { 16 };
+        assert_eq!(
+            std::mem::size_of::<P>(),
+            pair_bytes,
+            "pairs of the keys' width"
+        );
+        let rows = (
+            layout.n as usize,
+            layout.row_len as usize,
+            layout.is_segmented(),
+        );
+        assert_eq!(rows, (self.keys, self.row_len, false), "the keys' rows");
+        Packing {
+            flags,
+            ..self.packing
+        }
+    }
+}
+
+/// What one pass packs: nothing, or with the caller's buffers, [`PACK_ON_LOAD`],
+/// [`UNPACK_ON_STORE`] or both.
+pub(crate) type PassPacking<'r> = Option<(&'r PackedRows<'r>, u32)>;
+
+/// The kernels' `Packing` of a pass over pairs of type `P` laid out as `layout`.
+fn packing_of<P>(pass: PassPacking<'_>, layout: &RowLayout) -> Packing {
+    match pass {
+        None => Packing::default(),
+        Some((rows, flags)) => rows.packing::<P>(layout, flags),
+    }
+}
 
 /// One launch of kernels/tuned.cu's `tuned_pass_*(src, keys, layout, tile_bits, pass args…,
 /// packing)`, reading `src` (the keys themselves when `None`, or another array as long) and
-/// writing `keys`, in clusters of `cluster_blocks` blocks when that is more than 1. A
-/// `packing` with flags reads the caller's keys it names instead of `src`, or writes its
+/// writing `keys`, in clusters of `cluster_blocks` blocks when that is more than 1. A pass
+/// that packs reads the caller's keys instead of `src`, one that unpacks writes the caller's
 /// outputs instead of `keys`; with both, `keys` may be empty (a one-pass packed plan has no
 /// pairs between passes), since the pass then touches neither array.
-///
-/// # Safety
-/// `packing`'s addresses, where its flags use them, are device buffers of the stream's device
-/// that hold what it says (its keys in the layout's rows, `key_bytes` each, which must be the
-/// width the kernel packs: 2 or 4 for the u64 kernel, 8 for the kv64 one; `k` values and
-/// indices a row), alive until the launch has run.
-pub(crate) unsafe fn tuned_pass<T>(
+pub(crate) fn tuned_pass<T>(
     x: &Exec,
     kernel: &CudaFunction,
     cfg: LaunchConfig,
     cluster_blocks: u32,
     (src, keys): (Option<&CudaView<T>>, &mut CudaViewMut<T>),
     args: (RowLayout, u32, PassArgs),
-    packing: Packing,
+    packed: PassPacking<'_>,
 ) -> Result<(), DriverError> {
+    let packing = packing_of::<T>(packed, &args.0);
+    let addressed = covers(keys.len(), &args.0, &packing);
+    assert!(addressed, "the keys the layout addresses");
     if cluster_blocks > 1 {
-        // SAFETY: the caller's contract.
-        return unsafe {
-            cluster::tuned_pass_in_clusters(
-                x,
-                kernel,
-                cfg,
-                cluster_blocks,
-                (src, keys),
-                args,
-                packing,
-            )
-        };
+        return cluster::tuned_pass_in_clusters(
+            x,
+            kernel,
+            cfg,
+            cluster_blocks,
+            (src, keys),
+            args,
+            packing,
+        );
     }
     let (layout, tile_bits, fields) = args;
     assert!(layout.slots() <= cfg.grid_dim.0 as usize * (1 << tile_bits));
-    assert!(
-        covers(keys.len(), &layout, &packing),
-        "the keys the layout addresses"
-    );
     let (src_at, keys_at, _records) = addresses(x, (src, keys));
     // SAFETY: tuned_pass_*(const T *src, T *keys, RowLayout layout, u32 tile_bits, seven u32
     // fields, Packing packing), the addresses of the two arrays (held by their borrows across
     // the launch); the layout addresses only slots of them (RowLayout::slots, keys below n),
     // both as long (or, in a pass that packs and unpacks, neither touched: `covers`), and
-    // padding slots are neither read nor stored; `packing`: the caller's.
+    // padding slots are neither read nor stored; the packing's buffers are a PackedRows',
+    // checked against the layout and the pairs, and borrowed by it across the launch.
     unsafe {
         launch(x, kernel, cfg, |l| {
             l.arg(&src_at).arg(&keys_at).arg(&layout).arg(&tile_bits);
@@ -73,26 +154,28 @@ pub(crate) unsafe fn tuned_pass<T>(
 /// kernels/tuned.cu's `tuned_pass_*` as [`tuned_pass`] makes it (no clusters), as one CUDA
 /// graph (graph.rs): the first reads `src` (the keys when `None`), every later one the keys
 /// the pass before wrote.
-///
-/// # Safety
-/// As [`tuned_pass`]'s, for every packing.
-pub(crate) unsafe fn tuned_passes_graph<T>(
+pub(crate) fn tuned_passes_graph<T>(
     x: &Exec,
     kernel: &CudaFunction,
     cfg: LaunchConfig,
     (src, keys): (Option<&CudaView<T>>, &mut CudaViewMut<T>),
     (layout, tile_bits): (RowLayout, u32),
-    passes: &[(PassArgs, Packing)],
+    passes: &[(PassArgs, PassPacking<'_>)],
 ) -> crate::Result<()> {
+    let packings: Vec<Packing> = passes
+        .iter()
+        .map(|(_, packed)| packing_of::<T>(*packed, &layout))
+        .collect();
     assert!(
-        passes.iter().all(|(_, p)| covers(keys.len(), &layout, p)),
+        packings.iter().all(|p| covers(keys.len(), &layout, p)),
         "the keys the layout addresses"
     );
     let (src_at, keys_at, _records) = addresses(x, (src, keys));
     let launches = passes
         .iter()
+        .zip(&packings)
         .enumerate()
-        .map(|(i, (values, packing))| {
+        .map(|(i, ((values, _), packing))| {
             let mut node = KernelNode::new(kernel, cfg);
             let read = if i == 0 { src_at } else { keys_at };
             node.arg(&read).arg(&keys_at).arg(&layout).arg(&tile_bits);
@@ -105,13 +188,14 @@ pub(crate) unsafe fn tuned_passes_graph<T>(
         .collect();
     // SAFETY: as for `tuned_pass`: each node's arguments are tuned_pass_*'s, the addresses
     // are the two arrays' (held by the borrows above until the launch is queued), the
-    // layout addresses only their slots, and the packings are the caller's.
+    // layout addresses only their slots, and the packings are PackedRows', checked and
+    // borrowed by their owner until the graph is queued.
     unsafe { graph::launch(&x.gpu.graphs, x.stream, launches, "the tuned passes") }
 }
 
 /// Whether `keys` holds the keys the layout addresses, or need not: a pass that both packs and
 /// unpacks reads and writes only its packing's buffers.
-pub(super) fn covers(keys: usize, layout: &RowLayout, packing: &Packing) -> bool {
+fn covers(keys: usize, layout: &RowLayout, packing: &Packing) -> bool {
     keys >= layout.n as usize || packing.flags == PACK_ON_LOAD | UNPACK_ON_STORE
 }
 
