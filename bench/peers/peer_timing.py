@@ -3,6 +3,7 @@ fresh keys), the options of the scripts that time calls back to back, and the de
 and driver."""
 import argparse
 import ctypes
+import statistics
 import subprocess
 
 import torch
@@ -68,3 +69,15 @@ def repeated_per_call_ms(make, call, calls, repeats):
             times.append(t)
         del x
     return times
+
+
+def uniform_keys(rows, row_len, dtype):
+    """Fresh keys uniform in [-1, 1) of `dtype`, on the GPU."""
+    return (torch.rand(rows, row_len, device="cuda") * 2 - 1).to(dtype)
+
+
+def timing_cells(times, repeats, calls, commit):
+    """The CSV cells after a case's own: the median, min and max of `times` (ms), the repeats,
+    calls and commit; and the median."""
+    med = statistics.median(times)
+    return [f"{med:.5f}", f"{min(times):.5f}", f"{max(times):.5f}", repeats, calls, commit], med

@@ -15,12 +15,12 @@ CSV columns: peer, device, dtype, rows, row_len, order, ms_per_call (median), mi
 repeats, calls, commit.
 """
 import csv
-import statistics
 
 import torch
 
 import bitonic
-from peer_timing import calls_parser, commit_of, device_and_driver, repeated_per_call_ms
+from peer_timing import (calls_parser, commit_of, device_and_driver, repeated_per_call_ms,
+                         timing_cells, uniform_keys)
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # Issue 51's shapes (ascending f32), then the vocabulary rows a top-p sampler sorts.
@@ -53,13 +53,10 @@ def main():
             descending = order == "desc"
             line = []
             for peer, fn in PEERS.items():
-                times = repeated_per_call_ms(
-                    lambda: (torch.rand(rows, row_len, device="cuda") * 2 - 1).to(DTYPES[name]),
-                    lambda x: fn(x, descending), a.calls, a.repeats)
-                med = statistics.median(times)
-                w.writerow([peer, f"{device} (CUDA {driver})", name, rows, row_len, order,
-                            f"{med:.5f}", f"{min(times):.5f}", f"{max(times):.5f}", a.repeats,
-                            a.calls, commit])
+                times = repeated_per_call_ms(lambda: uniform_keys(rows, row_len, DTYPES[name]),
+                                             lambda x: fn(x, descending), a.calls, a.repeats)
+                cells, med = timing_cells(times, a.repeats, a.calls, commit)
+                w.writerow([peer, f"{device} (CUDA {driver})", name, rows, row_len, order] + cells)
                 line.append(f"{peer} {med:.4f}")
             f.flush()
             print(f"{case:24} " + "  ".join(line), flush=True)

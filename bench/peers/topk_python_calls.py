@@ -13,12 +13,12 @@ CSV columns: peer, device, dtype, rows, row_len, k, ms_per_call (median), min, m
 calls, commit.
 """
 import csv
-import statistics
 
 import torch
 
 import bitonic
-from peer_timing import calls_parser, commit_of, device_and_driver, repeated_per_call_ms
+from peer_timing import (calls_parser, commit_of, device_and_driver, repeated_per_call_ms,
+                         timing_cells, uniform_keys)
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # The README's top-k shapes, then decoding batch 1 (one row of a vocabulary).
@@ -65,12 +65,10 @@ def main():
                     line = []
                     for peer, fn in funcs.items():
                         times = repeated_per_call_ms(
-                            lambda: (torch.rand(rows, row_len, device="cuda") * 2 - 1).to(DTYPES[name]),
+                            lambda: uniform_keys(rows, row_len, DTYPES[name]),
                             lambda x: fn(x, k), a.calls, a.repeats)
-                        med = statistics.median(times)
-                        w.writerow([peer, f"{device} (CUDA {driver})", name, rows, row_len, k,
-                                    f"{med:.5f}", f"{min(times):.5f}", f"{max(times):.5f}",
-                                    a.repeats, a.calls, commit])
+                        cells, med = timing_cells(times, a.repeats, a.calls, commit)
+                        w.writerow([peer, f"{device} (CUDA {driver})", name, rows, row_len, k] + cells)
                         line.append(f"{peer} {med:.4f}")
                     f.flush()
                     print(f"{name:4} {rows}x{row_len} k={k:<5} " + "  ".join(line), flush=True)
