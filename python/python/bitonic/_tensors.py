@@ -228,21 +228,11 @@ def sort(L, x, dim, descending, values, indices):
             s = L.stream(x)
             _native.cuda_sort(L.describe(keys, s), None, keys.shape[-1], descending, s)
         return L.back(keys, dim), None
-    # With indices: the rows' top-k of k = the whole row, which is the stable sort, read from
-    # the input as it is into outputs of its own: one launch for rows a warp holds, and the
-    # values are the input's own keys, bit for bit (an argsort's are thrown away).
-    keys = L.rows(x, dim, copy=False)
-    shape = tuple(keys.shape)
-    sorted_keys = L.empty(shape, keys.dtype, keys)
-    idx = L.empty(shape, L.int64, keys)
-    if L.numel(keys):
-        s = L.stream(x)
-        row = shape[-1]
-        _native.cuda_topk(
-            L.describe(keys, s), L.describe(sorted_keys, s), L.describe(idx, s),
-            row, row, descending, s,
-        )
-    return (L.back(sorted_keys, dim) if values else None), L.back(idx, dim)
+    # With indices: the top-k of k = the whole row, which is the stable sort, read from the
+    # input as it is into outputs of its own (one launch for rows a warp holds); the values are
+    # the input's own keys, bit for bit (an argsort's are thrown away).
+    sorted_keys, idx = topk(L, x, x.shape[dim], dim, descending)
+    return (sorted_keys if values else None), idx
 
 
 def sort_(L, x, dim, descending):

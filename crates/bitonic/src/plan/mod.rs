@@ -543,15 +543,6 @@ impl Context<'_> {
         if values != 4 && values != 8 {
             return Err(Error::UnsupportedValue(values));
         }
-        if topk && strategy == Strategy::PairPasses {
-            // Rows: the passes pack the input's keys (16-bit ones as they are) and write the
-            // first k of each row.
-            let pair_bytes = pair_bytes_of(word_bytes);
-            let layout = RowLayout::rows(n, row_len);
-            let passes = passes::plan_passes(facts, policy, pair_bytes, layout, 0, false)?;
-            workspace.add(Scratch::Pairs, passes.pairs_between_passes(n), pair_bytes);
-            return Ok(Steps::TopkByPairPasses(passes));
-        }
         let mut sort_workspace = Workspace::none();
         let sort = match strategy {
             Strategy::KeyValueMerge => {
@@ -568,8 +559,15 @@ impl Context<'_> {
             _ => {
                 let pair_bytes = pair_bytes_of(word_bytes);
                 let layout = RowLayout::rows(n, row_len);
-                // The pack maps the keys; the passes sort pairs as they are.
+                // The pack (its own launch, or a top-k's first pass) maps the keys; the passes
+                // sort pairs as they are.
                 let passes = passes::plan_passes(facts, policy, pair_bytes, layout, 0, false)?;
+                if topk {
+                    // A top-k of rows: the passes themselves pack the input's keys (16-bit ones
+                    // as they are) and write the first k of each row.
+                    workspace.add(Scratch::Pairs, passes.pairs_between_passes(n), pair_bytes);
+                    return Ok(Steps::TopkByPairPasses(passes));
+                }
                 sort_workspace.add(Scratch::Pairs, n, pair_bytes);
                 let gather = (!positions).then_some(values);
                 if gather.is_some() {

@@ -6,6 +6,7 @@ use super::{cluster, launch};
 use crate::cuda::exec::Exec;
 use crate::cuda::graph::{self, KernelNode};
 use crate::kernels::abi::{Packing, RowLayout, MAP_INDEX64, PACK_ON_LOAD, UNPACK_ON_STORE};
+use crate::plan::pair_bytes_of;
 use crate::plan::passes::PassArgs;
 use cudarc::driver::{
     CudaFunction, CudaView, CudaViewMut, DevicePtr, DevicePtrMut, DeviceRepr, DriverError,
@@ -70,7 +71,7 @@ impl<'a> PackedRows<'a> {
     /// bytes, 16-byte key-index pairs for 8) laid out as `layout`: panics where the pairs or
     /// the layout are not those of these keys.
     fn packing<P>(&self, layout: &RowLayout, flags: u32) -> Packing {
-        let pair_bytes = if self.packing.key_bytes <= 4 { 8 } else { 16 };
+        let pair_bytes = pair_bytes_of(self.packing.key_bytes as usize);
         assert_eq!(
             std::mem::size_of::<P>(),
             pair_bytes,
