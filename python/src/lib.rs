@@ -24,6 +24,7 @@ use pyo3::types::PyDict;
 use rayon::prelude::*;
 
 mod dlpack;
+mod sample;
 
 create_exception!(
     _native,
@@ -347,6 +348,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(sort_rows, m)?)?;
     m.add_function(wrap_pyfunction!(sort_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(topk_rows, m)?)?;
+    m.add_function(wrap_pyfunction!(sample::sample_rows, m)?)?;
     m.add_function(wrap_pyfunction!(info, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::cuda_sort, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::cuda_sort_pairs, m)?)?;

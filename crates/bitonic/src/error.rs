@@ -197,6 +197,11 @@ pub enum Error {
         ranks: usize,
     },
 
+    /// A sampling setting out of its range, or logits and settings of mismatched shapes
+    /// ([`crate::sample`]).
+    #[error("sampling: {0}")]
+    BadSampling(String),
+
     /// A multi-GPU sorter of no devices.
     #[error("no devices were given to the multi-GPU sorter")]
     NoRanks,

@@ -80,6 +80,7 @@ mod network;
 mod options;
 pub mod plan;
 pub mod policy;
+pub mod sample;
 mod sorter;
 
 pub use cuda::Gpu;

@@ -52,7 +52,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     ("the runner of a plan", &["cuda::run"]),
     ("across GPUs", &["cuda::multi", "multi"]),
-    ("the sorter", &["sorter"]),
+    ("the sorter and the sampler", &["sorter", "sample"]),
     ("the public face", &["cuda", ""]),
 ];
 

@@ -46,7 +46,7 @@ def _preload_nvrtc():
 
 _preload_nvrtc()
 
-from . import _native, _tensors  # noqa: E402
+from . import _native, _sampling, _tensors  # noqa: E402
 from ._native import BitonicError  # noqa: E402
 
 __all__ = [
@@ -55,6 +55,7 @@ __all__ = [
     "TopkResult",
     "argsort",
     "info",
+    "sample",
     "sort",
     "sort_",
     "sort_pairs",
@@ -309,6 +310,45 @@ def _sort_pairs_host(keys, values, descending, backend):
     # numpy's gather.
     i = argsort(k, descending=descending, backend=backend)
     return np.take_along_axis(k, i, -1), np.take_along_axis(v, i, -1)
+
+
+def sample(
+    logits, *, temperature=None, top_k=None, top_p=None, min_p=None, generator=None, uniform=None
+):
+    """One token from each row of ``logits`` (shape ``(batch, vocab)``; float32, float16 or
+    bfloat16), after vLLM's reference sampler's filters in its order: ``temperature``, then
+    ``min_p``, ``top_k`` and ``top_p``, then a draw from what is left, renormalised. Returns
+    int64 token ids of shape ``(batch,)``.
+
+    - ``temperature`` divides the logits; 0 is greedy (the first largest logit).
+    - ``min_p`` keeps the tokens of probability at least ``min_p`` times the largest.
+    - ``top_k`` keeps the ``k`` largest logits and every token tied with the k-th.
+    - ``top_p`` keeps the shortest run of the most likely tokens whose probabilities sum to at
+      least ``p`` (ties in order of index).
+
+    Each is None (off), one number (checked: temperature finite and >= 0, 0 <= min_p <= 1,
+    top_k >= 1, 0 < top_p <= 1) or a tensor or array of one value a row, not checked, where a
+    temperature <= 0 is greedy, min_p <= 0 and top_k <= 0 are off, top_p >= 1 is off and
+    top_p <= 0 keeps the most likely token alone. NaN logits are never drawn; a row with no
+    logit above -inf gives -1.
+
+    The draw is the first kept token, in vocabulary order, at which the running sum of kept
+    probabilities passes ``u``, the row's number of ``uniform`` (shape ``(batch,)``, in [0, 1)),
+    or of ``torch.rand(batch, generator=generator)`` (numpy: ``generator.random``) when none is
+    given. The same numbers give the same tokens. CUDA tensors are sampled on the caller's
+    stream without waiting on the host, so the call can be captured into a CUDA graph (where
+    the generator's numbers advance on each replay) and traced by torch.compile (as
+    ``bitonic::sample``). docs/design/sample.md says more."""
+    settings = {"temperature": temperature, "min_p": min_p, "top_k": top_k, "top_p": top_p}
+    name = _tensors.library(logits)
+    if name is None:
+        return _sampling.sample_numpy(logits, uniform, settings, generator)
+    if name != "torch":
+        raise TypeError(f"bitonic.sample takes numpy arrays and torch tensors, not {name} arrays")
+    _tensor(logits)  # loads the torch operators
+    if _ops is None:
+        raise TypeError("bitonic.sample of torch tensors needs torch 2.4 or newer")
+    return _ops.sample(logits, uniform, settings, generator)
 
 
 # The torch operators (_torch_ops), once torch is imported; loaded at most once.

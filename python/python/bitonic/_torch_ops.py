@@ -1,5 +1,6 @@
 """bitonic's functions as torch operators (``torch.library`` custom ops): ``bitonic::sort``,
-``bitonic::argsort``, ``bitonic::sort_values``, ``bitonic::topk`` and ``bitonic::sort_pairs``.
+``bitonic::argsort``, ``bitonic::sort_values``, ``bitonic::topk``, ``bitonic::sort_pairs`` and
+``bitonic::sample``.
 
 Each has a fake implementation, which gives only the outputs' shapes and dtypes, so that
 ``torch.compile(fullgraph=True)`` traces a call as one node of its graph. ``sort`` and ``topk``
@@ -17,11 +18,11 @@ The operators' outputs are contiguous tensors of their own; a direct call along 
 other than the last may return views of them instead (``movedim``), as it always has.
 """
 
-from typing import Tuple
+from typing import Optional, Tuple
 
 import torch
 
-from . import _tensors
+from . import _sampling, _tensors
 from . import _any_sort, _sort_pairs_host, _topk_rows  # the package's host paths
 
 Tensor = torch.Tensor
@@ -202,3 +203,75 @@ def sort_pairs(keys, values, descending, backend):
     if torch.compiler.is_compiling():
         return _sort_pairs_op(keys.detach(), values.detach(), bool(descending), str(backend))
     return _sort_pairs_host(keys, values, descending, backend)
+
+
+# --- sample ---------------------------------------------------------------------------------
+# The operator takes each setting as a tensor of one value a row or as one number (the other
+# None), since a schema has no "number or tensor".
+
+
+@torch.library.custom_op("bitonic::sample", mutates_args=())
+def _sample_op(
+    logits: Tensor,
+    uniform: Tensor,
+    temperature: Optional[Tensor],
+    temperature_all: Optional[float],
+    min_p: Optional[Tensor],
+    min_p_all: Optional[float],
+    top_k: Optional[Tensor],
+    top_k_all: Optional[int],
+    top_p: Optional[Tensor],
+    top_p_all: Optional[float],
+) -> Tensor:
+    settings = {
+        "temperature": temperature if temperature is not None else temperature_all,
+        "min_p": min_p if min_p is not None else min_p_all,
+        "top_k": top_k if top_k is not None else top_k_all,
+        "top_p": top_p if top_p is not None else top_p_all,
+    }
+    return _sample_direct(logits, uniform, settings)
+
+
+@_sample_op.register_fake
+def _(logits, uniform, *settings):
+    return logits.new_empty((logits.shape[0],), dtype=torch.int64)
+
+
+def _sample_direct(logits, uniform, settings):
+    """Tokens of ``logits`` at ``uniform``: CUDA tensors by torch operations on their stream,
+    CPU tensors by the library's CPU reference through numpy."""
+    if logits.is_cuda:
+        return _sampling.sample_torch(logits, uniform, settings)
+    as_numpy = {
+        name: _T.to_numpy(v) if isinstance(v, Tensor) else v for name, v in settings.items()
+    }
+    tokens = _sampling.sample_numpy(_T.to_numpy(logits), _T.to_numpy(uniform), as_numpy, None)
+    return torch.from_numpy(tokens)
+
+
+def sample(logits, uniform, settings, generator):
+    """``bitonic.sample`` of a torch tensor: the settings checked, the uniform numbers drawn
+    (torch.rand on the logits' device and the current stream) when not given."""
+    _sampling.check_logits(logits.shape, logits.dtype in _SAMPLE_DTYPES, str(logits.dtype))
+    rows = logits.shape[0]
+    for name, value in settings.items():
+        value = _sampling.check_setting(name, value, rows, lambda v: isinstance(v, Tensor))
+        if isinstance(value, Tensor) and value.device != logits.device:
+            raise ValueError(f"{name} is on {value.device} but the logits are on {logits.device}")
+        settings[name] = value
+    if uniform is None:
+        uniform = torch.rand(rows, generator=generator, device=logits.device)
+    elif not isinstance(uniform, Tensor) or tuple(uniform.shape) != (rows,):
+        raise ValueError(f"uniform must be a tensor of one number a row ({rows},)")
+    elif uniform.device != logits.device:
+        raise ValueError(f"uniform is on {uniform.device} but the logits are on {logits.device}")
+    if torch.compiler.is_compiling():
+        split = []
+        for name in ("temperature", "min_p", "top_k", "top_p"):
+            v = settings[name]
+            split += [v, None] if isinstance(v, Tensor) else [None, v]
+        return _sample_op(logits, uniform, *split)
+    return _sample_direct(logits, uniform, settings)
+
+
+_SAMPLE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
