@@ -46,7 +46,7 @@ def _preload_nvrtc():
 
 _preload_nvrtc()
 
-from . import _native, _sampling, _tensors  # noqa: E402
+from . import _native, _sampling, _tensors, distributed  # noqa: E402
 from ._native import BitonicError  # noqa: E402
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "SortResult",
     "TopkResult",
     "argsort",
+    "distributed",
     "info",
     "sample",
     "sort",

@@ -1,0 +1,87 @@
+"""bitonic.distributed.sort with one process a GPU, as torchrun starts it (bench/torchrun-sort.sh):
+every rank sorts its shard of `--keys` random keys (2^K, split evenly) over the NCCL process
+group; the time of a call is from a barrier before it to a barrier after it, on the host, the
+median of `--repeats` after one warm-up call. Rank 0 then times one GPU sorting all the keys
+alone (`bitonic.sort_values`, CUDA events), the baseline, when they fit, and writes one CSV
+line a run:
+
+    torchrun --standalone --nproc-per-node 4 bench/peers/distributed_sort.py --csv OUT.csv \\
+        [--keys 2^28] [--dtype int32] [--repeats 5] [--commit C]
+
+CSV columns: ranks, device, dtype, keys, ms_distributed (median), min, max, ms_one_gpu,
+repeats, commit.
+"""
+import argparse
+import csv
+import os
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+
+import bitonic
+from bitonic import distributed
+from peer_timing import commit_of, device_and_driver, event_time
+
+
+def count(text):
+    return 2 ** int(text[2:]) if text.startswith("2^") else int(text)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--csv", required=True)
+    p.add_argument("--keys", type=count, default=2**28)
+    p.add_argument("--dtype", default="int32")
+    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--commit")
+    a = p.parse_args()
+    local = int(os.environ["LOCAL_RANK"])
+    torch.cuda.set_device(local)
+    dist.init_process_group("nccl")
+    rank, ranks = dist.get_rank(), dist.get_world_size()
+    dtype = getattr(torch, a.dtype)
+    share = a.keys // ranks + (1 if rank < a.keys % ranks else 0)
+    g = torch.Generator(device="cuda").manual_seed(rank)
+
+    def fresh():
+        if dtype.is_floating_point:
+            return torch.randn(share, generator=g, device="cuda").to(dtype)
+        info = torch.iinfo(dtype)
+        return torch.randint(info.min, info.max, (share,), generator=g, device="cuda", dtype=dtype)
+
+    times = []
+    for r in range(a.repeats + 1):
+        keys = fresh()
+        torch.cuda.synchronize()
+        dist.barrier()
+        start = time.perf_counter()
+        out = distributed.sort(keys)
+        torch.cuda.synchronize()
+        dist.barrier()
+        if r:
+            times.append((time.perf_counter() - start) * 1e3)
+        del keys, out
+    one_gpu = ""
+    if rank == 0:
+        try:
+            whole = (torch.randn(a.keys, device="cuda") if dtype.is_floating_point else
+                     torch.randint(-2**30, 2**30, (a.keys,), device="cuda")).to(dtype)
+            bitonic.sort_values(whole)
+            one_gpu = f"{statistics.median(event_time(lambda: bitonic.sort_values(whole)) for _ in range(a.repeats)):.3f}"
+            del whole
+        except (torch.OutOfMemoryError, bitonic.BitonicError) as e:
+            print(f"# one GPU cannot sort {a.keys} keys alone: {e}")
+        device, driver = device_and_driver()
+        med = statistics.median(times)
+        with open(a.csv, "a", newline="") as f:
+            csv.writer(f).writerow([ranks, f"{device} (CUDA {driver})", a.dtype, a.keys, f"{med:.3f}",
+                                    f"{min(times):.3f}", f"{max(times):.3f}", one_gpu, a.repeats,
+                                    commit_of(a.commit)])
+        print(f"{ranks} ranks, {a.keys} {a.dtype}: distributed {med:.3f} ms, one GPU {one_gpu or '-'} ms")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

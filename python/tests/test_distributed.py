@@ -1,0 +1,129 @@
+"""bitonic.distributed over torch.distributed process groups: 2 and 4 processes, each with a
+shard of a different size (empty ones too), sort, argsort and sort_pairs of random, sorted,
+reversed, all-equal and few-distinct keys, NaN and -0.0 among the floats, ascending and
+descending. The ranks' shards, concatenated, must equal bitonic.sort of the whole bit for bit.
+
+On CPU tensors over gloo wherever torch imports (skipped with the reason otherwise); on CUDA
+tensors over NCCL where there are GPUs enough, one a process (skipped otherwise, failed when
+BITONIC_REQUIRE_GPUS names more GPUs than that)."""
+
+import os
+
+import numpy as np
+import pytest
+
+import bitonic
+
+CASES = [
+    (dtype, pattern, descending)
+    for dtype in ("float32", "int64", "float16")
+    for pattern in ("random", "sorted", "reversed", "equal", "few")
+    for descending in (False, True)
+]
+
+
+def _keys(dtype, pattern, n, seed):
+    rng = np.random.default_rng(seed)
+    if pattern == "equal":
+        x = np.full(n, 3.0)
+    elif pattern == "few":
+        x = rng.integers(0, 4, n).astype(np.float64)
+    else:
+        x = rng.standard_normal(n) * 1000
+        if pattern == "sorted":
+            x.sort()
+        elif pattern == "reversed":
+            x = np.sort(x)[::-1].copy()
+    x = x.astype(dtype)
+    if dtype.startswith("float") and pattern == "random":
+        x[::7] = np.nan
+        x[3::11] = -np.nan
+        x[5::13] = -0.0
+        x[6::13] = 0.0
+    return x
+
+
+def _shard_sizes(ranks):
+    """Shards of different sizes, some empty."""
+    return {2: [1200, 1800], 3: [0, 2000, 777], 4: [1000, 0, 1, 2500]}[ranks]
+
+
+def _worker(rank, ranks, backend, folder):
+    import torch
+    import torch.distributed as dist
+
+    from bitonic import distributed
+
+    device = torch.device("cpu")
+    if backend == "nccl":
+        torch.cuda.set_device(rank)
+        device = torch.device("cuda", rank)
+    dist.init_process_group(
+        backend, init_method=f"file://{folder}/rendezvous", rank=rank, world_size=ranks
+    )
+    sizes = _shard_sizes(ranks)
+    start = sum(sizes[:rank])
+    for c, (dtype, pattern, descending) in enumerate(CASES):
+        whole = _keys(dtype, pattern, sum(sizes), seed=c)
+        mine = torch.from_numpy(whole[start : start + sizes[rank]].copy()).to(device)
+        values = torch.arange(start, start + sizes[rank], device=device) * 3
+        s = distributed.sort(mine, descending=descending)
+        a = distributed.argsort(mine, descending=descending)
+        p = distributed.sort_pairs(mine, values, descending=descending)
+        assert s.sizes == a.sizes == p.sizes and sum(s.sizes) == sum(sizes)
+        assert s.values.numel() == s.sizes[rank]
+        # Even shards out, whatever the shards in and the ties.
+        assert max(s.sizes) <= 1.25 * sum(sizes) / ranks + 50, s.sizes
+        out = {
+            "values": s.values.cpu().numpy(),
+            "indices": a.indices.cpu().numpy(),
+            "pair_keys": p.keys.cpu().numpy(),
+            "pair_values": p.values.cpu().numpy(),
+        }
+        np.savez(f"{folder}/case{c}-rank{rank}.npz", **out)
+    dist.destroy_process_group()
+
+
+def _run(ranks, backend, folder):
+    import torch.multiprocessing as mp
+
+    mp.spawn(_worker, args=(ranks, backend, str(folder)), nprocs=ranks, join=True)
+    sizes = _shard_sizes(ranks)
+    for c, (dtype, pattern, descending) in enumerate(CASES):
+        whole = _keys(dtype, pattern, sum(sizes), seed=c)
+        want, order = bitonic.sort(whole, descending=descending, backend="cpu")
+        got = [np.load(f"{folder}/case{c}-rank{r}.npz") for r in range(ranks)]
+        joined = {name: np.concatenate([g[name] for g in got]) for name in got[0].files}
+        what = (ranks, backend, dtype, pattern, descending)
+        assert joined["values"].view(np.uint8).tobytes() == want.view(np.uint8).tobytes(), what
+        assert (joined["indices"] == order).all(), what
+        assert joined["pair_keys"].tobytes() == want.tobytes(), what
+        assert (joined["pair_values"] == order * 3).all(), what
+
+
+@pytest.mark.parametrize("ranks", [2, 3, 4])
+def test_gloo_processes_sort_a_distributed_tensor(ranks, tmp_path):
+    try:
+        import torch.distributed as dist
+    except ImportError as e:
+        pytest.skip(f"torch does not import ({e})")
+    if not dist.is_available() or not dist.is_gloo_available():
+        pytest.skip("this torch has no gloo backend")
+    _run(ranks, "gloo", tmp_path)
+
+
+@pytest.mark.parametrize("ranks", [2, 4])
+def test_nccl_processes_sort_a_distributed_tensor(ranks, tmp_path):
+    required = int(os.environ.get("BITONIC_REQUIRE_GPUS", "0"))
+    try:
+        import torch
+    except ImportError as e:
+        why = f"torch does not import ({e})"
+    else:
+        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        why = None if count >= ranks else f"{ranks} processes need {ranks} GPUs; this host has {count}"
+    if why:
+        if required >= ranks:
+            pytest.fail(f"BITONIC_REQUIRE_GPUS={required} but {why}")
+        pytest.skip(why)
+    _run(ranks, "nccl", tmp_path)
