@@ -16,7 +16,7 @@ import bitonic
 
 CASES = [
     (dtype, pattern, descending)
-    for dtype in ("float32", "int64", "float16")
+    for dtype in ("float32", "int64", "float16", "uint64", "int32")
     for pattern in ("random", "sorted", "reversed", "equal", "few")
     for descending in (False, True)
 ]
@@ -30,6 +30,8 @@ def _keys(dtype, pattern, n, seed):
         x = rng.integers(0, 4, n).astype(np.float64)
     else:
         x = rng.standard_normal(n) * 1000
+        if dtype == "uint64":  # the whole range, the sign bit too
+            x = rng.integers(0, 2**64 - 1, n, dtype=np.uint64, endpoint=True)
         if pattern == "sorted":
             x.sort()
         elif pattern == "reversed":
@@ -81,6 +83,21 @@ def _worker(rank, ranks, backend, folder):
             "pair_values": p.values.cpu().numpy(),
         }
         np.savez(f"{folder}/case{c}-rank{rank}.npz", **out)
+    # A shard that cannot be sorted with the others fails on every rank, none left waiting.
+    odd = torch.zeros(3, dtype=torch.float64 if rank == 1 else torch.float32, device=device)
+    try:
+        distributed.sort(odd)
+    except ValueError as e:
+        assert "different dtypes" in str(e)
+    else:
+        raise AssertionError("ranks with different dtypes were sorted")
+    bad = torch.zeros((2, 2) if rank == 0 else (4,), device=device)
+    try:
+        distributed.sort(bad)
+    except ValueError as e:
+        assert "ranks [0]" in str(e)
+    else:
+        raise AssertionError("a 2-D shard was sorted")
     dist.destroy_process_group()
 
 

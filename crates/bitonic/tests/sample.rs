@@ -49,6 +49,8 @@ fn distribution(row: &[f32], set: Setting) -> Result<Vec<f64>, i64> {
         .map(|s| if s.is_nan() { -INF } else { s })
         .collect();
     let max = s.iter().copied().fold(-INF, f32::max);
+    // Orders below by `partial_cmp`, under which -0.0 and +0.0 tie (no NaN is left).
+    let descending = |a: &f32, b: &f32| b.partial_cmp(a).unwrap();
     if max == -INF {
         return Err(-1);
     }
@@ -69,7 +71,7 @@ fn distribution(row: &[f32], set: Setting) -> Result<Vec<f64>, i64> {
     }
     if let Some(k) = set.top_k.filter(|&k| k > 0) {
         let mut left: Vec<f32> = (0..s.len()).filter(|&i| keep[i]).map(|i| s[i]).collect();
-        left.sort_by(|a, b| b.total_cmp(a));
+        left.sort_by(descending);
         if (k as usize) < left.len() {
             let kth = left[k as usize - 1];
             keep.iter_mut().zip(&s).for_each(|(k, &x)| *k &= x >= kth);
@@ -79,7 +81,7 @@ fn distribution(row: &[f32], set: Setting) -> Result<Vec<f64>, i64> {
         // Tokens by probability, ties by index; the boundary token is the first at which the
         // running sum reaches p of the total.
         let mut by_prob: Vec<usize> = (0..s.len()).filter(|&i| keep[i]).collect();
-        by_prob.sort_by(|&a, &b| s[b].total_cmp(&s[a]).then(a.cmp(&b)));
+        by_prob.sort_by(|&a, &b| descending(&s[a], &s[b]).then(a.cmp(&b)));
         let total: f64 = by_prob.iter().map(|&i| w[i]).sum();
         let mut sum = 0.0;
         let mut boundary = by_prob.len() - 1;
@@ -247,6 +249,9 @@ fn special_rows_are_defined() {
     for set in [none, top_k(1), top_p(0.01), min_p(1.0), greedy] {
         assert_eq!(kept(&[-INF, 3.0, nan], set), [1], "{set:?}");
     }
+    // -0.0 ties with +0.0: top-p's boundary among them falls by index.
+    assert_eq!(kept(&[-0.0, 0.0, -0.0, 0.0], top_p(0.5)), [0, 1]);
+    assert_eq!(kept(&[0.0, -0.0, -1.0], top_k(1)), [0, 1]);
     // +inf tokens share the draw alone.
     let counts = grid_counts(&[1.0, INF, 2.0, INF], &none.filters(), 1000);
     assert_eq!(counts, [0, 500, 0, 500]);

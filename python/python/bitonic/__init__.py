@@ -336,7 +336,8 @@ def sample(
     The draw is the first kept token, in vocabulary order, at which the running sum of kept
     probabilities passes ``u``, the row's number of ``uniform`` (shape ``(batch,)``, in [0, 1)),
     or of ``torch.rand(batch, generator=generator)`` (numpy: ``generator.random``) when none is
-    given. The same numbers give the same tokens. CUDA tensors are sampled on the caller's
+    given. The same numbers give the same tokens (numpy and CUDA tensors agree up to the
+    rounding of ``exp`` and of the running sums). CUDA tensors are sampled on the caller's
     stream without waiting on the host, so the call can be captured into a CUDA graph (where
     the generator's numbers advance on each replay) and traced by torch.compile (as
     ``bitonic::sample``). docs/design/sample.md says more."""

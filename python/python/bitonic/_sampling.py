@@ -2,8 +2,9 @@
 top-p, as vLLM's reference sampler filters them (docs/design/sample.md states the semantics;
 crates/bitonic/src/sample/ is the CPU reference).
 
-Two paths give the same tokens for the same uniform numbers (up to the rounding of the running
-sums, in f64 on both):
+Two paths, which give the same tokens for the same uniform numbers up to rounding: the running
+sums (f64 on both) are added in different orders, and CUDA's ``exp`` may differ from the CPU's
+in the last bit, which can move a filter's boundary by one token where a weight sits on it:
 
 - numpy arrays and CPU tensors: the library's CPU reference (``_native.sample_rows``);
 - CUDA tensors: torch operations around the package's own stable top-k, on the caller's
@@ -33,8 +34,10 @@ _RANGES = {
 
 
 def check_setting(name, value, rows, is_array):
-    """``value`` as the paths take it: None, a Python number in its range, or an array of one
-    value a row (``is_array(value)`` tells); else a ValueError or TypeError naming it."""
+    """``value`` as the paths take it: None, a Python number in its range (a float rounded to
+    float32, as the library reads it; a ``top_k`` past 2^62 as 2^62, which keeps every token
+    all the same), or an array of one value a row (``is_array(value)`` tells); else a
+    ValueError or TypeError naming it."""
     if value is None:
         return None
     kind, in_range, words = _RANGES[name]
@@ -48,7 +51,7 @@ def check_setting(name, value, rows, is_array):
         raise TypeError(f"{name} must be a number or one a row, not {type(value).__name__}")
     if kind is int and not isinstance(value, (int, np.integer)):
         raise TypeError(f"top_k must be an int, not {type(value).__name__}")
-    value = kind(value)
+    value = min(int(value), 2**62) if kind is int else float(np.float32(value))
     if not in_range(value):
         raise ValueError(f"{name} is {value}; it must be {words}")
     return value
@@ -100,9 +103,12 @@ def sample_numpy(logits, uniform, settings, generator):
 # --- CUDA tensors: torch operations around the package's top-k ------------------------------
 
 
-def _column(torch, value, dtype):
-    """A per-row setting as a (rows, 1) tensor of ``dtype``, or a number as it is."""
+def _per_row(torch, value, dtype):
+    """A setting as a (rows, 1) tensor of ``dtype`` (float ones read as float32 first, as the
+    library reads them), or a number as it is."""
     if isinstance(value, torch.Tensor):
+        if value.dtype.is_floating_point:
+            value = value.to(torch.float32)
         return value.to(dtype).unsqueeze(1)
     return value
 
@@ -123,13 +129,15 @@ def sample_torch(logits, uniform, settings):
     s = torch.nan_to_num(logits.float(), nan=-_INF, posinf=_INF, neginf=-_INF)
     greedy = None  # (rows, 1) bool where some rows are greedy, True where all are
     if isinstance(temperature, torch.Tensor):
-        t = _column(torch, temperature, torch.float32)
+        t = _per_row(torch, temperature, torch.float32)
         greedy = ~(t > 0)
         s = s / torch.where(greedy, 1.0, t)
     elif temperature == 0:
         greedy = True
     elif temperature is not None:
-        s = s / temperature
+        # By a device tensor: CUDA divides by a host scalar as a product with its reciprocal,
+        # which can differ from the quotient in the last bit.
+        s = s / s.new_full((1, 1), temperature)
     if temperature is not None and greedy is not True:
         s = torch.nan_to_num(s, nan=-_INF, posinf=_INF, neginf=-_INF)
     largest = s.amax(-1, keepdim=True)
@@ -143,7 +151,7 @@ def sample_torch(logits, uniform, settings):
     keep = s > -_INF
     # 4. min-p.
     if isinstance(min_p, torch.Tensor):
-        mp = _column(torch, min_p, torch.float32)
+        mp = _per_row(torch, min_p, torch.float32)
         keep = keep & (~(mp > 0) | (w >= mp.clamp(max=1)))
     elif min_p is not None and min_p > 0:
         keep = keep & (w >= min(min_p, 1.0))
@@ -175,7 +183,7 @@ def _prefix_filters(torch, topk, s, w, keep, top_k, top_p):
     values, indices = topk(torch.where(keep, s, -_INF), K)
     left = keep.sum(-1, keepdim=True)
     if top_k is not None:
-        k = _column(torch, top_k, torch.int64)
+        k = _per_row(torch, top_k, torch.int64)
         on = (k > 0) & (k < left)
         kth = values.gather(1, (k - 1).clamp(0, K - 1)) if isinstance(k, torch.Tensor) else values[:, K - 1 :]
         keep = keep & (~on | (s >= kth))
@@ -188,7 +196,7 @@ def _prefix_filters(torch, topk, s, w, keep, top_k, top_p):
     ties_past = (left - K).clamp(min=0)  # kept tokens past the candidates, tied with the last
     last = weights[:, K - 1 :]
     total = running[:, -1:] + ties_past * last
-    p = _column(torch, top_p, torch.float64)
+    p = _per_row(torch, top_p, torch.float64)
     enough = p * total
     length = ((running - weights < enough) & (position < left)).sum(-1, keepdim=True)
     # Ties past the candidates: the j-th has the candidates' sum plus j weights before it.

@@ -207,7 +207,10 @@ def sort_pairs(keys, values, descending, backend):
 
 # --- sample ---------------------------------------------------------------------------------
 # The operator takes each setting as a tensor of one value a row or as one number (the other
-# None), since a schema has no "number or tensor".
+# None), since a schema has no "number or tensor": `_SETTINGS` is their order in it.
+
+_SETTINGS = ("temperature", "min_p", "top_k", "top_p")
+_SAMPLE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
 @torch.library.custom_op("bitonic::sample", mutates_args=())
@@ -223,11 +226,10 @@ def _sample_op(
     top_p: Optional[Tensor],
     top_p_all: Optional[float],
 ) -> Tensor:
+    pairs = (temperature, temperature_all, min_p, min_p_all, top_k, top_k_all, top_p, top_p_all)
     settings = {
-        "temperature": temperature if temperature is not None else temperature_all,
-        "min_p": min_p if min_p is not None else min_p_all,
-        "top_k": top_k if top_k is not None else top_k_all,
-        "top_p": top_p if top_p is not None else top_p_all,
+        name: each if each is not None else alike
+        for name, each, alike in zip(_SETTINGS, pairs[0::2], pairs[1::2])
     }
     return _sample_direct(logits, uniform, settings)
 
@@ -266,12 +268,9 @@ def sample(logits, uniform, settings, generator):
     elif uniform.device != logits.device:
         raise ValueError(f"uniform is on {uniform.device} but the logits are on {logits.device}")
     if torch.compiler.is_compiling():
-        split = []
-        for name in ("temperature", "min_p", "top_k", "top_p"):
+        pairs = []
+        for name in _SETTINGS:
             v = settings[name]
-            split += [v, None] if isinstance(v, Tensor) else [None, v]
-        return _sample_op(logits, uniform, *split)
+            pairs += [v, None] if isinstance(v, Tensor) else [None, v]
+        return _sample_op(logits, uniform, *pairs)
     return _sample_direct(logits, uniform, settings)
-
-
-_SAMPLE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)

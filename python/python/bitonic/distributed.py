@@ -52,13 +52,8 @@ def argsort(tensor, group=None, *, descending=False):
 
 def sort_pairs(keys, values, group=None, *, descending=False):
     """This rank's shard of the stable sort of all ranks' ``keys`` (1-D) with ``values`` (one a
-    key, any dtype the group's all-to-all moves) moved with them: ``PairsShard(keys, values,
+    key, of any dtype) moved with them: ``PairsShard(keys, values,
     sizes)``."""
-    if tuple(values.shape) != tuple(keys.shape):
-        raise ValueError(
-            f"keys of shape {tuple(keys.shape)} but values of shape {tuple(values.shape)}: "
-            "one value a key"
-        )
     k, _, v, sizes = _sample_sort(keys, values, group, descending)
     return PairsShard(k, v, sizes)
 
@@ -68,11 +63,9 @@ def _sample_sort(keys, values, group, descending):
     import torch
     import torch.distributed as dist
 
-    if keys.dim() != 1:
-        raise ValueError(f"a distributed sort takes a 1-D shard a rank, not shape {tuple(keys.shape)}")
     ranks, rank = dist.get_world_size(group), dist.get_rank(group)
     device = keys.device
-    sizes = _all_gather_ints(keys.numel(), group, device)
+    sizes = _agree(keys, values, descending, group)
     offset = sum(sizes[:rank])
 
     # 1. The local sort.
@@ -87,12 +80,14 @@ def _sample_sort(keys, values, group, descending):
 
     # 3. The exchange: this rank's keys below the first splitter to rank 0, and so on.
     bounds = [0]
-    for key, position in splitters:
-        below = int(torch.searchsorted(ranked, key).item())
-        equal_end = int(torch.searchsorted(ranked, key, right=True).item())
-        # Equal keys are in global-position order: those before the splitter's position.
-        ties = positions[below:equal_end]
-        bounds.append(below + int(torch.searchsorted(ties, position).item()))
+    if splitters:
+        cut = torch.tensor([key for key, _ in splitters], dtype=torch.int64, device=device)
+        below = torch.searchsorted(ranked, cut).tolist()
+        equal_end = torch.searchsorted(ranked, cut, right=True).tolist()
+        for (_, position), lo, hi in zip(splitters, below, equal_end):
+            # Equal keys are in global-position order: those before the splitter's position.
+            ties = positions[lo:hi]
+            bounds.append(lo + (int(torch.searchsorted(ties, position).item()) if hi > lo else 0))
     bounds.append(keys.numel())
     send = [b - a for a, b in zip(bounds, bounds[1:])]
     receive = _all_to_all_ints(send, group, device)
@@ -104,6 +99,37 @@ def _sample_sort(keys, values, group, descending):
     positions = received[1][order]
     values = received[2][order] if values is not None else None
     return merged, positions, values, _all_gather_ints(merged.numel(), group, device)
+
+
+def _agree(keys, values, descending, group):
+    """Every rank's shard size, once every rank has checked that all shards can be sorted
+    together (1-D, values of the keys' shape, the same dtypes and order everywhere): a
+    ValueError on every rank otherwise, so that no rank waits in a collective alone."""
+    import zlib
+
+    import torch
+    import torch.distributed as dist
+
+    ok = keys.dim() == 1 and (values is None or tuple(values.shape) == tuple(keys.shape))
+    code = lambda t: -1 if t is None else zlib.crc32(str(t.dtype).encode())  # noqa: E731
+    mine = [keys.numel(), int(ok), code(keys), code(values), int(bool(descending))]
+    ranks = dist.get_world_size(group)
+    shared = torch.tensor(mine, dtype=torch.int64, device=keys.device)
+    every = [torch.empty_like(shared) for _ in range(ranks)]
+    dist.all_gather(every, shared, group=group)
+    every = [t.tolist() for t in every]
+    bad = [r for r, e in enumerate(every) if not e[1]]
+    if bad:
+        raise ValueError(
+            f"ranks {bad} gave shards that cannot be sorted: a distributed sort takes a 1-D "
+            "shard a rank (and values of the same shape)"
+        )
+    if any(e[2:] != every[0][2:] for e in every):
+        raise ValueError(
+            "the ranks gave keys (or values) of different dtypes, or different orders: every "
+            "rank must give the same"
+        )
+    return [e[0] for e in every]
 
 
 def _ordered(keys, descending):
@@ -179,8 +205,19 @@ def _all_to_all_ints(send, group, device):
 
 
 def _all_to_all(tensor, send, receive, group):
+    """``tensor`` (1-D) split by ``send`` to the ranks, and what they split to this one
+    (``receive`` from each), by the group's all-to-all. Dtypes other than 32- and 64-bit
+    floats and integers (which gloo may refuse) travel as their bytes."""
+    import torch
     import torch.distributed as dist
 
-    out = tensor.new_empty(sum(receive))
-    dist.all_to_all_single(out, tensor.contiguous(), receive, send, group=group)
-    return out
+    tensor = tensor.contiguous()
+    if tensor.dtype in (torch.float32, torch.float64, torch.int32, torch.int64):
+        out = tensor.new_empty(sum(receive))
+        dist.all_to_all_single(out, tensor, receive, send, group=group)
+        return out
+    width = tensor.element_size()
+    out = torch.empty(sum(receive) * width, dtype=torch.uint8, device=tensor.device)
+    scale = lambda counts: [c * width for c in counts]  # noqa: E731
+    dist.all_to_all_single(out, tensor.view(torch.uint8), scale(receive), scale(send), group=group)
+    return out.view(tensor.dtype)

@@ -53,7 +53,8 @@ pub fn sample_host<L: Logit>(
 
 /// The token of one row (see the module's steps).
 fn sample_row<L: Logit>(row: &[L], filters: RowFilters, u: f64) -> i64 {
-    // 1. Temperature; NaN as -inf.
+    // 1. Temperature; NaN as -inf, and -0.0 as +0.0 (`+ 0.0`), so that the sort below, by
+    // `total_cmp`, ties the two zeros (the stable descending order ties equal values).
     let scaled = |x: L| {
         let x = x.to_f32();
         let s = if filters.greedy {
@@ -64,7 +65,7 @@ fn sample_row<L: Logit>(row: &[L], filters: RowFilters, u: f64) -> i64 {
         if s.is_nan() {
             f32::NEG_INFINITY
         } else {
-            s
+            s + 0.0
         }
     };
     let s: Vec<f32> = row.iter().map(|&x| scaled(x)).collect();

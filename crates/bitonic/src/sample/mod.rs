@@ -16,9 +16,9 @@
 //!    probability at least `p_min` times the largest probability.
 //! 5. **top-k** (`1 <= k <` the tokens left): keeps the tokens whose `s` is at least the k-th
 //!    largest left; tokens tied with the k-th are all kept.
-//! 6. **top-p** (`p < 1`): keeps the shortest prefix of the order whose weights sum to at
-//!    least `p` times the sum of the weights left; of tokens tied at the boundary, the smaller
-//!    indices come first. A `p` not above 0 keeps the first token alone.
+//! 6. **top-p** (`p < 1`, or NaN): keeps the shortest prefix of the order whose weights sum
+//!    to at least `p` times the sum of the weights left; of tokens tied at the boundary, the
+//!    smaller indices come first. A `p` not above 0 (or NaN) keeps the first token alone.
 //! 7. **The draw.** In index order, the first kept token at which the running sum of kept
 //!    weights passes `u` times their total. `u` is clamped to `[0, 1)` (NaN reads as 0).
 //!
@@ -33,8 +33,9 @@
 //! and not negative, `0 <= p_min <= 1`, `k >= 1`, `0 < p <= 1`) or one value a row
 //! ([`PerRow::Each`], where serving stacks mix requests). Values a row are not checked, as a
 //! GPU could not check them without waiting; each has a meaning instead: a temperature not
-//! above 0 is greedy, a `p_min` not above 0 or a `k` not above 0 turns that filter off for the
-//! row, a `p` of 1 or more turns top-p off and one not above 0 keeps the first token alone.
+//! above 0 (NaN included) is greedy, a `p_min` not above 0 (or NaN) or a `k` not above 0 turns
+//! that filter off for the row, a `p` of 1 or more turns top-p off, and one not above 0 (or
+//! NaN) keeps the first token alone.
 
 mod host;
 
