@@ -81,3 +81,17 @@ def timing_cells(times, repeats, calls, commit):
     calls and commit; and the median."""
     med = statistics.median(times)
     return [f"{med:.5f}", f"{min(times):.5f}", f"{max(times):.5f}", repeats, calls, commit], med
+
+
+def time_peers(writer, peers, make, call, case, options, commit, device):
+    """Times each peer of `peers` (name -> function) on one case: `options.calls` calls of
+    `call(fn, x)` back to back on fresh inputs `x = make()`, `options.repeats` times
+    (`repeated_per_call_ms`). Writes a CSV row a peer (its name, `device`, the `case` cells,
+    then the timing cells) and returns the console's words, each peer's median."""
+    line = []
+    for peer, fn in peers.items():
+        times = repeated_per_call_ms(make, lambda x: call(fn, x), options.calls, options.repeats)
+        cells, med = timing_cells(times, options.repeats, options.calls, commit)
+        writer.writerow([peer, device, *case] + cells)
+        line.append(f"{peer} {med:.4f}")
+    return "  ".join(line)

@@ -22,7 +22,7 @@ import csv
 import torch
 
 import bitonic
-from peer_timing import calls_parser, commit_of, device_and_driver, repeated_per_call_ms, timing_cells
+from peer_timing import calls_parser, commit_of, device_and_driver, time_peers
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # The three settings.
@@ -94,16 +94,13 @@ def main():
             for batch in (int(b) for b in a.batches.split(",")):
                 for name in a.dtypes.split(","):
                     for label, filters in FILTERS.items():
-                        line = []
-                        for peer, fn in funcs.items():
-                            times = repeated_per_call_ms(
-                                lambda: (torch.randn(batch, vocab, device="cuda") * 3).to(DTYPES[name]),
-                                lambda x: fn(x, filters), a.calls, a.repeats)
-                            cells, med = timing_cells(times, a.repeats, a.calls, commit)
-                            w.writerow([peer, f"{device} (CUDA {driver})", name, batch, vocab, label] + cells)
-                            line.append(f"{peer} {med:.4f}")
+                        line = time_peers(
+                            w, funcs,
+                            lambda: (torch.randn(batch, vocab, device="cuda") * 3).to(DTYPES[name]),
+                            lambda fn, x: fn(x, filters), [name, batch, vocab, label], a, commit,
+                            f"{device} (CUDA {driver})")
                         f.flush()
-                        print(f"{name:4} {batch}x{vocab} {label:18} " + "  ".join(line), flush=True)
+                        print(f"{name:4} {batch}x{vocab} {label:18} {line}", flush=True)
 
 
 if __name__ == "__main__":

@@ -19,8 +19,7 @@ import csv
 import torch
 
 import bitonic
-from peer_timing import (calls_parser, commit_of, device_and_driver, repeated_per_call_ms,
-                         timing_cells, uniform_keys)
+from peer_timing import calls_parser, commit_of, device_and_driver, time_peers, uniform_keys
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # Issue 51's shapes (ascending f32), then the vocabulary rows a top-p sampler sorts.
@@ -51,15 +50,11 @@ def main():
             shape, name, order = case.split(":")
             rows, row_len = (int(v) for v in shape.split("x"))
             descending = order == "desc"
-            line = []
-            for peer, fn in PEERS.items():
-                times = repeated_per_call_ms(lambda: uniform_keys(rows, row_len, DTYPES[name]),
-                                             lambda x: fn(x, descending), a.calls, a.repeats)
-                cells, med = timing_cells(times, a.repeats, a.calls, commit)
-                w.writerow([peer, f"{device} (CUDA {driver})", name, rows, row_len, order] + cells)
-                line.append(f"{peer} {med:.4f}")
+            line = time_peers(w, PEERS, lambda: uniform_keys(rows, row_len, DTYPES[name]),
+                              lambda fn, x: fn(x, descending), [name, rows, row_len, order], a,
+                              commit, f"{device} (CUDA {driver})")
             f.flush()
-            print(f"{case:24} " + "  ".join(line), flush=True)
+            print(f"{case:24} {line}", flush=True)
 
 
 if __name__ == "__main__":

@@ -17,8 +17,7 @@ import csv
 import torch
 
 import bitonic
-from peer_timing import (calls_parser, commit_of, device_and_driver, repeated_per_call_ms,
-                         timing_cells, uniform_keys)
+from peer_timing import calls_parser, commit_of, device_and_driver, time_peers, uniform_keys
 
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # The README's top-k shapes, then decoding batch 1 (one row of a vocabulary).
@@ -62,16 +61,11 @@ def main():
                 for k in ks:
                     if k > row_len:
                         continue
-                    line = []
-                    for peer, fn in funcs.items():
-                        times = repeated_per_call_ms(
-                            lambda: uniform_keys(rows, row_len, DTYPES[name]),
-                            lambda x: fn(x, k), a.calls, a.repeats)
-                        cells, med = timing_cells(times, a.repeats, a.calls, commit)
-                        w.writerow([peer, f"{device} (CUDA {driver})", name, rows, row_len, k] + cells)
-                        line.append(f"{peer} {med:.4f}")
+                    line = time_peers(w, funcs, lambda: uniform_keys(rows, row_len, DTYPES[name]),
+                                      lambda fn, x: fn(x, k), [name, rows, row_len, k], a, commit,
+                                      f"{device} (CUDA {driver})")
                     f.flush()
-                    print(f"{name:4} {rows}x{row_len} k={k:<5} " + "  ".join(line), flush=True)
+                    print(f"{name:4} {rows}x{row_len} k={k:<5} {line}", flush=True)
 
 
 if __name__ == "__main__":
