@@ -629,15 +629,14 @@ fn steps_modules(steps: &Steps) -> Vec<&'static KernelModule> {
     match steps {
         Steps::Nothing | Steps::Cpu => Vec::new(),
         Steps::Seed(s) => vec![s.module],
-        Steps::Passes(p) => vec![p.module],
-        Steps::Segments(plans) => plans.iter().map(|p| p.module).collect(),
-        Steps::Merge(m) => vec![m.runs.module, &kernels::MERGE_WORDS],
-        Steps::KeyValue(kv) => vec![
-            kv.runs.module,
-            kernels::merge_kv(kv.key_bytes, kv.value_bytes),
-        ],
-        Steps::Pairs(p) => vec![p.passes.module, &kernels::PAIRS],
-        Steps::TopkByPairPasses(p) => vec![p.module],
+        Steps::Passes(p) | Steps::TopkByPairPasses(p) => p.modules(),
+        Steps::Segments(plans) => plans.iter().flat_map(PassPlan::modules).collect(),
+        Steps::Merge(m) => [m.runs.modules(), vec![&kernels::MERGE_WORDS]].concat(),
+        Steps::KeyValue(kv) => {
+            let merge = kernels::merge_kv(kv.key_bytes, kv.value_bytes);
+            [kv.runs.modules(), vec![merge]].concat()
+        }
+        Steps::Pairs(p) => [p.passes.modules(), vec![&kernels::PAIRS]].concat(),
         Steps::Topk(t) => t.modules(),
         Steps::TopkBySorting {
             sort,

@@ -42,6 +42,16 @@ pub struct PassPlan {
 }
 
 impl PassPlan {
+    /// The kernel modules the plan runs: its tuned module, or none for rows of one key (no
+    /// passes: the runners copy or fill instead of launching).
+    pub(crate) fn modules(&self) -> Vec<&'static KernelModule> {
+        if self.passes.is_empty() {
+            Vec::new()
+        } else {
+            vec![self.module]
+        }
+    }
+
     /// How many passes run.
     pub fn pass_count(&self) -> usize {
         self.passes.len()

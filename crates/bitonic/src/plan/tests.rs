@@ -373,6 +373,13 @@ fn modules_and_workspaces_of_each_strategy() {
             "{dtype:?} {row_len}"
         );
     }
+    // A sort of rows of one key runs no pass (sorted already): nothing to compile.
+    let one_key_rows = h100_plan(&sort(1000).rows(1).backend(Backend::Cuda));
+    let Steps::Passes(passes) = &one_key_rows.steps else {
+        panic!("the network's passes, not {:?}", one_key_rows.steps);
+    };
+    assert_eq!(passes.pass_count(), 0);
+    assert_eq!(names(&one_key_rows), Vec::<String>::new());
     // Nothing to do: no keys, or k = 0.
     for nothing in [
         sort(0).backend(Backend::Cuda),
