@@ -9,6 +9,8 @@
 //! kernel would: in order with the work before and after it, without events or any wait on the
 //! host, and capturable into a CUDA graph while that stream captures.
 
+use bitonic::half;
+use bitonic::sample::{DeviceFilters, DeviceRow};
 use bitonic::{DType, Gpu, GpuUnavailable, Sorter};
 use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -447,5 +449,135 @@ pub fn cuda_topk(
             }
             .map(drop)
         })
+    })
+}
+
+/// The buffer of one setting a row (a capsule or description, [`read`]): `rows` elements of
+/// float32 (int64 for `top_k`) in CUDA device memory.
+fn setting_buffer(
+    setting: Option<&Bound<'_, PyAny>>,
+    name: &str,
+    integer: bool,
+    rows: usize,
+) -> PyResult<Option<Buffer>> {
+    let Some(setting) = setting else {
+        return Ok(None);
+    };
+    let t = read(setting)?;
+    let b = t.on_cuda(name)?;
+    let (code, bits, kind) = if integer {
+        (0, 64, "int64")
+    } else {
+        (2, 32, "float32")
+    };
+    if b.len != rows || t.code != code || t.bits != bits {
+        return Err(PyValueError::new_err(format!(
+            "{name} must be {rows} elements of {kind}, not {} of {}",
+            b.len,
+            t.dtype_name()
+        )));
+    }
+    Ok(Some(b))
+}
+
+/// Draws a token from each row of `vocab` logits of the CUDA array `logits` (float32, float16
+/// or bfloat16) at its number of `uniform` (float32, one a row) into `tokens` (int64, one a
+/// row), after the settings: each one a row (`temperature`, ...: a CUDA array, float32 or
+/// int64 for `top_k`) or one for all (`temperature_all`, ...), or neither (off). One launch of
+/// the library's sampling kernel, queued on `caller_stream` as [`cuda_sort`] is.
+#[pyfunction]
+#[pyo3(signature = (logits, vocab, uniform, tokens, temperature, temperature_all, min_p,
+    min_p_all, top_k, top_k_all, top_p, top_p_all, caller_stream))]
+#[allow(clippy::too_many_arguments)]
+pub fn cuda_sample(
+    py: Python<'_>,
+    logits: &Bound<'_, PyAny>,
+    vocab: usize,
+    uniform: &Bound<'_, PyAny>,
+    tokens: &Bound<'_, PyAny>,
+    temperature: Option<&Bound<'_, PyAny>>,
+    temperature_all: Option<f32>,
+    min_p: Option<&Bound<'_, PyAny>>,
+    min_p_all: Option<f32>,
+    top_k: Option<&Bound<'_, PyAny>>,
+    top_k_all: Option<i64>,
+    top_p: Option<&Bound<'_, PyAny>>,
+    top_p_all: Option<f32>,
+    caller_stream: usize,
+) -> PyResult<()> {
+    let l = read(logits)?;
+    let dtype = match (l.code, l.bits) {
+        (2, 32) => DType::F32,
+        (2, 16) => DType::F16,
+        (4, 16) => DType::BF16,
+        _ => {
+            return Err(PyTypeError::new_err(format!(
+                "logits of {}: bitonic samples float32, float16 and bfloat16",
+                l.dtype_name()
+            )))
+        }
+    };
+    let lb = l.on_cuda("logits")?;
+    let rows = lb.len.checked_div(vocab).unwrap_or(0);
+    let ub = setting_buffer(Some(uniform), "uniform", false, rows)?.expect("given");
+    let tb = index_buffer(tokens, rows)?;
+    if tb.bytes != 8 {
+        return Err(PyTypeError::new_err("tokens must be int64"));
+    }
+    let tv = setting_buffer(temperature, "temperature", false, rows)?;
+    let mv = setting_buffer(min_p, "min_p", false, rows)?;
+    let kv = setting_buffer(top_k, "top_k", true, rows)?;
+    let pv = setting_buffer(top_p, "top_p", false, rows)?;
+    let others: Vec<Buffer> = [Some(ub), Some(tb), tv, mv, kv, pv]
+        .into_iter()
+        .flatten()
+        .collect();
+    let ordinal = target(lb, &others)?;
+    run_on(py, ordinal, caller_stream, false, |sorter, stream| {
+        // SAFETY: described by live capsules or descriptions of C-contiguous arrays of this
+        // device (read), held by the caller, of the types checked above.
+        let u = unsafe { ub.slice::<f32>(stream) };
+        let mut t = unsafe { tb.slice::<i64>(stream) };
+        let floats = |b: Option<Buffer>| b.map(|b| unsafe { b.slice::<f32>(stream) });
+        let (tv, mv, pv) = (floats(tv), floats(mv), floats(pv));
+        let kv = kv.map(|b| unsafe { b.slice::<i64>(stream) });
+        fn row<'a, T: Copy>(
+            each: &'a Option<Foreign<T>>,
+            all: Option<T>,
+        ) -> Option<DeviceRow<'a, T>> {
+            match (each, all) {
+                (Some(values), _) => Some(DeviceRow::Each(&values.0)),
+                (None, Some(value)) => Some(DeviceRow::All(value)),
+                (None, None) => None,
+            }
+        }
+        let mut filters = DeviceFilters::new();
+        if let Some(s) = row(&tv, temperature_all) {
+            filters = filters.temperature(s);
+        }
+        if let Some(s) = row(&mv, min_p_all) {
+            filters = filters.min_p(s);
+        }
+        if let Some(s) = row(&kv, top_k_all) {
+            filters = filters.top_k(s);
+        }
+        if let Some(s) = row(&pv, top_p_all) {
+            filters = filters.top_p(s);
+        }
+        match dtype {
+            DType::F16 => {
+                let x = unsafe { lb.slice::<half::f16>(stream) };
+                sorter.sample_rows_device(&x.0, vocab, &filters, &u.0, &mut t.0)
+            }
+            DType::BF16 => {
+                let x = unsafe { lb.slice::<half::bf16>(stream) };
+                sorter.sample_rows_device(&x.0, vocab, &filters, &u.0, &mut t.0)
+            }
+            _ => {
+                let x = unsafe { lb.slice::<f32>(stream) };
+                sorter.sample_rows_device(&x.0, vocab, &filters, &u.0, &mut t.0)
+            }
+        }
+        .map(drop)
     })
 }

@@ -353,6 +353,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dlpack::cuda_sort, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::cuda_sort_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::cuda_topk, m)?)?;
+    m.add_function(wrap_pyfunction!(dlpack::cuda_sample, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::dlpack_describe, m)?)?;
     Ok(())
 }

@@ -351,6 +351,21 @@ def test_cuda_equals_the_cpu_reference(torch_cuda, dtype, rows):
     assert differ <= max(1, total // 100), (dtype, rows, differ, total)
 
 
+def test_cuda_kernel_and_torch_path_agree(torch_cuda):
+    """The torch operations that rows too long for the kernel take (sample_torch), on CUDA
+    tensors, give the kernel's tokens, but where a boundary moves by its last bit."""
+    torch = torch_cuda
+    x = _mixed_rows(torch, 32, 5003, "float32", seed=5)
+    u = torch.rand(32, device="cuda")
+    differ = 0
+    for settings in (dict(top_k=50, top_p=0.9), dict(top_p=0.9), dict(min_p=0.1), dict()):
+        full = {name: settings.get(name) for name in SETTINGS}
+        a = _sampling.sample_torch(x, u, full)
+        b = bitonic.sample(x, uniform=u, **settings)
+        differ += int((a != b).sum())
+    assert differ <= 1, differ
+
+
 def test_cuda_never_draws_outside_the_set(torch_cuda):
     """10^6 draws over adversarial rows: ties at the k-th value and at the p boundary, -inf,
     NaN, a single finite logit, p = 1, k = vocab, k = 1."""

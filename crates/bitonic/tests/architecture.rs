@@ -48,6 +48,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "cuda::merge",
             "cuda::kv",
             "cuda::topk",
+            "cuda::sample",
         ],
     ),
     ("the runner of a plan", &["cuda::run"]),

@@ -2,14 +2,18 @@
 top-p, as vLLM's reference sampler filters them (docs/design/sample.md states the semantics;
 crates/bitonic/src/sample/ is the CPU reference).
 
-Two paths, which give the same tokens for the same uniform numbers up to rounding: the running
-sums (f64 on both) are added in different orders, and CUDA's ``exp`` may differ from the CPU's
-in the last bit, which can move a filter's boundary by one token where a weight sits on it:
+Three paths, which give the same tokens for the same uniform numbers up to rounding: the sums
+of weights are exact integers (fixed point) in the kernel and f64 elsewhere, and CUDA's
+``exp`` may differ from the CPU's in the last bit, which can move a filter's boundary by one
+token where a weight sits on it:
 
 - numpy arrays and CPU tensors: the library's CPU reference (``_native.sample_rows``);
-- CUDA tensors: torch operations around the package's own stable top-k, on the caller's
-  stream, with no copy to the host and no wait, so that a call can be captured into a CUDA
-  graph. Every filter keeps a prefix of the row's stable descending order, so one top-k of
+- CUDA tensors: the library's sampling kernel (``_native.cuda_sample``, kernels/sample.cu), one
+  launch on the caller's stream with no copy to the host and no wait, so that a call can be
+  captured into a CUDA graph;
+- CUDA tensors of rows of 2^23 logits or more, past the kernel's fixed point: torch
+  operations around the package's own stable top-k (``sample_torch``), also on the caller's
+  stream. Every filter keeps a prefix of the row's stable descending order, so one top-k of
   the filtered logits (of k keys when ``top_k`` is one number, else the whole row) gives every
   boundary; the kept set is then "above the boundary value, and the first ties in index
   order", and the draw is a search in the running sums of the kept weights.
@@ -100,7 +104,46 @@ def sample_numpy(logits, uniform, settings, generator):
     return _native.sample_rows(flat, vocab, uniform, **args)
 
 
-# --- CUDA tensors: torch operations around the package's top-k ------------------------------
+# --- CUDA tensors: the library's sampling kernel -----------------------------------------------
+
+# Rows of this many logits or more go to the torch operations below: the kernel's fixed-point
+# sums of weights (2^-40 of the largest) must stay under 2^63 (src/kernels/abi.rs).
+NATIVE_MOST_VOCAB = 1 << 23
+
+
+def sample_native(L, logits, uniform, settings):
+    """Tokens (int64, one a row) of a 2-D CUDA torch tensor by the library's sampling kernel:
+    one launch on the current stream, no host copy, no wait. ``L`` is the package's torch
+    wrapper (_tensors); ``settings`` are checked (``check_setting``), tensors among them on
+    the logits' device."""
+    import torch
+
+    from . import _native
+
+    rows, vocab = logits.shape
+    tokens = torch.empty(rows, dtype=torch.int64, device=logits.device)
+    if rows == 0:
+        return tokens
+    logits = logits.contiguous()
+    uniform = uniform.to(torch.float32).contiguous()
+    s = L.stream(logits)
+    args, alive = [], []
+    for name in ("temperature", "min_p", "top_k", "top_p"):
+        v = settings[name]
+        if isinstance(v, torch.Tensor):
+            v = v.to(torch.int64 if name == "top_k" else torch.float32).contiguous()
+            alive.append(v)
+            args += [L.describe(v, s), None]
+        else:
+            args += [None, v]
+    _native.cuda_sample(
+        L.describe(logits, s), vocab, L.describe(uniform, s), L.describe(tokens, s), *args, s
+    )
+    del alive  # the kernel is queued on the stream that made them: torch keeps them for it
+    return tokens
+
+
+# --- CUDA tensors of long rows: torch operations around the package's top-k ------------------------------
 
 
 def _per_row(torch, value, dtype):

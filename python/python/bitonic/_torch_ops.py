@@ -240,9 +240,12 @@ def _(logits, uniform, *settings):
 
 
 def _sample_direct(logits, uniform, settings):
-    """Tokens of ``logits`` at ``uniform``: CUDA tensors by torch operations on their stream,
-    CPU tensors by the library's CPU reference through numpy."""
+    """Tokens of ``logits`` at ``uniform``: CUDA tensors by the library's sampling kernel on
+    their stream (rows too long for it by torch operations), CPU tensors by the library's CPU
+    reference through numpy."""
     if logits.is_cuda:
+        if logits.shape[1] < _sampling.NATIVE_MOST_VOCAB:
+            return _sampling.sample_native(_T, logits, uniform, settings)
         return _sampling.sample_torch(logits, uniform, settings)
     as_numpy = {
         name: _T.to_numpy(v) if isinstance(v, Tensor) else v for name, v in settings.items()

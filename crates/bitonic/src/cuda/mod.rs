@@ -32,6 +32,7 @@ pub(crate) mod passes;
 pub(crate) mod precompiled;
 pub(crate) mod rows;
 pub(crate) mod run;
+pub(crate) mod sample;
 pub(crate) mod seed;
 pub(crate) mod staging;
 pub(crate) mod topk;

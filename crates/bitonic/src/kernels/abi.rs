@@ -194,6 +194,17 @@ pub(crate) fn tied(map: u32) -> u32 {
     }
 }
 
+/// The sampling kernel (kernels/sample.cu): threads a block, the fixed point of its weights
+/// (a weight `w` in `[0, 1]` is summed as `w × 2^SAMPLE_WEIGHT_BITS`, so a row of fewer than
+/// [`SAMPLE_MOST_VOCAB`] logits sums to under 2^63) and the most static shared memory a block
+/// of it takes (the rest of the block's shared memory can hold its slice of the row).
+pub(crate) const SAMPLE_THREADS: u32 = 512;
+pub(crate) const SAMPLE_WEIGHT_BITS: u32 = 40;
+pub(crate) const SAMPLE_STATIC_SHARED: usize = 32 << 10;
+/// Rows longer than this are refused by the sampling kernel: their fixed-point sums could
+/// overflow 64 bits.
+pub(crate) const SAMPLE_MOST_VOCAB: usize = 1 << (63 - SAMPLE_WEIGHT_BITS);
+
 /// The `-D` defines that tell the kernels the sizes and flags above.
 pub(crate) fn defines() -> Vec<(&'static str, String)> {
     let size = |name, bytes: usize| (name, bytes.to_string());
@@ -217,6 +228,9 @@ pub(crate) fn defines() -> Vec<(&'static str, String)> {
         flag("KERNEL_MAP_INDEX64", MAP_INDEX64),
         flag("KERNEL_PACK_ON_LOAD", PACK_ON_LOAD),
         flag("KERNEL_UNPACK_ON_STORE", UNPACK_ON_STORE),
+        flag("KERNEL_SAMPLE_THREADS", SAMPLE_THREADS),
+        flag("KERNEL_SAMPLE_WEIGHT_BITS", SAMPLE_WEIGHT_BITS),
+        size("KERNEL_SAMPLE_STATIC_SHARED", SAMPLE_STATIC_SHARED),
     ]
 }
 

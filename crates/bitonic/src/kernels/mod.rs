@@ -161,6 +161,9 @@ pub static TOPK_RADIX_U64: [KernelModule; 3] = [
     kernel_module!("topk.cu", "u64_r32"),
 ];
 
+/// Sampling a token from each row of logits (src/sample/, src/plan/sample.rs).
+pub static SAMPLE: KernelModule = kernel_module!("sample.cu");
+
 /// Every kernel module.
 pub static ALL: std::sync::LazyLock<Vec<&'static KernelModule>> = std::sync::LazyLock::new(|| {
     let seeds = [&MAP_KEYS, &V0, &V1, &V2, &V3, &V4, &V5];
@@ -189,6 +192,7 @@ pub static ALL: std::sync::LazyLock<Vec<&'static KernelModule>> = std::sync::Laz
         &TOPK_WARP_U32,
         &TOPK_SAMPLED_U16,
         &TOPK_SAMPLED_U32,
+        &SAMPLE,
     ];
     let families = families.into_iter().flatten();
     seeds.into_iter().chain(families).chain(others).collect()

@@ -37,8 +37,10 @@
 //! that filter off for the row, a `p` of 1 or more turns top-p off, and one not above 0 (or
 //! NaN) keeps the first token alone.
 
+mod device;
 mod host;
 
+pub use device::{DeviceFilters, DeviceRow};
 pub use host::sample_host;
 
 use crate::{Error, Result};
@@ -194,23 +196,28 @@ struct RowFilters {
 
 /// A logit type: f32, f16 or bf16, read as f32.
 pub trait Logit: Copy + Send + Sync + crate::key::Sealed + 'static {
+    /// The type's name in the key table.
+    const DTYPE: crate::DType;
     /// The value as f32 (exact).
     fn to_f32(self) -> f32;
 }
 
 impl Logit for f32 {
+    const DTYPE: crate::DType = crate::DType::F32;
     fn to_f32(self) -> f32 {
         self
     }
 }
 
 impl Logit for half::f16 {
+    const DTYPE: crate::DType = crate::DType::F16;
     fn to_f32(self) -> f32 {
         half::f16::to_f32(self)
     }
 }
 
 impl Logit for half::bf16 {
+    const DTYPE: crate::DType = crate::DType::BF16;
     fn to_f32(self) -> f32 {
         half::bf16::to_f32(self)
     }

@@ -9,7 +9,8 @@ use super::{check_index_width, check_rows, check_segments, check_topk, rows_layo
 use crate::cuda::exec::Exec;
 use crate::cuda::run;
 use crate::error::{check_same_len, Error, Result};
-use crate::plan::{Layout, Operation, Plan, Request};
+use crate::plan::{plan_sample, Layout, Operation, Plan, Request, SamplePlan};
+use crate::sample::{DeviceFilters, Logit};
 use crate::{SortIndex, SortKey};
 use cudarc::driver::{CudaSlice, CudaViewMut, DeviceRepr};
 use std::sync::Mutex;
@@ -216,6 +217,78 @@ impl<'g> Sorter<'g> {
             let outputs = (values.as_view_mut(), &mut indices.as_view_mut());
             run::select(x, plan, &keys.as_view(), outputs, (row_len, k), ws)
         })
+    }
+
+    /// Draws a token from each row of `vocab` logits of `logits` after `filters`, at the row's
+    /// number of `uniform` (one a row), into `tokens` (one a row; `-1` for a row with no logit
+    /// above `-inf`): what [`crate::sample::sample_host`] draws (see [`crate::sample`]), in one
+    /// launch on the sorter's stream, which returns the plan it ran. Sums of weights are exact
+    /// (fixed point, `2^-40` of the largest weight), so a token can differ from the host's only
+    /// where a weight or a running sum sits on a boundary to its last bits. The sorter's order
+    /// and policy are not used.
+    ///
+    /// ```no_run
+    /// use bitonic::sample::{DeviceFilters, DeviceRow};
+    /// use bitonic::{Gpu, Sorter};
+    /// let gpu = Gpu::get()?;
+    /// let logits = gpu.stream().clone_htod(&[0.0f32, 5.0, 1.0, 4.0])?;
+    /// let uniform = gpu.stream().clone_htod(&[0.0f32])?;
+    /// let mut token = gpu.stream().alloc_zeros::<i64>(1)?;
+    /// let top_2 = DeviceFilters::new().top_k(DeviceRow::All(2));
+    /// Sorter::new().sample_rows_device(&logits, 4, &top_2, &uniform, &mut token)?;
+    /// assert_eq!(gpu.stream().clone_dtoh(&token)?, [1]); // tokens 1 and 3 kept; u = 0 draws the first
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn sample_rows_device<L: Logit + DeviceRepr>(
+        &self,
+        logits: &CudaSlice<L>,
+        vocab: usize,
+        filters: &DeviceFilters<'_>,
+        uniform: &CudaSlice<f32>,
+        tokens: &mut CudaSlice<i64>,
+    ) -> Result<SamplePlan> {
+        if vocab == 0 || logits.len() % vocab != 0 {
+            return Err(Error::BadSampling(format!(
+                "{} logits do not split into rows of a vocabulary of {vocab}",
+                logits.len()
+            )));
+        }
+        let rows = logits.len() / vocab;
+        for (name, len) in [("uniform numbers", uniform.len()), ("tokens", tokens.len())] {
+            if len != rows {
+                return Err(Error::BadSampling(format!(
+                    "{len} {name} for {rows} rows: one a row"
+                )));
+            }
+        }
+        filters.validate(rows)?;
+        if !matches!(self.backend, crate::Backend::Auto | crate::Backend::Cuda) {
+            return Err(Error::Unsupported("device buffers on a CPU backend"));
+        }
+        let gpu = self.device()?;
+        let sorter = gpu.info().ordinal;
+        let mut devices = vec![
+            logits.context().ordinal(),
+            uniform.context().ordinal(),
+            tokens.context().ordinal(),
+        ];
+        devices.extend(filters.devices());
+        if let Some(&buffer) = devices.iter().find(|&&d| d != sorter) {
+            return Err(Error::WrongDevice { buffer, sorter });
+        }
+        let plan = plan_sample(rows, vocab, gpu.info())?;
+        let x = self.exec(gpu, self.policy_ref(gpu));
+        let settings = filters.settings();
+        crate::cuda::sample::run(
+            &x,
+            &plan,
+            L::DTYPE,
+            &logits.as_view(),
+            &settings,
+            &uniform.as_view(),
+            &mut tokens.as_view_mut(),
+        )?;
+        Ok(plan)
     }
 
     /// Plans `request` on the sorter's GPU (always the GPU: device buffers), checks that the
