@@ -129,6 +129,10 @@ pub fn measure(
         for &algorithm in &plan.algorithms {
             let ordinals = rank_devices(n, gpus, plan.min_ranks_per_gpu, algorithm);
             let multi = MultiGpu::new(&ordinals)?;
+            // Keep what a sort frees, as the library kept it for every call until the caller
+            // had to ask (issue 50): else every sort maps its buffers anew, which at 2^32 keys
+            // made the 4-GPU sort 145 ms instead of ~77 (docs/notes/multi-gpu.md, 2026-11-28).
+            multi.keep_freed_memory()?;
             let device = format!("{} x{gpus}", multi.gpu(0).info().name);
             let ranges = even_split(n, ordinals.len());
             let mut inputs = Vec::new();
