@@ -23,6 +23,9 @@
 #ifndef KERNEL_SAMPLE_STATIC_SHARED
 #error "the host passes KERNEL_SAMPLE_STATIC_SHARED (src/kernels/abi.rs)"
 #endif
+#ifndef KERNEL_SAMPLE_MOST_BLOCKS
+#error "the host passes KERNEL_SAMPLE_MOST_BLOCKS (src/kernels/abi.rs)"
+#endif
 
 #define SAMPLE_THREADS KERNEL_SAMPLE_THREADS
 #define SAMPLE_WARPS (SAMPLE_THREADS / WARP_SIZE)
@@ -30,6 +33,9 @@
 #define SAMPLE_BUCKETS 2048
 #define SAMPLE_BUCKETS_A_THREAD (SAMPLE_BUCKETS / SAMPLE_THREADS)
 static_assert(SAMPLE_BUCKETS % SAMPLE_THREADS == 0, "whole buckets a thread");
+// The most keys of a block's slice that a filter leaves for the later steps to scan as a list
+// (key, index) instead of the whole slice (top-k leaves about k).
+#define SAMPLE_LIST 2048
 
 // s's sortable u32 key (larger s, larger key) and back. NaN is never keyed (it reads as -inf).
 __device__ __forceinline__ u32 key_of_float(float s) {
@@ -89,6 +95,7 @@ struct SampleShared {
     u32 counts[SAMPLE_BUCKETS];
     u64 sums[SAMPLE_BUCKETS];
     u64 warp[SAMPLE_WARPS];
+    u32 list_keys[SAMPLE_LIST], list_index[SAMPLE_LIST]; // the keys left, in index order
     u64 published[2]; // this block's part of a cluster reduction
     u64 found[3];     // a select's digit, sum above it and count in it
 };
@@ -121,7 +128,9 @@ __device__ u64 row_combine(SampleShared &sh, Combine op, u64 v, u32 rank, u32 G,
     row_barrier(G);
     u64 r = op == COMBINE_MIN ? ~0ull : 0;
     const u32 last = before ? rank : G;
-    for (u32 g = 0; g < last; ++g) r = combine(op, r, *in_block(&sh.published[0], g, G));
+#pragma unroll
+    for (u32 g = 0; g < KERNEL_SAMPLE_MOST_BLOCKS; ++g) // unrolled: the remote loads overlap
+        if (g < last) r = combine(op, r, *in_block(&sh.published[0], g, G));
     row_barrier(G); // every block has read: `published` is free again
     return r;
 }
@@ -148,13 +157,22 @@ __device__ u64 block_exclusive_sum(SampleShared &sh, u64 v, u64 &total) {
     return before + inclusive - v;
 }
 
-// A block's slice of its row: `len` logits from `logits`, keyed by `key(i)`.
+// A block's slice of its row: `len` logits from `logits`, keyed by `key(i)`; and, once a
+// filter has left few keys (`listed`), those keys with their indices in the slice, in index
+// order, which the later steps scan instead (`n`, `key_at`, `index_at`).
 template <typename L> struct Slice {
     const L *logits;
     u32 *keys; // the resident keys, or null
     u32 len;
     float temperature;
     bool greedy;
+    bool listed;
+    u32 listed_len;
+    const u32 *list_keys, *list_index;
+
+    __device__ __forceinline__ u32 n() const { return listed ? listed_len : len; }
+    __device__ __forceinline__ u32 key_at(u32 j) const { return listed ? list_keys[j] : key(j); }
+    __device__ __forceinline__ u32 index_at(u32 j) const { return listed ? list_index[j] : j; }
 
     __device__ __forceinline__ u32 read(u32 i) const {
         const float x = to_float(logits[i]);
@@ -193,8 +211,8 @@ __device__ u32 radix_select(SampleShared &sh, const Slice<L> &slice, u32 floor, 
             sh.sums[b] = 0;
         }
         __syncthreads();
-        for (u32 i = threadIdx.x; i < slice.len; i += SAMPLE_THREADS) {
-            const u32 k = slice.key(i);
+        for (u32 j = threadIdx.x; j < slice.n(); j += SAMPLE_THREADS) {
+            const u32 k = slice.key_at(j);
             if (k < floor || (k & mask) != prefix) continue;
             const u32 d = (k >> shift) & digit_mask;
             if (by_weight) atomicAdd(&sh.sums[d], fixed_weight(k, max_key));
@@ -207,8 +225,9 @@ __device__ u32 radix_select(SampleShared &sh, const Slice<L> &slice, u32 floor, 
         for (u32 j = 0; j < SAMPLE_BUCKETS_A_THREAD; ++j) {
             const u32 b = SAMPLE_BUCKETS - 1 - (threadIdx.x * SAMPLE_BUCKETS_A_THREAD + j);
             u64 v = 0;
-            for (u32 g = 0; g < G; ++g)
-                v += by_weight ? *in_block(&sh.sums[b], g, G) : u64(*in_block(&sh.counts[b], g, G));
+#pragma unroll
+            for (u32 g = 0; g < KERNEL_SAMPLE_MOST_BLOCKS; ++g) // unrolled: the remote loads overlap
+                if (g < G) v += by_weight ? *in_block(&sh.sums[b], g, G) : u64(*in_block(&sh.counts[b], g, G));
             value[j] = v;
             mine += v;
         }
@@ -220,7 +239,9 @@ __device__ u32 radix_select(SampleShared &sh, const Slice<L> &slice, u32 floor, 
                 if (before + value[j] >= target) {
                     const u32 b = SAMPLE_BUCKETS - 1 - (threadIdx.x * SAMPLE_BUCKETS_A_THREAD + j);
                     u64 count = 0;
-                    for (u32 g = 0; g < G; ++g) count += *in_block(&sh.counts[b], g, G);
+#pragma unroll
+                    for (u32 g = 0; g < KERNEL_SAMPLE_MOST_BLOCKS; ++g)
+                        if (g < G) count += *in_block(&sh.counts[b], g, G);
                     sh.found[0] = b;
                     sh.found[1] = before;
                     sh.found[2] = by_weight ? 0 : count; // by sums, counted below
@@ -238,10 +259,36 @@ __device__ u32 radix_select(SampleShared &sh, const Slice<L> &slice, u32 floor, 
     }
     if (by_weight) { // the count of K, which the sums did not keep
         u64 n = 0;
-        for (u32 i = threadIdx.x; i < slice.len; i += SAMPLE_THREADS) n += slice.key(i) == prefix;
+        for (u32 j = threadIdx.x; j < slice.n(); j += SAMPLE_THREADS) n += slice.key_at(j) == prefix;
         ties = row_combine(sh, COMBINE_SUM, n, rank, G);
     }
     return prefix;
+}
+
+// Lists the keys of the block's slice at or above `floor` (with their indices, in index
+// order) for the later steps, where they fit (SAMPLE_LIST); else the slice stays as it is.
+// Each thread takes a run of consecutive keys (an odd number: a warp's reads of resident keys
+// fall in different banks).
+template <typename L> __device__ void list_keys_left(SampleShared &sh, Slice<L> &slice, u32 floor) {
+    const u32 run = ((slice.len + SAMPLE_THREADS - 1) / SAMPLE_THREADS) | 1;
+    const u32 first = min(threadIdx.x * run, slice.len), end = min(first + run, slice.len);
+    u64 mine = 0, total;
+    for (u32 i = first; i < end; ++i) mine += slice.key(i) >= floor;
+    u64 at = block_exclusive_sum(sh, mine, total);
+    if (total > SAMPLE_LIST) return; // the same for every thread of the block
+    for (u32 i = first; i < end; ++i) {
+        const u32 k = slice.key(i);
+        if (k >= floor) {
+            sh.list_keys[at] = k;
+            sh.list_index[at] = i;
+            ++at;
+        }
+    }
+    __syncthreads();
+    slice.listed = true;
+    slice.listed_len = u32(total);
+    slice.list_keys = sh.list_keys;
+    slice.list_index = sh.list_index;
 }
 
 // Row `blockIdx.x / blocks_a_row`, slice `blockIdx.x % blocks_a_row` (the block's rank in its
@@ -264,6 +311,7 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
     slice.len = min(slice_len, vocab - lo);
     slice.temperature = temperature;
     slice.greedy = !(temperature > 0.0f); // not above 0, or NaN
+    slice.listed = false;
 
     // 1. The keys, and the largest.
     u32 largest = 0;
@@ -321,6 +369,8 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
         u64 above, ties;
         boundary = radix_select(sh, slice, floor, u64(top_k), false, max_key, rank, G, above, ties);
     }
+    // What min-p and top-k left is often a few keys: the steps below scan them as a list.
+    if (boundary > floor || min_p_on) list_keys_left(sh, slice, boundary);
 
     // 4. top-p keeps the shortest prefix of the stable descending order whose weights reach p
     // times the sum of those left; p not above 0 (or NaN) keeps the first token alone.
@@ -331,8 +381,8 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
             keep_ties = 1;
         } else {
             u64 z = 0;
-            for (u32 i = threadIdx.x; i < slice.len; i += SAMPLE_THREADS) {
-                const u32 k = slice.key(i);
+            for (u32 j = threadIdx.x; j < slice.n(); j += SAMPLE_THREADS) {
+                const u32 k = slice.key_at(j);
                 if (k >= boundary) z += fixed_weight(k, max_key);
             }
             z = row_combine(sh, COMBINE_SUM, z, rank, G);
@@ -350,12 +400,13 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
     // 5. The draw: the kept keys in index order, the first at which the running sum of
     // weights passes u × their total. Each thread takes a run of consecutive keys of its slice
     // (an odd number of them, so that a warp's reads of resident keys fall in different banks).
-    const u32 run = ((slice.len + SAMPLE_THREADS - 1) / SAMPLE_THREADS) | 1;
-    const u32 first = min(threadIdx.x * run, slice.len), end = min(first + run, slice.len);
+    const u32 n = slice.n();
+    const u32 run = ((n + SAMPLE_THREADS - 1) / SAMPLE_THREADS) | 1;
+    const u32 first = min(threadIdx.x * run, n), end = min(first + run, n);
     const u64 boundary_weight = fixed_weight(boundary, max_key);
     u64 ties_here = 0, above_here = 0;
     for (u32 i = first; i < end; ++i) {
-        const u32 k = slice.key(i);
+        const u32 k = slice.key_at(i);
         if (k > boundary) above_here += fixed_weight(k, max_key);
         else if (k == boundary) ++ties_here;
     }
@@ -375,13 +426,13 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
     if (start <= target && target < start + mine) {
         u64 running = start, tie = ties_before;
         for (u32 i = first; i < end; ++i) {
-            const u32 k = slice.key(i);
+            const u32 k = slice.key_at(i);
             bool kept = k > boundary;
             if (k == boundary) kept = tie++ < keep_ties;
             if (!kept) continue;
             running += fixed_weight(k, max_key);
             if (running > target) {
-                tokens[row] = (long long)(lo + i);
+                tokens[row] = (long long)(lo + slice.index_at(i));
                 break;
             }
         }

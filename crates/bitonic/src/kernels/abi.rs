@@ -200,7 +200,9 @@ pub(crate) fn tied(map: u32) -> u32 {
 /// of it takes (the rest of the block's shared memory can hold its slice of the row).
 pub(crate) const SAMPLE_THREADS: u32 = 512;
 pub(crate) const SAMPLE_WEIGHT_BITS: u32 = 40;
-pub(crate) const SAMPLE_STATIC_SHARED: usize = 32 << 10;
+pub(crate) const SAMPLE_STATIC_SHARED: usize = 48 << 10;
+/// The most blocks that share a row (a cluster; 8 is the size every sm_90 device runs).
+pub(crate) const SAMPLE_MOST_BLOCKS: u32 = 8;
 /// Rows longer than this are refused by the sampling kernel: their fixed-point sums could
 /// overflow 64 bits.
 pub(crate) const SAMPLE_MOST_VOCAB: usize = 1 << (63 - SAMPLE_WEIGHT_BITS);
@@ -231,6 +233,7 @@ pub(crate) fn defines() -> Vec<(&'static str, String)> {
         flag("KERNEL_SAMPLE_THREADS", SAMPLE_THREADS),
         flag("KERNEL_SAMPLE_WEIGHT_BITS", SAMPLE_WEIGHT_BITS),
         size("KERNEL_SAMPLE_STATIC_SHARED", SAMPLE_STATIC_SHARED),
+        flag("KERNEL_SAMPLE_MOST_BLOCKS", SAMPLE_MOST_BLOCKS),
     ]
 }
 

@@ -5,11 +5,13 @@
 
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
-use crate::kernels::abi::{SAMPLE_MOST_VOCAB, SAMPLE_STATIC_SHARED, SAMPLE_THREADS};
+use crate::kernels::abi::{
+    SAMPLE_MOST_BLOCKS, SAMPLE_MOST_VOCAB, SAMPLE_STATIC_SHARED, SAMPLE_THREADS,
+};
 use crate::kernels::{self, KernelModule};
 
 /// The most blocks a row: the largest cluster every sm_90 device runs (a portable size).
-pub const SAMPLE_MOST_BLOCKS_A_ROW: u32 = 8;
+pub const SAMPLE_MOST_BLOCKS_A_ROW: u32 = SAMPLE_MOST_BLOCKS;
 
 /// What a sampling call launches: `rows × blocks_a_row` blocks of
 /// [`SamplePlan::THREADS`] threads, in clusters of `blocks_a_row`.
@@ -142,7 +144,7 @@ mod tests {
             assert_eq!(plan.blocks(), rows as u32 * blocks);
         }
         // Before sm_90: one block a row, resident while the row fits.
-        let plan = plan_sample(1, 32_000, &a100()).unwrap();
+        let plan = plan_sample(1, 24_000, &a100()).unwrap();
         assert_eq!((plan.blocks_a_row, plan.resident), (1, true));
         let plan = plan_sample(1, 128_256, &a100()).unwrap();
         assert_eq!(
