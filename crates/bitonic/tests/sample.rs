@@ -3,40 +3,15 @@
 //! grid of `u` (each token drawn for a share of the grid equal to its probability, to one grid
 //! step), and a chi-square test of seeded random draws.
 
+mod common;
+
 use bitonic::half::{bf16, f16};
 use bitonic::sample::{sample_host, Filters, PerRow};
+use common::setting::Setting;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 const INF: f32 = f32::INFINITY;
-
-/// One row's settings, `None` where off.
-#[derive(Clone, Copy, Debug, Default)]
-struct Setting {
-    temperature: Option<f32>,
-    min_p: Option<f32>,
-    top_k: Option<i64>,
-    top_p: Option<f32>,
-}
-
-impl Setting {
-    fn filters(&self) -> Filters<'static> {
-        let mut f = Filters::new();
-        if let Some(t) = self.temperature {
-            f = f.temperature(PerRow::All(t));
-        }
-        if let Some(p) = self.min_p {
-            f = f.min_p(PerRow::All(p));
-        }
-        if let Some(k) = self.top_k {
-            f = f.top_k(PerRow::All(k));
-        }
-        if let Some(p) = self.top_p {
-            f = f.top_p(PerRow::All(p));
-        }
-        f
-    }
-}
 
 /// The filtered distribution of one row in index order, written from the module's statement
 /// with masks and thresholds (not with its kept prefix): `Err(token)` for a greedy row or for a
@@ -128,11 +103,11 @@ fn check_on_grid(row: &[f32], set: Setting, what: &str) {
         Err(token) => {
             let u: Vec<f32> = vec![0.0, 0.3, 0.999];
             let rows: Vec<f32> = row.iter().copied().cycle().take(row.len() * 3).collect();
-            let got = draw(&rows, row.len(), &set.filters(), &u);
+            let got = draw(&rows, row.len(), &set.host(), &u);
             assert_eq!(got, vec![token; 3], "{what}: {set:?}");
         }
         Ok(probabilities) => {
-            let counts = grid_counts(row, &set.filters(), N);
+            let counts = grid_counts(row, &set.host(), N);
             for (i, (&c, &p)) in counts.iter().zip(&probabilities).enumerate() {
                 if p == 0.0 {
                     assert_eq!(c, 0, "{what}: token {i} is outside the set, {set:?}");
@@ -150,7 +125,7 @@ fn check_on_grid(row: &[f32], set: Setting, what: &str) {
 
 /// The kept set of `row` under `set` (every token with a share of a fine grid).
 fn kept(row: &[f32], set: Setting) -> Vec<usize> {
-    let counts = grid_counts(row, &set.filters(), 1 << 10);
+    let counts = grid_counts(row, &set.host(), 1 << 10);
     (0..row.len()).filter(|&i| counts[i] > 0).collect()
 }
 
@@ -242,8 +217,8 @@ fn special_rows_are_defined() {
         ..Setting::default()
     };
     // Nothing above -inf: -1, greedy or not.
-    assert_eq!(draw(&[-INF, nan, -nan], 3, &none.filters(), &[0.5]), [-1]);
-    assert_eq!(draw(&[-INF, nan], 2, &greedy.filters(), &[0.5]), [-1]);
+    assert_eq!(draw(&[-INF, nan, -nan], 3, &none.host(), &[0.5]), [-1]);
+    assert_eq!(draw(&[-INF, nan], 2, &greedy.host(), &[0.5]), [-1]);
     // NaN of either sign is never drawn, and a single finite token always is.
     assert_eq!(kept(&[nan, 1.0, -nan, 0.0], none), [1, 3]);
     for set in [none, top_k(1), top_p(0.01), min_p(1.0), greedy] {
@@ -253,16 +228,16 @@ fn special_rows_are_defined() {
     assert_eq!(kept(&[-0.0, 0.0, -0.0, 0.0], top_p(0.5)), [0, 1]);
     assert_eq!(kept(&[0.0, -0.0, -1.0], top_k(1)), [0, 1]);
     // +inf tokens share the draw alone.
-    let counts = grid_counts(&[1.0, INF, 2.0, INF], &none.filters(), 1000);
+    let counts = grid_counts(&[1.0, INF, 2.0, INF], &none.host(), 1000);
     assert_eq!(counts, [0, 500, 0, 500]);
     // Greedy: the first of the largest, whatever u.
-    assert_eq!(draw(&[1.0, 3.0, 3.0], 3, &greedy.filters(), &[0.99]), [1]);
+    assert_eq!(draw(&[1.0, 3.0, 3.0], 3, &greedy.host(), &[0.99]), [1]);
     // u outside [0, 1) is clamped; NaN reads as 0.
     let row = [0.0f32, 0.0];
-    assert_eq!(draw(&row, 2, &none.filters(), &[-1.0]), [0]);
-    assert_eq!(draw(&row, 2, &none.filters(), &[nan]), [0]);
-    assert_eq!(draw(&row, 2, &none.filters(), &[1.0]), [1]);
-    assert_eq!(draw(&row, 2, &none.filters(), &[7.0]), [1]);
+    assert_eq!(draw(&row, 2, &none.host(), &[-1.0]), [0]);
+    assert_eq!(draw(&row, 2, &none.host(), &[nan]), [0]);
+    assert_eq!(draw(&row, 2, &none.host(), &[1.0]), [1]);
+    assert_eq!(draw(&row, 2, &none.host(), &[7.0]), [1]);
 }
 
 fn random_row(rng: &mut Xoshiro256PlusPlus, vocab: usize, spread: f32) -> Vec<f32> {
@@ -339,7 +314,7 @@ fn settings_a_row_equal_the_same_settings_alone() {
     let together = draw(&rows, vocab, &each, &u);
     for (r, set) in all.iter().enumerate() {
         let row = &rows[r * vocab..][..vocab];
-        let alone = draw(row, vocab, &set.filters(), &u[r..r + 1]);
+        let alone = draw(row, vocab, &set.host(), &u[r..r + 1]);
         assert_eq!(together[r], alone[0], "row {r}, {set:?}");
     }
 }
@@ -370,7 +345,7 @@ fn random_draws_pass_a_chi_square_test() {
             let rows: Vec<f32> = row.iter().copied().cycle().take(vocab * draws).collect();
             let u: Vec<f32> = (0..draws).map(|_| rng.random()).collect();
             let mut counts = vec![0usize; vocab];
-            for token in draw(&rows, vocab, &set.filters(), &u) {
+            for token in draw(&rows, vocab, &set.host(), &u) {
                 counts[token as usize] += 1;
             }
             let (statistic, freedom) = chi_square(&counts, &probabilities, draws);
@@ -400,11 +375,11 @@ fn half_logits_sample_as_their_f32_values() {
         .collect();
     let halves: Vec<f16> = f32s.iter().map(|&x| f16::from_f32(x)).collect();
     let brains: Vec<bf16> = f32s.iter().map(|&x| bf16::from_f32(x)).collect();
-    let as_f32 = |v: Vec<f32>| draw(&v, vocab, &set.filters(), &u);
+    let as_f32 = |v: Vec<f32>| draw(&v, vocab, &set.host(), &u);
     let mut tokens = vec![0i64; rows];
-    sample_host(&halves, vocab, &set.filters(), &u, &mut tokens).unwrap();
+    sample_host(&halves, vocab, &set.host(), &u, &mut tokens).unwrap();
     assert_eq!(tokens, as_f32(halves.iter().map(|x| x.to_f32()).collect()));
-    sample_host(&brains, vocab, &set.filters(), &u, &mut tokens).unwrap();
+    sample_host(&brains, vocab, &set.host(), &u, &mut tokens).unwrap();
     assert_eq!(tokens, as_f32(brains.iter().map(|x| x.to_f32()).collect()));
 }
 

@@ -14,6 +14,7 @@ use bitonic::sample::{sample_host, DeviceFilters, DeviceRow, Filters, Logit, Per
 use bitonic::{Error, Sorter};
 use common::gpu;
 use common::harness::{self, tests, Needs};
+use common::setting::Setting;
 use cudarc::driver::DeviceRepr;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -24,51 +25,6 @@ fn main() {
             gpu_tokens_equal_the_host_reference, gpu_settings_a_row, gpu_special_rows,
             gpu_draws_are_repeatable, gpu_bad_shapes_are_refused;
     ]);
-}
-
-/// One setting for all rows, `None` where off.
-#[derive(Clone, Copy, Debug, Default)]
-struct Setting {
-    temperature: Option<f32>,
-    min_p: Option<f32>,
-    top_k: Option<i64>,
-    top_p: Option<f32>,
-}
-
-impl Setting {
-    fn host(&self) -> Filters<'static> {
-        let mut f = Filters::new();
-        if let Some(t) = self.temperature {
-            f = f.temperature(PerRow::All(t));
-        }
-        if let Some(p) = self.min_p {
-            f = f.min_p(PerRow::All(p));
-        }
-        if let Some(k) = self.top_k {
-            f = f.top_k(PerRow::All(k));
-        }
-        if let Some(p) = self.top_p {
-            f = f.top_p(PerRow::All(p));
-        }
-        f
-    }
-
-    fn device(&self) -> DeviceFilters<'static> {
-        let mut f = DeviceFilters::new();
-        if let Some(t) = self.temperature {
-            f = f.temperature(DeviceRow::All(t));
-        }
-        if let Some(p) = self.min_p {
-            f = f.min_p(DeviceRow::All(p));
-        }
-        if let Some(k) = self.top_k {
-            f = f.top_k(DeviceRow::All(k));
-        }
-        if let Some(p) = self.top_p {
-            f = f.top_p(DeviceRow::All(p));
-        }
-        f
-    }
 }
 
 fn settings() -> Vec<Setting> {

@@ -3,7 +3,7 @@
 //! of them kept, a walk in index order for the draw). It is the reference the other paths are tested against. Rows run in parallel.
 
 use super::{clamp_uniform, Filters, Logit, RowFilters};
-use crate::{Error, Result};
+use crate::Result;
 use rayon::prelude::*;
 
 /// Draws a token from each row of `logits` (rows of `vocab`) after `filters`, at the row's
@@ -26,20 +26,7 @@ pub fn sample_host<L: Logit>(
     uniform: &[f32],
     tokens: &mut [i64],
 ) -> Result<()> {
-    if vocab == 0 || logits.len() % vocab != 0 {
-        return Err(Error::BadSampling(format!(
-            "{} logits do not split into rows of a vocabulary of {vocab}",
-            logits.len()
-        )));
-    }
-    let rows = logits.len() / vocab;
-    for (name, len) in [("uniform numbers", uniform.len()), ("tokens", tokens.len())] {
-        if len != rows {
-            return Err(Error::BadSampling(format!(
-                "{len} {name} for {rows} rows: one a row"
-            )));
-        }
-    }
+    let rows = super::rows_of(logits.len(), vocab, uniform.len(), tokens.len())?;
     filters.validate(rows)?;
     let rows = logits
         .par_chunks(vocab)

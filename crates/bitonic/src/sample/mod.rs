@@ -223,6 +223,25 @@ impl Logit for half::bf16 {
     }
 }
 
+/// The rows of a sampling call of `logits` logits in rows of `vocab`, with `uniform` numbers
+/// and room for `tokens`: one of each a row, else what is wrong.
+pub(crate) fn rows_of(logits: usize, vocab: usize, uniform: usize, tokens: usize) -> Result<usize> {
+    if vocab == 0 || logits % vocab != 0 {
+        return Err(Error::BadSampling(format!(
+            "{logits} logits do not split into rows of a vocabulary of {vocab}"
+        )));
+    }
+    let rows = logits / vocab;
+    for (name, len) in [("uniform numbers", uniform), ("tokens", tokens)] {
+        if len != rows {
+            return Err(Error::BadSampling(format!(
+                "{len} {name} for {rows} rows: one a row"
+            )));
+        }
+    }
+    Ok(rows)
+}
+
 /// `u` as the draw reads it: in `[0, 1)`, NaN as 0.
 fn clamp_uniform(u: f32) -> f64 {
     /// The largest f32 below 1.

@@ -247,20 +247,7 @@ impl<'g> Sorter<'g> {
         uniform: &CudaSlice<f32>,
         tokens: &mut CudaSlice<i64>,
     ) -> Result<SamplePlan> {
-        if vocab == 0 || logits.len() % vocab != 0 {
-            return Err(Error::BadSampling(format!(
-                "{} logits do not split into rows of a vocabulary of {vocab}",
-                logits.len()
-            )));
-        }
-        let rows = logits.len() / vocab;
-        for (name, len) in [("uniform numbers", uniform.len()), ("tokens", tokens.len())] {
-            if len != rows {
-                return Err(Error::BadSampling(format!(
-                    "{len} {name} for {rows} rows: one a row"
-                )));
-            }
-        }
+        let rows = crate::sample::rows_of(logits.len(), vocab, uniform.len(), tokens.len())?;
         filters.validate(rows)?;
         if !matches!(self.backend, crate::Backend::Auto | crate::Backend::Cuda) {
             return Err(Error::Unsupported("device buffers on a CPU backend"));

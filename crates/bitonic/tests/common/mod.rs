@@ -4,6 +4,7 @@
 #![allow(dead_code)]
 
 pub mod harness;
+pub mod setting;
 
 use bitonic::{key::cmp_keys, Gpu, Order, SortKey};
 use rand::{Rng, SeedableRng};
