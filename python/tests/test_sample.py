@@ -294,6 +294,25 @@ def test_torch_cpu_tensors_equal_numpy(torch_any):
     assert torch.equal(compiled(t, tu), bitonic.sample(t, uniform=tu, temperature=0.7, top_p=0.9))
 
 
+def test_the_type_check_reads_sys_modules_once(torch_any, monkeypatch):
+    """torch.compile traces bitonic's check of an array's library in every call, and dynamo's
+    walk of ``sys.modules`` can race with the imports of a first inductor compile: once a
+    library's array class is known, the check reads ``sys`` no more."""
+    from bitonic import _tensors
+
+    x = torch_any.zeros(2, 3)
+    assert _tensors.library(x) == "torch"
+
+    class NoSys:
+        def __getattr__(self, name):
+            raise AssertionError(f"sys.{name} read")
+
+    monkeypatch.setattr(_tensors, "sys", NoSys())
+    assert _tensors.library(x) == "torch"
+    assert _tensors.library(np.zeros(3)) is None
+    assert _tensors.library(torch_any.Size([2])) is None  # module "torch", not a tensor
+
+
 def test_torch_settings_tensors_must_match(torch_any):
     torch = torch_any
     x = torch.zeros(2, 8)

@@ -20,14 +20,34 @@ import sys
 from . import _native
 
 
+# The array class of each library seen: ``torch.Tensor``, ``cupy.ndarray``. Read from
+# ``sys.modules`` once, at import when the library is already there, else at the first array of
+# it: torch.compile traces ``library`` in every call, and its first inductor compile in a process
+# can import modules while dynamo walks ``sys.modules`` ("dictionary changed size during
+# iteration"), so a call it traces should not read ``sys.modules`` at all.
+_CLASSES = {}
+_CLASS_NAMES = {"torch": "Tensor", "cupy": "ndarray"}
+
+
+def _array_class(mod):
+    """``mod``'s array class, once ``mod`` is imported (else None), kept in ``_CLASSES``."""
+    cls = _CLASSES.get(mod)
+    if cls is None and mod in sys.modules:
+        cls = _CLASSES[mod] = getattr(sys.modules[mod], _CLASS_NAMES[mod])
+    return cls
+
+
+for _mod in _CLASS_NAMES:
+    _array_class(_mod)
+
+
 def library(x):
     """``"torch"``, ``"cupy"`` or None: which array library ``x`` belongs to."""
     mod = type(x).__module__.split(".", 1)[0]
-    if mod == "torch" and "torch" in sys.modules and isinstance(x, sys.modules["torch"].Tensor):
-        return "torch"
-    if mod == "cupy" and "cupy" in sys.modules and isinstance(x, sys.modules["cupy"].ndarray):
-        return "cupy"
-    return None
+    if mod not in _CLASS_NAMES:
+        return None
+    cls = _CLASSES.get(mod) or _array_class(mod)
+    return mod if cls is not None and isinstance(x, cls) else None
 
 
 class _Torch:
