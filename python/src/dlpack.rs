@@ -520,9 +520,14 @@ pub fn cuda_sample(
     let lb = l.on_cuda("logits")?;
     let rows = lb.len.checked_div(vocab).unwrap_or(0);
     let ub = setting_buffer(Some(uniform), "uniform", false, rows)?.expect("given");
-    let tb = index_buffer(tokens, rows)?;
-    if tb.bytes != 8 {
-        return Err(PyTypeError::new_err("tokens must be int64"));
+    let t = read(tokens)?;
+    let tb = t.on_cuda("tokens")?;
+    if tb.len != rows || t.code != 0 || t.bits != 64 {
+        return Err(PyValueError::new_err(format!(
+            "tokens must be {rows} elements of int64, not {} of {}",
+            tb.len,
+            t.dtype_name()
+        )));
     }
     let tv = setting_buffer(temperature, "temperature", false, rows)?;
     let mv = setting_buffer(min_p, "min_p", false, rows)?;

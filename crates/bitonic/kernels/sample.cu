@@ -76,6 +76,8 @@ __device__ __forceinline__ void row_barrier(u32 G) {
         asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
         return;
     }
+#else
+    if (G > 1) __trap(); // the host launches clusters only on sm_90 and later
 #endif
     __syncthreads();
 }

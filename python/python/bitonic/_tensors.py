@@ -33,7 +33,9 @@ def _array_class(mod):
     """``mod``'s array class, once ``mod`` is imported (else None), kept in ``_CLASSES``."""
     cls = _CLASSES.get(mod)
     if cls is None and mod in sys.modules:
-        cls = _CLASSES[mod] = getattr(sys.modules[mod], _CLASS_NAMES[mod])
+        cls = getattr(sys.modules[mod], _CLASS_NAMES[mod], None)  # None while it initialises
+        if cls is not None:
+            _CLASSES[mod] = cls
     return cls
 
 

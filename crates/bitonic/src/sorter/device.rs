@@ -223,9 +223,11 @@ impl<'g> Sorter<'g> {
     /// number of `uniform` (one a row), into `tokens` (one a row; `-1` for a row with no logit
     /// above `-inf`): what [`crate::sample::sample_host`] draws (see [`crate::sample`]), in one
     /// launch on the sorter's stream, which returns the plan it ran. Sums of weights are exact
-    /// (fixed point, `2^-40` of the largest weight), so a token can differ from the host's only
-    /// where a weight or a running sum sits on a boundary to its last bits. The sorter's order
-    /// and policy are not used.
+    /// in fixed point (a weight is rounded to a multiple of `2^-40` of the largest), so a token
+    /// can differ from the host's where a weight or a running sum sits on a boundary to its
+    /// last bits, and a token of weight below `2^-41` (a logit more than about 28 below the
+    /// largest, after temperature) is never drawn, where the host draws it with a probability
+    /// below `2^-41` of the total. The sorter's order and policy are not used.
     ///
     /// ```no_run
     /// use bitonic::sample::{DeviceFilters, DeviceRow};
