@@ -139,11 +139,12 @@ def sample_native(L, logits, uniform, settings):
     _native.cuda_sample(
         L.describe(logits, s), vocab, L.describe(uniform, s), L.describe(tokens, s), *args, s
     )
-    del alive  # the kernel is queued on the stream that made them: torch keeps them for it
+    # Freed here, their memory is reused only by later work on this stream, after the kernel.
+    del alive
     return tokens
 
 
-# --- CUDA tensors of long rows: torch operations around the package's top-k ------------------------------
+# --- CUDA tensors of long rows: torch operations around the package's top-k ---------------
 
 
 def _per_row(torch, value, dtype):
