@@ -12,6 +12,7 @@
 // The draw is then one scan of the row in index order. Weights are summed in fixed point
 // (integers), so every sum is exact, independent of the order of the additions: the same
 // uniform number gives the same token, whatever the launch.
+#include "common/cluster.cuh"
 #include "common/types.cuh"
 
 #ifndef KERNEL_SAMPLE_THREADS
@@ -67,13 +68,12 @@ struct RowSettings {
     float u;
 };
 
-// Cluster primitives (sm_90): the barrier over every block of the cluster (release/acquire:
-// shared-memory writes before it are visible to every block after it) and the address of a
-// shared variable in another block. With G = 1 they are the block's own.
+// The row's barrier and the address of a shared variable in another block of the row: the
+// cluster's (common/cluster.cuh), or with G = 1 the block's own.
 __device__ __forceinline__ void row_barrier(u32 G) {
 #if __CUDA_ARCH__ >= 900
     if (G > 1) {
-        asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+        cluster_barrier();
         return;
     }
 #else
@@ -83,11 +83,7 @@ __device__ __forceinline__ void row_barrier(u32 G) {
 }
 template <typename T> __device__ __forceinline__ const T *in_block(const T *mine, u32 rank, u32 G) {
 #if __CUDA_ARCH__ >= 900
-    if (G > 1) {
-        u64 remote;
-        asm volatile("mapa.u64 %0, %1, %2;" : "=l"(remote) : "l"(mine), "r"(rank));
-        return reinterpret_cast<const T *>(remote);
-    }
+    if (G > 1) return in_cluster_block(mine, rank);
 #endif
     return mine;
 }
@@ -267,13 +263,23 @@ __device__ u32 radix_select(SampleShared &sh, const Slice<L> &slice, u32 floor, 
     return prefix;
 }
 
+// The run of `n` keys a thread takes where it needs them consecutive (index order): an odd
+// number of them, so that a warp's reads of resident keys fall in different banks.
+struct ThreadRun {
+    u32 first, end;
+};
+__device__ __forceinline__ ThreadRun thread_run(u32 n) {
+    const u32 run = ((n + SAMPLE_THREADS - 1) / SAMPLE_THREADS) | 1;
+    const u32 first = min(threadIdx.x * run, n);
+    return {first, min(first + run, n)};
+}
+
 // Lists the keys of the block's slice at or above `floor` (with their indices, in index
 // order) for the later steps, where they fit (SAMPLE_LIST); else the slice stays as it is.
-// Each thread takes a run of consecutive keys (an odd number: a warp's reads of resident keys
-// fall in different banks).
+// Each thread takes its run of consecutive keys (thread_run), so the list keeps index order.
 template <typename L> __device__ void list_keys_left(SampleShared &sh, Slice<L> &slice, u32 floor) {
-    const u32 run = ((slice.len + SAMPLE_THREADS - 1) / SAMPLE_THREADS) | 1;
-    const u32 first = min(threadIdx.x * run, slice.len), end = min(first + run, slice.len);
+    const ThreadRun r = thread_run(slice.len);
+    const u32 first = r.first, end = r.end;
     u64 mine = 0, total;
     for (u32 i = first; i < end; ++i) mine += slice.key(i) >= floor;
     u64 at = block_exclusive_sum(sh, mine, total);
@@ -400,11 +406,10 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
     }
 
     // 5. The draw: the kept keys in index order, the first at which the running sum of
-    // weights passes u × their total. Each thread takes a run of consecutive keys of its slice
-    // (an odd number of them, so that a warp's reads of resident keys fall in different banks).
-    const u32 n = slice.n();
-    const u32 run = ((n + SAMPLE_THREADS - 1) / SAMPLE_THREADS) | 1;
-    const u32 first = min(threadIdx.x * run, n), end = min(first + run, n);
+    // weights passes u × their total. Each thread takes its run of consecutive keys
+    // (thread_run), whose running sum a block scan and the cluster's prefix start.
+    const ThreadRun r = thread_run(slice.n());
+    const u32 first = r.first, end = r.end;
     const u64 boundary_weight = fixed_weight(boundary, max_key);
     u64 ties_here = 0, above_here = 0;
     for (u32 i = first; i < end; ++i) {

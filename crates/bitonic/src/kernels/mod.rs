@@ -265,9 +265,10 @@ pub(crate) fn merge_kv(key_bytes: usize, value_bytes: usize) -> &'static KernelM
 }
 
 /// Every header, by the name the files include it by.
-pub static HEADERS: [(&str, &str); 30] = [
+pub static HEADERS: [(&str, &str); 31] = [
     ("common.cuh", embed!("common.cuh")),
     ("common/types.cuh", embed!("common/types.cuh")),
+    ("common/cluster.cuh", embed!("common/cluster.cuh")),
     ("common/keys.cuh", embed!("common/keys.cuh")),
     ("common/compare.cuh", embed!("common/compare.cuh")),
     ("common/memory.cuh", embed!("common/memory.cuh")),
