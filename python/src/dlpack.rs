@@ -452,9 +452,10 @@ pub fn cuda_topk(
     })
 }
 
-/// The buffer of one setting a row (a capsule or description, [`read`]): `rows` elements of
-/// float32 (int64 for `top_k`) in CUDA device memory.
-fn setting_buffer(
+/// The buffer of a sampling call's array of one value a row (a capsule or description,
+/// [`read`]): `rows` elements of float32, or of int64 where `integer` (`top_k`, the tokens), in
+/// CUDA device memory.
+fn per_row_buffer(
     setting: Option<&Bound<'_, PyAny>>,
     name: &str,
     integer: bool,
@@ -506,10 +507,8 @@ pub fn cuda_sample(
     caller_stream: usize,
 ) -> PyResult<()> {
     let l = read(logits)?;
-    let dtype = match (l.code, l.bits) {
-        (2, 32) => DType::F32,
-        (2, 16) => DType::F16,
-        (4, 16) => DType::BF16,
+    let dtype = match l.key_dtype() {
+        Ok(d @ (DType::F32 | DType::F16 | DType::BF16)) => d,
         _ => {
             return Err(PyTypeError::new_err(format!(
                 "logits of {}: bitonic samples float32, float16 and bfloat16",
@@ -519,20 +518,12 @@ pub fn cuda_sample(
     };
     let lb = l.on_cuda("logits")?;
     let rows = lb.len.checked_div(vocab).unwrap_or(0);
-    let ub = setting_buffer(Some(uniform), "uniform", false, rows)?.expect("given");
-    let t = read(tokens)?;
-    let tb = t.on_cuda("tokens")?;
-    if tb.len != rows || t.code != 0 || t.bits != 64 {
-        return Err(PyValueError::new_err(format!(
-            "tokens must be {rows} elements of int64, not {} of {}",
-            tb.len,
-            t.dtype_name()
-        )));
-    }
-    let tv = setting_buffer(temperature, "temperature", false, rows)?;
-    let mv = setting_buffer(min_p, "min_p", false, rows)?;
-    let kv = setting_buffer(top_k, "top_k", true, rows)?;
-    let pv = setting_buffer(top_p, "top_p", false, rows)?;
+    let ub = per_row_buffer(Some(uniform), "uniform", false, rows)?.expect("given");
+    let tb = per_row_buffer(Some(tokens), "tokens", true, rows)?.expect("given");
+    let tv = per_row_buffer(temperature, "temperature", false, rows)?;
+    let mv = per_row_buffer(min_p, "min_p", false, rows)?;
+    let kv = per_row_buffer(top_k, "top_k", true, rows)?;
+    let pv = per_row_buffer(top_p, "top_p", false, rows)?;
     let others: Vec<Buffer> = [Some(ub), Some(tb), tv, mv, kv, pv]
         .into_iter()
         .flatten()

@@ -35,6 +35,8 @@ _RANGES = {
     "top_k": (int, lambda k: k >= 1, ">= 1"),
     "top_p": (float, lambda p: 0 < p <= 1, "above 0 and at most 1"),
 }
+#: The settings' names, in the order of the ``bitonic::sample`` operator and the native call.
+SETTINGS = tuple(_RANGES)
 
 
 def check_setting(name, value, rows, is_array):
@@ -128,7 +130,7 @@ def sample_native(L, logits, uniform, settings):
     uniform = uniform.to(torch.float32).contiguous()
     s = L.stream(logits)
     args, alive = [], []
-    for name in ("temperature", "min_p", "top_k", "top_p"):
+    for name in SETTINGS:
         v = settings[name]
         if isinstance(v, torch.Tensor):
             v = v.to(torch.int64 if name == "top_k" else torch.float32).contiguous()

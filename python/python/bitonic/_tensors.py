@@ -48,7 +48,7 @@ def library(x):
     mod = type(x).__module__.split(".", 1)[0]
     if mod not in _CLASS_NAMES:
         return None
-    cls = _CLASSES.get(mod) or _array_class(mod)
+    cls = _array_class(mod)
     return mod if cls is not None and isinstance(x, cls) else None
 
 

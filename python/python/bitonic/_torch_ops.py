@@ -207,9 +207,8 @@ def sort_pairs(keys, values, descending, backend):
 
 # --- sample ---------------------------------------------------------------------------------
 # The operator takes each setting as a tensor of one value a row or as one number (the other
-# None), since a schema has no "number or tensor": `_SETTINGS` is their order in it.
+# None), since a schema has no "number or tensor": `_sampling.SETTINGS` is their order in it.
 
-_SETTINGS = ("temperature", "min_p", "top_k", "top_p")
 _SAMPLE_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
 
 
@@ -229,7 +228,7 @@ def _sample_op(
     pairs = (temperature, temperature_all, min_p, min_p_all, top_k, top_k_all, top_p, top_p_all)
     settings = {
         name: each if each is not None else alike
-        for name, each, alike in zip(_SETTINGS, pairs[0::2], pairs[1::2])
+        for name, each, alike in zip(_sampling.SETTINGS, pairs[0::2], pairs[1::2])
     }
     return _sample_direct(logits, uniform, settings)
 
@@ -272,7 +271,7 @@ def sample(logits, uniform, settings, generator):
         raise ValueError(f"uniform is on {uniform.device} but the logits are on {logits.device}")
     if torch.compiler.is_compiling():
         pairs = []
-        for name in _SETTINGS:
+        for name in _sampling.SETTINGS:
             v = settings[name]
             pairs += [v, None] if isinstance(v, Tensor) else [None, v]
         return _sample_op(logits, uniform, *pairs)

@@ -251,20 +251,13 @@ impl<'g> Sorter<'g> {
     ) -> Result<SamplePlan> {
         let rows = crate::sample::rows_of(logits.len(), vocab, uniform.len(), tokens.len())?;
         filters.validate(rows)?;
-        if !matches!(self.backend, crate::Backend::Auto | crate::Backend::Cuda) {
-            return Err(Error::Unsupported("device buffers on a CPU backend"));
-        }
-        let gpu = self.device()?;
-        let sorter = gpu.info().ordinal;
         let mut devices = vec![
             logits.context().ordinal(),
             uniform.context().ordinal(),
             tokens.context().ordinal(),
         ];
         devices.extend(filters.devices());
-        if let Some(&buffer) = devices.iter().find(|&&d| d != sorter) {
-            return Err(Error::WrongDevice { buffer, sorter });
-        }
+        let gpu = self.gpu_holding(&devices)?;
         let plan = plan_sample(rows, vocab, gpu.info())?;
         let x = self.exec(gpu, self.policy_ref(gpu));
         let settings = filters.settings();
@@ -289,16 +282,23 @@ impl<'g> Sorter<'g> {
         devices: &[usize],
         work: impl FnOnce(&Exec, &Plan, CudaViewMut<u8>) -> Result<()>,
     ) -> Result<Plan> {
+        let gpu = self.gpu_holding(devices)?;
+        let request = request.clone().backend(crate::Backend::Cuda);
+        let x = self.exec(gpu, self.policy_ref(gpu));
+        self.run_with_workspace(&x, &request, work)
+    }
+
+    /// The sorter's GPU for a call on device buffers, which must be on it (`devices`: theirs);
+    /// an error on a CPU backend.
+    fn gpu_holding(&self, devices: &[usize]) -> Result<&crate::Gpu> {
         if !matches!(self.backend, crate::Backend::Auto | crate::Backend::Cuda) {
             return Err(Error::Unsupported("device buffers on a CPU backend"));
         }
-        let request = request.clone().backend(crate::Backend::Cuda);
         let gpu = self.device()?;
         let sorter = gpu.info().ordinal;
         if let Some(&buffer) = devices.iter().find(|&&d| d != sorter) {
             return Err(Error::WrongDevice { buffer, sorter });
         }
-        let x = self.exec(gpu, self.policy_ref(gpu));
-        self.run_with_workspace(&x, &request, work)
+        Ok(gpu)
     }
 }
