@@ -3,7 +3,7 @@
 // all: a row is one thread-block cluster of G blocks (G = 1 where the host launches no
 // clusters), and block r of it holds the r-th slice of the row, as the sortable u32 keys of
 // s = logit / temperature, in shared memory (`resident`), or reads its slice again from the
-// logits at each step where the slice does not fit.
+// logits at each step where the slice does not fit (`streamed`).
 //
 // Every filter keeps a prefix of the stable descending order, so what is kept is "every key
 // above a boundary key B, and the first c keys equal to B in index order". The steps find B
@@ -12,6 +12,13 @@
 // The draw is then one scan of the row in index order. Weights are summed in fixed point
 // (integers), so every sum is exact, independent of the order of the additions: the same
 // uniform number gives the same token, whatever the launch.
+//
+// What keeps the passes short: the first pass keeps many loads in flight a thread; a radix
+// select's first round lists the keys its later rounds can still pick (a few thousand at most)
+// and scans only those from then on; shared memory is read as shared memory (LDS, and
+// ld.shared::cluster for the other blocks of the row), never through generic pointers; and
+// 64-bit sums are added with two native 32-bit atomics, not the compare-and-swap loop that a
+// 64-bit shared-memory atomicAdd compiles to.
 #include "common/cluster.cuh"
 #include "common/types.cuh"
 
@@ -34,9 +41,12 @@
 #define SAMPLE_BUCKETS 2048
 #define SAMPLE_BUCKETS_A_THREAD (SAMPLE_BUCKETS / SAMPLE_THREADS)
 static_assert(SAMPLE_BUCKETS % SAMPLE_THREADS == 0, "whole buckets a thread");
-// The most keys of a block's slice that a filter leaves for the later steps to scan as a list
-// (key, index) instead of the whole slice (top-k leaves about k).
+// The most keys of a block's slice that a step lists for the later steps to scan instead of
+// the whole slice (top-k leaves about k; a first radix digit's bucket, a few thousand).
 #define SAMPLE_LIST 2048
+// Logits a thread loads before it uses any, in the first pass: 32 bytes of loads in flight a
+// thread, 16 KiB a block, to cover the latency of reading the row.
+#define SAMPLE_LOADS(L) (32 / sizeof(L))
 
 // s's sortable u32 key (larger s, larger key) and back. NaN is never keyed (it reads as -inf).
 __device__ __forceinline__ u32 key_of_float(float s) {
@@ -61,15 +71,22 @@ __device__ __forceinline__ float to_float(LogitF16 v) {
     return f;
 }
 
-// One row's settings, read from the per-row arrays where given (null: the one value of all).
-struct RowSettings {
-    float temperature, min_p, top_p;
-    long long top_k;
-    float u;
+// The shared memory of a block besides the resident keys. At file scope, so that every access
+// is a shared-memory access the compiler can see (no generic pointers).
+struct SampleShared {
+    u32 counts[SAMPLE_BUCKETS];
+    u64 sums[SAMPLE_BUCKETS];
+    u64 warp[SAMPLE_WARPS];
+    u32 list_keys[SAMPLE_LIST], list_index[SAMPLE_LIST]; // keys a step left, and where they sit
+    u32 list_len;
+    u64 published; // this block's part of a row reduction
+    u64 found[3][3]; // each select round's digit, the sum above it and the count in it
 };
+static_assert(sizeof(SampleShared) <= KERNEL_SAMPLE_STATIC_SHARED, "the host's budget of static shared memory");
+__shared__ SampleShared sh;
+extern __shared__ u32 resident_keys[];
 
-// The row's barrier and the address of a shared variable in another block of the row: the
-// cluster's (common/cluster.cuh), or with G = 1 the block's own.
+// The row's barrier: the cluster's (common/cluster.cuh), or with G = 1 the block's.
 __device__ __forceinline__ void row_barrier(u32 G) {
 #if __CUDA_ARCH__ >= 900
     if (G > 1) {
@@ -81,61 +98,83 @@ __device__ __forceinline__ void row_barrier(u32 G) {
 #endif
     __syncthreads();
 }
-template <typename T> __device__ __forceinline__ const T *in_block(const T *mine, u32 rank, u32 G) {
+
+// The value of this block's shared variable `mine` as block `rank` of the row holds it: read
+// through the cluster's shared window (mapa, then ld.shared::cluster), or with G = 1 the
+// block's own. Volatile: never moved across the row's barriers.
+__device__ __forceinline__ u64 in_block(const u64 &mine, u32 rank, u32 G) {
 #if __CUDA_ARCH__ >= 900
-    if (G > 1) return in_cluster_block(mine, rank);
+    if (G > 1) {
+        u32 at;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(at) : "r"(u32(__cvta_generic_to_shared(&mine))), "r"(rank));
+        u64 v;
+        asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(v) : "r"(at));
+        return v;
+    }
 #endif
     return mine;
 }
-
-// The shared memory of a block besides the resident keys.
-struct SampleShared {
-    u32 counts[SAMPLE_BUCKETS];
-    u64 sums[SAMPLE_BUCKETS];
-    u64 warp[SAMPLE_WARPS];
-    u32 list_keys[SAMPLE_LIST], list_index[SAMPLE_LIST]; // the keys left, in index order
-    u64 published[2]; // this block's part of a cluster reduction
-    u64 found[3];     // a select's digit, sum above it and count in it
-};
+__device__ __forceinline__ u32 in_block(const u32 &mine, u32 rank, u32 G) {
+#if __CUDA_ARCH__ >= 900
+    if (G > 1) {
+        u32 at;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(at) : "r"(u32(__cvta_generic_to_shared(&mine))), "r"(rank));
+        u32 v;
+        asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(at));
+        return v;
+    }
+#endif
+    return mine;
+}
 
 enum Combine { COMBINE_SUM, COMBINE_MAX, COMBINE_MIN };
 __device__ __forceinline__ u64 combine(Combine op, u64 a, u64 b) {
     return op == COMBINE_SUM ? a + b : op == COMBINE_MAX ? (a > b ? a : b) : (a < b ? a : b);
 }
+__device__ __forceinline__ u64 identity(Combine op) { return op == COMBINE_MIN ? ~0ull : 0; }
 
 // The block's combination of each thread's `v`, returned to every thread.
-__device__ u64 block_combine(SampleShared &sh, Combine op, u64 v) {
+__device__ u64 block_combine(Combine op, u64 v) {
     const u32 lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
 #pragma unroll
     for (u32 d = WARP_SIZE / 2; d > 0; d /= 2) v = combine(op, v, __shfl_xor_sync(FULL_WARP_MASK, v, d));
     if (lane == 0) sh.warp[warp] = v;
     __syncthreads();
     v = sh.warp[0];
+#pragma unroll
     for (u32 w = 1; w < SAMPLE_WARPS; ++w) v = combine(op, v, sh.warp[w]);
     __syncthreads(); // sh.warp is free again
     return v;
 }
 
-// The row's combination of each thread's `v` (every block of the cluster), to every thread.
-// With `before`, instead: the combination of the blocks of lower rank alone (an exclusive
-// prefix across the row's slices, in index order).
-__device__ u64 row_combine(SampleShared &sh, Combine op, u64 v, u32 rank, u32 G, bool before = false) {
-    v = block_combine(sh, op, v);
-    if (G == 1) return before ? (op == COMBINE_MIN ? ~0ull : 0) : v;
-    if (threadIdx.x == 0) sh.published[0] = v;
+// The row's combination of each thread's `v` (every block of the cluster), to every thread;
+// and in `before`, the combination of the blocks of lower rank alone (an exclusive prefix
+// across the row's slices, in index order).
+__device__ u64 row_combine(Combine op, u64 v, u32 rank, u32 G, u64 *before = nullptr) {
+    v = block_combine(op, v);
+    if (G == 1) {
+        if (before) *before = identity(op);
+        return v;
+    }
+    if (threadIdx.x == 0) sh.published = v;
     row_barrier(G);
-    u64 r = op == COMBINE_MIN ? ~0ull : 0;
-    const u32 last = before ? rank : G;
+    u64 all = identity(op), lower = identity(op);
 #pragma unroll
-    for (u32 g = 0; g < KERNEL_SAMPLE_MOST_BLOCKS; ++g) // unrolled: the remote loads overlap
-        if (g < last) r = combine(op, r, *in_block(&sh.published[0], g, G));
+    for (u32 g = 0; g < KERNEL_SAMPLE_MOST_BLOCKS; ++g) { // unrolled: the remote loads overlap
+        if (g < G) {
+            const u64 theirs = in_block(sh.published, g, G);
+            all = combine(op, all, theirs);
+            if (g < rank) lower = combine(op, lower, theirs);
+        }
+    }
     row_barrier(G); // every block has read: `published` is free again
-    return r;
+    if (before) *before = lower;
+    return all;
 }
 
 // Exclusive prefix sum of each thread's `v` over the block, in thread order; the block's
 // total in `total`.
-__device__ u64 block_exclusive_sum(SampleShared &sh, u64 v, u64 &total) {
+__device__ u64 block_exclusive_sum(u64 v, u64 &total) {
     const u32 lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
     u64 inclusive = v;
 #pragma unroll
@@ -147,6 +186,7 @@ __device__ u64 block_exclusive_sum(SampleShared &sh, u64 v, u64 &total) {
     __syncthreads();
     u64 before = 0;
     total = 0;
+#pragma unroll
     for (u32 w = 0; w < SAMPLE_WARPS; ++w) {
         if (w < warp) before += sh.warp[w];
         total += sh.warp[w];
@@ -155,31 +195,67 @@ __device__ u64 block_exclusive_sum(SampleShared &sh, u64 v, u64 &total) {
     return before + inclusive - v;
 }
 
-// A block's slice of its row: `len` logits from `logits`, keyed by `key(i)`; and, once a
-// filter has left few keys (`listed`), those keys with their indices in the slice, in index
-// order, which the later steps scan instead (`n`, `key_at`, `index_at`).
-template <typename L> struct Slice {
+// A block's slice of its row: `len` logits from `logits`, keyed in shared memory (RESIDENT)
+// or keyed again from the logits at each read.
+template <typename L, bool RESIDENT> struct Slice {
     const L *logits;
-    u32 *keys; // the resident keys, or null
     u32 len;
     float temperature;
     bool greedy;
-    bool listed;
-    u32 listed_len;
-    const u32 *list_keys, *list_index;
 
-    __device__ __forceinline__ u32 n() const { return listed ? listed_len : len; }
-    __device__ __forceinline__ u32 key_at(u32 j) const { return listed ? list_keys[j] : key(j); }
-    __device__ __forceinline__ u32 index_at(u32 j) const { return listed ? list_index[j] : j; }
-
-    __device__ __forceinline__ u32 read(u32 i) const {
-        const float x = to_float(logits[i]);
+    __device__ __forceinline__ u32 key_of_logit(L logit) const {
+        const float x = to_float(logit);
         float s = greedy ? x : x / temperature;
         if (s != s) s = -__int_as_float(0x7f800000); // NaN reads as -inf
         return key_of_float(s + 0.0f);                // -0.0 ties with +0.0
     }
-    __device__ __forceinline__ u32 key(u32 i) const { return keys ? keys[i] : read(i); }
+    __device__ __forceinline__ u32 key(u32 i) const {
+        if constexpr (RESIDENT) return resident_keys[i];
+        else return key_of_logit(logits[i]);
+    }
 };
+
+// The keys a step scans: the block's whole slice, or the first `n` of its list (sh.list_keys).
+struct Scan {
+    bool listed;
+    u32 n;
+};
+template <typename L, bool RESIDENT>
+__device__ __forceinline__ u32 key_at(const Slice<L, RESIDENT> &slice, Scan scan, u32 j) {
+    return scan.listed ? sh.list_keys[j] : slice.key(j);
+}
+__device__ __forceinline__ u32 index_at(Scan scan, u32 j) { return scan.listed ? sh.list_index[j] : j; }
+
+// Calls f(key, j) for each key j of `scan` this thread takes (j = threadIdx.x, then a block's
+// stride on), loading four keys before it uses any, so that their loads overlap.
+#define SAMPLE_KEYS_IN_FLIGHT 4
+template <typename L, bool RESIDENT, typename F>
+__device__ __forceinline__ void for_each_key(const Slice<L, RESIDENT> &slice, Scan scan, F f) {
+    constexpr u32 B = SAMPLE_KEYS_IN_FLIGHT, STRIDE = SAMPLE_THREADS;
+    u32 j = threadIdx.x;
+    for (; j + (B - 1) * STRIDE < scan.n; j += B * STRIDE) {
+        u32 k[B];
+#pragma unroll
+        for (u32 b = 0; b < B; ++b) k[b] = key_at(slice, scan, j + b * STRIDE);
+#pragma unroll
+        for (u32 b = 0; b < B; ++b) f(k[b], j + b * STRIDE);
+    }
+    for (; j < scan.n; j += STRIDE) f(key_at(slice, scan, j), j);
+}
+// The same over a thread's run of consecutive keys [first, end) (thread_run), in order.
+template <typename L, bool RESIDENT, typename F>
+__device__ __forceinline__ void for_each_in_run(const Slice<L, RESIDENT> &slice, Scan scan, u32 first, u32 end, F f) {
+    constexpr u32 B = SAMPLE_KEYS_IN_FLIGHT;
+    u32 i = first;
+    for (; i + B <= end; i += B) {
+        u32 k[B];
+#pragma unroll
+        for (u32 b = 0; b < B; ++b) k[b] = key_at(slice, scan, i + b);
+#pragma unroll
+        for (u32 b = 0; b < B; ++b) f(k[b], i + b);
+    }
+    for (; i < end; ++i) f(key_at(slice, scan, i), i);
+}
 
 // A key's weight exp(s - max), the largest 1; with max = +inf, 1 for +inf and 0 otherwise.
 __device__ __forceinline__ float weight_of(u32 key, u32 max_key) {
@@ -190,77 +266,85 @@ __device__ __forceinline__ float weight_of(u32 key, u32 max_key) {
 __device__ __forceinline__ u64 fixed_weight(u32 key, u32 max_key) {
     return __float2ull_rn(weight_of(key, max_key) * float(1ull << KERNEL_SAMPLE_WEIGHT_BITS));
 }
+// Adds `w` to a u64 sum in shared memory with two native 32-bit atomics: the low word's add
+// returns the word before it, from which its carry into the high word follows. Exact once
+// every add has landed, whatever their order.
+__device__ __forceinline__ void add_to_sum(u64 &sum, u64 w) {
+    u32 *words = reinterpret_cast<u32 *>(&sum); // little-endian: low word first
+    const u32 low = u32(w), before = atomicAdd(&words[0], low);
+    const u32 high = u32(w >> 32) + (before + low < before ? 1u : 0u);
+    if (high) atomicAdd(&words[1], high);
+}
 
-// The radix select of the keys at or above `floor`: the key K at which, from the largest key
-// down, the running total of each key's value (1 by counts, its fixed-point weight by sums)
-// first reaches `target` (>= 1, and at most the total). Returns K, the total of the keys
-// above K in `above` and the keys equal to K in `ties`. Three rounds, one a digit.
-template <typename L>
-__device__ u32 radix_select(SampleShared &sh, const Slice<L> &slice, u32 floor, u64 target, bool by_weight, u32 max_key,
-                            u32 rank, u32 G, u64 &above, u64 &ties) {
-    const u32 shifts[3] = {21, 10, 0}, widths[3] = {11, 11, 10};
-    u32 prefix = 0, mask = 0;
-    above = 0;
-    ties = 0;
-    for (u32 round = 0; round < 3; ++round) {
-        const u32 shift = shifts[round], digit_mask = (1u << widths[round]) - 1;
+// The state of a radix select: the digits chosen so far (`prefix` under `mask`), the total of
+// the keys above the prefix (`above`) and the keys equal to it (`ties`, counts only), and
+// the target total it seeks.
+struct Select {
+    u32 prefix, mask;
+    u64 above, ties, target;
+};
+
+// One round of the radix select of the keys at or above `floor`: the digit at which, from the
+// largest key down, the running total of each key's value (1 by counts, its fixed-point weight
+// by sums) first reaches `sel.target`. Builds the round's histogram over `scan` (unless the
+// caller built the first round's, `built`), then every block reads every block's histogram and
+// finds the same digit. By sums, round 0 sets the target from the total: top_p × the sum of
+// the weights left, at least 1.
+template <typename L, bool RESIDENT>
+__device__ void select_round(const Slice<L, RESIDENT> &slice, Scan scan, u32 round, bool built, u32 floor,
+                             bool by_weight, float top_p, u32 max_key, u32 G, Select &sel) {
+    const u32 shift = round == 0 ? 21 : round == 1 ? 10 : 0;
+    const u32 digit_mask = round == 2 ? 0x3ffu : 0x7ffu;
+    if (!built) {
         for (u32 b = threadIdx.x; b < SAMPLE_BUCKETS; b += SAMPLE_THREADS) {
-            sh.counts[b] = 0;
-            sh.sums[b] = 0;
+            if (by_weight) sh.sums[b] = 0;
+            else sh.counts[b] = 0;
         }
         __syncthreads();
-        for (u32 j = threadIdx.x; j < slice.n(); j += SAMPLE_THREADS) {
-            const u32 k = slice.key_at(j);
-            if (k < floor || (k & mask) != prefix) continue;
+        for_each_key(slice, scan, [&](u32 k, u32) {
+            if (k < floor || (k & sel.mask) != sel.prefix) return;
             const u32 d = (k >> shift) & digit_mask;
-            if (by_weight) atomicAdd(&sh.sums[d], fixed_weight(k, max_key));
+            if (by_weight) add_to_sum(sh.sums[d], fixed_weight(k, max_key));
             else atomicAdd(&sh.counts[d], 1u);
-        }
-        row_barrier(G); // every block's histogram is complete
-        // Thread t sums buckets from the top: 2047 - t·B down to 2047 - t·B - (B - 1).
-        u64 value[SAMPLE_BUCKETS_A_THREAD], mine = 0;
+        });
+    }
+    row_barrier(G); // every block's histogram is complete
+    // Thread t sums buckets from the top: 2047 - t·B down to 2047 - t·B - (B - 1).
+    u64 value[SAMPLE_BUCKETS_A_THREAD], mine = 0;
+#pragma unroll
+    for (u32 j = 0; j < SAMPLE_BUCKETS_A_THREAD; ++j) {
+        const u32 b = SAMPLE_BUCKETS - 1 - (threadIdx.x * SAMPLE_BUCKETS_A_THREAD + j);
+        u64 v = 0;
+#pragma unroll
+        for (u32 g = 0; g < KERNEL_SAMPLE_MOST_BLOCKS; ++g) // unrolled: the remote loads overlap
+            if (g < G) v += by_weight ? in_block(sh.sums[b], g, G) : u64(in_block(sh.counts[b], g, G));
+        value[j] = v;
+        mine += v;
+    }
+    u64 total;
+    u64 before = sel.above + block_exclusive_sum(mine, total);
+    if (by_weight && round == 0) { // total: the weights left
+        const u64 target = u64(ceil(double(top_p) * double(total)));
+        sel.target = target < 1 ? 1 : target > total ? total : target;
+    }
+    if (before < sel.target && before + mine >= sel.target) {
+        bool found = false;
 #pragma unroll
         for (u32 j = 0; j < SAMPLE_BUCKETS_A_THREAD; ++j) {
-            const u32 b = SAMPLE_BUCKETS - 1 - (threadIdx.x * SAMPLE_BUCKETS_A_THREAD + j);
-            u64 v = 0;
-#pragma unroll
-            for (u32 g = 0; g < KERNEL_SAMPLE_MOST_BLOCKS; ++g) // unrolled: the remote loads overlap
-                if (g < G) v += by_weight ? *in_block(&sh.sums[b], g, G) : u64(*in_block(&sh.counts[b], g, G));
-            value[j] = v;
-            mine += v;
-        }
-        u64 total;
-        u64 before = above + block_exclusive_sum(sh, mine, total);
-        if (before < target && before + mine >= target) {
-#pragma unroll
-            for (u32 j = 0; j < SAMPLE_BUCKETS_A_THREAD; ++j) {
-                if (before + value[j] >= target) {
-                    const u32 b = SAMPLE_BUCKETS - 1 - (threadIdx.x * SAMPLE_BUCKETS_A_THREAD + j);
-                    u64 count = 0;
-#pragma unroll
-                    for (u32 g = 0; g < KERNEL_SAMPLE_MOST_BLOCKS; ++g)
-                        if (g < G) count += *in_block(&sh.counts[b], g, G);
-                    sh.found[0] = b;
-                    sh.found[1] = before;
-                    sh.found[2] = by_weight ? 0 : count; // by sums, counted below
-                    break;
-                }
-                before += value[j];
+            if (!found && before + value[j] >= sel.target) {
+                found = true;
+                sh.found[round][0] = SAMPLE_BUCKETS - 1 - (threadIdx.x * SAMPLE_BUCKETS_A_THREAD + j);
+                sh.found[round][1] = before;
+                sh.found[round][2] = by_weight ? 0 : value[j]; // by sums, counted at the end
             }
+            before += value[j];
         }
-        row_barrier(G); // `found` is written, and every block has read the histograms
-        prefix |= u32(sh.found[0]) << shift;
-        mask |= digit_mask << shift;
-        above = sh.found[1];
-        ties = sh.found[2];
-        __syncthreads(); // `found` is read before a next round writes it
     }
-    if (by_weight) { // the count of K, which the sums did not keep
-        u64 n = 0;
-        for (u32 j = threadIdx.x; j < slice.n(); j += SAMPLE_THREADS) n += slice.key_at(j) == prefix;
-        ties = row_combine(sh, COMBINE_SUM, n, rank, G);
-    }
-    return prefix;
+    row_barrier(G); // `found` is written, and every block has read the histograms
+    sel.prefix |= u32(sh.found[round][0]) << shift;
+    sel.mask |= digit_mask << shift;
+    sel.above = sh.found[round][1];
+    sel.ties = sh.found[round][2];
 }
 
 // The run of `n` keys a thread takes where it needs them consecutive (index order): an odd
@@ -274,61 +358,100 @@ __device__ __forceinline__ ThreadRun thread_run(u32 n) {
     return {first, min(first + run, n)};
 }
 
-// Lists the keys of the block's slice at or above `floor` (with their indices, in index
-// order) for the later steps, where they fit (SAMPLE_LIST); else the slice stays as it is.
-// Each thread takes its run of consecutive keys (thread_run), so the list keeps index order.
-template <typename L> __device__ void list_keys_left(SampleShared &sh, Slice<L> &slice, u32 floor) {
+// Lists the keys of the block's slice at or above `floor`, with their indices, in index order,
+// for the later steps, where they fit (SAMPLE_LIST); else the slice stays the scan. Each thread
+// takes its run of consecutive keys (thread_run), so the list keeps index order.
+template <typename L, bool RESIDENT> __device__ Scan list_at_or_above(const Slice<L, RESIDENT> &slice, u32 floor) {
     const ThreadRun r = thread_run(slice.len);
-    const u32 first = r.first, end = r.end;
+    const Scan whole = {false, slice.len};
     u64 mine = 0, total;
-    for (u32 i = first; i < end; ++i) mine += slice.key(i) >= floor;
-    u64 at = block_exclusive_sum(sh, mine, total);
-    if (total > SAMPLE_LIST) return; // the same for every thread of the block
-    for (u32 i = first; i < end; ++i) {
-        const u32 k = slice.key(i);
+    for_each_in_run(slice, whole, r.first, r.end, [&](u32 k, u32) { mine += k >= floor; });
+    u64 at = block_exclusive_sum(mine, total);
+    if (total > SAMPLE_LIST) return whole; // the same for every thread of the block
+    for_each_in_run(slice, whole, r.first, r.end, [&](u32 k, u32 i) {
         if (k >= floor) {
             sh.list_keys[at] = k;
             sh.list_index[at] = i;
             ++at;
         }
-    }
+    });
     __syncthreads();
-    slice.listed = true;
-    slice.listed_len = u32(total);
-    slice.list_keys = sh.list_keys;
-    slice.list_index = sh.list_index;
+    return {true, u32(total)};
+}
+
+// Lists the keys of the slice at or above `floor` whose digits so far are the select's
+// (`prefix` under `mask`), in no order (no indices): the candidates of a select's later
+// rounds, where they fit; else the slice stays the scan.
+template <typename L, bool RESIDENT>
+__device__ Scan list_candidates(const Slice<L, RESIDENT> &slice, u32 floor, const Select &sel) {
+    if (threadIdx.x == 0) sh.list_len = 0;
+    __syncthreads();
+    for_each_key(slice, Scan{false, slice.len}, [&](u32 k, u32) {
+        if (k >= floor && (k & sel.mask) == sel.prefix) {
+            const u32 at = atomicAdd(&sh.list_len, 1u);
+            if (at < SAMPLE_LIST) sh.list_keys[at] = k;
+        }
+    });
+    __syncthreads();
+    const u32 n = sh.list_len;
+    return n <= SAMPLE_LIST ? Scan{true, n} : Scan{false, slice.len};
 }
 
 // Row `blockIdx.x / blocks_a_row`, slice `blockIdx.x % blocks_a_row` (the block's rank in its
 // cluster) of `slice_len` logits; see the file's head. Settings: a per-row array where its
 // pointer is not null, else the one value of all rows (temperature 1, min-p 0, top-k 0 and
 // top-p 1 are "off").
-template <typename L>
-__device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 slice_len, u32 resident,
-                            const float *temperatures, float temperature_all, const float *min_ps, float min_p_all,
-                            const long long *top_ks, long long top_k_all, const float *top_ps, float top_p_all,
-                            const float *uniform, long long *tokens) {
-    extern __shared__ u32 resident_keys[];
-    __shared__ SampleShared sh;
+template <typename L, bool RESIDENT>
+__device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 slice_len, const float *temperatures,
+                            float temperature_all, const float *min_ps, float min_p_all, const long long *top_ks,
+                            long long top_k_all, const float *top_ps, float top_p_all, const float *uniform,
+                            long long *tokens) {
     const u32 G = blocks_a_row, row = blockIdx.x / G, rank = blockIdx.x % G;
     const u32 lo = min(rank * slice_len, vocab);
     const float temperature = temperatures ? temperatures[row] : temperature_all;
-    Slice<L> slice;
+    Slice<L, RESIDENT> slice;
     slice.logits = logits + u64(row) * vocab + lo;
-    slice.keys = resident ? resident_keys : nullptr;
     slice.len = min(slice_len, vocab - lo);
     slice.temperature = temperature;
     slice.greedy = !(temperature > 0.0f); // not above 0, or NaN
-    slice.listed = false;
-
-    // 1. The keys, and the largest.
-    u32 largest = 0;
-    for (u32 i = threadIdx.x; i < slice.len; i += SAMPLE_THREADS) {
-        const u32 k = slice.read(i);
-        if (resident) resident_keys[i] = k;
-        largest = max(largest, k);
+    float min_p = min_ps ? min_ps[row] : min_p_all;
+    const bool min_p_on = min_p > 0.0f; // NaN is off
+    min_p = fminf(min_p, 1.0f);
+    const long long top_k = top_ks ? top_ks[row] : top_k_all;
+    // Without min-p, top-k's first round counts every key above -inf: the first pass builds
+    // that histogram as it keys the slice.
+    const bool count_first_digits = top_k > 0 && !min_p_on && !slice.greedy;
+    if (count_first_digits) {
+        for (u32 b = threadIdx.x; b < SAMPLE_BUCKETS; b += SAMPLE_THREADS) sh.counts[b] = 0;
+        __syncthreads();
     }
-    const u32 max_key = u32(row_combine(sh, COMBINE_MAX, largest, rank, G)); // syncs the block
+
+    // 1. The keys, and the largest; loads in batches, so that many are in flight.
+    u32 largest = 0;
+    u64 alive = 0; // keys above -inf
+    constexpr u32 LOADS = SAMPLE_LOADS(L);
+    for (u32 base = 0; base < slice.len; base += SAMPLE_THREADS * LOADS) {
+        L batch[LOADS];
+#pragma unroll
+        for (u32 j = 0; j < LOADS; ++j) {
+            const u32 i = base + j * SAMPLE_THREADS + threadIdx.x;
+            if (i < slice.len) batch[j] = slice.logits[i];
+        }
+#pragma unroll
+        for (u32 j = 0; j < LOADS; ++j) {
+            const u32 i = base + j * SAMPLE_THREADS + threadIdx.x;
+            if (i < slice.len) {
+                const u32 k = slice.key_of_logit(batch[j]);
+                if constexpr (RESIDENT) resident_keys[i] = k;
+                largest = max(largest, k);
+                if (count_first_digits && k > KEY_NEG_INF) {
+                    ++alive;
+                    atomicAdd(&sh.counts[k >> 21], 1u);
+                }
+            }
+        }
+    }
+    const u32 max_key = u32(row_combine(COMBINE_MAX, largest, rank, G)); // syncs the block
     if (max_key <= KEY_NEG_INF) { // nothing above -inf
         if (rank == 0 && threadIdx.x == 0) tokens[row] = -1;
         return;
@@ -341,66 +464,70 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
                 break;
             }
         }
-        first = row_combine(sh, COMBINE_MIN, first, rank, G);
+        first = row_combine(COMBINE_MIN, first, rank, G);
         if (rank == 0 && threadIdx.x == 0) tokens[row] = (long long)first;
         return;
     }
 
     // 2. min-p keeps the keys of weight >= min_p: above its smallest such key. `left`: the
-    // keys above -inf that it keeps.
-    float min_p = min_ps ? min_ps[row] : min_p_all;
-    const bool min_p_on = min_p > 0.0f; // NaN is off
-    min_p = fminf(min_p, 1.0f);
-    const long long top_k = top_ks ? top_ks[row] : top_k_all;
+    // keys above -inf that it keeps. `scan`: the keys the later steps look at.
     u32 floor = KEY_NEG_INF + 1;
     u64 left = ~0ull;
-    if (min_p_on || top_k > 0) {
+    Scan scan = {false, slice.len};
+    if (min_p_on) {
+        // Keys with s - max below ln(min_p) - 0.01 have weights below min_p (expf errs by a
+        // few ulp): only the others need their weight.
+        const float cut = logf(min_p) - 0.01f, largest_s = float_of_key(max_key);
         u64 count = 0;
         u32 lowest = 0xffffffffu;
-        for (u32 i = threadIdx.x; i < slice.len; i += SAMPLE_THREADS) {
-            const u32 k = slice.key(i);
-            if (k > KEY_NEG_INF && (!min_p_on || weight_of(k, max_key) >= min_p)) {
+        for_each_key(slice, scan, [&](u32 k, u32) {
+            if (k > KEY_NEG_INF && !(float_of_key(k) - largest_s < cut) && weight_of(k, max_key) >= min_p) {
                 ++count;
                 lowest = min(lowest, k);
             }
-        }
-        left = row_combine(sh, COMBINE_SUM, count, rank, G);
-        if (min_p_on) floor = u32(row_combine(sh, COMBINE_MIN, lowest, rank, G));
+        });
+        left = row_combine(COMBINE_SUM, count, rank, G);
+        floor = u32(row_combine(COMBINE_MIN, lowest, rank, G));
+        scan = list_at_or_above(slice, floor);
+    } else if (count_first_digits) {
+        left = row_combine(COMBINE_SUM, alive, rank, G);
     }
     // What is kept from here on: every key above `boundary`, and the first `keep_ties` keys
     // equal to it in index order.
     u32 boundary = floor;
     u64 keep_ties = ~0ull;
 
-    // 3. top-k keeps the keys at or above the k-th largest left (its ties too).
+    // 3. top-k keeps the keys at or above the k-th largest left (its ties too). After the
+    // first digit, the keys at or above its bucket are all that can be kept: they are listed.
     if (top_k > 0 && u64(top_k) < left) {
-        u64 above, ties;
-        boundary = radix_select(sh, slice, floor, u64(top_k), false, max_key, rank, G, above, ties);
+        Select sel = {0, 0, 0, 0, u64(top_k)};
+        select_round(slice, scan, 0, count_first_digits, floor, false, 0.0f, max_key, G, sel);
+        if (!scan.listed) scan = list_at_or_above(slice, max(floor, sel.prefix));
+        select_round(slice, scan, 1, false, floor, false, 0.0f, max_key, G, sel);
+        select_round(slice, scan, 2, false, floor, false, 0.0f, max_key, G, sel);
+        boundary = sel.prefix;
     }
-    // What min-p and top-k left is often a few keys: the steps below scan them as a list.
-    if (boundary > floor || min_p_on) list_keys_left(sh, slice, boundary);
 
     // 4. top-p keeps the shortest prefix of the stable descending order whose weights reach p
-    // times the sum of those left; p not above 0 (or NaN) keeps the first token alone.
+    // times the sum of those left; p not above 0 (or NaN) keeps the first token alone. After
+    // the first digit, the keys of its bucket are the candidates (listed, if the list is free).
     const float top_p = top_ps ? top_ps[row] : top_p_all;
     if (top_p != top_p || top_p < 1.0f) {
         if (!(top_p > 0.0f)) {
             boundary = max_key;
             keep_ties = 1;
         } else {
-            u64 z = 0;
-            for (u32 j = threadIdx.x; j < slice.n(); j += SAMPLE_THREADS) {
-                const u32 k = slice.key_at(j);
-                if (k >= boundary) z += fixed_weight(k, max_key);
-            }
-            z = row_combine(sh, COMBINE_SUM, z, rank, G);
-            u64 target = u64(ceil(double(top_p) * double(z)));
-            target = target < 1 ? 1 : target > z ? z : target;
-            u64 above, ties;
-            const u32 b = radix_select(sh, slice, boundary, target, true, max_key, rank, G, above, ties);
+            Select sel = {0, 0, 0, 0, 0};
+            select_round(slice, scan, 0, false, boundary, true, top_p, max_key, G, sel);
+            const Scan candidates = scan.listed ? scan : list_candidates(slice, boundary, sel);
+            select_round(slice, candidates, 1, false, boundary, true, top_p, max_key, G, sel);
+            select_round(slice, candidates, 2, false, boundary, true, top_p, max_key, G, sel);
+            u64 n = 0; // the count of the boundary key, which the sums did not keep
+            for_each_key(slice, candidates, [&](u32 k, u32) { n += k == sel.prefix; });
+            const u64 ties = row_combine(COMBINE_SUM, n, rank, G);
             // above < target <= above + ties × w: w > 0, and some ties reach the target.
-            const u64 w = fixed_weight(b, max_key), need = (target - above + w - 1) / w;
-            boundary = b;
+            const u64 w = fixed_weight(sel.prefix, max_key), need = (sel.target - sel.above + w - 1) / w;
+            boundary = sel.prefix;
             keep_ties = need < ties ? need : ties;
         }
     }
@@ -408,23 +535,22 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
     // 5. The draw: the kept keys in index order, the first at which the running sum of
     // weights passes u × their total. Each thread takes its run of consecutive keys
     // (thread_run), whose running sum a block scan and the cluster's prefix start.
-    const ThreadRun r = thread_run(slice.n());
-    const u32 first = r.first, end = r.end;
+    const ThreadRun r = thread_run(scan.n);
     const u64 boundary_weight = fixed_weight(boundary, max_key);
     u64 ties_here = 0, above_here = 0;
-    for (u32 i = first; i < end; ++i) {
-        const u32 k = slice.key_at(i);
+    for_each_in_run(slice, scan, r.first, r.end, [&](u32 k, u32) {
         if (k > boundary) above_here += fixed_weight(k, max_key);
         else if (k == boundary) ++ties_here;
-    }
-    u64 unused;
-    u64 ties_before = block_exclusive_sum(sh, ties_here, unused);
-    ties_before += row_combine(sh, COMBINE_SUM, ties_here, rank, G, true);
+    });
+    u64 unused, ties_before_block;
+    u64 ties_before = block_exclusive_sum(ties_here, unused);
+    row_combine(COMBINE_SUM, ties_here, rank, G, &ties_before_block);
+    ties_before += ties_before_block;
     const u64 kept_ties = ties_before >= keep_ties ? 0 : min(keep_ties - ties_before, ties_here);
     const u64 mine = above_here + kept_ties * boundary_weight;
-    const u64 before_here = block_exclusive_sum(sh, mine, unused);
-    const u64 before_block = row_combine(sh, COMBINE_SUM, mine, rank, G, true);
-    const u64 total = row_combine(sh, COMBINE_SUM, mine, rank, G);
+    const u64 before_here = block_exclusive_sum(mine, unused);
+    u64 before_block;
+    const u64 total = row_combine(COMBINE_SUM, mine, rank, G, &before_block);
     float u = uniform[row];
     if (!(u >= 0.0f)) u = 0.0f;               // NaN and below 0
     u = fminf(u, __uint_as_float(0x3f7fffffu)); // at most 1 - 2^-24
@@ -432,29 +558,32 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
     const u64 start = before_block + before_here;
     if (start <= target && target < start + mine) {
         u64 running = start, tie = ties_before;
-        for (u32 i = first; i < end; ++i) {
-            const u32 k = slice.key_at(i);
+        for (u32 i = r.first; i < r.end; ++i) {
+            const u32 k = key_at(slice, scan, i);
             bool kept = k > boundary;
             if (k == boundary) kept = tie++ < keep_ties;
             if (!kept) continue;
             running += fixed_weight(k, max_key);
             if (running > target) {
-                tokens[row] = (long long)(lo + slice.index_at(i));
+                tokens[row] = (long long)(lo + index_at(scan, i));
                 break;
             }
         }
     }
 }
 
-static_assert(sizeof(SampleShared) <= KERNEL_SAMPLE_STATIC_SHARED, "the host's budget of static shared memory");
-
+// One kernel a logit type; `resident` picks the slice's home (uniform over the launch).
 #define SAMPLE_KERNEL(NAME, L)                                                                                          \
     extern "C" __global__ void __launch_bounds__(SAMPLE_THREADS)                                                       \
         NAME(const L *logits, u32 vocab, u32 blocks_a_row, u32 slice_len, u32 resident, const float *temperatures,     \
              float temperature_all, const float *min_ps, float min_p_all, const long long *top_ks,                     \
              long long top_k_all, const float *top_ps, float top_p_all, const float *uniform, long long *tokens) {     \
-        sample_rows<L>(logits, vocab, blocks_a_row, slice_len, resident, temperatures, temperature_all, min_ps,        \
-                       min_p_all, top_ks, top_k_all, top_ps, top_p_all, uniform, tokens);                              \
+        if (resident)                                                                                                  \
+            sample_rows<L, true>(logits, vocab, blocks_a_row, slice_len, temperatures, temperature_all, min_ps,        \
+                                 min_p_all, top_ks, top_k_all, top_ps, top_p_all, uniform, tokens);                    \
+        else                                                                                                           \
+            sample_rows<L, false>(logits, vocab, blocks_a_row, slice_len, temperatures, temperature_all, min_ps,       \
+                                  min_p_all, top_ks, top_k_all, top_ps, top_p_all, uniform, tokens);                   \
     }
 SAMPLE_KERNEL(sample_rows_f32, LogitF32)
 SAMPLE_KERNEL(sample_rows_f16, LogitF16)
