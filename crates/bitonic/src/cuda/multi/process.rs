@@ -323,25 +323,9 @@ impl ProcessRank {
         payload: usize,
         message: impl FnOnce(&T) -> Vec<u8>,
     ) -> Result<(T, Vec<Vec<u8>>)> {
-        let mut sent = Vec::with_capacity(OK.len() + payload);
-        match &local {
-            Ok(value) => {
-                sent.extend(OK);
-                sent.extend(message(value));
-            }
-            Err(_) => {
-                sent.extend(FAILED);
-                sent.resize(OK.len() + payload, 0);
-            }
-        }
-        assert_eq!(sent.len(), OK.len() + payload, "every rank sends alike");
+        let sent = status_message(&local, payload, message);
         let gathered = self.all_gather_bytes(&sent)?;
-        let value = local?;
-        let parts = gathered.chunks_exact(sent.len());
-        if parts.clone().any(|part| part[..OK.len()] != OK) {
-            return Err(Error::PeerFailed);
-        }
-        Ok((value, parts.map(|part| part[OK.len()..].to_vec()).collect()))
+        read_gathered(local, &gathered, sent.len())
     }
 
     /// `sent` from every rank, rank by rank (`ncclAllGather`), on the host.
@@ -468,6 +452,40 @@ impl ProcessRank {
     }
 }
 
+/// What a rank sends in a gather ([`ProcessRank::gather`]): its status, then `message` of its
+/// local steps' value, `payload` bytes; all zeros after a failure.
+fn status_message<T>(
+    local: &Result<T>,
+    payload: usize,
+    message: impl FnOnce(&T) -> Vec<u8>,
+) -> Vec<u8> {
+    let mut sent = Vec::with_capacity(OK.len() + payload);
+    match local {
+        Ok(value) => {
+            sent.extend(OK);
+            sent.extend(message(value));
+        }
+        Err(_) => {
+            sent.extend(FAILED);
+            sent.resize(OK.len() + payload, 0);
+        }
+    }
+    assert_eq!(sent.len(), OK.len() + payload, "every rank sends alike");
+    sent
+}
+
+/// What a rank makes of a gather of every rank's [`status_message`] of `width` bytes: its
+/// own error first, then [`Error::PeerFailed`] when any rank failed, else every rank's
+/// message, in rank order.
+fn read_gathered<T>(local: Result<T>, gathered: &[u8], width: usize) -> Result<(T, Vec<Vec<u8>>)> {
+    let value = local?;
+    let parts = gathered.chunks_exact(width);
+    if parts.clone().any(|part| part[..OK.len()] != OK) {
+        return Err(Error::PeerFailed);
+    }
+    Ok((value, parts.map(|part| part[OK.len()..].to_vec()).collect()))
+}
+
 /// `rank` of `world_size` ranks, a count NCCL takes (an `int`).
 fn check_rank(rank: usize, world_size: usize) -> Result<()> {
     if rank < world_size && world_size <= i32::MAX as usize {
@@ -483,4 +501,71 @@ fn decode<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
         .chunks_exact(std::mem::size_of::<T>())
         .map(bytemuck::pod_read_unaligned)
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three ranks' gathers as NCCL's all-gather lays them out (rank by rank), each rank's
+    /// local steps failed or not, read by every rank.
+    fn gather_of(failed: [bool; 3]) -> Vec<Result<(usize, Vec<Vec<u8>>)>> {
+        let local = |rank: usize| -> Result<usize> {
+            if failed[rank] {
+                Err(Error::WrongDevice {
+                    buffer: 0,
+                    sorter: rank,
+                })
+            } else {
+                Ok(rank)
+            }
+        };
+        let gathered: Vec<u8> = (0..3)
+            .flat_map(|rank| status_message(&local(rank), 2, |&r| vec![r as u8, 7]))
+            .collect();
+        (0..3)
+            .map(|rank| read_gathered(local(rank), &gathered, OK.len() + 2))
+            .collect()
+    }
+
+    #[test]
+    fn every_rank_reads_every_message() {
+        for (rank, read) in gather_of([false; 3]).into_iter().enumerate() {
+            let (value, messages) = read.unwrap();
+            assert_eq!(value, rank);
+            assert_eq!(messages, vec![vec![0, 7], vec![1, 7], vec![2, 7]]);
+        }
+    }
+
+    #[test]
+    fn one_rank_failing_stops_every_rank_at_the_same_gather() {
+        let reads = gather_of([false, true, false]);
+        assert!(matches!(reads[0], Err(Error::PeerFailed)));
+        assert!(matches!(
+            reads[1],
+            Err(Error::WrongDevice { sorter: 1, .. })
+        ));
+        assert!(matches!(reads[2], Err(Error::PeerFailed)));
+        // Its own error first, when several fail.
+        let reads = gather_of([true, true, false]);
+        assert!(matches!(
+            reads[0],
+            Err(Error::WrongDevice { sorter: 0, .. })
+        ));
+        assert!(matches!(
+            reads[1],
+            Err(Error::WrongDevice { sorter: 1, .. })
+        ));
+        assert!(matches!(reads[2], Err(Error::PeerFailed)));
+    }
+
+    #[test]
+    fn ranks_outside_the_communicator_are_refused() {
+        assert!(check_rank(0, 1).is_ok());
+        assert!(check_rank(3, 4).is_ok());
+        for (rank, world_size) in [(0, 0), (4, 4), (0, 1usize << 31)] {
+            let err = check_rank(rank, world_size).unwrap_err();
+            assert!(matches!(err, Error::BadRank { .. }), "{err}");
+        }
+    }
 }
