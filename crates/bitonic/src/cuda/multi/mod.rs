@@ -297,15 +297,9 @@ impl MultiGpu {
                 let mut words = Vec::with_capacity(self.ranks());
                 let mut first = 0u64;
                 for rank in 0..self.ranks() {
-                    let pairs = (&keys[rank], &values[rank]);
-                    let gpu = self.gpu(rank);
-                    words.push(words_of_pairs(
-                        gpu,
-                        pairs,
-                        capacity[rank],
-                        first,
-                        (map, half),
-                    )?);
+                    let (gpu, pairs) = (self.gpu(rank), (&keys[rank], &values[rank]));
+                    let packed = words_of_pairs(gpu, pairs, capacity[rank], first, (map, half))?;
+                    words.push(packed);
                     first += lens[rank] as u64;
                 }
                 let sorted = self.sort_words(words, &lens, algorithm)?;
