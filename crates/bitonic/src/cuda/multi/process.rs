@@ -144,7 +144,8 @@ impl ProcessRank {
     }
 
     /// Sorts over the caller's communicator, as its rank, on its device. Its NCCL calls are
-    /// queued on `comm`'s stream; [`ProcessRank::into_comm`] hands it back.
+    /// queued on `comm`'s stream; [`ProcessRank::into_comm`] hands it back. On an error (the
+    /// device cannot be opened) the communicator is dropped, which in cudarc aborts it.
     pub fn from_comm(comm: Comm) -> Result<ProcessRank> {
         let (rank, world_size) = (comm.rank(), comm.world_size());
         check_rank(rank, world_size)?;
@@ -179,7 +180,8 @@ impl ProcessRank {
 
     /// Sorts this rank's shard `keys` (on this rank's GPU, left as it is) together with the
     /// other ranks' shards, and returns this rank's part of the global order and every rank's
-    /// part length. Collective: see [`ProcessRank`]. 16-bit keys are refused
+    /// part length. Floats sort in [`crate::FloatOrder::Total`], as in
+    /// [`super::MultiGpu`]. Collective: see [`ProcessRank`]. 16-bit keys are refused
     /// ([`Error::Unsupported`]).
     pub fn sort<K: SortKey>(&self, keys: &CudaView<K>, order: Order) -> Result<RankSorted<K>> {
         if crate::key::is_narrow::<K>() {
