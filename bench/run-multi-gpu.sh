@@ -16,7 +16,7 @@ nvidia-smi -L
 nvidia-smi topo -m | head -8
 start=$(date +%s)
 status=0
-for t in .gpu/tests/multi_gpu-* .gpu/tests/multi_sort-*; do
+for t in .gpu/tests/multi_gpu-* .gpu/tests/process_rank-* .gpu/tests/multi_sort-*; do
   BITONIC_REQUIRE_GPU=1 BITONIC_REQUIRE_GPUS=${GPUS:-4} timeout 300 "$t" --test-threads=1 >>"$out/multi-tests.log" 2>&1 || status=1
 done
 grep -E "^test |test result|panicked|SKIPPED" "$out/multi-tests.log" | head -40

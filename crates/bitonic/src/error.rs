@@ -206,6 +206,18 @@ pub enum Error {
     #[error("no devices were given to the multi-GPU sorter")]
     NoRanks,
 
+    /// A rank outside its communicator ([`crate::cuda::multi::ProcessRank`]).
+    #[error(
+        "rank {rank} of {world_size}: a rank is from 0 to the world size - 1, and NCCL takes at \
+         most 2^31 - 1 ranks"
+    )]
+    BadRank {
+        /// The rank given.
+        rank: usize,
+        /// The ranks of the communicator.
+        world_size: usize,
+    },
+
     /// Another rank failed.
     #[error("another rank of a multi-GPU sort failed, so this one stopped")]
     PeerFailed,

@@ -103,8 +103,57 @@ pub(crate) const SAMPLES_PER_RANK: usize = crate::policy::MultiGpuPolicy::HOPPER
 /// The positions of its sorted shard of `len` keys that a rank offers as samples: evenly
 /// spaced, as many as its share of all `total` keys, so that every key stands the same chance.
 pub(crate) fn sample_positions(len: usize, total: usize, p: usize) -> Vec<usize> {
-    let count = (SAMPLES_PER_RANK * p * len).div_ceil(total.max(1)).min(len);
+    let count = sample_count(len, total, p);
     (0..count).map(|k| k * len / count).collect()
+}
+
+/// How many samples a rank of `len` keys offers ([`sample_positions`]): every rank knows it
+/// for every other once the shard lengths are known, so only the sampled keys travel.
+pub(crate) fn sample_count(len: usize, total: usize, p: usize) -> usize {
+    (SAMPLES_PER_RANK * p * len).div_ceil(total.max(1)).min(len)
+}
+
+/// Rank `rank`'s samples: `keys` are the keys at its [`sample_positions`], in order.
+pub(crate) fn rank_samples<B>(
+    rank: usize,
+    len: usize,
+    total: usize,
+    p: usize,
+    keys: impl IntoIterator<Item = B>,
+) -> impl Iterator<Item = Splitter<B>> {
+    sample_positions(len, total, p)
+        .into_iter()
+        .zip(keys)
+        .map(move |(index, key)| Splitter { key, rank, index })
+}
+
+/// Every rank's samples from an all-gather in which each rank sent the keys at its
+/// [`sample_positions`] padded to `width` keys, the most any rank offers (`gathered` holds
+/// `lens.len() * width` keys, rank by rank). With the lengths known, the positions and the
+/// counts are too, so only keys travel.
+pub(crate) fn gathered_samples<B: Copy>(
+    gathered: &[B],
+    width: usize,
+    lens: &[usize],
+) -> Vec<Splitter<B>> {
+    let (p, total) = (lens.len(), lens.iter().sum());
+    assert_eq!(gathered.len(), p * width, "width keys a rank");
+    lens.iter()
+        .enumerate()
+        .flat_map(|(rank, &len)| {
+            let keys = gathered[rank * width..(rank + 1) * width].iter().copied();
+            rank_samples(rank, len, total, p, keys)
+        })
+        .collect()
+}
+
+/// The most samples any rank offers: the width of each rank's part of the samples' gather.
+pub(crate) fn widest_sample(lens: &[usize]) -> usize {
+    let total = lens.iter().sum();
+    lens.iter()
+        .map(|&len| sample_count(len, total, lens.len()))
+        .max()
+        .unwrap_or(0)
 }
 
 /// The `p - 1` splitters, evenly spaced through all ranks' samples.
@@ -141,6 +190,61 @@ pub(crate) fn bucket_bounds(
     bounds.extend(cuts);
     bounds.resize(p + 1, len);
     bounds
+}
+
+/// Who sends what to whom in partition's all-to-all, from every rank's bucket bounds
+/// ([`bucket_bounds`]): the bookkeeping that every rank (or the one host thread of all ranks)
+/// derives alike, so that the k-th send from one rank to another matches the receive there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Buckets {
+    /// `bounds[r][j] .. bounds[r][j + 1]`: the keys of rank r's sorted shard bound for rank j.
+    bounds: Vec<Vec<usize>>,
+}
+
+impl Buckets {
+    /// From every rank's bucket bounds, in rank order (`p + 1` each).
+    pub(crate) fn new(bounds: Vec<Vec<usize>>) -> Buckets {
+        let p = bounds.len();
+        assert!(
+            bounds.iter().all(|b| b.len() == p + 1),
+            "p + 1 bounds a rank"
+        );
+        Buckets { bounds }
+    }
+
+    /// How many ranks.
+    pub(crate) fn ranks(&self) -> usize {
+        self.bounds.len()
+    }
+
+    /// The part of rank `from`'s sorted shard that goes to rank `to`.
+    pub(crate) fn run(&self, from: usize, to: usize) -> std::ops::Range<usize> {
+        self.bounds[from][to]..self.bounds[from][to + 1]
+    }
+
+    /// The lengths of the runs that arrive at rank `to`, in sender order: how they lie one
+    /// after the other in its receive buffer, and the leaves of its merge tree.
+    pub(crate) fn runs_to(&self, to: usize) -> Vec<usize> {
+        (0..self.ranks())
+            .map(|from| self.run(from, to).len())
+            .collect()
+    }
+
+    /// Where rank `from`'s run starts in rank `to`'s receive buffer: after the runs of the
+    /// ranks before it.
+    pub(crate) fn offset(&self, from: usize, to: usize) -> usize {
+        (0..from).map(|r| self.run(r, to).len()).sum()
+    }
+
+    /// How many keys rank `to` ends with.
+    pub(crate) fn arriving(&self, to: usize) -> usize {
+        self.offset(self.ranks(), to)
+    }
+
+    /// Every rank's result length, in rank order.
+    pub(crate) fn sizes(&self) -> Vec<usize> {
+        (0..self.ranks()).map(|to| self.arriving(to)).collect()
+    }
 }
 
 pub(crate) fn cut_for<B: Copy>(splitter: &Splitter<B>, rank: usize) -> Cut<B> {
@@ -332,6 +436,92 @@ mod tests {
             sample_positions(4096, 8192, 2),
             (0..1024).map(|k| k * 4).collect::<Vec<_>>()
         );
+    }
+
+    /// The bookkeeping of one rank a process (src/cuda/multi/process.rs) against the simulated
+    /// ranks: the samples gathered padded, the splitters, every rank's bucket bounds, and each
+    /// rank's receive buffer laid out by `Buckets` and merged give the same shards as
+    /// `simulate`'s partition, sizes included.
+    #[cfg(feature = "bench")]
+    #[test]
+    fn bookkeeping_of_a_rank_a_process_matches_the_simulated_ranks() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_xoshiro::Xoshiro256PlusPlus::seed_from_u64(53);
+        for p in 1..=6usize {
+            for trial in 0..12 {
+                let lens: Vec<usize> = (0..p)
+                    .map(|r| match trial % 4 {
+                        0 => rng.random_range(0..5000),
+                        1 if r % 2 == 1 => 0,
+                        2 => 0,
+                        _ => rng.random_range(1000..3000),
+                    })
+                    .collect();
+                // All equal, few distinct, random.
+                let mut key = || match trial % 3 {
+                    0 => 7u32,
+                    1 => rng.random_range(0..3),
+                    _ => rng.random(),
+                };
+                let shards: Vec<Vec<u32>> = lens
+                    .iter()
+                    .map(|&len| (0..len).map(|_| key()).collect())
+                    .collect();
+                let want =
+                    simulate(&shards, crate::Order::Ascending, Algorithm::Partition).unwrap();
+                let got = partition_by_bookkeeping(shards, &lens);
+                assert_eq!(got, want, "p = {p}, lens {lens:?}");
+            }
+        }
+    }
+
+    /// What every rank does in src/cuda/multi/process.rs, on the CPU, with the gathers laid
+    /// out as NCCL's all-gather lays them out.
+    #[cfg(feature = "bench")]
+    fn partition_by_bookkeeping(mut shards: Vec<Vec<u32>>, lens: &[usize]) -> Vec<Vec<u32>> {
+        let (p, total) = (lens.len(), lens.iter().sum::<usize>());
+        for shard in &mut shards {
+            shard.sort_unstable();
+        }
+        if p == 1 {
+            return shards;
+        }
+        let width = widest_sample(lens);
+        let mut gathered = vec![u32::MAX; p * width];
+        for (rank, shard) in shards.iter().enumerate() {
+            for (k, i) in sample_positions(lens[rank], total, p)
+                .into_iter()
+                .enumerate()
+            {
+                gathered[rank * width + k] = shard[i];
+            }
+        }
+        let splitters = choose_splitters(gathered_samples(&gathered, width, lens), p);
+        let bounds = shards
+            .iter()
+            .enumerate()
+            .map(|(rank, words)| {
+                let cuts = splitters.iter().map(|s| match cut_for(s, rank) {
+                    Cut::At(index) => index,
+                    Cut::Below { key, or_equal } => {
+                        words.partition_point(|&w| w < key || (or_equal && w == key))
+                    }
+                });
+                bucket_bounds(cuts, words.len(), p)
+            })
+            .collect();
+        let buckets = Buckets::new(bounds);
+        (0..p)
+            .map(|to| {
+                let mut received = vec![0u32; buckets.arriving(to)];
+                for (from, words) in shards.iter().enumerate() {
+                    let run = &words[buckets.run(from, to)];
+                    let at = buckets.offset(from, to);
+                    received[at..at + run.len()].copy_from_slice(run);
+                }
+                merge_runs(received, &buckets.runs_to(to), MERGE_TILE)
+            })
+            .collect()
     }
 
     #[test]

@@ -29,23 +29,30 @@
 #[cfg(feature = "bench")]
 pub mod bench;
 mod merge_split;
+mod nccl;
 mod partition;
+mod process;
 mod shards;
 
+pub use nccl::{nccl_present, new_unique_id, NCCL_ID_BYTES};
+pub use process::{ProcessRank, RankSorted, RankSortedPairs};
 pub use shards::{even_split, DeviceShard, SortedPairs};
 
 use super::driver::set_default_pool_threshold;
-use super::{driver, memory, Gpu};
+use super::{memory, Gpu};
 use crate::error::{check_same_len, CudaContext as _, Error, GpuUnavailable, Result};
-use crate::kernels::abi::{map_flags, KeyIndex};
+use crate::kernels::abi::map_flags;
 use crate::key::KeyOrder;
 use crate::multi::Algorithm;
 use crate::plan::check_len;
 use crate::{Order, SortKey};
 use cudarc::driver::{CudaSlice, CudaView, DeviceRepr, DeviceSlice};
-use cudarc::nccl::{result as nccl, safe::Comm};
+use cudarc::nccl::result::{group_end, group_start};
+use cudarc::nccl::safe::Comm;
+use nccl::{check_nccl, nccl_error};
 use shards::{
-    alloc, capacities, copy_in, launch_pack, launch_unpack, map_to_words, Shard, Transfer, Word,
+    alloc, capacities, check_pair_count, keys_of_words, unpack_pairs, value_halves, words_of_keys,
+    words_of_pairs, Shard, Transfer, Word,
 };
 use std::cell::RefCell;
 
@@ -98,18 +105,6 @@ impl Drop for MultiGpu {
     }
 }
 
-/// Whether libnccl can be loaded (cudarc panics on first use when it cannot).
-pub fn nccl_present() -> bool {
-    std::panic::catch_unwind(driver::nccl_present).unwrap_or(false)
-}
-
-fn nccl_error(context: &str) -> impl FnOnce(nccl::NcclError) -> Error + '_ {
-    move |e| Error::Nccl {
-        context: context.to_string(),
-        cause: format!("{:?}", e.0),
-    }
-}
-
 impl MultiGpu {
     /// One rank per entry of `ordinals`, on that device. A device may appear more than once:
     /// its ranks then exchange shards by device copies.
@@ -133,9 +128,7 @@ impl MultiGpu {
             .map(|&o| Gpu::new(o))
             .collect::<std::result::Result<Vec<_>, GpuUnavailable>>()?;
         let comms = if gpus.len() > 1 {
-            if !nccl_present() {
-                return Err(GpuUnavailable::NoNccl.into());
-            }
+            check_nccl()?;
             let streams = gpus.iter().map(|g| g.stream().clone()).collect();
             Some(
                 Comm::from_devices(streams)
@@ -264,28 +257,13 @@ impl MultiGpu {
             let capacity = capacities(&lens, algorithm);
             let mut words = Vec::with_capacity(self.ranks());
             for (rank, input) in shards.iter().enumerate() {
-                let gpu = self.gpu(rank);
-                let mut buf = alloc::<K::Bits>(gpu, capacity[rank])?;
-                copy_in(gpu, input, &mut buf)?;
-                let up = KeyOrder::of(order);
-                map_to_words::<K>(gpu, &mut buf.slice_mut(0..input.len()), up, false)?;
-                words.push(buf);
+                words.push(words_of_keys(self.gpu(rank), input, capacity[rank], order)?);
             }
             let sorted = self.sort_words(words, &lens, algorithm)?;
             sorted
                 .into_iter()
                 .enumerate()
-                .map(|(rank, mut shard)| {
-                    let gpu = self.gpu(rank);
-                    let range = shard.start..shard.start + shard.len;
-                    let up = KeyOrder::of(order);
-                    map_to_words::<K>(gpu, &mut shard.buf.slice_mut(range), up, true)?;
-                    Ok(DeviceShard::of_words::<K::Bits>(
-                        shard.buf,
-                        shard.start,
-                        shard.len,
-                    ))
-                })
+                .map(|(rank, shard)| keys_of_words(self.gpu(rank), shard, order))
                 .collect()
         })
     }
@@ -307,59 +285,32 @@ impl MultiGpu {
         for (k, v) in keys.iter().zip(values) {
             check_same_len(k.len(), v.len())?;
         }
-        let (key_bytes, value_bytes) = (std::mem::size_of::<K>(), std::mem::size_of::<V>());
-        if !matches!(key_bytes, 4 | 8) || !matches!(value_bytes, 4 | 8) {
-            return Err(Error::UnsupportedKeyValue {
-                key_bytes,
-                value_bytes,
-            });
-        }
-        // A 64-bit key leaves a word 4 bytes for the value: an 8-byte value travels in two
-        // sorts, its low half in the first, its high half in the second. The words order by
-        // (key, position) alone, so both sorts put every pair in the same place.
-        let halves: &[Option<u32>] = if (key_bytes, value_bytes) == (8, 8) {
-            &[Some(0), Some(1)]
-        } else {
-            &[None]
-        };
+        let halves = value_halves::<K, V>()?;
         let lens: Vec<usize> = keys.iter().map(CudaView::len).collect();
-        let total: usize = lens.iter().sum();
-        if total > u32::MAX as usize {
-            return Err(Error::TooLong {
-                len: total,
-                max: u32::MAX as usize,
-            });
-        }
+        check_pair_count(lens.iter().sum())?;
         self.guarded(|| {
             let capacity = capacities(&lens, algorithm);
             let map = map_flags(K::DTYPE, KeyOrder::of(order));
-            let mut out_keys: Vec<DeviceShard<K>> = Vec::with_capacity(self.ranks());
-            let mut out_values: Vec<DeviceShard<V>> = Vec::with_capacity(self.ranks());
+            let mut out: Vec<Option<(DeviceShard<K>, DeviceShard<V>)>> =
+                (0..self.ranks()).map(|_| None).collect();
             for &half in halves {
                 let mut words = Vec::with_capacity(self.ranks());
                 let mut first = 0u64;
                 for rank in 0..self.ranks() {
-                    let gpu = self.gpu(rank);
-                    let mut buf = alloc::<KeyIndex>(gpu, capacity[rank])?;
-                    let (k, v) = (&keys[rank], &values[rank]);
-                    launch_pack::<K, V>(gpu, k, v, &mut buf, first, map, half)?;
+                    let (gpu, pairs) = (self.gpu(rank), (&keys[rank], &values[rank]));
+                    let packed = words_of_pairs(gpu, pairs, capacity[rank], first, (map, half))?;
+                    words.push(packed);
                     first += lens[rank] as u64;
-                    words.push(buf);
                 }
                 let sorted = self.sort_words(words, &lens, algorithm)?;
                 for (rank, shard) in sorted.iter().enumerate() {
-                    let gpu = self.gpu(rank);
-                    if out_keys.len() == rank {
-                        out_keys.push(DeviceShard::alloc(gpu, shard.len)?);
-                        out_values.push(DeviceShard::alloc(gpu, shard.len)?);
-                    }
-                    let (k, v) = (&mut out_keys[rank], &mut out_values[rank]);
-                    assert_eq!(k.len, shard.len, "both halves' sorts split alike");
-                    let words = shard.view(shard.len);
-                    launch_unpack::<K, V>(gpu, &words, &mut k.buf, &mut v.buf, map, half)?;
+                    unpack_pairs(self.gpu(rank), shard, &mut out[rank], (map, half))?;
                 }
             }
-            Ok((out_keys, out_values))
+            Ok(out
+                .into_iter()
+                .map(|pair| pair.expect("at least one sort"))
+                .unzip())
         })
     }
 
@@ -470,7 +421,7 @@ impl MultiGpu {
             } else {
                 let comms = comms.as_ref().expect("several GPUs have communicators");
                 if !grouped {
-                    nccl::group_start().map_err(nccl_error("starting an NCCL group"))?;
+                    group_start().map_err(nccl_error("starting an NCCL group"))?;
                     grouped = true;
                 }
                 // NCCL matches the k-th send from one GPU to another with the k-th receive
@@ -493,7 +444,7 @@ impl MultiGpu {
             }
         }
         if grouped {
-            let ended = nccl::group_end()
+            let ended = group_end()
                 .map(drop)
                 .map_err(nccl_error("ending an NCCL group"));
             result = result.and(ended);

@@ -5,12 +5,12 @@ use crate::cuda::exec::Exec;
 use crate::cuda::launch::multi as launch;
 use crate::cuda::levels::search_grid;
 use crate::cuda::{keymap, memory, Gpu};
-use crate::error::{CudaContext as _, Result};
+use crate::error::{CudaContext as _, Error, Result};
 use crate::kernels::kernel_width;
 use crate::kernels::{self, abi::map_flags, abi::KeyIndex};
 use crate::key::{Bits, KeyOrder};
 use crate::multi::{cut_for, Algorithm, Cut, Splitter};
-use crate::SortKey;
+use crate::{Order, SortKey};
 use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
 
 /// The sorted keys and their values, one shard of each per rank.
@@ -134,6 +134,41 @@ pub(super) fn launch_pack<K: SortKey, V: DeviceRepr>(
         .during(|| format!("launching {name}"))
 }
 
+/// A rank's pairs packed into a new buffer of `capacity` key-value words (at least the
+/// pairs'); `first` is the global position of its first pair, `(map, half)` as in
+/// [`launch_pack`].
+pub(super) fn words_of_pairs<K: SortKey, V: DeviceRepr>(
+    gpu: &Gpu,
+    (keys, values): (&CudaView<K>, &CudaView<V>),
+    capacity: usize,
+    first: u64,
+    (map, half): (u32, Option<u32>),
+) -> Result<CudaSlice<KeyIndex>> {
+    let mut buf = alloc::<KeyIndex>(gpu, capacity)?;
+    launch_pack::<K, V>(gpu, keys, values, &mut buf, first, map, half)?;
+    Ok(buf)
+}
+
+/// Unpacks a rank's sorted key-value words into its output keys and values, made by the first
+/// of the sorts ([`value_halves`]) and filled in by each.
+pub(super) fn unpack_pairs<K: SortKey, V: DeviceRepr + bytemuck::Pod>(
+    gpu: &Gpu,
+    shard: &Shard<KeyIndex>,
+    out: &mut Option<(DeviceShard<K>, DeviceShard<V>)>,
+    (map, half): (u32, Option<u32>),
+) -> Result<()> {
+    if out.is_none() {
+        *out = Some((
+            DeviceShard::alloc(gpu, shard.len)?,
+            DeviceShard::alloc(gpu, shard.len)?,
+        ));
+    }
+    let (k, v) = out.as_mut().expect("made above");
+    assert_eq!(k.len, shard.len, "both halves' sorts split alike");
+    let words = shard.view(shard.len);
+    launch_unpack::<K, V>(gpu, &words, &mut k.buf, &mut v.buf, map, half)
+}
+
 /// Unpacks sorted key-value words into keys and values (with `half`, one half of each
 /// 8-byte value).
 pub(super) fn launch_unpack<K: SortKey, V: DeviceRepr>(
@@ -212,6 +247,65 @@ pub(super) fn copy_in<K: SortKey>(
     gpu.stream()
         .memcpy_dtod(&src, &mut buf.slice_mut(0..input.len()))
         .during(|| "copying a shard".into())
+}
+
+/// A rank's keys copied into a new buffer of `capacity` words (at least the keys'), mapped to
+/// the sortable words of `order`: what the multi-GPU sorts sort ascending.
+pub(super) fn words_of_keys<K: SortKey>(
+    gpu: &Gpu,
+    input: &CudaView<K>,
+    capacity: usize,
+    order: Order,
+) -> Result<CudaSlice<K::Bits>> {
+    let mut buf = alloc::<K::Bits>(gpu, capacity)?;
+    copy_in(gpu, input, &mut buf)?;
+    let words = &mut buf.slice_mut(0..input.len());
+    map_to_words::<K>(gpu, words, KeyOrder::of(order), false)?;
+    Ok(buf)
+}
+
+/// A rank's sorted words mapped back to keys in place ([`words_of_keys`]'s inverse) and
+/// handed over as keys.
+pub(super) fn keys_of_words<K: SortKey>(
+    gpu: &Gpu,
+    mut shard: Shard<K::Bits>,
+    order: Order,
+) -> Result<DeviceShard<K>> {
+    let words = &mut shard.buf.slice_mut(shard.start..shard.start + shard.len);
+    map_to_words::<K>(gpu, words, KeyOrder::of(order), true)?;
+    Ok(DeviceShard::of_words::<K::Bits>(
+        shard.buf,
+        shard.start,
+        shard.len,
+    ))
+}
+
+/// The sorts a key-value sort of `K` keys and `V` values takes, each naming the half of the
+/// value its 16-byte words carry (`None`: the whole value). A 64-bit key leaves a word 4
+/// bytes for the value: an 8-byte value travels in two sorts, its low half in the first, its
+/// high half in the second. The words order by (key, global position) alone, so both sorts
+/// put every pair in the same place. Keys and values of 4 or 8 bytes only.
+pub(super) fn value_halves<K, V>() -> Result<&'static [Option<u32>]> {
+    let (key_bytes, value_bytes) = (std::mem::size_of::<K>(), std::mem::size_of::<V>());
+    match (key_bytes, value_bytes) {
+        (8, 8) => Ok(&[Some(0), Some(1)]),
+        (4 | 8, 4 | 8) => Ok(&[None]),
+        _ => Err(Error::UnsupportedKeyValue {
+            key_bytes,
+            value_bytes,
+        }),
+    }
+}
+
+/// A key-value sort's pairs: at most 2^32 - 1 in all, since a word's position is 32 bits.
+pub(super) fn check_pair_count(total: usize) -> Result<()> {
+    if total > u32::MAX as usize {
+        return Err(Error::TooLong {
+            len: total,
+            max: u32::MAX as usize,
+        });
+    }
+    Ok(())
 }
 
 /// Maps a shard's keys to their sortable words in `order` (`inverse` false) or back.

@@ -1,0 +1,573 @@
+//! One rank a process: the partition sort ([`crate::multi::Algorithm::Partition`]) driven by
+//! each process for its own GPU, over an NCCL communicator that the job made (torchrun, MPI,
+//! Slurm hand every process an id, a rank and a world size), where [`super::MultiGpu`] drives
+//! every rank from one thread over communicators it makes itself.
+//!
+//! The steps are partition.rs's, run by each rank on its own shard; what one host thread knew
+//! of every rank, each rank now learns through small all-gathers:
+//!
+//! 1. the shard lengths (every rank's sample count and positions follow from them);
+//! 2. the sampled keys, padded to the most any rank offers: every rank chooses the same
+//!    splitters from the same samples (`choose_splitters`);
+//! 3. every rank's bucket bounds: every rank lays out the all-to-all alike ([`Buckets`]) and
+//!    knows every rank's result length;
+//! 4. that every rank has its receive buffers;
+//!
+//! then one NCCL group of sends and receives, and this rank's merge of the runs it received.
+//! Each gather carries every rank's status, so that a failure on one rank before the exchange
+//! stops every rank at the same gather, with an error and no hang.
+
+use super::nccl::{check_nccl, id_of_bytes, nccl_error, NCCL_ID_BYTES};
+use super::partition::{
+    check_buckets, find_bucket_bounds, first_receive_buffers, make_room, sampled_keys,
+    sort_locally, RunMerge,
+};
+use super::shards::{
+    alloc, check_pair_count, keys_of_words, unpack_pairs, value_halves, words_of_keys,
+    words_of_pairs, DeviceShard, Shard, Word,
+};
+use crate::cuda::{memory, Gpu};
+use crate::error::{check_same_len, CudaContext as _, Error, Result};
+use crate::kernels::abi::map_flags;
+use crate::key::KeyOrder;
+use crate::multi::{choose_splitters, gathered_samples, widest_sample, Buckets};
+use crate::plan::check_len;
+use crate::{Order, SortKey};
+use cudarc::driver::{CudaSlice, CudaView, DeviceRepr, DeviceSlice};
+use cudarc::nccl::result::{group_end, group_start};
+use cudarc::nccl::safe::Comm;
+use std::cell::RefCell;
+
+/// This process's rank of a sort across processes, one GPU each, over an NCCL communicator.
+///
+/// The contract:
+/// * **Collective.** Every rank of the communicator makes its `ProcessRank` (making one from an
+///   id blocks until all ranks have joined) and calls the same sorts in the same order, with
+///   the same key (and value) type and order, each with its own shard: any length, empty
+///   too. A rank that skips a call leaves the others waiting.
+/// * **Result.** Each rank gets its part of the global order (rank 0 the smallest keys) and
+///   every rank's part length. The parts joined in rank order are, bit for bit, what
+///   [`super::MultiGpu::sort_shards`] with [`crate::multi::Algorithm::Partition`] returns
+///   for the same shards on as many ranks.
+/// * **Streams.** Kernels and copies run on the sorter's own stream ([`ProcessRank::gpu`]);
+///   NCCL calls on the communicator's, which is the same stream for
+///   [`ProcessRank::from_unique_id`], and the caller's for [`ProcessRank::from_comm`], ordered
+///   with the sorter's by events. Each sort waits on the host four times for a small
+///   all-gather (lengths, samples, bucket bounds, readiness) and returns when this rank's part
+///   is done (its stream synchronized). The input is read on the sorter's stream: work on it
+///   queued elsewhere must be complete, or ordered by cudarc's events.
+/// * **Failures.** A failure on any rank before the exchange (a shard on the wrong GPU, no
+///   memory for the buffers, a bucket longer than one sort takes) ends the sort on every rank
+///   at the same all-gather: that rank returns its error, the others [`Error::PeerFailed`], and
+///   the communicator stays usable. A failing NCCL call aborts the communicator
+///   (`ncclCommAbort`): this sorter refuses later sorts, and the other ranks may wait in
+///   theirs, so the job ends (as torch's watchdog ends it) or makes new communicators on every
+///   rank. A failure after the exchange is this rank's alone.
+///
+/// Neither `Send` nor `Sync`, as cudarc's NCCL communicator (a raw handle) is not: the thread
+/// that makes it sorts with it. Several ranks in one process (one thread each, one GPU each)
+/// work, as NCCL allows one communicator a thread.
+///
+/// ```compile_fail
+/// fn send<T: Send>() {}
+/// send::<bitonic::cuda::multi::ProcessRank>();
+/// ```
+pub struct ProcessRank {
+    gpu: Gpu,
+    /// `None` once a failing NCCL call aborted it.
+    comm: RefCell<Option<Comm>>,
+    rank: usize,
+    world_size: usize,
+}
+
+impl std::fmt::Debug for ProcessRank {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProcessRank")
+            .field("rank", &self.rank)
+            .field("world_size", &self.world_size)
+            .field("device", &self.gpu.info().ordinal)
+            .finish()
+    }
+}
+
+/// This rank's part of a sort across processes ([`ProcessRank::sort`]).
+#[derive(Debug)]
+pub struct RankSorted<K> {
+    /// This rank's keys of the global order, on its GPU.
+    pub keys: DeviceShard<K>,
+    /// Every rank's part length, in rank order (`sizes[rank]` is `keys.len()`).
+    pub sizes: Vec<usize>,
+}
+
+/// This rank's part of a key-value sort across processes ([`ProcessRank::sort_pairs`]).
+#[derive(Debug)]
+pub struct RankSortedPairs<K, V> {
+    /// This rank's keys of the global order, on its GPU.
+    pub keys: DeviceShard<K>,
+    /// Their values.
+    pub values: DeviceShard<V>,
+    /// Every rank's part length, in rank order.
+    pub sizes: Vec<usize>,
+}
+
+/// A gather's status word: the rank's local steps since the last gather succeeded, or not.
+const OK: [u8; 8] = 0u64.to_le_bytes();
+const FAILED: [u8; 8] = 1u64.to_le_bytes();
+
+impl ProcessRank {
+    /// Joins the communicator that `id` names ([`super::new_unique_id`], made by one process
+    /// of the job and sent to all) as rank `rank` of `world_size`, on device `ordinal`
+    /// (`ncclCommInitRank`): blocks until every rank has joined. Errors: a rank outside
+    /// `0..world_size` ([`Error::BadRank`]), no such GPU, no NCCL ([`Error::NoGpu`]), NCCL's.
+    pub fn from_unique_id(
+        id: &[u8; NCCL_ID_BYTES],
+        rank: usize,
+        world_size: usize,
+        ordinal: usize,
+    ) -> Result<ProcessRank> {
+        check_rank(rank, world_size)?;
+        let gpu = Gpu::new(ordinal)?;
+        check_nccl()?;
+        // ncclCommInitRank makes the communicator on the calling thread's current device.
+        gpu.context()
+            .bind_to_thread()
+            .during(|| format!("making GPU {ordinal} current"))?;
+        let stream = gpu.stream().clone();
+        let comm = Comm::from_rank(stream, rank, world_size, id_of_bytes(id))
+            .map_err(nccl_error("joining the NCCL communicator"))?;
+        Ok(ProcessRank {
+            gpu,
+            comm: RefCell::new(Some(comm)),
+            rank,
+            world_size,
+        })
+    }
+
+    /// Sorts over the caller's communicator, as its rank, on its device. Its NCCL calls are
+    /// queued on `comm`'s stream; [`ProcessRank::into_comm`] hands it back. On an error (the
+    /// device cannot be opened) the communicator is dropped, which in cudarc aborts it.
+    pub fn from_comm(comm: Comm) -> Result<ProcessRank> {
+        let (rank, world_size) = (comm.rank(), comm.world_size());
+        check_rank(rank, world_size)?;
+        let gpu = Gpu::new(comm.ordinal())?;
+        Ok(ProcessRank {
+            gpu,
+            comm: RefCell::new(Some(comm)),
+            rank,
+            world_size,
+        })
+    }
+
+    /// The communicator, unless a failure aborted it.
+    pub fn into_comm(self) -> Option<Comm> {
+        self.comm.into_inner()
+    }
+
+    /// This process's rank, from 0.
+    pub fn rank(&self) -> usize {
+        self.rank
+    }
+
+    /// How many ranks sort together.
+    pub fn world_size(&self) -> usize {
+        self.world_size
+    }
+
+    /// The GPU this rank sorts on, and whose stream its kernels run on.
+    pub fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
+
+    /// Sorts this rank's shard `keys` (on this rank's GPU, left as it is) together with the
+    /// other ranks' shards, and returns this rank's part of the global order and every rank's
+    /// part length. Floats sort in [`crate::FloatOrder::Total`], as in
+    /// [`super::MultiGpu`]. Collective: see [`ProcessRank`]. 16-bit keys are refused
+    /// ([`Error::Unsupported`]).
+    pub fn sort<K: SortKey>(&self, keys: &CudaView<K>, order: Order) -> Result<RankSorted<K>> {
+        if crate::key::is_narrow::<K>() {
+            return Err(Error::Unsupported("16-bit keys in multi-GPU sorts"));
+        }
+        let lens = self.gather_lens(self.check_shard(keys), keys.len())?;
+        let words = words_of_keys(&self.gpu, keys, keys.len(), order);
+        let (sorted, sizes) = self.partition(words, &lens)?;
+        let keys = keys_of_words(&self.gpu, sorted, order)?;
+        self.synchronize()?;
+        Ok(RankSorted { keys, sizes })
+    }
+
+    /// Sorts (key, value) pairs, this rank's shard of each, with the other ranks': the values
+    /// follow their keys, and equal keys keep their order of input (rank by rank, then within
+    /// the shard), as [`super::MultiGpu::sort_pairs_shards`] does. Keys and values of 4 or 8
+    /// bytes, at most 2^32 - 1 pairs in all. Collective: see [`ProcessRank`].
+    pub fn sort_pairs<K: SortKey, V: DeviceRepr + bytemuck::Pod>(
+        &self,
+        keys: &CudaView<K>,
+        values: &CudaView<V>,
+        order: Order,
+    ) -> Result<RankSortedPairs<K, V>> {
+        let halves = value_halves::<K, V>()?;
+        let checked = self
+            .check_shard(keys)
+            .and_then(|()| self.check_shard(values))
+            .and_then(|()| check_same_len(keys.len(), values.len()));
+        let lens = self.gather_lens(checked, keys.len())?;
+        check_pair_count(lens.iter().sum())?;
+        let first = lens[..self.rank].iter().sum::<usize>() as u64;
+        let map = map_flags(K::DTYPE, KeyOrder::of(order));
+        let mut out = None;
+        let mut sizes = Vec::new();
+        // A failure unpacking one sort is reported in the next one's gathers, so that no rank
+        // waits in a sort that this one left.
+        let mut unpacked = Ok(());
+        for &half in halves {
+            let words = unpacked.and_then(|()| {
+                words_of_pairs(&self.gpu, (keys, values), keys.len(), first, (map, half))
+            });
+            let (sorted, all_sizes) = self.partition(words, &lens)?;
+            unpacked = unpack_pairs(&self.gpu, &sorted, &mut out, (map, half));
+            sizes = all_sizes;
+        }
+        unpacked?;
+        self.synchronize()?;
+        let (keys, values) = out.expect("at least one sort");
+        Ok(RankSortedPairs {
+            keys,
+            values,
+            sizes,
+        })
+    }
+
+    /// The shard is on this rank's GPU and no longer than one sort takes.
+    fn check_shard<T>(&self, shard: &CudaView<T>) -> Result<()> {
+        let (buffer, sorter) = (shard.stream().context().ordinal(), self.gpu.info().ordinal);
+        if buffer != sorter {
+            return Err(Error::WrongDevice { buffer, sorter });
+        }
+        check_len(shard.len())
+    }
+
+    /// Partition's steps for this rank, from its unsorted words (or the error of making them)
+    /// and every rank's length: its merged words, and every rank's result length.
+    fn partition<W: Word>(
+        &self,
+        words: Result<CudaSlice<W>>,
+        lens: &[usize],
+    ) -> Result<(Shard<W>, Vec<usize>)> {
+        let (gpu, p, me) = (&self.gpu, self.world_size, self.rank);
+        let (len, total) = (lens[me], lens.iter().sum::<usize>());
+        let sorted = words.and_then(|mut words| sort_locally(gpu, &mut words, len).map(|()| words));
+        if p == 1 {
+            let buf = sorted?;
+            return Ok((Shard { buf, start: 0, len }, vec![len]));
+        }
+        // The samples, each rank's padded to the most any rank offers.
+        let width = widest_sample(lens);
+        let sampled = sorted.and_then(|words| {
+            let buffers = first_receive_buffers::<W>(gpu, total, p)?;
+            let mut keys = sampled_keys(gpu, &words, len, total, p)?;
+            keys.resize(width, <W as bytemuck::Zeroable>::zeroed());
+            Ok((words, buffers, keys))
+        });
+        let payload = width * std::mem::size_of::<W>();
+        let ((words, buffers, _), gathered) = self.gather(sampled, payload, |(_, _, keys)| {
+            bytemuck::cast_slice(keys).to_vec()
+        })?;
+        let gathered: Vec<W> = gathered.iter().flat_map(|bytes| decode(bytes)).collect();
+        let splitters = choose_splitters(gathered_samples(&gathered, width, lens), p);
+        // Every rank's bucket bounds, so that every rank lays out the exchange alike.
+        let bounds = find_bucket_bounds(gpu, (&words, len), &splitters, (me, p));
+        let (_, gathered) = self.gather(bounds, (p + 1) * 8, |bounds| {
+            let bounds: Vec<u64> = bounds.iter().map(|&b| b as u64).collect();
+            bytemuck::cast_slice(&bounds).to_vec()
+        })?;
+        let buckets = Buckets::new(
+            gathered
+                .iter()
+                .map(|bytes| {
+                    decode::<u64>(bytes)
+                        .into_iter()
+                        .map(|b| b as usize)
+                        .collect()
+                })
+                .collect(),
+        );
+        check_buckets(&buckets)?;
+        let (mut received, mut spare) = buffers;
+        let room = make_room(gpu, &mut received, &mut spare, buckets.arriving(me));
+        self.gather(room, 0, |()| Vec::new())?;
+        self.exchange(&words, &buckets, &mut received)?;
+        drop(words);
+        let mut merge = RunMerge::new(received, spare, buckets.runs_to(me));
+        while !merge.is_done() {
+            merge.queue_level(gpu)?;
+        }
+        Ok((merge.finish(), buckets.sizes()))
+    }
+
+    /// Every rank's shard length, with `checked`, this rank's checks of its input, as its
+    /// status ([`ProcessRank::gather`]).
+    fn gather_lens(&self, checked: Result<()>, len: usize) -> Result<Vec<usize>> {
+        let ((), gathered) = self.gather(checked, 8, |()| (len as u64).to_le_bytes().to_vec())?;
+        Ok(gathered
+            .iter()
+            .map(|bytes| decode::<u64>(bytes)[0] as usize)
+            .collect())
+    }
+
+    /// One all-gather of a `payload`-byte message from every rank (`message` of the local
+    /// steps' value), each behind its rank's status: whether its local steps since the last
+    /// gather succeeded. A rank whose steps failed still takes part (its message all zeros)
+    /// and then returns its error, and the others return [`Error::PeerFailed`]: every rank
+    /// leaves the sort at the same collective, and none waits for one that left.
+    fn gather<T>(
+        &self,
+        local: Result<T>,
+        payload: usize,
+        message: impl FnOnce(&T) -> Vec<u8>,
+    ) -> Result<(T, Vec<Vec<u8>>)> {
+        let sent = status_message(&local, payload, message);
+        let gathered = self.all_gather_bytes(&sent)?;
+        read_gathered(local, &gathered, sent.len())
+    }
+
+    /// `sent` from every rank, rank by rank (`ncclAllGather`), on the host.
+    fn all_gather_bytes(&self, sent: &[u8]) -> Result<Vec<u8>> {
+        self.collective(|comm| {
+            let stream = self.gpu.stream();
+            let send = stream
+                .clone_htod(sent)
+                .during(|| "copying a gather's message to the GPU".into())?;
+            let mut got = alloc::<u8>(&self.gpu, sent.len() * self.world_size)?;
+            self.on_comm_stream(comm, || {
+                comm.all_gather(&send, &mut got)
+                    .map(drop)
+                    .map_err(nccl_error("gathering every rank's message"))
+            })?;
+            stream
+                .clone_dtoh(&got)
+                .during(|| "copying the gathered messages back".into())
+        })
+    }
+
+    /// The all-to-all: this rank sends each other rank its bucket and receives its run from
+    /// each, all in one NCCL group, every run at the place [`Buckets`] gives it; its own
+    /// bucket is a device copy. Both ends of each message know its length, so empty ones are
+    /// left out on both.
+    fn exchange<W: Word>(
+        &self,
+        words: &CudaSlice<W>,
+        buckets: &Buckets,
+        received: &mut CudaSlice<W>,
+    ) -> Result<()> {
+        let me = self.rank;
+        let width = std::mem::size_of::<W>();
+        self.collective(|comm| {
+            self.on_comm_stream(comm, || {
+                group_start().map_err(nccl_error("starting an NCCL group"))?;
+                let mut queued = Ok(());
+                for peer in (0..self.world_size).filter(|&peer| peer != me) {
+                    let (out, into) = (buckets.run(me, peer), buckets.run(peer, me));
+                    if !out.is_empty() {
+                        let src = words.slice(out.clone());
+                        let src = memory::reinterpret_ref::<W, u8>(&src, out.len() * width);
+                        queued = comm
+                            .send(&src, peer as i32)
+                            .map_err(nccl_error("queuing a send"));
+                    }
+                    if queued.is_ok() && !into.is_empty() {
+                        let at = buckets.offset(peer, me);
+                        let dst = received.slice_mut(at..at + into.len());
+                        let mut dst = memory::reinterpret::<W, u8>(dst, into.len() * width);
+                        queued = comm
+                            .recv(&mut dst, peer as i32)
+                            .map(drop)
+                            .map_err(nccl_error("queuing a receive"));
+                    }
+                    if queued.is_err() {
+                        break;
+                    }
+                }
+                let ended = group_end()
+                    .map(drop)
+                    .map_err(nccl_error("ending an NCCL group"));
+                queued.and(ended)
+            })
+        })?;
+        let own = buckets.run(me, me);
+        if !own.is_empty() {
+            let at = buckets.offset(me, me);
+            self.gpu
+                .stream()
+                .memcpy_dtod(
+                    &words.slice(own.clone()),
+                    &mut received.slice_mut(at..at + own.len()),
+                )
+                .during(|| "copying this rank's own bucket".into())?;
+        }
+        Ok(())
+    }
+
+    /// Runs NCCL calls on the communicator; when they fail, aborts it (dropping cudarc's
+    /// communicator calls `ncclCommAbort`), since its peers' state is then unknown.
+    fn collective<T>(&self, calls: impl FnOnce(&Comm) -> Result<T>) -> Result<T> {
+        let result = match self.comm.borrow().as_ref() {
+            Some(comm) => calls(comm),
+            None => {
+                return Err(Error::Nccl {
+                    context: "starting a sort".into(),
+                    cause: "the communicator was aborted after an earlier failure; every rank \
+                            needs a new one"
+                        .into(),
+                })
+            }
+        };
+        if result.is_err() {
+            drop(self.comm.borrow_mut().take());
+        }
+        result
+    }
+
+    /// Queues `calls` on the communicator's stream after the work queued so far on the
+    /// sorter's, and makes the sorter's stream wait for them: one stream, unless the caller's
+    /// communicator brought its own.
+    fn on_comm_stream(&self, comm: &Comm, calls: impl FnOnce() -> Result<()>) -> Result<()> {
+        let (ours, theirs) = (self.gpu.stream(), comm.stream());
+        let shared = ours.cu_stream() == theirs.cu_stream();
+        if !shared {
+            theirs
+                .join(ours)
+                .during(|| "ordering the communicator's stream after the sort's".into())?;
+        }
+        calls()?;
+        if !shared {
+            ours.join(&theirs)
+                .during(|| "ordering the sort's stream after the communicator's".into())?;
+        }
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<()> {
+        self.gpu
+            .stream()
+            .synchronize()
+            .during(|| format!("waiting for GPU {}", self.gpu.info().ordinal))
+    }
+}
+
+/// What a rank sends in a gather ([`ProcessRank::gather`]): its status, then `message` of its
+/// local steps' value, `payload` bytes; all zeros after a failure.
+fn status_message<T>(
+    local: &Result<T>,
+    payload: usize,
+    message: impl FnOnce(&T) -> Vec<u8>,
+) -> Vec<u8> {
+    let mut sent = Vec::with_capacity(OK.len() + payload);
+    match local {
+        Ok(value) => {
+            sent.extend(OK);
+            sent.extend(message(value));
+        }
+        Err(_) => {
+            sent.extend(FAILED);
+            sent.resize(OK.len() + payload, 0);
+        }
+    }
+    assert_eq!(sent.len(), OK.len() + payload, "every rank sends alike");
+    sent
+}
+
+/// What a rank makes of a gather of every rank's [`status_message`] of `width` bytes: its
+/// own error first, then [`Error::PeerFailed`] when any rank failed, else every rank's
+/// message, in rank order.
+fn read_gathered<T>(local: Result<T>, gathered: &[u8], width: usize) -> Result<(T, Vec<Vec<u8>>)> {
+    let value = local?;
+    let parts = gathered.chunks_exact(width);
+    if parts.clone().any(|part| part[..OK.len()] != OK) {
+        return Err(Error::PeerFailed);
+    }
+    Ok((value, parts.map(|part| part[OK.len()..].to_vec()).collect()))
+}
+
+/// `rank` of `world_size` ranks, a count NCCL takes (an `int`).
+fn check_rank(rank: usize, world_size: usize) -> Result<()> {
+    if rank < world_size && world_size <= i32::MAX as usize {
+        Ok(())
+    } else {
+        Err(Error::BadRank { rank, world_size })
+    }
+}
+
+/// Plain-data values from their bytes (a whole number of them).
+fn decode<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
+    bytes
+        .chunks_exact(std::mem::size_of::<T>())
+        .map(bytemuck::pod_read_unaligned)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Three ranks' gathers as NCCL's all-gather lays them out (rank by rank), each rank's
+    /// local steps failed or not, read by every rank.
+    fn gather_of(failed: [bool; 3]) -> Vec<Result<(usize, Vec<Vec<u8>>)>> {
+        let local = |rank: usize| -> Result<usize> {
+            if failed[rank] {
+                Err(Error::WrongDevice {
+                    buffer: 0,
+                    sorter: rank,
+                })
+            } else {
+                Ok(rank)
+            }
+        };
+        let gathered: Vec<u8> = (0..3)
+            .flat_map(|rank| status_message(&local(rank), 2, |&r| vec![r as u8, 7]))
+            .collect();
+        (0..3)
+            .map(|rank| read_gathered(local(rank), &gathered, OK.len() + 2))
+            .collect()
+    }
+
+    #[test]
+    fn every_rank_reads_every_message() {
+        for (rank, read) in gather_of([false; 3]).into_iter().enumerate() {
+            let (value, messages) = read.unwrap();
+            assert_eq!(value, rank);
+            assert_eq!(messages, vec![vec![0, 7], vec![1, 7], vec![2, 7]]);
+        }
+    }
+
+    #[test]
+    fn one_rank_failing_stops_every_rank_at_the_same_gather() {
+        let reads = gather_of([false, true, false]);
+        assert!(matches!(reads[0], Err(Error::PeerFailed)));
+        assert!(matches!(
+            reads[1],
+            Err(Error::WrongDevice { sorter: 1, .. })
+        ));
+        assert!(matches!(reads[2], Err(Error::PeerFailed)));
+        // Its own error first, when several fail.
+        let reads = gather_of([true, true, false]);
+        assert!(matches!(
+            reads[0],
+            Err(Error::WrongDevice { sorter: 0, .. })
+        ));
+        assert!(matches!(
+            reads[1],
+            Err(Error::WrongDevice { sorter: 1, .. })
+        ));
+        assert!(matches!(reads[2], Err(Error::PeerFailed)));
+    }
+
+    #[test]
+    fn ranks_outside_the_communicator_are_refused() {
+        assert!(check_rank(0, 1).is_ok());
+        assert!(check_rank(3, 4).is_ok());
+        for (rank, world_size) in [(0, 0), (4, 4), (0, 1usize << 31)] {
+            let err = check_rank(rank, world_size).unwrap_err();
+            assert!(matches!(err, Error::BadRank { .. }), "{err}");
+        }
+    }
+}
