@@ -8,6 +8,7 @@ pub mod gpus;
 pub mod measure;
 pub mod policy;
 pub mod rows;
+pub mod sample;
 pub mod table;
 pub mod topk;
 

@@ -69,6 +69,7 @@ const NUMBERS: &[Number] = &[
     number!(topk.warp_sort_min_k_16),
     number!(topk.warp_filter_max_k),
     number!(multi.samples_per_rank),
+    number!(sample.blocks_per_sm as u32),
 ];
 
 /// `base` with the overrides of `spec` (`algorithm.number=value`, comma-separated; empty:

@@ -16,12 +16,16 @@ pub struct PolicyArg {
     /// Tuning overrides for an A/B run, e.g. tile_bytes=32768,max_cluster_blocks=8 (the GPU
     /// architecture's own policy otherwise).
     #[arg(long, default_value = "")]
-    policy: String,
+    pub(crate) policy: String,
 }
 
 /// A CSV of `header` and `lines`, written as every output ([`crate::io::write_text`]:
 /// atomically, with the usual permissions).
-fn write_csv(path: &Path, header: &str, lines: impl Iterator<Item = String>) -> Result<()> {
+pub(crate) fn write_csv(
+    path: &Path,
+    header: &str,
+    lines: impl Iterator<Item = String>,
+) -> Result<()> {
     let mut text = format!("{header}\n");
     for line in lines {
         text.push_str(&line);
@@ -32,7 +36,7 @@ fn write_csv(path: &Path, header: &str, lines: impl Iterator<Item = String>) -> 
 }
 
 /// The GPU, or an error saying why there is none and what to do instead (`instead`).
-fn need_gpu(command: &str, instead: &str) -> Result<()> {
+pub(crate) fn need_gpu(command: &str, instead: &str) -> Result<()> {
     match bitonic::Gpu::get() {
         Ok(_) => Ok(()),
         Err(why) => {

@@ -2,6 +2,7 @@
 //! and the benchmarks.
 
 mod bench;
+mod bench_sample;
 mod compile;
 mod demo;
 mod gen;
@@ -54,6 +55,8 @@ enum Command {
     BenchRows(bench::RowsArgs),
     /// Time the top-k of rows on the GPU (f32, bf16, f16; beside torch.topk's CSV); write CSV and table.
     BenchTopk(bench::TopkArgs),
+    /// Time the sampling kernel (f32, bf16 logits; the peers' cells); write CSV and table.
+    BenchSample(bench_sample::Args),
 }
 
 /// "0.1.0 (commit abc1234567)": the benchmark scripts read the commit from it.
@@ -139,6 +142,7 @@ fn main() -> std::process::ExitCode {
         Command::Report(args) => bench::report(args),
         Command::BenchRows(args) => bench::rows(args),
         Command::BenchTopk(args) => bench::topk(args),
+        Command::BenchSample(args) => bench_sample::run(args),
     };
     match result {
         Ok(code) => code,

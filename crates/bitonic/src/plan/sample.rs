@@ -1,7 +1,7 @@
 //! The plan of a sampling call on the GPU (src/sample/, kernels/sample.cu): one launch, a
 //! row to a thread-block cluster. How many blocks share a row, how long each block's slice
 //! is, and whether the slice's keys stay in shared memory follow from the rows, the
-//! vocabulary and the device alone.
+//! vocabulary, the device and the [`SamplePolicy`].
 
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
@@ -9,6 +9,7 @@ use crate::kernels::abi::{
     SAMPLE_MOST_BLOCKS, SAMPLE_MOST_VOCAB, SAMPLE_STATIC_SHARED, SAMPLE_THREADS,
 };
 use crate::kernels::{self, KernelModule};
+use crate::policy::SamplePolicy;
 
 /// The most blocks a row: the largest cluster every sm_90 device runs (a portable size).
 pub const SAMPLE_MOST_BLOCKS_A_ROW: u32 = SAMPLE_MOST_BLOCKS;
@@ -51,9 +52,17 @@ impl SamplePlan {
 /// The plan of sampling `rows` rows of `vocab` logits on `device`.
 ///
 /// The blocks a row grow (in powers of two, up to a cluster of
-/// [`SAMPLE_MOST_BLOCKS_A_ROW`]) until the grid has a block for every SM, and further until a
-/// slice's keys fit in what shared memory a block can have beside the kernel's own.
-pub fn plan_sample(rows: usize, vocab: usize, device: &DeviceInfo) -> Result<SamplePlan> {
+/// [`SAMPLE_MOST_BLOCKS_A_ROW`]) until the grid has a block for every SM, further until a
+/// slice's keys fit in what shared memory a block can have beside the kernel's own, and, where
+/// the grid has more blocks than SMs, until [`SamplePolicy::blocks_per_sm`] blocks fit in an
+/// SM's shared memory together.
+pub fn plan_sample(
+    rows: usize,
+    vocab: usize,
+    device: &DeviceInfo,
+    policy: &SamplePolicy,
+) -> Result<SamplePlan> {
+    policy.validate().map_err(Error::InvalidPolicy)?;
     if vocab == 0 || vocab >= SAMPLE_MOST_VOCAB {
         return Err(Error::BadSampling(format!(
             "rows of {vocab} logits: the GPU samples rows of 1 to {} logits",
@@ -82,6 +91,14 @@ pub fn plan_sample(rows: usize, vocab: usize, device: &DeviceInfo) -> Result<Sam
     while blocks < most && (rows * (blocks as usize) < sms || slice_bytes(blocks) > room) {
         blocks *= 2;
     }
+    // An SM's shared memory: what one block may opt into, and the 1 KiB kept of it.
+    let per_sm = device.shared_per_block_optin + 1024;
+    let block_bytes = |blocks: u32| slice_bytes(blocks) + SAMPLE_STATIC_SHARED + 1024;
+    let together = policy.blocks_per_sm as usize;
+    while blocks < most && rows * (blocks as usize) > sms && block_bytes(blocks) * together > per_sm
+    {
+        blocks *= 2;
+    }
     let slice_len = vocab.div_ceil(blocks as usize);
     let resident = slice_bytes(blocks) <= room;
     Ok(SamplePlan {
@@ -101,6 +118,10 @@ pub fn plan_sample(rows: usize, vocab: usize, device: &DeviceInfo) -> Result<Sam
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn hopper() -> SamplePolicy {
+        SamplePolicy::HOPPER
+    }
 
     fn a100() -> DeviceInfo {
         DeviceInfo {
@@ -127,7 +148,7 @@ mod tests {
             ((4096, 2_000_000), (8, 250_000, false)), // 1 MB a slice: read again each step
         ];
         for ((rows, vocab), (blocks, slice, resident)) in cases {
-            let plan = plan_sample(rows, vocab, &h100).unwrap();
+            let plan = plan_sample(rows, vocab, &h100, &hopper()).unwrap();
             assert_eq!(
                 (plan.blocks_a_row, plan.slice_len, plan.resident),
                 (blocks, slice, resident),
@@ -144,9 +165,9 @@ mod tests {
             assert_eq!(plan.blocks(), rows as u32 * blocks);
         }
         // Before sm_90: one block a row, resident while the row fits.
-        let plan = plan_sample(1, 24_000, &a100()).unwrap();
+        let plan = plan_sample(1, 24_000, &a100(), &hopper()).unwrap();
         assert_eq!((plan.blocks_a_row, plan.resident), (1, true));
-        let plan = plan_sample(1, 128_256, &a100()).unwrap();
+        let plan = plan_sample(1, 128_256, &a100(), &hopper()).unwrap();
         assert_eq!(
             (plan.blocks_a_row, plan.resident, plan.shared_bytes),
             (1, false, 0)
@@ -157,10 +178,44 @@ mod tests {
     fn refused_shapes_say_why() {
         let h100 = DeviceInfo::h100();
         for vocab in [0, SAMPLE_MOST_VOCAB] {
-            let e = plan_sample(1, vocab, &h100).unwrap_err();
+            let e = plan_sample(1, vocab, &h100, &hopper()).unwrap_err();
             assert!(e.to_string().contains("logits"), "{e}");
         }
-        assert!(plan_sample(1 << 29, 10, &h100).is_err());
-        assert!(plan_sample(0, 10, &h100).is_ok()); // no rows: nothing to launch
+        assert!(plan_sample(1 << 29, 10, &h100, &hopper()).is_err());
+        assert!(plan_sample(0, 10, &h100, &hopper()).is_ok()); // no rows: nothing to launch
+    }
+
+    #[test]
+    fn two_blocks_an_sm_cut_rows_finer_past_one_wave() {
+        let h100 = DeviceInfo::h100();
+        let two = SamplePolicy {
+            blocks_per_sm: 2,
+            ..SamplePolicy::HOPPER
+        };
+        // (rows, vocab) -> blocks a row with one block an SM, and with two
+        let cases = [
+            ((1, 128_256), (8, 8)),    // one wave: nothing to overlap
+            ((16, 128_256), (8, 8)),   // 128 blocks: one wave already
+            ((64, 128_256), (4, 8)),   // 256 blocks of 128 KB, or 512 of 64 KB, two an SM
+            ((256, 151_936), (4, 8)),  // 152 KB slices: 76 KB, two fit
+            ((256, 1_000), (1, 1)),    // small slices: two fit at once
+            ((4096, 500_000), (8, 8)), // the most blocks a row already
+        ];
+        for ((rows, vocab), (one_an_sm, two_an_sm)) in cases {
+            let one = plan_sample(rows, vocab, &h100, &hopper()).unwrap();
+            let both = plan_sample(rows, vocab, &h100, &two).unwrap();
+            assert_eq!(
+                (one.blocks_a_row, both.blocks_a_row),
+                (one_an_sm, two_an_sm),
+                "{rows} × {vocab}"
+            );
+            if both.resident && rows * both.blocks_a_row as usize > h100.multiprocessors as usize {
+                let block = both.shared_bytes as usize + SAMPLE_STATIC_SHARED + 1024;
+                assert!(
+                    2 * block <= h100.shared_per_block_optin + 1024 || both.blocks_a_row == 8,
+                    "{rows} × {vocab}"
+                );
+            }
+        }
     }
 }

@@ -1,6 +1,6 @@
 //! Tuning per GPU architecture, one small policy per algorithm: the tuned network's passes
-//! ([`SortPolicy`]), the merge sorts ([`MergePolicy`]), the top-k selections ([`TopkPolicy`])
-//! and the sorts across GPUs ([`MultiGpuPolicy`]).
+//! ([`SortPolicy`]), the merge sorts ([`MergePolicy`]), the top-k selections ([`TopkPolicy`]),
+//! the sorts across GPUs ([`MultiGpuPolicy`]) and sampling ([`SamplePolicy`]).
 //!
 //! Every number here was measured (docs/notes/ tells how; docs/design/ what each does); none is
 //! read from the environment. [`Policy::for_device`] picks the policy of a device's
@@ -11,11 +11,13 @@
 
 mod merge;
 mod multi;
+mod sample;
 mod sort;
 mod topk;
 
 pub use merge::MergePolicy;
 pub use multi::MultiGpuPolicy;
+pub use sample::SamplePolicy;
 pub use sort::SortPolicy;
 pub use topk::TopkPolicy;
 
@@ -42,6 +44,8 @@ pub struct Policy {
     pub topk: TopkPolicy,
     /// The sorts across GPUs.
     pub multi: MultiGpuPolicy,
+    /// Sampling.
+    pub sample: SamplePolicy,
 }
 
 impl Policy {
@@ -51,6 +55,7 @@ impl Policy {
         merge: MergePolicy::HOPPER,
         topk: TopkPolicy::HOPPER,
         multi: MultiGpuPolicy::HOPPER,
+        sample: SamplePolicy::HOPPER,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which
@@ -86,13 +91,15 @@ impl Policy {
     }
 
     /// Why this policy cannot run, if it cannot: every algorithm's [`SortPolicy::validate`],
-    /// [`MergePolicy::validate`], [`TopkPolicy::validate`] and [`MultiGpuPolicy::validate`].
+    /// [`MergePolicy::validate`], [`TopkPolicy::validate`], [`MultiGpuPolicy::validate`] and
+    /// [`SamplePolicy::validate`].
     pub fn validate(&self) -> Result<(), crate::Error> {
         self.sort
             .validate()
             .and_then(|()| self.merge.validate())
             .and_then(|()| self.topk.validate())
             .and_then(|()| self.multi.validate())
+            .and_then(|()| self.sample.validate())
             .map_err(crate::Error::InvalidPolicy)
     }
 

@@ -258,8 +258,9 @@ impl<'g> Sorter<'g> {
         ];
         devices.extend(filters.devices());
         let gpu = self.gpu_holding(&devices)?;
-        let plan = plan_sample(rows, vocab, gpu.info())?;
-        let x = self.exec(gpu, self.policy_ref(gpu));
+        let policy = self.policy_ref(gpu);
+        let plan = plan_sample(rows, vocab, gpu.info(), &policy.sample)?;
+        let x = self.exec(gpu, policy);
         let settings = filters.settings();
         crate::cuda::sample::run(
             &x,
