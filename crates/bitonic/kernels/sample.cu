@@ -202,10 +202,11 @@ template <typename L, bool RESIDENT> struct Slice {
     u32 len;
     float temperature;
     bool greedy;
+    bool scaled; // neither greedy nor at temperature 1 (where x / 1 = x: no division)
 
     __device__ __forceinline__ u32 key_of_logit(L logit) const {
         const float x = to_float(logit);
-        float s = greedy ? x : x / temperature;
+        float s = scaled ? x / temperature : x;
         if (s != s) s = -__int_as_float(0x7f800000); // NaN reads as -inf
         return key_of_float(s + 0.0f);                // -0.0 ties with +0.0
     }
@@ -414,6 +415,7 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
     slice.len = min(slice_len, vocab - lo);
     slice.temperature = temperature;
     slice.greedy = !(temperature > 0.0f); // not above 0, or NaN
+    slice.scaled = !slice.greedy && temperature != 1.0f;
     float min_p = min_ps ? min_ps[row] : min_p_all;
     const bool min_p_on = min_p > 0.0f; // NaN is off
     min_p = fminf(min_p, 1.0f);
@@ -429,26 +431,26 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
     // 1. The keys, and the largest; loads in batches, so that many are in flight.
     u32 largest = 0;
     u64 alive = 0; // keys above -inf
-    constexpr u32 LOADS = SAMPLE_LOADS(L);
-    for (u32 base = 0; base < slice.len; base += SAMPLE_THREADS * LOADS) {
+    const auto take = [&](u32 i, L logit) {
+        const u32 k = slice.key_of_logit(logit);
+        if constexpr (RESIDENT) resident_keys[i] = k;
+        largest = max(largest, k);
+        if (count_first_digits && k > KEY_NEG_INF) {
+            ++alive;
+            atomicAdd(&sh.counts[k >> 21], 1u);
+        }
+    };
+    constexpr u32 LOADS = SAMPLE_LOADS(L), BATCH = SAMPLE_THREADS * LOADS;
+    for (u32 base = 0; base < slice.len; base += BATCH) {
+        const L *at = slice.logits + base + threadIdx.x; // the batch's loads: constant offsets
         L batch[LOADS];
 #pragma unroll
-        for (u32 j = 0; j < LOADS; ++j) {
-            const u32 i = base + j * SAMPLE_THREADS + threadIdx.x;
-            if (i < slice.len) batch[j] = slice.logits[i];
-        }
+        for (u32 j = 0; j < LOADS; ++j)
+            if (base + j * SAMPLE_THREADS + threadIdx.x < slice.len) batch[j] = at[j * SAMPLE_THREADS];
 #pragma unroll
         for (u32 j = 0; j < LOADS; ++j) {
             const u32 i = base + j * SAMPLE_THREADS + threadIdx.x;
-            if (i < slice.len) {
-                const u32 k = slice.key_of_logit(batch[j]);
-                if constexpr (RESIDENT) resident_keys[i] = k;
-                largest = max(largest, k);
-                if (count_first_digits && k > KEY_NEG_INF) {
-                    ++alive;
-                    atomicAdd(&sh.counts[k >> 21], 1u);
-                }
-            }
+            if (i < slice.len) take(i, batch[j]);
         }
     }
     const u32 max_key = u32(row_combine(COMBINE_MAX, largest, rank, G)); // syncs the block
