@@ -79,8 +79,9 @@ struct SampleShared {
     u64 warp[SAMPLE_WARPS];
     u32 list_keys[SAMPLE_LIST], list_index[SAMPLE_LIST]; // keys a step left, and where they sit
     u32 list_len;
-    u64 published; // this block's part of a row reduction
-    u64 found[3][3]; // each select round's digit, the sum above it and the count in it
+    u64 published;          // this block's part of a row reduction
+    u64 row_all, row_lower; // a row reduction's result, and that of the blocks of lower rank
+    u64 found[3][3];        // each select round's digit, the sum above it and the count in it
 };
 static_assert(sizeof(SampleShared) <= KERNEL_SAMPLE_STATIC_SHARED, "the host's budget of static shared memory");
 __shared__ SampleShared sh;
@@ -127,6 +128,19 @@ __device__ __forceinline__ u32 in_block(const u32 &mine, u32 rank, u32 G) {
     return mine;
 }
 
+// Writes `v` into this block's shared variable `mine` as block `rank` of the row holds it.
+__device__ __forceinline__ void store_in_block(u64 &mine, u32 rank, u32 G, u64 v) {
+#if __CUDA_ARCH__ >= 900
+    if (G > 1) {
+        u32 at;
+        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(at) : "r"(u32(__cvta_generic_to_shared(&mine))), "r"(rank));
+        asm volatile("st.shared::cluster.u64 [%0], %1;" ::"r"(at), "l"(v) : "memory");
+        return;
+    }
+#endif
+    mine = v;
+}
+
 enum Combine { COMBINE_SUM, COMBINE_MAX, COMBINE_MIN };
 __device__ __forceinline__ u64 combine(Combine op, u64 a, u64 b) {
     return op == COMBINE_SUM ? a + b : op == COMBINE_MAX ? (a > b ? a : b) : (a < b ? a : b);
@@ -147,6 +161,26 @@ __device__ u64 block_combine(Combine op, u64 v) {
     return v;
 }
 
+// The combination of one value from each block of the row (`mine`, published by each
+// block's thread 0 before a row barrier): the first warp reads them, a lane a block, and
+// leaves in sh.row_all the combination of all and in sh.row_lower that of the blocks of lower
+// rank. One remote load a block, not one a thread. The caller syncs the block after.
+__device__ __forceinline__ void gather_row(Combine op, const u64 &mine, u32 rank, u32 G) {
+    if (threadIdx.x >= WARP_SIZE) return;
+    const u32 lane = threadIdx.x;
+    const u64 theirs = lane < G ? in_block(mine, lane, G) : identity(op);
+    u64 all = theirs, lower = lane < rank ? theirs : identity(op);
+#pragma unroll
+    for (u32 d = 1; d < KERNEL_SAMPLE_MOST_BLOCKS; d *= 2) { // the row's blocks are the first lanes
+        all = combine(op, all, __shfl_xor_sync(FULL_WARP_MASK, all, d));
+        lower = combine(op, lower, __shfl_xor_sync(FULL_WARP_MASK, lower, d));
+    }
+    if (lane == 0) {
+        sh.row_all = all;
+        sh.row_lower = lower;
+    }
+}
+
 // The row's combination of each thread's `v` (every block of the cluster), to every thread;
 // and in `before`, the combination of the blocks of lower rank alone (an exclusive prefix
 // across the row's slices, in index order).
@@ -158,18 +192,10 @@ __device__ u64 row_combine(Combine op, u64 v, u32 rank, u32 G, u64 *before = nul
     }
     if (threadIdx.x == 0) sh.published = v;
     row_barrier(G);
-    u64 all = identity(op), lower = identity(op);
-#pragma unroll
-    for (u32 g = 0; g < KERNEL_SAMPLE_MOST_BLOCKS; ++g) { // unrolled: the remote loads overlap
-        if (g < G) {
-            const u64 theirs = in_block(sh.published, g, G);
-            all = combine(op, all, theirs);
-            if (g < rank) lower = combine(op, lower, theirs);
-        }
-    }
-    row_barrier(G); // every block has read: `published` is free again
-    if (before) *before = lower;
-    return all;
+    gather_row(op, sh.published, rank, G);
+    row_barrier(G); // every block has read `published` (free again), and row_all is written
+    if (before) *before = sh.row_lower;
+    return sh.row_all;
 }
 
 // Exclusive prefix sum of each thread's `v` over the block, in thread order; the block's
@@ -293,7 +319,7 @@ struct Select {
 // the weights left, at least 1.
 template <typename L, bool RESIDENT>
 __device__ void select_round(const Slice<L, RESIDENT> &slice, Scan scan, u32 round, bool built, u32 floor,
-                             bool by_weight, float top_p, u32 max_key, u32 G, Select &sel) {
+                             bool by_weight, float top_p, u32 max_key, u32 rank, u32 G, Select &sel) {
     const u32 shift = round == 0 ? 21 : round == 1 ? 10 : 0;
     const u32 digit_mask = round == 2 ? 0x3ffu : 0x7ffu;
     if (!built) {
@@ -310,38 +336,54 @@ __device__ void select_round(const Slice<L, RESIDENT> &slice, Scan scan, u32 rou
         });
     }
     row_barrier(G); // every block's histogram is complete
-    // Thread t sums buckets from the top: 2047 - t·B down to 2047 - t·B - (B - 1).
+    // The row's histogram, split among its blocks: block r sums across the row the r-th part
+    // of the buckets from the top (2048 / G of them, `per` a thread), so that each bucket is
+    // read from each block once, not by every block.
+    const u32 part = SAMPLE_BUCKETS / G, per = part > SAMPLE_THREADS ? part / SAMPLE_THREADS : 1;
     u64 value[SAMPLE_BUCKETS_A_THREAD], mine = 0;
 #pragma unroll
     for (u32 j = 0; j < SAMPLE_BUCKETS_A_THREAD; ++j) {
-        const u32 b = SAMPLE_BUCKETS - 1 - (threadIdx.x * SAMPLE_BUCKETS_A_THREAD + j);
+        const u32 at = threadIdx.x * per + j; // within the part, from its top
+        const u32 b = SAMPLE_BUCKETS - 1 - (rank * part + at);
         u64 v = 0;
+        if (j < per && at < part) {
 #pragma unroll
-        for (u32 g = 0; g < KERNEL_SAMPLE_MOST_BLOCKS; ++g) // unrolled: the remote loads overlap
-            if (g < G) v += by_weight ? in_block(sh.sums[b], g, G) : u64(in_block(sh.counts[b], g, G));
+            for (u32 g = 0; g < KERNEL_SAMPLE_MOST_BLOCKS; ++g) // unrolled: the remote loads overlap
+                if (g < G) v += by_weight ? in_block(sh.sums[b], g, G) : u64(in_block(sh.counts[b], g, G));
+        }
         value[j] = v;
         mine += v;
     }
-    u64 total;
-    u64 before = sel.above + block_exclusive_sum(mine, total);
+    u64 part_total;
+    const u64 in_part = block_exclusive_sum(mine, part_total);
+    if (threadIdx.x == 0) sh.published = part_total;
+    row_barrier(G); // every part's total is published, and every histogram read
+    gather_row(COMBINE_SUM, sh.published, rank, G);
+    __syncthreads();
+    const u64 total = sh.row_all; // the parts above this block's: sh.row_lower
     if (by_weight && round == 0) { // total: the weights left
         const u64 target = u64(ceil(double(top_p) * double(total)));
         sel.target = target < 1 ? 1 : target > total ? total : target;
     }
-    if (before < sel.target && before + mine >= sel.target) {
+    u64 before = sel.above + sh.row_lower + in_part;
+    if (before < sel.target && before + mine >= sel.target) { // one thread of the row
         bool found = false;
 #pragma unroll
         for (u32 j = 0; j < SAMPLE_BUCKETS_A_THREAD; ++j) {
-            if (!found && before + value[j] >= sel.target) {
+            if (!found && j < per && before + value[j] >= sel.target) {
                 found = true;
-                sh.found[round][0] = SAMPLE_BUCKETS - 1 - (threadIdx.x * SAMPLE_BUCKETS_A_THREAD + j);
-                sh.found[round][1] = before;
-                sh.found[round][2] = by_weight ? 0 : value[j]; // by sums, counted at the end
+                const u64 digit = SAMPLE_BUCKETS - 1 - (rank * part + threadIdx.x * per + j);
+                const u64 count = by_weight ? 0 : value[j]; // by sums, counted at the end
+                for (u32 g = 0; g < G; ++g) { // into every block of the row
+                    store_in_block(sh.found[round][0], g, G, digit);
+                    store_in_block(sh.found[round][1], g, G, before);
+                    store_in_block(sh.found[round][2], g, G, count);
+                }
             }
             before += value[j];
         }
     }
-    row_barrier(G); // `found` is written, and every block has read the histograms
+    row_barrier(G); // `found` is written in every block, and `published` is free again
     sel.prefix |= u32(sh.found[round][0]) << shift;
     sel.mask |= digit_mask << shift;
     sel.above = sh.found[round][1];
@@ -503,10 +545,10 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
     // first digit, the keys at or above its bucket are all that can be kept: they are listed.
     if (top_k > 0 && u64(top_k) < left) {
         Select sel = {0, 0, 0, 0, u64(top_k)};
-        select_round(slice, scan, 0, count_first_digits, floor, false, 0.0f, max_key, G, sel);
+        select_round(slice, scan, 0, count_first_digits, floor, false, 0.0f, max_key, rank, G, sel);
         if (!scan.listed) scan = list_at_or_above(slice, max(floor, sel.prefix));
-        select_round(slice, scan, 1, false, floor, false, 0.0f, max_key, G, sel);
-        select_round(slice, scan, 2, false, floor, false, 0.0f, max_key, G, sel);
+        select_round(slice, scan, 1, false, floor, false, 0.0f, max_key, rank, G, sel);
+        select_round(slice, scan, 2, false, floor, false, 0.0f, max_key, rank, G, sel);
         boundary = sel.prefix;
     }
 
@@ -520,10 +562,10 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
             keep_ties = 1;
         } else {
             Select sel = {0, 0, 0, 0, 0};
-            select_round(slice, scan, 0, false, boundary, true, top_p, max_key, G, sel);
+            select_round(slice, scan, 0, false, boundary, true, top_p, max_key, rank, G, sel);
             const Scan candidates = scan.listed ? scan : list_candidates(slice, boundary, sel);
-            select_round(slice, candidates, 1, false, boundary, true, top_p, max_key, G, sel);
-            select_round(slice, candidates, 2, false, boundary, true, top_p, max_key, G, sel);
+            select_round(slice, candidates, 1, false, boundary, true, top_p, max_key, rank, G, sel);
+            select_round(slice, candidates, 2, false, boundary, true, top_p, max_key, rank, G, sel);
             u64 n = 0; // the count of the boundary key, which the sums did not keep
             for_each_key(slice, candidates, [&](u32 k, u32) { n += k == sel.prefix; });
             const u64 ties = row_combine(COMBINE_SUM, n, rank, G);
