@@ -112,7 +112,13 @@ mod tests {
         assert!(with_overrides(base.clone(), "merge.wide_ways=6").is_err());
         let p = with_overrides(base.clone(), "sort.narrow_small_u32=0").unwrap();
         assert!(!p.sort.narrow_small_u32);
+        let p = with_overrides(base.clone(), "sample.blocks_per_sm=1").unwrap();
+        assert_eq!(p.sample.blocks_per_sm, 1);
+        assert!(with_overrides(base.clone(), "sample.blocks_per_sm=0").is_err());
         let unknown = with_overrides(base, "tile_bits=3").unwrap_err().to_string();
-        assert!(unknown.contains("multi.samples_per_rank)"), "{unknown}");
+        assert!(
+            unknown.contains("multi.samples_per_rank, sample.blocks_per_sm)"),
+            "{unknown}"
+        );
     }
 }

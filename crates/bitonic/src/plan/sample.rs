@@ -95,9 +95,15 @@ pub fn plan_sample(
     let per_sm = device.shared_per_block_optin + 1024;
     let block_bytes = |blocks: u32| slice_bytes(blocks) + SAMPLE_STATIC_SHARED + 1024;
     let together = policy.blocks_per_sm as usize;
-    while blocks < most && rows * (blocks as usize) > sms && block_bytes(blocks) * together > per_sm
-    {
-        blocks *= 2;
+    if rows * (blocks as usize) > sms && block_bytes(blocks) * together > per_sm {
+        // The fewest more blocks a row at which `together` fit; none: as it was.
+        let mut more = blocks;
+        while more < most && block_bytes(more) * together > per_sm {
+            more *= 2;
+        }
+        if block_bytes(more) * together <= per_sm {
+            blocks = more;
+        }
     }
     let slice_len = vocab.div_ceil(blocks as usize);
     let resident = slice_bytes(blocks) <= room;
@@ -119,8 +125,12 @@ pub fn plan_sample(
 mod tests {
     use super::*;
 
+    /// One block an SM: the plans of the first table.
     fn hopper() -> SamplePolicy {
-        SamplePolicy::HOPPER
+        SamplePolicy {
+            blocks_per_sm: 1,
+            ..SamplePolicy::HOPPER
+        }
     }
 
     fn a100() -> DeviceInfo {
@@ -192,12 +202,14 @@ mod tests {
             blocks_per_sm: 2,
             ..SamplePolicy::HOPPER
         };
+        assert_eq!(SamplePolicy::HOPPER, two, "the default");
         // (rows, vocab) -> blocks a row with one block an SM, and with two
         let cases = [
             ((1, 128_256), (8, 8)),    // one wave: nothing to overlap
             ((16, 128_256), (8, 8)),   // 128 blocks: one wave already
             ((64, 128_256), (4, 8)),   // 256 blocks of 128 KB, or 512 of 64 KB, two an SM
-            ((256, 151_936), (4, 8)),  // 152 KB slices: 76 KB, two fit
+            ((256, 151_936), (4, 4)),  // 76 KB slices at 8 a row: two still do not fit
+            ((160, 20_000), (1, 2)),   // 80 KB slices, or 40 KB at 2 a row: two fit
             ((256, 1_000), (1, 1)),    // small slices: two fit at once
             ((4096, 500_000), (8, 8)), // the most blocks a row already
         ];
@@ -209,10 +221,10 @@ mod tests {
                 (one_an_sm, two_an_sm),
                 "{rows} × {vocab}"
             );
-            if both.resident && rows * both.blocks_a_row as usize > h100.multiprocessors as usize {
+            if both.blocks_a_row != one.blocks_a_row {
                 let block = both.shared_bytes as usize + SAMPLE_STATIC_SHARED + 1024;
                 assert!(
-                    2 * block <= h100.shared_per_block_optin + 1024 || both.blocks_a_row == 8,
+                    2 * block <= h100.shared_per_block_optin + 1024,
                     "{rows} × {vocab}"
                 );
             }
