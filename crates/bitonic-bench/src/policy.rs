@@ -94,6 +94,17 @@ pub fn with_overrides(mut base: Policy, spec: &str) -> Result<Policy> {
     Ok(base)
 }
 
+/// The device's own policy changed by `spec` ([`with_overrides`]), and the name of the rows it
+/// measures: `base`, or `base[spec]` in an A/B run.
+pub fn for_rows(gpu: &bitonic::Gpu, base: &str, spec: &str) -> Result<(Policy, String)> {
+    let policy = with_overrides(gpu.policy(), spec)?;
+    let name = match spec.trim() {
+        "" => base.to_string(),
+        spec => format!("{base}[{spec}]"),
+    };
+    Ok((policy, name))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

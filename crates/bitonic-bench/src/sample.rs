@@ -77,13 +77,8 @@ pub fn run(
     progress: &dyn Fn(&str),
 ) -> Result<Vec<Measured>> {
     let gpu = crate::gpu()?;
-    let sorter = Sorter::new()
-        .gpu(gpu)
-        .policy(crate::policy::with_overrides(gpu.policy(), policy)?);
-    let name = match policy.trim() {
-        "" => "bitonic-sample".to_string(),
-        spec => format!("bitonic-sample[{spec}]"),
-    };
+    let (policy, name) = crate::policy::for_rows(gpu, "bitonic-sample", policy)?;
+    let sorter = Sorter::new().gpu(gpu).policy(policy);
     let mut out = Vec::new();
     for &vocab in cells.vocabs {
         for &rows in cells.batches {

@@ -59,14 +59,11 @@ pub fn run(
     progress: &dyn Fn(&str),
 ) -> Result<Vec<Measured>> {
     let gpu = crate::gpu()?;
+    let (policy, mut name) = crate::policy::for_rows(gpu, "bitonic-topk", policy)?;
     let sorter = Sorter::new()
         .gpu(gpu)
         .order(Order::Descending)
-        .policy(crate::policy::with_overrides(gpu.policy(), policy)?);
-    let mut name = match policy.trim() {
-        "" => "bitonic-topk".to_string(),
-        spec => format!("bitonic-topk[{spec}]"),
-    };
+        .policy(policy);
     let mut busy = None;
     if gpu_only {
         name.push_str("(gpu-only)");

@@ -100,16 +100,24 @@ __device__ __forceinline__ void row_barrier(u32 G) {
     __syncthreads();
 }
 
+#if __CUDA_ARCH__ >= 900
+// The address in the cluster's shared window (a 32-bit shared::cluster address) of this
+// block's shared variable at `mine`, as block `rank` of the row holds it.
+__device__ __forceinline__ u32 in_row_window(const void *mine, u32 rank) {
+    u32 at;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(at) : "r"(u32(__cvta_generic_to_shared(mine))), "r"(rank));
+    return at;
+}
+#endif
+
 // The value of this block's shared variable `mine` as block `rank` of the row holds it: read
-// through the cluster's shared window (mapa, then ld.shared::cluster), or with G = 1 the
-// block's own. Volatile: never moved across the row's barriers.
+// through the cluster's shared window (ld.shared::cluster), or with G = 1 the block's own.
+// Volatile: never moved across the row's barriers.
 __device__ __forceinline__ u64 in_block(const u64 &mine, u32 rank, u32 G) {
 #if __CUDA_ARCH__ >= 900
     if (G > 1) {
-        u32 at;
-        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(at) : "r"(u32(__cvta_generic_to_shared(&mine))), "r"(rank));
         u64 v;
-        asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(v) : "r"(at));
+        asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(v) : "r"(in_row_window(&mine, rank)));
         return v;
     }
 #endif
@@ -118,10 +126,8 @@ __device__ __forceinline__ u64 in_block(const u64 &mine, u32 rank, u32 G) {
 __device__ __forceinline__ u32 in_block(const u32 &mine, u32 rank, u32 G) {
 #if __CUDA_ARCH__ >= 900
     if (G > 1) {
-        u32 at;
-        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(at) : "r"(u32(__cvta_generic_to_shared(&mine))), "r"(rank));
         u32 v;
-        asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(at));
+        asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(in_row_window(&mine, rank)));
         return v;
     }
 #endif
@@ -132,9 +138,7 @@ __device__ __forceinline__ u32 in_block(const u32 &mine, u32 rank, u32 G) {
 __device__ __forceinline__ void store_in_block(u64 &mine, u32 rank, u32 G, u64 v) {
 #if __CUDA_ARCH__ >= 900
     if (G > 1) {
-        u32 at;
-        asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(at) : "r"(u32(__cvta_generic_to_shared(&mine))), "r"(rank));
-        asm volatile("st.shared::cluster.u64 [%0], %1;" ::"r"(at), "l"(v) : "memory");
+        asm volatile("st.shared::cluster.u64 [%0], %1;" ::"r"(in_row_window(&mine, rank)), "l"(v) : "memory");
         return;
     }
 #endif

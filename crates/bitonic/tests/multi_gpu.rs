@@ -13,8 +13,8 @@ use bitonic::cuda::Gpu;
 use bitonic::key::cmp_keys;
 use bitonic::multi::{merge_split_share, Algorithm};
 use bitonic::Order;
-use common::harness::{self, required_gpus, tests, Needs};
-use common::{assert_same_bits, make_keys, reference, Pattern, TestKey, PATTERNS};
+use common::harness::{self, enough_gpus, tests, Needs};
+use common::{assert_same_bits, make_keys, reference, shard_sets, Pattern, TestKey, PATTERNS};
 
 fn main() {
     harness::run(tests![
@@ -33,21 +33,7 @@ const ALGORITHMS: [Algorithm; 2] = [Algorithm::MergeSplit, Algorithm::Partition]
 /// has too few GPUs and nothing requires them.
 fn multi_or_skip(test: &str, ordinals: &[usize]) -> Option<MultiGpu> {
     let needed = ordinals.iter().max().map_or(1, |o| o + 1);
-    let required = required_gpus();
-    let have = match Gpu::device_count() {
-        Ok(count) => count,
-        Err(why) if required > 0 => panic!("{test}: a GPU is required but there is none: {why}"),
-        Err(why) => {
-            eprintln!("SKIPPED {test}: {why}");
-            return None;
-        }
-    };
-    if have < needed {
-        assert!(
-            required < needed,
-            "{test}: BITONIC_REQUIRE_GPUS={required} but only {have} GPUs"
-        );
-        eprintln!("SKIPPED {test}: needs {needed} GPUs, found {have}");
+    if !enough_gpus(test, needed) {
         return None;
     }
     Some(MultiGpu::new(ordinals).unwrap_or_else(|e| panic!("{test}: {e}")))
@@ -125,19 +111,6 @@ fn check<K: TestKey>(multi: &MultiGpu, lens: &[usize], pattern: Pattern, seed: u
         at += view.len();
     }
     assert_same_bits(&after, &all, "inputs after the sort");
-}
-
-/// Shard lengths for `p` ranks: even, uneven, with empty ones, around the tile sizes.
-fn shard_sets(p: usize) -> Vec<Vec<usize>> {
-    vec![
-        vec![4096; p],
-        (0..p).map(|r| (r * 7919 + 1001) % 20_000).collect(),
-        (0..p)
-            .map(|r| if r % 2 == 1 { 0 } else { 32_769 + r })
-            .collect(),
-        (0..p).map(|r| [1, 2, 3, 16_383][r % 4]).collect(),
-        vec![0; p],
-    ]
 }
 
 fn check_all_types(multi: &MultiGpu, p: usize) {

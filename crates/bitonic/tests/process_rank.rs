@@ -15,8 +15,8 @@ use bitonic::cuda::Gpu;
 use bitonic::key::cmp_keys;
 use bitonic::multi::Algorithm;
 use bitonic::{Error, Order};
-use common::harness::{self, required_gpus, tests, Needs};
-use common::{assert_same_bits, make_keys, reference, Pattern, TestKey, PATTERNS};
+use common::harness::{self, enough_gpus, tests, Needs};
+use common::{assert_same_bits, make_keys, reference, shard_sets, Pattern, TestKey, PATTERNS};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -65,29 +65,6 @@ fn without_a_gpu_the_constructor_is_an_error() {
     if let Err(err) = new_unique_id() {
         assert!(err.to_string().contains("NCCL"), "{err}");
     }
-}
-
-/// Whether the machine has `needed` GPUs; when not, skips with a note, or fails when
-/// `BITONIC_REQUIRE_GPUS` asks for them.
-fn enough_gpus(test: &str, needed: usize) -> bool {
-    let required = required_gpus();
-    let have = match Gpu::device_count() {
-        Ok(count) => count,
-        Err(why) if required > 0 => panic!("{test}: a GPU is required but there is none: {why}"),
-        Err(why) => {
-            eprintln!("SKIPPED {test}: {why}");
-            return false;
-        }
-    };
-    if have < needed {
-        assert!(
-            required < needed,
-            "{test}: BITONIC_REQUIRE_GPUS={required} but only {have} GPUs"
-        );
-        eprintln!("SKIPPED {test}: needs {needed} GPUs, found {have}");
-        return false;
-    }
-    true
 }
 
 /// What one rank returns of one job: its part's bytes (keys, then values for pairs) and the
@@ -369,19 +346,6 @@ fn check_cases(test: &str, p: usize, cases: Vec<Case>) {
             "{what}: values differ from MultiGpu's"
         );
     }
-}
-
-/// Shard lengths for `p` ranks: even, different by rank, with empty ones, all empty.
-fn shard_sets(p: usize) -> Vec<Vec<usize>> {
-    vec![
-        vec![4096; p],
-        (0..p).map(|r| (r * 7919 + 1001) % 20_000).collect(),
-        (0..p)
-            .map(|r| if r % 2 == 1 { 0 } else { 32_769 + r })
-            .collect(),
-        (0..p).map(|r| [1, 2, 3, 16_383][r % 4]).collect(),
-        vec![0; p],
-    ]
 }
 
 /// Every key type, pattern and order, and key-value pairs, on `p` ranks against MultiGpu.

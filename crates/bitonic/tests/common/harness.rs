@@ -63,6 +63,29 @@ pub fn required_gpus() -> usize {
         .unwrap_or(usize::from(require_env("BITONIC_REQUIRE_GPU")))
 }
 
+/// Whether the machine has `needed` GPUs; when not, skips with a note, or fails when
+/// `BITONIC_REQUIRE_GPUS` asks for them.
+pub fn enough_gpus(test: &str, needed: usize) -> bool {
+    let required = required_gpus();
+    let have = match Gpu::device_count() {
+        Ok(count) => count,
+        Err(why) if required > 0 => panic!("{test}: a GPU is required but there is none: {why}"),
+        Err(why) => {
+            eprintln!("SKIPPED {test}: {why}");
+            return false;
+        }
+    };
+    if have < needed {
+        assert!(
+            required < needed,
+            "{test}: BITONIC_REQUIRE_GPUS={required} but only {have} GPUs"
+        );
+        eprintln!("SKIPPED {test}: needs {needed} GPUs, found {have}");
+        return false;
+    }
+    true
+}
+
 impl Needs {
     /// Why the test cannot run here, or `None` when it runs (what it needs is here, or is
     /// required, so that its absence fails the test).

@@ -210,3 +210,17 @@ pub fn lengths_around_powers(max_pow: u32) -> Vec<usize> {
     lens.dedup();
     lens
 }
+
+/// Shard lengths for `p` ranks of a multi-GPU sort: even, different by rank (around the tile
+/// sizes), every other one empty, a few keys each, and all empty.
+pub fn shard_sets(p: usize) -> Vec<Vec<usize>> {
+    vec![
+        vec![4096; p],
+        (0..p).map(|r| (r * 7919 + 1001) % 20_000).collect(),
+        (0..p)
+            .map(|r| if r % 2 == 1 { 0 } else { 32_769 + r })
+            .collect(),
+        (0..p).map(|r| [1, 2, 3, 16_383][r % 4]).collect(),
+        vec![0; p],
+    ]
+}
