@@ -96,7 +96,10 @@ pub(crate) fn set_default_pool_threshold(
 /// the driver's context: other handles of the device keep theirs).
 ///
 /// Sound only because every call of the library queues all of its buffers' work on one
-/// stream, which orders it; the function is private to that contract (crate::cuda::device).
+/// stream, which orders it, or, where a caller's NCCL communicator brings its own stream
+/// (`ProcessRank::from_comm`), joins the two streams with events before and after the NCCL
+/// calls, failed ones too, so that no buffer is freed ahead of them; the function is private
+/// to that contract (crate::cuda::device).
 pub(crate) fn disable_event_tracking(ctx: &cudarc::driver::CudaContext) {
     // SAFETY: cudarc asks that no buffer of the handle be used from two streams without the
     // caller ordering them; the library's calls each use one stream (see above).

@@ -30,7 +30,7 @@ use crate::cuda::{memory, Gpu};
 use crate::error::{check_same_len, CudaContext as _, Error, Result};
 use crate::kernels::abi::map_flags;
 use crate::key::KeyOrder;
-use crate::multi::{choose_splitters, gathered_samples, widest_sample, Buckets};
+use crate::multi::{choose_splitters, gathered_samples, widest_sample, Buckets, SAMPLES_PER_RANK};
 use crate::plan::check_len;
 use crate::{Order, SortKey};
 use cudarc::driver::{CudaSlice, CudaView, DeviceRepr, DeviceSlice};
@@ -59,10 +59,16 @@ use std::cell::RefCell;
 /// * **Failures.** A failure on any rank before the exchange (a shard on the wrong GPU, no
 ///   memory for the buffers, a bucket longer than one sort takes) ends the sort on every rank
 ///   at the same all-gather: that rank returns its error, the others [`Error::PeerFailed`], and
-///   the communicator stays usable. A failing NCCL call aborts the communicator
-///   (`ncclCommAbort`): this sorter refuses later sorts, and the other ranks may wait in
-///   theirs, so the job ends (as torch's watchdog ends it) or makes new communicators on every
-///   rank. A failure after the exchange is this rank's alone.
+///   the communicator stays usable. The gathers allocate nothing (their buffers are made with
+///   the rank), so no rank fails inside one for want of memory. A failing NCCL call, or a
+///   failing CUDA copy inside a collective, aborts the communicator (`ncclCommAbort`): this
+///   sorter refuses later sorts, and the other ranks may wait in theirs, so the job ends (as
+///   torch's watchdog ends it) or makes new communicators on every rank. A failure after the
+///   exchange (the merges) is this rank's alone; in a key-value sort of two passes it is
+///   reported at the second pass's first gather, so no rank waits for it.
+/// * **Not checked.** Ranks that call with different key types, value types or orders break
+///   the contract above and NCCL's (the gathers' sizes differ): NCCL may hang or return
+///   garbage; this is not detected.
 ///
 /// Neither `Send` nor `Sync`, as cudarc's NCCL communicator (a raw handle) is not: the thread
 /// that makes it sorts with it. Several ranks in one process (one thread each, one GPU each)
@@ -78,6 +84,10 @@ pub struct ProcessRank {
     comm: RefCell<Option<Comm>>,
     rank: usize,
     world_size: usize,
+    /// The device buffers of every all-gather (what this rank sends, and what every rank
+    /// sent), made with the rank: a gather allocates nothing, since a rank that failed to
+    /// allocate inside one would leave its peers waiting in it.
+    gather_buffers: RefCell<(CudaSlice<u8>, CudaSlice<u8>)>,
 }
 
 impl std::fmt::Debug for ProcessRank {
@@ -133,6 +143,7 @@ impl ProcessRank {
             .bind_to_thread()
             .during(|| format!("making GPU {ordinal} current"))?;
         let stream = gpu.stream().clone();
+        let gather_buffers = gather_buffers(&gpu, world_size)?;
         let comm = Comm::from_rank(stream, rank, world_size, id_of_bytes(id))
             .map_err(nccl_error("joining the NCCL communicator"))?;
         Ok(ProcessRank {
@@ -140,21 +151,25 @@ impl ProcessRank {
             comm: RefCell::new(Some(comm)),
             rank,
             world_size,
+            gather_buffers: RefCell::new(gather_buffers),
         })
     }
 
     /// Sorts over the caller's communicator, as its rank, on its device. Its NCCL calls are
     /// queued on `comm`'s stream; [`ProcessRank::into_comm`] hands it back. On an error (the
-    /// device cannot be opened) the communicator is dropped, which in cudarc aborts it.
+    /// device cannot be opened, or the gathers' buffers not allocated) the communicator is
+    /// dropped, which in cudarc aborts it.
     pub fn from_comm(comm: Comm) -> Result<ProcessRank> {
         let (rank, world_size) = (comm.rank(), comm.world_size());
         check_rank(rank, world_size)?;
         let gpu = Gpu::new(comm.ordinal())?;
+        let gather_buffers = gather_buffers(&gpu, world_size)?;
         Ok(ProcessRank {
             gpu,
             comm: RefCell::new(Some(comm)),
             rank,
             world_size,
+            gather_buffers: RefCell::new(gather_buffers),
         })
     }
 
@@ -189,8 +204,8 @@ impl ProcessRank {
         }
         let lens = self.gather_lens(self.check_shard(keys), keys.len())?;
         let words = words_of_keys(&self.gpu, keys, keys.len(), order);
-        let (sorted, sizes) = self.partition(words, &lens)?;
-        let keys = keys_of_words(&self.gpu, sorted, order)?;
+        let (merged, sizes) = self.partition(words, &lens)?;
+        let keys = keys_of_words(&self.gpu, merged?, order)?;
         self.synchronize()?;
         Ok(RankSorted { keys, sizes })
     }
@@ -216,15 +231,16 @@ impl ProcessRank {
         let map = map_flags(K::DTYPE, KeyOrder::of(order));
         let mut out = None;
         let mut sizes = Vec::new();
-        // A failure unpacking one sort is reported in the next one's gathers, so that no rank
-        // waits in a sort that this one left.
+        // A failure after one sort's exchange (merging or unpacking, this rank's alone) is
+        // reported in the next sort's gathers, so that no rank waits in a sort this one left.
         let mut unpacked = Ok(());
         for &half in halves {
             let words = unpacked.and_then(|()| {
                 words_of_pairs(&self.gpu, (keys, values), keys.len(), first, (map, half))
             });
-            let (sorted, all_sizes) = self.partition(words, &lens)?;
-            unpacked = unpack_pairs(&self.gpu, &sorted, &mut out, (map, half));
+            let (merged, all_sizes) = self.partition(words, &lens)?;
+            unpacked =
+                merged.and_then(|sorted| unpack_pairs(&self.gpu, &sorted, &mut out, (map, half)));
             sizes = all_sizes;
         }
         unpacked?;
@@ -247,18 +263,21 @@ impl ProcessRank {
     }
 
     /// Partition's steps for this rank, from its unsorted words (or the error of making them)
-    /// and every rank's length: its merged words, and every rank's result length.
+    /// and every rank's length: its merged words, and every rank's result length. An error
+    /// of the whole is every rank's (they all left at the same collective); the merged words'
+    /// own error is this rank's alone, after the exchange, which the caller reports at its
+    /// next collective, if any.
     fn partition<W: Word>(
         &self,
         words: Result<CudaSlice<W>>,
         lens: &[usize],
-    ) -> Result<(Shard<W>, Vec<usize>)> {
+    ) -> Result<(Result<Shard<W>>, Vec<usize>)> {
         let (gpu, p, me) = (&self.gpu, self.world_size, self.rank);
         let (len, total) = (lens[me], lens.iter().sum::<usize>());
         let sorted = words.and_then(|mut words| sort_locally(gpu, &mut words, len).map(|()| words));
         if p == 1 {
-            let buf = sorted?;
-            return Ok((Shard { buf, start: 0, len }, vec![len]));
+            let merged = sorted.map(|buf| Shard { buf, start: 0, len });
+            return Ok((merged, vec![len]));
         }
         // The samples, each rank's padded to the most any rank offers.
         let width = widest_sample(lens);
@@ -296,12 +315,16 @@ impl ProcessRank {
         let room = make_room(gpu, &mut received, &mut spare, buckets.arriving(me));
         self.gather(room, 0, |()| Vec::new())?;
         self.exchange(&words, &buckets, &mut received)?;
-        drop(words);
-        let mut merge = RunMerge::new(received, spare, buckets.runs_to(me));
-        while !merge.is_done() {
-            merge.queue_level(gpu)?;
-        }
-        Ok((merge.finish(), buckets.sizes()))
+        let merged = (|| {
+            copy_own_bucket(gpu, &words, &buckets, me, &mut received)?;
+            drop(words);
+            let mut merge = RunMerge::new(received, spare, buckets.runs_to(me));
+            while !merge.is_done() {
+                merge.queue_level(gpu)?;
+            }
+            Ok(merge.finish())
+        })();
+        Ok((merged, buckets.sizes()))
     }
 
     /// Every rank's shard length, with `checked`, this rank's checks of its input, as its
@@ -330,29 +353,36 @@ impl ProcessRank {
         read_gathered(local, &gathered, sent.len())
     }
 
-    /// `sent` from every rank, rank by rank (`ncclAllGather`), on the host.
+    /// `sent` from every rank, rank by rank (`ncclAllGather`), on the host, through the
+    /// rank's gather buffers (no device allocation). `sent` is at most [`most_sent`] bytes.
     fn all_gather_bytes(&self, sent: &[u8]) -> Result<Vec<u8>> {
+        let (n, p) = (sent.len(), self.world_size);
+        debug_assert!(n <= most_sent(p), "a gather's message outgrew its buffer");
+        let mut buffers = self.gather_buffers.borrow_mut();
+        let (send, got) = &mut *buffers;
         self.collective(|comm| {
             let stream = self.gpu.stream();
-            let send = stream
-                .clone_htod(sent)
+            stream
+                .memcpy_htod(sent, &mut send.slice_mut(0..n))
                 .during(|| "copying a gather's message to the GPU".into())?;
-            let mut got = alloc::<u8>(&self.gpu, sent.len() * self.world_size)?;
             self.on_comm_stream(comm, || {
-                comm.all_gather(&send, &mut got)
+                comm.all_gather(&send.slice(0..n), &mut got.slice_mut(0..n * p))
                     .map(drop)
                     .map_err(nccl_error("gathering every rank's message"))
             })?;
+            let mut gathered = vec![0u8; n * p];
             stream
-                .clone_dtoh(&got)
-                .during(|| "copying the gathered messages back".into())
+                .memcpy_dtoh(&got.slice(0..n * p), &mut gathered)
+                .and_then(|()| stream.synchronize())
+                .during(|| "copying the gathered messages back".into())?;
+            Ok(gathered)
         })
     }
 
     /// The all-to-all: this rank sends each other rank its bucket and receives its run from
-    /// each, all in one NCCL group, every run at the place [`Buckets`] gives it; its own
-    /// bucket is a device copy. Both ends of each message know its length, so empty ones are
-    /// left out on both.
+    /// each, all in one NCCL group, every run at the place [`Buckets`] gives it (its own
+    /// bucket is [`copy_own_bucket`]'s). Both ends of each message know its length, so empty
+    /// ones are left out on both.
     fn exchange<W: Word>(
         &self,
         words: &CudaSlice<W>,
@@ -392,19 +422,7 @@ impl ProcessRank {
                     .map_err(nccl_error("ending an NCCL group"));
                 queued.and(ended)
             })
-        })?;
-        let own = buckets.run(me, me);
-        if !own.is_empty() {
-            let at = buckets.offset(me, me);
-            self.gpu
-                .stream()
-                .memcpy_dtod(
-                    &words.slice(own.clone()),
-                    &mut received.slice_mut(at..at + own.len()),
-                )
-                .during(|| "copying this rank's own bucket".into())?;
-        }
-        Ok(())
+        })
     }
 
     /// Runs NCCL calls on the communicator; when they fail, aborts it (dropping cudarc's
@@ -438,12 +456,14 @@ impl ProcessRank {
                 .join(ours)
                 .during(|| "ordering the communicator's stream after the sort's".into())?;
         }
-        calls()?;
+        let called = calls();
         if !shared {
+            // Even when the calls failed: the buffers they were given are freed on the sort's
+            // stream, which must not run ahead of NCCL's work on them.
             ours.join(&theirs)
                 .during(|| "ordering the sort's stream after the communicator's".into())?;
         }
-        Ok(())
+        called
     }
 
     fn synchronize(&self) -> Result<()> {
@@ -452,6 +472,45 @@ impl ProcessRank {
             .synchronize()
             .during(|| format!("waiting for GPU {}", self.gpu.info().ordinal))
     }
+}
+
+/// The longest message a rank sends in a gather of `p` ranks: the status word, then the
+/// widest payload, the padded samples (at most `SAMPLES_PER_RANK × p` words of at most 16
+/// bytes: `sample_count`) or the bucket bounds (`p + 1` u64).
+fn most_sent(p: usize) -> usize {
+    8 + (16 * SAMPLES_PER_RANK * p).max((p + 1) * 8)
+}
+
+/// The gather buffers of a rank of `p` ([`ProcessRank`]'s `gather_buffers`).
+fn gather_buffers(gpu: &Gpu, p: usize) -> Result<(CudaSlice<u8>, CudaSlice<u8>)> {
+    let most = most_sent(p);
+    let total = most.checked_mul(p).ok_or_else(|| Error::DeviceMemory {
+        bytes: usize::MAX,
+        what: format!("the gathers of {p} ranks"),
+    })?;
+    Ok((alloc::<u8>(gpu, most)?, alloc::<u8>(gpu, total)?))
+}
+
+/// This rank's own bucket of `words`, copied into its place in `received` (the exchange's
+/// other runs arrive there from their ranks).
+fn copy_own_bucket<W: Word>(
+    gpu: &Gpu,
+    words: &CudaSlice<W>,
+    buckets: &Buckets,
+    me: usize,
+    received: &mut CudaSlice<W>,
+) -> Result<()> {
+    let own = buckets.run(me, me);
+    if own.is_empty() {
+        return Ok(());
+    }
+    let at = buckets.offset(me, me);
+    gpu.stream()
+        .memcpy_dtod(
+            &words.slice(own.clone()),
+            &mut received.slice_mut(at..at + own.len()),
+        )
+        .during(|| "copying this rank's own bucket".into())
 }
 
 /// What a rank sends in a gather ([`ProcessRank::gather`]): its status, then `message` of its
