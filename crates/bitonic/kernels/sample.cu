@@ -15,10 +15,11 @@
 //
 // What keeps the passes short: the first pass keeps many loads in flight a thread; a radix
 // select's first round lists the keys its later rounds can still pick (a few thousand at most)
-// and scans only those from then on; shared memory is read as shared memory (LDS, and
-// ld.shared::cluster for the other blocks of the row), never through generic pointers; and
-// 64-bit sums are added with two native 32-bit atomics, not the compare-and-swap loop that a
-// 64-bit shared-memory atomicAdd compiles to.
+// and scans only those from then on; a round's histogram is summed across the row once, each
+// block a part of the buckets (not every block every bucket); shared memory is read as shared
+// memory (LDS, and ld.shared::cluster for the other blocks of the row), never through generic
+// pointers; and 64-bit sums are added with two native 32-bit atomics, not the
+// compare-and-swap loop that a 64-bit shared-memory atomicAdd compiles to.
 #include "common/cluster.cuh"
 #include "common/types.cuh"
 
