@@ -24,6 +24,7 @@ fn main() {
     harness::run(tests![
         Needs::Nothing => bad_ranks_are_errors;
         Needs::NoGpu => without_a_gpu_the_constructor_is_an_error;
+        Needs::Gpus(1) => one_process_rank;
         Needs::Gpus(2) =>
             two_process_ranks, a_failing_rank_stops_every_rank, a_callers_communicator;
         Needs::Gpus(4) => four_process_ranks;
@@ -412,6 +413,14 @@ fn check_ranks(test: &str, p: usize) {
     ));
     drop(multi);
     check_cases(test, p, cases);
+}
+
+/// A world of one: the length gather alone, then the local sort (no exchange).
+fn one_process_rank() {
+    let _alone = one_test_at_a_time();
+    if enough_gpus("one_process_rank", 1) {
+        check_ranks("one_process_rank", 1);
+    }
 }
 
 fn two_process_ranks() {
