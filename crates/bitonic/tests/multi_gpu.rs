@@ -14,7 +14,9 @@ use bitonic::key::cmp_keys;
 use bitonic::multi::{merge_split_share, Algorithm};
 use bitonic::Order;
 use common::harness::{self, enough_gpus, tests, Needs};
-use common::{assert_same_bits, make_keys, reference, shard_sets, Pattern, TestKey, PATTERNS};
+use common::{
+    assert_same_bits, make_keys, reference, shard_sets, shards_of, Pattern, TestKey, PATTERNS,
+};
 
 fn main() {
     harness::run(tests![
@@ -37,29 +39,6 @@ fn multi_or_skip(test: &str, ordinals: &[usize]) -> Option<MultiGpu> {
         return None;
     }
     Some(MultiGpu::new(ordinals).unwrap_or_else(|e| panic!("{test}: {e}")))
-}
-
-/// `all` cut into shards of `lens` values, each on its rank's GPU. CUDA makes no empty buffer:
-/// an empty shard is a one-value buffer holding `filler`, of which the tests view nothing.
-fn shards_of<T: cudarc::driver::DeviceRepr + Copy>(
-    multi: &MultiGpu,
-    all: &[T],
-    lens: &[usize],
-    filler: T,
-) -> Vec<cudarc::driver::CudaSlice<T>> {
-    let mut at = 0;
-    lens.iter()
-        .enumerate()
-        .map(|(rank, &len)| {
-            let host = if len == 0 {
-                vec![filler]
-            } else {
-                all[at..at + len].to_vec()
-            };
-            at += len;
-            multi.gpu(rank).stream().clone_htod(&host).unwrap()
-        })
-        .collect()
 }
 
 /// Sorts shards of `lens` keys (one per rank) with both algorithms and orders and compares

@@ -16,7 +16,9 @@ use bitonic::key::cmp_keys;
 use bitonic::multi::Algorithm;
 use bitonic::{Error, Order};
 use common::harness::{self, enough_gpus, tests, Needs};
-use common::{assert_same_bits, make_keys, reference, shard_sets, Pattern, TestKey, PATTERNS};
+use common::{
+    assert_same_bits, make_keys, reference, shard_sets, shards_of, Pattern, TestKey, PATTERNS,
+};
 use std::sync::{mpsc, Arc};
 use std::time::{Duration, Instant};
 
@@ -207,27 +209,6 @@ fn multi_gpu_parts<T: cudarc::driver::DeviceRepr + bytemuck::Pod>(
     (bytemuck::cast_slice(&host).to_vec(), sizes)
 }
 
-/// `all` on the single-process sorter's ranks, cut into `lens`.
-fn multi_gpu_shards<T: cudarc::driver::DeviceRepr + bytemuck::Pod>(
-    multi: &MultiGpu,
-    all: &[T],
-    lens: &[usize],
-) -> Vec<cudarc::driver::CudaSlice<T>> {
-    let mut at = 0;
-    lens.iter()
-        .enumerate()
-        .map(|(rank, &len)| {
-            let host = if len == 0 {
-                &all[..1]
-            } else {
-                &all[at..at + len]
-            };
-            at += len;
-            multi.gpu(rank).stream().clone_htod(host).unwrap()
-        })
-        .collect()
-}
-
 /// A job and what its joined parts must be: std's sort, and the single-process sort's bytes
 /// and part lengths.
 struct Case {
@@ -243,7 +224,7 @@ fn key_case<K: TestKey>(multi: &MultiGpu, lens: &[usize], pattern: Pattern, orde
     let n: usize = lens.iter().sum();
     let all = make_keys::<K>(n.max(1), pattern, n as u64 ^ 53);
     let what = format!("{:?} {order:?} shards {lens:?} {pattern:?}", K::DTYPE);
-    let buffers = multi_gpu_shards(multi, &all, lens);
+    let buffers = shards_of(multi, &all, lens, all[0]); // `all` holds at least one key
     let views: Vec<_> = buffers
         .iter()
         .zip(lens)
@@ -281,8 +262,8 @@ fn pairs_case<K: TestKey, V: cudarc::driver::DeviceRepr + bytemuck::Pod + Send +
     );
     let order = Order::Descending;
     let (kb, vb) = (
-        multi_gpu_shards(multi, &keys, lens),
-        multi_gpu_shards(multi, &values, lens),
+        shards_of(multi, &keys, lens, keys[0]), // at least one of each
+        shards_of(multi, &values, lens, values[0]),
     );
     let kv: Vec<_> = kb.iter().zip(lens).map(|(b, &l)| b.slice(0..l)).collect();
     let vv: Vec<_> = vb.iter().zip(lens).map(|(b, &l)| b.slice(0..l)).collect();

@@ -224,3 +224,27 @@ pub fn shard_sets(p: usize) -> Vec<Vec<usize>> {
         vec![0; p],
     ]
 }
+
+/// `all` cut into shards of `lens` values, each on its rank's GPU of `multi`. CUDA makes no
+/// empty buffer: an empty shard is a one-value buffer holding `filler`, of which the tests view
+/// nothing.
+pub fn shards_of<T: cudarc::driver::DeviceRepr + Copy>(
+    multi: &bitonic::cuda::multi::MultiGpu,
+    all: &[T],
+    lens: &[usize],
+    filler: T,
+) -> Vec<cudarc::driver::CudaSlice<T>> {
+    let mut at = 0;
+    lens.iter()
+        .enumerate()
+        .map(|(rank, &len)| {
+            let host = if len == 0 {
+                vec![filler]
+            } else {
+                all[at..at + len].to_vec()
+            };
+            at += len;
+            multi.gpu(rank).stream().clone_htod(&host).unwrap()
+        })
+        .collect()
+}

@@ -146,13 +146,7 @@ impl ProcessRank {
         let gather_buffers = gather_buffers(&gpu, world_size)?;
         let comm = Comm::from_rank(stream, rank, world_size, id_of_bytes(id))
             .map_err(nccl_error("joining the NCCL communicator"))?;
-        Ok(ProcessRank {
-            gpu,
-            comm: RefCell::new(Some(comm)),
-            rank,
-            world_size,
-            gather_buffers: RefCell::new(gather_buffers),
-        })
+        Ok(ProcessRank::with(gpu, comm, gather_buffers))
     }
 
     /// Sorts over the caller's communicator, as its rank, on its device. Its NCCL calls are
@@ -164,13 +158,18 @@ impl ProcessRank {
         check_rank(rank, world_size)?;
         let gpu = Gpu::new(comm.ordinal())?;
         let gather_buffers = gather_buffers(&gpu, world_size)?;
-        Ok(ProcessRank {
+        Ok(ProcessRank::with(gpu, comm, gather_buffers))
+    }
+
+    /// The rank of `comm` (its rank and size), on `gpu`.
+    fn with(gpu: Gpu, comm: Comm, gather_buffers: (CudaSlice<u8>, CudaSlice<u8>)) -> ProcessRank {
+        ProcessRank {
             gpu,
+            rank: comm.rank(),
+            world_size: comm.world_size(),
             comm: RefCell::new(Some(comm)),
-            rank,
-            world_size,
             gather_buffers: RefCell::new(gather_buffers),
-        })
+        }
     }
 
     /// The communicator, unless a failure aborted it.
