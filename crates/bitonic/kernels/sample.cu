@@ -82,7 +82,7 @@ struct SampleShared {
     u32 list_len;
     u64 published;          // this block's part of a row reduction
     u64 row_all, row_lower; // a row reduction's result, and that of the blocks of lower rank
-    u64 found[3][3];        // each select round's digit, the sum above it and the count in it
+    u64 found[3][2];        // each select round's digit, and the sum above it
 };
 static_assert(sizeof(SampleShared) <= KERNEL_SAMPLE_STATIC_SHARED, "the host's budget of static shared memory");
 __shared__ SampleShared sh;
@@ -309,11 +309,10 @@ __device__ __forceinline__ void add_to_sum(u64 &sum, u64 w) {
 }
 
 // The state of a radix select: the digits chosen so far (`prefix` under `mask`), the total of
-// the keys above the prefix (`above`) and the keys equal to it (`ties`, counts only), and
-// the target total it seeks.
+// the keys above the prefix (`above`), and the target total it seeks.
 struct Select {
     u32 prefix, mask;
-    u64 above, ties, target;
+    u64 above, target;
 };
 
 // One round of the radix select of the keys at or above `floor`: the digit at which, from the
@@ -378,11 +377,9 @@ __device__ void select_round(const Slice<L, RESIDENT> &slice, Scan scan, u32 rou
             if (!found && j < per && before + value[j] >= sel.target) {
                 found = true;
                 const u64 digit = SAMPLE_BUCKETS - 1 - (rank * part + threadIdx.x * per + j);
-                const u64 count = by_weight ? 0 : value[j]; // by sums, counted at the end
                 for (u32 g = 0; g < G; ++g) { // into every block of the row
                     store_in_block(sh.found[round][0], g, G, digit);
                     store_in_block(sh.found[round][1], g, G, before);
-                    store_in_block(sh.found[round][2], g, G, count);
                 }
             }
             before += value[j];
@@ -392,7 +389,6 @@ __device__ void select_round(const Slice<L, RESIDENT> &slice, Scan scan, u32 rou
     sel.prefix |= u32(sh.found[round][0]) << shift;
     sel.mask |= digit_mask << shift;
     sel.above = sh.found[round][1];
-    sel.ties = sh.found[round][2];
 }
 
 // The run of `n` keys a thread takes where it needs them consecutive (index order): an odd
@@ -549,7 +545,7 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
     // 3. top-k keeps the keys at or above the k-th largest left (its ties too). After the
     // first digit, the keys at or above its bucket are all that can be kept: they are listed.
     if (top_k > 0 && u64(top_k) < left) {
-        Select sel = {0, 0, 0, 0, u64(top_k)};
+        Select sel = {0, 0, 0, u64(top_k)};
         select_round(slice, scan, 0, count_first_digits, floor, false, 0.0f, max_key, rank, G, sel);
         if (!scan.listed) scan = list_at_or_above(slice, max(floor, sel.prefix));
         select_round(slice, scan, 1, false, floor, false, 0.0f, max_key, rank, G, sel);
@@ -566,7 +562,7 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
             boundary = max_key;
             keep_ties = 1;
         } else {
-            Select sel = {0, 0, 0, 0, 0};
+            Select sel = {0, 0, 0, 0};
             select_round(slice, scan, 0, false, boundary, true, top_p, max_key, rank, G, sel);
             const Scan candidates = scan.listed ? scan : list_candidates(slice, boundary, sel);
             select_round(slice, candidates, 1, false, boundary, true, top_p, max_key, rank, G, sel);
