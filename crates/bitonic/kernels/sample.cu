@@ -318,9 +318,10 @@ struct Select {
 // One round of the radix select of the keys at or above `floor`: the digit at which, from the
 // largest key down, the running total of each key's value (1 by counts, its fixed-point weight
 // by sums) first reaches `sel.target`. Builds the round's histogram over `scan` (unless the
-// caller built the first round's, `built`), then every block reads every block's histogram and
-// finds the same digit. By sums, round 0 sets the target from the total: top_p × the sum of
-// the weights left, at least 1.
+// caller built the first round's, `built`), then sums it across the row, each block a part of
+// the buckets, and the one thread whose bucket reaches the target writes the digit into every
+// block. By sums, round 0 sets the target from the total: top_p × the sum of the weights
+// left, at least 1.
 template <typename L, bool RESIDENT>
 __device__ void select_round(const Slice<L, RESIDENT> &slice, Scan scan, u32 round, bool built, u32 floor,
                              bool by_weight, float top_p, u32 max_key, u32 rank, u32 G, Select &sel) {

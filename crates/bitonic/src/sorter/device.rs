@@ -227,7 +227,8 @@ impl<'g> Sorter<'g> {
     /// can differ from the host's where a weight or a running sum sits on a boundary to its
     /// last bits, and a token of weight below `2^-41` (a logit more than about 28 below the
     /// largest, after temperature) is never drawn, where the host draws it with a probability
-    /// below `2^-41` of the total. The sorter's order and policy are not used.
+    /// below `2^-41` of the total. The sorter's order is not used; its policy's
+    /// [`crate::policy::SamplePolicy`] shapes the plan.
     ///
     /// ```no_run
     /// use bitonic::sample::{DeviceFilters, DeviceRow};
