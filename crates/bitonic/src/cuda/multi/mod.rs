@@ -44,15 +44,14 @@ use crate::error::{check_same_len, CudaContext as _, Error, GpuUnavailable, Resu
 use crate::kernels::abi::map_flags;
 use crate::key::KeyOrder;
 use crate::multi::Algorithm;
-use crate::plan::check_len;
 use crate::{Order, SortKey};
-use cudarc::driver::{CudaSlice, CudaView, DeviceRepr, DeviceSlice};
+use cudarc::driver::{CudaSlice, CudaView, DeviceRepr};
 use cudarc::nccl::result::{group_end, group_start};
 use cudarc::nccl::safe::Comm;
 use nccl::{check_nccl, nccl_error};
 use shards::{
-    alloc, capacities, check_pair_count, keys_of_words, unpack_pairs, value_halves, words_of_keys,
-    words_of_pairs, Shard, Transfer, Word,
+    alloc, capacities, check_pair_count, check_shard, keys_of_words, unpack_pairs, value_halves,
+    words_of_keys, words_of_pairs, Shard, Transfer, Word,
 };
 use std::cell::RefCell;
 
@@ -344,14 +343,7 @@ impl MultiGpu {
             });
         }
         for (rank, shard) in shards.iter().enumerate() {
-            let (buffer, sorter) = (
-                shard.stream().context().ordinal(),
-                self.gpu(rank).info().ordinal,
-            );
-            if buffer != sorter {
-                return Err(Error::WrongDevice { buffer, sorter });
-            }
-            check_len(shard.len())?;
+            check_shard(shard, self.gpu(rank))?;
         }
         Ok(())
     }

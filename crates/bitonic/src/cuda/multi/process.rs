@@ -23,7 +23,7 @@ use super::partition::{
     sort_locally, RunMerge,
 };
 use super::shards::{
-    alloc, check_pair_count, keys_of_words, unpack_pairs, value_halves, words_of_keys,
+    alloc, check_pair_count, check_shard, keys_of_words, unpack_pairs, value_halves, words_of_keys,
     words_of_pairs, DeviceShard, Shard, Word,
 };
 use crate::cuda::{memory, Gpu};
@@ -31,9 +31,8 @@ use crate::error::{check_same_len, CudaContext as _, Error, Result};
 use crate::kernels::abi::map_flags;
 use crate::key::KeyOrder;
 use crate::multi::{choose_splitters, gathered_samples, widest_sample, Buckets, SAMPLES_PER_RANK};
-use crate::plan::check_len;
 use crate::{Order, SortKey};
-use cudarc::driver::{CudaSlice, CudaView, DeviceRepr, DeviceSlice};
+use cudarc::driver::{CudaSlice, CudaView, DeviceRepr};
 use cudarc::nccl::result::{group_end, group_start};
 use cudarc::nccl::safe::Comm;
 use std::cell::RefCell;
@@ -201,7 +200,7 @@ impl ProcessRank {
         if crate::key::is_narrow::<K>() {
             return Err(Error::Unsupported("16-bit keys in multi-GPU sorts"));
         }
-        let lens = self.gather_lens(self.check_shard(keys), keys.len())?;
+        let lens = self.gather_lens(check_shard(keys, &self.gpu), keys.len())?;
         let words = words_of_keys(&self.gpu, keys, keys.len(), order);
         let (merged, sizes) = self.partition(words, &lens)?;
         let keys = keys_of_words(&self.gpu, merged?, order)?;
@@ -220,9 +219,8 @@ impl ProcessRank {
         order: Order,
     ) -> Result<RankSortedPairs<K, V>> {
         let halves = value_halves::<K, V>()?;
-        let checked = self
-            .check_shard(keys)
-            .and_then(|()| self.check_shard(values))
+        let checked = check_shard(keys, &self.gpu)
+            .and_then(|()| check_shard(values, &self.gpu))
             .and_then(|()| check_same_len(keys.len(), values.len()));
         let lens = self.gather_lens(checked, keys.len())?;
         check_pair_count(lens.iter().sum())?;
@@ -250,15 +248,6 @@ impl ProcessRank {
             values,
             sizes,
         })
-    }
-
-    /// The shard is on this rank's GPU and no longer than one sort takes.
-    fn check_shard<T>(&self, shard: &CudaView<T>) -> Result<()> {
-        let (buffer, sorter) = (shard.stream().context().ordinal(), self.gpu.info().ordinal);
-        if buffer != sorter {
-            return Err(Error::WrongDevice { buffer, sorter });
-        }
-        check_len(shard.len())
     }
 
     /// Partition's steps for this rank, from its unsorted words (or the error of making them)

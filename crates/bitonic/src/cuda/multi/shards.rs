@@ -11,7 +11,7 @@ use crate::kernels::{self, abi::map_flags, abi::KeyIndex};
 use crate::key::{Bits, KeyOrder};
 use crate::multi::{cut_for, Algorithm, Cut, Splitter};
 use crate::{Order, SortKey};
-use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr, DeviceSlice};
 
 /// The sorted keys and their values, one shard of each per rank.
 pub type SortedPairs<K, V> = (Vec<DeviceShard<K>>, Vec<DeviceShard<V>>);
@@ -224,6 +224,16 @@ pub(super) fn alloc<T: DeviceRepr + bytemuck::Pod>(gpu: &Gpu, len: usize) -> Res
     memory::alloc(gpu.stream(), len, || {
         format!("a shard of {len} words on GPU {}", gpu.info().ordinal)
     })
+}
+
+/// A shard's checks, the same for every sorter: it is on `gpu` (a rank's), and no longer than
+/// one sort takes.
+pub(super) fn check_shard<T>(shard: &CudaView<T>, gpu: &Gpu) -> Result<()> {
+    let (buffer, sorter) = (shard.stream().context().ordinal(), gpu.info().ordinal);
+    if buffer != sorter {
+        return Err(Error::WrongDevice { buffer, sorter });
+    }
+    crate::plan::check_len(shard.len())
 }
 
 /// A buffer length of at least `len` from a few sizes only (a multiple of 1/32 to 1/64 of
