@@ -39,7 +39,7 @@ pub use process::{ProcessRank, RankSorted, RankSortedPairs};
 pub use shards::{even_split, DeviceShard, SortedPairs};
 
 use super::driver::set_default_pool_threshold;
-use super::{memory, Gpu};
+use super::Gpu;
 use crate::error::{check_same_len, CudaContext as _, Error, GpuUnavailable, Result};
 use crate::kernels::abi::map_flags;
 use crate::key::KeyOrder;
@@ -48,7 +48,7 @@ use crate::{Order, SortKey};
 use cudarc::driver::{CudaSlice, CudaView, DeviceRepr};
 use cudarc::nccl::result::{group_end, group_start};
 use cudarc::nccl::safe::Comm;
-use nccl::{check_nccl, nccl_error};
+use nccl::{check_nccl, nccl_error, receive_words, send_words};
 use shards::{
     alloc, capacities, check_pair_count, check_shard, keys_of_words, unpack_pairs, value_halves,
     words_of_keys, words_of_pairs, Shard, Transfer, Word,
@@ -418,18 +418,8 @@ impl MultiGpu {
                 }
                 // NCCL matches the k-th send from one GPU to another with the k-th receive
                 // there: both are queued here in the same order.
-                let bytes = t.src.len() * std::mem::size_of::<B>();
-                let src = memory::reinterpret_ref::<B, u8>(&t.src, bytes);
-                let mut dst = memory::reinterpret::<B, u8>(dst, bytes);
-                result = comms[from_dev]
-                    .send(&src, to_dev as i32)
-                    .map_err(nccl_error("queuing a send"))
-                    .and_then(|()| {
-                        comms[to_dev]
-                            .recv(&mut dst, from_dev as i32)
-                            .map(drop)
-                            .map_err(nccl_error("queuing a receive"))
-                    });
+                result = send_words(&comms[from_dev], &t.src, to_dev)
+                    .and_then(|()| receive_words(&comms[to_dev], dst, from_dev));
             }
             if result.is_err() {
                 break;

@@ -1,10 +1,11 @@
 //! NCCL as the multi-GPU sorts use it: whether the library loads, its errors as this library's,
 //! and the unique id that a job hands every process to make one communicator.
 
-use crate::cuda::driver;
+use crate::cuda::{driver, memory};
 use crate::error::{Error, GpuUnavailable, Result};
+use cudarc::driver::{CudaView, CudaViewMut};
 use cudarc::nccl::result::NcclError;
-use cudarc::nccl::safe::Id;
+use cudarc::nccl::safe::{Comm, Id};
 
 /// Bytes of an NCCL unique id (`NCCL_UNIQUE_ID_BYTES`).
 pub const NCCL_ID_BYTES: usize = 128;
@@ -46,4 +47,22 @@ pub(super) fn nccl_error(context: &str) -> impl FnOnce(NcclError) -> Error + '_ 
         context: context.to_string(),
         cause: format!("{:?}", e.0),
     }
+}
+
+/// Queues on `comm` the send of `words` to rank `peer`, as bytes (NCCL's byte type carries
+/// words of any width). Inside a group, NCCL matches the k-th send from one rank to another
+/// with the k-th receive there.
+pub(super) fn send_words<W>(comm: &Comm, words: &CudaView<W>, peer: usize) -> Result<()> {
+    let bytes = memory::reinterpret_ref::<W, u8>(words, words.len() * std::mem::size_of::<W>());
+    comm.send(&bytes, peer as i32)
+        .map_err(nccl_error("queuing a send"))
+}
+
+/// Queues on `comm` the receive from rank `peer` into `words`, as bytes ([`send_words`]).
+pub(super) fn receive_words<W>(comm: &Comm, words: CudaViewMut<W>, peer: usize) -> Result<()> {
+    let len = words.len() * std::mem::size_of::<W>();
+    let mut bytes = memory::reinterpret::<W, u8>(words, len);
+    comm.recv(&mut bytes, peer as i32)
+        .map(drop)
+        .map_err(nccl_error("queuing a receive"))
 }

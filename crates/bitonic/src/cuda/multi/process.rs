@@ -17,7 +17,7 @@
 //! Each gather carries every rank's status, so that a failure on one rank before the exchange
 //! stops every rank at the same gather, with an error and no hang.
 
-use super::nccl::{check_nccl, id_of_bytes, nccl_error, NCCL_ID_BYTES};
+use super::nccl::{check_nccl, id_of_bytes, nccl_error, receive_words, send_words, NCCL_ID_BYTES};
 use super::partition::{
     check_buckets, find_bucket_bounds, first_receive_buffers, make_room, sampled_keys,
     sort_locally, RunMerge,
@@ -26,7 +26,7 @@ use super::shards::{
     alloc, check_pair_count, check_shard, keys_of_words, unpack_pairs, value_halves, words_of_keys,
     words_of_pairs, DeviceShard, Shard, Word,
 };
-use crate::cuda::{memory, Gpu};
+use crate::cuda::Gpu;
 use crate::error::{check_same_len, CudaContext as _, Error, Result};
 use crate::kernels::abi::map_flags;
 use crate::key::KeyOrder;
@@ -378,7 +378,6 @@ impl ProcessRank {
         received: &mut CudaSlice<W>,
     ) -> Result<()> {
         let me = self.rank;
-        let width = std::mem::size_of::<W>();
         self.collective(|comm| {
             self.on_comm_stream(comm, || {
                 group_start().map_err(nccl_error("starting an NCCL group"))?;
@@ -386,20 +385,11 @@ impl ProcessRank {
                 for peer in (0..self.world_size).filter(|&peer| peer != me) {
                     let (out, into) = (buckets.run(me, peer), buckets.run(peer, me));
                     if !out.is_empty() {
-                        let src = words.slice(out.clone());
-                        let src = memory::reinterpret_ref::<W, u8>(&src, out.len() * width);
-                        queued = comm
-                            .send(&src, peer as i32)
-                            .map_err(nccl_error("queuing a send"));
+                        queued = send_words(comm, &words.slice(out.clone()), peer);
                     }
                     if queued.is_ok() && !into.is_empty() {
                         let at = buckets.offset(peer, me);
-                        let dst = received.slice_mut(at..at + into.len());
-                        let mut dst = memory::reinterpret::<W, u8>(dst, into.len() * width);
-                        queued = comm
-                            .recv(&mut dst, peer as i32)
-                            .map(drop)
-                            .map_err(nccl_error("queuing a receive"));
+                        queued = receive_words(comm, received.slice_mut(at..at + into.len()), peer);
                     }
                     if queued.is_err() {
                         break;
