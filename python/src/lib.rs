@@ -345,6 +345,11 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     };
     PACK_ARCHS.get_or_init(|| archs);
     m.add("BitonicError", m.py().get_type::<BitonicError>())?;
+    // The longest rows the sampling kernel takes (bitonic.sample gives longer ones to torch).
+    m.add(
+        "SAMPLE_MOST_LOGITS_A_ROW",
+        bitonic::plan::SAMPLE_MOST_LOGITS_A_ROW,
+    )?;
     m.add_function(wrap_pyfunction!(sort_rows, m)?)?;
     m.add_function(wrap_pyfunction!(sort_pairs, m)?)?;
     m.add_function(wrap_pyfunction!(topk_rows, m)?)?;

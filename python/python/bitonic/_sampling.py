@@ -23,6 +23,8 @@ import math
 
 import numpy as np
 
+from . import _native
+
 _INF = float("inf")
 
 #: The largest float32 below 1: uniform numbers are clamped to [0, this].
@@ -80,8 +82,6 @@ def check_logits(shape, dtype_ok, dtype_name):
 
 def sample_numpy(logits, uniform, settings, generator):
     """Tokens (int64, one a row) of a 2-D numpy array of float32, float16 or bfloat16."""
-    from . import _native
-
     logits = np.asarray(logits)
     dtype = logits.dtype
     logit_dtype = dtype.kind == "f" and dtype.itemsize in (2, 4) or dtype.name == "bfloat16"
@@ -108,9 +108,9 @@ def sample_numpy(logits, uniform, settings, generator):
 
 # --- CUDA tensors: the library's sampling kernel -----------------------------------------------
 
-# Rows of this many logits or more go to the torch operations below: the kernel's fixed-point
-# sums of weights (2^-40 of the largest) must stay under 2^63 (src/kernels/abi.rs).
-NATIVE_MOST_VOCAB = 1 << 23
+# Longer rows go to the torch operations below: the kernel's fixed-point sums of weights (2^-40
+# of the largest) must stay under 2^63 (the library's plan::SAMPLE_MOST_LOGITS_A_ROW).
+NATIVE_MOST_LOGITS = _native.SAMPLE_MOST_LOGITS_A_ROW
 
 
 def sample_native(L, logits, uniform, settings):
@@ -119,8 +119,6 @@ def sample_native(L, logits, uniform, settings):
     wrapper (_tensors); ``settings`` are checked (``check_setting``), tensors among them on
     the logits' device."""
     import torch
-
-    from . import _native
 
     rows, vocab = logits.shape
     tokens = torch.empty(rows, dtype=torch.int64, device=logits.device)

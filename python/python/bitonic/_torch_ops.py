@@ -243,7 +243,7 @@ def _sample_direct(logits, uniform, settings):
     their stream (rows too long for it by torch operations), CPU tensors by the library's CPU
     reference through numpy."""
     if logits.is_cuda:
-        if logits.shape[1] < _sampling.NATIVE_MOST_VOCAB:
+        if logits.shape[1] <= _sampling.NATIVE_MOST_LOGITS:
             return _sampling.sample_native(_T, logits, uniform, settings)
         return _sampling.sample_torch(logits, uniform, settings)
     as_numpy = {

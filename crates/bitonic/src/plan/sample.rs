@@ -14,6 +14,10 @@ use crate::policy::SamplePolicy;
 /// The most blocks a row: the largest cluster every sm_90 device runs (a portable size).
 pub const SAMPLE_MOST_BLOCKS_A_ROW: u32 = SAMPLE_MOST_BLOCKS;
 
+/// The most logits a row that the GPU samples: the fixed-point sums of a longer row's
+/// weights could pass 2^63 (src/kernels/abi.rs).
+pub const SAMPLE_MOST_LOGITS_A_ROW: usize = SAMPLE_MOST_VOCAB - 1;
+
 /// What a sampling call launches: `rows × blocks_a_row` blocks of
 /// [`SamplePlan::THREADS`] threads, in clusters of `blocks_a_row`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -63,10 +67,9 @@ pub fn plan_sample(
     policy: &SamplePolicy,
 ) -> Result<SamplePlan> {
     policy.validate().map_err(Error::InvalidPolicy)?;
-    if vocab == 0 || vocab >= SAMPLE_MOST_VOCAB {
+    if vocab == 0 || vocab > SAMPLE_MOST_LOGITS_A_ROW {
         return Err(Error::BadSampling(format!(
-            "rows of {vocab} logits: the GPU samples rows of 1 to {} logits",
-            SAMPLE_MOST_VOCAB - 1
+            "rows of {vocab} logits: the GPU samples rows of 1 to {SAMPLE_MOST_LOGITS_A_ROW} logits"
         )));
     }
     let most = if device.compute_capability.0 >= 9 {
