@@ -35,6 +35,30 @@ pub(crate) fn write_csv(
     Ok(())
 }
 
+/// A benchmark's progress bar: one step a measurement, the step's name as its message.
+pub(crate) struct StepBar(ProgressBar);
+
+impl StepBar {
+    pub(crate) fn new(steps: usize) -> StepBar {
+        let bar = ProgressBar::new(steps as u64);
+        bar.set_style(
+            ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")
+                .expect("valid template"),
+        );
+        StepBar(bar)
+    }
+
+    /// One measurement begins: `what`.
+    pub(crate) fn step(&self, what: &str) {
+        self.0.inc(1);
+        self.0.set_message(what.to_string());
+    }
+
+    pub(crate) fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}
+
 /// The GPU, or an error saying why there is none and what to do instead (`instead`).
 pub(crate) fn need_gpu(command: &str, instead: &str) -> Result<()> {
     match bitonic::Gpu::get() {
@@ -162,16 +186,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         "benchmarking on {} ({}), commit {}",
         who.device, who.driver, who.commit
     );
-    let bar = ProgressBar::new(measure::count(&plan) as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")
-            .expect("valid template"),
-    );
-    let rows = measure::run(&plan, &who, &|what| {
-        bar.inc(1);
-        bar.set_message(what.to_string());
-    })?;
-    bar.finish_and_clear();
+    let bar = StepBar::new(measure::count(&plan));
+    let rows = measure::run(&plan, &who, &|what| bar.step(what))?;
+    bar.finish();
     let csv = args.out.join("bitonic.csv");
     write_csv(&csv, bench::CSV_HEADER, rows.iter().map(Row::to_csv))?;
     eprintln!("wrote {}", csv.display());
@@ -391,23 +408,16 @@ pub fn rows(args: RowsArgs) -> Result<ExitCode> {
         "benchmarking rows on {} ({}), commit {}",
         who.device, who.driver, who.commit
     );
-    let bar = ProgressBar::new((shapes.len() * bench::rows::TASKS.len()) as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")
-            .expect("valid template"),
-    );
+    let bar = StepBar::new(shapes.len() * bench::rows::TASKS.len());
     let mut measured = bench::rows::run(
         &shapes,
         args.repeats.max(1),
         args.seed,
         &args.policy.policy,
         &who,
-        &|what| {
-            bar.inc(1);
-            bar.set_message(what.to_string());
-        },
+        &|what| bar.step(what),
     )?;
-    bar.finish_and_clear();
+    bar.finish();
     let csv = args.out.join("rows.csv");
     let lines = measured.iter().map(bench::rows::Measured::to_csv);
     write_csv(&csv, bench::rows::CSV_HEADER, lines)?;
@@ -503,11 +513,7 @@ pub fn topk(args: TopkArgs) -> Result<ExitCode> {
         "benchmarking top-k on {} ({}), commit {}",
         who.device, who.driver, who.commit
     );
-    let bar = ProgressBar::new((shapes.len() * ks.len()) as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")
-            .expect("valid template"),
-    );
+    let bar = StepBar::new(shapes.len() * ks.len());
     let mut measured = bench::topk::run(
         &shapes,
         &args.dtypes,
@@ -517,12 +523,9 @@ pub fn topk(args: TopkArgs) -> Result<ExitCode> {
         &args.policy.policy,
         args.gpu_only,
         &who,
-        &|what| {
-            bar.inc(1);
-            bar.set_message(what.to_string());
-        },
+        &|what| bar.step(what),
     )?;
-    bar.finish_and_clear();
+    bar.finish();
     let csv = args.out.join("topk.csv");
     write_csv(
         &csv,

@@ -1,11 +1,10 @@
 //! `bitonic bench-sample`: the sampling kernel's time a call (issue 52), the same cells as
 //! bench/peers/sample_python_calls.py, for A/B runs of the sampling policy.
 
-use crate::bench::{need_gpu, write_csv, PolicyArg};
+use crate::bench::{need_gpu, write_csv, PolicyArg, StepBar};
 use anyhow::{Context, Result};
 use bitonic::DType;
 use bitonic_bench::{measure, sample};
-use indicatif::{ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -80,16 +79,9 @@ pub fn run(args: Args) -> Result<ExitCode> {
         seed: args.seed,
     };
     let count = args.batches.len() * args.vocabs.len() * args.dtypes.len() * filters.len();
-    let bar = ProgressBar::new(count as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:30} {pos}/{len} {msg} [{elapsed}]")
-            .expect("valid template"),
-    );
-    let measured = sample::run(&cells, &args.policy.policy, &who, &|what| {
-        bar.inc(1);
-        bar.set_message(what.to_string());
-    })?;
-    bar.finish_and_clear();
+    let bar = StepBar::new(count);
+    let measured = sample::run(&cells, &args.policy.policy, &who, &|what| bar.step(what))?;
+    bar.finish();
     let lines = measured.iter().map(sample::Measured::to_csv);
     write_csv(&args.out.join("sample.csv"), sample::CSV_HEADER, lines)?;
     let markdown = sample::report(&measured);
