@@ -6,7 +6,9 @@ after one warm-up round. Peers, in one process on the same keys:
     bitonic sort        bitonic.sort(x, descending=d): values (the input's own bits) and
                         int64 indices, stable
     bitonic sort_values bitonic.sort_values(x, descending=d): the values alone
+    bitonic argsort     bitonic.argsort(x, descending=d): the int64 indices alone, stable
     torch sort          torch.sort(x, descending=d, stable=True)
+    torch argsort       torch.argsort(x, descending=d, stable=True)
 
     python3 bench/peers/sort_python_calls.py --csv OUT.csv [--calls 10] [--repeats 7]
         [--commit C] [ROWSxLEN:DTYPE:ORDER ...]
@@ -25,14 +27,16 @@ DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 # Issue 51's shapes (ascending f32), then the vocabulary rows a top-p sampler sorts.
 CASES = [
     "65536x256:f32:asc", "16384x1024:f32:asc", "4096x4096:f32:asc", "1024x16384:f32:asc",
-    "1x16777216:f32:asc", "1x67108864:f32:asc",
+    "1x16777216:f32:asc", "1x67108864:f32:asc", "1x1048576:f32:asc",
     "64x128256:f32:desc", "64x128256:bf16:desc", "256x151936:f32:desc", "256x151936:bf16:desc",
 ]
 
 PEERS = {
     "bitonic sort": lambda x, d: bitonic.sort(x, descending=d),
     "bitonic sort_values": lambda x, d: bitonic.sort_values(x, descending=d),
+    "bitonic argsort": lambda x, d: bitonic.argsort(x, descending=d),
     "torch sort": lambda x, d: torch.sort(x, descending=d, stable=True),
+    "torch argsort": lambda x, d: torch.argsort(x, descending=d, stable=True),
 }
 
 

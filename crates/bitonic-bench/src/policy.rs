@@ -70,6 +70,10 @@ const NUMBERS: &[Number] = &[
     number!(topk.warp_filter_max_k),
     number!(multi.samples_per_rank),
     number!(sample.blocks_per_sm as u32),
+    number!(radix.from_row_len),
+    number!(radix.one_block_most),
+    number!(radix.tile),
+    number!(radix.tile_threads as u32),
 ];
 
 /// `base` with the overrides of `spec` (`algorithm.number=value`, comma-separated; empty:
@@ -128,7 +132,7 @@ mod tests {
         assert!(with_overrides(base.clone(), "sample.blocks_per_sm=0").is_err());
         let unknown = with_overrides(base, "tile_bits=3").unwrap_err().to_string();
         assert!(
-            unknown.contains("multi.samples_per_rank, sample.blocks_per_sm)"),
+            unknown.contains("sample.blocks_per_sm, radix.from_row_len, radix.one_block_most, radix.tile, radix.tile_threads)"),
             "{unknown}"
         );
     }

@@ -47,6 +47,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "cuda::rows",
             "cuda::merge",
             "cuda::kv",
+            "cuda::radix",
             "cuda::topk",
             "cuda::sample",
         ],

@@ -18,7 +18,7 @@ fn main() {
             argsort_is_stable_on_any_floats, argsort_is_stable_with_many_ties;
         Needs::Gpu =>
             gpu_key_value_every_type_and_pattern, gpu_key_value_with_groups_of_equal_keys,
-            gpu_key_value_multiway_levels,
+            gpu_key_value_multiway_levels, gpu_radix_tiles_and_rows,
             gpu_rows_of_many_lengths, gpu_segments_of_different_lengths, gpu_sort_pairs_device;
     ]);
 }
@@ -83,6 +83,16 @@ fn check_kv_under<K: TestKey>(keys: &[K], backends: &[Backend], policy: Option<&
 }
 
 fn check_rows<K: TestKey>(rows: usize, row_len: usize, backends: &[Backend]) {
+    check_rows_under::<K>(rows, row_len, backends, None);
+}
+
+/// [`check_rows`] with the GPU's sorts under `policy` (its own when `None`).
+fn check_rows_under<K: TestKey>(
+    rows: usize,
+    row_len: usize,
+    backends: &[Backend],
+    policy: Option<&Policy>,
+) {
     let data = make_keys::<K>(
         rows * row_len,
         Pattern::Random,
@@ -91,7 +101,10 @@ fn check_rows<K: TestKey>(rows: usize, row_len: usize, backends: &[Backend]) {
     let len = row_len.max(1);
     for &backend in backends {
         for order in ORDERS {
-            let sorter = Sorter::new().backend(backend).order(order);
+            let mut sorter = Sorter::new().backend(backend).order(order);
+            if let Some(policy) = policy {
+                sorter = sorter.policy(policy.clone());
+            }
             let mut got = data.clone();
             sorter.sort_rows(&mut got, len).unwrap();
             let mut perm = vec![0u64; data.len()];
@@ -247,6 +260,7 @@ fn gpu_key_value_multiway_levels() {
         let policy = {
             let mut p = Policy::HOPPER.clone();
             p.merge.wide_ways = ways;
+            p.radix.from_row_len = usize::MAX; // argsorts through the key-value merge too
             p
         };
         for (k, tile) in [(0, 1 << 14), (1, 1 << 13)] {
@@ -262,6 +276,49 @@ fn gpu_key_value_multiway_levels() {
                         check_kv_under(&make_keys::<i64>(len, pattern, seed), GPU, Some(&policy));
                     }
                 }
+            }
+        }
+    }
+}
+
+/// The radix sorts with indices at their boundaries: one block a row around its warps' rounds
+/// and its largest rows, and the passes over tiles (forced on short rows by a policy of small
+/// tiles and no one-block rows) with partial tiles and many tiles a row; every pattern, every
+/// key width.
+fn gpu_radix_tiles_and_rows() {
+    gpu("gpu_radix_tiles_and_rows");
+    let passes = {
+        let mut p = Policy::HOPPER.clone();
+        p.radix.one_block_most = 0;
+        p.radix.tile = 256;
+        p
+    };
+    for policy in [None, Some(&passes)] {
+        for (rows, row_len) in [
+            (3, 1),
+            (5, 2),
+            (7, 33),
+            (3, 255),
+            (4, 256),
+            (3, 257),
+            (2, 4095),
+        ] {
+            check_rows_under::<f32>(rows, row_len, GPU, policy);
+            check_rows_under::<bitonic::half::bf16>(rows, row_len, GPU, policy);
+            check_rows_under::<i64>(rows, row_len, GPU, policy);
+        }
+        check_rows_under::<u32>(2, 4097, GPU, policy);
+        check_rows_under::<f32>(2, 1 << 14, GPU, policy);
+        check_rows_under::<f32>(2, (1 << 14) + 1, GPU, policy);
+        for len in [1000, 4096 * 3 + 17] {
+            for pattern in PATTERNS {
+                check_kv_under(&make_keys::<f32>(len, pattern, 9), GPU, policy);
+                check_kv_under(
+                    &make_keys::<bitonic::half::f16>(len, pattern, 10),
+                    GPU,
+                    policy,
+                );
+                check_kv_under(&make_keys::<f64>(len, pattern, 11), GPU, policy);
             }
         }
     }

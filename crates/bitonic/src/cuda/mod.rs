@@ -30,6 +30,7 @@ pub mod multi;
 pub(crate) mod nvrtc;
 pub(crate) mod passes;
 pub(crate) mod precompiled;
+pub(crate) mod radix;
 pub(crate) mod rows;
 pub(crate) mod run;
 pub(crate) mod sample;

@@ -6,9 +6,10 @@
 
 use super::exec::Exec;
 use super::keymap::convert;
+use super::launch::radix::RadixInput;
 use super::launch::topk::{topk_gather, topk_take};
 use super::memory::{self, with_word_of_width, Scratchpad};
-use super::{kv, merge, passes, rows, seed, topk};
+use super::{kv, merge, passes, radix, rows, seed, topk};
 use crate::error::{CudaContext as _, Error, Result};
 use crate::kernels::kernel_width;
 use crate::plan::{self, Plan, Scratch, Steps};
@@ -73,6 +74,12 @@ pub(crate) fn select<K: SortKey, I: DeviceRepr + bytemuck::Pod>(
             let words = memory::reinterpret_ref::<K, W>(keys, keys.len());
             let mut best = memory::reinterpret::<K, W>(values, indices.len());
             topk::run(x, t, &words, (&mut best, indices), &mut pad)
+        }),
+        // The keys as they are, as words of their own width; k a row.
+        Steps::Radix(r) => with_word_of_width!(K, W => {
+            let words = memory::reinterpret_ref::<K, W>(keys, keys.len());
+            let mut best = memory::reinterpret::<K, W>(values, indices.len());
+            radix::run(x, r, RadixInput::Keys(&words), (&mut best, indices), plan.map, &mut pad)
         }),
         Steps::TopkByPairPasses(passes) => {
             let mut values = values;
@@ -143,6 +150,8 @@ fn sorting_steps<W: DeviceRepr + bytemuck::Pod, V: DeviceRepr + bytemuck::Pod>(
     match steps {
         Steps::Nothing => Ok(()),
         Steps::KeyValue(plan) => kv::run(x, plan, words, values, map, pad),
+        // An argsort: the keys sorted in place, every index written.
+        Steps::Radix(plan) => radix::run(x, plan, RadixInput::InPlace, (words, values), map, pad),
         Steps::Pairs(plan) if plan.gather.is_some() => {
             rows::sort_pairs_with_values(x, plan, words, values, (row_len, map), pad)
         }

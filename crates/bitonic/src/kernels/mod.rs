@@ -161,6 +161,10 @@ pub static TOPK_RADIX_U64: [KernelModule; 3] = [
     kernel_module!("topk.cu", "u64_r32"),
 ];
 
+/// The stable radix sorts with indices of rows: one block a row, or a pass a digit over tiles
+/// (src/plan/radix.rs).
+pub static RADIX: KernelModule = kernel_module!("radix.cu");
+
 /// Sampling a token from each row of logits (src/sample/, src/plan/sample.rs).
 pub static SAMPLE: KernelModule = kernel_module!("sample.cu");
 
@@ -193,6 +197,7 @@ pub static ALL: std::sync::LazyLock<Vec<&'static KernelModule>> = std::sync::Laz
         &TOPK_SAMPLED_U16,
         &TOPK_SAMPLED_U32,
         &SAMPLE,
+        &RADIX,
     ];
     let families = families.into_iter().flatten();
     seeds.into_iter().chain(families).chain(others).collect()

@@ -1,7 +1,7 @@
 //! Which backend and strategy run a request: the first half of a plan, decided before any
 //! shape is worked out. The table of tests in src/plan/tests.rs says, case by case, what runs.
 
-use super::topk;
+use super::{radix, topk};
 use super::{Layout, Operation, Request, Strategy, AUTO_GPU_MIN_LEN};
 use crate::device::DeviceInfo;
 use crate::error::{Error, GpuUnavailable, Result};
@@ -83,13 +83,19 @@ fn gpu_strategy(request: &Request, info: &DeviceInfo, policy: &Policy) -> Result
                 if variant == Strategy::TopkWarpSort || selects {
                     Ok(variant)
                 } else {
-                    Ok(sorting(&layout))
+                    Ok(sorting(request, info, policy, &layout))
                 }
             }
             // A large k, or one above half the row (the selection would keep most of the row
             // and sort it anyway): each row's stable argsort, of which the first k are kept.
-            _ => Ok(sorting(&layout)),
+            _ => Ok(sorting(request, info, policy, &layout)),
         };
+    }
+    let argsort = matches!(request.operation, Operation::Argsort { .. });
+    if argsort && !matches!(layout, Layout::Segments { .. }) {
+        if let Some(radix) = radix(request, info, policy) {
+            return Ok(radix);
+        }
     }
     Ok(match (&layout, with_values) {
         (Layout::Whole, false) if request.len > policy.merge.above_of(key_bytes) => {
@@ -107,10 +113,28 @@ fn gpu_strategy(request: &Request, info: &DeviceInfo, policy: &Policy) -> Result
     })
 }
 
-/// The stable sort of whole rows that a top-k by sorting runs.
-fn sorting(layout: &Layout) -> Strategy {
-    match layout {
-        Layout::Whole => Strategy::KeyValueMerge,
-        _ => Strategy::PairPasses,
+/// The stable sort of whole rows that a top-k by sorting runs: a radix sort from the policy's
+/// row length, else the key-value merge sort of one array or the pair passes of rows.
+fn sorting(request: &Request, info: &DeviceInfo, policy: &Policy, layout: &Layout) -> Strategy {
+    match (radix(request, info, policy), layout) {
+        (Some(radix), _) => radix,
+        (None, Layout::Whole) => Strategy::KeyValueMerge,
+        (None, _) => Strategy::PairPasses,
     }
+}
+
+/// The radix sort with indices of the request's rows, from [`crate::policy::RadixPolicy::from_row_len`]
+/// keys a row: one block a row where it fits, else passes over tiles.
+fn radix(request: &Request, info: &DeviceInfo, policy: &Policy) -> Option<Strategy> {
+    let (row_len, key_bytes) = (request.row_len(), request.dtype.size());
+    if row_len < policy.radix.from_row_len.max(1) {
+        return None;
+    }
+    Some(
+        if radix::one_block_a_row(info, &policy.radix, row_len, key_bytes) {
+            Strategy::RowRadix
+        } else {
+            Strategy::RadixSort
+        },
+    )
 }

@@ -21,6 +21,7 @@
 mod choose;
 pub(crate) mod merge;
 pub(crate) mod passes;
+pub(crate) mod radix;
 mod request;
 pub(crate) mod sample;
 pub(crate) mod seed;
@@ -29,6 +30,7 @@ mod workspace;
 
 pub use merge::{KeyValuePlan, Levels, MergeLevel, MergePlan};
 pub use passes::PassPlan;
+pub use radix::{RadixPlan, RadixShape};
 pub use request::{Layout, Operation, Request};
 pub use sample::{plan_sample, SamplePlan, SAMPLE_MOST_BLOCKS_A_ROW, SAMPLE_MOST_LOGITS_A_ROW};
 pub use seed::SeedPlan;
@@ -86,6 +88,12 @@ pub enum Strategy {
     TopkSpread,
     /// Top-k of long rows: a threshold filter that keeps each chunk's k best in shared memory.
     TopkFilter,
+    /// A stable radix sort with indices of rows short enough for one block each, in shared
+    /// memory: argsorts, and top-k by sorting.
+    RowRadix,
+    /// A stable radix sort with indices, a pass a digit over tiles of the rows: argsorts and
+    /// top-k by sorting of longer rows, one array too.
+    RadixSort,
 }
 
 impl Strategy {
@@ -130,6 +138,8 @@ impl std::fmt::Display for Strategy {
             Strategy::TopkRadix => f.write_str("top-k radix select"),
             Strategy::TopkSpread => f.write_str("top-k spread select"),
             Strategy::TopkFilter => f.write_str("top-k threshold filter"),
+            Strategy::RowRadix => f.write_str("radix sort a block a row"),
+            Strategy::RadixSort => f.write_str("radix sort in passes"),
         }
     }
 }
@@ -179,6 +189,9 @@ pub enum Steps {
     Pairs(PairPlan),
     /// A top-k by composites.
     Topk(TopkPlan),
+    /// A stable radix sort with indices: an argsort, or a top-k by sorting, which writes the
+    /// first k keys of each row and their indices.
+    Radix(RadixPlan),
     /// A top-k by sorting of rows in the tuned passes over key-index pairs alone: the first
     /// pass packs each key it reads from the input with its index in its row, and the last
     /// writes the first k pairs of each row as their indices and the input's keys they name
@@ -384,7 +397,9 @@ fn gpu_plan(
         matches!(request.operation, Operation::Topk { .. }) && !strategy.selects_by_composites();
     // The top-k by the pair passes packs them as they are too.
     let packs = by_sorting && strategy == Strategy::PairPasses;
-    let widened = dtype.size() == 2 && !strategy.selects_by_composites() && !packs;
+    // So does the radix sort, which reads every key as it is.
+    let radix = matches!(strategy, Strategy::RowRadix | Strategy::RadixSort);
+    let widened = dtype.size() == 2 && !strategy.selects_by_composites() && !packs && !radix;
     let mut workspace = Workspace::none();
     // The sorts that keep positions tie keys equal by value (numeric float order's -0.0 and
     // +0.0, NaNs) so that they keep their input order; a key-only sort maps losslessly.
@@ -499,6 +514,21 @@ impl Context<'_> {
                 facts, policy, word_bytes, n, map, workspace,
             )?),
             Strategy::KeyValueMerge | Strategy::PairPasses => self.sorting(strategy, workspace)?,
+            Strategy::RowRadix | Strategy::RadixSort => {
+                let k = match self.request.operation {
+                    Operation::Topk { k, .. } => k,
+                    _ => row_len,
+                };
+                let shape = (n / row_len, row_len, k);
+                let key_bytes = self.request.dtype.size();
+                Steps::Radix(radix::plan_radix(
+                    self.info(),
+                    &policy.radix,
+                    shape,
+                    key_bytes,
+                    workspace,
+                ))
+            }
             Strategy::TopkWarpSort
             | Strategy::TopkRadix
             | Strategy::TopkSpread
@@ -640,6 +670,7 @@ fn steps_modules(steps: &Steps) -> Vec<&'static KernelModule> {
         }
         Steps::Pairs(p) => [p.passes.modules(), vec![&kernels::PAIRS]].concat(),
         Steps::Topk(t) => t.modules(),
+        Steps::Radix(_) => vec![&kernels::RADIX],
         Steps::TopkBySorting {
             sort,
             take_indices,

@@ -30,7 +30,19 @@ fn topk(len: usize, k: usize, dtype: DType) -> Request {
 }
 
 fn h100_plan(request: &Request) -> Plan {
-    plan(request, Some((&H100(), &Policy::HOPPER))).unwrap()
+    h100_plan_under(request, &Policy::HOPPER)
+}
+
+fn h100_plan_under(request: &Request, policy: &Policy) -> Plan {
+    plan(request, Some((&H100(), policy))).unwrap()
+}
+
+/// Hopper's policy with the radix sorts with indices off: the network's and the merge's
+/// stable sorts, by name.
+fn no_radix() -> Policy {
+    let mut p = Policy::HOPPER;
+    p.radix.from_row_len = usize::MAX;
+    p
 }
 
 #[test]
@@ -49,9 +61,12 @@ fn what_runs_for_each_input() {
         (sort(1 << 24).rows(1 << 24), true, Backend::Cuda, MergeSort),
         (sort(1 << 24).rows(1024), true, Backend::Cuda, NetworkPasses),
         (sort(1 << 24).layout(segments), true, Backend::Cuda, SegmentPasses),
-        (argsort(1 << 24), true, Backend::Cuda, KeyValueMerge),
-        (argsort(1 << 20).rows(1 << 20), true, Backend::Cuda, KeyValueMerge),
-        (argsort(1 << 24).rows(256), true, Backend::Cuda, PairPasses),
+        // Argsorts: the radix sort, one block a row up to 2^14 keys, else in passes.
+        (argsort(1 << 24), true, Backend::Cuda, RadixSort),
+        (argsort(1 << 20).rows(1 << 20), true, Backend::Cuda, RadixSort),
+        (argsort(1 << 24).rows(256), true, Backend::Cuda, RowRadix),
+        (argsort(1 << 24).rows(1 << 14), true, Backend::Cuda, RowRadix),
+        (argsort(1 << 24).rows((1 << 14) + 1), true, Backend::Cuda, RadixSort),
         (argsort(100).rows(10), false, Backend::Cpu, CpuSort),
     ];
     for (request, has_gpu, backend, strategy) in table {
@@ -154,12 +169,12 @@ fn top_k_selections() {
         (rows(2 * long, long, long_k + 1, u64_), true, Backend::Cuda, TopkRadix),
         (topk(long + 1, long_k + 1, u32_), true, Backend::Cuda, TopkSpread),
         (topk(long + 1, 2000, u32_), true, Backend::Cuda, TopkFilter),
-        (topk(1 << 20, max + 1, u32_), true, Backend::Cuda, KeyValueMerge),
-        (rows(1 << 20, 1 << 20, max + 1, u32_), true, Backend::Cuda, KeyValueMerge),
+        (topk(1 << 20, max + 1, u32_), true, Backend::Cuda, RadixSort),
+        (rows(1 << 20, 1 << 20, max + 1, u32_), true, Backend::Cuda, RadixSort),
         (rows(1 << 20, 4096, 100, u32_), true, Backend::Cuda, TopkRadix),
         (rows(1 << 20, chunk, max, u32_), true, Backend::Cuda, TopkRadix),
         (rows(1 << 20, chunk * 2, max, u32_), true, Backend::Cuda, TopkFilter),
-        (rows(1 << 20, 4096, 4096, u32_), true, Backend::Cuda, PairPasses),
+        (rows(1 << 20, 4096, 4096, u32_), true, Backend::Cuda, RowRadix),
         // Short rows of 2- and 4-byte keys: the warp sort for every k up to its length, then
         // from its k, and above half a row.
         (rows(1 << 20, warp_all, 1, u32_), true, Backend::Cuda, TopkWarpSort),
@@ -176,12 +191,12 @@ fn top_k_selections() {
         (rows(1 << 20, 1000, 501, u32_), true, Backend::Cuda, TopkWarpSort),
         (rows(1 << 20, 1000, 100, u32_), true, Backend::Cuda, TopkWarpSort),
         (rows(1 << 20, warp * 2, 513, u32_), true, Backend::Cuda, TopkRadix),
-        (rows(1 << 20, warp * 2, warp + 1, u32_), true, Backend::Cuda, PairPasses),
-        // 8-byte keys take the radix select or the rows' argsort.
+        (rows(1 << 20, warp * 2, warp + 1, u32_), true, Backend::Cuda, RowRadix),
+        // 8-byte keys take the radix select or the rows' radix sort.
         (rows(1 << 20, 16, 1, u64_), true, Backend::Cuda, TopkRadix),
         (rows(1 << 20, 1024, 512, u64_), true, Backend::Cuda, TopkRadix),
-        (rows(1 << 20, 1024, 513, u64_), true, Backend::Cuda, PairPasses),
-        (rows(1 << 20, 1000, 501, u64_), true, Backend::Cuda, PairPasses),
+        (rows(1 << 20, 1024, 513, u64_), true, Backend::Cuda, RowRadix),
+        (rows(1 << 20, 1000, 501, u64_), true, Backend::Cuda, RowRadix),
         // The spread select: 64 rows of 128,256 (the sampler's shape) for every k it takes.
         (rows(64 * 128_256, 128_256, 1, u32_), true, Backend::Cuda, TopkSpread),
         (rows(64 * 128_256, 128_256, 1024, u16_), true, Backend::Cuda, TopkSpread),
@@ -300,11 +315,10 @@ fn modules_and_workspaces_of_each_strategy() {
     assert_eq!((down.map, down.widen), (2 | MAP_DESCENDING, None));
     assert_eq!(down.workspace_bytes(), 0);
     // The key-value merge sort of an argsort: positions as 8-byte values.
-    let kv = h100_plan(&Request::new(
-        Operation::Argsort { index_bytes: 8 },
-        DType::U32,
-        n,
-    ));
+    let kv = h100_plan_under(
+        &Request::new(Operation::Argsort { index_bytes: 8 }, DType::U32, n),
+        &no_radix(),
+    );
     assert_eq!(names(&kv), ["tuned.cu[u32, 2^14]", "merge.cu[kv_u32_u64]"]);
     let spare_values = kv.workspace.part(Scratch::SpareValues).unwrap();
     assert_eq!(spare_values.bytes, 8 * n);
@@ -326,7 +340,7 @@ fn modules_and_workspaces_of_each_strategy() {
     assert_eq!(names(&spread), ["topk.cu[u16_sampled]"]);
     assert!(spread.workspace.part(Scratch::Spread).is_some());
     // A top-k by sorting: the sorted copy, every index, then the sort's scratch.
-    let by_sorting = h100_plan(&topk(1 << 20, 4096, DType::F32));
+    let by_sorting = h100_plan_under(&topk(1 << 20, 4096, DType::F32), &no_radix());
     let scratch: Vec<Scratch> = by_sorting
         .workspace
         .parts()
@@ -337,7 +351,10 @@ fn modules_and_workspaces_of_each_strategy() {
     assert!(matches!(by_sorting.steps, Steps::TopkBySorting { .. }));
     // k the whole row (a sort with indices into outputs of its own): the sort writes the
     // caller's indices, and nothing is taken.
-    let whole = h100_plan(&topk(1 << 16, 1 << 16, DType::F32).backend(Backend::Cuda));
+    let whole = h100_plan_under(
+        &topk(1 << 16, 1 << 16, DType::F32).backend(Backend::Cuda),
+        &no_radix(),
+    );
     let Steps::TopkBySorting { take_indices, .. } = &whole.steps else {
         panic!("a top-k by sorting, not {:?}", whole.steps);
     };
@@ -352,7 +369,8 @@ fn modules_and_workspaces_of_each_strategy() {
         (DType::F32, 1 << 20),
     ] {
         let n = 4 * row_len;
-        let rows = h100_plan(&topk(n, 3000, dtype).rows(row_len).backend(Backend::Cuda));
+        let request = topk(n, 3000, dtype).rows(row_len).backend(Backend::Cuda);
+        let rows = h100_plan_under(&request, &no_radix());
         let Steps::TopkByPairPasses(passes) = &rows.steps else {
             panic!("{dtype:?}: the top-k by pair passes, not {:?}", rows.steps);
         };

@@ -34,6 +34,15 @@ pub enum Scratch {
     SortedKeys,
     /// A top-k by sorting: every key's index.
     SortedIndices,
+    /// The radix passes over tiles: the keys between passes, one or two arrays as long as the
+    /// keys.
+    RadixKeys,
+    /// Their indices (u32), as many arrays.
+    RadixIndices,
+    /// Each tile's count of each digit, then where its keys of the digit go (u32).
+    RadixCounts,
+    /// The sums of the counts' chunks of their scan (u32).
+    RadixSums,
 }
 
 /// One part: `bytes` at `offset` from the workspace's start.

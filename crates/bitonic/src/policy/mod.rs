@@ -1,6 +1,7 @@
 //! Tuning per GPU architecture, one small policy per algorithm: the tuned network's passes
 //! ([`SortPolicy`]), the merge sorts ([`MergePolicy`]), the top-k selections ([`TopkPolicy`]),
-//! the sorts across GPUs ([`MultiGpuPolicy`]) and sampling ([`SamplePolicy`]).
+//! the sorts across GPUs ([`MultiGpuPolicy`]), sampling ([`SamplePolicy`]) and the radix sorts
+//! with indices ([`RadixPolicy`]).
 //!
 //! Every number here was measured (docs/notes/ tells how; docs/design/ what each does); none is
 //! read from the environment. [`Policy::for_device`] picks the policy of a device's
@@ -11,12 +12,14 @@
 
 mod merge;
 mod multi;
+mod radix;
 mod sample;
 mod sort;
 mod topk;
 
 pub use merge::MergePolicy;
 pub use multi::MultiGpuPolicy;
+pub use radix::RadixPolicy;
 pub use sample::SamplePolicy;
 pub use sort::SortPolicy;
 pub use topk::TopkPolicy;
@@ -46,6 +49,8 @@ pub struct Policy {
     pub multi: MultiGpuPolicy,
     /// Sampling.
     pub sample: SamplePolicy,
+    /// The radix sorts with indices.
+    pub radix: RadixPolicy,
 }
 
 impl Policy {
@@ -56,6 +61,7 @@ impl Policy {
         topk: TopkPolicy::HOPPER,
         multi: MultiGpuPolicy::HOPPER,
         sample: SamplePolicy::HOPPER,
+        radix: RadixPolicy::HOPPER,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which
@@ -91,8 +97,8 @@ impl Policy {
     }
 
     /// Why this policy cannot run, if it cannot: every algorithm's [`SortPolicy::validate`],
-    /// [`MergePolicy::validate`], [`TopkPolicy::validate`], [`MultiGpuPolicy::validate`] and
-    /// [`SamplePolicy::validate`].
+    /// [`MergePolicy::validate`], [`TopkPolicy::validate`], [`MultiGpuPolicy::validate`],
+    /// [`SamplePolicy::validate`] and [`RadixPolicy::validate`].
     pub fn validate(&self) -> Result<(), crate::Error> {
         self.sort
             .validate()
@@ -100,6 +106,7 @@ impl Policy {
             .and_then(|()| self.topk.validate())
             .and_then(|()| self.multi.validate())
             .and_then(|()| self.sample.validate())
+            .and_then(|()| self.radix.validate())
             .map_err(crate::Error::InvalidPolicy)
     }
 

@@ -12,6 +12,7 @@ pub(crate) mod keys;
 pub(crate) mod merge;
 pub(crate) mod multi;
 pub(crate) mod passes;
+pub(crate) mod radix;
 pub(crate) mod sample;
 pub(crate) mod topk;
 

@@ -1,0 +1,361 @@
+// Stable least-significant-digit radix sorts with indices: the argsorts of rows and the top-k of
+// rows by sorting (which, with k the whole row, is the stable sort with indices), for keys of
+// 2, 4 and 8 bytes (src/cuda/radix.rs; src/plan/mod.rs Strategy::RowRadix, Strategy::RadixSort).
+//
+// Why radix: the network sorts (key, index) pairs, 64-bit words, and compares them in every one
+// of its log2(n)^2/2 steps, so indices cost it 4-5x the keys-only sort. A radix sort is stable
+// by construction and moves each key once a digit: an index costs only the bytes it takes.
+//
+// The keys travel as they are, bit for bit; each digit is read from the key's sortable word
+// (common/keys.cuh: descending order, the float orders, ties), worked out when it is needed. So
+// the sorted keys are the input's own (-0.0 and NaN payloads survive a map that ties them) and
+// need no gather.
+//
+// Both sorts move keys by one 8-bit digit at a time, lowest first, with `sort_by_digit`, which
+// orders a block's keys in shared memory stably by one digit:
+//   1. count: warp w owns one contiguous segment of the keys and counts its digits, 32 keys a
+//      round (__match_any_sync: one add a distinct digit a round, no atomics);
+//   2. offsets: one exclusive scan over (digit, warp) in digit-major order turns the counts into
+//      where each warp's keys of each digit start;
+//   3. scatter: each warp walks its segment again in the same order, and a key goes to its
+//      (digit, warp) start plus the keys of its digit before it in its round.
+// Keys of one digit keep (warp, round, lane) order, which is their order in the block: the move
+// is stable.
+//
+// * row_radix_sort_W: one block a row of at most 2^16 keys, which stay in shared memory, with
+//   16-bit indices, for every digit; one launch.
+// * Longer rows (one row of 2^24 keys too): a pass a digit over tiles of the rows in global
+//   memory. radix_histogram_W counts each tile's digits, laid out [row][digit][tile]; the
+//   exclusive scan of that whole array (radix_scan_*) is where each tile's keys of each digit
+//   go, since each row's counts add up to its length; radix_scatter_W orders its tile by the
+//   digit in shared memory (so that its stores run in order) and stores each key there.
+//
+// The last digit's store writes each row's first k keys and their indices (u32, or u64 where
+// the map has MAP_INDEX64) in rows of k.
+#include "common/types.cuh"
+#include "common/keys.cuh"
+
+#define RADIX_DIGITS 256u
+
+// The block's shared scalars of sort_by_digit.
+struct DigitSortShared {
+    u32 digit_totals[RADIX_DIGITS / WARP_SIZE];  // the scan's total of each warp of digits
+    u32 one_digit;                               // every key has the same digit
+};
+
+template <typename W> __device__ __forceinline__ u32 digit_of(const SortableMap<W> &map, W key, u32 shift) {
+    return u32(map.to(key) >> shift) & 0xffu;
+}
+
+// The lanes below this one.
+__device__ __forceinline__ u32 lanes_below() {
+    u32 mask;
+    asm("mov.u32 %0, %%lanemask_lt;" : "=r"(mask));
+    return mask;
+}
+
+// Moves the m keys of src (and their indices) to dst in shared memory, stably ordered by their
+// digit at `shift`, and writes to starts[d] (unless null) where digit d starts in dst. Returns
+// false, having moved nothing, where every key has the same digit. `counts` holds
+// warps × 256 u32; the block has at least 256 threads. Every thread of the block calls it.
+template <typename W, typename I>
+__device__ bool sort_by_digit(const W *src, const I *src_index, W *dst, I *dst_index, u32 m, u32 shift,
+                              const SortableMap<W> &map, u32 *counts, u32 *starts, DigitSortShared &sh) {
+    const u32 warps = blockDim.x / WARP_SIZE, warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
+    // Warp w's segment: whole rounds of 32 keys, the last one cut at the end.
+    const u32 segment = ((m + warps - 1) / warps + WARP_SIZE - 1) / WARP_SIZE * WARP_SIZE;
+    const u32 begin = min(warp * segment, m), end = min(begin + segment, m);
+    u32 *my_counts = counts + warp * RADIX_DIGITS;
+
+    // 1. Count this warp's digits.
+    for (u32 d = lane; d < RADIX_DIGITS; d += WARP_SIZE) my_counts[d] = 0;
+    if (threadIdx.x == 0) sh.one_digit = 0;
+    __syncwarp();
+    for (u32 at = begin; at < end; at += WARP_SIZE) {
+        const u32 i = at + lane;
+        const bool real = i < end;
+        // Lanes past the end take a digit no real key has, one of their own.
+        const u32 d = real ? digit_of(map, src[i], shift) : RADIX_DIGITS + lane;
+        const u32 peers = __match_any_sync(FULL_WARP_MASK, d);
+        if (real && lane == 31 - __clz(peers)) my_counts[d] += __popc(peers);
+        __syncwarp();
+    }
+    __syncthreads();
+
+    // 2. Offsets: thread t < 256 scans digit t's counts over the warps, after the totals of the
+    // digits below it (a warp's scan, then the warps' totals).
+    if (threadIdx.x < RADIX_DIGITS) {
+        const u32 d = threadIdx.x;
+        u32 total = 0;
+        for (u32 w = 0; w < warps; ++w) total += counts[w * RADIX_DIGITS + d];
+        if (total == m) sh.one_digit = 1;
+        u32 inclusive = total;
+        for (u32 step = 1; step < WARP_SIZE; step *= 2) {
+            const u32 below = __shfl_up_sync(FULL_WARP_MASK, inclusive, step);
+            if (lane >= step) inclusive += below;
+        }
+        if (lane == WARP_SIZE - 1) sh.digit_totals[warp] = inclusive;
+        asm volatile("bar.sync 1, %0;" ::"r"(RADIX_DIGITS));  // the 256 scanning threads only
+        u32 start = inclusive - total;
+        for (u32 w = 0; w < warp; ++w) start += sh.digit_totals[w];
+        if (starts != nullptr) starts[d] = start;
+        for (u32 w = 0; w < warps; ++w) {
+            const u32 c = counts[w * RADIX_DIGITS + d];
+            counts[w * RADIX_DIGITS + d] = start;
+            start += c;
+        }
+    }
+    __syncthreads();
+    const bool one_digit = sh.one_digit;
+    if (one_digit) {
+        __syncthreads();  // every thread has read the flag before the next call resets it
+        return false;
+    }
+
+    // 3. Scatter, in the counting's order.
+    for (u32 at = begin; at < end; at += WARP_SIZE) {
+        const u32 i = at + lane;
+        const bool real = i < end;
+        const W key = real ? src[i] : W(0);
+        const u32 d = real ? digit_of(map, key, shift) : RADIX_DIGITS + lane;
+        const u32 peers = __match_any_sync(FULL_WARP_MASK, d);
+        const u32 start = real ? my_counts[d] : 0;
+        __syncwarp();
+        if (real) {
+            const u32 to = start + __popc(peers & lanes_below());
+            dst[to] = key;
+            dst_index[to] = src_index[i];
+            if (lane == 31 - __clz(peers)) my_counts[d] = start + __popc(peers);
+        }
+        __syncwarp();
+    }
+    __syncthreads();
+    return true;
+}
+
+// ---- One block a row ------------------------------------------------------------------------
+
+// Shared memory (the host's src/plan/radix.rs row_radix_shared_bytes): warps × 256 u32 counts,
+// two arrays of the row's keys, two of its u16 indices.
+template <typename W>
+__device__ void row_radix_sort(const W *keys, W *sorted_keys, u32 *indices, u32 row_len, u32 k, u32 map) {
+    extern __shared__ __align__(16) unsigned char radix_shared[];
+    __shared__ DigitSortShared sh;
+    const u32 n = row_len, warps = blockDim.x / WARP_SIZE;
+    u32 *counts = reinterpret_cast<u32 *>(radix_shared);
+    // Array `from` of each pair starts `from * n` elements in.
+    W *const words = reinterpret_cast<W *>(radix_shared + warps * RADIX_DIGITS * sizeof(u32));
+    u16 *const index = reinterpret_cast<u16 *>(words + 2 * n);
+
+    const u64 row = blockIdx.x;
+    const W *in = keys + row * n;
+    for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
+        words[i] = in[i];
+        index[i] = u16(i);
+    }
+    __syncthreads();
+    const SortableMap<W> m(map);
+    u32 from = 0;
+    for (u32 shift = 0; shift < 8 * sizeof(W); shift += 8) {
+        const u32 to = from ^ 1;
+        if (sort_by_digit(words + from * n, index + from * n, words + to * n, index + to * n, n, shift, m, counts,
+                          nullptr, sh))
+            from = to;
+    }
+    const u64 out = row * k;
+    for (u32 j = threadIdx.x; j < k; j += blockDim.x) {
+        sorted_keys[out + j] = words[from * n + j];
+        store_index(indices, out + j, index[from * n + j], map);
+    }
+}
+
+#define ROW_RADIX_PARAMS(W) (const W *keys, W *sorted_keys, u32 *indices, u32 row_len, u32 k, u32 map)
+#define ROW_RADIX_ARGS (keys, sorted_keys, indices, row_len, k, map)
+
+// ---- A pass a digit over tiles --------------------------------------------------------------
+
+// The tiles of rows of `row_len`, `tile` keys each (the last of a row shorter): tile b is tile
+// `b % tiles_a_row` of row `b / tiles_a_row`.
+struct RadixTiles {
+    u32 row_len;
+    u32 tile;
+    u32 tiles_a_row;
+
+    __device__ __forceinline__ RadixTiles(u32 row_len_, u32 tile_, u32 tiles_a_row_)
+        : row_len(row_len_), tile(tile_), tiles_a_row(tiles_a_row_) {}
+
+    __device__ __forceinline__ u64 row() const { return blockIdx.x / tiles_a_row; }
+    __device__ __forceinline__ u32 in_row() const { return blockIdx.x % tiles_a_row; }
+    __device__ __forceinline__ u32 first_col() const { return in_row() * tile; }
+    __device__ __forceinline__ u32 len() const { return min(tile, row_len - first_col()); }
+    // Where the tile's count of digit d lies: [row][digit][tile].
+    __device__ __forceinline__ u64 count_at(u32 d) const { return (row() * RADIX_DIGITS + d) * tiles_a_row + in_row(); }
+};
+
+// Counts each tile's keys of each digit at `shift` into counts ([row][digit][tile]).
+template <typename W>
+__device__ void radix_histogram(const W *keys, u32 *counts, RadixTiles t, u32 shift, u32 map) {
+    __shared__ u32 histogram[RADIX_DIGITS];
+    for (u32 d = threadIdx.x; d < RADIX_DIGITS; d += blockDim.x) histogram[d] = 0;
+    __syncthreads();
+    const SortableMap<W> m(map);
+    const W *in = keys + t.row() * t.row_len + t.first_col();
+    const u32 len = t.len(), lane = threadIdx.x % WARP_SIZE;
+    // Whole warps walk the tile, so that equal digits of a warp add once.
+    for (u32 base = threadIdx.x - lane; base < len; base += blockDim.x) {
+        const u32 i = base + lane;
+        const u32 d = i < len ? digit_of(m, in[i], shift) : RADIX_DIGITS + lane;
+        const u32 peers = __match_any_sync(FULL_WARP_MASK, d);
+        if (i < len && lane == 31 - __clz(peers)) atomicAdd(&histogram[d], __popc(peers));
+    }
+    __syncthreads();
+    for (u32 d = threadIdx.x; d < RADIX_DIGITS; d += blockDim.x) counts[t.count_at(d)] = histogram[d];
+}
+
+#define RADIX_HISTOGRAM_PARAMS(W) \
+    (const W *keys, u32 *counts, u32 row_len, u32 tile, u32 tiles_a_row, u32 shift, u32 map)
+#define RADIX_HISTOGRAM_ARGS (keys, counts, RadixTiles(row_len, tile, tiles_a_row), shift, map)
+
+// Orders the tile by the digit at `shift` in shared memory and stores each key, and its index
+// (its column for the first digit, `first`; `index_in` is not read then), at its place in the rows: `offsets`
+// is the exclusive scan of the counts. The last digit (`last`) stores the first k keys of each
+// row and their indices in rows of k (u64 indices where the map has MAP_INDEX64); the others
+// store every key to `keys_out` and its u32 index to `index_out`, in rows of row_len.
+// Shared memory: warps × 256 u32 counts, then 256 u32 bases, then two arrays of `tile` keys and
+// two of their u32 indices (src/plan/radix.rs radix_scatter_shared_bytes).
+template <typename W>
+__device__ void radix_scatter(const W *keys, const u32 *index_in, W *keys_out, u32 *index_out, const u32 *offsets,
+                              RadixTiles t, u32 shift, u32 map, u32 first, u32 last, u32 k) {
+    extern __shared__ __align__(16) unsigned char radix_shared[];
+    __shared__ DigitSortShared sh;
+    const u32 warps = blockDim.x / WARP_SIZE;
+    u32 *counts = reinterpret_cast<u32 *>(radix_shared);
+    u32 *bases = counts + warps * RADIX_DIGITS;  // where the tile's keys of each digit start, less
+                                                 // where they start in the ordered tile
+    W *const words = reinterpret_cast<W *>(bases + RADIX_DIGITS);
+    u32 *const index = reinterpret_cast<u32 *>(words + 2 * t.tile);
+    const u32 len = t.len(), col = t.first_col();
+    const u64 row_start = t.row() * t.row_len;
+    for (u32 i = threadIdx.x; i < len; i += blockDim.x) {
+        words[i] = keys[row_start + col + i];
+        index[i] = first ? col + i : index_in[row_start + col + i];
+    }
+    __syncthreads();
+    const SortableMap<W> m(map);
+    u32 *starts = bases;
+    const bool moved = sort_by_digit(words, index, words + t.tile, index + t.tile, len, shift, m, counts, starts, sh);
+    const W *ordered = moved ? words + t.tile : words;
+    const u32 *ordered_index = moved ? index + t.tile : index;
+    for (u32 d = threadIdx.x; d < RADIX_DIGITS; d += blockDim.x) bases[d] = offsets[t.count_at(d)] - bases[d];
+    __syncthreads();
+    for (u32 j = threadIdx.x; j < len; j += blockDim.x) {
+        const W key = ordered[j];
+        const u64 to = bases[digit_of(m, key, shift)] + j;  // an index into every row's keys
+        if (last) {
+            const u32 to_col = u32(to - row_start);
+            if (to_col < k) {
+                const u64 out = t.row() * k + to_col;
+                keys_out[out] = key;
+                store_index(index_out, out, ordered_index[j], map);
+            }
+        } else {
+            keys_out[to] = key;
+            index_out[to] = ordered_index[j];
+        }
+    }
+}
+
+#define RADIX_SCATTER_PARAMS(W)                                                                   \
+    (const W *keys, const u32 *index_in, W *keys_out, u32 *index_out, const u32 *offsets, u32 row_len, \
+     u32 tile, u32 tiles_a_row, u32 shift, u32 map, u32 first, u32 last, u32 k)
+#define RADIX_SCATTER_ARGS \
+    (keys, index_in, keys_out, index_out, offsets, RadixTiles(row_len, tile, tiles_a_row), shift, map, first, last, k)
+
+// ---- The exclusive scan of the counts ---------------------------------------------------------
+// Three launches over `len` u32 in chunks of RADIX_SCAN_CHUNK, a block of 256 threads a chunk:
+// each chunk's sum, the exclusive scan of the sums (one block), then each chunk's exclusive scan
+// from its sum's. The sum of everything is at most 2^31 (the keys of one call).
+#define RADIX_SCAN_THREADS 256u
+#define RADIX_SCAN_PER_THREAD 16u
+#define RADIX_SCAN_CHUNK (RADIX_SCAN_THREADS * RADIX_SCAN_PER_THREAD)
+
+// The exclusive scan of `value` over the block's threads (blockDim.x a multiple of 32, at most
+// 1024), and the block's total in `total`.
+__device__ u32 block_exclusive_scan(u32 value, u32 &total) {
+    __shared__ u32 warp_sums[32];
+    const u32 lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
+    u32 inclusive = value;
+    for (u32 step = 1; step < WARP_SIZE; step *= 2) {
+        const u32 below = __shfl_up_sync(FULL_WARP_MASK, inclusive, step);
+        if (lane >= step) inclusive += below;
+    }
+    if (lane == WARP_SIZE - 1) warp_sums[warp] = inclusive;
+    __syncthreads();
+    u32 before = 0;
+    total = 0;
+    for (u32 w = 0; w < blockDim.x / WARP_SIZE; ++w) {
+        before += w < warp ? warp_sums[w] : 0;
+        total += warp_sums[w];
+    }
+    __syncthreads();  // warp_sums is free for the next call
+    return before + inclusive - value;
+}
+
+extern "C" __global__ void __launch_bounds__(RADIX_SCAN_THREADS) radix_scan_sums(const u32 *data, u32 *sums, u32 len) {
+    const u64 first = u64(blockIdx.x) * RADIX_SCAN_CHUNK;
+    u32 sum = 0;
+    for (u32 i = threadIdx.x; i < RADIX_SCAN_CHUNK; i += RADIX_SCAN_THREADS)
+        sum += first + i < len ? data[first + i] : 0;
+    u32 total;
+    block_exclusive_scan(sum, total);
+    if (threadIdx.x == 0) sums[blockIdx.x] = total;
+}
+
+// One block of 1024 threads: the exclusive scan of `count` sums, in place.
+extern "C" __global__ void __launch_bounds__(1024) radix_scan_of_sums(u32 *sums, u32 count) {
+    u32 carry = 0;
+    for (u32 base = 0; base < count; base += blockDim.x) {
+        const u32 i = base + threadIdx.x;
+        const u32 value = i < count ? sums[i] : 0;
+        u32 total;
+        const u32 before = block_exclusive_scan(value, total);
+        if (i < count) sums[i] = carry + before;
+        carry += total;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(RADIX_SCAN_THREADS) radix_scan_chunks(u32 *data, const u32 *sums, u32 len) {
+    // Thread t scans its 16 consecutive values, then the threads' totals scan across the block.
+    const u64 first = u64(blockIdx.x) * RADIX_SCAN_CHUNK + threadIdx.x * RADIX_SCAN_PER_THREAD;
+    u32 values[RADIX_SCAN_PER_THREAD];
+    u32 sum = 0;
+#pragma unroll
+    for (u32 j = 0; j < RADIX_SCAN_PER_THREAD; ++j) {
+        values[j] = first + j < len ? data[first + j] : 0;
+        sum += values[j];
+    }
+    u32 total;
+    u32 running = sums[blockIdx.x] + block_exclusive_scan(sum, total);
+#pragma unroll
+    for (u32 j = 0; j < RADIX_SCAN_PER_THREAD; ++j) {
+        if (first + j < len) data[first + j] = running;
+        running += values[j];
+    }
+}
+
+// ---- The kernels of each key width ------------------------------------------------------------
+
+#define RADIX_KERNELS(W)                                                                                   \
+    extern "C" __global__ void __launch_bounds__(1024) row_radix_sort_##W ROW_RADIX_PARAMS(W) {             \
+        row_radix_sort<W> ROW_RADIX_ARGS;                                                                  \
+    }                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(1024) radix_histogram_##W RADIX_HISTOGRAM_PARAMS(W) {      \
+        radix_histogram<W> RADIX_HISTOGRAM_ARGS;                                                           \
+    }                                                                                                      \
+    extern "C" __global__ void __launch_bounds__(1024) radix_scatter_##W RADIX_SCATTER_PARAMS(W) {          \
+        radix_scatter<W> RADIX_SCATTER_ARGS;                                                               \
+    }
+
+RADIX_KERNELS(u16)
+RADIX_KERNELS(u32)
+RADIX_KERNELS(u64)

@@ -1,0 +1,193 @@
+//! The stable radix sorts with indices (kernels/radix.cu, run by src/cuda/radix.rs): argsorts
+//! of rows, and the top-k of rows by sorting, whose first k keys a row they write with their
+//! indices. A row of at most [`RadixPolicy::one_block_most`] keys sorts in one block in shared
+//! memory ([`RadixShape::OneBlockARow`]); a longer row, or one that does not fit, in a pass a
+//! digit over tiles of the rows ([`RadixShape::Passes`]).
+//!
+//! Bytes a key moves, keys of W bytes and u32 indices: one block a row reads the key once and
+//! writes it and its index once. The passes move, for each of W digits, the key twice (counted,
+//! then read to be stored) and once its index, and store both: (3W + 8) bytes a digit, less
+//! the first digit's index read, the last one's stores only for the first k.
+
+use super::workspace::{Scratch, Workspace};
+use crate::device::DeviceInfo;
+use crate::policy::RadixPolicy;
+
+/// Where a radix sort's keys stay between digits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RadixShape {
+    /// One block a row, in shared memory, with 16-bit indices: one launch.
+    OneBlockARow {
+        /// Threads a block.
+        threads: u32,
+        /// Dynamic shared memory a block.
+        shared_bytes: u32,
+    },
+    /// A pass a digit over tiles of the rows: a count of each tile's digits, their scan, and
+    /// a store of each tile's keys in order of the digit, between two arrays of the workspace.
+    Passes {
+        /// Keys a tile (a block's).
+        tile: usize,
+        /// Threads a block.
+        threads: u32,
+        /// Tiles a row.
+        tiles_a_row: usize,
+        /// Dynamic shared memory of a storing block.
+        shared_bytes: u32,
+        /// Counts: 256 a tile.
+        counts: usize,
+        /// Chunks of the counts' scan ([`RADIX_SCAN_CHUNK`] counts each).
+        chunks: usize,
+        /// Arrays of keys and indices between passes: one for two digits, else two.
+        buffers: usize,
+    },
+}
+
+/// A radix sort's plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RadixPlan {
+    /// Rows.
+    pub rows: usize,
+    /// Keys a row.
+    pub row_len: usize,
+    /// Keys a row written (the row's length for an argsort).
+    pub k: usize,
+    /// Bytes of a key: a digit a byte.
+    pub key_bytes: usize,
+    /// One block a row, or passes over tiles.
+    pub shape: RadixShape,
+}
+
+/// Counts one chunk of the counts' scan takes (kernels/radix.cu `RADIX_SCAN_CHUNK`).
+pub const RADIX_SCAN_CHUNK: usize = 4096;
+/// Digits of one radix digit.
+const DIGITS: usize = 256;
+
+/// Shared memory of a block that sorts a row of `row_len` keys of `key_bytes` alone with
+/// `threads`: the counts of each warp, two arrays of keys and two of u16 indices.
+pub(crate) fn one_block_shared_bytes(row_len: usize, key_bytes: usize, threads: u32) -> usize {
+    (threads as usize / 32) * DIGITS * 4 + 2 * row_len * key_bytes + 2 * row_len * 2
+}
+
+/// Shared memory of a storing block of tiles of `tile` keys: the counts of each warp, the
+/// digits' bases, two arrays of keys and two of u32 indices.
+pub(crate) fn tile_shared_bytes(tile: usize, key_bytes: usize, threads: u32) -> usize {
+    (threads as usize / 32) * DIGITS * 4 + DIGITS * 4 + 2 * tile * key_bytes + 2 * tile * 4
+}
+
+/// Whether rows of `row_len` keys of `key_bytes` sort one block a row
+/// ([`Strategy::RowRadix`](super::Strategy::RowRadix)): at most the policy's
+/// [`RadixPolicy::one_block_most`] and 2^16 keys, in the device's shared memory of a block.
+pub(crate) fn one_block_a_row(
+    info: &DeviceInfo,
+    policy: &RadixPolicy,
+    row_len: usize,
+    key_bytes: usize,
+) -> bool {
+    let shared = one_block_shared_bytes(row_len, key_bytes, one_block_threads(row_len));
+    row_len <= policy.one_block_most.min(RadixPolicy::ONE_BLOCK_LIMIT)
+        && shared <= info.shared_per_block_optin
+}
+
+/// Threads of a block that sorts a row of `row_len` keys: 256, or 512 past 4,096 keys.
+fn one_block_threads(row_len: usize) -> u32 {
+    if row_len <= 4096 {
+        256
+    } else {
+        512
+    }
+}
+
+/// The radix sort of `rows` rows of `row_len` keys of `key_bytes`, keeping `k` a row; its
+/// scratch goes to `workspace`.
+pub(crate) fn plan_radix(
+    info: &DeviceInfo,
+    policy: &RadixPolicy,
+    (rows, row_len, k): (usize, usize, usize),
+    key_bytes: usize,
+    workspace: &mut Workspace,
+) -> RadixPlan {
+    let shape = if one_block_a_row(info, policy, row_len, key_bytes) {
+        let threads = one_block_threads(row_len);
+        let shared = one_block_shared_bytes(row_len, key_bytes, threads);
+        RadixShape::OneBlockARow {
+            threads,
+            shared_bytes: shared as u32,
+        }
+    } else {
+        let tile = policy.tile.min(row_len.next_power_of_two().max(256));
+        let tiles_a_row = row_len.div_ceil(tile);
+        let counts = rows * DIGITS * tiles_a_row;
+        let chunks = counts.div_ceil(RADIX_SCAN_CHUNK);
+        // Digits 0 … W-1: the input to array 0, then between the arrays, the last to the output.
+        let buffers = if key_bytes <= 2 { 1 } else { 2 };
+        let n = rows * row_len;
+        workspace.add(Scratch::RadixKeys, buffers * n, key_bytes);
+        workspace.add(Scratch::RadixIndices, buffers * n, 4);
+        workspace.add(Scratch::RadixCounts, counts, 4);
+        workspace.add(Scratch::RadixSums, chunks, 4);
+        let threads = policy.tile_threads;
+        RadixShape::Passes {
+            tile,
+            threads,
+            tiles_a_row,
+            shared_bytes: tile_shared_bytes(tile, key_bytes, threads) as u32,
+            counts,
+            chunks,
+            buffers,
+        }
+    };
+    RadixPlan {
+        rows,
+        row_len,
+        k,
+        key_bytes,
+        shape,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn short_rows_sort_in_one_block_and_long_ones_in_passes() {
+        let info = DeviceInfo::h100();
+        let policy = RadixPolicy::HOPPER;
+        let mut w = Workspace::none();
+        let p = plan_radix(&info, &policy, (4096, 4096, 4096), 4, &mut w);
+        assert_eq!(
+            p.shape,
+            RadixShape::OneBlockARow {
+                threads: 256,
+                shared_bytes: 8 * 1024 + 2 * 4096 * 6
+            }
+        );
+        assert_eq!(w.bytes(), 0, "one block a row needs no scratch");
+        // A row of 2^24: 4096 tiles of 4096 keys, two arrays between passes.
+        let p = plan_radix(&info, &policy, (1, 1 << 24, 1 << 24), 4, &mut w);
+        let RadixShape::Passes {
+            tiles_a_row,
+            counts,
+            chunks,
+            buffers,
+            ..
+        } = p.shape
+        else {
+            panic!("{p:?}")
+        };
+        assert_eq!(
+            (tiles_a_row, counts, chunks, buffers),
+            (4096, 1 << 20, 256, 2)
+        );
+        assert_eq!(w.part(Scratch::RadixKeys).unwrap().bytes, 2 << 26);
+        // 16-bit keys: two digits, one array between them; 8-byte keys of 2^14 do not fit a
+        // block (2^14 × 20 bytes > 227 KiB).
+        let mut w = Workspace::none();
+        let p = plan_radix(&info, &policy, (64, 128_256, 128_256), 2, &mut w);
+        assert!(matches!(p.shape, RadixShape::Passes { buffers: 1, .. }));
+        let mut w = Workspace::none();
+        let p = plan_radix(&info, &policy, (8, 1 << 14, 1 << 14), 8, &mut w);
+        assert!(matches!(p.shape, RadixShape::Passes { .. }));
+    }
+}
