@@ -14,7 +14,8 @@
 // Both sorts move keys by one 8-bit digit at a time, lowest first, with `sort_by_digit`, which
 // orders a block's keys in shared memory stably by one digit:
 //   1. count: warp w owns one contiguous segment of the keys and counts its digits, 32 keys a
-//      round (__match_any_sync: one add a distinct digit a round, no atomics);
+//      round (eight ballots find the lanes of each digit: one add a distinct digit a round, no
+//      atomics);
 //   2. offsets: one exclusive scan over (digit, warp) in digit-major order turns the counts into
 //      where each warp's keys of each digit start;
 //   3. scatter: each warp walks its segment again in the same order, and a key goes to its
@@ -43,8 +44,21 @@ struct DigitSortShared {
     u32 one_digit;                               // every key has the same digit
 };
 
-template <typename W> __device__ __forceinline__ u32 digit_of(const SortableMap<W> &map, W key, u32 shift) {
-    return u32(map.to(key) >> shift) & 0xffu;
+// The digit at `shift` of a sortable word.
+template <typename W> __device__ __forceinline__ u32 digit_of(W word, u32 shift) { return u32(word >> shift) & 0xffu; }
+
+// The lanes of `real_lanes` whose 8-bit digit is this lane's `d`: one ballot a bit of the digit
+// (__match_any_sync does the same in one instruction, but at a fraction of a ballot's
+// throughput: the first version, with it, took twice the network's time; docs/notes/radix.md).
+__device__ __forceinline__ u32 lanes_with_digit(u32 d, u32 real_lanes) {
+    u32 peers = real_lanes;
+#pragma unroll
+    for (u32 b = 0; b < 8; ++b) {
+        const bool bit = (d >> b) & 1u;
+        const u32 set = __ballot_sync(FULL_WARP_MASK, bit);
+        peers &= bit ? set : ~set;
+    }
+    return peers;
 }
 
 // The lanes below this one.
@@ -54,30 +68,43 @@ __device__ __forceinline__ u32 lanes_below() {
     return mask;
 }
 
-// Moves the m keys of src (and their indices) to dst in shared memory, stably ordered by their
-// digit at `shift`, and writes to starts[d] (unless null) where digit d starts in dst. Returns
-// false, having moved nothing, where every key has the same digit. `counts` holds
-// warps × 256 u32; the block has at least 256 threads. Every thread of the block calls it.
+// Rounds of 32 keys a warp walks in sort_by_digit: a warp's segment holds at most this many, and
+// each lane keeps its key and peers of every round in registers between the two walks.
+#ifndef KERNEL_RADIX_ROUNDS
+#error "the host passes KERNEL_RADIX_ROUNDS (src/policy/radix.rs)"
+#endif
+#define RADIX_ROUNDS KERNEL_RADIX_ROUNDS
+
+// Moves the m sortable words of src (and their indices) to dst in shared memory, stably ordered
+// by their digit at `shift`, and writes to starts[d] (unless null) where digit d starts in dst. Returns
+// false, having moved nothing, where every key has the same digit. `counts` holds warps × 256
+// u16 (a count, then a start, below 2^16); the block has at least 256 threads and at least
+// m / (32 × RADIX_ROUNDS) warps. Every thread of the block calls it.
 template <typename W, typename I>
-__device__ bool sort_by_digit(const W *src, const I *src_index, W *dst, I *dst_index, u32 m, u32 shift,
-                              const SortableMap<W> &map, u32 *counts, u32 *starts, DigitSortShared &sh) {
+__device__ bool sort_by_digit(const W *src, const I *src_index, W *dst, I *dst_index, u32 m, u32 shift, u16 *counts,
+                              u32 *starts, DigitSortShared &sh) {
     const u32 warps = blockDim.x / WARP_SIZE, warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
     // Warp w's segment: whole rounds of 32 keys, the last one cut at the end.
     const u32 segment = ((m + warps - 1) / warps + WARP_SIZE - 1) / WARP_SIZE * WARP_SIZE;
     const u32 begin = min(warp * segment, m), end = min(begin + segment, m);
-    u32 *my_counts = counts + warp * RADIX_DIGITS;
+    u16 *my_counts = counts + warp * RADIX_DIGITS;
+    W key[RADIX_ROUNDS];  // (a key's digit is two instructions away)
+    u32 peers[RADIX_ROUNDS];
 
-    // 1. Count this warp's digits.
+    // 1. Count this warp's digits, keeping each lane's keys, digits and peers.
     for (u32 d = lane; d < RADIX_DIGITS; d += WARP_SIZE) my_counts[d] = 0;
     if (threadIdx.x == 0) sh.one_digit = 0;
     __syncwarp();
-    for (u32 at = begin; at < end; at += WARP_SIZE) {
+#pragma unroll
+    for (u32 r = 0; r < RADIX_ROUNDS; ++r) {
+        const u32 at = begin + r * WARP_SIZE;
+        if (at >= end) break;  // the same for the whole warp
         const u32 i = at + lane;
         const bool real = i < end;
-        // Lanes past the end take a digit no real key has, one of their own.
-        const u32 d = real ? digit_of(map, src[i], shift) : RADIX_DIGITS + lane;
-        const u32 peers = __match_any_sync(FULL_WARP_MASK, d);
-        if (real && lane == 31 - __clz(peers)) my_counts[d] += __popc(peers);
+        key[r] = real ? src[i] : W(0);
+        const u32 d = digit_of(key[r], shift);
+        peers[r] = lanes_with_digit(d, __ballot_sync(FULL_WARP_MASK, real));
+        if (real && lane == 31 - __clz(peers[r])) my_counts[d] += u16(__popc(peers[r]));
         __syncwarp();
     }
     __syncthreads();
@@ -101,7 +128,7 @@ __device__ bool sort_by_digit(const W *src, const I *src_index, W *dst, I *dst_i
         if (starts != nullptr) starts[d] = start;
         for (u32 w = 0; w < warps; ++w) {
             const u32 c = counts[w * RADIX_DIGITS + d];
-            counts[w * RADIX_DIGITS + d] = start;
+            counts[w * RADIX_DIGITS + d] = u16(start);
             start += c;
         }
     }
@@ -112,20 +139,21 @@ __device__ bool sort_by_digit(const W *src, const I *src_index, W *dst, I *dst_i
         return false;
     }
 
-    // 3. Scatter, in the counting's order.
-    for (u32 at = begin; at < end; at += WARP_SIZE) {
+    // 3. Scatter, in the counting's order, from the registers.
+#pragma unroll
+    for (u32 r = 0; r < RADIX_ROUNDS; ++r) {
+        const u32 at = begin + r * WARP_SIZE;
+        if (at >= end) break;
         const u32 i = at + lane;
         const bool real = i < end;
-        const W key = real ? src[i] : W(0);
-        const u32 d = real ? digit_of(map, key, shift) : RADIX_DIGITS + lane;
-        const u32 peers = __match_any_sync(FULL_WARP_MASK, d);
+        const u32 d = digit_of(key[r], shift);
         const u32 start = real ? my_counts[d] : 0;
         __syncwarp();
         if (real) {
-            const u32 to = start + __popc(peers & lanes_below());
-            dst[to] = key;
+            const u32 to = start + __popc(peers[r] & lanes_below());
+            dst[to] = key[r];
             dst_index[to] = src_index[i];
-            if (lane == 31 - __clz(peers)) my_counts[d] = start + __popc(peers);
+            if (lane == 31 - __clz(peers[r])) my_counts[d] = u16(start + __popc(peers[r]));
         }
         __syncwarp();
     }
@@ -135,37 +163,41 @@ __device__ bool sort_by_digit(const W *src, const I *src_index, W *dst, I *dst_i
 
 // ---- One block a row ------------------------------------------------------------------------
 
-// Shared memory (the host's src/plan/radix.rs row_radix_shared_bytes): warps × 256 u32 counts,
-// two arrays of the row's keys, two of its u16 indices.
+// Shared memory (the host's src/plan/radix.rs one_block_shared_bytes): warps × 256 u16 counts,
+// two arrays of the row's keys, two of its u16 indices; at least row_len / 512 warps.
 template <typename W>
 __device__ void row_radix_sort(const W *keys, W *sorted_keys, u32 *indices, u32 row_len, u32 k, u32 map) {
     extern __shared__ __align__(16) unsigned char radix_shared[];
     __shared__ DigitSortShared sh;
     const u32 n = row_len, warps = blockDim.x / WARP_SIZE;
-    u32 *counts = reinterpret_cast<u32 *>(radix_shared);
+    u16 *counts = reinterpret_cast<u16 *>(radix_shared);
     // Array `from` of each pair starts `from * n` elements in.
-    W *const words = reinterpret_cast<W *>(radix_shared + warps * RADIX_DIGITS * sizeof(u32));
+    W *const words = reinterpret_cast<W *>(radix_shared + warps * RADIX_DIGITS * sizeof(u16));
     u16 *const index = reinterpret_cast<u16 *>(words + 2 * n);
 
     const u64 row = blockIdx.x;
     const W *in = keys + row * n;
+    const SortableMap<W> m(map);
     for (u32 i = threadIdx.x; i < n; i += blockDim.x) {
-        words[i] = in[i];
+        words[i] = m.to(in[i]);
         index[i] = u16(i);
     }
     __syncthreads();
-    const SortableMap<W> m(map);
     u32 from = 0;
     for (u32 shift = 0; shift < 8 * sizeof(W); shift += 8) {
         const u32 to = from ^ 1;
-        if (sort_by_digit(words + from * n, index + from * n, words + to * n, index + to * n, n, shift, m, counts,
+        if (sort_by_digit(words + from * n, index + from * n, words + to * n, index + to * n, n, shift, counts,
                           nullptr, sh))
             from = to;
     }
+    // The words unmapped are the keys, but where the map ties keys (-0.0 with +0.0, every NaN):
+    // then the input's own keys by index, unless the outputs are the input.
+    const bool from_input = (map & MAP_TIED) && keys != sorted_keys;
     const u64 out = row * k;
     for (u32 j = threadIdx.x; j < k; j += blockDim.x) {
-        sorted_keys[out + j] = words[from * n + j];
-        store_index(indices, out + j, index[from * n + j], map);
+        const u32 i = index[from * n + j];
+        sorted_keys[out + j] = from_input ? in[i] : m.from(words[from * n + j]);
+        store_index(indices, out + j, i, map);
     }
 }
 
@@ -192,84 +224,87 @@ struct RadixTiles {
     __device__ __forceinline__ u64 count_at(u32 d) const { return (row() * RADIX_DIGITS + d) * tiles_a_row + in_row(); }
 };
 
-// Counts each tile's keys of each digit at `shift` into counts ([row][digit][tile]).
+// Counts each tile's keys of each digit at `shift` into counts ([row][digit][tile]); `key_map`
+// maps the keys as read (the call's map for the first digit's input; 0 for sortable words).
 template <typename W>
-__device__ void radix_histogram(const W *keys, u32 *counts, RadixTiles t, u32 shift, u32 map) {
+__device__ void radix_histogram(const W *keys, u32 *counts, RadixTiles t, u32 shift, u32 key_map) {
     __shared__ u32 histogram[RADIX_DIGITS];
     for (u32 d = threadIdx.x; d < RADIX_DIGITS; d += blockDim.x) histogram[d] = 0;
     __syncthreads();
-    const SortableMap<W> m(map);
+    const SortableMap<W> m(key_map);
     const W *in = keys + t.row() * t.row_len + t.first_col();
-    const u32 len = t.len(), lane = threadIdx.x % WARP_SIZE;
-    // Whole warps walk the tile, so that equal digits of a warp add once.
-    for (u32 base = threadIdx.x - lane; base < len; base += blockDim.x) {
-        const u32 i = base + lane;
-        const u32 d = i < len ? digit_of(m, in[i], shift) : RADIX_DIGITS + lane;
-        const u32 peers = __match_any_sync(FULL_WARP_MASK, d);
-        if (i < len && lane == 31 - __clz(peers)) atomicAdd(&histogram[d], __popc(peers));
-    }
+    // Shared atomics: lanes that add to one digit together take turns, which only rows of few
+    // distinct digits feel.
+    for (u32 i = threadIdx.x; i < t.len(); i += blockDim.x) atomicAdd(&histogram[digit_of(m.to(in[i]), shift)], 1u);
     __syncthreads();
     for (u32 d = threadIdx.x; d < RADIX_DIGITS; d += blockDim.x) counts[t.count_at(d)] = histogram[d];
 }
 
 #define RADIX_HISTOGRAM_PARAMS(W) \
-    (const W *keys, u32 *counts, u32 row_len, u32 tile, u32 tiles_a_row, u32 shift, u32 map)
-#define RADIX_HISTOGRAM_ARGS (keys, counts, RadixTiles(row_len, tile, tiles_a_row), shift, map)
+    (const W *keys, u32 *counts, u32 row_len, u32 tile, u32 tiles_a_row, u32 shift, u32 key_map)
+#define RADIX_HISTOGRAM_ARGS (keys, counts, RadixTiles(row_len, tile, tiles_a_row), shift, key_map)
 
-// Orders the tile by the digit at `shift` in shared memory and stores each key, and its index
-// (its column for the first digit, `first`; `index_in` is not read then), at its place in the rows: `offsets`
-// is the exclusive scan of the counts. The last digit (`last`) stores the first k keys of each
-// row and their indices in rows of k (u64 indices where the map has MAP_INDEX64); the others
-// store every key to `keys_out` and its u32 index to `index_out`, in rows of row_len.
-// Shared memory: warps × 256 u32 counts, then 256 u32 bases, then two arrays of `tile` keys and
-// two of their u32 indices (src/plan/radix.rs radix_scatter_shared_bytes).
+// Orders the tile by the digit at `shift` in shared memory and stores each key, and its index,
+// at its place in the rows: `offsets` is the exclusive scan of the counts. The first digit
+// (`first`) reads the input's keys and maps them, and makes each index from its column
+// (`index_in` is not read); the others read sortable words and their u32 indices. The last digit
+// (`last`) stores the first k keys of each row and their indices in rows of k (u64 indices where
+// the map has MAP_INDEX64): the words unmapped, or with `from_input` (a map that ties keys, and
+// outputs that are not the input) the input's own keys, `input`, by index; the others store
+// every word to `keys_out` and its u32 index to `index_out`, in rows of row_len.
+// Shared memory: 256 u32 bases, then warps × 256 u16 counts, then two arrays of `tile` keys and
+// two of their u32 indices (src/plan/radix.rs tile_shared_bytes); tile ≤ 512 × warps.
 template <typename W>
 __device__ void radix_scatter(const W *keys, const u32 *index_in, W *keys_out, u32 *index_out, const u32 *offsets,
-                              RadixTiles t, u32 shift, u32 map, u32 first, u32 last, u32 k) {
+                              const W *input, RadixTiles t, u32 shift, u32 map, u32 first, u32 last, u32 k,
+                              u32 from_input) {
     extern __shared__ __align__(16) unsigned char radix_shared[];
     __shared__ DigitSortShared sh;
     const u32 warps = blockDim.x / WARP_SIZE;
-    u32 *counts = reinterpret_cast<u32 *>(radix_shared);
-    u32 *bases = counts + warps * RADIX_DIGITS;  // where the tile's keys of each digit start, less
-                                                 // where they start in the ordered tile
-    W *const words = reinterpret_cast<W *>(bases + RADIX_DIGITS);
+    // Where the tile's keys of each digit go, less where they start in the ordered tile.
+    u32 *bases = reinterpret_cast<u32 *>(radix_shared);
+    u16 *counts = reinterpret_cast<u16 *>(bases + RADIX_DIGITS);
+    W *const words = reinterpret_cast<W *>(counts + warps * RADIX_DIGITS);
     u32 *const index = reinterpret_cast<u32 *>(words + 2 * t.tile);
     const u32 len = t.len(), col = t.first_col();
     const u64 row_start = t.row() * t.row_len;
+    const SortableMap<W> m(map);
     for (u32 i = threadIdx.x; i < len; i += blockDim.x) {
-        words[i] = keys[row_start + col + i];
+        const W key = keys[row_start + col + i];
+        words[i] = first ? m.to(key) : key;
         index[i] = first ? col + i : index_in[row_start + col + i];
     }
     __syncthreads();
-    const SortableMap<W> m(map);
     u32 *starts = bases;
-    const bool moved = sort_by_digit(words, index, words + t.tile, index + t.tile, len, shift, m, counts, starts, sh);
+    const bool moved = sort_by_digit(words, index, words + t.tile, index + t.tile, len, shift, counts, starts, sh);
     const W *ordered = moved ? words + t.tile : words;
     const u32 *ordered_index = moved ? index + t.tile : index;
     for (u32 d = threadIdx.x; d < RADIX_DIGITS; d += blockDim.x) bases[d] = offsets[t.count_at(d)] - bases[d];
     __syncthreads();
     for (u32 j = threadIdx.x; j < len; j += blockDim.x) {
-        const W key = ordered[j];
-        const u64 to = bases[digit_of(m, key, shift)] + j;  // an index into every row's keys
+        const W word = ordered[j];
+        const u64 to = bases[digit_of(word, shift)] + j;  // an index into every row's keys
         if (last) {
             const u32 to_col = u32(to - row_start);
             if (to_col < k) {
                 const u64 out = t.row() * k + to_col;
-                keys_out[out] = key;
-                store_index(index_out, out, ordered_index[j], map);
+                const u32 i = ordered_index[j];
+                keys_out[out] = from_input ? input[row_start + i] : m.from(word);
+                store_index(index_out, out, i, map);
             }
         } else {
-            keys_out[to] = key;
+            keys_out[to] = word;
             index_out[to] = ordered_index[j];
         }
     }
 }
 
-#define RADIX_SCATTER_PARAMS(W)                                                                   \
-    (const W *keys, const u32 *index_in, W *keys_out, u32 *index_out, const u32 *offsets, u32 row_len, \
-     u32 tile, u32 tiles_a_row, u32 shift, u32 map, u32 first, u32 last, u32 k)
-#define RADIX_SCATTER_ARGS \
-    (keys, index_in, keys_out, index_out, offsets, RadixTiles(row_len, tile, tiles_a_row), shift, map, first, last, k)
+#define RADIX_SCATTER_PARAMS(W)                                                                         \
+    (const W *keys, const u32 *index_in, W *keys_out, u32 *index_out, const u32 *offsets, const W *input,    \
+     u32 row_len, u32 tile, u32 tiles_a_row, u32 shift, u32 map, u32 first, u32 last, u32 k, u32 from_input)
+#define RADIX_SCATTER_ARGS                                                                                     \
+    (keys, index_in, keys_out, index_out, offsets, input, RadixTiles(row_len, tile, tiles_a_row), shift, map, first, \
+     last, k, from_input)
 
 // ---- The exclusive scan of the counts ---------------------------------------------------------
 // Three launches over `len` u32 in chunks of RADIX_SCAN_CHUNK, a block of 256 threads a chunk:
@@ -345,17 +380,18 @@ extern "C" __global__ void __launch_bounds__(RADIX_SCAN_THREADS) radix_scan_chun
 
 // ---- The kernels of each key width ------------------------------------------------------------
 
-#define RADIX_KERNELS(W)                                                                                   \
-    extern "C" __global__ void __launch_bounds__(1024) row_radix_sort_##W ROW_RADIX_PARAMS(W) {             \
+// 8-byte keys hold twice the registers a round: at most 512 threads a block.
+#define RADIX_KERNELS(W, MOST_THREADS)                                                                     \
+    extern "C" __global__ void __launch_bounds__(MOST_THREADS) row_radix_sort_##W ROW_RADIX_PARAMS(W) {     \
         row_radix_sort<W> ROW_RADIX_ARGS;                                                                  \
     }                                                                                                      \
     extern "C" __global__ void __launch_bounds__(1024) radix_histogram_##W RADIX_HISTOGRAM_PARAMS(W) {      \
         radix_histogram<W> RADIX_HISTOGRAM_ARGS;                                                           \
     }                                                                                                      \
-    extern "C" __global__ void __launch_bounds__(1024) radix_scatter_##W RADIX_SCATTER_PARAMS(W) {          \
+    extern "C" __global__ void __launch_bounds__(MOST_THREADS, 1) radix_scatter_##W RADIX_SCATTER_PARAMS(W) {\
         radix_scatter<W> RADIX_SCATTER_ARGS;                                                               \
     }
 
-RADIX_KERNELS(u16)
-RADIX_KERNELS(u32)
-RADIX_KERNELS(u64)
+RADIX_KERNELS(u16, 1024)
+RADIX_KERNELS(u32, 1024)
+RADIX_KERNELS(u64, 512)

@@ -281,19 +281,19 @@ fn gpu_key_value_multiway_levels() {
     }
 }
 
-/// The radix sorts with indices at their boundaries: one block a row around its warps' rounds
-/// and its largest rows, and the passes over tiles (forced on short rows by a policy of small
-/// tiles and no one-block rows) with partial tiles and many tiles a row; every pattern, every
-/// key width.
+/// The radix sorts with indices at their boundaries, every row length taking them (a policy
+/// from rows of one key): one block a row around its warps' rounds and its largest rows, and the
+/// passes over tiles (forced on short rows by a policy of small tiles and no one-block rows)
+/// with partial tiles and many tiles a row; every pattern, every key width.
 fn gpu_radix_tiles_and_rows() {
     gpu("gpu_radix_tiles_and_rows");
-    let passes = {
-        let mut p = Policy::HOPPER.clone();
-        p.radix.one_block_most = 0;
-        p.radix.tile = 256;
-        p
-    };
-    for policy in [None, Some(&passes)] {
+    let mut one_block = Policy::HOPPER.clone();
+    one_block.radix.from_row_len = 0;
+    let mut passes = one_block.clone();
+    passes.radix.one_block_most = 0;
+    passes.radix.tile = 256;
+    for policy in [&one_block, &passes] {
+        let policy = Some(policy);
         for (rows, row_len) in [
             (3, 1),
             (5, 2),
@@ -310,6 +310,7 @@ fn gpu_radix_tiles_and_rows() {
         check_rows_under::<u32>(2, 4097, GPU, policy);
         check_rows_under::<f32>(2, 1 << 14, GPU, policy);
         check_rows_under::<f32>(2, (1 << 14) + 1, GPU, policy);
+        check_rows_under::<f64>(2, 8192, GPU, policy);
         for len in [1000, 4096 * 3 + 17] {
             for pattern in PATTERNS {
                 check_kv_under(&make_keys::<f32>(len, pattern, 9), GPU, policy);

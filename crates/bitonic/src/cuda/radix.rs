@@ -10,7 +10,7 @@ use super::launch::radix::{
 };
 use super::memory::{self, Scratchpad};
 use crate::error::{CudaContext as _, Result};
-use crate::kernels::abi::MAP_INDEX64;
+use crate::kernels::abi::{MAP_INDEX64, MAP_TIED};
 use crate::kernels::{self, kernel_width};
 use crate::plan::{RadixPlan, RadixShape, Scratch};
 use cudarc::driver::{CudaFunction, CudaView, CudaViewMut, DeviceRepr};
@@ -87,14 +87,16 @@ pub(crate) fn run<W: DeviceRepr + bytemuck::Pod, I: DeviceRepr>(
             let scratch = (&mut counts, &mut sums);
             // Digit 0 from the input to a, then a to b and b to a in turn, the last to the
             // outputs.
+            // The last digit stores the input's keys where the map ties some (their words do
+            // not give them back), unless it stores over them (in place: the words unmapped).
+            let input = match input {
+                RadixInput::Keys(keys) => Some(keys),
+                RadixInput::InPlace => None,
+            };
+            let to_a = (&mut keys_a, &mut index_a);
             match input {
-                RadixInput::Keys(keys) => {
-                    pass.run(x, 0, (keys, None), (&mut keys_a, &mut index_a), scratch)?
-                }
-                RadixInput::InPlace => {
-                    let keys = sorted.as_view();
-                    pass.run(x, 0, (&keys, None), (&mut keys_a, &mut index_a), scratch)?
-                }
+                Some(keys) => pass.run(x, 0, (keys, None), input, to_a, scratch)?,
+                None => pass.run(x, 0, (&sorted.as_view(), None), None, to_a, scratch)?,
             }
             let digits = std::mem::size_of::<W>();
             for digit in 1..digits {
@@ -108,9 +110,10 @@ pub(crate) fn run<W: DeviceRepr + bytemuck::Pod, I: DeviceRepr>(
                 let (keys, index) = (from.as_view(), from_index.as_view());
                 let source = (&keys, Some(&index));
                 if digit + 1 == digits {
-                    pass.run(x, digit, source, (&mut *sorted, &mut *indices), scratch)?;
+                    let outputs = (&mut *sorted, &mut *indices);
+                    pass.run(x, digit, source, input, outputs, scratch)?;
                 } else {
-                    pass.run(x, digit, source, (to, to_index), scratch)?;
+                    pass.run(x, digit, source, input, (to, to_index), scratch)?;
                 }
             }
             Ok(())
@@ -133,13 +136,15 @@ struct DigitPass {
 
 impl DigitPass {
     /// The pass of digit `digit` (the lowest is 0): counts of `keys`' digits, their scan, and
-    /// the stores of `keys` and their indices (`index`; none for digit 0, whose are the keys'
-    /// columns) in the digit's order to `out`, the first k of each row for the last digit.
+    /// the stores of `keys` and their indices (`index`; none for digit 0, which reads the
+    /// input's keys and makes their columns) in the digit's order to `out`: sortable words, and
+    /// for the last digit the first k keys of each row, from `input` where the map ties keys.
     fn run<W: DeviceRepr, I: DeviceRepr>(
         &self,
         x: &Exec,
         digit: usize,
         (keys, index): (&CudaView<W>, Option<&CudaView<u32>>),
+        input: Option<&CudaView<W>>,
         (keys_out, index_out): (&mut CudaViewMut<W>, &mut CudaViewMut<I>),
         (counts, sums): (&mut CudaViewMut<u32>, &mut CudaViewMut<u32>),
     ) -> Result<()> {
@@ -153,7 +158,7 @@ impl DigitPass {
             keys,
             counts,
             self.tiles,
-            (shift, self.map),
+            (shift, if first { self.map } else { 0 }),
         )
         .during(|| "launching radix_histogram".into())?;
         let scans = [&self.scans[0], &self.scans[1], &self.scans[2]];
@@ -163,6 +168,8 @@ impl DigitPass {
         let index_in = index.unwrap_or(&offsets);
         let arrays = ScatterArrays {
             keys,
+            input: input.unwrap_or(keys),
+            from_input: last && input.is_some() && self.map & MAP_TIED != 0,
             index_in,
             keys_out,
             index_out,

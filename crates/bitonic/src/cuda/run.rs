@@ -50,6 +50,16 @@ pub(crate) fn sort_with_values<K: SortKey, V: DeviceRepr + bytemuck::Pod>(
     check_width::<V>()?;
     let mut pad = Scratchpad::new(workspace, &plan.workspace)?;
     let map = plan.map;
+    if let Steps::Radix(radix) = &plan.steps {
+        // An argsort: the keys as they are (16-bit ones too), sorted in place, every index
+        // written.
+        let n = keys.len();
+        return with_word_of_width!(K, W => {
+            let mut words = memory::reinterpret::<K, W>(keys, n);
+            let outputs = (&mut words, &mut *values);
+            radix::run(x, radix, RadixInput::InPlace, outputs, map, &mut pad)
+        });
+    }
     with_words(x, plan, keys, &mut pad, |words, pad| {
         sorting_steps(x, &plan.steps, words, values, (row_len, map), pad)
     })
@@ -150,8 +160,6 @@ fn sorting_steps<W: DeviceRepr + bytemuck::Pod, V: DeviceRepr + bytemuck::Pod>(
     match steps {
         Steps::Nothing => Ok(()),
         Steps::KeyValue(plan) => kv::run(x, plan, words, values, map, pad),
-        // An argsort: the keys sorted in place, every index written.
-        Steps::Radix(plan) => radix::run(x, plan, RadixInput::InPlace, (words, values), map, pad),
         Steps::Pairs(plan) if plan.gather.is_some() => {
             rows::sort_pairs_with_values(x, plan, words, values, (row_len, map), pad)
         }

@@ -64,15 +64,15 @@ pub const RADIX_SCAN_CHUNK: usize = 4096;
 const DIGITS: usize = 256;
 
 /// Shared memory of a block that sorts a row of `row_len` keys of `key_bytes` alone with
-/// `threads`: the counts of each warp, two arrays of keys and two of u16 indices.
+/// `threads`: the u16 counts of each warp, two arrays of keys and two of u16 indices.
 pub(crate) fn one_block_shared_bytes(row_len: usize, key_bytes: usize, threads: u32) -> usize {
-    (threads as usize / 32) * DIGITS * 4 + 2 * row_len * key_bytes + 2 * row_len * 2
+    (threads as usize / 32) * DIGITS * 2 + 2 * row_len * key_bytes + 2 * row_len * 2
 }
 
-/// Shared memory of a storing block of tiles of `tile` keys: the counts of each warp, the
-/// digits' bases, two arrays of keys and two of u32 indices.
+/// Shared memory of a storing block of tiles of `tile` keys: the digits' u32 bases, the u16
+/// counts of each warp, two arrays of keys and two of u32 indices.
 pub(crate) fn tile_shared_bytes(tile: usize, key_bytes: usize, threads: u32) -> usize {
-    (threads as usize / 32) * DIGITS * 4 + DIGITS * 4 + 2 * tile * key_bytes + 2 * tile * 4
+    DIGITS * 4 + (threads as usize / 32) * DIGITS * 2 + 2 * tile * key_bytes + 2 * tile * 4
 }
 
 /// Whether rows of `row_len` keys of `key_bytes` sort one block a row
@@ -84,18 +84,19 @@ pub(crate) fn one_block_a_row(
     row_len: usize,
     key_bytes: usize,
 ) -> bool {
-    let shared = one_block_shared_bytes(row_len, key_bytes, one_block_threads(row_len));
+    let threads = one_block_threads(row_len);
+    let shared = one_block_shared_bytes(row_len, key_bytes, threads);
+    // 8-byte keys take at most 512 threads (the kernel's launch bounds: registers).
+    let most_threads = if key_bytes == 8 { 512 } else { 1024 };
     row_len <= policy.one_block_most.min(RadixPolicy::ONE_BLOCK_LIMIT)
         && shared <= info.shared_per_block_optin
+        && threads <= most_threads
 }
 
-/// Threads of a block that sorts a row of `row_len` keys: 256, or 512 past 4,096 keys.
+/// Threads of a block that sorts a row of `row_len` keys: a warp each 512 keys, at least 256
+/// (the scan of the digits' counts takes a thread a digit).
 fn one_block_threads(row_len: usize) -> u32 {
-    if row_len <= 4096 {
-        256
-    } else {
-        512
-    }
+    (row_len.div_ceil(RadixPolicy::KEYS_A_WARP) * 32).max(256) as u32
 }
 
 /// The radix sort of `rows` rows of `row_len` keys of `key_bytes`, keeping `k` a row; its
@@ -160,7 +161,7 @@ mod tests {
             p.shape,
             RadixShape::OneBlockARow {
                 threads: 256,
-                shared_bytes: 8 * 1024 + 2 * 4096 * 6
+                shared_bytes: 4 * 1024 + 2 * 4096 * 6
             }
         );
         assert_eq!(w.bytes(), 0, "one block a row needs no scratch");

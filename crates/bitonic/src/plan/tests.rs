@@ -61,12 +61,16 @@ fn what_runs_for_each_input() {
         (sort(1 << 24).rows(1 << 24), true, Backend::Cuda, MergeSort),
         (sort(1 << 24).rows(1024), true, Backend::Cuda, NetworkPasses),
         (sort(1 << 24).layout(segments), true, Backend::Cuda, SegmentPasses),
-        // Argsorts: the radix sort, one block a row up to 2^14 keys, else in passes.
+        // Argsorts: the radix sort from rows of 4,096 keys, one block a row up to 2^14 keys,
+        // else in passes; shorter rows the pair passes.
         (argsort(1 << 24), true, Backend::Cuda, RadixSort),
         (argsort(1 << 20).rows(1 << 20), true, Backend::Cuda, RadixSort),
-        (argsort(1 << 24).rows(256), true, Backend::Cuda, RowRadix),
+        (argsort(1 << 24).rows(256), true, Backend::Cuda, PairPasses),
+        (argsort(1 << 24).rows(4095), true, Backend::Cuda, PairPasses),
+        (argsort(1 << 24).rows(4096), true, Backend::Cuda, RowRadix),
         (argsort(1 << 24).rows(1 << 14), true, Backend::Cuda, RowRadix),
         (argsort(1 << 24).rows((1 << 14) + 1), true, Backend::Cuda, RadixSort),
+        (argsort(4095).backend(Backend::Cuda), true, Backend::Cuda, KeyValueMerge),
         (argsort(100).rows(10), false, Backend::Cpu, CpuSort),
     ];
     for (request, has_gpu, backend, strategy) in table {
@@ -191,12 +195,13 @@ fn top_k_selections() {
         (rows(1 << 20, 1000, 501, u32_), true, Backend::Cuda, TopkWarpSort),
         (rows(1 << 20, 1000, 100, u32_), true, Backend::Cuda, TopkWarpSort),
         (rows(1 << 20, warp * 2, 513, u32_), true, Backend::Cuda, TopkRadix),
-        (rows(1 << 20, warp * 2, warp + 1, u32_), true, Backend::Cuda, RowRadix),
+        (rows(1 << 20, warp * 2, warp + 1, u32_), true, Backend::Cuda, PairPasses),
         // 8-byte keys take the radix select or the rows' radix sort.
         (rows(1 << 20, 16, 1, u64_), true, Backend::Cuda, TopkRadix),
         (rows(1 << 20, 1024, 512, u64_), true, Backend::Cuda, TopkRadix),
-        (rows(1 << 20, 1024, 513, u64_), true, Backend::Cuda, RowRadix),
-        (rows(1 << 20, 1000, 501, u64_), true, Backend::Cuda, RowRadix),
+        (rows(1 << 20, 1024, 513, u64_), true, Backend::Cuda, PairPasses),
+        (rows(1 << 20, 1000, 501, u64_), true, Backend::Cuda, PairPasses),
+        (rows(1 << 20, 8192, 5000, u64_), true, Backend::Cuda, RowRadix),
         // The spread select: 64 rows of 128,256 (the sampler's shape) for every k it takes.
         (rows(64 * 128_256, 128_256, 1, u32_), true, Backend::Cuda, TopkSpread),
         (rows(64 * 128_256, 128_256, 1024, u16_), true, Backend::Cuda, TopkSpread),

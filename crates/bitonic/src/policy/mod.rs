@@ -139,6 +139,7 @@ impl Policy {
         let mut defines = self.sort.defines();
         defines.extend(self.merge.defines());
         defines.extend(self.topk.defines());
+        defines.extend(self.radix.defines());
         defines
     }
 }

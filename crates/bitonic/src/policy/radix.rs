@@ -14,14 +14,21 @@ pub struct RadixPolicy {
     pub one_block_most: usize,
     /// Keys of a tile of the passes over tiles: a block's.
     pub tile: usize,
-    /// Threads of a block of the passes over tiles (a multiple of 32, at least 256).
+    /// Threads of a block of the passes over tiles (a multiple of 32 from 256 to 512, a warp
+    /// at least each 512 keys of a tile).
     pub tile_threads: u32,
 }
 
 impl RadixPolicy {
-    /// Hopper's numbers: not yet measured against each other (docs/notes/radix.md).
+    /// Hopper's numbers, measured on an H200 (docs/notes/radix.md; u32 argsorts of rows in the
+    /// kernels' harness beside `bitonic bench-rows` of the pair passes): radix from rows of 4,096
+    /// (0.44 ms against the pair passes' 0.57 at 4096 × 4096; 0.53 against 0.90 at
+    /// 1024 × 16384), the pair passes below (0.47 against 0.54 at 16384 × 1024; 0.37 against
+    /// 1.0 at 65536 × 256; 2,048 not measured). One block a row up to 2^14 keys (0.53 ms against
+    /// the passes' 1.07 at 1024 × 16384); 16 keys a lane (RADIX_ROUNDS) beat 8 on every row
+    /// shape but one (65536 × 256, which the pair passes take).
     pub const HOPPER: RadixPolicy = RadixPolicy {
-        from_row_len: 0,
+        from_row_len: 4096,
         one_block_most: 1 << 14,
         tile: 4096,
         tile_threads: 256,
@@ -29,6 +36,18 @@ impl RadixPolicy {
 
     /// The most keys of a row one block sorts: its 16-bit indices' limit.
     pub const ONE_BLOCK_LIMIT: usize = 1 << 16;
+
+    /// Rounds of 32 keys a warp holds in registers (`KERNEL_RADIX_ROUNDS`): a block has a warp
+    /// each [`RadixPolicy::KEYS_A_WARP`] keys it orders.
+    pub const ROUNDS: usize = 16;
+
+    /// Keys a warp of the radix kernels holds.
+    pub const KEYS_A_WARP: usize = Self::ROUNDS * 32;
+
+    /// The `-D` defines the radix kernels are compiled with.
+    pub(crate) fn defines(&self) -> Vec<(&'static str, String)> {
+        vec![("KERNEL_RADIX_ROUNDS", Self::ROUNDS.to_string())]
+    }
 
     /// Why the numbers cannot run, if they cannot.
     pub fn validate(&self) -> Result<(), String> {
@@ -44,10 +63,17 @@ impl RadixPolicy {
                 self.tile
             ));
         }
-        if self.tile_threads % 32 != 0 || !(256..=1024).contains(&self.tile_threads) {
+        if self.tile_threads % 32 != 0 || !(256..=512).contains(&self.tile_threads) {
             return Err(format!(
-                "radix.tile_threads is a multiple of 32 from 256 to 1024, not {}",
+                "radix.tile_threads is a multiple of 32 from 256 to 512, not {}",
                 self.tile_threads
+            ));
+        }
+        if self.tile > self.tile_threads as usize / 32 * Self::KEYS_A_WARP {
+            return Err(format!(
+                "radix.tile of {} keys is more than the {} warps of radix.tile_threads hold (512 each)",
+                self.tile,
+                self.tile_threads / 32
             ));
         }
         Ok(())

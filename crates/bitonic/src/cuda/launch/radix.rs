@@ -61,8 +61,9 @@ pub(crate) fn row_radix_sort<W: DeviceRepr, I: DeviceRepr>(
     }
 }
 
-/// kernels/radix.cu `radix_histogram_W(keys, counts, row_len, tile, tiles_a_row, shift, map)`:
-/// a block a tile counts its keys' digits at `shift` into `counts` ([row][digit][tile]).
+/// kernels/radix.cu `radix_histogram_W(keys, counts, row_len, tile, tiles_a_row, shift,
+/// key_map)`: a block a tile counts its keys' digits at `shift` into `counts` ([row][digit][tile]),
+/// the keys mapped by `key_map` (the call's map for the input, 0 for sortable words).
 pub(crate) fn radix_histogram<W: DeviceRepr>(
     x: &Exec,
     kernel: &CudaFunction,
@@ -70,13 +71,13 @@ pub(crate) fn radix_histogram<W: DeviceRepr>(
     keys: &CudaView<W>,
     counts: &mut CudaViewMut<u32>,
     (row_len, tile, tiles_a_row): Tiles,
-    (shift, map): (u32, u32),
+    (shift, key_map): (u32, u32),
 ) -> Result<(), DriverError> {
     let tiles = cfg.grid_dim.0 as usize;
     let rows = tiles / tiles_a_row as usize;
     assert!(keys.len() >= rows * row_len as usize && counts.len() >= tiles * 256);
     // SAFETY: radix_histogram_W(const W *keys, u32 *counts, u32 row_len, u32 tile,
-    // u32 tiles_a_row, u32 shift, u32 map): block b reads its tile of the rows (asserted) and
+    // u32 tiles_a_row, u32 shift, u32 key_map): block b reads its tile of the rows (asserted) and
     // writes its 256 counts.
     unsafe {
         launch(x, kernel, cfg, |l| {
@@ -86,23 +87,26 @@ pub(crate) fn radix_histogram<W: DeviceRepr>(
                 .arg(&tile)
                 .arg(&tiles_a_row)
                 .arg(&shift)
-                .arg(&map);
+                .arg(&key_map);
         })
     }
 }
 
-/// The arrays of one store pass: the keys and indices it reads (`index_in` is not read by the
-/// first digit's pass), and the ones it writes (u32 indices, or for the last digit the caller's,
-/// u64 where its map has MAP_INDEX64).
+/// The arrays of one store pass: the keys and indices it reads (the input's keys, and no
+/// indices, `index_in` unread, for the first digit; sortable words after), and the ones it
+/// writes (u32 indices, or for the last digit the caller's, u64 where its map has MAP_INDEX64);
+/// `input`, the input's keys, which the last digit stores by index where `from_input`.
 pub(crate) struct ScatterArrays<'v, 'a, 'b, 'c, W, I> {
     pub(crate) keys: &'v CudaView<'a, W>,
+    pub(crate) input: &'v CudaView<'a, W>,
+    pub(crate) from_input: bool,
     pub(crate) index_in: &'v CudaView<'a, u32>,
     pub(crate) keys_out: &'v mut CudaViewMut<'b, W>,
     pub(crate) index_out: &'v mut CudaViewMut<'c, I>,
 }
 
-/// kernels/radix.cu `radix_scatter_W(keys, index_in, keys_out, index_out, offsets, row_len,
-/// tile, tiles_a_row, shift, map, first, last, k)`: a block a tile orders its keys by the digit
+/// kernels/radix.cu `radix_scatter_W(keys, index_in, keys_out, index_out, offsets, input,
+/// row_len, tile, tiles_a_row, shift, map, first, last, k, from_input)`: a block a tile orders its keys by the digit
 /// at `shift` and stores each where `offsets` (the counts' exclusive scan) says; the `last`
 /// digit's stores the first `k` of each row in rows of k.
 pub(crate) fn radix_scatter<W: DeviceRepr, I: DeviceRepr>(
@@ -118,6 +122,8 @@ pub(crate) fn radix_scatter<W: DeviceRepr, I: DeviceRepr>(
     let n = tiles / tiles_a_row as usize * row_len as usize;
     let ScatterArrays {
         keys,
+        input,
+        from_input,
         index_in,
         keys_out,
         index_out,
@@ -130,13 +136,15 @@ pub(crate) fn radix_scatter<W: DeviceRepr, I: DeviceRepr>(
     assert!(keys.len() >= n && keys_out.len() >= kept && index_out.len() >= kept);
     assert!(first || index_in.len() >= n);
     assert!(offsets.len() >= tiles * 256);
-    let (first, last) = (first as u32, last as u32);
+    assert!(!from_input || input.len() >= n);
+    let (first, last, from_input) = (first as u32, last as u32, from_input as u32);
     // SAFETY: radix_scatter_W(const W *keys, const u32 *index_in, W *keys_out, u32 *index_out,
-    // const u32 *offsets, u32 row_len, u32 tile, u32 tiles_a_row, u32 shift, u32 map,
-    // u32 first, u32 last, u32 k): block b reads its tile of `keys` and (unless `first`) of
-    // `index_in`, its 256 offsets, and writes each key and index at its offset, below n (the
-    // offsets are a scan of counts that add up to n), or for the last digit the first k of
-    // each row (the lengths asserted above; u64 indices only where the caller's I is).
+    // const u32 *offsets, const W *input, u32 row_len, u32 tile, u32 tiles_a_row, u32 shift,
+    // u32 map, u32 first, u32 last, u32 k, u32 from_input): block b reads its tile of `keys`
+    // and (unless `first`) of `index_in`, its 256 offsets, (where `from_input`) the input's keys
+    // its indices name, and writes each key and index at its offset, below n (the offsets are
+    // a scan of counts that add up to n), or for the last digit the first k of each row (the
+    // lengths asserted above; u64 indices only where the caller's I is).
     unsafe {
         launch(x, kernel, cfg, |l| {
             l.arg(keys)
@@ -144,6 +152,7 @@ pub(crate) fn radix_scatter<W: DeviceRepr, I: DeviceRepr>(
                 .arg(keys_out)
                 .arg(index_out)
                 .arg(offsets)
+                .arg(input)
                 .arg(&row_len)
                 .arg(&tile)
                 .arg(&tiles_a_row)
@@ -151,7 +160,8 @@ pub(crate) fn radix_scatter<W: DeviceRepr, I: DeviceRepr>(
                 .arg(&map)
                 .arg(&first)
                 .arg(&last)
-                .arg(&k);
+                .arg(&k)
+                .arg(&from_input);
         })
     }
 }

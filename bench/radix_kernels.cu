@@ -1,0 +1,152 @@
+// The radix sorts' kernels (crates/bitonic/kernels/radix.cu) alone, without the library: one
+// block a row and the passes over tiles on u32 and u16 keys, timed by CUDA events (median of 9
+// after a warm-up, fresh copies of the same random keys), each checked against a stable CPU
+// sort of (key, index). For trying a kernel change on the GPU host without a Rust build:
+// compile against any copy of radix.cu.
+//   nvcc -O3 -arch=sm_90 -std=c++17 -I crates/bitonic/kernels -DRADIX_CU='"radix.cu"' \
+//     -DKERNEL_MAP_SIGNED=1 -DKERNEL_MAP_FLOAT=2 -DKERNEL_MAP_DESCENDING=4 -DKERNEL_MAP_NUMERIC=32 \
+//     -DKERNEL_MAP_BFLOAT16=64 -DKERNEL_MAP_TIED=256 -DKERNEL_MAP_INDEX64=128 \
+//     -DKERNEL_KEY_INDEX_BYTES=16 -DKERNEL_RADIX_ROUNDS=16u -o /tmp/radix_kernels bench/radix_kernels.cu \
+//     && /tmp/radix_kernels
+#include RADIX_CU
+#include <algorithm>
+#include <cstdio>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#define CHECK(call)                                                                                        \
+    do {                                                                                                   \
+        cudaError_t e = (call);                                                                            \
+        if (e != cudaSuccess) { printf("%s: %s\n", #call, cudaGetErrorString(e)); exit(1); }                \
+    } while (0)
+
+// The kernels of W, by name.
+template <typename W> void *row_kernel() {
+    if constexpr (sizeof(W) == 4) return (void *)row_radix_sort_u32;
+    else return (void *)row_radix_sort_u16;
+}
+template <typename W> void *scatter_kernel() {
+    if constexpr (sizeof(W) == 4) return (void *)radix_scatter_u32;
+    else return (void *)radix_scatter_u16;
+}
+template <typename W>
+void launch_row(u32 blocks, u32 threads, size_t shared, const W *keys, W *out, u32 *index, u32 row_len, u32 map) {
+    if constexpr (sizeof(W) == 4) row_radix_sort_u32<<<blocks, threads, shared>>>(keys, out, index, row_len, row_len, map);
+    else row_radix_sort_u16<<<blocks, threads, shared>>>(keys, out, index, row_len, row_len, map);
+}
+template <typename W>
+void launch_histogram(u32 blocks, const W *src, u32 *counts, u32 row_len, u32 tile, u32 tiles_a_row, u32 shift) {
+    if constexpr (sizeof(W) == 4) radix_histogram_u32<<<blocks, 256>>>(src, counts, row_len, tile, tiles_a_row, shift, 0);
+    else radix_histogram_u16<<<blocks, 256>>>(src, counts, row_len, tile, tiles_a_row, shift, 0);
+}
+template <typename W>
+void launch_scatter(u32 blocks, u32 threads, size_t shared, const W *src, const u32 *isrc, W *dst, u32 *idst, const u32 *counts,
+                    u32 row_len, u32 tile, u32 tiles_a_row, u32 shift, u32 first, u32 last) {
+    if constexpr (sizeof(W) == 4)
+        radix_scatter_u32<<<blocks, threads, shared>>>(src, isrc, dst, idst, counts, src, row_len, tile, tiles_a_row, shift,
+                                                   0, first, last, row_len, 0);
+    else
+        radix_scatter_u16<<<blocks, threads, shared>>>(src, isrc, dst, idst, counts, src, row_len, tile, tiles_a_row, shift,
+                                                   0, first, last, row_len, 0);
+}
+
+template <typename W>
+void sort_rows(const W *keys, W *out, u32 *index_out, u32 rows, u32 row_len, bool passes, W *buf, u32 *ibuf,
+               u32 *counts, u32 *sums) {
+    const u32 map = KERNEL_MAP_INDEX64 * 0;
+    if (!passes) {
+        const u32 threads = std::max<u32>(256, (row_len + 32 * RADIX_ROUNDS - 1) / (32 * RADIX_ROUNDS) * 32);
+        const size_t shared = threads / 32 * 512 + 2 * size_t(row_len) * sizeof(W) + 4 * size_t(row_len);
+        CHECK(cudaFuncSetAttribute(row_kernel<W>(), cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+        launch_row<W>(rows, threads, shared, keys, out, index_out, row_len, map);
+        return;
+    }
+    const u32 tile = std::min<u32>(4096, std::max<u32>(256, 1u << (32 - __builtin_clz(row_len - 1))));
+    const u32 tiles_a_row = (row_len + tile - 1) / tile, blocks = rows * tiles_a_row;
+    const size_t n = size_t(rows) * row_len, count_len = size_t(blocks) * 256, chunks = (count_len + 4095) / 4096;
+    const u32 tile_threads = std::max<u32>(256, tile / (32 * RADIX_ROUNDS) * 32);
+    const size_t shared = 1024 + tile_threads / 32 * 512 + 2 * size_t(tile) * sizeof(W) + 8 * size_t(tile);
+    CHECK(cudaFuncSetAttribute(scatter_kernel<W>(), cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
+    const u32 digits = sizeof(W);
+    for (u32 d = 0; d < digits; ++d) {
+        const bool first = d == 0, last = d + 1 == digits;
+        const W *src = first ? keys : buf + (d % 2 == 1 ? 0 : n);
+        const u32 *isrc = first ? counts : ibuf + (d % 2 == 1 ? 0 : n);
+        W *dst = last ? out : buf + (d % 2 == 0 ? 0 : n);
+        u32 *idst = last ? index_out : ibuf + (d % 2 == 0 ? 0 : n);
+        launch_histogram<W>(blocks, src, counts, row_len, tile, tiles_a_row, 8 * d);
+        radix_scan_sums<<<chunks, 256>>>(counts, sums, u32(count_len));
+        radix_scan_of_sums<<<1, 1024>>>(sums, u32(chunks));
+        radix_scan_chunks<<<chunks, 256>>>(counts, sums, u32(count_len));
+        launch_scatter<W>(blocks, tile_threads, shared, src, isrc, dst, idst, counts, row_len, tile, tiles_a_row, 8 * d, first, last);
+    }
+}
+
+template <typename W> void run(const char *name, u32 rows, u32 row_len, bool passes) {
+    if (!passes && (row_len + 32 * RADIX_ROUNDS - 1) / (32 * RADIX_ROUNDS) * 32 > 1024) {
+        printf("%-28s block   (more than 1024 threads at %u rounds)\n", name, RADIX_ROUNDS);
+        return;
+    }
+    const size_t n = size_t(rows) * row_len;
+    std::vector<W> host(n);
+    std::mt19937_64 rng(rows * 31 + row_len);
+    for (auto &k : host) k = W(rng() >> 20);  // few-distinct-ish for u16, random for u32
+    W *keys, *out, *buf;
+    u32 *index, *ibuf, *counts, *sums;
+    CHECK(cudaMalloc(&keys, n * sizeof(W)));
+    CHECK(cudaMalloc(&out, n * sizeof(W)));
+    CHECK(cudaMalloc(&buf, 2 * n * sizeof(W)));
+    CHECK(cudaMalloc(&index, n * 4));
+    CHECK(cudaMalloc(&ibuf, 2 * n * 4));
+    CHECK(cudaMalloc(&counts, (n / 256 + rows + 16) * 256 * 4 + 4096 * 4));
+    CHECK(cudaMalloc(&sums, (n / 256 + rows + 16) * 4 + 4096));
+    CHECK(cudaMemcpy(keys, host.data(), n * sizeof(W), cudaMemcpyHostToDevice));
+    sort_rows<W>(keys, out, index, rows, row_len, passes, buf, ibuf, counts, sums);
+    CHECK(cudaDeviceSynchronize());
+    std::vector<float> ms;
+    cudaEvent_t a, b;
+    cudaEventCreate(&a);
+    cudaEventCreate(&b);
+    for (int r = 0; r < 9; ++r) {
+        cudaEventRecord(a);
+        sort_rows<W>(keys, out, index, rows, row_len, passes, buf, ibuf, counts, sums);
+        cudaEventRecord(b);
+        CHECK(cudaEventSynchronize(b));
+        float t;
+        cudaEventElapsedTime(&t, a, b);
+        ms.push_back(t);
+    }
+    std::sort(ms.begin(), ms.end());
+    std::vector<W> got(n);
+    std::vector<u32> got_index(n);
+    CHECK(cudaMemcpy(got.data(), out, n * sizeof(W), cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(got_index.data(), index, n * 4, cudaMemcpyDeviceToHost));
+    size_t bad = 0;
+    for (u32 r = 0; r < rows && r < 64; ++r) {
+        std::vector<u32> want(row_len);
+        std::iota(want.begin(), want.end(), 0u);
+        const W *row = host.data() + size_t(r) * row_len;
+        std::stable_sort(want.begin(), want.end(), [&](u32 x, u32 y) { return row[x] < row[y]; });
+        for (u32 j = 0; j < row_len; ++j)
+            bad += got_index[size_t(r) * row_len + j] != want[j] || got[size_t(r) * row_len + j] != row[want[j]];
+    }
+    printf("%-28s %-7s %8.3f ms  (min %.3f)  %s\n", name, passes ? "passes" : "block", ms[4], ms[0],
+           bad ? "WRONG" : "ok");
+    cudaFree(keys); cudaFree(out); cudaFree(buf); cudaFree(index); cudaFree(ibuf); cudaFree(counts); cudaFree(sums);
+}
+
+int main() {
+    run<u32>("u32 65536 x 256", 65536, 256, false);
+    run<u32>("u32 16384 x 1024", 16384, 1024, false);
+    run<u32>("u32 4096 x 4096", 4096, 4096, false);
+    run<u32>("u32 4096 x 4096", 4096, 4096, true);
+    run<u32>("u32 1024 x 16384", 1024, 16384, false);
+    run<u32>("u32 1024 x 16384", 1024, 16384, true);
+    run<u32>("u32 1 x 2^24", 1, 1 << 24, true);
+    run<u32>("u32 1 x 2^26", 1, 1 << 26, true);
+    run<u32>("u32 64 x 128256", 64, 128256, true);
+    run<u16>("u16 256 x 151936", 256, 151936, true);
+    run<u16>("u16 4096 x 4096", 4096, 4096, false);
+    return 0;
+}
