@@ -38,10 +38,17 @@ fn h100_plan_under(request: &Request, policy: &Policy) -> Plan {
 }
 
 /// Hopper's policy with the radix sorts with indices off: the network's and the merge's
-/// stable sorts, by name.
+/// stable sorts, by name (Hopper's own, for now).
 fn no_radix() -> Policy {
     let mut p = Policy::HOPPER;
     p.radix.from_row_len = usize::MAX;
+    p
+}
+
+/// Hopper's policy with the radix sorts on from the rows they won on.
+fn radix_on() -> Policy {
+    let mut p = Policy::HOPPER;
+    p.radix.from_row_len = crate::policy::RadixPolicy::MEASURED_FROM;
     p
 }
 
@@ -61,16 +68,11 @@ fn what_runs_for_each_input() {
         (sort(1 << 24).rows(1 << 24), true, Backend::Cuda, MergeSort),
         (sort(1 << 24).rows(1024), true, Backend::Cuda, NetworkPasses),
         (sort(1 << 24).layout(segments), true, Backend::Cuda, SegmentPasses),
-        // Argsorts: the radix sort from rows of 4,096 keys, one block a row up to 2^14 keys,
-        // else in passes; shorter rows the pair passes.
-        (argsort(1 << 24), true, Backend::Cuda, RadixSort),
-        (argsort(1 << 20).rows(1 << 20), true, Backend::Cuda, RadixSort),
+        // Argsorts (the radix sorts are off in Hopper's policy: see radix_sorts_by_policy).
+        (argsort(1 << 24), true, Backend::Cuda, KeyValueMerge),
+        (argsort(1 << 20).rows(1 << 20), true, Backend::Cuda, KeyValueMerge),
         (argsort(1 << 24).rows(256), true, Backend::Cuda, PairPasses),
-        (argsort(1 << 24).rows(4095), true, Backend::Cuda, PairPasses),
-        (argsort(1 << 24).rows(4096), true, Backend::Cuda, RowRadix),
-        (argsort(1 << 24).rows(1 << 14), true, Backend::Cuda, RowRadix),
-        (argsort(1 << 24).rows((1 << 14) + 1), true, Backend::Cuda, RadixSort),
-        (argsort(4095).backend(Backend::Cuda), true, Backend::Cuda, KeyValueMerge),
+        (argsort(1 << 24).rows(4096), true, Backend::Cuda, PairPasses),
         (argsort(100).rows(10), false, Backend::Cpu, CpuSort),
     ];
     for (request, has_gpu, backend, strategy) in table {
@@ -173,12 +175,12 @@ fn top_k_selections() {
         (rows(2 * long, long, long_k + 1, u64_), true, Backend::Cuda, TopkRadix),
         (topk(long + 1, long_k + 1, u32_), true, Backend::Cuda, TopkSpread),
         (topk(long + 1, 2000, u32_), true, Backend::Cuda, TopkFilter),
-        (topk(1 << 20, max + 1, u32_), true, Backend::Cuda, RadixSort),
-        (rows(1 << 20, 1 << 20, max + 1, u32_), true, Backend::Cuda, RadixSort),
+        (topk(1 << 20, max + 1, u32_), true, Backend::Cuda, KeyValueMerge),
+        (rows(1 << 20, 1 << 20, max + 1, u32_), true, Backend::Cuda, KeyValueMerge),
         (rows(1 << 20, 4096, 100, u32_), true, Backend::Cuda, TopkRadix),
         (rows(1 << 20, chunk, max, u32_), true, Backend::Cuda, TopkRadix),
         (rows(1 << 20, chunk * 2, max, u32_), true, Backend::Cuda, TopkFilter),
-        (rows(1 << 20, 4096, 4096, u32_), true, Backend::Cuda, RowRadix),
+        (rows(1 << 20, 4096, 4096, u32_), true, Backend::Cuda, PairPasses),
         // Short rows of 2- and 4-byte keys: the warp sort for every k up to its length, then
         // from its k, and above half a row.
         (rows(1 << 20, warp_all, 1, u32_), true, Backend::Cuda, TopkWarpSort),
@@ -201,7 +203,6 @@ fn top_k_selections() {
         (rows(1 << 20, 1024, 512, u64_), true, Backend::Cuda, TopkRadix),
         (rows(1 << 20, 1024, 513, u64_), true, Backend::Cuda, PairPasses),
         (rows(1 << 20, 1000, 501, u64_), true, Backend::Cuda, PairPasses),
-        (rows(1 << 20, 8192, 5000, u64_), true, Backend::Cuda, RowRadix),
         // The spread select: 64 rows of 128,256 (the sampler's shape) for every k it takes.
         (rows(64 * 128_256, 128_256, 1, u32_), true, Backend::Cuda, TopkSpread),
         (rows(64 * 128_256, 128_256, 1024, u16_), true, Backend::Cuda, TopkSpread),
@@ -462,4 +463,45 @@ fn segments_group_by_padded_length() {
         p.workspace.part(Scratch::SegmentBounds).unwrap().bytes,
         2 * 4 * 4
     );
+}
+
+/// Under a policy that turns the radix sorts on (from the rows they won on): argsorts and the
+/// top-k by sorting of rows from 4,096 keys, one block a row up to 2^14 keys (8-byte keys to
+/// 2^13, which a block's shared memory holds), else in passes; shorter rows as before.
+#[test]
+fn radix_sorts_by_policy() {
+    let argsort = |len| Request::new(Operation::Argsort { index_bytes: 4 }, DType::U32, len);
+    let topk = |len, row_len, k, dtype| {
+        Request::new(Operation::Topk { k, index_bytes: 8 }, dtype, len).rows(row_len)
+    };
+    let on = radix_on();
+    for (request, strategy) in [
+        (argsort(1 << 24), RadixSort),
+        (argsort(1 << 20).rows(1 << 20), RadixSort),
+        (argsort(1 << 24).rows(256), PairPasses),
+        (argsort(1 << 24).rows(4095), PairPasses),
+        (argsort(1 << 24).rows(4096), RowRadix),
+        (argsort(1 << 24).rows(1 << 14), RowRadix),
+        (argsort(1 << 24).rows((1 << 14) + 1), RadixSort),
+        (argsort(4095).backend(Backend::Cuda), KeyValueMerge),
+        (topk(1 << 20, 1 << 20, 2049, DType::U32), RadixSort),
+        (topk(1 << 20, 4096, 4096, DType::F32), RowRadix),
+        (topk(1 << 20, 8192, 5000, DType::U64), RowRadix),
+        (topk(1 << 20, 1 << 14, 9000, DType::F64), RadixSort),
+        (topk(64 * 128_256, 128_256, 128_256, DType::BF16), RadixSort),
+        (topk(1 << 20, 1024, 513, DType::U64), PairPasses),
+    ] {
+        let got = chosen_under(&request, true, &on).unwrap();
+        assert_eq!(got, (Backend::Cuda, strategy), "{request:?}");
+        if strategy != PairPasses && strategy != KeyValueMerge {
+            // One module, one launch a row or five a digit.
+            let plan = h100_plan_under(&request, &on);
+            assert_eq!(plan.modules, [&crate::kernels::RADIX], "{request:?}");
+            // 16-bit keys as they are: no widened words.
+            assert_eq!(plan.widen, None);
+            let passes = strategy == RadixSort;
+            let scratch = plan.workspace.part(Scratch::RadixKeys).is_some();
+            assert_eq!(scratch, passes, "{request:?}: scratch only between passes");
+        }
+    }
 }

@@ -7,7 +7,7 @@
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RadixPolicy {
     /// Rows of at least this many keys take a radix sort; shorter ones the pair passes of the
-    /// tuned network. `usize::MAX`: never (the network's pairs, by name, for an A/B run).
+    /// tuned network (and one shorter array the key-value merge sort). `usize::MAX`: never.
     pub from_row_len: usize,
     /// Rows of at most this many keys (and at most 2^16, whose indices fit 16 bits) sort in one
     /// block a row in shared memory, where they fit; longer ones in a pass a digit over tiles.
@@ -21,18 +21,24 @@ pub struct RadixPolicy {
 
 impl RadixPolicy {
     /// Hopper's numbers, measured on an H200 (docs/notes/radix.md; u32 argsorts of rows in the
-    /// kernels' harness beside `bitonic bench-rows` of the pair passes): radix from rows of 4,096
-    /// (0.44 ms against the pair passes' 0.57 at 4096 × 4096; 0.53 against 0.90 at
-    /// 1024 × 16384), the pair passes below (0.47 against 0.54 at 16384 × 1024; 0.37 against
-    /// 1.0 at 65536 × 256; 2,048 not measured). One block a row up to 2^14 keys (0.53 ms against
-    /// the passes' 1.07 at 1024 × 16384); 16 keys a lane (RADIX_ROUNDS) beat 8 on every row
-    /// shape but one (65536 × 256, which the pair passes take).
+    /// kernels' harness beside `bitonic bench-rows` of the pair passes). The radix sorts are
+    /// off by default (`from_row_len` is `usize::MAX`): their kernels as they are now have run
+    /// only in the harness, not yet the library's GPU tests. [`RadixPolicy::MEASURED_FROM`] is
+    /// where the measurements put them. One block a row up to 2^14 keys (0.53 ms against the
+    /// passes' 1.07 at 1024 × 16384); 16 keys a lane ([`RadixPolicy::ROUNDS`]) beat 8 on every
+    /// row shape but one (65536 × 256, which the pair passes take).
     pub const HOPPER: RadixPolicy = RadixPolicy {
-        from_row_len: 4096,
+        from_row_len: usize::MAX,
         one_block_most: 1 << 14,
         tile: 4096,
         tile_threads: 256,
     };
+
+    /// The shortest rows the radix sorts won on, against the pair passes (4,096: 0.44 ms against
+    /// 0.57 at 4096 × 4096, 0.53 against 0.90 at 1024 × 16384; they lost at 1,024: 0.54 against
+    /// 0.47 at 16384 × 1024; 2,048 not measured). A policy turns them on with
+    /// `from_row_len = MEASURED_FROM`.
+    pub const MEASURED_FROM: usize = 4096;
 
     /// The most keys of a row one block sorts: its 16-bit indices' limit.
     pub const ONE_BLOCK_LIMIT: usize = 1 << 16;
