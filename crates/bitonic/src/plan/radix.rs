@@ -36,7 +36,7 @@ pub enum RadixShape {
         shared_bytes: u32,
         /// Counts: 256 a tile.
         counts: usize,
-        /// Chunks of the counts' scan ([`RADIX_SCAN_CHUNK`] counts each).
+        /// Chunks of the counts' scan (4,096 counts each: kernels/radix.cu `RADIX_SCAN_CHUNK`).
         chunks: usize,
         /// Arrays of keys and indices between passes: one for two digits, else two.
         buffers: usize,
