@@ -20,6 +20,7 @@
 
 mod choose;
 pub(crate) mod merge;
+pub mod out_of_core;
 pub(crate) mod passes;
 pub(crate) mod radix;
 mod request;
