@@ -17,9 +17,16 @@
 //!
 //! Device memory, keys of W bytes: a run's sort takes `run × W` plus its workspace; the merge,
 //! the resident run plus one piece's sort. So two runs reach about the device's memory in keys'
-//! bytes, twice what one in-memory sort reaches; longer inputs need more runs (a multiway merge
-//! whose output lands in the holes its inputs leave), which this plan refuses with the bytes it
-//! would need.
+//! bytes, twice what one in-memory sort reaches, and at most 2 × 2^31 keys (one GPU sort
+//! indexes at most [`MAX_LEN`]).
+//!
+//! **More runs: a forward merge into the holes.** Past that, the runs are as long as one sort
+//! takes (whole blocks of [`BLOCK`] keys), each sorted on the GPU and written back in its place.
+//! The merge then makes the output a block at a time, forward: the block's slice of every run
+//! goes up, is sorted there, and comes back into a block of the buffer whose keys have all been
+//! read ([`block_merge`]), or into one of `runs + 1` spare blocks on the host, which always
+//! suffice (each run has at most one block partly read). Last, the blocks are put in order on
+//! the host, through two staging blocks ([`order_blocks`]): host memory, not the link.
 
 use super::{plan_words, MAX_LEN};
 use crate::device::DeviceFacts;
@@ -30,6 +37,31 @@ use std::ops::Range;
 /// The smallest merge piece worth a round trip over the link: 2^20 keys.
 pub const MIN_PIECE: usize = 1 << 20;
 
+/// Keys of a block of the many-run merge ([`Merge::Blocks`]): 2^24 (64 MiB of u32 keys), a copy
+/// long enough for the link's speed, and few enough bytes for the host's spare blocks.
+pub const BLOCK: usize = 1 << 24;
+
+/// How an out-of-core sort's runs merge.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Merge {
+    /// One run: an in-memory sort, nothing to merge.
+    None,
+    /// Two runs, the last resident on the GPU: the backward merge of [`merge_pieces`], pieces
+    /// of at most this many keys, no host staging.
+    ResidentRun {
+        /// Keys a piece holds at most.
+        piece_len: usize,
+    },
+    /// More runs (each but the last a whole number of blocks): the forward merge of
+    /// [`block_merge`] in blocks of this many keys, into blocks of the buffer already read or
+    /// `runs + 1` spare blocks of host staging, then [`order_blocks`] through two more.
+    Blocks {
+        /// Keys a block.
+        block_len: usize,
+    },
+}
+
 /// An out-of-core sort's plan.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,13 +70,14 @@ pub struct OutOfCorePlan {
     pub len: usize,
     /// Bytes a key.
     pub key_bytes: usize,
-    /// The runs, in order: one (an in-memory sort) or two, the last of which stays on the GPU
-    /// for the merge.
+    /// The runs, in order, each sorted by one in-memory GPU sort.
     pub runs: Vec<Range<usize>>,
-    /// Keys a merge piece holds at most (0 with one run).
-    pub piece_len: usize,
+    /// How they merge.
+    pub merge: Merge,
     /// The most device memory any step takes, bytes.
     pub device_bytes: usize,
+    /// Host memory beyond the caller's buffer, bytes: the merge's spare and staging blocks.
+    pub host_bytes: usize,
 }
 
 /// Device bytes of an in-memory GPU sort of `n` keys of `key_bytes`: the keys and the sort's
@@ -83,8 +116,9 @@ fn most_in_memory(
 }
 
 /// The out-of-core sort of `len` keys of `key_bytes` in `budget` bytes of device memory: one run
-/// when the keys fit an in-memory sort, else two (see the module's text), or
-/// [`Error::DeviceMemory`] with the device bytes two runs would need.
+/// when the keys fit an in-memory sort; else two, the last resident, where they fit (see the
+/// module's text); else as many runs as one sort each takes, merged in blocks; or
+/// [`Error::DeviceMemory`] with the bytes a sort of one block needs, when not even that fits.
 pub fn plan_out_of_core(
     facts: &dyn DeviceFacts,
     policy: &Policy,
@@ -98,8 +132,9 @@ pub fn plan_out_of_core(
             len,
             key_bytes,
             runs: std::iter::once(0..len).collect(),
-            piece_len: 0,
+            merge: Merge::None,
             device_bytes: sort_bytes(len)?,
+            host_bytes: 0,
         });
     }
     // A piece of an eighth of the budget's keys (at least MIN_PIECE); the resident run takes
@@ -113,30 +148,43 @@ pub fn plan_out_of_core(
         .min(most_in_memory(facts, policy, key_bytes, budget)?)
         .min(len);
     let first = len - resident;
-    if resident == 0 || sort_bytes(first)? > budget {
-        // Two runs of half the keys each: a run's sort, and the resident half beside a piece's
-        // (past 2 × MAX_LEN keys no two runs do: more runs are not planned yet).
-        let half = len.div_ceil(2);
-        let beside = (half * key_bytes).saturating_add(sort_bytes(piece_len)?);
-        let bytes = sort_bytes(half)?.max(beside);
+    if resident > 0 && sort_bytes(first)? <= budget {
+        let device_bytes = sort_bytes(first)?
+            .max(sort_bytes(resident)?)
+            .max((resident * key_bytes).saturating_add(sort_bytes(piece_len)?));
+        return Ok(OutOfCorePlan {
+            len,
+            key_bytes,
+            runs: vec![0..first, first..len],
+            merge: Merge::ResidentRun { piece_len },
+            device_bytes,
+            host_bytes: 0,
+        });
+    }
+    // Runs of as many whole blocks as one sort takes, merged in blocks.
+    let block_len = BLOCK.min(len);
+    let run_len = most_in_memory(facts, policy, key_bytes, budget)? / block_len * block_len;
+    if run_len == 0 {
         return Err(Error::DeviceMemory {
-            bytes,
+            bytes: sort_bytes(block_len)?,
             what: format!(
-                "an out-of-core sort of {len} keys of {key_bytes} bytes in two runs of at most \
-                 {MAX_LEN} keys each (more runs are not planned yet), within a budget of \
-                 {budget} bytes"
+                "an out-of-core sort of {len} keys of {key_bytes} bytes: one GPU sort of a \
+                 block of {block_len} keys (the budget is {budget} bytes)"
             ),
         });
     }
-    let device_bytes = sort_bytes(first)?
-        .max(sort_bytes(resident)?)
-        .max((resident * key_bytes).saturating_add(sort_bytes(piece_len)?));
+    let runs: Vec<Range<usize>> = (0..len)
+        .step_by(run_len)
+        .map(|start| start..(start + run_len).min(len))
+        .collect();
+    let host_bytes = (runs.len() + 1 + STAGING.len()) * block_len * key_bytes;
     Ok(OutOfCorePlan {
         len,
         key_bytes,
-        runs: vec![0..first, first..len],
-        piece_len,
-        device_bytes,
+        device_bytes: sort_bytes(run_len.min(len))?,
+        host_bytes,
+        runs,
+        merge: Merge::Blocks { block_len },
     })
 }
 
@@ -187,12 +235,14 @@ pub fn merge_pieces<W: Ord + Copy + Into<u64>>(
     a: &[W],
     b: &[W],
 ) -> Vec<MergePiece> {
-    assert_eq!(plan.runs.len(), 2, "a merge of two runs");
+    let Merge::ResidentRun { piece_len } = plan.merge else {
+        panic!("a merge of two runs, the last resident: {:?}", plan.merge);
+    };
     assert_eq!((a.len(), b.len()), (plan.runs[0].len(), plan.runs[1].len()));
     let mut pieces = Vec::new();
     let (mut end, mut ends) = (plan.len, [a.len(), b.len()]);
     while end > 0 {
-        let start = end.saturating_sub(plan.piece_len);
+        let start = end.saturating_sub(piece_len);
         let starts = co_ranks(&[a, b], start);
         pieces.push(MergePiece {
             output: start..end,
@@ -215,6 +265,134 @@ pub struct MergePiece {
     pub from_a: Range<usize>,
     /// Its keys from run B (positions in B).
     pub from_b: Range<usize>,
+}
+
+/// Where an output block of the many-run merge ([`block_merge`]) is written.
+#[non_exhaustive]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Slot {
+    /// Block i of the buffer (keys from i × the block's length), whose keys have all been read.
+    Buffer(usize),
+    /// Spare block i of host staging.
+    Spare(usize),
+}
+
+/// One output block of the many-run merge: its keys from each run (positions in the run) and
+/// where it is written until the blocks are put in order.
+#[non_exhaustive]
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputBlock {
+    /// Its keys from each run, in run order.
+    pub from_runs: Vec<Range<usize>>,
+    /// Where it is written.
+    pub slot: Slot,
+}
+
+/// The forward merge of sorted runs that lie one after another in one buffer, in blocks of
+/// `block_len` keys of the output, for more runs than [`merge_pieces`] takes: each output block
+/// takes its slice of every run (by [`co_ranks`]) and is written to the first block of the
+/// buffer whose keys have all been read (its own slices counted: they are on the GPU by then),
+/// else to a spare block of host staging. Every run but the last must be a whole number of
+/// blocks. At most `runs + 1` spares are ever used: after b output blocks, b blocks' worth of
+/// keys have been read, and each run has at most one block partly read. The blocks are then put
+/// in order on the host ([`order_blocks`]).
+pub fn block_merge<W: Ord + Copy + Into<u64>>(runs: &[&[W]], block_len: usize) -> Vec<OutputBlock> {
+    assert!(block_len > 0, "blocks of at least one key");
+    let lens: Vec<usize> = runs.iter().map(|r| r.len()).collect();
+    let (count, total) = (runs.len(), lens.iter().sum::<usize>());
+    for &len in &lens[..count.saturating_sub(1)] {
+        assert_eq!(len % block_len, 0, "runs but the last of whole blocks");
+    }
+    let starts: Vec<usize> = lens
+        .iter()
+        .scan(0, |at, &len| {
+            let start = *at;
+            *at += len;
+            Some(start)
+        })
+        .collect();
+    let buffer_blocks = total.div_ceil(block_len);
+    let block_range = |b: usize| b * block_len..((b + 1) * block_len).min(total);
+    // Whether every key of buffer block b has been read, `read[r]` keys of each run r.
+    let all_read = |b: usize, read: &[usize]| {
+        let keys = block_range(b);
+        (0..count).all(|r| {
+            let run = starts[r]..starts[r] + lens[r];
+            let (lo, hi) = (keys.start.max(run.start), keys.end.min(run.end));
+            lo >= hi || read[r] >= hi - run.start
+        })
+    };
+    let (mut used, mut spares) = (vec![false; buffer_blocks], 0usize);
+    let mut blocks = Vec::with_capacity(buffer_blocks);
+    let mut read = vec![0usize; count];
+    for b in 0..buffer_blocks {
+        let out = block_range(b);
+        let ends = co_ranks(runs, out.end);
+        let from_runs = read.iter().zip(&ends).map(|(&s, &e)| s..e).collect();
+        read = ends;
+        // A free block of the buffer as long as the output block, else a spare.
+        let free = (0..buffer_blocks)
+            .find(|&f| !used[f] && block_range(f).len() == out.len() && all_read(f, &read));
+        let slot = match free {
+            Some(f) => {
+                used[f] = true;
+                Slot::Buffer(f)
+            }
+            None => {
+                spares += 1;
+                Slot::Spare(spares - 1)
+            }
+        };
+        blocks.push(OutputBlock { from_runs, slot });
+    }
+    debug_assert!(spares <= count + 1, "{spares} spares for {count} runs");
+    blocks
+}
+
+/// The two blocks of host staging that [`order_blocks`] copies through.
+pub const STAGING: [Slot; 2] = [Slot::Spare(usize::MAX), Slot::Spare(usize::MAX - 1)];
+
+/// The copies, `(from, to)` in order, that put the blocks of [`block_merge`] in order (output
+/// block b into buffer block b; `slots[b]` is where it was written), through the two blocks of
+/// [`STAGING`]: a block out of place is lifted into staging, then each block goes to its place,
+/// the block there (if any) lifted into the other staging block first, until a place no block
+/// holds. Each block moves at most twice; none is overwritten before it moves.
+pub fn order_blocks(slots: &[Slot]) -> Vec<(Slot, Slot)> {
+    let mut at: Vec<Slot> = slots.to_vec();
+    let mut holder: std::collections::HashMap<Slot, usize> =
+        slots.iter().enumerate().map(|(b, &s)| (s, b)).collect();
+    let mut copies = Vec::new();
+    let mut copy = |from: Slot,
+                    to: Slot,
+                    b: usize,
+                    at: &mut Vec<Slot>,
+                    holder: &mut std::collections::HashMap<Slot, usize>| {
+        copies.push((from, to));
+        holder.remove(&from);
+        holder.insert(to, b);
+        at[b] = to;
+    };
+    for first in 0..slots.len() {
+        if at[first] == Slot::Buffer(first) {
+            continue;
+        }
+        let mut stage = 0;
+        copy(at[first], STAGING[stage], first, &mut at, &mut holder);
+        let mut moving = first;
+        loop {
+            let place = Slot::Buffer(moving);
+            let there = holder.get(&place).copied();
+            if let Some(other) = there {
+                copy(place, STAGING[1 - stage], other, &mut at, &mut holder);
+            }
+            copy(STAGING[stage], place, moving, &mut at, &mut holder);
+            match there {
+                Some(other) => (moving, stage) = (other, 1 - stage),
+                None => break,
+            }
+        }
+    }
+    copies
 }
 
 #[cfg(test)]
@@ -281,10 +459,9 @@ mod tests {
     /// run B sorted aside, then the pieces last first, each written where the buffer's keys
     /// have all been read. Checks that no piece overwrites a key of A still to be read.
     fn simulate(plan: &OutOfCorePlan, buffer: &mut [u32]) {
-        if plan.runs.len() == 1 {
-            buffer.sort();
-            return;
-        }
+        let Merge::ResidentRun { piece_len } = plan.merge else {
+            panic!("{:?}", plan.merge)
+        };
         let (a_range, b_range) = (plan.runs[0].clone(), plan.runs[1].clone());
         let mut resident = buffer[b_range].to_vec();
         resident.sort();
@@ -292,7 +469,7 @@ mod tests {
         let a_sorted = buffer[a_range.clone()].to_vec(); // (for the co-ranks only)
         let mut unread_a = a_range.end;
         for piece in merge_pieces(plan, &a_sorted, &resident) {
-            assert!(piece.output.len() <= plan.piece_len);
+            assert!(piece.output.len() <= piece_len);
             assert_eq!(piece.from_a.end, unread_a, "pieces take A from the back");
             assert!(
                 piece.output.start >= piece.from_a.start,
@@ -336,6 +513,116 @@ mod tests {
         }
     }
 
+    /// The many-run schedule on the host: runs sorted in their places, output blocks (their
+    /// slices sorted together, as the GPU would) written to the slots `block_merge` gives, then
+    /// put in order through two staging blocks. Checks that no block is written over keys not
+    /// yet read, and that at most runs + 1 spares are used.
+    fn simulate_blocks(buffer: &mut [u32], run_len: usize, block_len: usize) {
+        let n = buffer.len();
+        for run in buffer.chunks_mut(run_len) {
+            run.sort();
+        }
+        let sorted_runs: Vec<Vec<u32>> = buffer.chunks(run_len).map(|r| r.to_vec()).collect();
+        let views: Vec<&[u32]> = sorted_runs.iter().map(|r| r.as_slice()).collect();
+        let blocks = block_merge(&views, block_len);
+        let block_range = |b: usize| b * block_len..((b + 1) * block_len).min(n);
+        let mut written = vec![false; n.div_ceil(block_len)];
+        let mut spares: std::collections::HashMap<Slot, Vec<u32>> = Default::default();
+        for (b, block) in blocks.iter().enumerate() {
+            let mut on_gpu = Vec::new();
+            for (r, slice) in block.from_runs.iter().enumerate() {
+                let keys = r * run_len + slice.start..r * run_len + slice.end;
+                for k in keys.clone() {
+                    assert!(
+                        !written[k / block_len],
+                        "block {b} reads key {k} after a write over it"
+                    );
+                }
+                on_gpu.extend_from_slice(&buffer[keys]);
+            }
+            assert_eq!(on_gpu.len(), block_range(b).len());
+            on_gpu.sort();
+            match block.slot {
+                Slot::Buffer(f) => {
+                    written[f] = true;
+                    buffer[block_range(f)].copy_from_slice(&on_gpu);
+                }
+                spare => {
+                    spares.insert(spare, on_gpu);
+                }
+            }
+        }
+        let runs = n.div_ceil(run_len);
+        assert!(
+            spares.len() <= runs + 1,
+            "{} spares for {runs} runs",
+            spares.len()
+        );
+        let slots: Vec<Slot> = blocks.iter().map(|b| b.slot).collect();
+        for (from, to) in order_blocks(&slots) {
+            let keys = match from {
+                Slot::Buffer(f) => buffer[block_range(f)].to_vec(),
+                spare => spares.remove(&spare).expect("a block in the spare"),
+            };
+            match to {
+                Slot::Buffer(t) => buffer[block_range(t)].copy_from_slice(&keys),
+                spare => {
+                    assert!(STAGING.contains(&spare), "copies go through staging only");
+                    spares.insert(spare, keys);
+                }
+            }
+        }
+        assert!(spares.is_empty(), "every block back in the buffer");
+    }
+
+    #[test]
+    fn many_runs_merge_through_blocks() {
+        for (n, run_len, block_len, distinct) in [
+            (1000, 100, 10, u32::MAX),
+            (1003, 100, 10, 7),
+            (999, 300, 30, 1),
+            (64 * 8 + 5, 64, 8, 1000),
+            (5000, 1000, 128 - 28, 50),
+            (77, 77, 11, 3),
+        ] {
+            let mut buffer: Vec<u32> = (0..n as u32)
+                .map(|i| i.wrapping_mul(2654435761).rotate_left(7) % distinct)
+                .collect();
+            let mut want = buffer.clone();
+            want.sort();
+            simulate_blocks(&mut buffer, run_len, block_len);
+            assert!(
+                buffer == want,
+                "{n} keys, runs of {run_len}, blocks of {block_len}"
+            );
+        }
+    }
+
+    #[test]
+    fn blocks_go_in_order_through_two_staging_blocks() {
+        // A cycle, a chain ending in a hole, and a block in place.
+        let slots = [
+            Slot::Buffer(1),
+            Slot::Buffer(0),
+            Slot::Spare(0),
+            Slot::Buffer(3),
+            Slot::Buffer(2),
+        ];
+        let copies = order_blocks(&slots);
+        let mut at: std::collections::HashMap<Slot, usize> =
+            slots.iter().enumerate().map(|(b, &s)| (s, b)).collect();
+        for (from, to) in copies {
+            assert!(!at.contains_key(&to), "{to:?} overwritten");
+            let b = at
+                .remove(&from)
+                .expect("a copy from a slot that holds a block");
+            at.insert(to, b);
+        }
+        for b in 0..slots.len() {
+            assert_eq!(at.get(&Slot::Buffer(b)), Some(&b));
+        }
+    }
+
     #[test]
     fn plans_say_what_they_need() {
         let info = DeviceInfo::h100();
@@ -343,7 +630,7 @@ mod tests {
         // Fits one sort: one run, no pieces.
         let one = plan_out_of_core(&info, &policy, 4, 1 << 20, 64 << 20).unwrap();
         assert_eq!(one.runs.len(), 1);
-        assert_eq!((one.runs[0].clone(), one.piece_len), (0..1 << 20, 0));
+        assert_eq!((one.runs[0].clone(), one.merge), (0..1 << 20, Merge::None));
         // 2^32 u32 keys (16 GiB) on a GPU of 20 GiB: two runs, the resident one and a piece's
         // sort within the budget.
         let small_gpu = 20usize << 30;
@@ -351,20 +638,26 @@ mod tests {
         assert_eq!(big.runs.len(), 2);
         assert!(big.device_bytes <= small_gpu);
         assert!(big.runs.iter().all(|r| r.len() <= MAX_LEN));
-        assert!(big.runs[1].len() * 4 + big.piece_len * 4 <= small_gpu);
-        // The issue's 2^34 (64 GiB) on an H200's 139 GiB: more than two runs of 2^31 keys, the
-        // most one GPU sort indexes: refused, saying so.
-        let h200 = 139usize << 30;
-        let refused = plan_out_of_core(&info, &policy, 4, 1 << 34, h200).unwrap_err();
-        let Error::DeviceMemory { what, .. } = refused else {
+        let Merge::ResidentRun { piece_len } = big.merge else {
+            panic!("{:?}", big.merge)
+        };
+        assert!(big.runs[1].len() * 4 + piece_len * 4 <= small_gpu);
+        assert_eq!(big.host_bytes, 0);
+        // The issue's 2^34 (64 GiB) on an 80 GB H100: more than two runs of 2^31 keys (the
+        // most one GPU sort indexes), merged in blocks of 2^24 through 8 + 1 + 2 host blocks.
+        let h100 = 79usize << 30;
+        let many = plan_out_of_core(&info, &policy, 4, 1 << 34, h100).unwrap();
+        assert_eq!(many.runs.len(), 8);
+        assert!(many.runs.iter().all(|r| r.len() == 1 << 31));
+        assert_eq!(many.merge, Merge::Blocks { block_len: BLOCK });
+        assert_eq!(many.host_bytes, 11 * BLOCK * 4);
+        assert!(many.device_bytes <= h100);
+        // A budget below one block's sort: refused, with the bytes that sort needs.
+        let refused = plan_out_of_core(&info, &policy, 4, 1 << 30, 100 << 20).unwrap_err();
+        let Error::DeviceMemory { bytes, what } = refused else {
             panic!("{refused:?}")
         };
-        assert!(what.contains("two runs"), "{what}");
-        // Four times the device's memory: refused, with the bytes two runs would take.
-        let refused = plan_out_of_core(&info, &policy, 4, 1 << 36, small_gpu).unwrap_err();
-        let Error::DeviceMemory { bytes, .. } = refused else {
-            panic!("{refused:?}")
-        };
-        assert!(bytes > small_gpu, "{bytes}");
+        assert!(bytes > 100 << 20, "{bytes}");
+        assert!(what.contains("block"), "{what}");
     }
 }
