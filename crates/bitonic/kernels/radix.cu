@@ -6,10 +6,10 @@
 // of its log2(n)^2/2 steps, so indices cost it 4-5x the keys-only sort. A radix sort is stable
 // by construction and moves each key once a digit: an index costs only the bytes it takes.
 //
-// The keys travel as they are, bit for bit; each digit is read from the key's sortable word
-// (common/keys.cuh: descending order, the float orders, ties), worked out when it is needed. So
-// the sorted keys are the input's own (-0.0 and NaN payloads survive a map that ties them) and
-// need no gather.
+// The first load maps each key to its sortable word (common/keys.cuh: descending order, the
+// float orders, ties), and the digits are the words' bytes. The last store writes the words
+// unmapped, which gives each key back bit for bit unless the map ties keys (-0.0 with +0.0,
+// every NaN); then the input's own keys by index, unless the outputs are the input.
 //
 // Both sorts move keys by one 8-bit digit at a time, lowest first, with `sort_by_digit`, which
 // orders a block's keys in shared memory stably by one digit:
@@ -23,8 +23,9 @@
 // Keys of one digit keep (warp, round, lane) order, which is their order in the block: the move
 // is stable.
 //
-// * row_radix_sort_W: one block a row of at most 2^16 keys, which stay in shared memory, with
-//   16-bit indices, for every digit; one launch.
+// * row_radix_sort_W: one block a row, a warp each 32 × RADIX_ROUNDS keys (so at most 2^14 keys
+//   of 2 or 4 bytes in 1,024 threads, 2^13 of 8 bytes in 512), which stay in shared memory with
+//   16-bit indices for every digit; one launch.
 // * Longer rows (one row of 2^24 keys too): a pass a digit over tiles of the rows in global
 //   memory. radix_histogram_W counts each tile's digits, laid out [row][digit][tile]; the
 //   exclusive scan of that whole array (radix_scan_*) is where each tile's keys of each digit
@@ -122,7 +123,7 @@ __device__ bool sort_by_digit(const W *src, const I *src_index, W *dst, I *dst_i
             if (lane >= step) inclusive += below;
         }
         if (lane == WARP_SIZE - 1) sh.digit_totals[warp] = inclusive;
-        asm volatile("bar.sync 1, %0;" ::"r"(RADIX_DIGITS));  // the 256 scanning threads only
+        asm volatile("bar.sync 1, %0;" ::"r"(RADIX_DIGITS) : "memory");  // the 256 scanning threads only
         u32 start = inclusive - total;
         for (u32 w = 0; w < warp; ++w) start += sh.digit_totals[w];
         if (starts != nullptr) starts[d] = start;

@@ -292,8 +292,8 @@ fn gpu_radix_tiles_and_rows() {
     let mut passes = one_block.clone();
     passes.radix.one_block_most = 0;
     passes.radix.tile = 256;
-    for policy in [&one_block, &passes] {
-        let policy = Some(policy);
+    for radix in [&one_block, &passes] {
+        let policy = Some(radix);
         for (rows, row_len) in [
             (3, 1),
             (5, 2),
@@ -311,6 +311,14 @@ fn gpu_radix_tiles_and_rows() {
         check_rows_under::<f32>(2, 1 << 14, GPU, policy);
         check_rows_under::<f32>(2, (1 << 14) + 1, GPU, policy);
         check_rows_under::<f64>(2, 8192, GPU, policy);
+        // The top-k by sorting, k below the row: the last store's rows of k, and the input's
+        // own keys by index (f32's tied map: NaN payloads and -0.0 must come back bit for bit).
+        for (rows, row_len, k) in [(3, 300, 200), (2, 5000, 4999), (2, 20_001, 15_000)] {
+            for pattern in PATTERNS {
+                check_topk_by_sorting::<f32>(rows, row_len, k, pattern, radix);
+                check_topk_by_sorting::<bitonic::half::bf16>(rows, row_len, k, pattern, radix);
+            }
+        }
         for len in [1000, 4096 * 3 + 17] {
             for pattern in PATTERNS {
                 check_kv_under(&make_keys::<f32>(len, pattern, 9), GPU, policy);
@@ -322,6 +330,37 @@ fn gpu_radix_tiles_and_rows() {
                 check_kv_under(&make_keys::<f64>(len, pattern, 11), GPU, policy);
             }
         }
+    }
+}
+
+/// Each row's first k keys and their indices on the GPU under `policy`, against the CPU's, bit
+/// for bit, both orders.
+fn check_topk_by_sorting<K: TestKey>(
+    rows: usize,
+    row_len: usize,
+    k: usize,
+    pattern: Pattern,
+    policy: &Policy,
+) {
+    let data = make_keys::<K>(rows * row_len, pattern, (row_len + k) as u64);
+    for order in ORDERS {
+        let mut want = (vec![data[0]; rows * k], vec![0u64; rows * k]);
+        let cpu = Sorter::new().backend(Backend::Cpu).order(order);
+        cpu.topk_rows(&data, &mut want.0, &mut want.1, row_len, k)
+            .unwrap();
+        let mut got = (vec![data[0]; rows * k], vec![0u64; rows * k]);
+        let gpu = Sorter::new()
+            .backend(Backend::Cuda)
+            .order(order)
+            .policy(policy.clone());
+        gpu.topk_rows(&data, &mut got.0, &mut got.1, row_len, k)
+            .unwrap();
+        let what = format!(
+            "top-{k} of {rows}x{row_len} {:?} {pattern:?} {order:?}",
+            K::DTYPE
+        );
+        assert_same_bits(&got.0, &want.0, &what);
+        assert_eq!(got.1, want.1, "indices of the {what}");
     }
 }
 

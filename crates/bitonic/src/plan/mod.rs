@@ -528,7 +528,7 @@ impl Context<'_> {
                     shape,
                     key_bytes,
                     workspace,
-                ))
+                )?)
             }
             Strategy::TopkWarpSort
             | Strategy::TopkRadix

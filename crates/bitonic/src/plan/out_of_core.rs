@@ -95,14 +95,17 @@ pub(crate) fn in_memory_bytes(
     Ok(n * key_bytes + plan_words(facts, policy, key_bytes, n)?.workspace_bytes())
 }
 
-/// The most keys of `key_bytes` one in-memory sort takes in `budget` device bytes (0: none).
+/// Many keys of `key_bytes` that one in-memory sort takes in `budget` device bytes (0: none),
+/// found by bisection. The bytes mostly grow with the keys, but not always (a plan's runs and
+/// levels change at some lengths: 2^24 + 1 u32 keys take fewer bytes than 2^24), so this is a
+/// length that fits, not always the most, and a shorter one may not fit: callers check the
+/// lengths they take.
 fn most_in_memory(
     facts: &dyn DeviceFacts,
     policy: &Policy,
     key_bytes: usize,
     budget: usize,
 ) -> Result<usize> {
-    // The bytes grow with the keys: bisect.
     let (mut fits, mut fails) = (0usize, (budget / key_bytes).min(MAX_LEN) + 1);
     while fails - fits > 1 {
         let mid = fits + (fails - fits) / 2;
@@ -148,10 +151,10 @@ pub fn plan_out_of_core(
         .min(most_in_memory(facts, policy, key_bytes, budget)?)
         .min(len);
     let first = len - resident;
-    if resident > 0 && sort_bytes(first)? <= budget {
-        let device_bytes = sort_bytes(first)?
-            .max(sort_bytes(resident)?)
-            .max((resident * key_bytes).saturating_add(sort_bytes(piece_len)?));
+    let device_bytes = sort_bytes(first)?
+        .max(sort_bytes(resident)?)
+        .max((resident * key_bytes).saturating_add(sort_bytes(piece_len)?));
+    if resident > 0 && device_bytes <= budget {
         return Ok(OutOfCorePlan {
             len,
             key_bytes,
@@ -161,9 +164,23 @@ pub fn plan_out_of_core(
             host_bytes: 0,
         });
     }
-    // Runs of as many whole blocks as one sort takes, merged in blocks.
+    // Runs of as many whole blocks as one sort takes (a run's and the last run's sorts, and a
+    // block's, within the budget), merged in blocks.
     let block_len = BLOCK.min(len);
-    let run_len = most_in_memory(facts, policy, key_bytes, budget)? / block_len * block_len;
+    let most = most_in_memory(facts, policy, key_bytes, budget)? / block_len * block_len;
+    let device_of = |run_len: usize| -> Result<usize> {
+        let last = match len % run_len {
+            0 => run_len,
+            rest => rest,
+        };
+        Ok(sort_bytes(run_len)?
+            .max(sort_bytes(last)?)
+            .max(sort_bytes(block_len)?))
+    };
+    let mut run_len = most;
+    while run_len > 0 && device_of(run_len)? > budget {
+        run_len -= block_len;
+    }
     if run_len == 0 {
         return Err(Error::DeviceMemory {
             bytes: sort_bytes(block_len)?,
@@ -181,7 +198,7 @@ pub fn plan_out_of_core(
     Ok(OutOfCorePlan {
         len,
         key_bytes,
-        device_bytes: sort_bytes(run_len.min(len))?,
+        device_bytes: device_of(run_len)?,
         host_bytes,
         runs,
         merge: Merge::Blocks { block_len },
@@ -652,6 +669,26 @@ mod tests {
         assert_eq!(many.merge, Merge::Blocks { block_len: BLOCK });
         assert_eq!(many.host_bytes, 11 * BLOCK * 4);
         assert!(many.device_bytes <= h100);
+        // Where a shorter sort takes more bytes than a longer one (2^24 u32 keys against
+        // 2^24 + 1, whose plan differs): every plan stays within its budget.
+        let mut planned = 0;
+        for budget in [138_548_088, 138_969_088, 150_000_000, 300_000_000] {
+            for len in [1 << 26, 3 << 24, 5 << 24, 40_000_000] {
+                match plan_out_of_core(&info, &policy, 4, len, budget) {
+                    Ok(plan) => {
+                        planned += 1;
+                        assert!(plan.device_bytes <= budget, "{len}: {plan:?}");
+                        for run in &plan.runs {
+                            let bytes = in_memory_bytes(&info, &policy, 4, run.len()).unwrap();
+                            assert!(bytes <= budget, "{len} in {budget}: {run:?}");
+                        }
+                    }
+                    Err(Error::DeviceMemory { bytes, .. }) => assert!(bytes > budget),
+                    Err(other) => panic!("{other}"),
+                }
+            }
+        }
+        assert!(planned >= 8, "{planned} plans");
         // A budget below one block's sort: refused, with the bytes that sort needs.
         let refused = plan_out_of_core(&info, &policy, 4, 1 << 30, 100 << 20).unwrap_err();
         let Error::DeviceMemory { bytes, what } = refused else {

@@ -11,6 +11,7 @@
 
 use super::workspace::{Scratch, Workspace};
 use crate::device::DeviceInfo;
+use crate::error::{Error, Result};
 use crate::policy::RadixPolicy;
 
 /// Where a radix sort's keys stay between digits.
@@ -89,9 +90,13 @@ pub(crate) fn one_block_a_row(
     // 8-byte keys take at most 512 threads (the kernel's launch bounds: registers).
     let most_threads = if key_bytes == 8 { 512 } else { 1024 };
     row_len <= policy.one_block_most.min(RadixPolicy::ONE_BLOCK_LIMIT)
-        && shared <= info.shared_per_block_optin
+        && shared + STATIC_SHARED <= info.shared_per_block_optin
         && threads <= most_threads
 }
+
+/// Static shared memory of a radix block beside the dynamic part, at most: the digit sort's
+/// scalars (36 bytes), the scan's warp sums, the dynamic part's 16-byte alignment.
+const STATIC_SHARED: usize = 256;
 
 /// Threads of a block that sorts a row of `row_len` keys: a warp each 512 keys, at least 256
 /// (the scan of the digits' counts takes a thread a digit).
@@ -100,14 +105,16 @@ fn one_block_threads(row_len: usize) -> u32 {
 }
 
 /// The radix sort of `rows` rows of `row_len` keys of `key_bytes`, keeping `k` a row; its
-/// scratch goes to `workspace`.
+/// scratch goes to `workspace`. [`Error::Unsupported`] where no tile of the passes fits the
+/// device's shared memory, or the passes' counts (256 a tile) pass 2^32 (rows far shorter
+/// than a tile, under a policy that sends them to the passes).
 pub(crate) fn plan_radix(
     info: &DeviceInfo,
     policy: &RadixPolicy,
     (rows, row_len, k): (usize, usize, usize),
     key_bytes: usize,
     workspace: &mut Workspace,
-) -> RadixPlan {
+) -> Result<RadixPlan> {
     let shape = if one_block_a_row(info, policy, row_len, key_bytes) {
         let threads = one_block_threads(row_len);
         let shared = one_block_shared_bytes(row_len, key_bytes, threads);
@@ -116,9 +123,29 @@ pub(crate) fn plan_radix(
             shared_bytes: shared as u32,
         }
     } else {
-        let tile = policy.tile.min(row_len.next_power_of_two().max(256));
+        let threads = policy.tile_threads;
+        // The policy's tile, or a shorter row's; halved until it fits a block's shared memory
+        // (8-byte keys on sm_86/89's 99 KiB).
+        let mut tile = policy.tile.min(row_len.next_power_of_two().max(256));
+        while tile > 256
+            && tile_shared_bytes(tile, key_bytes, threads) + STATIC_SHARED
+                > info.shared_per_block_optin
+        {
+            tile /= 2;
+        }
+        if tile_shared_bytes(tile, key_bytes, threads) + STATIC_SHARED > info.shared_per_block_optin
+        {
+            return Err(Error::Unsupported(
+                "a radix tile in this device's shared memory",
+            ));
+        }
         let tiles_a_row = row_len.div_ceil(tile);
         let counts = rows * DIGITS * tiles_a_row;
+        if counts > u32::MAX as usize {
+            return Err(Error::Unsupported(
+                "radix passes over rows this short: more than 2^32 digit counts",
+            ));
+        }
         let chunks = counts.div_ceil(RADIX_SCAN_CHUNK);
         // Digits 0 … W-1: the input to array 0, then between the arrays, the last to the output.
         let buffers = if key_bytes <= 2 { 1 } else { 2 };
@@ -127,7 +154,6 @@ pub(crate) fn plan_radix(
         workspace.add(Scratch::RadixIndices, buffers * n, 4);
         workspace.add(Scratch::RadixCounts, counts, 4);
         workspace.add(Scratch::RadixSums, chunks, 4);
-        let threads = policy.tile_threads;
         RadixShape::Passes {
             tile,
             threads,
@@ -138,13 +164,13 @@ pub(crate) fn plan_radix(
             buffers,
         }
     };
-    RadixPlan {
+    Ok(RadixPlan {
         rows,
         row_len,
         k,
         key_bytes,
         shape,
-    }
+    })
 }
 
 #[cfg(test)]
@@ -156,7 +182,7 @@ mod tests {
         let info = DeviceInfo::h100();
         let policy = RadixPolicy::HOPPER;
         let mut w = Workspace::none();
-        let p = plan_radix(&info, &policy, (4096, 4096, 4096), 4, &mut w);
+        let p = plan_radix(&info, &policy, (4096, 4096, 4096), 4, &mut w).unwrap();
         assert_eq!(
             p.shape,
             RadixShape::OneBlockARow {
@@ -166,7 +192,7 @@ mod tests {
         );
         assert_eq!(w.bytes(), 0, "one block a row needs no scratch");
         // A row of 2^24: 4096 tiles of 4096 keys, two arrays between passes.
-        let p = plan_radix(&info, &policy, (1, 1 << 24, 1 << 24), 4, &mut w);
+        let p = plan_radix(&info, &policy, (1, 1 << 24, 1 << 24), 4, &mut w).unwrap();
         let RadixShape::Passes {
             tiles_a_row,
             counts,
@@ -185,10 +211,10 @@ mod tests {
         // 16-bit keys: two digits, one array between them; 8-byte keys of 2^14 do not fit a
         // block (2^14 × 20 bytes > 227 KiB).
         let mut w = Workspace::none();
-        let p = plan_radix(&info, &policy, (64, 128_256, 128_256), 2, &mut w);
+        let p = plan_radix(&info, &policy, (64, 128_256, 128_256), 2, &mut w).unwrap();
         assert!(matches!(p.shape, RadixShape::Passes { buffers: 1, .. }));
         let mut w = Workspace::none();
-        let p = plan_radix(&info, &policy, (8, 1 << 14, 1 << 14), 8, &mut w);
+        let p = plan_radix(&info, &policy, (8, 1 << 14, 1 << 14), 8, &mut w).unwrap();
         assert!(matches!(p.shape, RadixShape::Passes { .. }));
     }
 }

@@ -40,7 +40,9 @@ impl RadixPolicy {
     /// `from_row_len = MEASURED_FROM`.
     pub const MEASURED_FROM: usize = 4096;
 
-    /// The most keys of a row one block sorts: its 16-bit indices' limit.
+    /// The most keys of a row one block could sort: its 16-bit indices' limit. (The block's
+    /// threads limit it further: a warp each [`RadixPolicy::KEYS_A_WARP`] keys, so 2^14 keys of
+    /// 2 or 4 bytes and 2^13 of 8.)
     pub const ONE_BLOCK_LIMIT: usize = 1 << 16;
 
     /// Rounds of 32 keys a warp holds in registers (`KERNEL_RADIX_ROUNDS`): a block has a warp

@@ -41,6 +41,8 @@ pub(crate) fn row_radix_sort<W: DeviceRepr, I: DeviceRepr>(
             None
         }
         RadixInput::InPlace => {
+            // (rows of k at row × k would overwrite rows other blocks still read)
+            assert!(k == row_len, "an in-place sort writes whole rows");
             assert!(sorted.len() >= rows * row_len as usize);
             Some(sorted.device_ptr(x.stream).0)
         }
@@ -175,7 +177,7 @@ pub(crate) fn radix_scan(
     data: &mut CudaViewMut<u32>,
     sums: &mut CudaViewMut<u32>,
 ) -> Result<(), DriverError> {
-    let len = data.len() as u32;
+    let len = u32::try_from(data.len()).expect("the plan keeps the counts below 2^32");
     let chunks = len.div_ceil(4096);
     assert!(sums.len() >= chunks as usize);
     let cfg = crate::cuda::exec::config(chunks, 256, 0);
