@@ -259,20 +259,7 @@ pub(crate) fn cut_for<B: Copy>(splitter: &Splitter<B>, rank: usize) -> Cut<B> {
 }
 
 #[cfg(any(test, feature = "bench"))]
-/// The merge path: how many of the first `o` keys of the merge of sorted `a` and `b` come from
-/// `a`, `a`'s keys going first among equal ones (kernels/merge.cu's `co_rank`).
-pub(crate) fn co_rank<B: Ord>(a: &[B], b: &[B], o: usize) -> usize {
-    let (mut lo, mut hi) = (o.saturating_sub(b.len()), o.min(a.len()));
-    while lo < hi {
-        let mid = lo + (hi - lo) / 2;
-        if a[mid] <= b[o - mid - 1] {
-            lo = mid + 1;
-        } else {
-            hi = mid;
-        }
-    }
-    lo
-}
+pub(crate) use crate::plan::merge::co_rank;
 
 #[cfg(any(test, feature = "bench"))]
 /// Output keys a GPU block merges at once for 4- and 8-byte words (kernels/merge.cu's

@@ -359,5 +359,21 @@ fn next_sample_bits(ways: &[usize], level: usize, tile: usize, run_len: usize) -
     }
 }
 
+/// The merge path: how many of the first `o` keys of the merge of sorted `a` and `b` come from
+/// `a`, `a`'s keys going first among equal ones (kernels/merge.cu's `co_rank`; on the host, the
+/// simulated multi-GPU merges and the out-of-core plan's two-run merge).
+pub(crate) fn co_rank<B: Ord>(a: &[B], b: &[B], o: usize) -> usize {
+    let (mut lo, mut hi) = (o.saturating_sub(b.len()), o.min(a.len()));
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        if a[mid] <= b[o - mid - 1] {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    lo
+}
+
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

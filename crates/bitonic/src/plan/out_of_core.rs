@@ -28,6 +28,7 @@
 //! suffice (each run has at most one block partly read). Last, the blocks are put in order on
 //! the host, through two staging blocks ([`order_blocks`]): host memory, not the link.
 
+use super::merge::co_rank;
 use super::{plan_words, MAX_LEN};
 use crate::device::DeviceFacts;
 use crate::error::{Error, Result};
@@ -245,13 +246,10 @@ pub fn co_ranks<W: Ord + Copy + Into<u64>>(runs: &[&[W]], at: usize) -> Vec<usiz
 }
 
 /// The pieces of the backward merge of a two-run plan, last first: for each, the output range
-/// it fills and the ranges of run A (in the buffer) and of run B (in B, on the GPU) it takes.
+/// it fills and the ranges of run A (in the buffer) and of run B (in B, on the GPU) it takes
+/// (their split at each piece's start is the merge path, A's keys first among equal ones).
 /// `a` and `b` are the sorted runs' words.
-pub fn merge_pieces<W: Ord + Copy + Into<u64>>(
-    plan: &OutOfCorePlan,
-    a: &[W],
-    b: &[W],
-) -> Vec<MergePiece> {
+pub fn merge_pieces<W: Ord>(plan: &OutOfCorePlan, a: &[W], b: &[W]) -> Vec<MergePiece> {
     let Merge::ResidentRun { piece_len } = plan.merge else {
         panic!("a merge of two runs, the last resident: {:?}", plan.merge);
     };
@@ -260,7 +258,8 @@ pub fn merge_pieces<W: Ord + Copy + Into<u64>>(
     let (mut end, mut ends) = (plan.len, [a.len(), b.len()]);
     while end > 0 {
         let start = end.saturating_sub(piece_len);
-        let starts = co_ranks(&[a, b], start);
+        let from_a = co_rank(a, b, start);
+        let starts = [from_a, start - from_a];
         pieces.push(MergePiece {
             output: start..end,
             from_a: starts[0]..ends[0],
@@ -416,21 +415,7 @@ pub fn order_blocks(slots: &[Slot]) -> Vec<(Slot, Slot)> {
 mod tests {
     use super::*;
     use crate::device::DeviceInfo;
-
-    /// Stable merges by hand: (word, run, position) ordered by word, then run, then position.
-    fn reference_split(runs: &[&[u32]], at: usize) -> Vec<usize> {
-        let mut all: Vec<(u32, usize, usize)> = runs
-            .iter()
-            .enumerate()
-            .flat_map(|(r, run)| run.iter().enumerate().map(move |(i, &w)| (w, r, i)))
-            .collect();
-        all.sort();
-        let mut splits = vec![0; runs.len()];
-        for &(_, r, _) in &all[..at] {
-            splits[r] += 1;
-        }
-        splits
-    }
+    use crate::plan::merge::tests::stable_merge_splits;
 
     #[test]
     fn co_ranks_split_a_stable_merge() {
@@ -457,13 +442,9 @@ mod tests {
                 })
                 .collect();
             let views: Vec<&[u32]> = runs.iter().map(|r| r.as_slice()).collect();
-            let total: usize = lens.iter().sum();
-            for at in 0..=total {
-                assert_eq!(
-                    co_ranks(&views, at),
-                    reference_split(&views, at),
-                    "{lens:?} at {at}"
-                );
+            // The stable merge by hand: every word by (word, run, position).
+            for (at, split) in stable_merge_splits(&runs).iter().enumerate() {
+                assert_eq!(&co_ranks(&views, at), split, "{lens:?} at {at}");
             }
         }
         // The extreme words.

@@ -1,7 +1,7 @@
 //! The merge plans, and models of the merge kernels that sort with them on the CPU.
 
 use super::*;
-use crate::multi::{co_rank, merge_tile};
+use crate::multi::merge_tile;
 
 /// [`level_ways_of`] for words `W`.
 fn level_ways<W>(policy: &Policy, n: usize, run_len: usize) -> Vec<usize> {
@@ -315,7 +315,7 @@ fn random_sorted_runs(
 
 /// The split of `runs` at every output position of their stable merge (by key, then run,
 /// then position): element d is how many words of each run the first d outputs hold.
-fn stable_merge_splits(runs: &[Vec<u32>]) -> Vec<Vec<usize>> {
+pub(crate) fn stable_merge_splits(runs: &[Vec<u32>]) -> Vec<Vec<usize>> {
     let mut merged: Vec<(u32, usize, usize)> = runs
         .iter()
         .enumerate()
