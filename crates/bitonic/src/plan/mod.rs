@@ -525,6 +525,7 @@ impl Context<'_> {
                 Steps::Radix(radix::plan_radix(
                     self.info(),
                     &policy.radix,
+                    strategy,
                     shape,
                     key_bytes,
                     workspace,

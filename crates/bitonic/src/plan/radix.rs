@@ -10,6 +10,7 @@
 //! the first digit's index read, the last one's stores only for the first k.
 
 use super::workspace::{Scratch, Workspace};
+use super::Strategy;
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
 use crate::policy::RadixPolicy;
@@ -104,18 +105,21 @@ fn one_block_threads(row_len: usize) -> u32 {
     (row_len.div_ceil(RadixPolicy::KEYS_A_WARP) * 32).max(256) as u32
 }
 
-/// The radix sort of `rows` rows of `row_len` keys of `key_bytes`, keeping `k` a row; its
-/// scratch goes to `workspace`. [`Error::Unsupported`] where no tile of the passes fits the
+/// The radix sort of `rows` rows of `row_len` keys of `key_bytes`, keeping `k` a row, one
+/// block a row where `strategy` (chosen by [`one_block_a_row`]) is
+/// [`Strategy::RowRadix`](super::Strategy::RowRadix), else in passes; its scratch goes to
+/// `workspace`. [`Error::Unsupported`] where no tile of the passes fits the
 /// device's shared memory, or the passes' counts (256 a tile) pass 2^32 (rows far shorter
 /// than a tile, under a policy that sends them to the passes).
 pub(crate) fn plan_radix(
     info: &DeviceInfo,
     policy: &RadixPolicy,
+    strategy: Strategy,
     (rows, row_len, k): (usize, usize, usize),
     key_bytes: usize,
     workspace: &mut Workspace,
 ) -> Result<RadixPlan> {
-    let shape = if one_block_a_row(info, policy, row_len, key_bytes) {
+    let shape = if strategy == Strategy::RowRadix {
         let threads = one_block_threads(row_len);
         let shared = one_block_shared_bytes(row_len, key_bytes, threads);
         RadixShape::OneBlockARow {
@@ -177,12 +181,27 @@ pub(crate) fn plan_radix(
 mod tests {
     use super::*;
 
+    /// The plan of the strategy that the choice (`one_block_a_row`) gives these rows.
+    fn plan(
+        info: &DeviceInfo,
+        policy: &RadixPolicy,
+        shape: (usize, usize, usize),
+        key_bytes: usize,
+        workspace: &mut Workspace,
+    ) -> RadixPlan {
+        let strategy = match one_block_a_row(info, policy, shape.1, key_bytes) {
+            true => Strategy::RowRadix,
+            false => Strategy::RadixSort,
+        };
+        plan_radix(info, policy, strategy, shape, key_bytes, workspace).unwrap()
+    }
+
     #[test]
     fn short_rows_sort_in_one_block_and_long_ones_in_passes() {
         let info = DeviceInfo::h100();
         let policy = RadixPolicy::HOPPER;
         let mut w = Workspace::none();
-        let p = plan_radix(&info, &policy, (4096, 4096, 4096), 4, &mut w).unwrap();
+        let p = plan(&info, &policy, (4096, 4096, 4096), 4, &mut w);
         assert_eq!(
             p.shape,
             RadixShape::OneBlockARow {
@@ -192,7 +211,7 @@ mod tests {
         );
         assert_eq!(w.bytes(), 0, "one block a row needs no scratch");
         // A row of 2^24: 4096 tiles of 4096 keys, two arrays between passes.
-        let p = plan_radix(&info, &policy, (1, 1 << 24, 1 << 24), 4, &mut w).unwrap();
+        let p = plan(&info, &policy, (1, 1 << 24, 1 << 24), 4, &mut w);
         let RadixShape::Passes {
             tiles_a_row,
             counts,
@@ -211,10 +230,10 @@ mod tests {
         // 16-bit keys: two digits, one array between them; 8-byte keys of 2^14 do not fit a
         // block (2^14 × 20 bytes > 227 KiB).
         let mut w = Workspace::none();
-        let p = plan_radix(&info, &policy, (64, 128_256, 128_256), 2, &mut w).unwrap();
+        let p = plan(&info, &policy, (64, 128_256, 128_256), 2, &mut w);
         assert!(matches!(p.shape, RadixShape::Passes { buffers: 1, .. }));
         let mut w = Workspace::none();
-        let p = plan_radix(&info, &policy, (8, 1 << 14, 1 << 14), 8, &mut w).unwrap();
+        let p = plan(&info, &policy, (8, 1 << 14, 1 << 14), 8, &mut w);
         assert!(matches!(p.shape, RadixShape::Passes { .. }));
     }
 }
