@@ -68,11 +68,12 @@ fn what_runs_for_each_input() {
         (sort(1 << 24).rows(1 << 24), true, Backend::Cuda, MergeSort),
         (sort(1 << 24).rows(1024), true, Backend::Cuda, NetworkPasses),
         (sort(1 << 24).layout(segments), true, Backend::Cuda, SegmentPasses),
-        // Argsorts (the radix sorts are off in Hopper's policy: see radix_sorts_by_policy).
-        (argsort(1 << 24), true, Backend::Cuda, KeyValueMerge),
-        (argsort(1 << 20).rows(1 << 20), true, Backend::Cuda, KeyValueMerge),
+        // Argsorts: radix sorts from rows of 4,096 keys (see radix_sorts_by_policy), the pair
+        // passes below.
+        (argsort(1 << 24), true, Backend::Cuda, RadixSort),
+        (argsort(1 << 20).rows(1 << 20), true, Backend::Cuda, RadixSort),
         (argsort(1 << 24).rows(256), true, Backend::Cuda, PairPasses),
-        (argsort(1 << 24).rows(4096), true, Backend::Cuda, PairPasses),
+        (argsort(1 << 24).rows(4096), true, Backend::Cuda, RowRadix),
         (argsort(100).rows(10), false, Backend::Cpu, CpuSort),
     ];
     for (request, has_gpu, backend, strategy) in table {
@@ -175,12 +176,12 @@ fn top_k_selections() {
         (rows(2 * long, long, long_k + 1, u64_), true, Backend::Cuda, TopkRadix),
         (topk(long + 1, long_k + 1, u32_), true, Backend::Cuda, TopkSpread),
         (topk(long + 1, 2000, u32_), true, Backend::Cuda, TopkFilter),
-        (topk(1 << 20, max + 1, u32_), true, Backend::Cuda, KeyValueMerge),
-        (rows(1 << 20, 1 << 20, max + 1, u32_), true, Backend::Cuda, KeyValueMerge),
+        (topk(1 << 20, max + 1, u32_), true, Backend::Cuda, RadixSort),
+        (rows(1 << 20, 1 << 20, max + 1, u32_), true, Backend::Cuda, RadixSort),
         (rows(1 << 20, 4096, 100, u32_), true, Backend::Cuda, TopkRadix),
         (rows(1 << 20, chunk, max, u32_), true, Backend::Cuda, TopkRadix),
         (rows(1 << 20, chunk * 2, max, u32_), true, Backend::Cuda, TopkFilter),
-        (rows(1 << 20, 4096, 4096, u32_), true, Backend::Cuda, PairPasses),
+        (rows(1 << 20, 4096, 4096, u32_), true, Backend::Cuda, RowRadix),
         // Short rows of 2- and 4-byte keys: the warp sort for every k up to its length, then
         // from its k, and above half a row.
         (rows(1 << 20, warp_all, 1, u32_), true, Backend::Cuda, TopkWarpSort),

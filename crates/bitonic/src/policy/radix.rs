@@ -21,14 +21,12 @@ pub struct RadixPolicy {
 
 impl RadixPolicy {
     /// Hopper's numbers, measured on an H200 (docs/notes/radix.md; u32 argsorts of rows in the
-    /// kernels' harness beside `bitonic bench-rows` of the pair passes). The radix sorts are
-    /// off by default (`from_row_len` is `usize::MAX`): their kernels as they are now have run
-    /// only in the harness, not yet the library's GPU tests. [`RadixPolicy::MEASURED_FROM`] is
-    /// where the measurements put them. One block a row up to 2^14 keys (0.53 ms against the
+    /// kernels' harness beside `bitonic bench-rows` of the pair passes). Rows from
+    /// [`RadixPolicy::MEASURED_FROM`] keys take them. One block a row up to 2^14 keys (0.53 ms against the
     /// passes' 1.07 at 1024 × 16384); 16 keys a lane ([`RadixPolicy::ROUNDS`]) beat 8 on every
     /// row shape but one (65536 × 256, which the pair passes take).
     pub const HOPPER: RadixPolicy = RadixPolicy {
-        from_row_len: usize::MAX,
+        from_row_len: Self::MEASURED_FROM,
         one_block_most: 1 << 14,
         tile: 4096,
         tile_threads: 256,
@@ -36,8 +34,7 @@ impl RadixPolicy {
 
     /// The shortest rows the radix sorts won on, against the pair passes (4,096: 0.44 ms against
     /// 0.57 at 4096 × 4096, 0.53 against 0.90 at 1024 × 16384; they lost at 1,024: 0.54 against
-    /// 0.47 at 16384 × 1024; 2,048 not measured). A policy turns them on with
-    /// `from_row_len = MEASURED_FROM`.
+    /// 0.47 at 16384 × 1024; 2,048 not measured).
     pub const MEASURED_FROM: usize = 4096;
 
     /// The most keys of a row one block could sort: its 16-bit indices' limit. (The block's
