@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <numeric>
 #include <random>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -63,11 +64,13 @@ void sort_rows(const W *keys, W *out, u32 *index_out, u32 rows, u32 row_len, boo
         launch_row<W>(rows, threads, shared, keys, out, index_out, row_len, map);
         return;
     }
-    const u32 tile = std::min<u32>(4096, std::max<u32>(256, 1u << (32 - __builtin_clz(row_len - 1))));
+    // The tile of the passes: RK_TILE keys (4,096 unless set), or the row's power of two.
+    static const u32 tile_most = std::getenv("RK_TILE") ? u32(std::atoi(std::getenv("RK_TILE"))) : 4096u;
+    const u32 tile = std::min<u32>(tile_most, std::max<u32>(256, 1u << (32 - __builtin_clz(row_len - 1))));
     const u32 tiles_a_row = (row_len + tile - 1) / tile, blocks = rows * tiles_a_row;
     const size_t n = size_t(rows) * row_len, count_len = size_t(blocks) * 256, chunks = (count_len + 4095) / 4096;
     const u32 tile_threads = std::max<u32>(256, tile / (32 * RADIX_ROUNDS) * 32);
-    const size_t shared = 1024 + tile_threads / 32 * 512 + 2 * size_t(tile) * sizeof(W) + 8 * size_t(tile);
+    const size_t shared = 1024 + tile_threads / 32 * 512 + size_t(tile) * sizeof(W) + 4 * size_t(tile);
     CHECK(cudaFuncSetAttribute(scatter_kernel<W>(), cudaFuncAttributeMaxDynamicSharedMemorySize, int(shared)));
     const u32 digits = sizeof(W);
     for (u32 d = 0; d < digits; ++d) {

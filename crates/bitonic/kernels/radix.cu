@@ -76,14 +76,39 @@ __device__ __forceinline__ u32 lanes_below() {
 #endif
 #define RADIX_ROUNDS KERNEL_RADIX_ROUNDS
 
-// Moves the m sortable words of src (and their indices) to dst in shared memory, stably ordered
-// by their digit at `shift`, and writes to starts[d] (unless null) where digit d starts in dst. Returns
-// false, having moved nothing, where every key has the same digit. `counts` holds warps × 256
-// u16 (a count, then a start, below 2^16); the block has at least 256 threads and at least
-// m / (32 × RADIX_ROUNDS) warps. Every thread of the block calls it.
-template <typename W, typename I>
-__device__ bool sort_by_digit(const W *src, const I *src_index, W *dst, I *dst_index, u32 m, u32 shift, u16 *counts,
-                              u32 *starts, DigitSortShared &sh) {
+// Where sort_by_digit reads a block's keys and indices (i from 0 to m):
+// * SharedKeys: arrays in shared memory (one block a row, between digits);
+// * TileKeys: a tile of a row in global memory (the passes), the first digit's keys mapped as
+//   they are read and its indices made from their columns. Its indices are read in the count
+//   walk with the keys, so that every global load of a warp is in flight at once.
+template <typename W, typename I> struct SharedKeys {
+    static constexpr bool HOLD_INDEX = false;  // read again in the scatter walk, from shared memory
+    const W *keys;
+    const I *index;
+    __device__ __forceinline__ W key(u32 i) const { return keys[i]; }
+    __device__ __forceinline__ I index_of(u32 i) const { return index[i]; }
+};
+
+template <typename W> struct TileKeys {
+    static constexpr bool HOLD_INDEX = true;
+    const W *keys;       // the tile's first key
+    const u32 *index;    // the tile's first index (not read by the first digit)
+    u32 first_col;       // the tile's first column in its row
+    SortableMap<W> map;  // the first digit's map of the input's keys
+    bool first;
+    __device__ __forceinline__ W key(u32 i) const { return first ? map.to(keys[i]) : keys[i]; }
+    __device__ __forceinline__ u32 index_of(u32 i) const { return first ? first_col + i : index[i]; }
+};
+
+// Moves the m sortable words of `src` (and their indices) to dst in shared memory, stably
+// ordered by their digit at `shift`, and writes to starts[d] (unless null) where digit d starts
+// in dst. With `may_skip`, returns false, having moved nothing, where every key has the same
+// digit; else moves them and returns true. `counts` holds warps × 256 u16 (a count, then a
+// start, below 2^16); the block has at least 256 threads and at least m / (32 × RADIX_ROUNDS)
+// warps. Every thread of the block calls it.
+template <typename W, typename I, typename Source>
+__device__ bool sort_by_digit(const Source &src, W *dst, I *dst_index, u32 m, u32 shift, u16 *counts, u32 *starts,
+                              DigitSortShared &sh, bool may_skip) {
     const u32 warps = blockDim.x / WARP_SIZE, warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
     // Warp w's segment: whole rounds of 32 keys, the last one cut at the end.
     const u32 segment = ((m + warps - 1) / warps + WARP_SIZE - 1) / WARP_SIZE * WARP_SIZE;
@@ -91,18 +116,29 @@ __device__ bool sort_by_digit(const W *src, const I *src_index, W *dst, I *dst_i
     u16 *my_counts = counts + warp * RADIX_DIGITS;
     W key[RADIX_ROUNDS];  // (a key's digit is two instructions away)
     u32 peers[RADIX_ROUNDS];
+    I index[Source::HOLD_INDEX ? RADIX_ROUNDS : 1];
 
-    // 1. Count this warp's digits, keeping each lane's keys, digits and peers.
+    // 1. Count this warp's digits, keeping each lane's keys and peers. From global memory
+    // (HOLD_INDEX), every load of the warp goes first, before the first ballot; from shared
+    // memory, each round loads its own (fewer registers live: one block a row has 1,024
+    // threads).
     for (u32 d = lane; d < RADIX_DIGITS; d += WARP_SIZE) my_counts[d] = 0;
     if (threadIdx.x == 0) sh.one_digit = 0;
+    if (Source::HOLD_INDEX) {
+#pragma unroll
+        for (u32 r = 0; r < RADIX_ROUNDS; ++r) {
+            const u32 i = begin + r * WARP_SIZE + lane;
+            key[r] = i < end ? src.key(i) : W(0);
+            index[r] = i < end ? src.index_of(i) : I(0);
+        }
+    }
     __syncwarp();
 #pragma unroll
     for (u32 r = 0; r < RADIX_ROUNDS; ++r) {
         const u32 at = begin + r * WARP_SIZE;
         if (at >= end) break;  // the same for the whole warp
-        const u32 i = at + lane;
-        const bool real = i < end;
-        key[r] = real ? src[i] : W(0);
+        const bool real = at + lane < end;
+        if (!Source::HOLD_INDEX) key[r] = real ? src.key(at + lane) : W(0);
         const u32 d = digit_of(key[r], shift);
         peers[r] = lanes_with_digit(d, __ballot_sync(FULL_WARP_MASK, real));
         if (real && lane == 31 - __clz(peers[r])) my_counts[d] += u16(__popc(peers[r]));
@@ -134,8 +170,7 @@ __device__ bool sort_by_digit(const W *src, const I *src_index, W *dst, I *dst_i
         }
     }
     __syncthreads();
-    const bool one_digit = sh.one_digit;
-    if (one_digit) {
+    if (may_skip && sh.one_digit) {
         __syncthreads();  // every thread has read the flag before the next call resets it
         return false;
     }
@@ -153,7 +188,7 @@ __device__ bool sort_by_digit(const W *src, const I *src_index, W *dst, I *dst_i
         if (real) {
             const u32 to = start + __popc(peers[r] & lanes_below());
             dst[to] = key[r];
-            dst_index[to] = src_index[i];
+            dst_index[to] = Source::HOLD_INDEX ? index[r] : src.index_of(i);
             if (lane == 31 - __clz(peers[r])) my_counts[d] = u16(start + __popc(peers[r]));
         }
         __syncwarp();
@@ -187,17 +222,18 @@ __device__ void row_radix_sort(const W *keys, W *sorted_keys, u32 *indices, u32 
     u32 from = 0;
     for (u32 shift = 0; shift < 8 * sizeof(W); shift += 8) {
         const u32 to = from ^ 1;
-        if (sort_by_digit(words + from * n, index + from * n, words + to * n, index + to * n, n, shift, counts,
-                          nullptr, sh))
-            from = to;
+        const SharedKeys<W, u16> src{words + from * n, index + from * n};
+        if (sort_by_digit(src, words + to * n, index + to * n, n, shift, counts, nullptr, sh, true)) from = to;
     }
-    // The words unmapped are the keys, but where the map ties keys (-0.0 with +0.0, every NaN):
-    // then the input's own keys by index, unless the outputs are the input.
+    // The words unmapped are the keys, but for a word that stands for several (under a tied map,
+    // -0.0 with +0.0, every NaN): then the input's own key by index, unless the outputs are the
+    // input.
     const bool from_input = (map & MAP_TIED) && keys != sorted_keys;
     const u64 out = row * k;
     for (u32 j = threadIdx.x; j < k; j += blockDim.x) {
         const u32 i = index[from * n + j];
-        sorted_keys[out + j] = from_input ? in[i] : m.from(words[from * n + j]);
+        const W word = words[from * n + j];
+        sorted_keys[out + j] = from_input && m.is_tied_word(word) ? in[i] : m.from(word);
         store_index(indices, out + j, i, map);
     }
 }
@@ -234,9 +270,19 @@ __device__ void radix_histogram(const W *keys, u32 *counts, RadixTiles t, u32 sh
     __syncthreads();
     const SortableMap<W> m(key_map);
     const W *in = keys + t.row() * t.row_len + t.first_col();
-    // Shared atomics: lanes that add to one digit together take turns, which only rows of few
-    // distinct digits feel.
-    for (u32 i = threadIdx.x; i < t.len(); i += blockDim.x) atomicAdd(&histogram[digit_of(m.to(in[i]), shift)], 1u);
+    // Four loads in flight a thread before their adds (one at a time, the loads' latency was
+    // most of the kernel's time). Shared atomics: lanes that add to one digit together take
+    // turns, which only rows of few distinct digits feel.
+    const u32 len = t.len(), step = blockDim.x;
+    u32 i = threadIdx.x;
+    for (; i + 3 * step < len; i += 4 * step) {
+        W four[4];
+#pragma unroll
+        for (u32 j = 0; j < 4; ++j) four[j] = in[i + j * step];
+#pragma unroll
+        for (u32 j = 0; j < 4; ++j) atomicAdd(&histogram[digit_of(m.to(four[j]), shift)], 1u);
+    }
+    for (; i < len; i += step) atomicAdd(&histogram[digit_of(m.to(in[i]), shift)], 1u);
     __syncthreads();
     for (u32 d = threadIdx.x; d < RADIX_DIGITS; d += blockDim.x) counts[t.count_at(d)] = histogram[d];
 }
@@ -250,11 +296,13 @@ __device__ void radix_histogram(const W *keys, u32 *counts, RadixTiles t, u32 sh
 // (`first`) reads the input's keys and maps them, and makes each index from its column
 // (`index_in` is not read); the others read sortable words and their u32 indices. The last digit
 // (`last`) stores the first k keys of each row and their indices in rows of k (u64 indices where
-// the map has MAP_INDEX64): the words unmapped, or with `from_input` (a map that ties keys, and
-// outputs that are not the input) the input's own keys, `input`, by index; the others store
-// every word to `keys_out` and its u32 index to `index_out`, in rows of row_len.
-// Shared memory: 256 u32 bases, then warps × 256 u16 counts, then two arrays of `tile` keys and
-// two of their u32 indices (src/plan/radix.rs tile_shared_bytes); tile ≤ 512 × warps.
+// the map has MAP_INDEX64): the words unmapped, or, for a word that stands for several keys
+// under a tied map and with `from_input` (outputs that are not the input), the input's own key,
+// `input`, by index; the others store every word to `keys_out` and its u32 index to
+// `index_out`, in rows of row_len. The keys go from global memory to registers and once through
+// shared memory, in the digit's order.
+// Shared memory: 256 u32 bases, then warps × 256 u16 counts, then `tile` keys and their u32
+// indices (src/plan/radix.rs tile_shared_bytes); tile ≤ 512 × warps.
 template <typename W>
 __device__ void radix_scatter(const W *keys, const u32 *index_in, W *keys_out, u32 *index_out, const u32 *offsets,
                               const W *input, RadixTiles t, u32 shift, u32 map, u32 first, u32 last, u32 k,
@@ -265,21 +313,14 @@ __device__ void radix_scatter(const W *keys, const u32 *index_in, W *keys_out, u
     // Where the tile's keys of each digit go, less where they start in the ordered tile.
     u32 *bases = reinterpret_cast<u32 *>(radix_shared);
     u16 *counts = reinterpret_cast<u16 *>(bases + RADIX_DIGITS);
-    W *const words = reinterpret_cast<W *>(counts + warps * RADIX_DIGITS);
-    u32 *const index = reinterpret_cast<u32 *>(words + 2 * t.tile);
+    W *const ordered = reinterpret_cast<W *>(counts + warps * RADIX_DIGITS);
+    u32 *const ordered_index = reinterpret_cast<u32 *>(ordered + t.tile);
     const u32 len = t.len(), col = t.first_col();
     const u64 row_start = t.row() * t.row_len;
     const SortableMap<W> m(map);
-    for (u32 i = threadIdx.x; i < len; i += blockDim.x) {
-        const W key = keys[row_start + col + i];
-        words[i] = first ? m.to(key) : key;
-        index[i] = first ? col + i : index_in[row_start + col + i];
-    }
-    __syncthreads();
+    const TileKeys<W> src{keys + row_start + col, index_in + (first ? 0 : row_start + col), col, m, first != 0};
     u32 *starts = bases;
-    const bool moved = sort_by_digit(words, index, words + t.tile, index + t.tile, len, shift, counts, starts, sh);
-    const W *ordered = moved ? words + t.tile : words;
-    const u32 *ordered_index = moved ? index + t.tile : index;
+    sort_by_digit(src, ordered, ordered_index, len, shift, counts, starts, sh, false);
     for (u32 d = threadIdx.x; d < RADIX_DIGITS; d += blockDim.x) bases[d] = offsets[t.count_at(d)] - bases[d];
     __syncthreads();
     for (u32 j = threadIdx.x; j < len; j += blockDim.x) {
@@ -290,7 +331,7 @@ __device__ void radix_scatter(const W *keys, const u32 *index_in, W *keys_out, u
             if (to_col < k) {
                 const u64 out = t.row() * k + to_col;
                 const u32 i = ordered_index[j];
-                keys_out[out] = from_input ? input[row_start + i] : m.from(word);
+                keys_out[out] = from_input && m.is_tied_word(word) ? input[row_start + i] : m.from(word);
                 store_index(index_out, out, i, map);
             }
         } else {
@@ -381,7 +422,8 @@ extern "C" __global__ void __launch_bounds__(RADIX_SCAN_THREADS) radix_scan_chun
 
 // ---- The kernels of each key width ------------------------------------------------------------
 
-// 8-byte keys hold twice the registers a round: at most 512 threads a block.
+// 8-byte keys hold twice the registers a round: at most 512 threads a block of one row. The
+// passes' blocks take at most 512 (src/policy/radix.rs), so hold their indices too.
 #define RADIX_KERNELS(W, MOST_THREADS)                                                                     \
     extern "C" __global__ void __launch_bounds__(MOST_THREADS) row_radix_sort_##W ROW_RADIX_PARAMS(W) {     \
         row_radix_sort<W> ROW_RADIX_ARGS;                                                                  \
@@ -389,7 +431,7 @@ extern "C" __global__ void __launch_bounds__(RADIX_SCAN_THREADS) radix_scan_chun
     extern "C" __global__ void __launch_bounds__(1024) radix_histogram_##W RADIX_HISTOGRAM_PARAMS(W) {      \
         radix_histogram<W> RADIX_HISTOGRAM_ARGS;                                                           \
     }                                                                                                      \
-    extern "C" __global__ void __launch_bounds__(MOST_THREADS, 1) radix_scatter_##W RADIX_SCATTER_PARAMS(W) {\
+    extern "C" __global__ void __launch_bounds__(512) radix_scatter_##W RADIX_SCATTER_PARAMS(W) {           \
         radix_scatter<W> RADIX_SCATTER_ARGS;                                                               \
     }
 

@@ -103,6 +103,14 @@ template <typename K> struct SortableMap {
         // A word with its top bit clear was a negative float: complement it whole.
         return K(x ^ ((K(~top_bit_mask(x)) & negative_flip) | flip));
     }
+
+    // Whether `word` (one of `to`'s) stands for several keys, so that `from` cannot give back
+    // the key it was made from: under a tied map, the quiet NaN's word and +0.0's. Sorts that
+    // must return the input's own bits read those keys again from the input.
+    __device__ __forceinline__ bool is_tied_word(K word) const {
+        const K x = K(word ^ complement);
+        return zero_span != K(0) && (x == nan_word || x == K(negative_zero + K(1)));
+    }
 };
 
 template <typename K> __device__ __forceinline__ K to_sortable(K w, u32 map) { return SortableMap<K>(map).to(w); }

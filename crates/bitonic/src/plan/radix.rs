@@ -72,9 +72,10 @@ pub(crate) fn one_block_shared_bytes(row_len: usize, key_bytes: usize, threads: 
 }
 
 /// Shared memory of a storing block of tiles of `tile` keys: the digits' u32 bases, the u16
-/// counts of each warp, two arrays of keys and two of u32 indices.
+/// counts of each warp, the ordered tile's keys and their u32 indices (the keys come to it
+/// from registers, not from a second array).
 pub(crate) fn tile_shared_bytes(tile: usize, key_bytes: usize, threads: u32) -> usize {
-    DIGITS * 4 + (threads as usize / 32) * DIGITS * 2 + 2 * tile * key_bytes + 2 * tile * 4
+    DIGITS * 4 + (threads as usize / 32) * DIGITS * 2 + tile * key_bytes + tile * 4
 }
 
 /// Whether rows of `row_len` keys of `key_bytes` sort one block a row
