@@ -211,7 +211,7 @@ mod tests {
             }
         );
         assert_eq!(w.bytes(), 0, "one block a row needs no scratch");
-        // A row of 2^24: 4096 tiles of 4096 keys, two arrays between passes.
+        // A row of 2^24: 2048 tiles of 8192 keys, two arrays between passes.
         let p = plan(&info, &policy, (1, 1 << 24, 1 << 24), 4, &mut w);
         let RadixShape::Passes {
             tiles_a_row,
@@ -225,7 +225,7 @@ mod tests {
         };
         assert_eq!(
             (tiles_a_row, counts, chunks, buffers),
-            (4096, 1 << 20, 256, 2)
+            (2048, 1 << 19, 128, 2)
         );
         assert_eq!(w.part(Scratch::RadixKeys).unwrap().bytes, 2 << 26);
         // 16-bit keys: two digits, one array between them; 8-byte keys of 2^14 do not fit a

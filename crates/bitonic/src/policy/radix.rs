@@ -24,12 +24,16 @@ impl RadixPolicy {
     /// kernels' harness beside `bitonic bench-rows` of the pair passes). Rows from
     /// [`RadixPolicy::MEASURED_FROM`] keys take them. One block a row up to 2^14 keys (0.53 ms against the
     /// passes' 1.07 at 1024 × 16384); 16 keys a lane ([`RadixPolicy::ROUNDS`]) beat 8 on every
-    /// row shape but one (65536 × 256, which the pair passes take).
+    /// row shape but one (65536 × 256, which the pair passes take). Tiles of 8,192 keys in 512
+    /// threads beat 4,096 in 256 and 2,048 in 256 on every long row measured (one row of 2^26:
+    /// 2.57 ms against 2.97 and 4.22; of 2^24: 0.73 against 0.78 and 1.08; 64 × 128,256: 0.39
+    /// against 0.41 and 0.50), since the passes read their tiles into registers and keep one
+    /// shared array (362da7d).
     pub const HOPPER: RadixPolicy = RadixPolicy {
         from_row_len: Self::MEASURED_FROM,
         one_block_most: 1 << 14,
-        tile: 4096,
-        tile_threads: 256,
+        tile: 8192,
+        tile_threads: 512,
     };
 
     /// The shortest rows the radix sorts won on, against the pair passes (4,096: 0.44 ms against
