@@ -47,10 +47,10 @@ void launch_scatter(u32 blocks, u32 threads, size_t shared, const W *src, const 
                     u32 row_len, u32 tile, u32 tiles_a_row, u32 shift, u32 first, u32 last) {
     if constexpr (sizeof(W) == 4)
         radix_scatter_u32<<<blocks, threads, shared>>>(src, isrc, dst, idst, counts, src, row_len, tile, tiles_a_row, shift,
-                                                   0, first, last, row_len, 0);
+                                                   0, first, last, row_len, 0, first);
     else
         radix_scatter_u16<<<blocks, threads, shared>>>(src, isrc, dst, idst, counts, src, row_len, tile, tiles_a_row, shift,
-                                                   0, first, last, row_len, 0);
+                                                   0, first, last, row_len, 0, first);
 }
 
 template <typename W>

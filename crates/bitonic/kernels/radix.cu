@@ -79,8 +79,9 @@ __device__ __forceinline__ u32 lanes_below() {
 // Where sort_by_digit reads a block's keys and indices (i from 0 to m):
 // * SharedKeys: arrays in shared memory (one block a row, between digits);
 // * TileKeys: a tile of a row in global memory (the passes), the first digit's keys mapped as
-//   they are read and its indices made from their columns. Its indices are read in the count
-//   walk with the keys, so that every global load of a warp is in flight at once.
+//   they are read and its indices made from their columns (or read: a key-value sort's 4-byte
+//   values travel in their place). Its indices are read in the count walk with the keys, so
+//   that every global load of a warp is in flight at once.
 template <typename W, typename I> struct SharedKeys {
     static constexpr bool HOLD_INDEX = false;  // read again in the scatter walk, from shared memory
     const W *keys;
@@ -91,13 +92,14 @@ template <typename W, typename I> struct SharedKeys {
 
 template <typename W> struct TileKeys {
     static constexpr bool HOLD_INDEX = true;
-    const W *keys;       // the tile's first key
-    const u32 *index;    // the tile's first index (not read by the first digit)
-    u32 first_col;       // the tile's first column in its row
-    SortableMap<W> map;  // the first digit's map of the input's keys
-    bool first;
+    const W *keys;           // the tile's first key
+    const u32 *index;        // the tile's first index (not read where made from columns)
+    u32 first_col;           // the tile's first column in its row
+    SortableMap<W> map;      // the first digit's map of the input's keys
+    bool first;              // keys mapped as read
+    bool index_from_columns; // indices made, not read
     __device__ __forceinline__ W key(u32 i) const { return first ? map.to(keys[i]) : keys[i]; }
-    __device__ __forceinline__ u32 index_of(u32 i) const { return first ? first_col + i : index[i]; }
+    __device__ __forceinline__ u32 index_of(u32 i) const { return index_from_columns ? first_col + i : index[i]; }
 };
 
 // Moves the m sortable words of `src` (and their indices) to dst in shared memory, stably
@@ -293,8 +295,10 @@ __device__ void radix_histogram(const W *keys, u32 *counts, RadixTiles t, u32 sh
 
 // Orders the tile by the digit at `shift` in shared memory and stores each key, and its index,
 // at its place in the rows: `offsets` is the exclusive scan of the counts. The first digit
-// (`first`) reads the input's keys and maps them, and makes each index from its column
-// (`index_in` is not read); the others read sortable words and their u32 indices. The last digit
+// (`first`) reads the input's keys and maps them, and with `index_from_columns` makes each
+// index from its column (`index_in` is not read; without it, `index_in` holds a key-value
+// sort's 4-byte values, which travel as the indices do); the others read sortable words and
+// their u32 indices. The last digit
 // (`last`) stores the first k keys of each row and their indices in rows of k (u64 indices where
 // the map has MAP_INDEX64): the words unmapped, or, for a word that stands for several keys
 // under a tied map and with `from_input` (outputs that are not the input), the input's own key,
@@ -306,7 +310,7 @@ __device__ void radix_histogram(const W *keys, u32 *counts, RadixTiles t, u32 sh
 template <typename W>
 __device__ void radix_scatter(const W *keys, const u32 *index_in, W *keys_out, u32 *index_out, const u32 *offsets,
                               const W *input, RadixTiles t, u32 shift, u32 map, u32 first, u32 last, u32 k,
-                              u32 from_input) {
+                              u32 from_input, u32 index_from_columns) {
     extern __shared__ __align__(16) unsigned char radix_shared[];
     __shared__ DigitSortShared sh;
     const u32 warps = blockDim.x / WARP_SIZE;
@@ -318,7 +322,8 @@ __device__ void radix_scatter(const W *keys, const u32 *index_in, W *keys_out, u
     const u32 len = t.len(), col = t.first_col();
     const u64 row_start = t.row() * t.row_len;
     const SortableMap<W> m(map);
-    const TileKeys<W> src{keys + row_start + col, index_in + (first ? 0 : row_start + col), col, m, first != 0};
+    const TileKeys<W> src{keys + row_start + col, index_in + (index_from_columns ? 0 : row_start + col), col, m,
+                          first != 0, index_from_columns != 0};
     u32 *starts = bases;
     sort_by_digit(src, ordered, ordered_index, len, shift, counts, starts, sh, false);
     for (u32 d = threadIdx.x; d < RADIX_DIGITS; d += blockDim.x) bases[d] = offsets[t.count_at(d)] - bases[d];
@@ -343,10 +348,11 @@ __device__ void radix_scatter(const W *keys, const u32 *index_in, W *keys_out, u
 
 #define RADIX_SCATTER_PARAMS(W)                                                                         \
     (const W *keys, const u32 *index_in, W *keys_out, u32 *index_out, const u32 *offsets, const W *input,    \
-     u32 row_len, u32 tile, u32 tiles_a_row, u32 shift, u32 map, u32 first, u32 last, u32 k, u32 from_input)
+     u32 row_len, u32 tile, u32 tiles_a_row, u32 shift, u32 map, u32 first, u32 last, u32 k, u32 from_input,     \
+     u32 index_from_columns)
 #define RADIX_SCATTER_ARGS                                                                                     \
     (keys, index_in, keys_out, index_out, offsets, input, RadixTiles(row_len, tile, tiles_a_row), shift, map, first, \
-     last, k, from_input)
+     last, k, from_input, index_from_columns)
 
 // ---- The exclusive scan of the counts ---------------------------------------------------------
 // Three launches over `len` u32 in chunks of RADIX_SCAN_CHUNK, a block of 256 threads a chunk:
@@ -423,18 +429,21 @@ extern "C" __global__ void __launch_bounds__(RADIX_SCAN_THREADS) radix_scan_chun
 // ---- The kernels of each key width ------------------------------------------------------------
 
 // 8-byte keys hold twice the registers a round: at most 512 threads a block of one row. The
-// passes' blocks take at most 512 (src/policy/radix.rs), so hold their indices too.
-#define RADIX_KERNELS(W, MOST_THREADS)                                                                     \
+// passes' blocks take at most 512 threads (src/policy/radix.rs) and hold their indices too; two
+// of them an SM where the keys are 2 or 4 bytes (64 registers a thread: a third more registers
+// would halve the blocks an SM), one where they are 8.
+#define RADIX_KERNELS(W, MOST_THREADS, SCATTER_BLOCKS_AN_SM)                                              \
     extern "C" __global__ void __launch_bounds__(MOST_THREADS) row_radix_sort_##W ROW_RADIX_PARAMS(W) {     \
         row_radix_sort<W> ROW_RADIX_ARGS;                                                                  \
     }                                                                                                      \
     extern "C" __global__ void __launch_bounds__(1024) radix_histogram_##W RADIX_HISTOGRAM_PARAMS(W) {      \
         radix_histogram<W> RADIX_HISTOGRAM_ARGS;                                                           \
     }                                                                                                      \
-    extern "C" __global__ void __launch_bounds__(512) radix_scatter_##W RADIX_SCATTER_PARAMS(W) {           \
+    extern "C" __global__ void __launch_bounds__(512, SCATTER_BLOCKS_AN_SM)                               \
+        radix_scatter_##W RADIX_SCATTER_PARAMS(W) {                                                        \
         radix_scatter<W> RADIX_SCATTER_ARGS;                                                               \
     }
 
-RADIX_KERNELS(u16, 1024)
-RADIX_KERNELS(u32, 1024)
-RADIX_KERNELS(u64, 512)
+RADIX_KERNELS(u16, 1024, 2)
+RADIX_KERNELS(u32, 1024, 2)
+RADIX_KERNELS(u64, 512, 1)

@@ -319,6 +319,14 @@ fn gpu_radix_tiles_and_rows() {
                 check_topk_by_sorting::<bitonic::half::bf16>(rows, row_len, k, pattern, radix);
             }
         }
+        // Key-value sorts of 4-byte values, which ride the passes in place of indices.
+        for (rows, row_len) in [(1, 1), (3, 257), (2, 4097), (1, 20_001)] {
+            for pattern in PATTERNS {
+                check_u32_values_under::<f32>(rows, row_len, pattern, radix);
+                check_u32_values_under::<bitonic::half::bf16>(rows, row_len, pattern, radix);
+                check_u32_values_under::<i64>(rows, row_len, pattern, radix);
+            }
+        }
         for len in [1000, 4096 * 3 + 17] {
             for pattern in PATTERNS {
                 check_kv_under(&make_keys::<f32>(len, pattern, 9), GPU, policy);
@@ -330,6 +338,39 @@ fn gpu_radix_tiles_and_rows() {
                 check_kv_under(&make_keys::<f64>(len, pattern, 11), GPU, policy);
             }
         }
+    }
+}
+
+/// Each row's key-value sort with u32 values on the GPU under `policy`, against the CPU's, keys
+/// bit for bit and values, both orders.
+fn check_u32_values_under<K: TestKey>(
+    rows: usize,
+    row_len: usize,
+    pattern: Pattern,
+    policy: &Policy,
+) {
+    let keys = make_keys::<K>(rows * row_len, pattern, (row_len * 3 + rows) as u64);
+    let values: Vec<u32> = (0..keys.len() as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761))
+        .collect();
+    for order in ORDERS {
+        let mut want = (keys.clone(), values.clone());
+        let cpu = Sorter::new().backend(Backend::Cpu).order(order);
+        cpu.sort_pairs_rows(&mut want.0, &mut want.1, row_len)
+            .unwrap();
+        let mut got = (keys.clone(), values.clone());
+        let gpu = Sorter::new()
+            .backend(Backend::Cuda)
+            .order(order)
+            .policy(policy.clone());
+        gpu.sort_pairs_rows(&mut got.0, &mut got.1, row_len)
+            .unwrap();
+        let what = format!(
+            "key-value {rows}x{row_len} {:?} {pattern:?} {order:?}",
+            K::DTYPE
+        );
+        assert_same_bits(&got.0, &want.0, &what);
+        assert_eq!(got.1, want.1, "values of the {what}");
     }
 }
 

@@ -17,8 +17,9 @@ use cudarc::driver::{CudaFunction, CudaView, CudaViewMut, DeviceRepr};
 
 /// Sorts the plan's rows of `input` (words of a key's width, read as they are; their order is
 /// the key map `map`'s) stably and writes the first k of each row to `sorted` and their
-/// indices in their row to `indices` (4- or 8-byte), k a row.
-pub(crate) fn run<W: DeviceRepr + bytemuck::Pod, I: DeviceRepr>(
+/// indices in their row to `indices` (4- or 8-byte), k a row; or, where the plan carries
+/// values (`RadixPlan::values`), the 4-byte values `indices` held, in the keys' order.
+pub(crate) fn run<W: DeviceRepr + bytemuck::Pod, I: DeviceRepr + bytemuck::Pod>(
     x: &Exec,
     plan: &RadixPlan,
     input: RadixInput<W>,
@@ -43,6 +44,8 @@ pub(crate) fn run<W: DeviceRepr + bytemuck::Pod, I: DeviceRepr>(
             threads,
             shared_bytes,
         } => {
+            // (its indices are 16-bit, made in shared memory: the plan sends values to passes)
+            assert!(!plan.values, "one block a row carries no values");
             let name = format!("row_radix_sort_{w}");
             let f = x.function_sharing(&kernels::RADIX, &name, shared_bytes)?;
             let cfg = config(rows as u32, threads, shared_bytes);
@@ -94,9 +97,18 @@ pub(crate) fn run<W: DeviceRepr + bytemuck::Pod, I: DeviceRepr>(
                 RadixInput::InPlace => None,
             };
             let to_a = (&mut keys_a, &mut index_a);
+            // The first digit makes the indices, or reads the values from the output array.
+            let values = plan.values.then(|| {
+                assert!(std::mem::size_of::<I>() == 4, "values of 4 bytes");
+                assert!(k == row_len, "values come back whole rows");
+                memory::reinterpret_ref::<I, u32>(&indices.as_view(), n)
+            });
             match input {
-                Some(keys) => pass.run(x, 0, (keys, None), input, to_a, scratch)?,
-                None => pass.run(x, 0, (&sorted.as_view(), None), None, to_a, scratch)?,
+                Some(keys) => pass.run(x, 0, (keys, values.as_ref()), input, to_a, scratch)?,
+                None => {
+                    let keys = sorted.as_view();
+                    pass.run(x, 0, (&keys, values.as_ref()), None, to_a, scratch)?
+                }
             }
             let digits = std::mem::size_of::<W>();
             for digit in 1..digits {
@@ -136,9 +148,10 @@ struct DigitPass {
 
 impl DigitPass {
     /// The pass of digit `digit` (the lowest is 0): counts of `keys`' digits, their scan, and
-    /// the stores of `keys` and their indices (`index`; none for digit 0, which reads the
-    /// input's keys and makes their columns) in the digit's order to `out`: sortable words, and
-    /// for the last digit the first k keys of each row, from `input` where the map ties keys.
+    /// the stores of `keys` and their indices (`index`; for digit 0, which reads the input's
+    /// keys, none: it makes their columns, or a key-value sort's values) in the digit's order
+    /// to `out`: sortable words, and for the last digit the first k keys of each row, from
+    /// `input` where the map ties keys.
     fn run<W: DeviceRepr, I: DeviceRepr>(
         &self,
         x: &Exec,
@@ -164,13 +177,14 @@ impl DigitPass {
         let scans = [&self.scans[0], &self.scans[1], &self.scans[2]];
         radix_scan(x, scans, counts, sums).during(|| "launching the counts' scan".into())?;
         let offsets = counts.as_view();
-        // The first digit reads no indices: any u32 array stands in.
+        // A first digit that makes its indices reads none: any u32 array stands in.
         let index_in = index.unwrap_or(&offsets);
         let arrays = ScatterArrays {
             keys,
             input: input.unwrap_or(keys),
             from_input: last && input.is_some() && self.map & MAP_TIED != 0,
             index_in,
+            index_from_columns: index.is_none(),
             keys_out,
             index_out,
         };

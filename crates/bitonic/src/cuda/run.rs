@@ -51,8 +51,9 @@ pub(crate) fn sort_with_values<K: SortKey, V: DeviceRepr + bytemuck::Pod>(
     let mut pad = Scratchpad::new(workspace, &plan.workspace)?;
     let map = plan.map;
     if let Steps::Radix(radix) = &plan.steps {
-        // An argsort: the keys as they are (16-bit ones too), sorted in place, every index
-        // written.
+        // An argsort (every index written) or a key-value sort of 4-byte values (the values
+        // read and written back in order): the keys as they are (16-bit ones too), sorted in
+        // place.
         let n = keys.len();
         return with_word_of_width!(K, W => {
             let mut words = memory::reinterpret::<K, W>(keys, n);

@@ -92,9 +92,16 @@ fn gpu_strategy(request: &Request, info: &DeviceInfo, policy: &Policy) -> Result
         };
     }
     let argsort = matches!(request.operation, Operation::Argsort { .. });
-    if argsort && !matches!(layout, Layout::Segments { .. }) {
+    // 4-byte values travel where the radix passes' u32 indices do (one block a row makes
+    // 16-bit indices, so values take the passes at every row length).
+    let radix_values = matches!(request.operation, Operation::SortPairs { value_bytes: 4 });
+    if (argsort || radix_values) && !matches!(layout, Layout::Segments { .. }) {
         if let Some(radix) = radix(request, info, policy) {
-            return Ok(radix);
+            return Ok(if radix_values {
+                Strategy::RadixSort
+            } else {
+                radix
+            });
         }
     }
     Ok(match (&layout, with_values) {

@@ -522,12 +522,13 @@ impl Context<'_> {
                 };
                 let shape = (n / row_len, row_len, k);
                 let key_bytes = self.request.dtype.size();
+                let values = matches!(self.request.operation, Operation::SortPairs { .. });
                 Steps::Radix(radix::plan_radix(
                     self.info(),
                     &policy.radix,
                     strategy,
                     shape,
-                    key_bytes,
+                    (key_bytes, values),
                     workspace,
                 )?)
             }

@@ -58,6 +58,10 @@ pub struct RadixPlan {
     pub key_bytes: usize,
     /// One block a row, or passes over tiles.
     pub shape: RadixShape,
+    /// The keys carry a key-value sort's 4-byte values in place of their indices: the first
+    /// digit reads them from the values' array, the last writes them back there in order
+    /// (passes only, in place, k the whole row).
+    pub values: bool,
 }
 
 /// Counts one chunk of the counts' scan takes (kernels/radix.cu `RADIX_SCAN_CHUNK`).
@@ -106,7 +110,8 @@ fn one_block_threads(row_len: usize) -> u32 {
     (row_len.div_ceil(RadixPolicy::KEYS_A_WARP) * 32).max(256) as u32
 }
 
-/// The radix sort of `rows` rows of `row_len` keys of `key_bytes`, keeping `k` a row, one
+/// The radix sort of `rows` rows of `row_len` keys of `key_bytes`, keeping `k` a row (with
+/// `values`, carrying a key-value sort's values instead of indices), one
 /// block a row where `strategy` (chosen by [`one_block_a_row`]) is
 /// [`Strategy::RowRadix`](super::Strategy::RowRadix), else in passes; its scratch goes to
 /// `workspace`. [`Error::Unsupported`] where no tile of the passes fits the
@@ -117,9 +122,11 @@ pub(crate) fn plan_radix(
     policy: &RadixPolicy,
     strategy: Strategy,
     (rows, row_len, k): (usize, usize, usize),
-    key_bytes: usize,
+    (key_bytes, values): (usize, bool),
     workspace: &mut Workspace,
 ) -> Result<RadixPlan> {
+    // One block a row makes 16-bit indices in shared memory: values take the passes.
+    assert!(!values || (strategy == Strategy::RadixSort && k == row_len));
     let shape = if strategy == Strategy::RowRadix {
         let threads = one_block_threads(row_len);
         let shared = one_block_shared_bytes(row_len, key_bytes, threads);
@@ -175,6 +182,7 @@ pub(crate) fn plan_radix(
         k,
         key_bytes,
         shape,
+        values,
     })
 }
 
@@ -194,7 +202,7 @@ mod tests {
             true => Strategy::RowRadix,
             false => Strategy::RadixSort,
         };
-        plan_radix(info, policy, strategy, shape, key_bytes, workspace).unwrap()
+        plan_radix(info, policy, strategy, shape, (key_bytes, false), workspace).unwrap()
     }
 
     #[test]

@@ -25,6 +25,10 @@ fn argsort(len: usize) -> Request {
     Request::new(Operation::Argsort { index_bytes: 4 }, DType::U32, len)
 }
 
+fn pairs(len: usize, value_bytes: usize) -> Request {
+    Request::new(Operation::SortPairs { value_bytes }, DType::U32, len)
+}
+
 fn topk(len: usize, k: usize, dtype: DType) -> Request {
     Request::new(Operation::Topk { k, index_bytes: 4 }, dtype, len)
 }
@@ -75,6 +79,13 @@ fn what_runs_for_each_input() {
         (argsort(1 << 24).rows(256), true, Backend::Cuda, PairPasses),
         (argsort(1 << 24).rows(4096), true, Backend::Cuda, RowRadix),
         (argsort(100).rows(10), false, Backend::Cpu, CpuSort),
+        // Key-value sorts: 4-byte values ride the radix passes (at every row length from
+        // 4,096: one block a row makes 16-bit indices); 8-byte ones the merge and pair passes.
+        (pairs(1 << 24, 4), true, Backend::Cuda, RadixSort),
+        (pairs(1 << 24, 4).rows(4096), true, Backend::Cuda, RadixSort),
+        (pairs(1 << 24, 4).rows(4095), true, Backend::Cuda, PairPasses),
+        (pairs(1 << 24, 8), true, Backend::Cuda, KeyValueMerge),
+        (pairs(1 << 24, 8).rows(4096), true, Backend::Cuda, PairPasses),
     ];
     for (request, has_gpu, backend, strategy) in table {
         let got = chosen(&request, has_gpu).unwrap();
@@ -476,6 +487,13 @@ fn radix_sorts_by_policy() {
         Request::new(Operation::Topk { k, index_bytes: 8 }, dtype, len).rows(row_len)
     };
     let on = radix_on();
+    // A key-value sort's plan carries its values; an argsort's makes indices.
+    let values = |request: &Request| match h100_plan_under(request, &on).steps {
+        Steps::Radix(r) => r.values,
+        other => panic!("{other:?}"),
+    };
+    assert!(values(&pairs(1 << 20, 4)));
+    assert!(!values(&argsort(1 << 20)));
     for (request, strategy) in [
         (argsort(1 << 24), RadixSort),
         (argsort(1 << 20).rows(1 << 20), RadixSort),

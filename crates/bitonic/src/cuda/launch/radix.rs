@@ -94,21 +94,25 @@ pub(crate) fn radix_histogram<W: DeviceRepr>(
     }
 }
 
-/// The arrays of one store pass: the keys and indices it reads (the input's keys, and no
-/// indices, `index_in` unread, for the first digit; sortable words after), and the ones it
-/// writes (u32 indices, or for the last digit the caller's, u64 where its map has MAP_INDEX64);
-/// `input`, the input's keys, which the last digit stores by index where `from_input`.
+/// The arrays of one store pass: the keys and indices it reads (the input's keys for the first
+/// digit, whose indices are made from their columns where `index_from_columns`, `index_in`
+/// unread, or else are a key-value sort's 4-byte values in `index_in`; sortable words and u32
+/// indices after), and the ones it writes (u32 indices, or for the last digit the caller's,
+/// u64 where its map has MAP_INDEX64); `input`, the input's keys, which the last digit stores
+/// by index where `from_input`.
 pub(crate) struct ScatterArrays<'v, 'a, 'b, 'c, W, I> {
     pub(crate) keys: &'v CudaView<'a, W>,
     pub(crate) input: &'v CudaView<'a, W>,
     pub(crate) from_input: bool,
     pub(crate) index_in: &'v CudaView<'a, u32>,
+    pub(crate) index_from_columns: bool,
     pub(crate) keys_out: &'v mut CudaViewMut<'b, W>,
     pub(crate) index_out: &'v mut CudaViewMut<'c, I>,
 }
 
 /// kernels/radix.cu `radix_scatter_W(keys, index_in, keys_out, index_out, offsets, input,
-/// row_len, tile, tiles_a_row, shift, map, first, last, k, from_input)`: a block a tile orders its keys by the digit
+/// row_len, tile, tiles_a_row, shift, map, first, last, k, from_input, index_from_columns)`: a
+/// block a tile orders its keys by the digit
 /// at `shift` and stores each where `offsets` (the counts' exclusive scan) says; the `last`
 /// digit's stores the first `k` of each row in rows of k.
 pub(crate) fn radix_scatter<W: DeviceRepr, I: DeviceRepr>(
@@ -127,6 +131,7 @@ pub(crate) fn radix_scatter<W: DeviceRepr, I: DeviceRepr>(
         input,
         from_input,
         index_in,
+        index_from_columns,
         keys_out,
         index_out,
     } = arrays;
@@ -136,17 +141,23 @@ pub(crate) fn radix_scatter<W: DeviceRepr, I: DeviceRepr>(
         n
     };
     assert!(keys.len() >= n && keys_out.len() >= kept && index_out.len() >= kept);
-    assert!(first || index_in.len() >= n);
+    assert!(index_from_columns || index_in.len() >= n);
+    assert!(
+        first || !index_from_columns,
+        "only the first digit makes its indices"
+    );
     assert!(offsets.len() >= tiles * 256);
     assert!(!from_input || input.len() >= n);
     let (first, last, from_input) = (first as u32, last as u32, from_input as u32);
+    let index_from_columns = index_from_columns as u32;
     // SAFETY: radix_scatter_W(const W *keys, const u32 *index_in, W *keys_out, u32 *index_out,
     // const u32 *offsets, const W *input, u32 row_len, u32 tile, u32 tiles_a_row, u32 shift,
-    // u32 map, u32 first, u32 last, u32 k, u32 from_input): block b reads its tile of `keys`
-    // and (unless `first`) of `index_in`, its 256 offsets, (where `from_input`) the input's keys
-    // its indices name, and writes each key and index at its offset, below n (the offsets are
-    // a scan of counts that add up to n), or for the last digit the first k of each row (the
-    // lengths asserted above; u64 indices only where the caller's I is).
+    // u32 map, u32 first, u32 last, u32 k, u32 from_input, u32 index_from_columns): block b
+    // reads its tile of `keys` and (unless `index_from_columns`) of `index_in`, its 256
+    // offsets, (where `from_input`) the input's keys its indices name, and writes each key and
+    // index at its offset, below n (the offsets are a scan of counts that add up to n), or for
+    // the last digit the first k of each row (the lengths asserted above; u64 indices only
+    // where the caller's I is).
     unsafe {
         launch(x, kernel, cfg, |l| {
             l.arg(keys)
@@ -163,7 +174,8 @@ pub(crate) fn radix_scatter<W: DeviceRepr, I: DeviceRepr>(
                 .arg(&first)
                 .arg(&last)
                 .arg(&k)
-                .arg(&from_input);
+                .arg(&from_input)
+                .arg(&index_from_columns);
         })
     }
 }
