@@ -64,8 +64,10 @@ void sort_rows(const W *keys, W *out, u32 *index_out, u32 rows, u32 row_len, boo
         launch_row<W>(rows, threads, shared, keys, out, index_out, row_len, map);
         return;
     }
-    // The tile of the passes: RK_TILE keys (4,096 unless set), or the row's power of two.
-    static const u32 tile_most = std::getenv("RK_TILE") ? u32(std::atoi(std::getenv("RK_TILE"))) : 4096u;
+    // The tile of the passes: RK_TILE keys (8,192 unless set, as RadixPolicy::HOPPER; at most
+    // 8,192: 512 threads), or the row's power of two.
+    static const u32 tile_most =
+        std::min(8192u, std::getenv("RK_TILE") ? u32(std::atoi(std::getenv("RK_TILE"))) : 8192u);
     const u32 tile = std::min<u32>(tile_most, std::max<u32>(256, 1u << (32 - __builtin_clz(row_len - 1))));
     const u32 tiles_a_row = (row_len + tile - 1) / tile, blocks = rows * tiles_a_row;
     const size_t n = size_t(rows) * row_len, count_len = size_t(blocks) * 256, chunks = (count_len + 4095) / 4096;

@@ -1,6 +1,7 @@
 // Stable least-significant-digit radix sorts with indices: the argsorts of rows and the top-k of
 // rows by sorting (which, with k the whole row, is the stable sort with indices), for keys of
 // 2, 4 and 8 bytes (src/cuda/radix.rs; src/plan/mod.rs Strategy::RowRadix, Strategy::RadixSort).
+// The passes also carry a key-value sort's 4-byte values where the indices would go.
 //
 // Why radix: the network sorts (key, index) pairs, 64-bit words, and compares them in every one
 // of its log2(n)^2/2 steps, so indices cost it 4-5x the keys-only sort. A radix sort is stable
@@ -9,7 +10,8 @@
 // The first load maps each key to its sortable word (common/keys.cuh: descending order, the
 // float orders, ties), and the digits are the words' bytes. The last store writes the words
 // unmapped, which gives each key back bit for bit unless the map ties keys (-0.0 with +0.0,
-// every NaN); then the input's own keys by index, unless the outputs are the input.
+// every NaN) and the word stands for several keys; then the input's own key by index, unless
+// the outputs are the input.
 //
 // Both sorts move keys by one 8-bit digit at a time, lowest first, with `sort_by_digit`, which
 // orders a block's keys in shared memory stably by one digit:
@@ -29,8 +31,9 @@
 // * Longer rows (one row of 2^24 keys too): a pass a digit over tiles of the rows in global
 //   memory. radix_histogram_W counts each tile's digits, laid out [row][digit][tile]; the
 //   exclusive scan of that whole array (radix_scan_*) is where each tile's keys of each digit
-//   go, since each row's counts add up to its length; radix_scatter_W orders its tile by the
-//   digit in shared memory (so that its stores run in order) and stores each key there.
+//   go, since each row's counts add up to its length; radix_scatter_W reads its tile into
+//   registers, orders it by the digit into shared memory (so that its stores run in order) and
+//   stores each key there.
 //
 // The last digit's store writes each row's first k keys and their indices (u32, or u64 where
 // the map has MAP_INDEX64) in rows of k.

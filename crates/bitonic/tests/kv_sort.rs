@@ -320,7 +320,7 @@ fn gpu_radix_tiles_and_rows() {
             }
         }
         // Key-value sorts of 4-byte values, which ride the passes in place of indices.
-        for (rows, row_len) in [(1, 1), (3, 257), (2, 4097), (1, 20_001)] {
+        for (rows, row_len) in [(3, 2), (3, 257), (2, 4097), (1, 20_001)] {
             for pattern in PATTERNS {
                 check_u32_values_under::<f32>(rows, row_len, pattern, radix);
                 check_u32_values_under::<bitonic::half::bf16>(rows, row_len, pattern, radix);
@@ -363,12 +363,14 @@ fn check_u32_values_under<K: TestKey>(
             .backend(Backend::Cuda)
             .order(order)
             .policy(policy.clone());
-        gpu.sort_pairs_rows(&mut got.0, &mut got.1, row_len)
+        let ran = gpu
+            .sort_pairs_rows(&mut got.0, &mut got.1, row_len)
             .unwrap();
         let what = format!(
             "key-value {rows}x{row_len} {:?} {pattern:?} {order:?}",
             K::DTYPE
         );
+        assert_eq!(ran.strategy, bitonic::Strategy::RadixSort, "{what}");
         assert_same_bits(&got.0, &want.0, &what);
         assert_eq!(got.1, want.1, "values of the {what}");
     }

@@ -1,5 +1,6 @@
 //! Runs a [`RadixPlan`] (kernels/radix.cu): the stable radix sort with indices of rows, for
-//! argsorts and for the top-k of rows by sorting. One block a row is one launch; the passes over
+//! argsorts and for the top-k of rows by sorting, or with a key-value sort's 4-byte values in
+//! the indices' place ([`RadixPlan::values`]). One block a row is one launch; the passes over
 //! tiles take, for each digit from the lowest, a count of each tile's digits, the counts' scan
 //! and a store of each tile in the digit's order, from the input to the workspace's arrays, from
 //! one of them to the other, and from the last to the outputs.
@@ -99,6 +100,8 @@ pub(crate) fn run<W: DeviceRepr + bytemuck::Pod, I: DeviceRepr + bytemuck::Pod>(
             let to_a = (&mut keys_a, &mut index_a);
             // The first digit makes the indices, or reads the values from the output array.
             let values = plan.values.then(|| {
+                // (the last digit reads the input's keys by index for no value)
+                assert!(input.is_none(), "values sort in place");
                 assert!(std::mem::size_of::<I>() == 4, "values of 4 bytes");
                 assert!(k == row_len, "values come back whole rows");
                 memory::reinterpret_ref::<I, u32>(&indices.as_view(), n)

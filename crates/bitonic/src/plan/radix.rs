@@ -1,13 +1,14 @@
 //! The stable radix sorts with indices (kernels/radix.cu, run by src/cuda/radix.rs): argsorts
 //! of rows, and the top-k of rows by sorting, whose first k keys a row they write with their
-//! indices. A row of at most [`RadixPolicy::one_block_most`] keys sorts in one block in shared
+//! indices; and key-value sorts of 4-byte values, which the passes carry in the indices' place. A row of at most [`RadixPolicy::one_block_most`] keys sorts in one block in shared
 //! memory ([`RadixShape::OneBlockARow`]); a longer row, or one that does not fit, in a pass a
 //! digit over tiles of the rows ([`RadixShape::Passes`]).
 //!
 //! Bytes a key moves, keys of W bytes and u32 indices: one block a row reads the key once and
 //! writes it and its index once. The passes move, for each of W digits, the key twice (counted,
 //! then read to be stored) and once its index, and store both: (3W + 8) bytes a digit, less
-//! the first digit's index read, the last one's stores only for the first k.
+//! the first digit's index read (which makes the index, or reads a value), the last one's
+//! stores only for the first k.
 
 use super::workspace::{Scratch, Workspace};
 use super::Strategy;

@@ -1,8 +1,9 @@
 //! The radix sorts with indices (kernels/radix.cu; their plan in src/plan/radix.rs): which rows
 //! take them, and their blocks.
 
-/// The tuning of the stable radix sorts of rows with indices: argsorts, and the top-k of rows
-/// by sorting (the stable sort with indices where k is the whole row).
+/// The tuning of the stable radix sorts of rows with indices: argsorts, the top-k of rows by
+/// sorting (the stable sort with indices where k is the whole row), and key-value sorts of
+/// 4-byte values.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RadixPolicy {
@@ -66,9 +67,10 @@ impl RadixPolicy {
                 self.one_block_most
             ));
         }
-        if !(256..=1 << 16).contains(&self.tile) {
+        // (a multiple of 32 keeps the shared index array after 2-byte keys 4-byte aligned)
+        if !(256..=1 << 16).contains(&self.tile) || self.tile % 32 != 0 {
             return Err(format!(
-                "radix.tile is 256 to 65536 keys, not {}",
+                "radix.tile is a multiple of 32 from 256 to 65536 keys, not {}",
                 self.tile
             ));
         }
