@@ -311,8 +311,8 @@ fn gpu_radix_tiles_and_rows() {
         check_rows_under::<f32>(2, 1 << 14, GPU, policy);
         check_rows_under::<f32>(2, (1 << 14) + 1, GPU, policy);
         check_rows_under::<f64>(2, 8192, GPU, policy);
-        // The top-k by sorting, k below the row: the last store's rows of k, and the input's
-        // own keys by index (f32's tied map: NaN payloads and -0.0 must come back bit for bit).
+        // The top-k by sorting, k below the row: the last store's rows of k, every key bit for
+        // bit (NaN payloads and -0.0 too: total order, whose map ties none).
         for (rows, row_len, k) in [(3, 300, 200), (2, 5000, 4999), (2, 20_001, 15_000)] {
             for pattern in PATTERNS {
                 check_topk_by_sorting::<f32>(rows, row_len, k, pattern, radix);

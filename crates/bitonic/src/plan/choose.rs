@@ -91,17 +91,14 @@ fn gpu_strategy(request: &Request, info: &DeviceInfo, policy: &Policy) -> Result
             _ => Ok(sorting(request, info, policy, &layout)),
         };
     }
-    let argsort = matches!(request.operation, Operation::Argsort { .. });
-    // 4-byte values travel where the radix passes' u32 indices do (one block a row makes
-    // 16-bit indices, so values take the passes at every row length).
-    let radix_values = matches!(request.operation, Operation::SortPairs { value_bytes: 4 });
-    if (argsort || radix_values) && !matches!(layout, Layout::Segments { .. }) {
+    // 4-byte values travel where the radix passes' u32 indices do.
+    let radix_sorts = matches!(
+        request.operation,
+        Operation::Argsort { .. } | Operation::SortPairs { value_bytes: 4 }
+    );
+    if radix_sorts && !matches!(layout, Layout::Segments { .. }) {
         if let Some(radix) = radix(request, info, policy) {
-            return Ok(if radix_values {
-                Strategy::RadixSort
-            } else {
-                radix
-            });
+            return Ok(radix);
         }
     }
     Ok(match (&layout, with_values) {
@@ -131,14 +128,17 @@ fn sorting(request: &Request, info: &DeviceInfo, policy: &Policy, layout: &Layou
 }
 
 /// The radix sort with indices of the request's rows, from [`crate::policy::RadixPolicy::from_row_len`]
-/// keys a row: one block a row where it fits, else passes over tiles.
+/// keys a row: one block a row where it fits, else passes over tiles. A key-value sort's values
+/// always take the passes: one block a row makes 16-bit indices in shared memory, and carries
+/// no values.
 fn radix(request: &Request, info: &DeviceInfo, policy: &Policy) -> Option<Strategy> {
     let (row_len, key_bytes) = (request.row_len(), request.dtype.size());
     if row_len < policy.radix.from_row_len.max(1) {
         return None;
     }
+    let values = matches!(request.operation, Operation::SortPairs { .. });
     Some(
-        if radix::one_block_a_row(info, &policy.radix, row_len, key_bytes) {
+        if !values && radix::one_block_a_row(info, &policy.radix, row_len, key_bytes) {
             Strategy::RowRadix
         } else {
             Strategy::RadixSort

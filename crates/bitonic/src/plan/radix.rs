@@ -1,8 +1,9 @@
 //! The stable radix sorts with indices (kernels/radix.cu, run by src/cuda/radix.rs): argsorts
 //! of rows, and the top-k of rows by sorting, whose first k keys a row they write with their
-//! indices; and key-value sorts of 4-byte values, which the passes carry in the indices' place. A row of at most [`RadixPolicy::one_block_most`] keys sorts in one block in shared
-//! memory ([`RadixShape::OneBlockARow`]); a longer row, or one that does not fit, in a pass a
-//! digit over tiles of the rows ([`RadixShape::Passes`]).
+//! indices; and key-value sorts of 4-byte values, which the passes carry in the indices' place.
+//! A row of at most [`RadixPolicy::one_block_most`] keys sorts in one block in shared memory
+//! ([`RadixShape::OneBlockARow`]); a longer row, or one that does not fit, in a pass a digit
+//! over tiles of the rows ([`RadixShape::Passes`]).
 //!
 //! Bytes a key moves, keys of W bytes and u32 indices: one block a row reads the key once and
 //! writes it and its index once. The passes move, for each of W digits, the key twice (counted,
@@ -139,15 +140,15 @@ pub(crate) fn plan_radix(
         let threads = policy.tile_threads;
         // The policy's tile, or a shorter row's; halved until it fits a block's shared memory
         // (8-byte keys on sm_86/89's 99 KiB).
+        let fits = |tile| {
+            tile_shared_bytes(tile, key_bytes, threads) + STATIC_SHARED
+                <= info.shared_per_block_optin
+        };
         let mut tile = policy.tile.min(row_len.next_power_of_two().max(256));
-        while tile > 256
-            && tile_shared_bytes(tile, key_bytes, threads) + STATIC_SHARED
-                > info.shared_per_block_optin
-        {
+        while tile > 256 && !fits(tile) {
             tile /= 2;
         }
-        if tile_shared_bytes(tile, key_bytes, threads) + STATIC_SHARED > info.shared_per_block_optin
-        {
+        if !fits(tile) {
             return Err(Error::Unsupported(
                 "a radix tile in this device's shared memory",
             ));
