@@ -9,7 +9,7 @@ dtype=${3:-int32}
 commit=${4:-}
 here=$(cd "$(dirname "$0")" && pwd)
 gpus=$(python3 -c "import torch; print(torch.cuda.device_count())")
-echo "ranks,device,dtype,keys,ms_distributed,min,max,ms_one_gpu,repeats,commit" > "$out"
+echo "ranks,device,dtype,keys,ms_distributed,min,max,ms_one_gpu,repeats,commit,ms_all_to_all" > "$out"
 for n in 2 4; do
   if [ "$n" -gt "$gpus" ]; then
     echo "# $n processes need $n GPUs; this host has $gpus: not run"

@@ -3,13 +3,19 @@ every rank sorts its shard of `--keys` random keys (2^K, split evenly) over the 
 group; the time of a call is from a barrier before it to a barrier after it, on the host, the
 median of `--repeats` after one warm-up call. Rank 0 then times one GPU sorting all the keys
 alone (`bitonic.sort_values`, CUDA events), the baseline, when they fit, and writes one CSV
-line a run:
+line a run. Each rank's memory pool keeps half its GPU once freed
+(`bitonic.distributed.keep_freed_memory`), as `bitonic bench --gpus` keeps it for the
+one-process sort it is compared with, so neither maps its buffers afresh every call:
 
     torchrun --standalone --nproc-per-node 4 bench/peers/distributed_sort.py --csv OUT.csv \\
         [--keys 2^28] [--dtype int32] [--repeats 5] [--commit C]
 
+Then every rank times NCCL's all-to-all (`all_to_all_single`) of a buffer as large as its
+shard, from barrier to barrier, median of `--repeats`: what moving every key once costs on
+this host, the floor under the sort's exchange.
+
 CSV columns: ranks, device, dtype, keys, ms_distributed (median), min, max, ms_one_gpu,
-repeats, commit.
+repeats, commit, ms_all_to_all (median).
 """
 import argparse
 import csv
@@ -44,6 +50,7 @@ def main():
     dtype = getattr(torch, a.dtype)
     share = a.keys // ranks + (1 if rank < a.keys % ranks else 0)
     g = torch.Generator(device="cuda").manual_seed(rank)
+    distributed.keep_freed_memory(torch.cuda.get_device_properties(local).total_memory // 2)
 
     def fresh():
         if dtype.is_floating_point:
@@ -63,6 +70,19 @@ def main():
         if r:
             times.append((time.perf_counter() - start) * 1e3)
         del keys, out
+    send = torch.empty(share * dtype.itemsize, dtype=torch.uint8, device="cuda")
+    received = torch.empty_like(send)
+    exchange = []
+    for r in range(a.repeats + 1):
+        torch.cuda.synchronize()
+        dist.barrier()
+        start = time.perf_counter()
+        dist.all_to_all_single(received, send)
+        torch.cuda.synchronize()
+        dist.barrier()
+        if r:
+            exchange.append((time.perf_counter() - start) * 1e3)
+    del send, received
     one_gpu = ""
     if rank == 0:
         try:
@@ -78,8 +98,9 @@ def main():
         with open(a.csv, "a", newline="") as f:
             csv.writer(f).writerow([ranks, f"{device} (CUDA {driver})", a.dtype, a.keys, f"{med:.3f}",
                                     f"{min(times):.3f}", f"{max(times):.3f}", one_gpu, a.repeats,
-                                    commit_of(a.commit)])
-        print(f"{ranks} ranks, {a.keys} {a.dtype}: distributed {med:.3f} ms, one GPU {one_gpu or '-'} ms")
+                                    commit_of(a.commit), f"{statistics.median(exchange):.3f}"])
+        print(f"{ranks} ranks, {a.keys} {a.dtype}: distributed {med:.3f} ms, one GPU {one_gpu or '-'} ms, "
+              f"all-to-all of the shards {statistics.median(exchange):.3f} ms")
     dist.destroy_process_group()
 
 

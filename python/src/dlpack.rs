@@ -102,7 +102,7 @@ impl Tensor {
     }
 
     /// The checked buffer, or a `ValueError` unless it is in CUDA device memory.
-    fn on_cuda(&self, what: &str) -> PyResult<Buffer> {
+    pub fn on_cuda(&self, what: &str) -> PyResult<Buffer> {
         if self.device.0 != DL_CUDA {
             return Err(PyValueError::new_err(format!(
                 "{what} are not in CUDA device memory (DLPack device type {})",
@@ -209,12 +209,14 @@ pub fn dlpack_describe(array: &Bound<'_, PyAny>) -> PyResult<(i32, i32, String, 
 
 /// A checked buffer of a capsule or description, as plain numbers that can cross `detach`.
 #[derive(Clone, Copy)]
-struct Buffer {
+pub struct Buffer {
     address: u64,
-    len: usize,
-    ordinal: usize,
+    /// Elements.
+    pub len: usize,
+    /// The CUDA device.
+    pub ordinal: usize,
     /// Bytes an element.
-    bytes: usize,
+    pub bytes: usize,
 }
 
 impl Buffer {
@@ -222,7 +224,7 @@ impl Buffer {
     ///
     /// SAFETY: the buffer is device memory of the stream's device holding `len` elements of
     /// `T`'s size, alive while the value is (the caller holds the described array).
-    unsafe fn slice<T>(self, stream: &Arc<CudaStream>) -> Foreign<T> {
+    pub unsafe fn slice<T>(self, stream: &Arc<CudaStream>) -> Foreign<T> {
         debug_assert_eq!(self.bytes, std::mem::size_of::<T>());
         Foreign(ManuallyDrop::new(
             stream.upgrade_device_ptr(self.address, self.len),
@@ -231,7 +233,7 @@ impl Buffer {
 }
 
 /// Someone else's device memory as a `CudaSlice` that is never freed: dropped, it is leaked.
-struct Foreign<T>(ManuallyDrop<CudaSlice<T>>);
+pub struct Foreign<T>(pub ManuallyDrop<CudaSlice<T>>);
 
 impl<T> Drop for Foreign<T> {
     fn drop(&mut self) {

@@ -23,6 +23,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use rayon::prelude::*;
 
+mod distributed;
 mod dlpack;
 mod sample;
 
@@ -360,5 +361,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dlpack::cuda_topk, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::cuda_sample, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::dlpack_describe, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::nccl_unique_id, m)?)?;
+    m.add_class::<distributed::PyProcessRank>()?;
     Ok(())
 }

@@ -1,7 +1,10 @@
 """bitonic.distributed over torch.distributed process groups: 2 and 4 processes, each with a
 shard of a different size (empty ones too), sort, argsort and sort_pairs of random, sorted,
 reversed, all-equal and few-distinct keys, NaN and -0.0 among the floats, ascending and
-descending. The ranks' shards, concatenated, must equal bitonic.sort of the whole bit for bit.
+descending; values of 8 bytes, of 2 (padded to 4) and of 16 (two 8-byte columns). The ranks'
+shards, concatenated, must equal bitonic.sort of the whole bit for bit. On NCCL the library's
+multi-GPU sort runs (one ProcessRank a process), on gloo the sample sort over torch's
+collectives.
 
 On CPU tensors over gloo wherever torch imports (skipped with the reason otherwise); on CUDA
 tensors over NCCL where there are GPUs enough, one a process (skipped otherwise, failed when
@@ -63,6 +66,8 @@ def _worker(rank, ranks, backend, folder):
     dist.init_process_group(
         backend, init_method=f"file://{folder}/rendezvous", rank=rank, world_size=ranks
     )
+    if backend == "nccl":
+        distributed.keep_freed_memory(1 << 28)
     sizes = _shard_sizes(ranks)
     start = sum(sizes[:rank])
     for c, (dtype, pattern, descending) in enumerate(CASES):
@@ -72,7 +77,13 @@ def _worker(rank, ranks, backend, folder):
         s = distributed.sort(mine, descending=descending)
         a = distributed.argsort(mine, descending=descending)
         p = distributed.sort_pairs(mine, values, descending=descending)
-        assert s.sizes == a.sizes == p.sizes and sum(s.sizes) == sum(sizes)
+        # Values narrower than 4 bytes and wider than 8 travel padded, in columns.
+        narrow = distributed.sort_pairs(mine, (values % 30011).to(torch.int16), descending=descending)
+        wide = distributed.sort_pairs(
+            mine, torch.complex(values.double(), -values.double()), descending=descending
+        )
+        assert s.sizes == a.sizes == p.sizes == narrow.sizes == wide.sizes
+        assert sum(s.sizes) == sum(sizes)
         assert s.values.numel() == s.sizes[rank]
         # Even shards out, whatever the shards in and the ties.
         assert max(s.sizes) <= 1.25 * sum(sizes) / ranks + 50, s.sizes
@@ -81,8 +92,14 @@ def _worker(rank, ranks, backend, folder):
             "indices": a.indices.cpu().numpy(),
             "pair_keys": p.keys.cpu().numpy(),
             "pair_values": p.values.cpu().numpy(),
+            "narrow_keys": narrow.keys.cpu().numpy(),
+            "narrow_values": narrow.values.cpu().numpy(),
+            "wide_keys": wide.keys.cpu().numpy(),
+            "wide_values": wide.values.cpu().numpy(),
         }
         np.savez(f"{folder}/case{c}-rank{rank}.npz", **out)
+    # CUDA shards in an NCCL group go to the library's multi-GPU sort, one rank a process.
+    assert bool(distributed._RANKS) == (backend == "nccl"), distributed._RANKS
     # A shard that cannot be sorted with the others fails on every rank, none left waiting.
     odd = torch.zeros(3, dtype=torch.float64 if rank == 1 else torch.float32, device=device)
     flat_but_rank_0 = torch.zeros((2, 2) if rank == 0 else (4,), device=device)
@@ -111,6 +128,11 @@ def _run(ranks, backend, folder):
         assert (joined["indices"] == order).all(), what
         assert joined["pair_keys"].tobytes() == want.tobytes(), what
         assert (joined["pair_values"] == order * 3).all(), what
+        for pairs in ("narrow", "wide"):
+            assert joined[f"{pairs}_keys"].tobytes() == want.tobytes(), what
+        assert (joined["narrow_values"] == (order * 3) % 30011).all(), what
+        assert (joined["wide_values"].real == order * 3).all(), what
+        assert (joined["wide_values"].imag == -order * 3).all(), what
 
 
 @pytest.mark.parametrize("ranks", [2, 3, 4])

@@ -222,6 +222,17 @@ pub enum Error {
     #[error("another rank of a multi-GPU sort failed, so this one stopped")]
     PeerFailed,
 
+    /// The ranks of a sort across processes called different sorts: another key type, value
+    /// type or order ([`crate::cuda::multi::ProcessRank`]); every rank returns this.
+    #[error(
+        "the ranks called different sorts (ranks {ranks:?} differ from rank 0 in key type, \
+         value type or order): every rank must call the same sort"
+    )]
+    RanksDisagree {
+        /// The ranks whose call differs from rank 0's.
+        ranks: Vec<usize>,
+    },
+
     /// A device buffer of another GPU than the sorter's.
     #[error("keys on device {buffer} cannot be sorted by the sorter of device {sorter}")]
     WrongDevice {

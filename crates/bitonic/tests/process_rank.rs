@@ -419,7 +419,8 @@ fn four_process_ranks() {
 }
 
 /// A rank whose shard is on another GPU fails with its error, the others with
-/// `PeerFailed`, at the same gather; the communicator still works for the next sort.
+/// `PeerFailed`, at the same gather; ranks that call different sorts all fail with
+/// `RanksDisagree`; the communicator still works for the next sort.
 fn a_failing_rank_stops_every_rank() {
     let _alone = one_test_at_a_time();
     if !enough_gpus("a_failing_rank_stops_every_rank", 2) {
@@ -458,6 +459,27 @@ fn a_failing_rank_stops_every_rank() {
             }
         })
     };
+    // Ranks that call different sorts (rank 1 descending) all stop at the first gather.
+    let disagreeing: Job = {
+        let (all, lens) = (all.clone(), lens.clone());
+        Arc::new(move |sorter| {
+            let rank = sorter.rank();
+            let input = upload(sorter, &all, &lens);
+            let order = [Order::Ascending, Order::Descending][rank];
+            let err = sorter
+                .sort(&input.slice(0..lens[rank]), order)
+                .expect_err("the ranks called different sorts");
+            match err {
+                Error::RanksDisagree { ref ranks } => assert_eq!(ranks, &[1], "rank {rank}"),
+                other => panic!("rank {rank}: {other}"),
+            }
+            Part {
+                keys: Vec::new(),
+                values: Vec::new(),
+                sizes: Vec::new(),
+            }
+        })
+    };
     let again = sort_job(
         all.clone(),
         lens.clone(),
@@ -465,8 +487,8 @@ fn a_failing_rank_stops_every_rank() {
         "after a failure".into(),
     );
     let test = "a_failing_rank_stops_every_rank";
-    let results = run_ranks(test, 2, rank_from_id, vec![failing, again]);
-    let joined: Vec<u8> = results[1]
+    let results = run_ranks(test, 2, rank_from_id, vec![failing, disagreeing, again]);
+    let joined: Vec<u8> = results[2]
         .iter()
         .flat_map(|part| part.keys.clone())
         .collect();

@@ -4,20 +4,35 @@ empty too), and gets back its shard of the sorted whole, in global order (rank 0
 keys), with every rank's shard size. The ranks' inputs, concatenated in rank order, are the
 array sorted; the result equals ``bitonic.sort`` of that array, stable, bit for bit.
 
-The collectives are the group's own (NCCL for CUDA tensors, gloo for CPU ones): no second
-communicator and no transport of bitonic's. The algorithm is a sample sort:
+Two ways, chosen by the shards and the group:
 
-1. every rank sorts its shard (``bitonic.sort``, stable, with indices);
-2. the ranks gather a regular sample of their sorted keys, each sample weighted by its shard's
-   size, and all pick the same ``ranks - 1`` splitters: (key, global index) pairs, so that equal
-   keys split between ranks in index order and the shards stay even whatever the ties;
-3. one all-to-all sends each rank the keys (and global indices, and values) between its
-   splitters;
-4. every rank sorts what it received, stably: the runs arrive in rank order, so equal keys
-   keep their global index order.
+* **CUDA tensors in an NCCL group:** the library's own multi-GPU sort, one rank a process
+  (``bitonic::cuda::multi::ProcessRank``: local merge sort, regular samples, one all-to-all of
+  NCCL sends and receives, a merge of the runs received). Its communicator is bitonic's own,
+  made once a group and device from an NCCL unique id that rank 0 broadcasts through the
+  group (one broadcast, at the first call). It sorts in IEEE total order, so floats are
+  made to sort numerically here: -0.0 becomes +0.0 and every NaN one NaN in the keys it
+  sorts, and when any rank holds a -0.0 or a NaN the original bits travel with them as a
+  value. 16-bit floats sort as float32. The values of ``sort_pairs`` travel in 4- or 8-byte
+  columns, one sort each (equal keys keep their global order, so every sort puts each pair
+  at the same place).
+* **Otherwise** (CPU tensors over gloo, or another backend): a sample sort over the group's
+  own collectives:
 
-Keys compare as in ``bitonic.sort`` (every NaN largest, -0.0 equal to +0.0). The call waits on
-the host (for the shard sizes the all-to-all needs): it is not for CUDA-graph capture.
+  1. every rank sorts its shard (``bitonic.sort``, stable, with indices);
+  2. the ranks gather a regular sample of their sorted keys, each sample weighted by its
+     shard's size, and all pick the same ``ranks - 1`` splitters: (key, global index) pairs,
+     so that equal keys split between ranks in index order and the shards stay even whatever
+     the ties;
+  3. one all-to-all sends each rank the keys (and global indices, and values) between its
+     splitters;
+  4. every rank sorts what it received, stably: the runs arrive in rank order, so equal keys
+     keep their global index order.
+
+Keys compare as in ``bitonic.sort`` (every NaN largest, -0.0 equal to +0.0). Every rank checks
+first, in one small all-gather, that all ranks call the same sort (dtypes, order): a
+ValueError on every rank otherwise, none left waiting. The call waits on the host (for the
+shard sizes): it is not for CUDA-graph capture.
 """
 
 from collections import namedtuple
@@ -39,14 +54,22 @@ SAMPLES_PER_RANK = 16
 def sort(tensor, group=None, *, descending=False):
     """This rank's shard of the stable sort of all ranks' ``tensor`` (1-D): ``SortShard(values,
     sizes)``."""
-    keys, _, _, sizes = _sample_sort(tensor, None, group, descending)
+    agreed = _agree(tensor, None, descending, group)
+    if _on_nccl(tensor, group):
+        keys, sizes = _ProcessSort(tensor, group, descending, agreed).sort()
+        return SortShard(keys, sizes)
+    keys, _, _, sizes = _sample_sort(tensor, None, group, descending, agreed.sizes)
     return SortShard(keys, sizes)
 
 
 def argsort(tensor, group=None, *, descending=False):
     """This rank's shard of the stable argsort of all ranks' ``tensor`` (1-D): int64 positions
     in the ranks' inputs concatenated in rank order; ``ArgsortShard(indices, sizes)``."""
-    _, positions, _, sizes = _sample_sort(tensor, None, group, descending)
+    agreed = _agree(tensor, None, descending, group)
+    if _on_nccl(tensor, group):
+        positions, sizes = _ProcessSort(tensor, group, descending, agreed).argsort()
+        return ArgsortShard(positions, sizes)
+    _, positions, _, sizes = _sample_sort(tensor, None, group, descending, agreed.sizes)
     return ArgsortShard(positions, sizes)
 
 
@@ -54,18 +77,211 @@ def sort_pairs(keys, values, group=None, *, descending=False):
     """This rank's shard of the stable sort of all ranks' ``keys`` (1-D) with ``values`` (one a
     key, of any dtype) moved with them: ``PairsShard(keys, values,
     sizes)``."""
-    k, _, v, sizes = _sample_sort(keys, values, group, descending)
+    agreed = _agree(keys, values, descending, group)
+    if _on_nccl(keys, group):
+        k, v, sizes = _ProcessSort(keys, group, descending, agreed).sort_pairs(values)
+        return PairsShard(k, v, sizes)
+    k, _, v, sizes = _sample_sort(keys, values, group, descending, agreed.sizes)
     return PairsShard(k, v, sizes)
 
 
-def _sample_sort(keys, values, group, descending):
-    """(sorted keys, their global positions, their values or None, sizes) of this rank."""
+def keep_freed_memory(nbytes, device=None, group=None):
+    """Lets ``device``'s memory pool (the current CUDA device by default) keep up to
+    ``nbytes`` that the distributed sorts free, instead of mapping a large sort's buffers
+    afresh each call (tens of milliseconds for gigabytes). The pool is the device's default
+    one, shared by the whole process, which is why bitonic does not do this unasked. Makes the
+    group's sorter on first use, so every rank of ``group`` calls it."""
+    import torch
+
+    device = torch.device("cuda", torch.cuda.current_device()) if device is None else device
+    _process_rank(group, torch.device(device)).keep_freed_memory(int(nbytes))
+
+
+def _on_nccl(keys, group):
+    """Whether the library's multi-GPU sort runs: CUDA shards in an NCCL group."""
+    import torch.distributed as dist
+
+    return keys.is_cuda and dist.get_backend(group) == "nccl"
+
+
+#: The sorter of each (group, device): ``(group, _native.ProcessRank)``, the group held so its
+#: ``id`` is not reused while the entry lives.
+_RANKS = {}
+
+
+def _process_rank(group, device):
+    """This process's rank of the library's sorts over ``group`` on ``device``, made on the
+    first call: rank 0 makes an NCCL unique id and broadcasts it through the group (with
+    a flag of its failure, so no rank waits for an id that will not come), and every rank
+    joins the communicator it names."""
+    import torch
+    import torch.distributed as dist
+
+    key = (id(group), device.index)
+    made = _RANKS.get(key)
+    if made is not None:
+        return made[1]
+    ranks, rank = dist.get_world_size(group), dist.get_rank(group)
+    message = torch.zeros(129, dtype=torch.uint8, device=device)
+    failure = None
+    if rank == 0:
+        try:
+            made_id = bitonic._native.nccl_unique_id()
+            message[:128] = torch.frombuffer(bytearray(made_id), dtype=torch.uint8).to(device)
+        except bitonic.BitonicError as e:
+            failure = e
+            message[128] = 1
+    source = 0 if group is None else dist.get_global_rank(group, 0)
+    dist.broadcast(message, src=source, group=group)
+    message = message.cpu()
+    if failure is not None:
+        raise failure
+    if message[128].item():
+        raise bitonic.BitonicError("rank 0 could not make an NCCL unique id (see its error)")
+    sorter = bitonic._native.ProcessRank(bytes(message[:128].tolist()), rank, ranks, device.index)
+    _RANKS[key] = (group, sorter)
+    return sorter
+
+
+def _describe(x):
+    from . import _tensors
+
+    return _tensors.lib("torch").describe(x, None)
+
+
+class _ProcessSort:
+    """One call of the library's multi-GPU sort (``_process_rank``) on this rank's shard, with
+    floats made to sort numerically (the module's doc): ``self.keys`` is what the library
+    sorts, ``self.bits`` the shard's own bits when they must travel with them (else None)."""
+
+    def __init__(self, shard, group, descending, agreed):
+        import torch
+
+        import torch.distributed as dist
+
+        self.torch, self.group, self.descending = torch, group, bool(descending)
+        self.shard = shard.contiguous()
+        self.sizes_in = agreed.sizes
+        self.rank = dist.get_rank(group)
+        self.sorter = _process_rank(group, shard.device)
+        dtype = shard.dtype
+        self.narrow = dtype in (torch.float16, torch.bfloat16)
+        self.bits = None
+        if dtype.is_floating_point:
+            x = self.shard.float() if self.narrow else self.shard
+            if agreed.odd_floats:
+                nan = torch.full((), float("nan"), dtype=x.dtype, device=x.device)
+                x = torch.where(torch.isnan(x), nan, torch.where(x == 0, 0.0, x))
+                whole = {2: torch.int16, 4: torch.int32, 8: torch.int64}[dtype.itemsize]
+                self.bits = self.shard.view(whole)
+                if self.narrow:
+                    self.bits = self.bits.to(torch.int32)  # sign-extended; narrowed back after
+            self.keys = x
+        else:
+            self.keys = self.shard
+
+    def _run(self, values):
+        """One collective sort of ``self.keys`` (with a 4- or 8-byte ``values`` column, or
+        none): every rank's part length, this rank's part held by the sorter."""
+        self.torch.cuda.current_stream(self.shard.device).synchronize()  # inputs ready
+        if values is None:
+            return self.sorter.sort(_describe(self.keys), self.descending)
+        return self.sorter.sort_pairs(_describe(self.keys), _describe(values), self.descending)
+
+    def _take(self, sizes, keys_like, values_like=None):
+        """This rank's part of the last sort: keys of ``keys_like``'s dtype, values of
+        ``values_like``'s (each skipped when None)."""
+        n = sizes[self.rank]
+        out = [None if t is None else t.new_empty(n) for t in (keys_like, values_like)]
+        self.sorter.take(*[None if t is None else _describe(t) for t in out])
+        return out
+
+    def _original(self, part):
+        """This rank's sorted shard in the input's dtype: ``part`` is the sorted keys, or
+        their original bits when those travelled."""
+        if self.bits is None:
+            return part.to(self.shard.dtype) if self.narrow else part
+        if self.narrow:
+            part = part.to(self.torch.int16)
+        return part.view(self.shard.dtype)
+
+    def sort(self):
+        if self.bits is None:
+            sizes = self._run(None)
+            keys, _ = self._take(sizes, self.keys)
+        else:
+            sizes = self._run(self.bits)
+            _, keys = self._take(sizes, None, self.bits)
+        return self._original(keys), sizes
+
+    def argsort(self):
+        torch = self.torch
+        offset = sum(self.sizes_in[: self.rank])
+        n = self.keys.numel()
+        # Positions below 2^32 (the library's most pairs) as 4-byte values, wrapped to int32.
+        positions = torch.arange(offset, offset + n, device=self.keys.device).to(torch.int32)
+        sizes = self._run(positions)
+        _, positions = self._take(sizes, None, positions)
+        return positions.to(torch.int64) & 0xFFFF_FFFF, sizes
+
+    def sort_pairs(self, values):
+        torch = self.torch
+        columns = _value_columns(values.contiguous())
+        keys, sizes, out = None, None, []
+        if self.bits is not None:
+            sizes = self._run(self.bits)
+            _, keys = self._take(sizes, None, self.bits)
+            keys = self._original(keys)
+        for c, column in enumerate(columns):
+            sizes = self._run(column)
+            want_keys = keys is None and c == 0
+            k, v = self._take(sizes, self.keys if want_keys else None, column)
+            if want_keys:
+                keys = self._original(k)
+            out.append(v)
+        return keys, _values_of_columns(out, values, sizes[self.rank]), sizes
+
+
+def _value_columns(values):
+    """``values`` (1-D, contiguous) as columns the library moves: one int32 column for values
+    of up to 4 bytes (zero-padded), else int64 columns of 8 bytes each (the last zero-padded)."""
+    import torch
+
+    n, width = values.numel(), values.element_size()
+    if width in (4, 8):
+        return [values.view({4: torch.int32, 8: torch.int64}[width])]
+    raw = values.view(torch.uint8).reshape(n, width)
+    padded_width = 4 if width < 4 else -(-width // 8) * 8
+    padded = torch.zeros((n, padded_width), dtype=torch.uint8, device=values.device)
+    padded[:, :width] = raw
+    if padded_width == 4:
+        return [padded.view(torch.int32).reshape(n)]
+    words = padded.view(torch.int64)
+    return [words[:, j].contiguous() for j in range(padded_width // 8)]
+
+
+def _values_of_columns(columns, like, n):
+    """The inverse of ``_value_columns``: ``n`` values of ``like``'s dtype from their sorted
+    columns."""
+    import torch
+
+    width = like.element_size()
+    if width in (4, 8):
+        return columns[0].view(like.dtype)
+    # Explicit widths: torch cannot infer a -1 dimension of an empty tensor.
+    parts = [c.view(torch.uint8).reshape(n, c.element_size()) for c in columns]
+    raw = torch.cat(parts, dim=1)
+    return raw[:, :width].contiguous().view(like.dtype).reshape(n)
+
+
+def _sample_sort(keys, values, group, descending, sizes):
+    """(sorted keys, their global positions, their values or None, sizes) of this rank, by a
+    sample sort over the group's collectives; ``sizes`` are every rank's shard size."""
     import torch
     import torch.distributed as dist
 
     ranks, rank = dist.get_world_size(group), dist.get_rank(group)
     device = keys.device
-    sizes = _agree(keys, values, descending, group)
     offset = sum(sizes[:rank])
 
     # 1. The local sort.
@@ -101,10 +317,16 @@ def _sample_sort(keys, values, group, descending):
     return merged, positions, values, _all_gather_ints(merged.numel(), group, device)
 
 
+#: What every rank learns before a sort (``_agree``): every rank's shard size, and whether any
+#: rank's float keys hold a -0.0 or a NaN (whose bits the library's sort would not keep).
+Agreed = namedtuple("Agreed", ["sizes", "odd_floats"])
+
+
 def _agree(keys, values, descending, group):
-    """Every rank's shard size, once every rank has checked that all shards can be sorted
-    together (1-D, values of the keys' shape, the same dtypes and order everywhere): a
-    ValueError on every rank otherwise, so that no rank waits in a collective alone."""
+    """What every rank learns before a sort (``Agreed``), once every rank has checked that all
+    shards can be sorted together (1-D, values of the keys' shape, the same dtypes, order and
+    device kind everywhere): a ValueError on every rank otherwise, so that no rank waits in a
+    collective alone."""
     import zlib
 
     import torch
@@ -112,7 +334,11 @@ def _agree(keys, values, descending, group):
 
     ok = keys.dim() == 1 and (values is None or tuple(values.shape) == tuple(keys.shape))
     code = lambda t: -1 if t is None else zlib.crc32(str(t.dtype).encode())  # noqa: E731
-    mine = [keys.numel(), int(ok), code(keys), code(values), int(bool(descending))]
+    odd = 0
+    if ok and keys.dtype.is_floating_point and keys.numel():
+        odd = int(bool((torch.isnan(keys) | ((keys == 0) & torch.signbit(keys))).any()))
+    mine = [keys.numel(), int(ok), odd, code(keys), code(values), int(bool(descending)),
+            int(keys.is_cuda)]
     ranks = dist.get_world_size(group)
     shared = torch.tensor(mine, dtype=torch.int64, device=keys.device)
     every = [torch.empty_like(shared) for _ in range(ranks)]
@@ -124,12 +350,12 @@ def _agree(keys, values, descending, group):
             f"ranks {bad} gave shards that cannot be sorted: a distributed sort takes a 1-D "
             "shard a rank (and values of the same shape)"
         )
-    if any(e[2:] != every[0][2:] for e in every):
+    if any(e[3:] != every[0][3:] for e in every):
         raise ValueError(
             "the ranks gave keys (or values) of different dtypes, or different orders: every "
             "rank must give the same"
         )
-    return [e[0] for e in every]
+    return Agreed([e[0] for e in every], any(e[2] for e in every))
 
 
 def _ordered(keys, descending):

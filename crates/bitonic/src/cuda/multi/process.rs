@@ -65,9 +65,10 @@ use std::cell::RefCell;
 ///   torch's watchdog ends it) or makes new communicators on every rank. A failure after the
 ///   exchange (the merges) is this rank's alone; in a key-value sort of two passes it is
 ///   reported at the second pass's first gather, so no rank waits for it.
-/// * **Not checked.** Ranks that call with different key types, value types or orders break
-///   the contract above and NCCL's (the gathers' sizes differ): NCCL may hang or return
-///   garbage; this is not detected.
+/// * **Checked.** Ranks that call with different key types, value types or orders would send
+///   messages of different sizes, which NCCL does not check: the first gather (whose size is
+///   the same for every call) carries each rank's call, and every rank returns
+///   [`Error::RanksDisagree`] there when they differ.
 ///
 /// Neither `Send` nor `Sync`, as cudarc's NCCL communicator (a raw handle) is not: the thread
 /// that makes it sorts with it. Several ranks in one process (one thread each, one GPU each)
@@ -200,7 +201,8 @@ impl ProcessRank {
         if crate::key::is_narrow::<K>() {
             return Err(Error::Unsupported("16-bit keys in multi-GPU sorts"));
         }
-        let lens = self.gather_lens(check_shard(keys, &self.gpu), keys.len())?;
+        let call = call_fingerprint::<K>(0, order);
+        let lens = self.gather_lens(check_shard(keys, &self.gpu), keys.len(), call)?;
         let words = words_of_keys(&self.gpu, keys, keys.len(), order);
         let (merged, sizes) = self.partition(words, &lens)?;
         let keys = keys_of_words(&self.gpu, merged?, order)?;
@@ -222,7 +224,8 @@ impl ProcessRank {
         let checked = check_shard(keys, &self.gpu)
             .and_then(|()| check_shard(values, &self.gpu))
             .and_then(|()| check_same_len(keys.len(), values.len()));
-        let lens = self.gather_lens(checked, keys.len())?;
+        let call = call_fingerprint::<K>(std::mem::size_of::<V>(), order);
+        let lens = self.gather_lens(checked, keys.len(), call)?;
         check_pair_count(lens.iter().sum())?;
         let first = lens[..self.rank].iter().sum::<usize>() as u64;
         let map = map_flags(K::DTYPE, KeyOrder::of(order));
@@ -316,13 +319,24 @@ impl ProcessRank {
     }
 
     /// Every rank's shard length, with `checked`, this rank's checks of its input, as its
-    /// status ([`ProcessRank::gather`]).
-    fn gather_lens(&self, checked: Result<()>, len: usize) -> Result<Vec<usize>> {
-        let ((), gathered) = self.gather(checked, 8, |()| (len as u64).to_le_bytes().to_vec())?;
-        Ok(gathered
-            .iter()
-            .map(|bytes| decode::<u64>(bytes)[0] as usize)
-            .collect())
+    /// status ([`ProcessRank::gather`]), once every rank is seen to make the same `call`
+    /// ([`call_fingerprint`]): the first gather's size does not depend on the call, so ranks
+    /// that disagree all meet in it and all return [`Error::RanksDisagree`].
+    fn gather_lens(&self, checked: Result<()>, len: usize, call: u64) -> Result<Vec<usize>> {
+        let ((), gathered) = self.gather(checked, 16, |()| {
+            [len as u64, call]
+                .iter()
+                .flat_map(|w| w.to_le_bytes())
+                .collect()
+        })?;
+        let messages: Vec<Vec<u64>> = gathered.iter().map(|bytes| decode::<u64>(bytes)).collect();
+        let differ: Vec<usize> = (0..messages.len())
+            .filter(|&r| messages[r][1] != messages[0][1])
+            .collect();
+        if !differ.is_empty() {
+            return Err(Error::RanksDisagree { ranks: differ });
+        }
+        Ok(messages.iter().map(|m| m[0] as usize).collect())
     }
 
     /// One all-gather of a `payload`-byte message from every rank (`message` of the local
@@ -525,6 +539,18 @@ fn read_gathered<T>(local: Result<T>, gathered: &[u8], width: usize) -> Result<(
     Ok((value, parts.map(|part| part[OK.len()..].to_vec()).collect()))
 }
 
+/// What a sort call is, as one number that every rank compares in its first gather: the key
+/// type, the value width (0 for keys alone) and the order. Calls that differ here would send
+/// messages of different sizes later, which NCCL neither checks nor survives.
+fn call_fingerprint<K: SortKey>(value_bytes: usize, order: Order) -> u64 {
+    let dtype = K::DTYPE as u64 + 1;
+    let order = match order {
+        Order::Ascending => 1,
+        Order::Descending => 2,
+    };
+    dtype | (value_bytes as u64) << 8 | order << 16
+}
+
 /// `rank` of `world_size` ranks, a count NCCL takes (an `int`).
 fn check_rank(rank: usize, world_size: usize) -> Result<()> {
     if rank < world_size && world_size <= i32::MAX as usize {
@@ -596,6 +622,22 @@ mod tests {
             Err(Error::WrongDevice { sorter: 1, .. })
         ));
         assert!(matches!(reads[2], Err(Error::PeerFailed)));
+    }
+
+    #[test]
+    fn calls_that_differ_have_different_fingerprints() {
+        let calls = [
+            call_fingerprint::<u32>(0, Order::Ascending),
+            call_fingerprint::<u32>(0, Order::Descending),
+            call_fingerprint::<i32>(0, Order::Ascending),
+            call_fingerprint::<f32>(0, Order::Ascending),
+            call_fingerprint::<u64>(0, Order::Ascending),
+            call_fingerprint::<u32>(4, Order::Ascending),
+            call_fingerprint::<u32>(8, Order::Ascending),
+        ];
+        for (i, a) in calls.iter().enumerate() {
+            assert!(calls[i + 1..].iter().all(|b| b != a), "call {i} repeats");
+        }
     }
 
     #[test]

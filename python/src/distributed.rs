@@ -1,0 +1,286 @@
+//! One rank of a sort across processes, one GPU each (`bitonic.distributed` over a torch NCCL
+//! process group): the library's [`ProcessRank`] on a communicator of its own, made from an
+//! NCCL unique id that the Python half makes on rank 0 and broadcasts through the group.
+//!
+//! A sort returns every rank's part length; this rank's part stays here, in the sorter's
+//! buffers, until [`PyProcessRank::take`] copies it into tensors the Python half allocated
+//! once it knew the length. The sorter works on its own stream and returns with its work
+//! done: the Python half synchronizes the caller's stream before a sort, and a take returns
+//! with the copy done.
+
+use crate::dlpack::{read, Buffer};
+use crate::sort_error;
+use bitonic::cuda::multi::{new_unique_id, DeviceShard, ProcessRank, NCCL_ID_BYTES};
+use bitonic::{DType, Order};
+use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr};
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
+use std::ops::Range;
+use std::sync::Arc;
+
+/// A fresh NCCL unique id, 128 bytes, for one communicator's ranks (made by one process of
+/// the job, which must live until every rank has joined).
+#[pyfunction]
+pub fn nccl_unique_id(py: Python<'_>) -> PyResult<Bound<'_, PyBytes>> {
+    let id = new_unique_id().map_err(sort_error)?;
+    Ok(PyBytes::new(py, &id))
+}
+
+/// A part of a sort's result held until it is taken: a buffer of the sorter's and where the
+/// part lies in it, whatever its element type.
+trait HeldPart: Send {
+    /// Elements in the part.
+    fn len(&self) -> usize;
+    /// Bytes an element.
+    fn width(&self) -> usize;
+    /// Copies the part into `to` (as long, as wide) on `stream`, queued.
+    fn copy_to(&self, stream: &Arc<CudaStream>, to: Buffer) -> bitonic::Result<()>;
+}
+
+impl<T: DeviceRepr> HeldPart for (CudaSlice<T>, Range<usize>) {
+    fn len(&self) -> usize {
+        self.1.len()
+    }
+
+    fn width(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+
+    fn copy_to(&self, stream: &Arc<CudaStream>, to: Buffer) -> bitonic::Result<()> {
+        if self.1.is_empty() {
+            return Ok(());
+        }
+        // SAFETY: `to` describes a live C-contiguous tensor of the caller's on this device,
+        // as long as the part and as wide (checked by `take`).
+        let mut to = unsafe { to.slice::<T>(stream) };
+        stream
+            .memcpy_dtod(&self.0.slice(self.1.clone()), &mut *to.0)
+            .map_err(|cause| bitonic::Error::Cuda {
+                context: "copying a distributed sort's part out".into(),
+                cause,
+            })
+    }
+}
+
+/// A sort's part: its keys, and its values when the sort moved values.
+type HeldParts = (Box<dyn HeldPart>, Option<Box<dyn HeldPart>>);
+
+fn held<T: DeviceRepr + bytemuck::Pod + 'static>(part: DeviceShard<T>) -> Box<dyn HeldPart> {
+    Box::new(part.into_parts())
+}
+
+/// A value that does not leave its thread but must pass through `Python::detach`'s `Send`
+/// bound: `detach` runs its closure on the calling thread, so the sorter (which is neither
+/// `Send` nor `Sync`, as NCCL's communicator handle is not) stays on the thread that made it.
+struct SameThread<T>(T);
+// SAFETY: only ever given to `Python::detach`, which runs the closure on this same thread.
+unsafe impl<T> Send for SameThread<T> {}
+
+/// `bitonic._native.ProcessRank`: this process's rank of sorts across processes.
+#[pyclass(unsendable, module = "bitonic._native", name = "ProcessRank")]
+pub struct PyProcessRank {
+    rank: ProcessRank,
+    /// The last sort's keys and values (or none), until taken.
+    held: Option<HeldParts>,
+}
+
+#[pymethods]
+impl PyProcessRank {
+    /// Joins the communicator of `unique_id` ([`nccl_unique_id`]'s bytes) as `rank` of
+    /// `world_size` on CUDA device `device`; blocks (the GIL released) until every rank has
+    /// joined.
+    #[new]
+    fn new(
+        py: Python<'_>,
+        unique_id: &[u8],
+        rank: usize,
+        world_size: usize,
+        device: usize,
+    ) -> PyResult<Self> {
+        let id: [u8; NCCL_ID_BYTES] = unique_id.try_into().map_err(|_| {
+            PyValueError::new_err(format!(
+                "an NCCL unique id is {NCCL_ID_BYTES} bytes, not {}",
+                unique_id.len()
+            ))
+        })?;
+        let rank = py
+            .detach(|| SameThread(ProcessRank::from_unique_id(&id, rank, world_size, device)))
+            .0
+            .map_err(sort_error)?;
+        Ok(PyProcessRank { rank, held: None })
+    }
+
+    /// This rank, from 0.
+    #[getter]
+    fn rank(&self) -> usize {
+        self.rank.rank()
+    }
+
+    /// How many ranks sort together.
+    #[getter]
+    fn world_size(&self) -> usize {
+        self.rank.world_size()
+    }
+
+    /// Lets this GPU's memory pool keep up to `bytes` that sorts free, instead of mapping a
+    /// large sort's buffers afresh each call (process-wide for the device's default pool).
+    fn keep_freed_memory(&self, bytes: usize) -> PyResult<()> {
+        self.rank.gpu().keep_freed_memory(bytes).map_err(sort_error)
+    }
+
+    /// Sorts this rank's 1-D CUDA shard `keys` (a description or capsule, left as it is) with
+    /// the other ranks' (collective): floats in total order. Returns every rank's part
+    /// length; this rank's part waits for [`PyProcessRank::take`].
+    fn sort(
+        &mut self,
+        py: Python<'_>,
+        keys: &Bound<'_, PyAny>,
+        descending: bool,
+    ) -> PyResult<Vec<usize>> {
+        let (dtype, kb) = self.shard(keys, "keys")?;
+        let order = order(descending);
+        let rank = SameThread(&self.rank);
+        let (part, sizes) = py
+            .detach(move || {
+                let rank = rank;
+                let stream = rank.0.gpu().stream().clone();
+                SameThread(bitonic::with_key_type!(dtype, K => {
+                    // SAFETY: a live C-contiguous tensor of the caller's on this device.
+                    let keys = unsafe { kb.slice::<K>(&stream) };
+                    rank.0
+                        .sort(&keys.0.slice(0..kb.len), order)
+                        .map(|r| (held(r.keys), r.sizes))
+                }))
+            })
+            .0
+            .map_err(sort_error)?;
+        self.held = Some((part, None));
+        Ok(sizes)
+    }
+
+    /// Sorts (key, value) pairs, this rank's 1-D CUDA shards of each, with the other ranks',
+    /// stably (equal keys keep their global input order); values of 4 or 8 bytes. Returns
+    /// every rank's part length; the part waits for [`PyProcessRank::take`].
+    fn sort_pairs(
+        &mut self,
+        py: Python<'_>,
+        keys: &Bound<'_, PyAny>,
+        values: &Bound<'_, PyAny>,
+        descending: bool,
+    ) -> PyResult<Vec<usize>> {
+        let (dtype, kb) = self.shard(keys, "keys")?;
+        let vb = read(values)?.on_cuda("values")?;
+        if vb.len != kb.len || !(vb.bytes == 4 || vb.bytes == 8) {
+            return Err(PyValueError::new_err(format!(
+                "values must be {} elements of 4 or 8 bytes on the GPU",
+                kb.len
+            )));
+        }
+        let order = order(descending);
+        let rank = SameThread(&self.rank);
+        let (parts, sizes) = py
+            .detach(move || {
+                let rank = rank;
+                let stream = rank.0.gpu().stream().clone();
+                SameThread(bitonic::with_key_type!(dtype, K => {
+                    // SAFETY: live C-contiguous tensors of the caller's on this device.
+                    let keys = unsafe { kb.slice::<K>(&stream) };
+                    let keys = keys.0.slice(0..kb.len);
+                    // SAFETY (values): as the keys', of the width matched.
+                    if vb.bytes == 4 {
+                        let values = unsafe { vb.slice::<u32>(&stream) };
+                        rank.0
+                            .sort_pairs(&keys, &values.0.slice(0..vb.len), order)
+                            .map(|r| ((held(r.keys), Some(held(r.values))), r.sizes))
+                    } else {
+                        let values = unsafe { vb.slice::<u64>(&stream) };
+                        rank.0
+                            .sort_pairs(&keys, &values.0.slice(0..vb.len), order)
+                            .map(|r| ((held(r.keys), Some(held(r.values))), r.sizes))
+                    }
+                }))
+            })
+            .0
+            .map_err(sort_error)?;
+        self.held = Some(parts);
+        Ok(sizes)
+    }
+
+    /// Copies the last sort's part into `keys` (and its values into `values`), CUDA tensors
+    /// of this device as long as the part and as wide as its elements, and lets the part go;
+    /// returns when the copies are done. `None` skips a copy.
+    #[pyo3(signature = (keys, values=None))]
+    fn take(
+        &mut self,
+        py: Python<'_>,
+        keys: Option<&Bound<'_, PyAny>>,
+        values: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let (held_keys, held_values) = self
+            .held
+            .take()
+            .ok_or_else(|| PyRuntimeError::new_err("no sort's part is waiting to be taken"))?;
+        let mut copies: Vec<(Box<dyn HeldPart>, Buffer)> = Vec::new();
+        for (part, to, what) in [
+            (Some(held_keys), keys, "keys"),
+            (held_values, values, "values"),
+        ] {
+            if let (Some(part), Some(to)) = (part, to) {
+                let b = read(to)?.on_cuda(what)?;
+                if b.len != part.len() || b.bytes != part.width() || b.ordinal != self.ordinal() {
+                    return Err(PyValueError::new_err(format!(
+                        "{what}: the part is {} elements of {} bytes on CUDA device {}, not {} \
+                         of {} on {}",
+                        part.len(),
+                        part.width(),
+                        self.ordinal(),
+                        b.len,
+                        b.bytes,
+                        b.ordinal
+                    )));
+                }
+                copies.push((part, b));
+            }
+        }
+        let stream = self.rank.gpu().stream().clone();
+        py.detach(move || {
+            for (part, to) in &copies {
+                part.copy_to(&stream, *to)?;
+            }
+            stream.synchronize().map_err(|cause| bitonic::Error::Cuda {
+                context: "waiting for a distributed sort's part to be copied".into(),
+                cause,
+            })
+        })
+        .map_err(sort_error)
+    }
+}
+
+impl PyProcessRank {
+    fn ordinal(&self) -> usize {
+        self.rank.gpu().info().ordinal
+    }
+
+    /// The key type and buffer of a shard, which must be on this rank's device.
+    fn shard(&self, keys: &Bound<'_, PyAny>, what: &str) -> PyResult<(DType, Buffer)> {
+        let t = read(keys)?;
+        let (dtype, b) = (t.key_dtype()?, t.on_cuda(what)?);
+        if b.ordinal != self.ordinal() {
+            return Err(PyValueError::new_err(format!(
+                "{what} on CUDA device {}, but this rank sorts on device {}",
+                b.ordinal,
+                self.ordinal()
+            )));
+        }
+        Ok((dtype, b))
+    }
+}
+
+fn order(descending: bool) -> Order {
+    if descending {
+        Order::Descending
+    } else {
+        Order::Ascending
+    }
+}
