@@ -52,11 +52,19 @@ def main():
     g = torch.Generator(device="cuda").manual_seed(rank)
     distributed.keep_freed_memory(torch.cuda.get_device_properties(local).total_memory // 2)
 
-    def fresh():
+    def random_keys(count, generator=None):
         if dtype.is_floating_point:
-            return torch.randn(share, generator=g, device="cuda").to(dtype)
+            return torch.randn(count, generator=generator, device="cuda").to(dtype)
+        if dtype in (torch.uint32, torch.uint64):  # torch draws no unsigned words: int64, cast
+            high = 2**32 if dtype == torch.uint32 else 2**63
+            drawn = torch.randint(0, high, (count,), generator=generator, device="cuda")
+            return drawn.to(dtype)
         info = torch.iinfo(dtype)
-        return torch.randint(info.min, info.max, (share,), generator=g, device="cuda", dtype=dtype)
+        return torch.randint(info.min, info.max, (count,), generator=generator, device="cuda",
+                             dtype=dtype)
+
+    def fresh():
+        return random_keys(share, g)
 
     times = []
     for r in range(a.repeats + 1):
@@ -86,8 +94,7 @@ def main():
     one_gpu = ""
     if rank == 0:
         try:
-            whole = (torch.randn(a.keys, device="cuda") if dtype.is_floating_point else
-                     torch.randint(-2**30, 2**30, (a.keys,), device="cuda")).to(dtype)
+            whole = random_keys(a.keys)
             bitonic.sort_values(whole)
             one_gpu = f"{statistics.median(event_time(lambda: bitonic.sort_values(whole)) for _ in range(a.repeats)):.3f}"
             del whole

@@ -3,7 +3,7 @@
 //! to u32 words and narrowed back.
 
 use super::exec::Exec;
-use super::launch::keys::{convert_16, map_keys};
+use super::launch::keys::{convert_16, map_keys, map_keys_into};
 use crate::error::{CudaContext as _, Result};
 use crate::kernels;
 use crate::kernels::kernel_width;
@@ -20,6 +20,23 @@ pub(crate) fn map_words<B: DeviceRepr>(
     let f = x.function(&kernels::MAP_KEYS, &name)?;
     let cfg = x.elementwise(words.len());
     map_keys(x, &f, cfg, words, (map, inverse)).during(|| format!("launching {name}"))
+}
+
+/// Writes `keys` into `words` (as many) mapped with the key map `map`: a copy and
+/// [`map_words`] in one pass.
+pub(crate) fn map_words_into<B: DeviceRepr>(
+    x: &Exec,
+    keys: &CudaView<B>,
+    words: &mut CudaViewMut<B>,
+    map: u32,
+) -> Result<()> {
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let name = format!("map_keys_into_{}", kernel_width::<B>());
+    let f = x.function(&kernels::MAP_KEYS, &name)?;
+    let cfg = x.elementwise(keys.len());
+    map_keys_into(x, &f, cfg, keys, words, map).during(|| format!("launching {name}"))
 }
 
 /// Widens 16-bit keys into their words, or narrows words back into keys (`widen_16`,

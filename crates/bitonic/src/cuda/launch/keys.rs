@@ -26,6 +26,27 @@ pub(crate) fn map_keys<B: DeviceRepr>(
     }
 }
 
+/// kernels/map_keys.cu `map_keys_into_{u32,u64}(keys, words, n, map)`: `keys` mapped into
+/// `words` (as many) with the key map `map`, out of place.
+pub(crate) fn map_keys_into<B: DeviceRepr>(
+    x: &Exec,
+    kernel: &CudaFunction,
+    cfg: LaunchConfig,
+    keys: &CudaView<B>,
+    words: &mut CudaViewMut<B>,
+    map: u32,
+) -> Result<(), DriverError> {
+    assert_eq!(keys.len(), words.len(), "a word for every key");
+    let n = keys.len() as u32;
+    // SAFETY: map_keys_into_W(const W *keys, W *words, u32 n, u32 map) reads n keys and writes
+    // n words, both buffers that long (asserted).
+    unsafe {
+        launch(x, kernel, cfg, |l| {
+            l.arg(keys).arg(words).arg(&n).arg(&map);
+        })
+    }
+}
+
 /// kernels/map_keys.cu `widen_16(keys, words, n, map)` and `narrow_16(words, keys, n,
 /// map)`: 16-bit keys to the `u32` words the GPU sorts in their place, or back, with the
 /// float map `map`; `S` and `D` are the 2- and 4-byte element types, either way round.

@@ -260,7 +260,8 @@ pub(super) fn copy_in<K: SortKey>(
 }
 
 /// A rank's keys copied into a new buffer of `capacity` words (at least the keys'), mapped to
-/// the sortable words of `order`: what the multi-GPU sorts sort ascending.
+/// the sortable words of `order` on the way (one pass): what the multi-GPU sorts sort
+/// ascending.
 pub(super) fn words_of_keys<K: SortKey>(
     gpu: &Gpu,
     input: &CudaView<K>,
@@ -268,9 +269,15 @@ pub(super) fn words_of_keys<K: SortKey>(
     order: Order,
 ) -> Result<CudaSlice<K::Bits>> {
     let mut buf = alloc::<K::Bits>(gpu, capacity)?;
-    copy_in(gpu, input, &mut buf)?;
+    let order = KeyOrder::of(order);
+    if !K::DTYPE.needs_map(order.order) {
+        copy_in(gpu, input, &mut buf)?;
+        return Ok(buf);
+    }
+    let keys = memory::reinterpret_ref::<K, K::Bits>(input, input.len());
     let words = &mut buf.slice_mut(0..input.len());
-    map_to_words::<K>(gpu, words, KeyOrder::of(order), false)?;
+    let map = map_flags(K::DTYPE, order);
+    keymap::map_words_into(&Exec::of(gpu), &keys, words, map)?;
     Ok(buf)
 }
 
