@@ -8,7 +8,7 @@ line a run. Each rank's memory pool keeps half its GPU once freed
 one-process sort it is compared with, so neither maps its buffers afresh every call:
 
     torchrun --standalone --nproc-per-node 4 bench/peers/distributed_sort.py --csv OUT.csv \\
-        [--keys 2^28] [--dtype int32] [--repeats 5] [--commit C]
+        [--keys 2^28] [--dtype int32] [--values int32] [--repeats 5] [--commit C]
 
 Then every rank times NCCL's all-to-all (`all_to_all_single`) of a buffer as large as its
 shard, from barrier to barrier, median of `--repeats`: what moving every key once costs on
@@ -42,6 +42,7 @@ def main():
     p.add_argument("--dtype", default="int32")
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--commit")
+    p.add_argument("--values", help="a dtype: sort_pairs with values of it (their positions)")
     a = p.parse_args()
     local = int(os.environ["LOCAL_RANK"])
     torch.cuda.set_device(local)
@@ -66,13 +67,20 @@ def main():
     def fresh():
         return random_keys(share, g)
 
+    values = getattr(torch, a.values) if a.values else None
+
+    def call(keys):
+        if values is None:
+            return distributed.sort(keys)
+        return distributed.sort_pairs(keys, torch.arange(keys.numel(), device="cuda").to(values))
+
     times = []
     for r in range(a.repeats + 1):
         keys = fresh()
         torch.cuda.synchronize()
         dist.barrier()
         start = time.perf_counter()
-        out = distributed.sort(keys)
+        out = call(keys)
         torch.cuda.synchronize()
         dist.barrier()
         if r:
@@ -95,15 +103,21 @@ def main():
     if rank == 0:
         try:
             whole = random_keys(a.keys)
-            bitonic.sort_values(whole)
-            one_gpu = f"{statistics.median(event_time(lambda: bitonic.sort_values(whole)) for _ in range(a.repeats)):.3f}"
+            if values is None:
+                alone = lambda: bitonic.sort_values(whole)  # noqa: E731
+            else:
+                whole_values = torch.arange(a.keys, device="cuda").to(values)
+                alone = lambda: bitonic.sort_pairs(whole, whole_values)  # noqa: E731
+            alone()
+            one_gpu = f"{statistics.median(event_time(alone) for _ in range(a.repeats)):.3f}"
             del whole
         except (torch.OutOfMemoryError, bitonic.BitonicError) as e:
             print(f"# one GPU cannot sort {a.keys} keys alone: {e}")
         device, driver = device_and_driver()
         med = statistics.median(times)
         with open(a.csv, "a", newline="") as f:
-            csv.writer(f).writerow([ranks, f"{device} (CUDA {driver})", a.dtype, a.keys, f"{med:.3f}",
+            what = a.dtype + (f" with {a.values} values" if values is not None else "")
+            csv.writer(f).writerow([ranks, f"{device} (CUDA {driver})", what, a.keys, f"{med:.3f}",
                                     f"{min(times):.3f}", f"{max(times):.3f}", one_gpu, a.repeats,
                                     commit_of(a.commit), f"{statistics.median(exchange):.3f}"])
         print(f"{ranks} ranks, {a.keys} {a.dtype}: distributed {med:.3f} ms, one GPU {one_gpu or '-'} ms, "
