@@ -56,10 +56,13 @@ def main():
     def random_keys(count, generator=None):
         if dtype.is_floating_point:
             return torch.randn(count, generator=generator, device="cuda").to(dtype)
-        if dtype in (torch.uint32, torch.uint64):  # torch draws no unsigned words: int64, cast
-            high = 2**32 if dtype == torch.uint32 else 2**63
-            drawn = torch.randint(0, high, (count,), generator=generator, device="cuda")
+        if dtype == torch.uint32:  # torch draws no unsigned words: int64 ones, cast
+            drawn = torch.randint(0, 2**32, (count,), generator=generator, device="cuda")
             return drawn.to(dtype)
+        if dtype == torch.uint64:  # every int64, its bits read as uint64
+            drawn = torch.randint(-(2**63), 2**63 - 1, (count,), generator=generator,
+                                  device="cuda", dtype=torch.int64)
+            return drawn.view(dtype)
         info = torch.iinfo(dtype)
         return torch.randint(info.min, info.max, (count,), generator=generator, device="cuda",
                              dtype=dtype)

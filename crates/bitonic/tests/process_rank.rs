@@ -428,15 +428,22 @@ fn a_failing_rank_stops_every_rank() {
     }
     let all: Arc<Vec<u32>> = Arc::new(make_keys(50_000, Pattern::Random, 1));
     let lens = vec![30_000, 20_000];
+    // Rank 1's shard, on GPU 0, made (and freed, after the ranks) here, outside any
+    // collective: a rank thread that opened or closed a context of GPU 0 while rank 0's NCCL
+    // kernel ran there waiting for it could deadlock both.
+    let elsewhere = Gpu::new(0).unwrap();
+    let foreign = Arc::new(elsewhere.stream().clone_htod(&all[30_000..]).unwrap());
+    elsewhere.stream().synchronize().unwrap();
     let failing: Job = {
-        let (all, lens) = (all.clone(), lens.clone());
+        let (all, lens, foreign) = (all.clone(), lens.clone(), foreign.clone());
         Arc::new(move |sorter| {
             let rank = sorter.rank();
+            let uploaded;
             let input = if rank == 1 {
-                let elsewhere = Gpu::new(0).unwrap();
-                elsewhere.stream().clone_htod(&all[30_000..]).unwrap()
+                &*foreign
             } else {
-                upload(sorter, &all, &lens)
+                uploaded = upload(sorter, &all, &lens);
+                &uploaded
             };
             let err = sorter
                 .sort(&input.slice(0..lens[rank]), Order::Ascending)
