@@ -247,12 +247,13 @@ fn print_scaling(rows: &[gpus::ScalingRow]) {
 
 fn draw_scaling(rows: &[gpus::ScalingRow], out: &Path) -> Result<()> {
     let title = format!(
-        "bitonic across GPUs: 2^{} u32 keys, {}",
+        "bitonic across GPUs: 2^{} u32 keys, {}, commit {}",
         rows[0].n.trailing_zeros(),
         rows[0]
             .device
             .trim_end_matches(|c: char| c == 'x' || c.is_ascii_digit())
-            .trim()
+            .trim(),
+        rows[0].commit.get(..7).unwrap_or(&rows[0].commit)
     );
     let stem = "multi_gpu_scaling";
     if let Err(why) = figure::scaling(rows, &title, out, stem) {
