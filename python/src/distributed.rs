@@ -140,23 +140,14 @@ impl PyProcessRank {
     ) -> PyResult<Vec<usize>> {
         let (dtype, kb) = self.shard(keys, "keys")?;
         let order = order(descending);
-        let rank = SameThread(&self.rank);
-        let (part, sizes) = py
-            .detach(move || {
-                let rank = rank;
-                let stream = rank.0.gpu().stream().clone();
-                SameThread(bitonic::with_key_type!(dtype, K => {
-                    // SAFETY: a live C-contiguous tensor of the caller's on this device.
-                    let keys = unsafe { kb.slice::<K>(&stream) };
-                    rank.0
-                        .sort(&keys.0.slice(0..kb.len), order)
-                        .map(|r| (held(r.keys), r.sizes))
-                }))
+        self.run(py, move |rank, stream| {
+            bitonic::with_key_type!(dtype, K => {
+                // SAFETY: a live C-contiguous tensor of the caller's on this device.
+                let keys = unsafe { kb.slice::<K>(stream) };
+                rank.sort(&keys.0.slice(0..kb.len), order)
+                    .map(|r| ((held(r.keys), None), r.sizes))
             })
-            .0
-            .map_err(sort_error)?;
-        self.held = Some((part, None));
-        Ok(sizes)
+        })
     }
 
     /// Sorts (key, value) pairs, this rank's 1-D CUDA shards of each, with the other ranks',
@@ -178,33 +169,23 @@ impl PyProcessRank {
             )));
         }
         let order = order(descending);
-        let rank = SameThread(&self.rank);
-        let (parts, sizes) = py
-            .detach(move || {
-                let rank = rank;
-                let stream = rank.0.gpu().stream().clone();
-                SameThread(bitonic::with_key_type!(dtype, K => {
-                    // SAFETY: live C-contiguous tensors of the caller's on this device.
-                    let keys = unsafe { kb.slice::<K>(&stream) };
-                    let keys = keys.0.slice(0..kb.len);
-                    // SAFETY (values): as the keys', of the width matched.
-                    if vb.bytes == 4 {
-                        let values = unsafe { vb.slice::<u32>(&stream) };
-                        rank.0
-                            .sort_pairs(&keys, &values.0.slice(0..vb.len), order)
-                            .map(|r| ((held(r.keys), Some(held(r.values))), r.sizes))
-                    } else {
-                        let values = unsafe { vb.slice::<u64>(&stream) };
-                        rank.0
-                            .sort_pairs(&keys, &values.0.slice(0..vb.len), order)
-                            .map(|r| ((held(r.keys), Some(held(r.values))), r.sizes))
-                    }
-                }))
+        self.run(py, move |rank, stream| {
+            bitonic::with_key_type!(dtype, K => {
+                // SAFETY: live C-contiguous tensors of the caller's on this device, the
+                // values of the width matched.
+                let keys = unsafe { kb.slice::<K>(stream) };
+                let keys = keys.0.slice(0..kb.len);
+                if vb.bytes == 4 {
+                    let values = unsafe { vb.slice::<u32>(stream) };
+                    rank.sort_pairs(&keys, &values.0.slice(0..vb.len), order)
+                        .map(|r| ((held(r.keys), Some(held(r.values))), r.sizes))
+                } else {
+                    let values = unsafe { vb.slice::<u64>(stream) };
+                    rank.sort_pairs(&keys, &values.0.slice(0..vb.len), order)
+                        .map(|r| ((held(r.keys), Some(held(r.values))), r.sizes))
+                }
             })
-            .0
-            .map_err(sort_error)?;
-        self.held = Some(parts);
-        Ok(sizes)
+        })
     }
 
     /// Copies the last sort's part into `keys` (and its values into `values`), CUDA tensors
@@ -258,6 +239,27 @@ impl PyProcessRank {
 }
 
 impl PyProcessRank {
+    /// Runs one collective sort, `sort(rank, its stream)`, with the GIL released, and keeps
+    /// its part for [`PyProcessRank::take`]: every rank's part length.
+    fn run(
+        &mut self,
+        py: Python<'_>,
+        sort: impl FnOnce(&ProcessRank, &Arc<CudaStream>) -> bitonic::Result<(HeldParts, Vec<usize>)>,
+    ) -> PyResult<Vec<usize>> {
+        self.held = None; // a failed sort leaves no earlier part to take
+        let (rank, sort) = (SameThread(&self.rank), SameThread(sort));
+        let (parts, sizes) = py
+            .detach(move || {
+                let (rank, sort) = (rank, sort);
+                let stream = rank.0.gpu().stream().clone();
+                SameThread((sort.0)(rank.0, &stream))
+            })
+            .0
+            .map_err(sort_error)?;
+        self.held = Some(parts);
+        Ok(sizes)
+    }
+
     fn ordinal(&self) -> usize {
         self.rank.gpu().info().ordinal
     }

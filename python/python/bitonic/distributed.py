@@ -98,14 +98,17 @@ def keep_freed_memory(nbytes, device=None, group=None):
 
 
 def _on_nccl(keys, group):
-    """Whether the library's multi-GPU sort runs: CUDA shards in an NCCL group."""
+    """Whether the library's multi-GPU sort runs: CUDA shards in a group whose CUDA backend is
+    NCCL (``"nccl"``, or a per-device list such as ``"cuda:nccl,cpu:gloo"``, torch's default
+    when ``init_process_group`` is given no backend)."""
     import torch.distributed as dist
 
-    return keys.is_cuda and dist.get_backend(group) == "nccl"
+    return keys.is_cuda and "nccl" in str(dist.get_backend(group))
 
 
-#: The sorter of each (group, device): ``(group, _native.ProcessRank)``, the group held so its
-#: ``id`` is not reused while the entry lives.
+#: The sorter of each (group, device, world size, rank): ``(group, _native.ProcessRank)``, the
+#: group held so its ``id`` is not reused while the entry lives. The communicator is bitonic's
+#: own, so it outlives a torch group destroyed and made again by the same processes.
 _RANKS = {}
 
 
@@ -117,11 +120,11 @@ def _process_rank(group, device):
     import torch
     import torch.distributed as dist
 
-    key = (id(group), device.index)
+    ranks, rank = dist.get_world_size(group), dist.get_rank(group)
+    key = (id(group), device.index, ranks, rank)
     made = _RANKS.get(key)
     if made is not None:
         return made[1]
-    ranks, rank = dist.get_world_size(group), dist.get_rank(group)
     message = torch.zeros(129, dtype=torch.uint8, device=device)
     failure = None
     if rank == 0:
