@@ -9,9 +9,9 @@
 //! with the copy done.
 
 use crate::dlpack::{read, Buffer};
-use crate::sort_error;
+use crate::{order, sort_error};
 use bitonic::cuda::multi::{new_unique_id, DeviceShard, ProcessRank, NCCL_ID_BYTES};
-use bitonic::{DType, Order};
+use bitonic::{DType, Order, SortKey};
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr};
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
@@ -171,18 +171,10 @@ impl PyProcessRank {
         let order = order(descending);
         self.run(py, move |rank, stream| {
             bitonic::with_key_type!(dtype, K => {
-                // SAFETY: live C-contiguous tensors of the caller's on this device, the
-                // values of the width matched.
-                let keys = unsafe { kb.slice::<K>(stream) };
-                let keys = keys.0.slice(0..kb.len);
                 if vb.bytes == 4 {
-                    let values = unsafe { vb.slice::<u32>(stream) };
-                    rank.sort_pairs(&keys, &values.0.slice(0..vb.len), order)
-                        .map(|r| ((held(r.keys), Some(held(r.values))), r.sizes))
+                    sort_pairs_of::<K, u32>(rank, stream, (kb, vb), order)
                 } else {
-                    let values = unsafe { vb.slice::<u64>(stream) };
-                    rank.sort_pairs(&keys, &values.0.slice(0..vb.len), order)
-                        .map(|r| ((held(r.keys), Some(held(r.values))), r.sizes))
+                    sort_pairs_of::<K, u64>(rank, stream, (kb, vb), order)
                 }
             })
         })
@@ -279,10 +271,16 @@ impl PyProcessRank {
     }
 }
 
-fn order(descending: bool) -> Order {
-    if descending {
-        Order::Descending
-    } else {
-        Order::Ascending
-    }
+/// `rank`'s pair sort of the described keys and values (`V` of the values' width).
+fn sort_pairs_of<K: SortKey, V: DeviceRepr + bytemuck::Pod>(
+    rank: &ProcessRank,
+    stream: &Arc<CudaStream>,
+    (kb, vb): (Buffer, Buffer),
+    order: Order,
+) -> bitonic::Result<(HeldParts, Vec<usize>)> {
+    // SAFETY: live C-contiguous tensors of the caller's on this device (checked by the
+    // caller), the values of `V`'s width.
+    let (keys, values) = unsafe { (kb.slice::<K>(stream), vb.slice::<V>(stream)) };
+    rank.sort_pairs(&keys.0.slice(0..kb.len), &values.0.slice(0..vb.len), order)
+        .map(|r| ((held(r.keys), Some(held(r.values))), r.sizes))
 }

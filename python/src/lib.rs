@@ -49,15 +49,19 @@ fn sorter(backend: &str, descending: bool) -> PyResult<Sorter<'static>> {
     let backend: Backend = backend
         .parse()
         .map_err(|e: bitonic::UnknownName| PyValueError::new_err(e.to_string()))?;
-    let order = if descending {
+    Ok(Sorter::new()
+        .backend(backend)
+        .order(order(descending))
+        .float_order(FloatOrder::Numeric))
+}
+
+/// The order `descending` asks for.
+fn order(descending: bool) -> Order {
+    if descending {
         Order::Descending
     } else {
         Order::Ascending
-    };
-    Ok(Sorter::new()
-        .backend(backend)
-        .order(order)
-        .float_order(FloatOrder::Numeric))
+    }
 }
 
 /// The key type of `x`, or a `TypeError` naming the ones there are. bfloat16 is not numpy's
