@@ -162,6 +162,7 @@ impl PyProcessRank {
     ) -> PyResult<Vec<usize>> {
         let (dtype, kb) = self.shard(keys, "keys")?;
         let vb = read(values)?.on_cuda("values")?;
+        self.check_device(vb, "values")?;
         if vb.len != kb.len || !(vb.bytes == 4 || vb.bytes == 8) {
             return Err(PyValueError::new_err(format!(
                 "values must be {} elements of 4 or 8 bytes on the GPU",
@@ -260,6 +261,13 @@ impl PyProcessRank {
     fn shard(&self, keys: &Bound<'_, PyAny>, what: &str) -> PyResult<(DType, Buffer)> {
         let t = read(keys)?;
         let (dtype, b) = (t.key_dtype()?, t.on_cuda(what)?);
+        self.check_device(b, what)?;
+        Ok((dtype, b))
+    }
+
+    /// A `ValueError` unless `b` is on this rank's device: the kernels would read another
+    /// GPU's memory through the sorter's stream.
+    fn check_device(&self, b: Buffer, what: &str) -> PyResult<()> {
         if b.ordinal != self.ordinal() {
             return Err(PyValueError::new_err(format!(
                 "{what} on CUDA device {}, but this rank sorts on device {}",
@@ -267,7 +275,7 @@ impl PyProcessRank {
                 self.ordinal()
             )));
         }
-        Ok((dtype, b))
+        Ok(())
     }
 }
 

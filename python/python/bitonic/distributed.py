@@ -335,7 +335,10 @@ def _agree(keys, values, descending, group):
     import torch
     import torch.distributed as dist
 
-    ok = keys.dim() == 1 and (values is None or tuple(values.shape) == tuple(keys.shape))
+    ok = keys.dim() == 1 and (
+        values is None
+        or (tuple(values.shape) == tuple(keys.shape) and values.device == keys.device)
+    )
     code = lambda t: -1 if t is None else zlib.crc32(str(t.dtype).encode())  # noqa: E731
     odd = 0
     if ok and keys.dtype.is_floating_point and keys.numel():
@@ -351,7 +354,7 @@ def _agree(keys, values, descending, group):
     if bad:
         raise ValueError(
             f"ranks {bad} gave shards that cannot be sorted: a distributed sort takes a 1-D "
-            "shard a rank (and values of the same shape)"
+            "shard a rank (and values of the same shape, on the same device)"
         )
     if any(e[3:] != every[0][3:] for e in every):
         raise ValueError(
