@@ -27,6 +27,15 @@ pub fn nccl_unique_id(py: Python<'_>) -> PyResult<Bound<'_, PyBytes>> {
     Ok(PyBytes::new(py, &id))
 }
 
+/// Whether this process could join a communicator on CUDA device `device` (the GPU opens,
+/// NCCL loads): every rank checks, and the ranks agree, before any joins, since a rank that
+/// failed to join would leave the others waiting in NCCL's join.
+#[pyfunction]
+pub fn check_can_join(py: Python<'_>, device: usize) -> PyResult<()> {
+    py.detach(|| ProcessRank::check_can_join(device))
+        .map_err(sort_error)
+}
+
 /// A part of a sort's result held until it is taken: a buffer of the sorter's and where the
 /// part lies in it, whatever its element type.
 trait HeldPart: Send {
@@ -83,6 +92,8 @@ pub struct PyProcessRank {
     rank: ProcessRank,
     /// The last sort's keys and values (or none), until taken.
     held: Option<HeldParts>,
+    /// Whether the last sort call reached the library's sort (its checks here passed).
+    reached: bool,
 }
 
 #[pymethods]
@@ -108,7 +119,11 @@ impl PyProcessRank {
             .detach(|| SameThread(ProcessRank::from_unique_id(&id, rank, world_size, device)))
             .0
             .map_err(sort_error)?;
-        Ok(PyProcessRank { rank, held: None })
+        Ok(PyProcessRank {
+            rank,
+            held: None,
+            reached: false,
+        })
     }
 
     /// This rank, from 0.
@@ -121,6 +136,14 @@ impl PyProcessRank {
     #[getter]
     fn world_size(&self) -> usize {
         self.rank.world_size()
+    }
+
+    /// Whether the last sort failed on this rank alone, after its exchange: the other ranks
+    /// have their parts and go on (a failure of this binding's checks, before the sort, is
+    /// not one: those are the same on every rank, whose calls agree).
+    #[getter]
+    fn failed_alone(&self) -> bool {
+        self.reached && self.rank.failed_alone()
     }
 
     /// Lets this GPU's memory pool keep up to `bytes` that sorts free, instead of mapping a
@@ -138,6 +161,7 @@ impl PyProcessRank {
         keys: &Bound<'_, PyAny>,
         descending: bool,
     ) -> PyResult<Vec<usize>> {
+        self.reached = false;
         let (dtype, kb) = self.shard(keys, "keys")?;
         let order = order(descending);
         self.run(py, move |rank, stream| {
@@ -160,6 +184,7 @@ impl PyProcessRank {
         values: &Bound<'_, PyAny>,
         descending: bool,
     ) -> PyResult<Vec<usize>> {
+        self.reached = false;
         let (dtype, kb) = self.shard(keys, "keys")?;
         let vb = read(values)?.on_cuda("values")?;
         self.check_device(vb, "values")?;
@@ -179,6 +204,22 @@ impl PyProcessRank {
                 }
             })
         })
+    }
+
+    /// Stands out of the sort the other ranks are calling now, because this rank failed
+    /// before it could call it: they return an error instead of waiting for it (collective,
+    /// in place of one sort call). Returns once they know; the caller then raises its own
+    /// error.
+    fn abstain(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.held = None;
+        self.reached = false;
+        let rank = SameThread(&self.rank);
+        py.detach(move || {
+            let rank = rank;
+            SameThread(rank.0.abstain())
+        })
+        .0
+        .map_err(sort_error)
     }
 
     /// Copies the last sort's part into `keys` (and its values into `values`), CUDA tensors
@@ -219,13 +260,16 @@ impl PyProcessRank {
         }
         let stream = self.rank.gpu().stream().clone();
         py.detach(move || {
-            for (part, to) in &copies {
-                part.copy_to(&stream, *to)?;
-            }
-            stream.synchronize().map_err(|cause| bitonic::Error::Cuda {
+            // Every copy queued is waited for, also after one failed to queue: the caller may
+            // free the tensors as soon as this returns.
+            let queued = copies
+                .iter()
+                .try_for_each(|(part, to)| part.copy_to(&stream, *to));
+            let done = stream.synchronize().map_err(|cause| bitonic::Error::Cuda {
                 context: "waiting for a distributed sort's part to be copied".into(),
                 cause,
-            })
+            });
+            queued.and(done)
         })
         .map_err(sort_error)
     }
@@ -240,6 +284,7 @@ impl PyProcessRank {
         sort: impl FnOnce(&ProcessRank, &Arc<CudaStream>) -> bitonic::Result<(HeldParts, Vec<usize>)>,
     ) -> PyResult<Vec<usize>> {
         self.held = None; // a failed sort leaves no earlier part to take
+        self.reached = true;
         let (rank, sort) = (SameThread(&self.rank), SameThread(sort));
         let (parts, sizes) = py
             .detach(move || {

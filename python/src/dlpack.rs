@@ -252,9 +252,16 @@ fn device(ordinal: usize) -> Result<&'static Gpu, GpuUnavailable> {
         return Ok(gpu);
     }
     let gpu = Gpu::new(ordinal)?;
+    // At least a sixteenth of the device kept, never less than another part of the process
+    // (`bitonic.distributed.keep_freed_memory`, say) asked of the same pool.
     let keep = gpu.info().total_memory / 16;
-    gpu.keep_freed_memory(keep)
+    let kept = gpu
+        .freed_memory_kept()
         .map_err(|e| GpuUnavailable::InitFailed(e.to_string()))?;
+    if kept < keep {
+        gpu.keep_freed_memory(keep)
+            .map_err(|e| GpuUnavailable::InitFailed(e.to_string()))?;
+    }
     let gpu: &'static Gpu = Box::leak(Box::new(gpu));
     devices.insert(ordinal, gpu);
     Ok(gpu)

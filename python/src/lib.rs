@@ -366,6 +366,7 @@ fn native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(dlpack::cuda_sample, m)?)?;
     m.add_function(wrap_pyfunction!(dlpack::dlpack_describe, m)?)?;
     m.add_function(wrap_pyfunction!(distributed::nccl_unique_id, m)?)?;
+    m.add_function(wrap_pyfunction!(distributed::check_can_join, m)?)?;
     m.add_class::<distributed::PyProcessRank>()?;
     Ok(())
 }

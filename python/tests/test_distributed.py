@@ -19,7 +19,7 @@ import bitonic
 
 CASES = [
     (dtype, pattern, descending)
-    for dtype in ("float32", "int64", "float16", "uint64", "int32")
+    for dtype in ("float32", "int64", "float16", "uint64", "int32", "float64")
     for pattern in ("random", "sorted", "reversed", "equal", "few")
     for descending in (False, True)
 ]
@@ -67,7 +67,7 @@ def _worker(rank, ranks, backend, folder):
         backend, init_method=f"file://{folder}/rendezvous", rank=rank, world_size=ranks
     )
     if backend == "nccl":
-        distributed.keep_freed_memory(1 << 28)
+        distributed.keep_freed_memory(1 << 28, device="cuda")  # the current device's
     sizes = _shard_sizes(ranks)
     start = sum(sizes[:rank])
     for c, (dtype, pattern, descending) in enumerate(CASES):
@@ -110,7 +110,68 @@ def _worker(rank, ranks, backend, folder):
             assert message in str(e), e
         else:
             raise AssertionError(f"sorted shards that should fail with {message!r}")
+    if backend == "nccl":
+        _one_rank_fails(rank, ranks, device)
     dist.destroy_process_group()
+
+
+def _one_rank_fails(rank, ranks, device):
+    """On NCCL: a rank that fails while it prepares a sort, before the first of the library's
+    sorts of a call or between two of them, makes every rank raise (its own error there, a
+    BitonicError elsewhere) instead of leaving them waiting; values on another GPU fail on
+    every rank; and the group still sorts afterwards, also after ``release``."""
+    import torch
+
+    from bitonic import distributed
+
+    keys = torch.tensor([3.0, float("nan"), -0.0, 1.0] * (rank + 1), device=device)
+    wide = torch.complex(keys.double(), keys.double())  # with NaN keys: three sorts a call
+
+    class Injected(RuntimeError):
+        pass
+
+    def failing_on_last_rank(original, at_call):
+        calls = []
+
+        def wrapper(*args, **kwargs):
+            calls.append(1)
+            if rank == ranks - 1 and len(calls) == at_call:
+                raise Injected("a failure injected on the last rank")
+            return original(*args, **kwargs)
+
+        return wrapper
+
+    # Before the first sort (the values' columns), then after the first of three (a take).
+    for name, at_call in (("_value_columns", 1), ("_take", 1), ("_take", 2)):
+        holder = distributed if name == "_value_columns" else distributed._ProcessSort
+        original = getattr(holder, name)
+        setattr(holder, name, failing_on_last_rank(original, at_call))
+        try:
+            distributed.sort_pairs(keys, wide)
+        except Injected:
+            assert rank == ranks - 1
+        except bitonic.BitonicError as e:
+            assert rank != ranks - 1, e
+        else:
+            raise AssertionError(f"rank {rank}: no rank failed ({name}, call {at_call})")
+        finally:
+            setattr(holder, name, original)
+    if torch.cuda.device_count() > 1:
+        elsewhere = torch.zeros(keys.numel(), device=(device.index + 1) % torch.cuda.device_count())
+        try:
+            distributed.sort_pairs(keys, elsewhere)
+        except ValueError as e:
+            assert "same device" in str(e), e
+        else:
+            raise AssertionError("sorted values on another GPU than their keys")
+    for released in (False, True):
+        if released:
+            distributed.release()
+            assert not distributed._RANKS
+        s = distributed.sort(torch.arange(10, device=device) * ranks + rank)
+        assert sum(s.sizes) == 10 * ranks, s.sizes
+        start = sum(s.sizes[:rank])
+        assert (s.values.cpu() == torch.arange(start, start + s.sizes[rank])).all()
 
 
 def _run(ranks, backend, folder):

@@ -419,8 +419,9 @@ fn four_process_ranks() {
 }
 
 /// A rank whose shard is on another GPU fails with its error, the others with
-/// `PeerFailed`, at the same gather; ranks that call different sorts all fail with
-/// `RanksDisagree`; the communicator still works for the next sort.
+/// `PeerFailed`, at the same gather; so does a rank whose key or value type the sorts refuse,
+/// and a rank that abstains; ranks that call different sorts all fail with `RanksDisagree`;
+/// the communicator still works for the next sort.
 fn a_failing_rank_stops_every_rank() {
     let _alone = one_test_at_a_time();
     if !enough_gpus("a_failing_rank_stops_every_rank", 2) {
@@ -487,6 +488,93 @@ fn a_failing_rank_stops_every_rank() {
             }
         })
     };
+    // A rank whose key type the sorts refuse (16-bit) reports it at the first gather too,
+    // where its peer, calling a sort it takes, learns that it failed.
+    let refused: Job = {
+        let (all, lens) = (all.clone(), lens.clone());
+        Arc::new(move |sorter| {
+            let rank = sorter.rank();
+            let result = if rank == 0 {
+                let narrow: Vec<half::bf16> = all
+                    .iter()
+                    .map(|&k| half::bf16::from_bits(k as u16))
+                    .collect();
+                let input = upload(sorter, &narrow, &lens);
+                sorter
+                    .sort(&input.slice(0..lens[rank]), Order::Ascending)
+                    .map(drop)
+            } else {
+                let input = upload(sorter, &all, &lens);
+                sorter
+                    .sort(&input.slice(0..lens[rank]), Order::Ascending)
+                    .map(drop)
+            };
+            let err = result.expect_err("rank 0's keys are refused");
+            match (rank, &err) {
+                (0, Error::Unsupported(_)) | (1, Error::PeerFailed) => {}
+                _ => panic!("rank {rank}: {err}"),
+            }
+            // The same for a key-value sort of a value width it refuses (2 bytes).
+            let (input, values) = (upload(sorter, &all, &lens), upload(sorter, &all, &lens));
+            let len = lens[rank];
+            let result = if rank == 1 {
+                let narrow = sorter
+                    .gpu()
+                    .stream()
+                    .clone_htod(&vec![0u16; len.max(1)])
+                    .unwrap();
+                sorter
+                    .sort_pairs(
+                        &input.slice(0..len),
+                        &narrow.slice(0..len),
+                        Order::Ascending,
+                    )
+                    .map(drop)
+            } else {
+                sorter
+                    .sort_pairs(
+                        &input.slice(0..len),
+                        &values.slice(0..len),
+                        Order::Ascending,
+                    )
+                    .map(drop)
+            };
+            let err = result.expect_err("rank 1's values are refused");
+            match (rank, &err) {
+                (1, Error::UnsupportedKeyValue { .. }) | (0, Error::PeerFailed) => {}
+                _ => panic!("rank {rank}: {err}"),
+            }
+            Part {
+                keys: Vec::new(),
+                values: Vec::new(),
+                sizes: Vec::new(),
+            }
+        })
+    };
+    // A rank that failed before it could call the sort (preparing its input, say) abstains:
+    // its peer's sort returns `PeerFailed` instead of waiting for it.
+    let abstaining: Job = {
+        let (all, lens) = (all.clone(), lens.clone());
+        Arc::new(move |sorter| {
+            let rank = sorter.rank();
+            if rank == 1 {
+                sorter
+                    .abstain()
+                    .unwrap_or_else(|e| panic!("rank 1 abstains: {e}"));
+            } else {
+                let input = upload(sorter, &all, &lens);
+                let err = sorter
+                    .sort(&input.slice(0..lens[rank]), Order::Ascending)
+                    .expect_err("rank 1 abstained");
+                assert!(matches!(err, Error::PeerFailed), "rank {rank}: {err}");
+            }
+            Part {
+                keys: Vec::new(),
+                values: Vec::new(),
+                sizes: Vec::new(),
+            }
+        })
+    };
     let again = sort_job(
         all.clone(),
         lens.clone(),
@@ -494,8 +582,9 @@ fn a_failing_rank_stops_every_rank() {
         "after a failure".into(),
     );
     let test = "a_failing_rank_stops_every_rank";
-    let results = run_ranks(test, 2, rank_from_id, vec![failing, disagreeing, again]);
-    let joined: Vec<u8> = results[2]
+    let jobs = vec![failing, disagreeing, refused, abstaining, again];
+    let results = run_ranks(test, 2, rank_from_id, jobs);
+    let joined: Vec<u8> = results[4]
         .iter()
         .flat_map(|part| part.keys.clone())
         .collect();

@@ -9,13 +9,19 @@ Two ways, chosen by the shards and the group:
 * **CUDA tensors in an NCCL group:** the library's own multi-GPU sort, one rank a process
   (``bitonic::cuda::multi::ProcessRank``: local merge sort, regular samples, one all-to-all of
   NCCL sends and receives, a merge of the runs received). Its communicator is bitonic's own,
-  made once a group and device from an NCCL unique id that rank 0 broadcasts through the
-  group (one broadcast, at the first call). It sorts in IEEE total order, so floats are
-  made to sort numerically here: -0.0 becomes +0.0 and every NaN one NaN in the keys it
-  sorts, and when any rank holds a -0.0 or a NaN the original bits travel with them as a
-  value. 16-bit floats sort as float32. The values of ``sort_pairs`` travel in 4- or 8-byte
-  columns, one sort each (equal keys keep their global order, so every sort puts each pair
-  at the same place).
+  made once a group and device from an NCCL unique id that rank 0 makes (one all-gather
+  through the group at the first call, which also tells every rank whether each can join:
+  its GPU opens and NCCL loads; none joins otherwise). It sorts in IEEE total order, so
+  floats are made to sort numerically here: -0.0 becomes +0.0 and every NaN one NaN in the
+  keys it sorts, and when any rank holds a -0.0 or a NaN the original bits travel with them
+  as a value (a key-value sort, which takes at most 2^32 - 1 keys in all). 16-bit floats
+  sort as float32. The values of ``sort_pairs`` travel in 4- or 8-byte columns, one sort each
+  (equal keys keep their global order, so every sort puts each pair at the same place), and
+  so do ``argsort``'s positions (at most 2^32 - 1 keys). A rank that fails while it prepares
+  a sort (out of memory, say) tells the others at that sort, so that every rank raises and
+  none waits; a failure of NCCL itself leaves the others waiting in bitonic's communicator,
+  which torch's watchdog does not see: the job must end them. ``release(group)`` lets a
+  group's communicators go.
 * **Otherwise** (CPU tensors over gloo, or another backend): a sample sort over the group's
   own collectives:
 
@@ -56,7 +62,7 @@ def sort(tensor, group=None, *, descending=False):
     sizes)``."""
     agreed = _agree(tensor, None, descending, group)
     if _on_nccl(tensor, group):
-        keys, sizes = _ProcessSort(tensor, group, descending, agreed).sort()
+        keys, sizes = _ProcessSort.run(tensor, group, descending, agreed, 1, "sort")
         return SortShard(keys, sizes)
     keys, _, _, sizes = _sample_sort(tensor, None, group, descending, agreed.sizes)
     return SortShard(keys, sizes)
@@ -67,7 +73,7 @@ def argsort(tensor, group=None, *, descending=False):
     in the ranks' inputs concatenated in rank order; ``ArgsortShard(indices, sizes)``."""
     agreed = _agree(tensor, None, descending, group)
     if _on_nccl(tensor, group):
-        positions, sizes = _ProcessSort(tensor, group, descending, agreed).argsort()
+        positions, sizes = _ProcessSort.run(tensor, group, descending, agreed, 1, "argsort")
         return ArgsortShard(positions, sizes)
     _, positions, _, sizes = _sample_sort(tensor, None, group, descending, agreed.sizes)
     return ArgsortShard(positions, sizes)
@@ -79,7 +85,10 @@ def sort_pairs(keys, values, group=None, *, descending=False):
     sizes)``."""
     agreed = _agree(keys, values, descending, group)
     if _on_nccl(keys, group):
-        k, v, sizes = _ProcessSort(keys, group, descending, agreed).sort_pairs(values)
+        sorts = int(agreed.odd_floats) + _column_count(values.element_size())
+        k, v, sizes = _ProcessSort.run(
+            keys, group, descending, agreed, sorts, "sort_pairs", values
+        )
         return PairsShard(k, v, sizes)
     k, _, v, sizes = _sample_sort(keys, values, group, descending, agreed.sizes)
     return PairsShard(k, v, sizes)
@@ -93,8 +102,26 @@ def keep_freed_memory(nbytes, device=None, group=None):
     group's sorter on first use, so every rank of ``group`` calls it."""
     import torch
 
-    device = torch.device("cuda", torch.cuda.current_device()) if device is None else device
-    _process_rank(group, torch.device(device)).keep_freed_memory(int(nbytes))
+    _process_rank(group, _cuda_device(device)).keep_freed_memory(int(nbytes))
+
+
+def release(group=None):
+    """Lets go of this process's sorters of ``group`` (every device's), and so of their
+    communicators and the memory their pools keep; a later call makes new ones. Call it on
+    every rank before ``torch.distributed.destroy_process_group(group)``, or after a sort whose
+    communicator failed (an NCCL error: that sorter refuses every later sort)."""
+    for key in [key for key, (held, _) in _RANKS.items() if held is group]:
+        del _RANKS[key]
+
+
+def _cuda_device(device):
+    """``device`` (None: the current CUDA device) as a ``torch.device`` with an index."""
+    import torch
+
+    device = torch.device("cuda") if device is None else torch.device(device)
+    if device.type != "cuda":
+        raise ValueError(f"keep_freed_memory takes a CUDA device, not {device}")
+    return device if device.index is not None else torch.device("cuda", torch.cuda.current_device())
 
 
 def _on_nccl(keys, group):
@@ -114,9 +141,10 @@ _RANKS = {}
 
 def _process_rank(group, device):
     """This process's rank of the library's sorts over ``group`` on ``device``, made on the
-    first call: rank 0 makes an NCCL unique id and broadcasts it through the group (with
-    a flag of its failure, so no rank waits for an id that will not come), and every rank
-    joins the communicator it names."""
+    first call. Joining blocks until every rank has joined, so a rank that failed before it
+    would leave the others waiting: every rank first checks that it can join (its GPU opens,
+    NCCL loads), rank 0 makes an NCCL unique id, and one all-gather through the group brings
+    every rank the id and every rank's failure flag. Only when no rank failed do they join."""
     import torch
     import torch.distributed as dist
 
@@ -125,23 +153,30 @@ def _process_rank(group, device):
     made = _RANKS.get(key)
     if made is not None:
         return made[1]
-    message = torch.zeros(129, dtype=torch.uint8, device=device)
+    message = torch.zeros(129, dtype=torch.uint8)
     failure = None
-    if rank == 0:
-        try:
-            made_id = bitonic._native.nccl_unique_id()
-            message[:128] = torch.frombuffer(bytearray(made_id), dtype=torch.uint8).to(device)
-        except bitonic.BitonicError as e:
-            failure = e
-            message[128] = 1
-    source = 0 if group is None else dist.get_global_rank(group, 0)
-    dist.broadcast(message, src=source, group=group)
-    message = message.cpu()
+    try:
+        bitonic._native.check_can_join(device.index)
+        if rank == 0:
+            message[:128] = torch.frombuffer(
+                bytearray(bitonic._native.nccl_unique_id()), dtype=torch.uint8
+            )
+    except bitonic.BitonicError as e:
+        failure = e
+        message[128] = 1
+    sent = message.to(device)
+    every = [torch.empty_like(sent) for _ in range(ranks)]
+    dist.all_gather(every, sent, group=group)
+    every = [m.cpu() for m in every]
     if failure is not None:
         raise failure
-    if message[128].item():
-        raise bitonic.BitonicError("rank 0 could not make an NCCL unique id (see its error)")
-    sorter = bitonic._native.ProcessRank(bytes(message[:128].tolist()), rank, ranks, device.index)
+    failed = [r for r, m in enumerate(every) if m[128].item()]
+    if failed:
+        raise bitonic.BitonicError(
+            f"ranks {failed} of the group cannot join a distributed sort (see their errors)"
+        )
+    unique_id = bytes(every[0][:128].tolist())
+    sorter = bitonic._native.ProcessRank(unique_id, rank, ranks, device.index)
     _RANKS[key] = (group, sorter)
     return sorter
 
@@ -157,16 +192,34 @@ class _ProcessSort:
     floats made to sort numerically (the module's doc): ``self.keys`` is what the library
     sorts, ``self.bits`` the shard's own bits when they must travel with them (else None)."""
 
-    def __init__(self, shard, group, descending, agreed):
+    @classmethod
+    def run(cls, shard, group, descending, agreed, sorts, task, *args):
+        """``task``'s result (a method's name, with ``args``), which makes ``sorts`` collective
+        sorts. Every rank makes as many (they follow from what ``_agree`` agreed), so when this
+        rank fails where the others go on to a sort (preparing a shard before one, or after one
+        whose failure was this rank's alone), it abstains from that sort, and they raise there
+        instead of waiting for it."""
+        sorter = _process_rank(group, shard.device)
+        call = None
+        try:
+            call = cls(shard, group, descending, agreed, sorter, sorts)
+            return getattr(call, task)(*args)
+        except Exception:
+            left = sorts if call is None else call.sorts_left
+            if left > 0 and (call is None or call.others_go_on):
+                sorter.abstain()
+            raise
+
+    def __init__(self, shard, group, descending, agreed, sorter, sorts):
         import torch
 
         import torch.distributed as dist
 
         self.torch, self.group, self.descending = torch, group, bool(descending)
+        self.sorter, self.sorts_left, self.others_go_on = sorter, sorts, True
         self.shard = shard.contiguous()
         self.sizes_in = agreed.sizes
         self.rank = dist.get_rank(group)
-        self.sorter = _process_rank(group, shard.device)
         dtype = shard.dtype
         self.narrow = dtype in (torch.float16, torch.bfloat16)
         self.bits = None
@@ -187,9 +240,17 @@ class _ProcessSort:
         """One collective sort of ``self.keys`` (with a 4- or 8-byte ``values`` column, or
         none): every rank's part length, this rank's part held by the sorter."""
         self.torch.cuda.current_stream(self.shard.device).synchronize()  # inputs ready
-        if values is None:
-            return self.sorter.sort(_describe(self.keys), self.descending)
-        return self.sorter.sort_pairs(_describe(self.keys), _describe(values), self.descending)
+        keys = _describe(self.keys)
+        values = None if values is None else _describe(values)
+        self.sorts_left -= 1
+        try:
+            if values is None:
+                return self.sorter.sort(keys, self.descending)
+            return self.sorter.sort_pairs(keys, values, self.descending)
+        except Exception:
+            # Failed at a collective, every rank did; after the exchange, this one alone.
+            self.others_go_on = self.sorter.failed_alone
+            raise
 
     def _take(self, sizes, keys_like, values_like=None):
         """This rank's part of the last sort: keys of ``keys_like``'s dtype, values of
@@ -243,6 +304,11 @@ class _ProcessSort:
                 keys = self._original(k)
             out.append(v)
         return keys, _values_of_columns(out, values, sizes[self.rank]), sizes
+
+
+def _column_count(width):
+    """How many columns ``_value_columns`` makes of values of ``width`` bytes."""
+    return 1 if width <= 8 else -(-width // 8)
 
 
 def _value_columns(values):
@@ -335,9 +401,14 @@ def _agree(keys, values, descending, group):
     import torch
     import torch.distributed as dist
 
-    ok = keys.dim() == 1 and (
-        values is None
-        or (tuple(values.shape) == tuple(keys.shape) and values.device == keys.device)
+    floats = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
+    ok = (
+        keys.dim() == 1
+        and (not keys.dtype.is_floating_point or keys.dtype in floats)
+        and (
+            values is None
+            or (tuple(values.shape) == tuple(keys.shape) and values.device == keys.device)
+        )
     )
     code = lambda t: -1 if t is None else zlib.crc32(str(t.dtype).encode())  # noqa: E731
     odd = 0
@@ -354,7 +425,8 @@ def _agree(keys, values, descending, group):
     if bad:
         raise ValueError(
             f"ranks {bad} gave shards that cannot be sorted: a distributed sort takes a 1-D "
-            "shard a rank (and values of the same shape, on the same device)"
+            "shard a rank, floats of 16, 32 or 64 bits (and values of the same shape, on the "
+            "same device)"
         )
     if any(e[3:] != every[0][3:] for e in every):
         raise ValueError(

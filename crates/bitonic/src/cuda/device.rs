@@ -179,6 +179,15 @@ impl Gpu {
             .during(|| format!("letting the memory pool keep {bytes} bytes"))
     }
 
+    /// How much freed memory the device's default memory pool keeps now
+    /// ([`Gpu::keep_freed_memory`]; the driver's default is 0): a caller that wants at least
+    /// some kept reads it first, so as not to lower what another part of the process asked.
+    pub fn freed_memory_kept(&self) -> Result<usize> {
+        driver::default_pool_threshold(&self.ctx)
+            .map(|bytes| bytes as usize)
+            .during(|| "reading how much freed memory the memory pool keeps".into())
+    }
+
     /// The tuning this device's architecture gets by default ([`Policy::for_device`]).
     pub fn policy(&self) -> Policy {
         self.policy.clone()

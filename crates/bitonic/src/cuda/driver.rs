@@ -64,6 +64,34 @@ pub(crate) unsafe fn mem_pool_set_release_threshold(
     .result()
 }
 
+/// How many bytes of freed memory `pool` keeps (`CU_MEMPOOL_ATTR_RELEASE_THRESHOLD`).
+///
+/// # Safety
+/// `pool` is a live memory pool (such as [`default_mem_pool`]'s).
+unsafe fn mem_pool_release_threshold(pool: CUmemoryPool) -> Result<u64, DriverError> {
+    let mut threshold = 0u64;
+    // SAFETY: the attribute's value is a u64, written to a local that outlives the call; the
+    // caller vouches for the pool.
+    unsafe {
+        sys::cuMemPoolGetAttribute(
+            pool,
+            sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+            (&mut threshold as *mut u64).cast(),
+        )
+    }
+    .result()?;
+    Ok(threshold)
+}
+
+/// How many bytes of freed memory the default pool of `ctx`'s device keeps.
+pub(crate) fn default_pool_threshold(
+    ctx: &cudarc::driver::CudaContext,
+) -> Result<u64, DriverError> {
+    // SAFETY: a live context's device, and that device's default pool, which lives as long as
+    // the device does.
+    unsafe { mem_pool_release_threshold(default_mem_pool(ctx.cu_device())?) }
+}
+
 /// Releases freed memory of `pool` until it holds at most `bytes`.
 ///
 /// # Safety

@@ -28,6 +28,7 @@
 
 #[cfg(feature = "bench")]
 pub mod bench;
+mod gathers;
 mod merge_split;
 mod nccl;
 mod partition;

@@ -17,6 +17,9 @@
 //! Each gather carries every rank's status, so that a failure on one rank before the exchange
 //! stops every rank at the same gather, with an error and no hang.
 
+use super::gathers::{
+    call_fingerprint, decode, most_sent, read_gathered, status_message, FIRST_GATHER_PAYLOAD,
+};
 use super::nccl::{check_nccl, id_of_bytes, nccl_error, receive_words, send_words, NCCL_ID_BYTES};
 use super::partition::{
     check_buckets, find_bucket_bounds, first_receive_buffers, make_room, sampled_keys,
@@ -30,12 +33,12 @@ use crate::cuda::Gpu;
 use crate::error::{check_same_len, CudaContext as _, Error, Result};
 use crate::kernels::abi::map_flags;
 use crate::key::KeyOrder;
-use crate::multi::{choose_splitters, gathered_samples, widest_sample, Buckets, SAMPLES_PER_RANK};
+use crate::multi::{choose_splitters, gathered_samples, widest_sample, Buckets};
 use crate::{Order, SortKey};
 use cudarc::driver::{CudaSlice, CudaView, DeviceRepr};
 use cudarc::nccl::result::{group_end, group_start};
 use cudarc::nccl::safe::Comm;
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 /// This process's rank of a sort across processes, one GPU each, over an NCCL communicator.
 ///
@@ -61,10 +64,15 @@ use std::cell::RefCell;
 ///   the communicator stays usable. The gathers allocate nothing (their buffers are made with
 ///   the rank), so no rank fails inside one for want of memory. A failing NCCL call, or a
 ///   failing CUDA copy inside a collective, aborts the communicator (`ncclCommAbort`): this
-///   sorter refuses later sorts, and the other ranks may wait in theirs, so the job ends (as
-///   torch's watchdog ends it) or makes new communicators on every rank. A failure after the
-///   exchange (the merges) is this rank's alone; in a key-value sort of two passes it is
-///   reported at the second pass's first gather, so no rank waits for it.
+///   sorter refuses later sorts, and the other ranks may wait in theirs for ever (no watchdog
+///   of torch's sees this communicator), so the job must end them, or make new communicators
+///   on every rank. A failure after the exchange (the merges) is this rank's alone
+///   ([`ProcessRank::failed_alone`]); in a key-value sort of two passes it is reported at the
+///   second pass's first gather, so no rank waits for it. A rank that fails before it can
+///   call a sort the others call (preparing its input) calls [`ProcessRank::abstain`] in its
+///   place, and they return [`Error::PeerFailed`]. Before the communicator exists, a rank
+///   that cannot join leaves the others waiting in the join: check
+///   [`ProcessRank::check_can_join`] on every rank, and agree, first.
 /// * **Checked.** Ranks that call with different key types, value types or orders would send
 ///   messages of different sizes, which NCCL does not check: the first gather (whose size is
 ///   the same for every call) carries each rank's call, and every rank returns
@@ -88,6 +96,8 @@ pub struct ProcessRank {
     /// sent), made with the rank: a gather allocates nothing, since a rank that failed to
     /// allocate inside one would leave its peers waiting in it.
     gather_buffers: RefCell<(CudaSlice<u8>, CudaSlice<u8>)>,
+    /// Whether the last sort failed after its exchange, on this rank alone.
+    failed_alone: Cell<bool>,
 }
 
 impl std::fmt::Debug for ProcessRank {
@@ -120,10 +130,6 @@ pub struct RankSortedPairs<K, V> {
     pub sizes: Vec<usize>,
 }
 
-/// A gather's status word: the rank's local steps since the last gather succeeded, or not.
-const OK: [u8; 8] = 0u64.to_le_bytes();
-const FAILED: [u8; 8] = 1u64.to_le_bytes();
-
 impl ProcessRank {
     /// Joins the communicator that `id` names ([`super::new_unique_id`], made by one process
     /// of the job and sent to all) as rank `rank` of `world_size`, on device `ordinal`
@@ -149,6 +155,16 @@ impl ProcessRank {
         Ok(ProcessRank::with(gpu, comm, gather_buffers))
     }
 
+    /// Whether this process could join a communicator on device `ordinal`: the GPU opens,
+    /// and NCCL loads. [`ProcessRank::from_unique_id`] blocks until every rank has joined, so
+    /// a rank that fails before it joins leaves the others waiting for ever: a job checks this
+    /// on every rank and agrees on the outcome (through its own channel) before any rank
+    /// joins.
+    pub fn check_can_join(ordinal: usize) -> Result<()> {
+        Gpu::new(ordinal)?;
+        check_nccl()
+    }
+
     /// Sorts over the caller's communicator, as its rank, on its device. Its NCCL calls are
     /// queued on `comm`'s stream; [`ProcessRank::into_comm`] hands it back. On an error (the
     /// device cannot be opened, or the gathers' buffers not allocated) the communicator is
@@ -169,6 +185,7 @@ impl ProcessRank {
             world_size: comm.world_size(),
             comm: RefCell::new(Some(comm)),
             gather_buffers: RefCell::new(gather_buffers),
+            failed_alone: Cell::new(false),
         }
     }
 
@@ -196,18 +213,23 @@ impl ProcessRank {
     /// other ranks' shards, and returns this rank's part of the global order and every rank's
     /// part length. Floats sort in [`crate::FloatOrder::Total`], as in
     /// [`super::MultiGpu`]. Collective: see [`ProcessRank`]. 16-bit keys are refused
-    /// ([`Error::Unsupported`]).
+    /// ([`Error::Unsupported`]) at the first gather, so every rank returns there.
     pub fn sort<K: SortKey>(&self, keys: &CudaView<K>, order: Order) -> Result<RankSorted<K>> {
-        if crate::key::is_narrow::<K>() {
-            return Err(Error::Unsupported("16-bit keys in multi-GPU sorts"));
-        }
+        let checked = if crate::key::is_narrow::<K>() {
+            Err(Error::Unsupported("16-bit keys in multi-GPU sorts"))
+        } else {
+            check_shard(keys, &self.gpu)
+        };
         let call = call_fingerprint::<K>(0, order);
-        let lens = self.gather_lens(check_shard(keys, &self.gpu), keys.len(), call)?;
+        self.failed_alone.set(false);
+        let lens = self.gather_lens(checked, keys.len(), call)?;
         let words = words_of_keys(&self.gpu, keys, keys.len(), order);
         let (merged, sizes) = self.partition(words, &lens)?;
-        let keys = keys_of_words(&self.gpu, merged?, order)?;
-        self.synchronize()?;
-        Ok(RankSorted { keys, sizes })
+        self.alone(merged.and_then(|merged| {
+            let keys = keys_of_words(&self.gpu, merged, order)?;
+            self.synchronize()?;
+            Ok(RankSorted { keys, sizes })
+        }))
     }
 
     /// Sorts (key, value) pairs, this rank's shard of each, with the other ranks': the values
@@ -220,11 +242,19 @@ impl ProcessRank {
         values: &CudaView<V>,
         order: Order,
     ) -> Result<RankSortedPairs<K, V>> {
-        let halves = value_halves::<K, V>()?;
-        let checked = check_shard(keys, &self.gpu)
-            .and_then(|()| check_shard(values, &self.gpu))
-            .and_then(|()| check_same_len(keys.len(), values.len()));
+        // Every check of this rank's call, the types' too, is its status at the first gather:
+        // a rank that returned before it would leave the others waiting there.
+        let (halves, checked) = match value_halves::<K, V>() {
+            Ok(halves) => (
+                halves,
+                check_shard(keys, &self.gpu)
+                    .and_then(|()| check_shard(values, &self.gpu))
+                    .and_then(|()| check_same_len(keys.len(), values.len())),
+            ),
+            Err(refused) => (&[][..], Err(refused)),
+        };
         let call = call_fingerprint::<K>(std::mem::size_of::<V>(), order);
+        self.failed_alone.set(false);
         let lens = self.gather_lens(checked, keys.len(), call)?;
         check_pair_count(lens.iter().sum())?;
         let first = lens[..self.rank].iter().sum::<usize>() as u64;
@@ -243,14 +273,42 @@ impl ProcessRank {
                 merged.and_then(|sorted| unpack_pairs(&self.gpu, &sorted, &mut out, (map, half)));
             sizes = all_sizes;
         }
-        unpacked?;
-        self.synchronize()?;
-        let (keys, values) = out.expect("at least one sort");
-        Ok(RankSortedPairs {
-            keys,
-            values,
-            sizes,
-        })
+        self.alone(unpacked.and_then(|()| {
+            self.synchronize()?;
+            let (keys, values) = out.expect("at least one sort");
+            Ok(RankSortedPairs {
+                keys,
+                values,
+                sizes,
+            })
+        }))
+    }
+
+    /// Whether the last sort failed on this rank alone, after its exchange (merging its runs,
+    /// or copying them out): the other ranks returned their parts, and go on to whatever the
+    /// job calls next. Every other failure ends the sort on every rank at the same collective.
+    /// A caller that makes several sorts for one task of its own (one a column of values, say)
+    /// uses it to know whether the others will call the next one, from which it then
+    /// [abstains](ProcessRank::abstain).
+    pub fn failed_alone(&self) -> bool {
+        self.failed_alone.get()
+    }
+
+    /// `result`, the steps of a sort after its exchange, noted as this rank's alone.
+    fn alone<T>(&self, result: Result<T>) -> Result<T> {
+        self.failed_alone.set(result.is_err());
+        result
+    }
+
+    /// Stands out of the sort that the other ranks are calling now, because this rank failed
+    /// before it could call it (preparing its input, say): it takes part in that sort's first
+    /// gather with a failed status, so that every other rank returns [`Error::PeerFailed`]
+    /// there instead of waiting for it. `Ok` once the gather is done; the caller then reports
+    /// its own failure. Collective, in place of one sort call.
+    pub fn abstain(&self) -> Result<()> {
+        let failed: Result<()> = Err(Error::PeerFailed);
+        let sent = status_message(&failed, FIRST_GATHER_PAYLOAD, |()| Vec::new());
+        self.all_gather_bytes(&sent).map(drop)
     }
 
     /// Partition's steps for this rank, from its unsorted words (or the error of making them)
@@ -323,7 +381,7 @@ impl ProcessRank {
     /// ([`call_fingerprint`]): the first gather's size does not depend on the call, so ranks
     /// that disagree all meet in it and all return [`Error::RanksDisagree`].
     fn gather_lens(&self, checked: Result<()>, len: usize, call: u64) -> Result<Vec<usize>> {
-        let ((), gathered) = self.gather(checked, 16, |()| {
+        let ((), gathered) = self.gather(checked, FIRST_GATHER_PAYLOAD, |()| {
             [len as u64, call]
                 .iter()
                 .flat_map(|w| w.to_le_bytes())
@@ -466,13 +524,6 @@ impl ProcessRank {
     }
 }
 
-/// The longest message a rank sends in a gather of `p` ranks: the status word, then the
-/// widest payload, the padded samples (at most `SAMPLES_PER_RANK × p` words of at most 16
-/// bytes: `sample_count`) or the bucket bounds (`p + 1` u64).
-fn most_sent(p: usize) -> usize {
-    8 + (16 * SAMPLES_PER_RANK * p).max((p + 1) * 8)
-}
-
 /// The gather buffers of a rank of `p` ([`ProcessRank`]'s `gather_buffers`).
 fn gather_buffers(gpu: &Gpu, p: usize) -> Result<(CudaSlice<u8>, CudaSlice<u8>)> {
     let most = most_sent(p);
@@ -505,52 +556,6 @@ fn copy_own_bucket<W: Word>(
         .during(|| "copying this rank's own bucket".into())
 }
 
-/// What a rank sends in a gather ([`ProcessRank::gather`]): its status, then `message` of its
-/// local steps' value, `payload` bytes; all zeros after a failure.
-fn status_message<T>(
-    local: &Result<T>,
-    payload: usize,
-    message: impl FnOnce(&T) -> Vec<u8>,
-) -> Vec<u8> {
-    let mut sent = Vec::with_capacity(OK.len() + payload);
-    match local {
-        Ok(value) => {
-            sent.extend(OK);
-            sent.extend(message(value));
-        }
-        Err(_) => {
-            sent.extend(FAILED);
-            sent.resize(OK.len() + payload, 0);
-        }
-    }
-    assert_eq!(sent.len(), OK.len() + payload, "every rank sends alike");
-    sent
-}
-
-/// What a rank makes of a gather of every rank's [`status_message`] of `width` bytes: its
-/// own error first, then [`Error::PeerFailed`] when any rank failed, else every rank's
-/// message, in rank order.
-fn read_gathered<T>(local: Result<T>, gathered: &[u8], width: usize) -> Result<(T, Vec<Vec<u8>>)> {
-    let value = local?;
-    let parts = gathered.chunks_exact(width);
-    if parts.clone().any(|part| part[..OK.len()] != OK) {
-        return Err(Error::PeerFailed);
-    }
-    Ok((value, parts.map(|part| part[OK.len()..].to_vec()).collect()))
-}
-
-/// What a sort call is, as one number that every rank compares in its first gather: the key
-/// type, the value width (0 for keys alone) and the order. Calls that differ here would send
-/// messages of different sizes later, which NCCL neither checks nor survives.
-fn call_fingerprint<K: SortKey>(value_bytes: usize, order: Order) -> u64 {
-    let dtype = K::DTYPE as u64 + 1;
-    let order = match order {
-        Order::Ascending => 1,
-        Order::Descending => 2,
-    };
-    dtype | (value_bytes as u64) << 8 | order << 16
-}
-
 /// `rank` of `world_size` ranks, a count NCCL takes (an `int`).
 fn check_rank(rank: usize, world_size: usize) -> Result<()> {
     if rank < world_size && world_size <= i32::MAX as usize {
@@ -560,85 +565,9 @@ fn check_rank(rank: usize, world_size: usize) -> Result<()> {
     }
 }
 
-/// Plain-data values from their bytes (a whole number of them).
-fn decode<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
-    bytes
-        .chunks_exact(std::mem::size_of::<T>())
-        .map(bytemuck::pod_read_unaligned)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// Three ranks' gathers as NCCL's all-gather lays them out (rank by rank), each rank's
-    /// local steps failed or not, read by every rank.
-    fn gather_of(failed: [bool; 3]) -> Vec<Result<(usize, Vec<Vec<u8>>)>> {
-        let local = |rank: usize| -> Result<usize> {
-            if failed[rank] {
-                Err(Error::WrongDevice {
-                    buffer: 0,
-                    sorter: rank,
-                })
-            } else {
-                Ok(rank)
-            }
-        };
-        let gathered: Vec<u8> = (0..3)
-            .flat_map(|rank| status_message(&local(rank), 2, |&r| vec![r as u8, 7]))
-            .collect();
-        (0..3)
-            .map(|rank| read_gathered(local(rank), &gathered, OK.len() + 2))
-            .collect()
-    }
-
-    #[test]
-    fn every_rank_reads_every_message() {
-        for (rank, read) in gather_of([false; 3]).into_iter().enumerate() {
-            let (value, messages) = read.unwrap();
-            assert_eq!(value, rank);
-            assert_eq!(messages, vec![vec![0, 7], vec![1, 7], vec![2, 7]]);
-        }
-    }
-
-    #[test]
-    fn one_rank_failing_stops_every_rank_at_the_same_gather() {
-        let reads = gather_of([false, true, false]);
-        assert!(matches!(reads[0], Err(Error::PeerFailed)));
-        assert!(matches!(
-            reads[1],
-            Err(Error::WrongDevice { sorter: 1, .. })
-        ));
-        assert!(matches!(reads[2], Err(Error::PeerFailed)));
-        // Its own error first, when several fail.
-        let reads = gather_of([true, true, false]);
-        assert!(matches!(
-            reads[0],
-            Err(Error::WrongDevice { sorter: 0, .. })
-        ));
-        assert!(matches!(
-            reads[1],
-            Err(Error::WrongDevice { sorter: 1, .. })
-        ));
-        assert!(matches!(reads[2], Err(Error::PeerFailed)));
-    }
-
-    #[test]
-    fn calls_that_differ_have_different_fingerprints() {
-        let calls = [
-            call_fingerprint::<u32>(0, Order::Ascending),
-            call_fingerprint::<u32>(0, Order::Descending),
-            call_fingerprint::<i32>(0, Order::Ascending),
-            call_fingerprint::<f32>(0, Order::Ascending),
-            call_fingerprint::<u64>(0, Order::Ascending),
-            call_fingerprint::<u32>(4, Order::Ascending),
-            call_fingerprint::<u32>(8, Order::Ascending),
-        ];
-        for (i, a) in calls.iter().enumerate() {
-            assert!(calls[i + 1..].iter().all(|b| b != a), "call {i} repeats");
-        }
-    }
 
     #[test]
     fn ranks_outside_the_communicator_are_refused() {
