@@ -29,11 +29,16 @@
 //   of 2 or 4 bytes in 1,024 threads, 2^13 of 8 bytes in 512), which stay in shared memory with
 //   16-bit indices for every digit; one launch.
 // * Longer rows (one row of 2^24 keys too): a pass a digit over tiles of the rows in global
-//   memory. radix_histogram_W counts each tile's digits, laid out [row][digit][tile]; the
-//   exclusive scan of that whole array (radix_scan_*) is where each tile's keys of each digit
-//   go, since each row's counts add up to its length; radix_scatter_W reads its tile into
-//   registers, orders it by the digit into shared memory (so that its stores run in order) and
-//   stores each key there.
+//   memory, one launch each, after one launch that counts every digit of every key
+//   (radix_digit_counts_W: each row's count of each value of each digit). radix_scatter_W
+//   takes the next tile (tiles go in the order blocks start), reads it into registers, orders
+//   it by the digit into shared memory (so that its stores run in order), learns where its
+//   keys of each digit go, and stores each key there. Where they go: after the row's keys of
+//   smaller digits (the exclusive scan of the row's counts), and after the keys of the same
+//   digit in the row's earlier tiles, which it learns by decoupled look-back: each tile
+//   publishes its count of each digit at once, and its running total once it knows it; a tile
+//   adds up its predecessors' counts, from the nearest back, until it meets a running total.
+//   (Merrill and Garland's single-pass scan, as in CUB's onesweep radix sort.)
 //
 // The last digit's store writes each row's first k keys and their indices (u32, or u64 where
 // the map has MAP_INDEX64) in rows of k.
@@ -254,116 +259,58 @@ struct RadixTiles {
     u32 row_len;
     u32 tile;
     u32 tiles_a_row;
+    u32 number;  // the tile's, over every row's
 
-    __device__ __forceinline__ RadixTiles(u32 row_len_, u32 tile_, u32 tiles_a_row_)
-        : row_len(row_len_), tile(tile_), tiles_a_row(tiles_a_row_) {}
+    __device__ __forceinline__ RadixTiles(u32 row_len_, u32 tile_, u32 tiles_a_row_, u32 number_)
+        : row_len(row_len_), tile(tile_), tiles_a_row(tiles_a_row_), number(number_) {}
 
-    __device__ __forceinline__ u64 row() const { return blockIdx.x / tiles_a_row; }
-    __device__ __forceinline__ u32 in_row() const { return blockIdx.x % tiles_a_row; }
+    __device__ __forceinline__ u64 row() const { return number / tiles_a_row; }
+    __device__ __forceinline__ u32 in_row() const { return number % tiles_a_row; }
     __device__ __forceinline__ u32 first_col() const { return in_row() * tile; }
     __device__ __forceinline__ u32 len() const { return min(tile, row_len - first_col()); }
-    // Where the tile's count of digit d lies: [row][digit][tile].
-    __device__ __forceinline__ u64 count_at(u32 d) const { return (row() * RADIX_DIGITS + d) * tiles_a_row + in_row(); }
 };
 
-// Counts each tile's keys of each digit at `shift` into counts ([row][digit][tile]); `key_map`
-// maps the keys as read (the call's map for the first digit's input; 0 for sortable words).
+// The row counts of keys of W bytes: every row's count of each value (256) of each digit (W),
+// [row][digit][value].
+template <typename W> constexpr u32 ROW_COUNTS = sizeof(W) * RADIX_DIGITS;
+
+// Adds the tile's (block b's) count of each value of each digit of its keys, mapped by
+// `key_map` (the call's map), to its row's counts in `row_counts` (zeroed before the launch).
 template <typename W>
-__device__ void radix_histogram(const W *keys, u32 *counts, RadixTiles t, u32 shift, u32 key_map) {
-    __shared__ u32 histogram[RADIX_DIGITS];
-    for (u32 d = threadIdx.x; d < RADIX_DIGITS; d += blockDim.x) histogram[d] = 0;
+__device__ void radix_digit_counts(const W *keys, u32 *row_counts, RadixTiles t, u32 key_map) {
+    constexpr u32 DIGITS = sizeof(W);
+    __shared__ u32 histogram[ROW_COUNTS<W>];
+    for (u32 i = threadIdx.x; i < ROW_COUNTS<W>; i += blockDim.x) histogram[i] = 0;
     __syncthreads();
     const SortableMap<W> m(key_map);
     const W *in = keys + t.row() * t.row_len + t.first_col();
     // Four loads in flight a thread before their adds (one at a time, the loads' latency was
-    // most of the kernel's time). Shared atomics: lanes that add to one digit together take
-    // turns, which only rows of few distinct digits feel.
+    // most of a count's time). Shared atomics: lanes that add to one value together take turns,
+    // which digits of few distinct values (a float's highest) feel.
     const u32 len = t.len(), step = blockDim.x;
     u32 i = threadIdx.x;
     for (; i + 3 * step < len; i += 4 * step) {
         W four[4];
 #pragma unroll
-        for (u32 j = 0; j < 4; ++j) four[j] = in[i + j * step];
+        for (u32 j = 0; j < 4; ++j) four[j] = m.to(in[i + j * step]);
 #pragma unroll
-        for (u32 j = 0; j < 4; ++j) atomicAdd(&histogram[digit_of(m.to(four[j]), shift)], 1u);
+        for (u32 j = 0; j < 4; ++j)
+#pragma unroll
+            for (u32 d = 0; d < DIGITS; ++d) atomicAdd(&histogram[d * RADIX_DIGITS + digit_of(four[j], 8 * d)], 1u);
     }
-    for (; i < len; i += step) atomicAdd(&histogram[digit_of(m.to(in[i]), shift)], 1u);
+    for (; i < len; i += step) {
+        const W word = m.to(in[i]);
+#pragma unroll
+        for (u32 d = 0; d < DIGITS; ++d) atomicAdd(&histogram[d * RADIX_DIGITS + digit_of(word, 8 * d)], 1u);
+    }
     __syncthreads();
-    for (u32 d = threadIdx.x; d < RADIX_DIGITS; d += blockDim.x) counts[t.count_at(d)] = histogram[d];
+    u32 *row = row_counts + t.row() * ROW_COUNTS<W>;
+    for (u32 i = threadIdx.x; i < ROW_COUNTS<W>; i += blockDim.x)
+        if (histogram[i] != 0) atomicAdd(&row[i], histogram[i]);
 }
 
-#define RADIX_HISTOGRAM_PARAMS(W) \
-    (const W *keys, u32 *counts, u32 row_len, u32 tile, u32 tiles_a_row, u32 shift, u32 key_map)
-#define RADIX_HISTOGRAM_ARGS (keys, counts, RadixTiles(row_len, tile, tiles_a_row), shift, key_map)
-
-// Orders the tile by the digit at `shift` in shared memory and stores each key, and its index,
-// at its place in the rows: `offsets` is the exclusive scan of the counts. The first digit
-// (`first`) reads the input's keys and maps them, and with `index_from_columns` makes each
-// index from its column (`index_in` is not read; without it, `index_in` holds a key-value
-// sort's 4-byte values, which travel as the indices do); the others read sortable words and
-// their u32 indices. The last digit
-// (`last`) stores the first k keys of each row and their indices in rows of k (u64 indices where
-// the map has MAP_INDEX64): the words unmapped, or, for a word that stands for several keys
-// under a tied map and with `from_input` (outputs that are not the input), the input's own key,
-// `input`, by index; the others store every word to `keys_out` and its u32 index to
-// `index_out`, in rows of row_len. The keys go from global memory to registers and once through
-// shared memory, in the digit's order.
-// Shared memory: 256 u32 bases, then warps × 256 u16 counts, then `tile` keys and their u32
-// indices (src/plan/radix.rs tile_shared_bytes); tile ≤ 512 × warps.
-template <typename W>
-__device__ void radix_scatter(const W *keys, const u32 *index_in, W *keys_out, u32 *index_out, const u32 *offsets,
-                              const W *input, RadixTiles t, u32 shift, u32 map, u32 first, u32 last, u32 k,
-                              u32 from_input, u32 index_from_columns) {
-    extern __shared__ __align__(16) unsigned char radix_shared[];
-    __shared__ DigitSortShared sh;
-    const u32 warps = blockDim.x / WARP_SIZE;
-    // Where the tile's keys of each digit go, less where they start in the ordered tile.
-    u32 *bases = reinterpret_cast<u32 *>(radix_shared);
-    u16 *counts = reinterpret_cast<u16 *>(bases + RADIX_DIGITS);
-    W *const ordered = reinterpret_cast<W *>(counts + warps * RADIX_DIGITS);
-    u32 *const ordered_index = reinterpret_cast<u32 *>(ordered + t.tile);
-    const u32 len = t.len(), col = t.first_col();
-    const u64 row_start = t.row() * t.row_len;
-    const SortableMap<W> m(map);
-    const TileKeys<W> src{keys + row_start + col, index_in + (index_from_columns ? 0 : row_start + col), col, m,
-                          first != 0, index_from_columns != 0};
-    u32 *starts = bases;
-    sort_by_digit(src, ordered, ordered_index, len, shift, counts, starts, sh, false);
-    for (u32 d = threadIdx.x; d < RADIX_DIGITS; d += blockDim.x) bases[d] = offsets[t.count_at(d)] - bases[d];
-    __syncthreads();
-    for (u32 j = threadIdx.x; j < len; j += blockDim.x) {
-        const W word = ordered[j];
-        const u64 to = bases[digit_of(word, shift)] + j;  // an index into every row's keys
-        if (last) {
-            const u32 to_col = u32(to - row_start);
-            if (to_col < k) {
-                const u64 out = t.row() * k + to_col;
-                const u32 i = ordered_index[j];
-                keys_out[out] = from_input && m.is_tied_word(word) ? input[row_start + i] : m.from(word);
-                store_index(index_out, out, i, map);
-            }
-        } else {
-            keys_out[to] = word;
-            index_out[to] = ordered_index[j];
-        }
-    }
-}
-
-#define RADIX_SCATTER_PARAMS(W)                                                                         \
-    (const W *keys, const u32 *index_in, W *keys_out, u32 *index_out, const u32 *offsets, const W *input,    \
-     u32 row_len, u32 tile, u32 tiles_a_row, u32 shift, u32 map, u32 first, u32 last, u32 k, u32 from_input,     \
-     u32 index_from_columns)
-#define RADIX_SCATTER_ARGS                                                                                     \
-    (keys, index_in, keys_out, index_out, offsets, input, RadixTiles(row_len, tile, tiles_a_row), shift, map, first, \
-     last, k, from_input, index_from_columns)
-
-// ---- The exclusive scan of the counts ---------------------------------------------------------
-// Three launches over `len` u32 in chunks of RADIX_SCAN_CHUNK, a block of 256 threads a chunk:
-// each chunk's sum, the exclusive scan of the sums (one block), then each chunk's exclusive scan
-// from its sum's. The sum of everything is at most 2^31 (the keys of one call).
-#define RADIX_SCAN_THREADS 256u
-#define RADIX_SCAN_PER_THREAD 16u
-#define RADIX_SCAN_CHUNK (RADIX_SCAN_THREADS * RADIX_SCAN_PER_THREAD)
+#define RADIX_DIGIT_COUNTS_PARAMS(W) (const W *keys, u32 *row_counts, u32 row_len, u32 tile, u32 tiles_a_row, u32 key_map)
+#define RADIX_DIGIT_COUNTS_ARGS (keys, row_counts, RadixTiles(row_len, tile, tiles_a_row, blockIdx.x), key_map)
 
 // The exclusive scan of `value` over the block's threads (blockDim.x a multiple of 32, at most
 // 1024), and the block's total in `total`.
@@ -387,47 +334,127 @@ __device__ u32 block_exclusive_scan(u32 value, u32 &total) {
     return before + inclusive - value;
 }
 
-extern "C" __global__ void __launch_bounds__(RADIX_SCAN_THREADS) radix_scan_sums(const u32 *data, u32 *sums, u32 len) {
-    const u64 first = u64(blockIdx.x) * RADIX_SCAN_CHUNK;
-    u32 sum = 0;
-    for (u32 i = threadIdx.x; i < RADIX_SCAN_CHUNK; i += RADIX_SCAN_THREADS)
-        sum += first + i < len ? data[first + i] : 0;
-    u32 total;
-    block_exclusive_scan(sum, total);
-    if (threadIdx.x == 0) sums[blockIdx.x] = total;
+// The look-back's status word of one tile and digit value: 0 until published, then the tile's
+// count of the value (AGGREGATE) or the count of its row's tiles up to it (INCLUSIVE), in the
+// low 32 bits. One 64-bit word, so that the flag and its count are read together.
+#define RADIX_AGGREGATE (1ull << 32)
+#define RADIX_INCLUSIVE (2ull << 32)
+
+__device__ __forceinline__ void publish(u64 *status, u64 word) { *reinterpret_cast<volatile u64 *>(status) = word; }
+
+// How many keys of value `d` the row's tiles before tile `b` hold: their published words from
+// b - 1 back, waited for, added up until a running total. `row_status` is the row's words,
+// [tile][value]. Only earlier tiles are waited for, and every earlier tile has started (tiles
+// go in the order blocks start): no wait is for a block that cannot run.
+__device__ __forceinline__ u32 look_back(const u64 *row_status, u32 b, u32 d) {
+    u32 before = 0;
+    for (u32 j = b; j-- > 0;) {
+        const volatile u64 *at = row_status + u64(j) * RADIX_DIGITS + d;
+        u64 word;
+        do {
+            word = *at;
+        } while ((word >> 32) == 0);
+        before += u32(word);
+        if (word & RADIX_INCLUSIVE) break;
+    }
+    return before;
 }
 
-// One block of 1024 threads: the exclusive scan of `count` sums, in place.
-extern "C" __global__ void __launch_bounds__(1024) radix_scan_of_sums(u32 *sums, u32 count) {
-    u32 carry = 0;
-    for (u32 base = 0; base < count; base += blockDim.x) {
-        const u32 i = base + threadIdx.x;
-        const u32 value = i < count ? sums[i] : 0;
-        u32 total;
-        const u32 before = block_exclusive_scan(value, total);
-        if (i < count) sums[i] = carry + before;
-        carry += total;
+// Takes the next tile (`next_tile`, zeroed before the launch), orders it by the digit at
+// `shift` in shared memory and stores each key, and its index, at its place in the rows: after
+// the row's keys of smaller values of the digit (`row_counts`, radix_digit_counts') and the
+// row's earlier tiles' keys of the same value (the look-back through `status`, this digit's
+// words, zeroed before the launch). The first digit
+// (`first`) reads the input's keys and maps them, and with `index_from_columns` makes each
+// index from its column (`index_in` is not read; without it, `index_in` holds a key-value
+// sort's 4-byte values, which travel as the indices do); the others read sortable words and
+// their u32 indices. The last digit
+// (`last`) stores the first k keys of each row and their indices in rows of k (u64 indices where
+// the map has MAP_INDEX64): the words unmapped, or, for a word that stands for several keys
+// under a tied map and with `from_input` (outputs that are not the input), the input's own key,
+// `input`, by index; the others store every word to `keys_out` and its u32 index to
+// `index_out`, in rows of row_len. The keys go from global memory to registers and once through
+// shared memory, in the digit's order.
+// Shared memory: 256 u32 bases, then warps × 256 u16 counts, then `tile` keys and their u32
+// indices (src/plan/radix.rs tile_shared_bytes); tile ≤ 512 × warps.
+template <typename W>
+__device__ void radix_scatter(const W *keys, const u32 *index_in, W *keys_out, u32 *index_out, const u32 *row_counts,
+                              u64 *status, u32 *next_tile, const W *input, u32 row_len, u32 tile, u32 tiles_a_row,
+                              u32 shift, u32 map, u32 first, u32 last, u32 k, u32 from_input,
+                              u32 index_from_columns) {
+    extern __shared__ __align__(16) unsigned char radix_shared[];
+    __shared__ DigitSortShared sh;
+    __shared__ u32 number;
+    // Rows of one tile have nothing to look back at: their tiles go by block.
+    const bool looks_back = tiles_a_row > 1;
+    if (threadIdx.x == 0) number = looks_back ? atomicAdd(next_tile, 1u) : blockIdx.x;
+    __syncthreads();
+    const RadixTiles t(row_len, tile, tiles_a_row, number);
+    const u32 warps = blockDim.x / WARP_SIZE;
+    // Where the tile's keys of each digit go, less where they start in the ordered tile.
+    u32 *bases = reinterpret_cast<u32 *>(radix_shared);
+    u16 *counts = reinterpret_cast<u16 *>(bases + RADIX_DIGITS);
+    W *const ordered = reinterpret_cast<W *>(counts + warps * RADIX_DIGITS);
+    u32 *const ordered_index = reinterpret_cast<u32 *>(ordered + t.tile);
+    const u32 len = t.len(), col = t.first_col();
+    const u64 row_start = t.row() * t.row_len;
+    const SortableMap<W> m(map);
+    const TileKeys<W> src{keys + row_start + col, index_in + (index_from_columns ? 0 : row_start + col), col, m,
+                          first != 0, index_from_columns != 0};
+    u32 *starts = bases;
+    sort_by_digit(src, ordered, ordered_index, len, shift, counts, starts, sh, false);
+    // Thread d < 256: where the tile's keys of value d start in the ordered tile, and how many.
+    const u32 d = threadIdx.x, digit = shift / 8;
+    u32 start_in_tile = 0, own = 0, row_count = 0;
+    if (d < RADIX_DIGITS) {
+        start_in_tile = bases[d];
+        own = (d + 1 < RADIX_DIGITS ? bases[d + 1] : len) - start_in_tile;
+        if (looks_back) row_count = row_counts[t.row() * ROW_COUNTS<W> + digit * RADIX_DIGITS + d];
+    }
+    u32 row_total;
+    // (its barriers order the reads of bases above before the writes below)
+    const u32 smaller = block_exclusive_scan(row_count, row_total);
+    if (d < RADIX_DIGITS && !looks_back) {
+        bases[d] = u32(row_start);  // the row is the ordered tile
+    } else if (d < RADIX_DIGITS) {
+        u64 *row_status = status + t.row() * tiles_a_row * RADIX_DIGITS;
+        u64 *mine = row_status + u64(t.in_row()) * RADIX_DIGITS + d;
+        u32 before = 0;
+        if (t.in_row() == 0) {
+            publish(mine, RADIX_INCLUSIVE | own);
+        } else {
+            publish(mine, RADIX_AGGREGATE | own);
+            before = look_back(row_status, t.in_row(), d);
+            publish(mine, RADIX_INCLUSIVE | (before + own));
+        }
+        bases[d] = u32(row_start) + smaller + before - start_in_tile;
+    }
+    __syncthreads();
+    for (u32 j = threadIdx.x; j < len; j += blockDim.x) {
+        const W word = ordered[j];
+        const u64 to = bases[digit_of(word, shift)] + j;  // an index into every row's keys
+        if (last) {
+            const u32 to_col = u32(to - row_start);
+            if (to_col < k) {
+                const u64 out = t.row() * k + to_col;
+                const u32 i = ordered_index[j];
+                keys_out[out] = from_input && m.is_tied_word(word) ? input[row_start + i] : m.from(word);
+                store_index(index_out, out, i, map);
+            }
+        } else {
+            keys_out[to] = word;
+            index_out[to] = ordered_index[j];
+        }
     }
 }
 
-extern "C" __global__ void __launch_bounds__(RADIX_SCAN_THREADS) radix_scan_chunks(u32 *data, const u32 *sums, u32 len) {
-    // Thread t scans its 16 consecutive values, then the threads' totals scan across the block.
-    const u64 first = u64(blockIdx.x) * RADIX_SCAN_CHUNK + threadIdx.x * RADIX_SCAN_PER_THREAD;
-    u32 values[RADIX_SCAN_PER_THREAD];
-    u32 sum = 0;
-#pragma unroll
-    for (u32 j = 0; j < RADIX_SCAN_PER_THREAD; ++j) {
-        values[j] = first + j < len ? data[first + j] : 0;
-        sum += values[j];
-    }
-    u32 total;
-    u32 running = sums[blockIdx.x] + block_exclusive_scan(sum, total);
-#pragma unroll
-    for (u32 j = 0; j < RADIX_SCAN_PER_THREAD; ++j) {
-        if (first + j < len) data[first + j] = running;
-        running += values[j];
-    }
-}
+#define RADIX_SCATTER_PARAMS(W)                                                                                  \
+    (const W *keys, const u32 *index_in, W *keys_out, u32 *index_out, const u32 *row_counts, u64 *status,           \
+     u32 *next_tile, const W *input, u32 row_len, u32 tile, u32 tiles_a_row, u32 shift, u32 map, u32 first,        \
+     u32 last, u32 k, u32 from_input, u32 index_from_columns)
+#define RADIX_SCATTER_ARGS                                                                                       \
+    (keys, index_in, keys_out, index_out, row_counts, status, next_tile, input, row_len, tile, tiles_a_row, shift, \
+     map, first, last, k, from_input, index_from_columns)
 
 // ---- The kernels of each key width ------------------------------------------------------------
 
@@ -439,8 +466,8 @@ extern "C" __global__ void __launch_bounds__(RADIX_SCAN_THREADS) radix_scan_chun
     extern "C" __global__ void __launch_bounds__(MOST_THREADS) row_radix_sort_##W ROW_RADIX_PARAMS(W) {     \
         row_radix_sort<W> ROW_RADIX_ARGS;                                                                  \
     }                                                                                                      \
-    extern "C" __global__ void __launch_bounds__(1024) radix_histogram_##W RADIX_HISTOGRAM_PARAMS(W) {      \
-        radix_histogram<W> RADIX_HISTOGRAM_ARGS;                                                           \
+    extern "C" __global__ void __launch_bounds__(1024) radix_digit_counts_##W RADIX_DIGIT_COUNTS_PARAMS(W) { \
+        radix_digit_counts<W> RADIX_DIGIT_COUNTS_ARGS;                                                     \
     }                                                                                                      \
     extern "C" __global__ void __launch_bounds__(512, SCATTER_BLOCKS_AN_SM)                               \
         radix_scatter_##W RADIX_SCATTER_PARAMS(W) {                                                        \

@@ -1,13 +1,15 @@
 //! Runs a [`RadixPlan`] (kernels/radix.cu): the stable radix sort with indices of rows, for
 //! argsorts and for the top-k of rows by sorting, or with a key-value sort's 4-byte values in
 //! the indices' place ([`RadixPlan::values`]). One block a row is one launch; the passes over
-//! tiles take, for each digit from the lowest, a count of each tile's digits, the counts' scan
-//! and a store of each tile in the digit's order, from the input to the workspace's arrays, from
-//! one of them to the other, and from the last to the outputs.
+//! tiles take one launch a digit from the lowest, each a store of each tile in the digit's
+//! order, from the input to the workspace's arrays, from one of them to the other, and from the
+//! last to the outputs; where rows span several tiles, after a zeroing of the look-back's words
+//! and one launch that counts every digit of every row.
 
 use super::exec::{config, Exec};
 use super::launch::radix::{
-    radix_histogram, radix_scan, radix_scatter, row_radix_sort, RadixInput, ScatterArrays, Tiles,
+    radix_digit_counts, radix_scatter, row_radix_sort, LookBackArrays, RadixInput, ScatterArrays,
+    Tiles,
 };
 use super::memory::{self, Scratchpad};
 use crate::error::{CudaContext as _, Result};
@@ -58,37 +60,59 @@ pub(crate) fn run<W: DeviceRepr + bytemuck::Pod, I: DeviceRepr + bytemuck::Pod>(
             threads,
             tiles_a_row,
             shared_bytes,
-            counts,
-            chunks,
             buffers,
+            look_back,
         } => {
             let n = rows * row_len;
             let words = pad.take::<W>(Scratch::RadixKeys, buffers * n);
             let index = pad.take::<u32>(Scratch::RadixIndices, buffers * n);
             let (mut keys_a, mut keys_b) = memory::split(words, n);
             let (mut index_a, mut index_b) = memory::split(index, n);
-            let mut counts = pad.take::<u32>(Scratch::RadixCounts, counts);
-            let mut sums = pad.take::<u32>(Scratch::RadixSums, chunks);
+            let digits = std::mem::size_of::<W>();
+            let tiles = (len, tile as u32, tiles_a_row as u32);
+            let blocks = (rows * tiles_a_row) as u32;
+            // The look-back's words, zeroed, and every row's count of every digit.
+            let mut look_back_words = match look_back {
+                Some(plan) => {
+                    let mut all = pad.take::<u64>(Scratch::RadixLookBack, plan.words(digits));
+                    x.stream
+                        .memset_zeros(&mut all)
+                        .during(|| "zeroing the radix look-back".into())?;
+                    let (status, counts) = memory::split(all, digits * plan.status);
+                    let counts_len = 2 * counts.len();
+                    let counts = memory::reinterpret::<u64, u32>(counts, counts_len);
+                    let (mut row_counts, next_tiles) = memory::split(counts, plan.row_counts);
+                    let name = format!("radix_digit_counts_{w}");
+                    let f = x.function(&kernels::RADIX, &name)?;
+                    let cfg = config(blocks, 256, 0);
+                    let counted = match &input {
+                        RadixInput::Keys(keys) => {
+                            radix_digit_counts(x, &f, cfg, keys, &mut row_counts, tiles, map)
+                        }
+                        RadixInput::InPlace => {
+                            let keys = sorted.as_view();
+                            radix_digit_counts(x, &f, cfg, &keys, &mut row_counts, tiles, map)
+                        }
+                    };
+                    counted.during(|| format!("launching {name}"))?;
+                    Some((status, row_counts, next_tiles, plan.status))
+                }
+                None => None,
+            };
             let pass = DigitPass {
-                histogram: x.function(&kernels::RADIX, &format!("radix_histogram_{w}"))?,
                 scatter: x.function_sharing(
                     &kernels::RADIX,
                     &format!("radix_scatter_{w}"),
                     shared_bytes,
                 )?,
-                scans: [
-                    x.function(&kernels::RADIX, "radix_scan_sums")?,
-                    x.function(&kernels::RADIX, "radix_scan_of_sums")?,
-                    x.function(&kernels::RADIX, "radix_scan_chunks")?,
-                ],
-                blocks: (rows * tiles_a_row) as u32,
+                blocks,
                 threads,
                 shared_bytes,
-                tiles: (len, tile as u32, tiles_a_row as u32),
+                tiles,
                 map,
                 k: k32,
             };
-            let scratch = (&mut counts, &mut sums);
+            let scratch = &mut look_back_words;
             // Digit 0 from the input to a, then a to b and b to a in turn, the last to the
             // outputs.
             // The last digit stores the input's keys where the map ties some (their words do
@@ -113,9 +137,8 @@ pub(crate) fn run<W: DeviceRepr + bytemuck::Pod, I: DeviceRepr + bytemuck::Pod>(
                     pass.run(x, 0, (&keys, values.as_ref()), None, to_a, scratch)?
                 }
             }
-            let digits = std::mem::size_of::<W>();
             for digit in 1..digits {
-                let scratch = (&mut counts, &mut sums);
+                let scratch = &mut look_back_words;
                 // Odd digits read a, even ones b; the last writes the outputs.
                 let (from, from_index, to, to_index) = if digit % 2 == 1 {
                     (&keys_a, &index_a, &mut keys_b, &mut index_b)
@@ -136,11 +159,18 @@ pub(crate) fn run<W: DeviceRepr + bytemuck::Pod, I: DeviceRepr + bytemuck::Pod>(
     }
 }
 
-/// The kernels and shape of the passes over tiles.
+/// The look-back's words of the passes over rows of several tiles: every digit's status words,
+/// the row counts, every digit's next tile, and how many status words a digit has.
+type LookBackWords<'a> = Option<(
+    CudaViewMut<'a, u64>,
+    CudaViewMut<'a, u32>,
+    CudaViewMut<'a, u32>,
+    usize,
+)>;
+
+/// The kernel and shape of the passes over tiles.
 struct DigitPass {
-    histogram: CudaFunction,
     scatter: CudaFunction,
-    scans: [CudaFunction; 3],
     blocks: u32,
     threads: u32,
     shared_bytes: u32,
@@ -150,11 +180,11 @@ struct DigitPass {
 }
 
 impl DigitPass {
-    /// The pass of digit `digit` (the lowest is 0): counts of `keys`' digits, their scan, and
-    /// the stores of `keys` and their indices (`index`; for digit 0, which reads the input's
-    /// keys, none: it makes their columns, or a key-value sort's values) in the digit's order
-    /// to `out`: sortable words, and for the last digit the first k keys of each row, from
-    /// `input` where the map ties keys.
+    /// The pass of digit `digit` (the lowest is 0): the stores of `keys` and their indices
+    /// (`index`; for digit 0, which reads the input's keys, none: it makes their columns, or a
+    /// key-value sort's values) in the digit's order to `out`: sortable words, and for the last
+    /// digit the first k keys of each row, from `input` where the map ties keys. Rows of
+    /// several tiles look back through `look_back`'s words of this digit.
     fn run<W: DeviceRepr, I: DeviceRepr>(
         &self,
         x: &Exec,
@@ -162,38 +192,29 @@ impl DigitPass {
         (keys, index): (&CudaView<W>, Option<&CudaView<u32>>),
         input: Option<&CudaView<W>>,
         (keys_out, index_out): (&mut CudaViewMut<W>, &mut CudaViewMut<I>),
-        (counts, sums): (&mut CudaViewMut<u32>, &mut CudaViewMut<u32>),
+        look_back: &mut LookBackWords,
     ) -> Result<()> {
         let shift = 8 * digit as u32;
         let (first, last) = (digit == 0, digit + 1 == std::mem::size_of::<W>());
-        let cfg = config(self.blocks, 256, 0);
-        radix_histogram(
-            x,
-            &self.histogram,
-            cfg,
-            keys,
-            counts,
-            self.tiles,
-            (shift, if first { self.map } else { 0 }),
-        )
-        .during(|| "launching radix_histogram".into())?;
-        let scans = [&self.scans[0], &self.scans[1], &self.scans[2]];
-        radix_scan(x, scans, counts, sums).during(|| "launching the counts' scan".into())?;
-        let offsets = counts.as_view();
-        // A first digit that makes its indices reads none: any u32 array stands in.
-        let index_in = index.unwrap_or(&offsets);
+        let look_back =
+            look_back.as_mut().map(
+                |(status, row_counts, next_tiles, per_digit)| LookBackArrays {
+                    status: status.slice_mut(digit * *per_digit..(digit + 1) * *per_digit),
+                    row_counts: row_counts.as_view(),
+                    next_tile: next_tiles.slice_mut(digit..digit + 1),
+                },
+            );
         let arrays = ScatterArrays {
             keys,
             input: input.unwrap_or(keys),
             from_input: last && input.is_some() && self.map & MAP_TIED != 0,
-            index_in,
-            index_from_columns: index.is_none(),
+            index_in: index,
             keys_out,
             index_out,
         };
         let cfg = config(self.blocks, self.threads, self.shared_bytes);
         let flags = (shift, self.map, first, last, self.k);
-        radix_scatter(x, &self.scatter, cfg, arrays, &offsets, self.tiles, flags)
+        radix_scatter(x, &self.scatter, cfg, arrays, look_back, self.tiles, flags)
             .during(|| "launching radix_scatter".into())
     }
 }

@@ -31,7 +31,7 @@ mod workspace;
 
 pub use merge::{KeyValuePlan, Levels, MergeLevel, MergePlan};
 pub use passes::PassPlan;
-pub use radix::{RadixPlan, RadixShape};
+pub use radix::{LookBack, RadixPlan, RadixShape};
 pub use request::{Layout, Operation, Request};
 pub use sample::{plan_sample, SamplePlan, SAMPLE_MOST_BLOCKS_A_ROW, SAMPLE_MOST_LOGITS_A_ROW};
 pub use seed::SeedPlan;

@@ -27,8 +27,10 @@ pub enum RadixShape {
         /// Dynamic shared memory a block.
         shared_bytes: u32,
     },
-    /// A pass a digit over tiles of the rows: a count of each tile's digits, their scan, and
-    /// a store of each tile's keys in order of the digit, between two arrays of the workspace.
+    /// A pass a digit over tiles of the rows, one launch each: a store of each tile's keys in
+    /// order of the digit, between two arrays of the workspace, each tile learning where its
+    /// keys go by looking back at the row's earlier tiles (rows of several tiles, after one
+    /// launch that counts every digit of every row).
     Passes {
         /// Keys a tile (a block's).
         tile: usize,
@@ -38,12 +40,10 @@ pub enum RadixShape {
         tiles_a_row: usize,
         /// Dynamic shared memory of a storing block.
         shared_bytes: u32,
-        /// Counts: 256 a tile.
-        counts: usize,
-        /// Chunks of the counts' scan (4,096 counts each: kernels/radix.cu `RADIX_SCAN_CHUNK`).
-        chunks: usize,
         /// Arrays of keys and indices between passes: one for two digits, else two.
         buffers: usize,
+        /// The look-back's words ([`LookBack`]), where rows span several tiles.
+        look_back: Option<LookBack>,
     },
 }
 
@@ -66,9 +66,26 @@ pub struct RadixPlan {
     pub values: bool,
 }
 
-/// Counts one chunk of the counts' scan takes (kernels/radix.cu `RADIX_SCAN_CHUNK`).
-pub const RADIX_SCAN_CHUNK: usize = 4096;
-/// Digits of one radix digit.
+/// The words of the passes' look-back over rows of several tiles (kernels/radix.cu
+/// `radix_scatter`), zeroed before the first pass, in one array of u64 of the workspace
+/// ([`Scratch::RadixLookBack`]): for each digit, a status word for each tile and value (256),
+/// then each row's count of each value of each digit (u32) and each digit's next tile (u32).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LookBack {
+    /// Status words of one digit's pass: tiles × 256.
+    pub status: usize,
+    /// Row counts: rows × digits × 256 (u32).
+    pub row_counts: usize,
+}
+
+impl LookBack {
+    /// The u64 words of the whole array, for `digits` digits.
+    pub fn words(&self, digits: usize) -> usize {
+        digits * self.status + (self.row_counts + digits).div_ceil(2)
+    }
+}
+
+/// Values of one radix digit.
 const DIGITS: usize = 256;
 
 /// Shared memory of a block that sorts a row of `row_len` keys of `key_bytes` alone with
@@ -154,28 +171,31 @@ pub(crate) fn plan_radix(
             ));
         }
         let tiles_a_row = row_len.div_ceil(tile);
-        let counts = rows * DIGITS * tiles_a_row;
-        if counts > u32::MAX as usize {
+        if rows * tiles_a_row > u32::MAX as usize {
             return Err(Error::Unsupported(
-                "radix passes over rows this short: more than 2^32 digit counts",
+                "radix passes over rows this short: more than 2^32 tiles",
             ));
         }
-        let chunks = counts.div_ceil(RADIX_SCAN_CHUNK);
         // Digits 0 … W-1: the input to array 0, then between the arrays, the last to the output.
         let buffers = if key_bytes <= 2 { 1 } else { 2 };
         let n = rows * row_len;
         workspace.add(Scratch::RadixKeys, buffers * n, key_bytes);
         workspace.add(Scratch::RadixIndices, buffers * n, 4);
-        workspace.add(Scratch::RadixCounts, counts, 4);
-        workspace.add(Scratch::RadixSums, chunks, 4);
+        // A row of one tile is its ordered tile: nothing to count or look back at.
+        let look_back = (tiles_a_row > 1).then(|| LookBack {
+            status: rows * tiles_a_row * DIGITS,
+            row_counts: rows * key_bytes * DIGITS,
+        });
+        if let Some(look_back) = look_back {
+            workspace.add(Scratch::RadixLookBack, look_back.words(key_bytes), 8);
+        }
         RadixShape::Passes {
             tile,
             threads,
             tiles_a_row,
             shared_bytes: tile_shared_bytes(tile, key_bytes, threads) as u32,
-            counts,
-            chunks,
             buffers,
+            look_back,
         }
     };
     Ok(RadixPlan {
@@ -221,23 +241,44 @@ mod tests {
             }
         );
         assert_eq!(w.bytes(), 0, "one block a row needs no scratch");
-        // A row of 2^24: 2048 tiles of 8192 keys, two arrays between passes.
+        // A row of 2^24: 2048 tiles of 8192 keys, two arrays between passes, and the look-back's
+        // status words (2048 × 256 a digit), row counts (4 × 256) and next tiles (4).
         let p = plan(&info, &policy, (1, 1 << 24, 1 << 24), 4, &mut w);
         let RadixShape::Passes {
             tiles_a_row,
-            counts,
-            chunks,
             buffers,
+            look_back,
             ..
         } = p.shape
         else {
             panic!("{p:?}")
         };
-        assert_eq!(
-            (tiles_a_row, counts, chunks, buffers),
-            (2048, 1 << 19, 128, 2)
-        );
+        let look_back = look_back.expect("rows of several tiles look back");
+        assert_eq!((tiles_a_row, buffers), (2048, 2));
+        assert_eq!((look_back.status, look_back.row_counts), (1 << 19, 1024));
         assert_eq!(w.part(Scratch::RadixKeys).unwrap().bytes, 2 << 26);
+        let words = 4 * (1 << 19) + (1024 + 4) / 2;
+        assert_eq!(w.part(Scratch::RadixLookBack).unwrap().bytes, 8 * words);
+        // Rows of one tile each (1024 × 4096 with values, say) need no look-back.
+        let mut w = Workspace::none();
+        let p = plan_radix(
+            &info,
+            &policy,
+            Strategy::RadixSort,
+            (1024, 4096, 4096),
+            (4, true),
+            &mut w,
+        )
+        .unwrap();
+        assert!(matches!(
+            p.shape,
+            RadixShape::Passes {
+                tiles_a_row: 1,
+                look_back: None,
+                ..
+            }
+        ));
+        assert!(w.part(Scratch::RadixLookBack).is_none());
         // 16-bit keys: two digits, one array between them; 8-byte keys of 2^14 do not fit a
         // block (2^14 × 20 bytes > 227 KiB).
         let mut w = Workspace::none();

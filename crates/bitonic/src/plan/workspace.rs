@@ -39,10 +39,9 @@ pub enum Scratch {
     RadixKeys,
     /// Their indices (u32), as many arrays.
     RadixIndices,
-    /// Each tile's count of each digit, then where its keys of the digit go (u32).
-    RadixCounts,
-    /// The sums of the counts' chunks of their scan (u32).
-    RadixSums,
+    /// The look-back of passes over rows of several tiles (u64 words, zeroed each call):
+    /// [`crate::plan::LookBack`].
+    RadixLookBack,
 }
 
 /// One part: `bytes` at `offset` from the workspace's start.

@@ -1,5 +1,5 @@
 //! The radix sorts with indices (kernels/radix.cu): one block a row, and the passes over tiles
-//! (a count of each tile's digits, the scan of the counts, a store of each tile in order).
+//! (a count of every row's digits, then a store of each tile in order a digit).
 
 use super::launch;
 use crate::cuda::exec::Exec;
@@ -63,109 +63,135 @@ pub(crate) fn row_radix_sort<W: DeviceRepr, I: DeviceRepr>(
     }
 }
 
-/// kernels/radix.cu `radix_histogram_W(keys, counts, row_len, tile, tiles_a_row, shift,
-/// key_map)`: a block a tile counts its keys' digits at `shift` into `counts` ([row][digit][tile]),
-/// the keys mapped by `key_map` (the call's map for the input, 0 for sortable words).
-pub(crate) fn radix_histogram<W: DeviceRepr>(
+/// kernels/radix.cu `radix_digit_counts_W(keys, row_counts, row_len, tile, tiles_a_row,
+/// key_map)`: a block a tile adds its keys' count of each value of each digit (the keys mapped by
+/// `key_map`, the call's map) to its row's counts ([row][digit][value], zeroed before).
+pub(crate) fn radix_digit_counts<W: DeviceRepr>(
     x: &Exec,
     kernel: &CudaFunction,
     cfg: LaunchConfig,
     keys: &CudaView<W>,
-    counts: &mut CudaViewMut<u32>,
+    row_counts: &mut CudaViewMut<u32>,
     (row_len, tile, tiles_a_row): Tiles,
-    (shift, key_map): (u32, u32),
+    key_map: u32,
 ) -> Result<(), DriverError> {
     let tiles = cfg.grid_dim.0 as usize;
     let rows = tiles / tiles_a_row as usize;
-    assert!(keys.len() >= rows * row_len as usize && counts.len() >= tiles * 256);
-    // SAFETY: radix_histogram_W(const W *keys, u32 *counts, u32 row_len, u32 tile,
-    // u32 tiles_a_row, u32 shift, u32 key_map): block b reads its tile of the rows (asserted) and
-    // writes its 256 counts.
+    let counts = rows * std::mem::size_of::<W>() * 256;
+    assert!(keys.len() >= rows * row_len as usize && row_counts.len() >= counts);
+    // SAFETY: radix_digit_counts_W(const W *keys, u32 *row_counts, u32 row_len, u32 tile,
+    // u32 tiles_a_row, u32 key_map): block b reads its tile of the rows (asserted) and adds to
+    // its row's W × 256 counts (asserted).
     unsafe {
         launch(x, kernel, cfg, |l| {
             l.arg(keys)
-                .arg(counts)
+                .arg(row_counts)
                 .arg(&row_len)
                 .arg(&tile)
                 .arg(&tiles_a_row)
-                .arg(&shift)
                 .arg(&key_map);
         })
     }
 }
 
 /// The arrays of one store pass: the keys and indices it reads (the input's keys for the first
-/// digit, whose indices are made from their columns where `index_from_columns`, `index_in`
-/// unread, or else are a key-value sort's 4-byte values in `index_in`; sortable words and u32
-/// indices after), and the ones it writes (u32 indices, or for the last digit the caller's,
-/// u64 where its map has MAP_INDEX64); `input`, the input's keys, which the last digit stores
-/// by index where `from_input`.
+/// digit, whose indices are made from their columns where `index_in` is `None`, or else are a
+/// key-value sort's 4-byte values in `index_in`; sortable words and u32 indices after), and the
+/// ones it writes (u32 indices, or for the last digit the caller's, u64 where its map has
+/// MAP_INDEX64); `input`, the input's keys, which the last digit stores by index where
+/// `from_input`.
 pub(crate) struct ScatterArrays<'v, 'a, 'b, 'c, W, I> {
     pub(crate) keys: &'v CudaView<'a, W>,
     pub(crate) input: &'v CudaView<'a, W>,
     pub(crate) from_input: bool,
-    pub(crate) index_in: &'v CudaView<'a, u32>,
-    pub(crate) index_from_columns: bool,
+    pub(crate) index_in: Option<&'v CudaView<'a, u32>>,
     pub(crate) keys_out: &'v mut CudaViewMut<'b, W>,
     pub(crate) index_out: &'v mut CudaViewMut<'c, I>,
 }
 
-/// kernels/radix.cu `radix_scatter_W(keys, index_in, keys_out, index_out, offsets, input,
-/// row_len, tile, tiles_a_row, shift, map, first, last, k, from_input, index_from_columns)`: a
-/// block a tile orders its keys by the digit
-/// at `shift` and stores each where `offsets` (the counts' exclusive scan) says; the `last`
-/// digit's stores the first `k` of each row in rows of k.
+/// One digit's look-back words of a store pass over rows of several tiles: its status words
+/// (tiles × 256, zeroed), every row's count of each value of each digit, and its next tile
+/// (one u32, zeroed).
+pub(crate) struct LookBackArrays<'a> {
+    pub(crate) status: CudaViewMut<'a, u64>,
+    pub(crate) row_counts: CudaView<'a, u32>,
+    pub(crate) next_tile: CudaViewMut<'a, u32>,
+}
+
+/// kernels/radix.cu `radix_scatter_W(keys, index_in, keys_out, index_out, row_counts, status,
+/// next_tile, input, row_len, tile, tiles_a_row, shift, map, first, last, k, from_input,
+/// index_from_columns)`: a block a tile orders its keys by the digit at `shift` and stores each
+/// at its place in its row (rows of several tiles learn it through `look_back`, which the
+/// others go without); the `last` digit's stores the first `k` of each row in rows of k.
 pub(crate) fn radix_scatter<W: DeviceRepr, I: DeviceRepr>(
     x: &Exec,
     kernel: &CudaFunction,
     cfg: LaunchConfig,
     arrays: ScatterArrays<W, I>,
-    offsets: &CudaView<u32>,
+    mut look_back: Option<LookBackArrays>,
     (row_len, tile, tiles_a_row): Tiles,
     (shift, map, first, last, k): (u32, u32, bool, bool, u32),
 ) -> Result<(), DriverError> {
     let tiles = cfg.grid_dim.0 as usize;
-    let n = tiles / tiles_a_row as usize * row_len as usize;
+    let rows = tiles / tiles_a_row as usize;
+    let n = rows * row_len as usize;
     let ScatterArrays {
         keys,
         input,
         from_input,
         index_in,
-        index_from_columns,
         keys_out,
         index_out,
     } = arrays;
-    let kept = if last {
-        n / row_len as usize * k as usize
-    } else {
-        n
-    };
+    let kept = if last { rows * k as usize } else { n };
     assert!(keys.len() >= n && keys_out.len() >= kept && index_out.len() >= kept);
-    assert!(index_from_columns || index_in.len() >= n);
+    assert!(index_in.map_or(true, |index| index.len() >= n));
     assert!(
-        first || !index_from_columns,
+        first || index_in.is_some(),
         "only the first digit makes its indices"
     );
-    assert!(offsets.len() >= tiles * 256);
     assert!(!from_input || input.len() >= n);
+    // Rows of one tile read no look-back word: null pointers stand in.
+    assert_eq!(
+        look_back.is_some(),
+        tiles_a_row > 1,
+        "rows of several tiles look back"
+    );
+    if let Some(l) = &look_back {
+        let counts = rows * std::mem::size_of::<W>() * 256;
+        assert!(l.status.len() >= tiles * 256 && l.row_counts.len() >= counts);
+        assert!(!l.next_tile.is_empty());
+    }
     let (first, last, from_input) = (first as u32, last as u32, from_input as u32);
-    let index_from_columns = index_from_columns as u32;
+    let index_from_columns = index_in.is_none() as u32;
+    let null = 0u64;
     // SAFETY: radix_scatter_W(const W *keys, const u32 *index_in, W *keys_out, u32 *index_out,
-    // const u32 *offsets, const W *input, u32 row_len, u32 tile, u32 tiles_a_row, u32 shift,
-    // u32 map, u32 first, u32 last, u32 k, u32 from_input, u32 index_from_columns): block b
-    // reads its tile of `keys` and (unless `index_from_columns`) of `index_in`, its 256
-    // offsets, (where `from_input`) the input's keys its indices name, and writes each key and
-    // index at its offset, below n (the offsets are a scan of counts that add up to n), or for
-    // the last digit the first k of each row (the lengths asserted above; u64 indices only
-    // where the caller's I is).
+    // const u32 *row_counts, u64 *status, u32 *next_tile, const W *input, u32 row_len, u32 tile,
+    // u32 tiles_a_row, u32 shift, u32 map, u32 first, u32 last, u32 k, u32 from_input,
+    // u32 index_from_columns): block b reads its tile of `keys` and (unless
+    // `index_from_columns`, when the null pointer stands in) of `index_in`, (where
+    // `from_input`) the input's keys its indices name, and, over rows of several tiles, its
+    // row's counts, its row's earlier tiles' status words, and the next tile's number, which
+    // it increments, and writes its own status words; it writes each key and index at its
+    // place in its row, below n (each row's places are its own), or for the last digit the
+    // first k of each row (the lengths asserted above; u64 indices only where the caller's I
+    // is). Rows of one tile read no look-back word (null pointers).
     unsafe {
         launch(x, kernel, cfg, |l| {
-            l.arg(keys)
-                .arg(index_in)
-                .arg(keys_out)
-                .arg(index_out)
-                .arg(offsets)
-                .arg(input)
+            l.arg(keys);
+            match index_in {
+                Some(index) => l.arg(index),
+                None => l.arg(&null),
+            };
+            l.arg(keys_out).arg(index_out);
+            match &mut look_back {
+                Some(looked) => l
+                    .arg(&looked.row_counts)
+                    .arg(&mut looked.status)
+                    .arg(&mut looked.next_tile),
+                None => l.arg(&null).arg(&null).arg(&null),
+            };
+            l.arg(input)
                 .arg(&row_len)
                 .arg(&tile)
                 .arg(&tiles_a_row)
@@ -176,45 +202,6 @@ pub(crate) fn radix_scatter<W: DeviceRepr, I: DeviceRepr>(
                 .arg(&k)
                 .arg(&from_input)
                 .arg(&index_from_columns);
-        })
-    }
-}
-
-/// kernels/radix.cu `radix_scan_sums(data, sums, len)`, `radix_scan_of_sums(sums, count)` and
-/// `radix_scan_chunks(data, sums, len)`: the exclusive scan of `data` in place, through the sum
-/// of each chunk of 4,096 in `sums`. `kernels` in that order.
-pub(crate) fn radix_scan(
-    x: &Exec,
-    kernels: [&CudaFunction; 3],
-    data: &mut CudaViewMut<u32>,
-    sums: &mut CudaViewMut<u32>,
-) -> Result<(), DriverError> {
-    let len = u32::try_from(data.len()).expect("the plan keeps the counts below 2^32");
-    let chunks = len.div_ceil(4096);
-    assert!(sums.len() >= chunks as usize);
-    let cfg = crate::cuda::exec::config(chunks, 256, 0);
-    {
-        let read = data.as_view();
-        // SAFETY: radix_scan_sums(const u32 *data, u32 *sums, u32 len): block b sums data's
-        // chunk b (below len) into sums[b], one a chunk (asserted).
-        unsafe {
-            launch(x, kernels[0], cfg, |l| {
-                l.arg(&read).arg(&mut *sums).arg(&len);
-            })?;
-        }
-    }
-    // SAFETY: radix_scan_of_sums(u32 *sums, u32 count): one block scans the `chunks` sums.
-    unsafe {
-        launch(x, kernels[1], crate::cuda::exec::config(1, 1024, 0), |l| {
-            l.arg(&mut *sums).arg(&chunks);
-        })?;
-    }
-    // SAFETY: radix_scan_chunks(u32 *data, const u32 *sums, u32 len): block b scans its chunk of
-    // data (below len) from sums[b].
-    unsafe {
-        let sums = sums.as_view();
-        launch(x, kernels[2], cfg, |l| {
-            l.arg(data).arg(&sums).arg(&len);
         })
     }
 }
