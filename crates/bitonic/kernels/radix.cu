@@ -116,9 +116,15 @@ template <typename W> struct TileKeys {
 // digit; else moves them and returns true. `counts` holds warps × 256 u16 (a count, then a
 // start, below 2^16); the block has at least 256 threads and at least m / (32 × RADIX_ROUNDS)
 // warps. Every thread of the block calls it.
-template <typename W, typename I, typename Source>
+// What a block does with its count of each digit as soon as it has them (sort_by_digit's
+// `on_counts(d, count)`, thread d): nothing, or radix_scatter's publishing for the look-back.
+struct IgnoreCounts {
+    __device__ __forceinline__ void operator()(u32, u32) const {}
+};
+
+template <typename W, typename I, typename Source, typename OnCounts = IgnoreCounts>
 __device__ bool sort_by_digit(const Source &src, W *dst, I *dst_index, u32 m, u32 shift, u16 *counts, u32 *starts,
-                              DigitSortShared &sh, bool may_skip) {
+                              DigitSortShared &sh, bool may_skip, OnCounts on_counts = OnCounts()) {
     const u32 warps = blockDim.x / WARP_SIZE, warp = threadIdx.x / WARP_SIZE, lane = threadIdx.x % WARP_SIZE;
     // Warp w's segment: whole rounds of 32 keys, the last one cut at the end.
     const u32 segment = ((m + warps - 1) / warps + WARP_SIZE - 1) / WARP_SIZE * WARP_SIZE;
@@ -163,6 +169,7 @@ __device__ bool sort_by_digit(const Source &src, W *dst, I *dst_index, u32 m, u3
         u32 total = 0;
         for (u32 w = 0; w < warps; ++w) total += counts[w * RADIX_DIGITS + d];
         if (total == m) sh.one_digit = 1;
+        on_counts(d, total);
         u32 inclusive = total;
         for (u32 step = 1; step < WARP_SIZE; step *= 2) {
             const u32 below = __shfl_up_sync(FULL_WARP_MASK, inclusive, step);
@@ -342,6 +349,17 @@ __device__ u32 block_exclusive_scan(u32 value, u32 &total) {
 
 __device__ __forceinline__ void publish(u64 *status, u64 word) { *reinterpret_cast<volatile u64 *>(status) = word; }
 
+// sort_by_digit's `on_counts` in radix_scatter over rows of several tiles: publishes the tile's
+// count of each value, as the row's running total for its first tile.
+struct PublishCounts {
+    u64 *tile_status;  // the tile's words, one a value
+    bool looks_back;   // rows of several tiles (else nothing to publish)
+    bool first_tile;   // of its row
+    __device__ __forceinline__ void operator()(u32 d, u32 count) const {
+        if (looks_back) publish(tile_status + d, (first_tile ? RADIX_INCLUSIVE : RADIX_AGGREGATE) | count);
+    }
+};
+
 // How many keys of value `d` the row's tiles before tile `b` hold: their published words from
 // b - 1 back, waited for, added up until a running total. `row_status` is the row's words,
 // [tile][value]. Only earlier tiles are waited for, and every earlier tile has started (tiles
@@ -378,6 +396,12 @@ __device__ __forceinline__ u32 look_back(const u64 *row_status, u32 b, u32 d) {
 // Shared memory: 256 u32 bases, then warps × 256 u16 counts, then `tile` keys and their u32
 // indices (src/plan/radix.rs tile_shared_bytes); tile ≤ 512 × warps.
 template <typename W>
+__device__ __forceinline__ void scatter_ordered(const W *ordered, const u32 *ordered_index, u32 *bases, W *keys_out,
+                                                u32 *index_out, const u32 *row_counts, u64 *status, const W *input,
+                                                const RadixTiles t, u32 shift, u32 map, u32 last, u32 k,
+                                                u32 from_input);
+
+template <typename W>
 __device__ void radix_scatter(const W *keys, const u32 *index_in, W *keys_out, u32 *index_out, const u32 *row_counts,
                               u64 *status, u32 *next_tile, const W *input, u32 row_len, u32 tile, u32 tiles_a_row,
                               u32 shift, u32 map, u32 first, u32 last, u32 k, u32 from_input,
@@ -402,7 +426,29 @@ __device__ void radix_scatter(const W *keys, const u32 *index_in, W *keys_out, u
     const TileKeys<W> src{keys + row_start + col, index_in + (index_from_columns ? 0 : row_start + col), col, m,
                           first != 0, index_from_columns != 0};
     u32 *starts = bases;
-    sort_by_digit(src, ordered, ordered_index, len, shift, counts, starts, sh, false);
+    // Each tile publishes its counts as soon as it has them, before it orders its keys, so
+    // that the tiles after it rarely wait for them.
+    const PublishCounts publish_counts{status + u64(number) * RADIX_DIGITS, looks_back, t.in_row() == 0};
+    sort_by_digit(src, ordered, ordered_index, len, shift, counts, starts, sh, false, publish_counts);
+    scatter_ordered<W>(ordered, ordered_index, bases, keys_out, index_out, row_counts, status, input,
+                       RadixTiles(row_len, tile, tiles_a_row, *reinterpret_cast<volatile u32 *>(&number)), shift,
+                       map, last, k, from_input);
+}
+
+// The rest of radix_scatter once its tile is ordered: where its keys go, and the stores. A
+// function of the tile's number read again from shared memory, so that no tile state is held
+// in registers across the ordering, which holds keys in every register it can.
+template <typename W>
+__device__ __forceinline__ void scatter_ordered(const W *ordered, const u32 *ordered_index, u32 *bases, W *keys_out,
+                                                u32 *index_out, const u32 *row_counts, u64 *status, const W *input,
+                                                const RadixTiles t, u32 shift, u32 map, u32 last, u32 k,
+                                                u32 from_input) {
+    const bool looks_back = t.tiles_a_row > 1;
+    const u32 len = t.len();
+    const u64 row_start = t.row() * t.row_len;
+    const SortableMap<W> m(map);
+    u64 *const row_status = status + t.row() * t.tiles_a_row * RADIX_DIGITS;
+    u64 *const tile_status = row_status + u64(t.in_row()) * RADIX_DIGITS;
     // Thread d < 256: where the tile's keys of value d start in the ordered tile, and how many.
     const u32 d = threadIdx.x, digit = shift / 8;
     u32 start_in_tile = 0, own = 0, row_count = 0;
@@ -417,15 +463,10 @@ __device__ void radix_scatter(const W *keys, const u32 *index_in, W *keys_out, u
     if (d < RADIX_DIGITS && !looks_back) {
         bases[d] = u32(row_start);  // the row is the ordered tile
     } else if (d < RADIX_DIGITS) {
-        u64 *row_status = status + t.row() * tiles_a_row * RADIX_DIGITS;
-        u64 *mine = row_status + u64(t.in_row()) * RADIX_DIGITS + d;
         u32 before = 0;
-        if (t.in_row() == 0) {
-            publish(mine, RADIX_INCLUSIVE | own);
-        } else {
-            publish(mine, RADIX_AGGREGATE | own);
+        if (t.in_row() != 0) {  // (the first tile published its total with its counts)
             before = look_back(row_status, t.in_row(), d);
-            publish(mine, RADIX_INCLUSIVE | (before + own));
+            publish(tile_status + d, RADIX_INCLUSIVE | (before + own));
         }
         bases[d] = u32(row_start) + smaller + before - start_in_tile;
     }
