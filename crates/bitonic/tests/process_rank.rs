@@ -72,6 +72,7 @@ fn without_a_gpu_the_constructor_is_an_error() {
 
 /// What one rank returns of one job: its part's bytes (keys, then values for pairs) and the
 /// part lengths the sort reported.
+#[derive(Default)]
 struct Part {
     keys: Vec<u8>,
     values: Vec<u8>,
@@ -460,11 +461,7 @@ fn a_failing_rank_stops_every_rank() {
                 !want_own,
                 "rank {rank}: {err}"
             );
-            Part {
-                keys: Vec::new(),
-                values: Vec::new(),
-                sizes: Vec::new(),
-            }
+            Part::default()
         })
     };
     // Ranks that call different sorts (rank 1 descending) all stop at the first gather.
@@ -481,11 +478,7 @@ fn a_failing_rank_stops_every_rank() {
                 Error::RanksDisagree { ref ranks } => assert_eq!(ranks, &[1], "rank {rank}"),
                 other => panic!("rank {rank}: {other}"),
             }
-            Part {
-                keys: Vec::new(),
-                values: Vec::new(),
-                sizes: Vec::new(),
-            }
+            Part::default()
         })
     };
     // A rank whose key type the sorts refuse (16-bit) reports it at the first gather too,
@@ -544,11 +537,7 @@ fn a_failing_rank_stops_every_rank() {
                 (1, Error::UnsupportedKeyValue { .. }) | (0, Error::PeerFailed) => {}
                 _ => panic!("rank {rank}: {err}"),
             }
-            Part {
-                keys: Vec::new(),
-                values: Vec::new(),
-                sizes: Vec::new(),
-            }
+            Part::default()
         })
     };
     // A rank that failed before it could call the sort (preparing its input, say) abstains:
@@ -568,11 +557,7 @@ fn a_failing_rank_stops_every_rank() {
                     .expect_err("rank 1 abstained");
                 assert!(matches!(err, Error::PeerFailed), "rank {rank}: {err}");
             }
-            Part {
-                keys: Vec::new(),
-                values: Vec::new(),
-                sizes: Vec::new(),
-            }
+            Part::default()
         })
     };
     let again = sort_job(
