@@ -27,12 +27,13 @@ pub fn nccl_unique_id(py: Python<'_>) -> PyResult<Bound<'_, PyBytes>> {
     Ok(PyBytes::new(py, &id))
 }
 
-/// Whether this process could join a communicator on CUDA device `device` (the GPU opens,
-/// NCCL loads): every rank checks, and the ranks agree, before any joins, since a rank that
-/// failed to join would leave the others waiting in NCCL's join.
+/// Whether this process could join a communicator of `world_size` ranks on CUDA device
+/// `device` (the GPU opens, NCCL loads, the rank's buffers can be allocated): every rank
+/// checks, and the ranks agree, before any joins, since a rank that failed to join would leave
+/// the others waiting in NCCL's join.
 #[pyfunction]
-pub fn check_can_join(py: Python<'_>, device: usize) -> PyResult<()> {
-    py.detach(|| ProcessRank::check_can_join(device))
+pub fn check_can_join(py: Python<'_>, device: usize, world_size: usize) -> PyResult<()> {
+    py.detach(|| ProcessRank::check_can_join(device, world_size))
         .map_err(sort_error)
 }
 

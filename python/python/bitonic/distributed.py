@@ -154,17 +154,19 @@ def _process_rank(group, device):
     if made is not None:
         return made[1]
     message = torch.zeros(129, dtype=torch.uint8)
-    failure = None
+    failure, sent = None, None
     try:
-        bitonic._native.check_can_join(device.index)
+        bitonic._native.check_can_join(device.index, ranks)
         if rank == 0:
             message[:128] = torch.frombuffer(
                 bytearray(bitonic._native.nccl_unique_id()), dtype=torch.uint8
             )
-    except bitonic.BitonicError as e:
+        sent = message.to(device)
+    except Exception as e:  # any failure: the others must hear of it, not wait for it
         failure = e
         message[128] = 1
-    sent = message.to(device)
+    if sent is None:
+        sent = message.to(device)
     every = [torch.empty_like(sent) for _ in range(ranks)]
     dist.all_gather(every, sent, group=group)
     every = [m.cpu() for m in every]
@@ -204,10 +206,14 @@ class _ProcessSort:
         try:
             call = cls(shard, group, descending, agreed, sorter, sorts)
             return getattr(call, task)(*args)
-        except Exception:
+        except Exception as failure:
             left = sorts if call is None else call.sorts_left
             if left > 0 and (call is None or call.others_go_on):
-                sorter.abstain()
+                try:
+                    sorter.abstain()
+                except Exception as also:  # the caller hears of the first failure
+                    if hasattr(failure, "add_note"):  # (Python 3.11 on)
+                        failure.add_note(f"and this rank could not tell the others: {also}")
             raise
 
     def __init__(self, shard, group, descending, agreed, sorter, sorts):

@@ -155,14 +155,16 @@ impl ProcessRank {
         Ok(ProcessRank::with(gpu, comm, gather_buffers))
     }
 
-    /// Whether this process could join a communicator on device `ordinal`: the GPU opens,
-    /// and NCCL loads. [`ProcessRank::from_unique_id`] blocks until every rank has joined, so
-    /// a rank that fails before it joins leaves the others waiting for ever: a job checks this
-    /// on every rank and agrees on the outcome (through its own channel) before any rank
-    /// joins.
-    pub fn check_can_join(ordinal: usize) -> Result<()> {
-        Gpu::new(ordinal)?;
-        check_nccl()
+    /// Whether this process could join a communicator of `world_size` ranks on device
+    /// `ordinal`: the GPU opens, NCCL loads, and the rank's gather buffers can be allocated
+    /// now. [`ProcessRank::from_unique_id`] blocks until every rank has joined, so a rank that
+    /// fails before it joins leaves the others waiting for ever: a job checks this on every
+    /// rank and agrees on the outcome (through its own channel) before any rank joins. (Memory
+    /// another thread takes between the check and the join can still fail the join.)
+    pub fn check_can_join(ordinal: usize, world_size: usize) -> Result<()> {
+        let gpu = Gpu::new(ordinal)?;
+        check_nccl()?;
+        gather_buffers(&gpu, world_size).map(drop)
     }
 
     /// Sorts over the caller's communicator, as its rank, on its device. Its NCCL calls are
@@ -306,6 +308,7 @@ impl ProcessRank {
     /// there instead of waiting for it. `Ok` once the gather is done; the caller then reports
     /// its own failure. Collective, in place of one sort call.
     pub fn abstain(&self) -> Result<()> {
+        self.failed_alone.set(false);
         let failed: Result<()> = Err(Error::PeerFailed);
         let sent = status_message(&failed, FIRST_GATHER_PAYLOAD, |()| Vec::new());
         self.all_gather_bytes(&sent).map(drop)
