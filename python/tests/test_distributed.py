@@ -118,8 +118,9 @@ def _worker(rank, ranks, backend, folder):
 def _one_rank_fails(rank, ranks, device):
     """On NCCL: a rank that fails while it prepares a sort, before the first of the library's
     sorts of a call or between two of them, makes every rank raise (its own error there, a
-    BitonicError elsewhere) instead of leaving them waiting; values on another GPU fail on
-    every rank; and the group still sorts afterwards, also after ``release``."""
+    BitonicError elsewhere) instead of leaving them waiting, and one that fails after the last
+    raises alone; values on another GPU fail on every rank; and the group still sorts
+    afterwards, also after ``release``."""
     import torch
 
     from bitonic import distributed
@@ -141,8 +142,17 @@ def _one_rank_fails(rank, ranks, device):
 
         return wrapper
 
-    # Before the first sort (the values' columns), then after the first of three (a take).
-    for name, at_call in (("_value_columns", 1), ("_take", 1), ("_take", 2)):
+    # Before the first sort (the call's preparation, the values' columns), after the first
+    # and the second of three (a take), where the others fail too; and after the last, where
+    # they have their results.
+    cases = (
+        ("__init__", 1, True),
+        ("_value_columns", 1, True),
+        ("_take", 1, True),
+        ("_take", 2, True),
+        ("_take", 3, False),
+    )
+    for name, at_call, others_fail in cases:
         holder = distributed if name == "_value_columns" else distributed._ProcessSort
         original = getattr(holder, name)
         setattr(holder, name, failing_on_last_rank(original, at_call))
@@ -151,9 +161,9 @@ def _one_rank_fails(rank, ranks, device):
         except Injected:
             assert rank == ranks - 1
         except bitonic.BitonicError as e:
-            assert rank != ranks - 1, e
+            assert rank != ranks - 1 and others_fail, e
         else:
-            raise AssertionError(f"rank {rank}: no rank failed ({name}, call {at_call})")
+            assert rank != ranks - 1 and not others_fail, f"rank {rank}: ({name}, {at_call})"
         finally:
             setattr(holder, name, original)
     if torch.cuda.device_count() > 1:
