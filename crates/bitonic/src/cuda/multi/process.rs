@@ -95,7 +95,7 @@ pub struct ProcessRank {
     /// The device buffers of every all-gather (what this rank sends, and what every rank
     /// sent), made with the rank: a gather allocates nothing, since a rank that failed to
     /// allocate inside one would leave its peers waiting in it.
-    gather_buffers: RefCell<(CudaSlice<u8>, CudaSlice<u8>)>,
+    gather_buffers: RefCell<GatherBuffers>,
     /// Whether the last sort failed after its exchange, on this rank alone.
     failed_alone: Cell<bool>,
 }
@@ -142,14 +142,12 @@ impl ProcessRank {
         ordinal: usize,
     ) -> Result<ProcessRank> {
         check_rank(rank, world_size)?;
-        let gpu = Gpu::new(ordinal)?;
-        check_nccl()?;
+        let (gpu, gather_buffers) = ready_to_join(ordinal, world_size)?;
         // ncclCommInitRank makes the communicator on the calling thread's current device.
         gpu.context()
             .bind_to_thread()
             .during(|| format!("making GPU {ordinal} current"))?;
         let stream = gpu.stream().clone();
-        let gather_buffers = gather_buffers(&gpu, world_size)?;
         let comm = Comm::from_rank(stream, rank, world_size, id_of_bytes(id))
             .map_err(nccl_error("joining the NCCL communicator"))?;
         Ok(ProcessRank::with(gpu, comm, gather_buffers))
@@ -162,9 +160,7 @@ impl ProcessRank {
     /// rank and agrees on the outcome (through its own channel) before any rank joins. (Memory
     /// another thread takes between the check and the join can still fail the join.)
     pub fn check_can_join(ordinal: usize, world_size: usize) -> Result<()> {
-        let gpu = Gpu::new(ordinal)?;
-        check_nccl()?;
-        gather_buffers(&gpu, world_size).map(drop)
+        ready_to_join(ordinal, world_size).map(drop)
     }
 
     /// Sorts over the caller's communicator, as its rank, on its device. Its NCCL calls are
@@ -180,7 +176,7 @@ impl ProcessRank {
     }
 
     /// The rank of `comm` (its rank and size), on `gpu`.
-    fn with(gpu: Gpu, comm: Comm, gather_buffers: (CudaSlice<u8>, CudaSlice<u8>)) -> ProcessRank {
+    fn with(gpu: Gpu, comm: Comm, gather_buffers: GatherBuffers) -> ProcessRank {
         ProcessRank {
             gpu,
             rank: comm.rank(),
@@ -527,8 +523,21 @@ impl ProcessRank {
     }
 }
 
+/// What a rank of `world_size` on device `ordinal` needs before it joins a communicator: its
+/// GPU, NCCL, and its gather buffers ([`ProcessRank::from_unique_id`], and
+/// [`ProcessRank::check_can_join`], which tries the same steps).
+fn ready_to_join(ordinal: usize, world_size: usize) -> Result<(Gpu, GatherBuffers)> {
+    let gpu = Gpu::new(ordinal)?;
+    check_nccl()?;
+    let buffers = gather_buffers(&gpu, world_size)?;
+    Ok((gpu, buffers))
+}
+
+/// A rank's gather buffers: what it sends, and what every rank sent.
+type GatherBuffers = (CudaSlice<u8>, CudaSlice<u8>);
+
 /// The gather buffers of a rank of `p` ([`ProcessRank`]'s `gather_buffers`).
-fn gather_buffers(gpu: &Gpu, p: usize) -> Result<(CudaSlice<u8>, CudaSlice<u8>)> {
+fn gather_buffers(gpu: &Gpu, p: usize) -> Result<GatherBuffers> {
     let most = most_sent(p);
     let total = most.checked_mul(p).ok_or_else(|| Error::DeviceMemory {
         bytes: usize::MAX,
