@@ -326,7 +326,7 @@ def _value_columns(values):
     if width in (4, 8):
         return [values.view({4: torch.int32, 8: torch.int64}[width])]
     raw = values.view(torch.uint8).reshape(n, width)
-    padded_width = 4 if width < 4 else -(-width // 8) * 8
+    padded_width = 4 if width < 4 else 8 * _column_count(width)
     padded = torch.zeros((n, padded_width), dtype=torch.uint8, device=values.device)
     padded[:, :width] = raw
     if padded_width == 4:
