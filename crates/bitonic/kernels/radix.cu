@@ -110,18 +110,19 @@ template <typename W> struct TileKeys {
     __device__ __forceinline__ u32 index_of(u32 i) const { return index_from_columns ? first_col + i : index[i]; }
 };
 
-// Moves the m sortable words of `src` (and their indices) to dst in shared memory, stably
-// ordered by their digit at `shift`, and writes to starts[d] (unless null) where digit d starts
-// in dst. With `may_skip`, returns false, having moved nothing, where every key has the same
-// digit; else moves them and returns true. `counts` holds warps × 256 u16 (a count, then a
-// start, below 2^16); the block has at least 256 threads and at least m / (32 × RADIX_ROUNDS)
-// warps. Every thread of the block calls it.
 // What a block does with its count of each digit as soon as it has them (sort_by_digit's
 // `on_counts(d, count)`, thread d): nothing, or radix_scatter's publishing for the look-back.
 struct IgnoreCounts {
     __device__ __forceinline__ void operator()(u32, u32) const {}
 };
 
+// Moves the m sortable words of `src` (and their indices) to dst in shared memory, stably
+// ordered by their digit at `shift`, and writes to starts[d] (unless null) where digit d starts
+// in dst. With `may_skip`, returns false, having moved nothing, where every key has the same
+// digit; else moves them and returns true. Thread d < 256 calls `on_counts(d, count)` with the
+// block's count of digit d once the keys are counted, before any moves. `counts` holds
+// warps × 256 u16 (a count, then a start, below 2^16); the block has at least 256 threads and
+// at least m / (32 × RADIX_ROUNDS) warps. Every thread of the block calls it.
 template <typename W, typename I, typename Source, typename OnCounts = IgnoreCounts>
 __device__ bool sort_by_digit(const Source &src, W *dst, I *dst_index, u32 m, u32 shift, u16 *counts, u32 *starts,
                               DigitSortShared &sh, bool may_skip, OnCounts on_counts = OnCounts()) {
