@@ -5,6 +5,7 @@
 pub mod figure;
 pub mod gen;
 pub mod gpus;
+pub mod large;
 pub mod measure;
 pub mod policy;
 pub mod rows;

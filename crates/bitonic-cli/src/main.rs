@@ -2,6 +2,7 @@
 //! and the benchmarks.
 
 mod bench;
+mod bench_large;
 mod bench_sample;
 mod compile;
 mod demo;
@@ -57,6 +58,9 @@ enum Command {
     BenchTopk(bench::TopkArgs),
     /// Time the sampling kernel (f32, bf16 logits; the peers' cells); write CSV and table.
     BenchSample(bench_sample::Args),
+    /// Time host slices sorted through the GPU, in memory and out of core, beside the link's
+    /// speed and a sort on every core; write CSV and table.
+    BenchLarge(bench_large::Args),
 }
 
 /// "0.1.0 (commit abc1234567)": the benchmark scripts read the commit from it.
@@ -142,6 +146,7 @@ fn main() -> std::process::ExitCode {
         Command::Report(args) => bench::report(args),
         Command::BenchRows(args) => bench::rows(args),
         Command::BenchTopk(args) => bench::topk(args),
+        Command::BenchLarge(args) => bench_large::run(args),
         Command::BenchSample(args) => bench_sample::run(args),
     };
     match result {

@@ -74,7 +74,7 @@ pub(crate) use sealed::Sealed;
 
 /// A machine word the sorting networks work on: `u32` or `u64`.
 pub trait Bits:
-    Copy + Ord + Send + Sync + bytemuck::Pod + cudarc::driver::DeviceRepr + std::fmt::Debug + 'static
+    Ord + Into<u64> + Send + Sync + bytemuck::Pod + cudarc::driver::DeviceRepr + std::fmt::Debug
 {
     /// The largest value; padding up to a power of two behaves as if filled with it.
     const MAX: Self;

@@ -188,6 +188,16 @@ impl Gpu {
             .during(|| "reading how much freed memory the memory pool keeps".into())
     }
 
+    /// Bytes of device memory free now (the driver's count: memory that pools keep for reuse
+    /// counts as taken).
+    pub fn free_memory(&self) -> Result<usize> {
+        let (free, _total) = self
+            .ctx
+            .mem_get_info()
+            .during(|| "reading the free device memory".into())?;
+        Ok(free)
+    }
+
     /// The tuning this device's architecture gets by default ([`Policy::for_device`]).
     pub fn policy(&self) -> Policy {
         self.policy.clone()

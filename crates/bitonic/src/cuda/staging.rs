@@ -127,10 +127,11 @@ impl Staging {
     }
 }
 
-/// memcpy on all cores: one core cannot keep up with the copy engine.
-fn parallel_copy(dst: &mut [u8], src: &[u8]) {
-    const PIECE: usize = 1 << 20;
-    dst.par_chunks_mut(PIECE)
-        .zip(src.par_chunks(PIECE))
+/// memcpy on all cores: one core cannot keep up with the copy engine (or with host memory).
+pub(crate) fn parallel_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
+    assert_eq!(dst.len(), src.len(), "a copy of as many elements");
+    let piece = (1usize << 20).div_ceil(std::mem::size_of::<T>().max(1));
+    dst.par_chunks_mut(piece)
+        .zip(src.par_chunks(piece))
         .for_each(|(d, s)| d.copy_from_slice(s));
 }

@@ -5,24 +5,35 @@ use super::exec::Exec;
 use super::memory;
 use super::staging::MIN_STAGED_BYTES;
 use crate::error::{CudaContext as _, Error, Result};
-use cudarc::driver::{CudaSlice, CudaView, DeviceRepr};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
 
 /// A device copy of `host`.
 pub(crate) fn upload<T: bytemuck::Pod + DeviceRepr>(x: &Exec, host: &[T]) -> Result<CudaSlice<T>> {
     let n = host.len();
     let mut device = memory::alloc::<T>(x.stream, n, || format!("{n} keys on the GPU"))?;
+    upload_into(x, host, device.slice_mut(0..n))?;
+    Ok(device)
+}
+
+/// Copies `host` into `device` (same length), queued on the call's stream; `host` may be
+/// written again when this returns.
+pub(crate) fn upload_into<T: bytemuck::Pod + DeviceRepr>(
+    x: &Exec,
+    host: &[T],
+    mut device: CudaViewMut<T>,
+) -> Result<()> {
+    let n = host.len();
     if std::mem::size_of_val(host) < MIN_STAGED_BYTES {
-        x.stream
-            .memcpy_htod(host, &mut device.slice_mut(0..n))
-            .during(|| format!("copying {n} keys to the GPU"))?;
-        return Ok(device);
+        return x
+            .stream
+            .memcpy_htod(host, &mut device)
+            .during(|| format!("copying {n} keys to the GPU"));
     }
     let bytes = std::mem::size_of_val(host);
-    let mut view = memory::reinterpret::<T, u8>(device.slice_mut(0..n), bytes);
+    let mut view = memory::reinterpret::<T, u8>(device, bytes);
     let host = bytemuck::cast_slice(host);
     x.gpu
-        .with_staging(|stage| stage.upload(x.stream, host, &mut view))?;
-    Ok(device)
+        .with_staging(|stage| stage.upload(x.stream, host, &mut view))
 }
 
 /// Copies `device` into `host` (same length) and waits for the copy.

@@ -361,18 +361,34 @@ fn next_sample_bits(ways: &[usize], level: usize, tile: usize, run_len: usize) -
 
 /// The merge path: how many of the first `o` keys of the merge of sorted `a` and `b` come from
 /// `a`, `a`'s keys going first among equal ones (kernels/merge.cu's `co_rank`; on the host, the
-/// simulated multi-GPU merges and the out-of-core plan's two-run merge).
+/// simulated multi-GPU merges).
+#[cfg(any(test, feature = "bench"))]
 pub(crate) fn co_rank<B: Ord>(a: &[B], b: &[B], o: usize) -> usize {
-    let (mut lo, mut hi) = (o.saturating_sub(b.len()), o.min(a.len()));
+    let at_or_before = |i: usize, j: usize| Ok::<_, std::convert::Infallible>(a[i] <= b[j]);
+    match co_rank_with((a.len(), b.len()), o, at_or_before) {
+        Ok(from_a) => from_a,
+        Err(never) => match never {},
+    }
+}
+
+/// [`co_rank`] of runs of `lens` keys whose order `a_at_or_before_b(i, j)` gives (whether key
+/// `i` of the first run goes before key `j` of the second), read one pair at a time: the
+/// out-of-core merge reads the second run's keys from the GPU, and a read may fail.
+pub(crate) fn co_rank_with<E>(
+    (a_len, b_len): (usize, usize),
+    o: usize,
+    mut a_at_or_before_b: impl FnMut(usize, usize) -> Result<bool, E>,
+) -> Result<usize, E> {
+    let (mut lo, mut hi) = (o.saturating_sub(b_len), o.min(a_len));
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        if a[mid] <= b[o - mid - 1] {
+        if a_at_or_before_b(mid, o - mid - 1)? {
             lo = mid + 1;
         } else {
             hi = mid;
         }
     }
-    lo
+    Ok(lo)
 }
 
 #[cfg(test)]

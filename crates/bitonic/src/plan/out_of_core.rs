@@ -1,7 +1,7 @@
 //! Sorts bigger than the GPU (issue 54), as a plan: how many keys each GPU sort takes, and how
 //! the sorted runs merge back into the caller's buffer with no host memory beyond staging. Pure:
-//! the device's memory is a number here. No runner carries it out yet; its tests run the
-//! schedule on the host (docs/notes/out-of-core.md says what is next).
+//! the device's memory is a number here. `Sorter::sort_large` (src/sorter/out_of_core.rs) carries
+//! it out; the tests here run the schedule on the host.
 //!
 //! **The schedule: two runs, the last one resident.** Keys that fit one in-memory GPU sort
 //! (the keys and the workspace of the sort `plan_words` plans) take it. Longer ones are cut
@@ -28,19 +28,26 @@
 //! suffice (each run has at most one block partly read). Last, the blocks are put in order on
 //! the host, through two staging blocks ([`order_blocks`]): host memory, not the link.
 
-use super::merge::co_rank;
-use super::{plan_words, MAX_LEN};
+use super::{plan, Operation, Request, MAX_LEN};
 use crate::device::DeviceFacts;
 use crate::error::{Error, Result};
+use crate::options::Backend;
 use crate::policy::Policy;
+use crate::DType;
 use std::ops::Range;
 
 /// The smallest merge piece worth a round trip over the link: 2^20 keys.
 pub const MIN_PIECE: usize = 1 << 20;
 
 /// Keys of a block of the many-run merge ([`Merge::Blocks`]): 2^24 (64 MiB of u32 keys), a copy
-/// long enough for the link's speed, and few enough bytes for the host's spare blocks.
+/// long enough for the link's speed, and few enough bytes for the host's spare blocks. Budgets
+/// too small for two sorts of that many take blocks of the largest power of two that allows
+/// them.
 pub const BLOCK: usize = 1 << 24;
+
+/// The shortest block: shorter ones would make the schedule's arithmetic (quadratic in the
+/// blocks) cost more than the copies.
+const MIN_BLOCK: usize = 1 << 16;
 
 /// How an out-of-core sort's runs merge.
 #[non_exhaustive]
@@ -81,22 +88,38 @@ pub struct OutOfCorePlan {
     pub host_bytes: usize,
 }
 
-/// Device bytes of an in-memory GPU sort of `n` keys of `key_bytes`: the keys and the sort's
-/// workspace, as its plan lays them out; `usize::MAX` past [`MAX_LEN`] keys, which no one GPU
-/// sort takes.
+impl OutOfCorePlan {
+    /// The plan of keys that one in-memory sort takes (on the CPU, `device_bytes` 0).
+    pub(crate) fn in_memory(len: usize, dtype: DType, device_bytes: usize) -> OutOfCorePlan {
+        OutOfCorePlan {
+            len,
+            key_bytes: dtype.size(),
+            runs: std::iter::once(0..len).collect(),
+            merge: Merge::None,
+            device_bytes,
+            host_bytes: 0,
+        }
+    }
+}
+
+/// Device bytes of an in-memory GPU sort of `n` keys of `dtype`: the keys and the workspace of
+/// the sort's plan (16-bit keys' widened words included); `usize::MAX` past [`MAX_LEN`] keys,
+/// which no one GPU sort takes.
 pub(crate) fn in_memory_bytes(
     facts: &dyn DeviceFacts,
     policy: &Policy,
-    key_bytes: usize,
+    dtype: DType,
     n: usize,
 ) -> Result<usize> {
     if n > MAX_LEN {
         return Ok(usize::MAX);
     }
-    Ok(n * key_bytes + plan_words(facts, policy, key_bytes, n)?.workspace_bytes())
+    let request = Request::new(Operation::Sort, dtype, n).backend(Backend::Cuda);
+    let sort = plan(&request, Some((facts, policy)))?;
+    Ok(n * dtype.size() + sort.workspace_bytes())
 }
 
-/// Many keys of `key_bytes` that one in-memory sort takes in `budget` device bytes (0: none),
+/// Many keys of `dtype` that one in-memory sort takes in `budget` device bytes (0: none),
 /// found by bisection. The bytes mostly grow with the keys, but not always (a plan's runs and
 /// levels change at some lengths: 2^24 + 1 u32 keys take fewer bytes than 2^24), so this is a
 /// length that fits, not always the most, and a shorter one may not fit: callers check the
@@ -104,13 +127,13 @@ pub(crate) fn in_memory_bytes(
 fn most_in_memory(
     facts: &dyn DeviceFacts,
     policy: &Policy,
-    key_bytes: usize,
+    dtype: DType,
     budget: usize,
 ) -> Result<usize> {
-    let (mut fits, mut fails) = (0usize, (budget / key_bytes).min(MAX_LEN) + 1);
+    let (mut fits, mut fails) = (0usize, (budget / dtype.size()).min(MAX_LEN) + 1);
     while fails - fits > 1 {
         let mid = fits + (fails - fits) / 2;
-        if in_memory_bytes(facts, policy, key_bytes, mid)? <= budget {
+        if in_memory_bytes(facts, policy, dtype, mid)? <= budget {
             fits = mid;
         } else {
             fails = mid;
@@ -119,27 +142,21 @@ fn most_in_memory(
     Ok(fits)
 }
 
-/// The out-of-core sort of `len` keys of `key_bytes` in `budget` bytes of device memory: one run
+/// The out-of-core sort of `len` keys of `dtype` in `budget` bytes of device memory: one run
 /// when the keys fit an in-memory sort; else two, the last resident, where they fit (see the
 /// module's text); else as many runs as one sort each takes, merged in blocks; or
 /// [`Error::DeviceMemory`] with the bytes a sort of one block needs, when not even that fits.
 pub fn plan_out_of_core(
     facts: &dyn DeviceFacts,
     policy: &Policy,
-    key_bytes: usize,
+    dtype: DType,
     len: usize,
     budget: usize,
 ) -> Result<OutOfCorePlan> {
-    let sort_bytes = |n| in_memory_bytes(facts, policy, key_bytes, n);
+    let key_bytes = dtype.size();
+    let sort_bytes = |n| in_memory_bytes(facts, policy, dtype, n);
     if sort_bytes(len)? <= budget {
-        return Ok(OutOfCorePlan {
-            len,
-            key_bytes,
-            runs: std::iter::once(0..len).collect(),
-            merge: Merge::None,
-            device_bytes: sort_bytes(len)?,
-            host_bytes: 0,
-        });
+        return Ok(OutOfCorePlan::in_memory(len, dtype, sort_bytes(len)?));
     }
     // A piece of an eighth of the budget's keys (at least MIN_PIECE); the resident run takes
     // what is left beside a piece's sort, and no more than one sort takes.
@@ -149,7 +166,7 @@ pub fn plan_out_of_core(
         .min(MAX_LEN);
     let beside_piece = budget.saturating_sub(sort_bytes(piece_len)?) / key_bytes;
     let resident = beside_piece
-        .min(most_in_memory(facts, policy, key_bytes, budget)?)
+        .min(most_in_memory(facts, policy, dtype, budget)?)
         .min(len);
     let first = len - resident;
     let device_bytes = sort_bytes(first)?
@@ -166,9 +183,15 @@ pub fn plan_out_of_core(
         });
     }
     // Runs of as many whole blocks as one sort takes (a run's and the last run's sorts, and a
-    // block's, within the budget), merged in blocks.
-    let block_len = BLOCK.min(len);
-    let most = most_in_memory(facts, policy, key_bytes, budget)? / block_len * block_len;
+    // block's, within the budget), merged in blocks: of BLOCK keys, or of the largest power of
+    // two of which 16 fit one sort, so that the spare blocks (one a run) hold at most about a
+    // sixteenth of the keys.
+    let fits = most_in_memory(facts, policy, dtype, budget)?;
+    let block_len = match fits / 16 {
+        0 => BLOCK.min(len),
+        half => BLOCK.min(1 << half.ilog2()).max(MIN_BLOCK).min(len),
+    };
+    let most = fits / block_len * block_len;
     let device_of = |run_len: usize| -> Result<usize> {
         let last = match len % run_len {
             0 => run_len,
@@ -210,6 +233,11 @@ pub fn plan_out_of_core(
 /// first) end in each run: `at` split over the runs, in run order. `at` is at most the runs'
 /// keys in all.
 pub fn co_ranks<W: Ord + Copy + Into<u64>>(runs: &[&[W]], at: usize) -> Vec<usize> {
+    co_ranks_by(runs, at, |&w| w.into())
+}
+
+/// [`co_ranks`] of runs of keys sorted by their `word`s (their ordered bits), compared as words.
+pub fn co_ranks_by<T>(runs: &[&[T]], at: usize, word: impl Fn(&T) -> u64) -> Vec<usize> {
     let total: usize = runs.iter().map(|r| r.len()).sum();
     assert!(at <= total, "{at} of {total} keys");
     if at == 0 {
@@ -218,7 +246,7 @@ pub fn co_ranks<W: Ord + Copy + Into<u64>>(runs: &[&[W]], at: usize) -> Vec<usiz
     // The at-th smallest word, v: the least x with at least `at` words at or below it.
     let at_or_below = |x: u64| -> usize {
         runs.iter()
-            .map(|r| r.partition_point(|&w| w.into() <= x))
+            .map(|r| r.partition_point(|w| word(w) <= x))
             .sum()
     };
     let (mut lo, mut hi) = (0u64, u64::MAX);
@@ -233,11 +261,11 @@ pub fn co_ranks<W: Ord + Copy + Into<u64>>(runs: &[&[W]], at: usize) -> Vec<usiz
     // Every word below v, then the ties with v in run order until `at`.
     let mut splits: Vec<usize> = runs
         .iter()
-        .map(|r| r.partition_point(|&w| w.into() < lo))
+        .map(|r| r.partition_point(|w| word(w) < lo))
         .collect();
     let mut ties = at - splits.iter().sum::<usize>();
     for (split, run) in splits.iter_mut().zip(runs) {
-        let equal = run.partition_point(|&w| w.into() <= lo) - *split;
+        let equal = run.partition_point(|w| word(w) <= lo) - *split;
         let taken = equal.min(ties);
         *split += taken;
         ties -= taken;
@@ -246,19 +274,21 @@ pub fn co_ranks<W: Ord + Copy + Into<u64>>(runs: &[&[W]], at: usize) -> Vec<usiz
 }
 
 /// The pieces of the backward merge of a two-run plan, last first: for each, the output range
-/// it fills and the ranges of run A (in the buffer) and of run B (in B, on the GPU) it takes
-/// (their split at each piece's start is the merge path, A's keys first among equal ones).
-/// `a` and `b` are the sorted runs' words.
-pub fn merge_pieces<W: Ord>(plan: &OutOfCorePlan, a: &[W], b: &[W]) -> Vec<MergePiece> {
+/// it fills and the ranges of run A (in the buffer) and of run B (in B, on the GPU) it takes.
+/// `split(at)` says how many of the first `at` output keys come from A: the merge path, A's
+/// keys first among equal ones.
+pub fn merge_pieces(
+    plan: &OutOfCorePlan,
+    mut split: impl FnMut(usize) -> Result<usize>,
+) -> Result<Vec<MergePiece>> {
     let Merge::ResidentRun { piece_len } = plan.merge else {
         panic!("a merge of two runs, the last resident: {:?}", plan.merge);
     };
-    assert_eq!((a.len(), b.len()), (plan.runs[0].len(), plan.runs[1].len()));
     let mut pieces = Vec::new();
-    let (mut end, mut ends) = (plan.len, [a.len(), b.len()]);
+    let (mut end, mut ends) = (plan.len, [plan.runs[0].len(), plan.runs[1].len()]);
     while end > 0 {
         let start = end.saturating_sub(piece_len);
-        let from_a = co_rank(a, b, start);
+        let from_a = split(start)?;
         let starts = [from_a, start - from_a];
         pieces.push(MergePiece {
             output: start..end,
@@ -267,7 +297,7 @@ pub fn merge_pieces<W: Ord>(plan: &OutOfCorePlan, a: &[W], b: &[W]) -> Vec<Merge
         });
         (end, ends) = (start, [starts[0], starts[1]]);
     }
-    pieces
+    Ok(pieces)
 }
 
 /// One piece of a two-run merge: `output` of the buffer from `from_a` of run A and `from_b` of
@@ -313,6 +343,15 @@ pub struct OutputBlock {
 /// keys have been read, and each run has at most one block partly read. The blocks are then put
 /// in order on the host ([`order_blocks`]).
 pub fn block_merge<W: Ord + Copy + Into<u64>>(runs: &[&[W]], block_len: usize) -> Vec<OutputBlock> {
+    block_merge_by(runs, block_len, |&w| w.into())
+}
+
+/// [`block_merge`] of runs of keys sorted by their `word`s (their ordered bits).
+pub fn block_merge_by<T>(
+    runs: &[&[T]],
+    block_len: usize,
+    word: impl Fn(&T) -> u64,
+) -> Vec<OutputBlock> {
     assert!(block_len > 0, "blocks of at least one key");
     let lens: Vec<usize> = runs.iter().map(|r| r.len()).collect();
     let (count, total) = (runs.len(), lens.iter().sum::<usize>());
@@ -343,7 +382,7 @@ pub fn block_merge<W: Ord + Copy + Into<u64>>(runs: &[&[W]], block_len: usize) -
     let mut read = vec![0usize; count];
     for b in 0..buffer_blocks {
         let out = block_range(b);
-        let ends = co_ranks(runs, out.end);
+        let ends = co_ranks_by(runs, out.end, &word);
         let from_runs = read.iter().zip(&ends).map(|(&s, &e)| s..e).collect();
         read = ends;
         // A free block of the buffer as long as the output block, else a spare.
@@ -412,270 +451,4 @@ pub fn order_blocks(slots: &[Slot]) -> Vec<(Slot, Slot)> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::device::DeviceInfo;
-    use crate::plan::merge::tests::stable_merge_splits;
-
-    #[test]
-    fn co_ranks_split_a_stable_merge() {
-        let mut state = 7u64;
-        let mut next = move |m: u64| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((state >> 33) % m) as u32
-        };
-        for (lens, distinct) in [
-            (vec![0, 5], 3),
-            (vec![10, 0, 7], 2),
-            (vec![50, 33, 80], 1),
-            (vec![64, 64], 1000),
-            (vec![100, 1, 37, 200], 5),
-        ] {
-            let runs: Vec<Vec<u32>> = lens
-                .iter()
-                .map(|&n| {
-                    let mut run: Vec<u32> = (0..n).map(|_| next(distinct)).collect();
-                    run.sort();
-                    run
-                })
-                .collect();
-            let views: Vec<&[u32]> = runs.iter().map(|r| r.as_slice()).collect();
-            // The stable merge by hand: every word by (word, run, position).
-            for (at, split) in stable_merge_splits(&runs).iter().enumerate() {
-                assert_eq!(&co_ranks(&views, at), split, "{lens:?} at {at}");
-            }
-        }
-        // The extreme words.
-        let (lows, highs) = ([0u64, 0, u64::MAX], [0u64, u64::MAX, u64::MAX]);
-        assert_eq!(co_ranks(&[&lows[..], &highs[..]], 3), [2, 1]);
-        assert_eq!(co_ranks(&[&lows[..], &highs[..]], 5), [3, 2]);
-    }
-
-    /// The schedule on the host, the GPU's memory a second vector: run A sorted in its place,
-    /// run B sorted aside, then the pieces last first, each written where the buffer's keys
-    /// have all been read. Checks that no piece overwrites a key of A still to be read.
-    fn simulate(plan: &OutOfCorePlan, buffer: &mut [u32]) {
-        let Merge::ResidentRun { piece_len } = plan.merge else {
-            panic!("{:?}", plan.merge)
-        };
-        let (a_range, b_range) = (plan.runs[0].clone(), plan.runs[1].clone());
-        let mut resident = buffer[b_range].to_vec();
-        resident.sort();
-        buffer[a_range.clone()].sort();
-        let a_sorted = buffer[a_range.clone()].to_vec(); // (for the co-ranks only)
-        let mut unread_a = a_range.end;
-        for piece in merge_pieces(plan, &a_sorted, &resident) {
-            assert!(piece.output.len() <= piece_len);
-            assert_eq!(piece.from_a.end, unread_a, "pieces take A from the back");
-            assert!(
-                piece.output.start >= piece.from_a.start,
-                "{piece:?} would overwrite keys of A not yet read"
-            );
-            let mut on_gpu: Vec<u32> = buffer[piece.from_a.clone()].to_vec();
-            on_gpu.extend_from_slice(&resident[piece.from_b.clone()]);
-            on_gpu.sort(); // the GPU's sort of the two slices
-            unread_a = piece.from_a.start;
-            buffer[piece.output.clone()].copy_from_slice(&on_gpu);
-        }
-        assert_eq!(unread_a, 0);
-    }
-
-    #[test]
-    fn two_runs_merge_back_into_the_buffer() {
-        let info = DeviceInfo::h100();
-        let policy = Policy::HOPPER;
-        let w = 4;
-        let keys = |n: usize, distinct: u32| -> Vec<u32> {
-            (0..n as u32)
-                .map(|i| i.wrapping_mul(2654435761) % distinct)
-                .collect()
-        };
-        // Budgets that force two runs of a few million keys, with pieces of 2^20.
-        for (len, budget_keys, distinct) in [
-            (3_000_000, 4_000_000, u32::MAX),
-            (5_000_001, 5_500_000, 3),
-            (2_500_000, 3_000_000, 1),
-        ] {
-            let budget = budget_keys * w;
-            let plan = plan_out_of_core(&info, &policy, w, len, budget).unwrap();
-            assert_eq!(plan.runs.len(), 2, "{len} keys in {budget} bytes");
-            assert!(plan.device_bytes <= budget);
-            assert_eq!(plan.runs[1].end, len);
-            let mut buffer = keys(len, distinct);
-            let mut want = buffer.clone();
-            want.sort();
-            simulate(&plan, &mut buffer);
-            assert!(buffer == want, "{len} keys, {distinct} distinct");
-        }
-    }
-
-    /// The many-run schedule on the host: runs sorted in their places, output blocks (their
-    /// slices sorted together, as the GPU would) written to the slots `block_merge` gives, then
-    /// put in order through two staging blocks. Checks that no block is written over keys not
-    /// yet read, and that at most runs + 1 spares are used.
-    fn simulate_blocks(buffer: &mut [u32], run_len: usize, block_len: usize) {
-        let n = buffer.len();
-        for run in buffer.chunks_mut(run_len) {
-            run.sort();
-        }
-        let sorted_runs: Vec<Vec<u32>> = buffer.chunks(run_len).map(|r| r.to_vec()).collect();
-        let views: Vec<&[u32]> = sorted_runs.iter().map(|r| r.as_slice()).collect();
-        let blocks = block_merge(&views, block_len);
-        let block_range = |b: usize| b * block_len..((b + 1) * block_len).min(n);
-        let mut written = vec![false; n.div_ceil(block_len)];
-        let mut spares: std::collections::HashMap<Slot, Vec<u32>> = Default::default();
-        for (b, block) in blocks.iter().enumerate() {
-            let mut on_gpu = Vec::new();
-            for (r, slice) in block.from_runs.iter().enumerate() {
-                let keys = r * run_len + slice.start..r * run_len + slice.end;
-                for k in keys.clone() {
-                    assert!(
-                        !written[k / block_len],
-                        "block {b} reads key {k} after a write over it"
-                    );
-                }
-                on_gpu.extend_from_slice(&buffer[keys]);
-            }
-            assert_eq!(on_gpu.len(), block_range(b).len());
-            on_gpu.sort();
-            match block.slot {
-                Slot::Buffer(f) => {
-                    written[f] = true;
-                    buffer[block_range(f)].copy_from_slice(&on_gpu);
-                }
-                spare => {
-                    spares.insert(spare, on_gpu);
-                }
-            }
-        }
-        let runs = n.div_ceil(run_len);
-        assert!(
-            spares.len() <= runs + 1,
-            "{} spares for {runs} runs",
-            spares.len()
-        );
-        let slots: Vec<Slot> = blocks.iter().map(|b| b.slot).collect();
-        for (from, to) in order_blocks(&slots) {
-            let keys = match from {
-                Slot::Buffer(f) => buffer[block_range(f)].to_vec(),
-                spare => spares.remove(&spare).expect("a block in the spare"),
-            };
-            match to {
-                Slot::Buffer(t) => buffer[block_range(t)].copy_from_slice(&keys),
-                spare => {
-                    assert!(STAGING.contains(&spare), "copies go through staging only");
-                    spares.insert(spare, keys);
-                }
-            }
-        }
-        assert!(spares.is_empty(), "every block back in the buffer");
-    }
-
-    #[test]
-    fn many_runs_merge_through_blocks() {
-        for (n, run_len, block_len, distinct) in [
-            (1000, 100, 10, u32::MAX),
-            (1003, 100, 10, 7),
-            (999, 300, 30, 1),
-            (64 * 8 + 5, 64, 8, 1000),
-            (5000, 1000, 128 - 28, 50),
-            (77, 77, 11, 3),
-        ] {
-            let mut buffer: Vec<u32> = (0..n as u32)
-                .map(|i| i.wrapping_mul(2654435761).rotate_left(7) % distinct)
-                .collect();
-            let mut want = buffer.clone();
-            want.sort();
-            simulate_blocks(&mut buffer, run_len, block_len);
-            assert!(
-                buffer == want,
-                "{n} keys, runs of {run_len}, blocks of {block_len}"
-            );
-        }
-    }
-
-    #[test]
-    fn blocks_go_in_order_through_two_staging_blocks() {
-        // A cycle, a chain ending in a hole, and a block in place.
-        let slots = [
-            Slot::Buffer(1),
-            Slot::Buffer(0),
-            Slot::Spare(0),
-            Slot::Buffer(3),
-            Slot::Buffer(2),
-        ];
-        let copies = order_blocks(&slots);
-        let mut at: std::collections::HashMap<Slot, usize> =
-            slots.iter().enumerate().map(|(b, &s)| (s, b)).collect();
-        for (from, to) in copies {
-            assert!(!at.contains_key(&to), "{to:?} overwritten");
-            let b = at
-                .remove(&from)
-                .expect("a copy from a slot that holds a block");
-            at.insert(to, b);
-        }
-        for b in 0..slots.len() {
-            assert_eq!(at.get(&Slot::Buffer(b)), Some(&b));
-        }
-    }
-
-    #[test]
-    fn plans_say_what_they_need() {
-        let info = DeviceInfo::h100();
-        let policy = Policy::HOPPER;
-        // Fits one sort: one run, no pieces.
-        let one = plan_out_of_core(&info, &policy, 4, 1 << 20, 64 << 20).unwrap();
-        assert_eq!(one.runs.len(), 1);
-        assert_eq!((one.runs[0].clone(), one.merge), (0..1 << 20, Merge::None));
-        // 2^32 u32 keys (16 GiB) on a GPU of 20 GiB: two runs, the resident one and a piece's
-        // sort within the budget.
-        let small_gpu = 20usize << 30;
-        let big = plan_out_of_core(&info, &policy, 4, 1 << 32, small_gpu).unwrap();
-        assert_eq!(big.runs.len(), 2);
-        assert!(big.device_bytes <= small_gpu);
-        assert!(big.runs.iter().all(|r| r.len() <= MAX_LEN));
-        let Merge::ResidentRun { piece_len } = big.merge else {
-            panic!("{:?}", big.merge)
-        };
-        assert!(big.runs[1].len() * 4 + piece_len * 4 <= small_gpu);
-        assert_eq!(big.host_bytes, 0);
-        // The issue's 2^34 (64 GiB) on an 80 GB H100: more than two runs of 2^31 keys (the
-        // most one GPU sort indexes), merged in blocks of 2^24 through 8 + 1 + 2 host blocks.
-        let h100 = 79usize << 30;
-        let many = plan_out_of_core(&info, &policy, 4, 1 << 34, h100).unwrap();
-        assert_eq!(many.runs.len(), 8);
-        assert!(many.runs.iter().all(|r| r.len() == 1 << 31));
-        assert_eq!(many.merge, Merge::Blocks { block_len: BLOCK });
-        assert_eq!(many.host_bytes, 11 * BLOCK * 4);
-        assert!(many.device_bytes <= h100);
-        // Where a shorter sort takes more bytes than a longer one (2^24 u32 keys against
-        // 2^24 + 1, whose plan differs): every plan stays within its budget.
-        let mut planned = 0;
-        for budget in [138_548_088, 138_969_088, 150_000_000, 300_000_000] {
-            for len in [1 << 26, 3 << 24, 5 << 24, 40_000_000] {
-                match plan_out_of_core(&info, &policy, 4, len, budget) {
-                    Ok(plan) => {
-                        planned += 1;
-                        assert!(plan.device_bytes <= budget, "{len}: {plan:?}");
-                        for run in &plan.runs {
-                            let bytes = in_memory_bytes(&info, &policy, 4, run.len()).unwrap();
-                            assert!(bytes <= budget, "{len} in {budget}: {run:?}");
-                        }
-                    }
-                    Err(Error::DeviceMemory { bytes, .. }) => assert!(bytes > budget),
-                    Err(other) => panic!("{other}"),
-                }
-            }
-        }
-        assert!(planned >= 8, "{planned} plans");
-        // A budget below one block's sort: refused, with the bytes that sort needs.
-        let refused = plan_out_of_core(&info, &policy, 4, 1 << 30, 100 << 20).unwrap_err();
-        let Error::DeviceMemory { bytes, what } = refused else {
-            panic!("{refused:?}")
-        };
-        assert!(bytes > 100 << 20, "{bytes}");
-        assert!(what.contains("block"), "{what}");
-    }
-}
+mod tests;

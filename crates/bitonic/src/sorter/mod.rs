@@ -5,6 +5,7 @@
 
 mod device;
 mod host;
+mod out_of_core;
 
 pub use device::DeviceWorkspace;
 
@@ -54,6 +55,7 @@ pub struct Sorter<'g> {
     stream: Option<&'g Arc<CudaStream>>,
     workspace: Option<&'g DeviceWorkspace>,
     policy: Option<Policy>,
+    device_memory: Option<usize>,
 }
 
 impl Sorter<'static> {
@@ -129,6 +131,14 @@ impl<'g> Sorter<'g> {
     /// [`Policy::validate`] makes every GPU call an error.
     pub fn policy(mut self, policy: Policy) -> Self {
         self.policy = Some(policy);
+        self
+    }
+
+    /// The most device memory, in bytes, that [`Sorter::sort_large`] takes (its runs' sorts and
+    /// its merge), instead of what the device has free when the call starts less a sixteenth.
+    /// Smaller budgets make more runs: tests use it to go out of core on any GPU.
+    pub fn device_memory(mut self, bytes: usize) -> Self {
+        self.device_memory = Some(bytes);
         self
     }
 

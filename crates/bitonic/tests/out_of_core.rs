@@ -1,0 +1,159 @@
+//! Sorts past the GPU's memory (`Sorter::sort_large`), forced on any GPU by small device budgets
+//! (`Sorter::device_memory`): the two-run schedule (one run kept on the GPU, merged backward)
+//! and the many-run one (merged in blocks, put in order on the host), against std's sort, bit
+//! for bit, for every pattern, both orders, 4-, 8- and 2-byte keys with floats' specials, in
+//! place and into an output (the input then unchanged). Without a GPU the CPU backend sorts.
+
+mod common;
+
+use bitonic::half::f16;
+use bitonic::plan::out_of_core::Merge;
+use bitonic::{Backend, Error, Order, Sorter};
+use common::harness::{self, tests, Needs};
+use common::{assert_same_bits, gpu, make_keys, reference, Pattern, TestKey, PATTERNS};
+
+fn main() {
+    harness::run(tests![
+        Needs::Nothing => cpu_backend_sorts_whatever_the_length;
+        Needs::Gpu =>
+            two_runs_merge_on_the_gpu, many_runs_merge_in_blocks, other_key_types,
+            into_an_output_leaves_the_input, short_and_empty_inputs, a_budget_too_small_says_what_it_needs;
+    ]);
+}
+
+/// Sorts `keys` with `sorter`'s large sort, in place, and checks it against the reference;
+/// returns how the runs merged.
+fn check<K: TestKey>(sorter: &Sorter, keys: &[K], order: Order, what: &str) -> Merge {
+    let mut got = keys.to_vec();
+    let plan = sorter
+        .clone()
+        .order(order)
+        .sort_large(&mut got)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    assert_same_bits(&got, &reference(keys, order), what);
+    assert_eq!(plan.len, keys.len());
+    plan.merge
+}
+
+/// A sorter on the GPU with `budget` bytes of device memory for its large sorts.
+fn on_gpu(test: &str, budget: usize) -> Sorter<'static> {
+    Sorter::new()
+        .gpu(gpu(test))
+        .backend(Backend::Cuda)
+        .device_memory(budget)
+}
+
+fn cpu_backend_sorts_whatever_the_length() {
+    for len in [0, 1, 1000, 100_003] {
+        let keys: Vec<f32> = make_keys(len, Pattern::Random, 1);
+        let sorter = Sorter::new().backend(Backend::Cpu);
+        assert_eq!(check(&sorter, &keys, Order::Descending, "cpu"), Merge::None);
+        let mut out = vec![0f32; len];
+        sorter.sort_large_into(&keys, &mut out).unwrap();
+        assert_same_bits(&out, &reference(&keys, Order::Ascending), "cpu into");
+    }
+}
+
+fn two_runs_merge_on_the_gpu() {
+    // A little over the keys' bytes (an in-memory sort takes about twice them): two runs,
+    // pieces of 2^20 keys.
+    let len = (5 << 20) + 12_345;
+    let sorter = on_gpu("two_runs_merge_on_the_gpu", len * 4 * 6 / 5);
+    for pattern in PATTERNS {
+        for order in [Order::Ascending, Order::Descending] {
+            let keys: Vec<u32> = make_keys(len, pattern, 2);
+            let what = format!("u32 {pattern:?} {order:?}");
+            let merge = check(&sorter, &keys, order, &what);
+            assert!(
+                matches!(merge, Merge::ResidentRun { .. }),
+                "{what}: {merge:?}"
+            );
+        }
+    }
+}
+
+fn many_runs_merge_in_blocks() {
+    // The keys' bytes over four: runs of about a quarter, blocks of 2^16 keys, a last run of
+    // a few keys.
+    let len = (6 << 20) + 777;
+    let sorter = on_gpu("many_runs_merge_in_blocks", len);
+    for pattern in PATTERNS {
+        for order in [Order::Ascending, Order::Descending] {
+            let keys: Vec<f32> = make_keys(len, pattern, 3);
+            let what = format!("f32 {pattern:?} {order:?}");
+            let merge = check(&sorter, &keys, order, &what);
+            assert!(matches!(merge, Merge::Blocks { .. }), "{what}: {merge:?}");
+        }
+    }
+}
+
+fn other_key_types() {
+    let test = "other_key_types";
+    let len = (3 << 20) + 5;
+    // Two runs (budgets over the keys' bytes, in words), then blocks (a quarter of them).
+    for (times, kind) in [(6.0 / 5.0, "two runs"), (0.25, "blocks")] {
+        let budget = |word_bytes: usize| (len as f64 * word_bytes as f64 * times) as usize;
+        let u64s: Vec<u64> = make_keys(len, Pattern::FewDistinct, 4);
+        let merge = check(&on_gpu(test, budget(8)), &u64s, Order::Ascending, kind);
+        assert_ne!(merge, Merge::None, "u64 {kind}");
+        let i64s: Vec<i64> = make_keys(len, Pattern::Random, 5);
+        let merge = check(&on_gpu(test, budget(8)), &i64s, Order::Descending, kind);
+        assert_ne!(merge, Merge::None, "i64 {kind}");
+        // 16-bit keys sort as widened words: their budget counts those.
+        let halves: Vec<f16> = make_keys(len, Pattern::Random, 6);
+        let merge = check(&on_gpu(test, budget(4)), &halves, Order::Ascending, kind);
+        assert_ne!(merge, Merge::None, "f16 {kind}");
+    }
+}
+
+fn into_an_output_leaves_the_input() {
+    let test = "into_an_output_leaves_the_input";
+    let len = (4 << 20) + 3;
+    for budget in [len * 4 * 6 / 5, len] {
+        let keys: Vec<i32> = make_keys(len, Pattern::Random, 7);
+        let before = keys.clone();
+        let mut out = vec![0i32; len];
+        let plan = on_gpu(test, budget)
+            .sort_large_into(&keys, &mut out)
+            .unwrap();
+        assert!(plan.runs.len() > 1, "{plan:?}");
+        assert_same_bits(&keys, &before, "the input");
+        assert_same_bits(&out, &reference(&keys, Order::Ascending), "into");
+    }
+    let mut short = vec![0u32; 5];
+    let refused = on_gpu(test, 1 << 30).sort_large_into(&[1u32, 2, 3], &mut short);
+    assert!(
+        matches!(refused, Err(Error::LengthMismatch { .. })),
+        "{refused:?}"
+    );
+}
+
+fn short_and_empty_inputs() {
+    let test = "short_and_empty_inputs";
+    for len in [0, 1, 2, 1000, 65_537] {
+        let keys: Vec<u64> = make_keys(len, Pattern::Random, 8);
+        let merge = check(&on_gpu(test, 1 << 30), &keys, Order::Descending, "short");
+        assert_eq!(merge, Merge::None, "{len} keys");
+    }
+    // Without a budget: what the device has free.
+    let keys: Vec<u32> = make_keys(1 << 20, Pattern::Random, 9);
+    let sorter = Sorter::new().gpu(gpu(test)).backend(Backend::Cuda);
+    assert_eq!(
+        check(&sorter, &keys, Order::Ascending, "free memory"),
+        Merge::None
+    );
+}
+
+fn a_budget_too_small_says_what_it_needs() {
+    let test = "a_budget_too_small_says_what_it_needs";
+    let mut keys: Vec<u32> = make_keys(1 << 22, Pattern::Random, 10);
+    let before = keys.clone();
+    match on_gpu(test, 64 << 10).sort_large(&mut keys) {
+        Err(Error::DeviceMemory { bytes, what }) => {
+            assert!(bytes > 64 << 10, "{bytes}");
+            assert!(what.contains("out-of-core"), "{what}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_same_bits(&keys, &before, "a refused sort's keys");
+}
