@@ -108,6 +108,7 @@ pub struct Cells<'a> {
 /// Measures every case of `cells` on `keys` of `K` (allocated once, `len` keys).
 pub fn run<K: LargeKey>(
     cells: &Cells,
+    policy: &bitonic::Policy,
     who: &Provenance,
     step: &dyn Fn(&str),
 ) -> Result<Vec<Measured>> {
@@ -144,7 +145,10 @@ pub fn run<K: LargeKey>(
     record("link-htod", None, htod.iter().map(|t| t * scale).collect());
     record("link-dtoh", None, dtoh.iter().map(|t| t * scale).collect());
 
-    let sorter = Sorter::new().gpu(gpu).backend(Backend::Cuda);
+    let sorter = Sorter::new()
+        .gpu(gpu)
+        .backend(Backend::Cuda)
+        .policy(policy.clone());
     if cells.len <= bitonic::plan::MAX_LEN {
         step("sort");
         let times = timed(&mut keys, cells, |keys| {

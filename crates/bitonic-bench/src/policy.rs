@@ -74,6 +74,9 @@ const NUMBERS: &[Number] = &[
     number!(radix.one_block_most),
     number!(radix.tile),
     number!(radix.tile_threads as u32),
+    number!(host.pipeline_from),
+    number!(host.pipeline_runs),
+    number!(host.pipeline_pieces),
 ];
 
 /// `base` with the overrides of `spec` (`algorithm.number=value`, comma-separated; empty:
@@ -130,9 +133,14 @@ mod tests {
         let p = with_overrides(base.clone(), "sample.blocks_per_sm=1").unwrap();
         assert_eq!(p.sample.blocks_per_sm, 1);
         assert!(with_overrides(base.clone(), "sample.blocks_per_sm=0").is_err());
+        let p = with_overrides(base.clone(), "host.pipeline_from=18446744073709551615").unwrap();
+        assert_eq!(p.host.pipeline_from, usize::MAX);
+        assert!(with_overrides(base.clone(), "host.pipeline_runs=1").is_err());
         let unknown = with_overrides(base, "tile_bits=3").unwrap_err().to_string();
         assert!(
-            unknown.contains("sample.blocks_per_sm, radix.from_row_len, radix.one_block_most, radix.tile, radix.tile_threads)"),
+            unknown.contains(
+                "radix.tile_threads, host.pipeline_from, host.pipeline_runs, host.pipeline_pieces)"
+            ),
             "{unknown}"
         );
     }

@@ -1,7 +1,7 @@
 //! `bitonic bench-large`: host slices in and out (issue 54): the in-memory host path and the
 //! out-of-core sort beside the link's speed and a sort on every host core, in one run.
 
-use crate::bench::{need_gpu, write_csv, StepBar};
+use crate::bench::{need_gpu, write_csv, PolicyArg, StepBar};
 use anyhow::{Context, Result};
 use bitonic::DType;
 use bitonic_bench::{large, measure};
@@ -33,6 +33,8 @@ pub struct Args {
     /// Folder for large.csv and large.md.
     #[arg(short, long, default_value = "bench-results")]
     out: PathBuf,
+    #[command(flatten)]
+    policy: PolicyArg,
 }
 
 /// `bitonic bench-large`.
@@ -47,6 +49,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     )?;
     std::fs::create_dir_all(&args.out)
         .with_context(|| format!("creating {}", args.out.display()))?;
+    let gpu = bitonic_bench::gpu()?;
+    let policy = bitonic_bench::policy::with_overrides(gpu.policy(), &args.policy.policy)?;
     let who = measure::Provenance::here();
     eprintln!(
         "benchmarking {} {} keys through {} ({}), commit {}",
@@ -66,8 +70,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let bar = StepBar::new(3 + args.budgets.len() + args.rayon as usize);
     let step = |what: &str| bar.step(what);
     let measured = match args.dtype {
-        DType::U64 => large::run::<u64>(&cells, &who, &step)?,
-        _ => large::run::<u32>(&cells, &who, &step)?,
+        DType::U64 => large::run::<u64>(&cells, &policy, &who, &step)?,
+        _ => large::run::<u32>(&cells, &policy, &who, &step)?,
     };
     bar.finish();
     let lines = measured.iter().map(large::Measured::to_csv);

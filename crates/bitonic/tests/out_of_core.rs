@@ -1,6 +1,7 @@
 //! Sorts past the GPU's memory (`Sorter::sort_large`), forced on any GPU by small device budgets
-//! (`Sorter::device_memory`): the two-run schedule (one run kept on the GPU, merged backward)
-//! and the many-run one (merged in blocks, put in order on the host), against std's sort, bit
+//! (`Sorter::device_memory`): every run resident (merged in pieces between sampled splitters),
+//! the two-run schedule (one run kept on the GPU, merged backward) and the many-run one (merged
+//! in blocks, put in order on the host), against std's sort, bit
 //! for bit, for every pattern, both orders, 4-, 8- and 2-byte keys with floats' specials, in
 //! place and into an output (the input then unchanged). Without a GPU the CPU backend sorts.
 
@@ -16,7 +17,8 @@ fn main() {
     harness::run(tests![
         Needs::Nothing => cpu_backend_sorts_whatever_the_length;
         Needs::Gpu =>
-            two_runs_merge_on_the_gpu, many_runs_merge_in_blocks, other_key_types,
+            every_run_resident, pipelined_when_one_sort_fits, two_runs_merge_on_the_gpu, many_runs_merge_in_blocks,
+            other_key_types,
             into_an_output_leaves_the_input, short_and_empty_inputs, a_budget_too_small_says_what_it_needs;
     ]);
 }
@@ -52,6 +54,64 @@ fn cpu_backend_sorts_whatever_the_length() {
         sorter.sort_large_into(&keys, &mut out).unwrap();
         assert_same_bits(&out, &reference(&keys, Order::Ascending), "cpu into");
     }
+}
+
+fn every_run_resident() {
+    // The keys fit the budget, one sort of them does not: four runs, pieces of 2^20 keys,
+    // samples 1,024 keys apart (ties across runs in the few-distinct and all-equal keys).
+    let test = "every_run_resident";
+    let len = (1 << 24) + 13;
+    let sorter = on_gpu(test, len * 4 * 3 / 2);
+    for pattern in PATTERNS {
+        for order in [Order::Ascending, Order::Descending] {
+            let keys: Vec<u32> = make_keys(len, pattern, 11);
+            let what = format!("u32 {pattern:?} {order:?}");
+            let merge = check(&sorter, &keys, order, &what);
+            assert!(matches!(merge, Merge::Resident { .. }), "{what}: {merge:?}");
+        }
+    }
+    let len = (1 << 23) + 13;
+    for pattern in [Pattern::Random, Pattern::FewDistinct] {
+        let keys: Vec<f64> = make_keys(len, pattern, 12);
+        let what = format!("f64 {pattern:?}");
+        let merge = check(
+            &on_gpu(test, len * 8 * 3 / 2),
+            &keys,
+            Order::Descending,
+            &what,
+        );
+        assert!(matches!(merge, Merge::Resident { .. }), "{what}: {merge:?}");
+        let mut out = vec![0f64; len];
+        let plan = on_gpu(test, len * 8 * 3 / 2)
+            .sort_large_into(&keys, &mut out)
+            .unwrap();
+        assert!(
+            matches!(plan.merge, Merge::Resident { .. }),
+            "{what}: {plan:?}"
+        );
+        assert_same_bits(&out, &reference(&keys, Order::Ascending), &what);
+    }
+}
+
+fn pipelined_when_one_sort_fits() {
+    // Past the policy's `host.pipeline_from` keys, with the device's free memory: the runs
+    // sort as they arrive, the pieces go down as they are made.
+    let test = "pipelined_when_one_sort_fits";
+    let sorter = Sorter::new().gpu(gpu(test)).backend(Backend::Cuda);
+    let len = bitonic::Policy::HOPPER.host.pipeline_from + 5;
+    let keys: Vec<i64> = make_keys(len, Pattern::Random, 13);
+    let merge = check(&sorter, &keys, Order::Ascending, "pipelined i64");
+    assert!(matches!(merge, Merge::Resident { .. }), "{merge:?}");
+    // A policy that never pipelines: one in-memory sort.
+    let mut policy = bitonic::Policy::HOPPER;
+    policy.host.pipeline_from = usize::MAX;
+    let merge = check(
+        &sorter.policy(policy),
+        &keys,
+        Order::Ascending,
+        "not pipelined",
+    );
+    assert_eq!(merge, Merge::None);
 }
 
 fn two_runs_merge_on_the_gpu() {

@@ -45,6 +45,10 @@ pub const MIN_PIECE: usize = 1 << 20;
 /// them.
 pub const BLOCK: usize = 1 << 24;
 
+/// The longest piece of [`Merge::Resident`]: 2^28 keys (1 GiB of u32), long enough for the
+/// link's speed; a longer first piece would sort longer before the first copy down.
+const MOST_PIECE: usize = 1 << 28;
+
 /// The shortest block: shorter ones would make the schedule's arithmetic (quadratic in the
 /// blocks) cost more than the copies.
 const MIN_BLOCK: usize = 1 << 16;
@@ -55,6 +59,18 @@ const MIN_BLOCK: usize = 1 << 16;
 pub enum Merge {
     /// One run: an in-memory sort, nothing to merge.
     None,
+    /// Every run resident: the keys fit the GPU but not one sort (its workspace, or past
+    /// [`MAX_LEN`] keys). All go up, each run is sorted where it lies, and the output is made
+    /// on the GPU a piece at a time (the runs' slices between two splitters drawn from regular
+    /// samples, sorted together) and copied down while the next piece sorts: each key crosses
+    /// the link once each way. 4- and 8-byte keys.
+    Resident {
+        /// Keys a piece holds on average; a piece's buffers hold [`piece_capacity`], the most
+        /// a piece between two splitters can have.
+        piece_len: usize,
+        /// Keys between two samples of a run.
+        sample_gap: usize,
+    },
     /// Two runs, the last resident on the GPU: the backward merge of [`merge_pieces`], pieces
     /// of at most this many keys, no host staging.
     ResidentRun {
@@ -155,8 +171,20 @@ pub fn plan_out_of_core(
 ) -> Result<OutOfCorePlan> {
     let key_bytes = dtype.size();
     let sort_bytes = |n| in_memory_bytes(facts, policy, dtype, n);
+    let host = &policy.host;
+    if len >= host.pipeline_from {
+        let piece = len.div_ceil(host.pipeline_pieces).min(MOST_PIECE);
+        let shape = (host.pipeline_runs, piece);
+        if let Some(plan) = every_run_resident(facts, policy, dtype, len, budget, shape)? {
+            return Ok(plan);
+        }
+    }
     if sort_bytes(len)? <= budget {
         return Ok(OutOfCorePlan::in_memory(len, dtype, sort_bytes(len)?));
+    }
+    let shape = (2, MOST_PIECE);
+    if let Some(plan) = every_run_resident(facts, policy, dtype, len, budget, shape)? {
+        return Ok(plan);
     }
     // A piece of an eighth of the budget's keys (at least MIN_PIECE); the resident run takes
     // what is left beside a piece's sort, and no more than one sort takes.
@@ -227,6 +255,74 @@ pub fn plan_out_of_core(
         runs,
         merge: Merge::Blocks { block_len },
     })
+}
+
+/// The plan of [`Merge::Resident`] when the keys and what sorts them fit `budget`: the fewest
+/// runs (at least `min_runs`, of at most [`MAX_LEN`] keys) whose sort's workspace fits beside
+/// all the keys, and the longest pieces (at most `most_piece` keys, halved down to about
+/// [`MIN_PIECE`]) of which two, with their sorts' workspace, fit beside them too.
+fn every_run_resident(
+    facts: &dyn DeviceFacts,
+    policy: &Policy,
+    dtype: DType,
+    len: usize,
+    budget: usize,
+    (min_runs, most_piece): (usize, usize),
+) -> Result<Option<OutOfCorePlan>> {
+    let key_bytes = dtype.size();
+    let Some(room) = budget
+        .checked_sub(len * key_bytes)
+        .filter(|_| key_bytes >= 4)
+    else {
+        return Ok(None);
+    };
+    let sort_bytes = |n| in_memory_bytes(facts, policy, dtype, n);
+    let mut runs = len.div_ceil(MAX_LEN).max(min_runs);
+    let run_len = loop {
+        let run_len = len.div_ceil(runs);
+        if run_len < MIN_PIECE {
+            return Ok(None);
+        }
+        if sort_bytes(run_len)? - run_len * key_bytes <= room {
+            break run_len;
+        }
+        runs *= 2;
+    };
+    let runs: Vec<Range<usize>> = (0..len)
+        .step_by(run_len)
+        .map(|start| start..(start + run_len).min(len))
+        .collect();
+    // Samples a run: about 4,096, at most 2^16 keys apart.
+    let sample_gap = (run_len >> 12).clamp(64, 1 << 16);
+    let mut piece_len = most_piece.min(len);
+    let capacity = |piece_len| piece_capacity(runs.len(), piece_len, sample_gap);
+    while 2 * sort_bytes(capacity(piece_len))? > room {
+        if piece_len <= MIN_PIECE {
+            return Ok(None);
+        }
+        piece_len /= 2;
+    }
+    let device_bytes = len * key_bytes
+        + (sort_bytes(run_len)? - run_len * key_bytes).max(2 * sort_bytes(capacity(piece_len))?);
+    Ok(Some(OutOfCorePlan {
+        len,
+        key_bytes,
+        runs,
+        merge: Merge::Resident {
+            piece_len,
+            sample_gap,
+        },
+        device_bytes,
+        host_bytes: 0,
+    }))
+}
+
+/// The most keys a piece of [`Merge::Resident`] can hold, its splitters `⌈S / pieces⌉` samples
+/// apart (S samples in all, `sample_gap` keys apart in each of `runs` runs): each run adds at
+/// most a gap beyond its samples in the piece, and the rounding of S over the pieces at most
+/// `runs + 1` gaps more, so `piece_len + 2 (runs + 1) sample_gap`.
+pub fn piece_capacity(runs: usize, piece_len: usize, sample_gap: usize) -> usize {
+    piece_len + 2 * (runs + 1) * sample_gap
 }
 
 /// Where the first `at` keys of the stable merge of sorted `runs` (ties: the earlier run's keys

@@ -1,7 +1,7 @@
 //! Tuning per GPU architecture, one small policy per algorithm: the tuned network's passes
 //! ([`SortPolicy`]), the merge sorts ([`MergePolicy`]), the top-k selections ([`TopkPolicy`]),
-//! the sorts across GPUs ([`MultiGpuPolicy`]), sampling ([`SamplePolicy`]) and the radix sorts
-//! with indices ([`RadixPolicy`]).
+//! the sorts across GPUs ([`MultiGpuPolicy`]), sampling ([`SamplePolicy`]), the radix sorts
+//! with indices ([`RadixPolicy`]) and host slices through the GPU ([`HostPolicy`]).
 //!
 //! Every number here was measured (docs/notes/ tells how; docs/design/ what each does); none is
 //! read from the environment. [`Policy::for_device`] picks the policy of a device's
@@ -10,6 +10,7 @@
 //! The policies are the only source of the numbers the kernels are compiled with
 //! ([`crate::cuda::kernel_defines`]), so host and kernels cannot disagree.
 
+mod host;
 mod merge;
 mod multi;
 mod radix;
@@ -17,6 +18,7 @@ mod sample;
 mod sort;
 mod topk;
 
+pub use host::HostPolicy;
 pub use merge::MergePolicy;
 pub use multi::MultiGpuPolicy;
 pub use radix::RadixPolicy;
@@ -51,6 +53,8 @@ pub struct Policy {
     pub sample: SamplePolicy,
     /// The radix sorts with indices.
     pub radix: RadixPolicy,
+    /// Host slices through the GPU.
+    pub host: HostPolicy,
 }
 
 impl Policy {
@@ -62,6 +66,7 @@ impl Policy {
         multi: MultiGpuPolicy::HOPPER,
         sample: SamplePolicy::HOPPER,
         radix: RadixPolicy::HOPPER,
+        host: HostPolicy::HOPPER,
     };
 
     /// Ampere and Ada (sm_80 … sm_89): Hopper's numbers without thread-block clusters, which
@@ -107,6 +112,7 @@ impl Policy {
             .and_then(|()| self.multi.validate())
             .and_then(|()| self.sample.validate())
             .and_then(|()| self.radix.validate())
+            .and_then(|()| self.host.validate())
             .map_err(crate::Error::InvalidPolicy)
     }
 

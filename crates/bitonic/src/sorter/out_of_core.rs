@@ -7,6 +7,7 @@
 
 use super::Sorter;
 use crate::cuda::exec::Exec;
+use crate::cuda::multi::take;
 use crate::cuda::staging::parallel_copy;
 use crate::cuda::{memory, run, transfer};
 use crate::error::{check_same_len, Error, Result};
@@ -14,12 +15,15 @@ use crate::key::ordered_bits;
 use crate::options::Backend;
 use crate::plan::merge::co_rank_with;
 use crate::plan::out_of_core::{
-    block_merge_by, merge_pieces, order_blocks, plan_out_of_core, Merge, OutOfCorePlan, Slot,
+    block_merge_by, merge_pieces, order_blocks, piece_capacity, plan_out_of_core, Merge,
+    OutOfCorePlan, Slot,
 };
 use crate::plan::{Layout, Operation, Plan};
 use crate::SortKey;
-use cudarc::driver::{CudaSlice, CudaViewMut};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, CudaViewMut};
 use std::collections::HashMap;
+use std::ops::Range;
+use std::sync::Arc;
 
 impl<'g> Sorter<'g> {
     /// Sorts `keys` in place like [`Sorter::sort`], also when they do not fit in the GPU's
@@ -82,12 +86,161 @@ impl<'g> Sorter<'g> {
                 copy_input(input, out);
                 self.sort(out)?;
             }
+            Merge::Resident {
+                piece_len,
+                sample_gap,
+            } => {
+                let shape = (piece_len, sample_gap);
+                self.merge_every_run(&x, &plan, shape, input, out)?
+            }
             Merge::ResidentRun { piece_len } => {
                 self.merge_resident(&x, &plan, piece_len, input, out)?
             }
             Merge::Blocks { block_len } => self.merge_blocks(&x, &plan, block_len, input, out)?,
         }
         Ok(plan)
+    }
+
+    /// The schedule with every run resident: the keys go up run by run, each run sorting while
+    /// the next one goes up; splitters from regular samples of the sorted runs cut the output
+    /// into pieces; each piece (its runs' slices, sorted together) goes down while the next one
+    /// sorts. Two streams: copies on one, sorts on the other.
+    fn merge_every_run<K: SortKey>(
+        &self,
+        x: &Exec,
+        plan: &OutOfCorePlan,
+        (piece_len, sample_gap): (usize, usize),
+        input: Option<&[K]>,
+        out: &mut [K],
+    ) -> Result<()> {
+        let n = out.len();
+        let context = x.gpu.context();
+        let new_stream = || {
+            context
+                .new_stream()
+                .map_err(|cause| cuda_error("making a stream", cause))
+        };
+        let (copy_stream, sort_stream) = (new_stream()?, new_stream()?);
+        let copies = Exec {
+            stream: &copy_stream,
+            ..*x
+        };
+        let sorts = Exec {
+            stream: &sort_stream,
+            ..*x
+        };
+        // The keys, as words of their width (what the sample kernel reads), and the pieces'
+        // buffers later: all allocated, and freed, on the sort stream, which waits for the
+        // copies before anything is freed (`Settle`, dropped first), even on an error.
+        let mut words = memory::alloc::<K::Bits>(&sort_stream, n, || "the keys".into())?;
+        let mut buffers: Vec<CudaSlice<K>> = Vec::new();
+        let _settle = Settle(&sort_stream, &copy_stream);
+        join(&copy_stream, &sort_stream)?;
+        let source: &[K] = input.unwrap_or(out);
+        for run in &plan.runs {
+            let keys: &[K::Bits] = bytemuck::cast_slice(&source[run.clone()]);
+            transfer::upload_into(&copies, keys, words.slice_mut(run.clone()))?;
+            join(&sort_stream, &copy_stream)?;
+            let run_words = words.slice_mut(run.clone());
+            self.sort_on_gpu(&sorts, memory::reinterpret::<_, K>(run_words, run.len()))?;
+        }
+        let order = self.key_order();
+        let word = |bits: K::Bits| -> u64 {
+            let key: K = bytemuck::cast_slice::<K::Bits, K>(std::slice::from_ref(&bits))[0];
+            ordered_bits(key, order).into()
+        };
+        // Every `sample_gap`-th key of each sorted run: (word, run, position), in the order of
+        // the stable merge of the runs.
+        let mut run_samples: Vec<Vec<u64>> = Vec::with_capacity(plan.runs.len());
+        let mut samples: Vec<(u64, usize, usize)> = Vec::new();
+        for (r, run) in plan.runs.iter().enumerate() {
+            let at: Vec<usize> = run.clone().step_by(sample_gap).collect();
+            let taken: Vec<u64> = take(&sorts, &words, &at)?.into_iter().map(word).collect();
+            samples.extend(taken.iter().zip(&at).map(|(&w, &p)| (w, r, p - run.start)));
+            run_samples.push(taken);
+        }
+        samples.sort_unstable();
+        let pieces = n.div_ceil(piece_len);
+        // Each run's keys before each splitter: the samples bound it to a window of
+        // `sample_gap` keys, which comes down to be searched.
+        let mut bounds: Vec<Vec<usize>> = plan.runs.iter().map(|_| vec![0]).collect();
+        for t in 1..pieces {
+            let (v, r0, p0) = samples[t * samples.len() / pieces];
+            for (s, run) in plan.runs.iter().enumerate() {
+                let before = |w: u64| if s < r0 { w <= v } else { w < v };
+                let cut = if s == r0 {
+                    p0
+                } else {
+                    let i = run_samples[s].partition_point(|&w| before(w));
+                    if i == 0 {
+                        0
+                    } else {
+                        let from = (i - 1) * sample_gap + 1;
+                        let to = (i * sample_gap).min(run.len());
+                        let mut window = vec![K::zeroed(); to - from];
+                        let view = memory::reinterpret_ref::<_, K>(
+                            &words.slice(run.start + from..run.start + to),
+                            to - from,
+                        );
+                        transfer::download(&sorts, &view, &mut window)?;
+                        from + window.partition_point(|&k| before(ordered_bits(k, order).into()))
+                    }
+                };
+                bounds[s].push(cut);
+            }
+        }
+        for (bound, run) in bounds.iter_mut().zip(&plan.runs) {
+            bound.push(run.len());
+        }
+        // The pieces, two buffers taking turns: piece j + 1 sorts while piece j goes down.
+        let capacity = piece_capacity(plan.runs.len(), piece_len, sample_gap);
+        for _ in 0..2 {
+            buffers.push(memory::alloc::<K>(&sort_stream, capacity, || {
+                "a merge piece".into()
+            })?);
+        }
+        let piece_keys = |j: usize| -> Vec<Range<usize>> {
+            let runs = plan.runs.iter().zip(&bounds);
+            runs.map(|(run, b)| run.start + b[j]..run.start + b[j + 1])
+                .collect()
+        };
+        let mut output_start = 0;
+        // Queues piece j's gather and sort into `buffer`: its length, and an event after it.
+        let sort_piece = |j: usize, buffer: &mut CudaSlice<K>| -> Result<(usize, CudaEvent)> {
+            let mut at = 0;
+            for keys in piece_keys(j) {
+                let len = keys.len();
+                if len > capacity - at {
+                    return Err(Error::Unsupported("an out-of-core piece past its buffer"));
+                }
+                let from = memory::reinterpret_ref::<_, K>(&words.slice(keys), len);
+                sort_stream
+                    .memcpy_dtod(&from, &mut buffer.slice_mut(at..at + len))
+                    .map_err(|cause| cuda_error("gathering a merge piece", cause))?;
+                at += len;
+            }
+            self.sort_on_gpu(&sorts, buffer.slice_mut(0..at))?;
+            let sorted = sort_stream
+                .record_event(None)
+                .map_err(|cause| cuda_error("recording a piece's sort", cause))?;
+            Ok((at, sorted))
+        };
+        let mut sorted = vec![sort_piece(0, &mut buffers[0])?];
+        for j in 0..pieces {
+            if j + 1 < pieces {
+                sorted.push(sort_piece(j + 1, &mut buffers[(j + 1) % 2])?);
+            }
+            let (len, ref done) = sorted[j];
+            copy_stream
+                .wait(done)
+                .map_err(|cause| cuda_error("waiting for a piece's sort", cause))?;
+            let piece = buffers[j % 2].slice(0..len);
+            let output = output_start..output_start + len;
+            transfer::download(&copies, &piece, &mut out[output]).map_err(during_merge)?;
+            output_start += len;
+        }
+        debug_assert_eq!(output_start, n, "the pieces fill the output");
+        Ok(())
     }
 
     /// The two-run schedule: run A sorted into its place in `out`, run B sorted and kept on the
@@ -279,6 +432,24 @@ fn copy_input<K: SortKey>(input: Option<&[K]>, out: &mut [K]) {
     if let Some(keys) = input {
         parallel_copy(out, keys);
     }
+}
+
+/// Makes the first stream wait for the second's work when dropped, so that buffers freed on
+/// the first after it (declared before it) are freed after the second is done with them.
+struct Settle<'a>(&'a Arc<CudaStream>, &'a Arc<CudaStream>);
+
+impl Drop for Settle<'_> {
+    fn drop(&mut self) {
+        // Best effort: a stream that cannot wait has failed, and the context with it.
+        let _ = self.0.join(self.1);
+    }
+}
+
+/// Makes `waiting` wait for the work queued on `on` so far.
+fn join(waiting: &CudaStream, on: &CudaStream) -> Result<()> {
+    waiting
+        .join(on)
+        .map_err(|cause| cuda_error("ordering two streams", cause))
 }
 
 /// A driver error of the merge, as the library's error.

@@ -154,12 +154,12 @@ fn find_turn<B: Word>(
     let samples = m.min(4096);
     let at: Vec<usize> = (0..samples).map(|t| t * m / samples).collect();
     let a_at = take(
-        gpu_a,
+        &Exec::of(gpu_a),
         &a.buf,
         &at.iter().map(|&j| a.start + j).collect::<Vec<_>>(),
     )?;
     let b_at = take(
-        gpu_b,
+        &Exec::of(gpu_b),
         &b.buf,
         &at.iter().map(|&j| b.start + m - 1 - j).collect::<Vec<_>>(),
     )?;

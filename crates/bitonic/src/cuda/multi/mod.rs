@@ -35,6 +35,8 @@ mod partition;
 mod process;
 mod shards;
 
+pub(crate) use shards::take;
+
 pub use nccl::{nccl_present, new_unique_id, NCCL_ID_BYTES};
 pub use process::{ProcessRank, RankSorted, RankSortedPairs};
 pub use shards::{even_split, DeviceShard, SortedPairs};

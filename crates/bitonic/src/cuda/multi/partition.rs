@@ -132,7 +132,7 @@ pub(super) fn sampled_keys<W: Word>(
     total: usize,
     p: usize,
 ) -> Result<Vec<W>> {
-    take(gpu, words, &sample_positions(len, total, p))
+    take(&Exec::of(gpu), words, &sample_positions(len, total, p))
 }
 
 /// Where the splitters cut rank `rank`'s sorted `len` words into p buckets

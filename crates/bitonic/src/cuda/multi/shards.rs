@@ -96,7 +96,7 @@ impl<W: Word> Shard<W> {
 
 /// What the passes of a multi-GPU sort move and compare: sortable u32 and u64 words, and the
 /// 16-byte words of a key-value sort. The host compares them in the GPU's order.
-pub(super) trait Word: Copy + Ord + DeviceRepr + bytemuck::Pod + 'static {}
+pub(crate) trait Word: Copy + Ord + DeviceRepr + bytemuck::Pod + 'static {}
 impl<B: Bits> Word for B {}
 impl Word for KeyIndex {}
 
@@ -353,20 +353,20 @@ pub(super) fn launch_fill_largest<B: Word>(gpu: &Gpu, words: &mut CudaViewMut<B>
         .during(|| "launching fill_largest".into())
 }
 
-/// The words of `buf` at `positions` (a few dozen), copied to the host.
-pub(super) fn take<B: Word>(gpu: &Gpu, buf: &CudaSlice<B>, positions: &[usize]) -> Result<Vec<B>> {
+/// The words of `buf` at `positions` (samples), copied to the host, on `x`'s stream.
+pub(crate) fn take<B: Word>(x: &Exec, buf: &CudaSlice<B>, positions: &[usize]) -> Result<Vec<B>> {
     if positions.is_empty() {
         return Ok(Vec::new());
     }
-    let stream = gpu.stream();
+    let stream = x.stream;
     let at: Vec<u64> = positions.iter().map(|&p| p as u64).collect();
     let at = stream
         .clone_htod(&at)
         .during(|| "copying sample positions".into())?;
-    let mut out = alloc::<B>(gpu, positions.len())?;
-    let f = gpu.function(&kernels::MULTI, &format!("take_{}", kernel_width::<B>()))?;
+    let mut out = memory::alloc::<B>(stream, positions.len(), || "samples".into())?;
+    let f = x.function(&kernels::MULTI, &format!("take_{}", kernel_width::<B>()))?;
     let count = positions.len() as u32;
-    launch::take(&Exec::of(gpu), &f, search_grid(count), buf, &at, &mut out)
+    launch::take(x, &f, search_grid(count), buf, &at, &mut out)
         .during(|| "launching take".into())?;
     stream
         .clone_dtoh(&out)

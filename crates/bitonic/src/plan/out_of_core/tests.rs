@@ -218,27 +218,48 @@ fn plans_say_what_they_need() {
     let one = plan_out_of_core(&info, &policy, DType::U32, 1 << 20, 64 << 20).unwrap();
     assert_eq!(one.runs.len(), 1);
     assert_eq!((one.runs[0].clone(), one.merge), (0..1 << 20, Merge::None));
-    // 2^32 u32 keys (16 GiB) on a GPU of 20 GiB: two runs, the resident one and a piece's
-    // sort within the budget.
-    let small_gpu = 20usize << 30;
-    let big = plan_out_of_core(&info, &policy, DType::U32, 1 << 32, small_gpu).unwrap();
-    assert_eq!(big.runs.len(), 2);
-    assert!(big.device_bytes <= small_gpu);
-    assert!(big.runs.iter().all(|r| r.len() <= MAX_LEN));
-    let Merge::ResidentRun { piece_len } = big.merge else {
-        panic!("{:?}", big.merge)
+    // 2^32 u32 keys (16 GiB) on a GPU of 20 GiB: every run resident (runs short enough for
+    // their sort's workspace beside all the keys).
+    let gib = 1usize << 30;
+    let resident = plan_out_of_core(&info, &policy, DType::U32, 1 << 32, 20 * gib).unwrap();
+    let Merge::Resident {
+        piece_len,
+        sample_gap,
+    } = resident.merge
+    else {
+        panic!("{:?}", resident.merge)
     };
-    assert!(big.runs[1].len() * 4 + piece_len * 4 <= small_gpu);
-    assert_eq!(big.host_bytes, 0);
-    // The 2^34 (64 GiB) on an 80 GB H100: more than two runs of 2^31 keys (the
-    // most one GPU sort indexes), merged in blocks of 2^24 through 8 + 1 + 2 host blocks.
-    let h100 = 79usize << 30;
-    let many = plan_out_of_core(&info, &policy, DType::U32, 1 << 34, h100).unwrap();
+    assert!(resident.device_bytes <= 20 * gib);
+    let capacity = piece_capacity(resident.runs.len(), piece_len, sample_gap);
+    let piece_bytes = 2 * in_memory_bytes(&info, &policy, DType::U32, capacity).unwrap();
+    assert!((1 << 32) * 4 + piece_bytes <= 20 * gib, "{resident:?}");
+    assert_eq!(resident.host_bytes, 0);
+    // Just over the keys' bytes, where the pieces do not fit beside them all: two runs, the
+    // resident one and a piece's sort within the budget.
+    let len = (5 << 20) + 12_345;
+    let budget = len * 4 * 6 / 5;
+    let two = plan_out_of_core(&info, &policy, DType::U32, len, budget).unwrap();
+    assert_eq!(two.runs.len(), 2);
+    assert!(two.device_bytes <= budget);
+    let Merge::ResidentRun { piece_len } = two.merge else {
+        panic!("{:?}", two.merge)
+    };
+    assert!(two.runs[1].len() * 4 + piece_len * 4 <= budget);
+    assert_eq!(two.host_bytes, 0);
+    // The 2^34 (64 GiB) on an 80 GB H100: all resident, 8 runs of 2^31 keys (the most
+    // one GPU sort indexes), pieces of 2^28.
+    let h100 = 79 * gib;
+    let all = plan_out_of_core(&info, &policy, DType::U32, 1 << 34, h100).unwrap();
+    assert_eq!(all.runs.len(), 8);
+    assert!(all.runs.iter().all(|r| r.len() == 1 << 31));
+    assert!(matches!(all.merge, Merge::Resident { piece_len: p, .. } if p == 1 << 28));
+    assert!(all.device_bytes <= h100);
+    // On a GPU of 40 GiB: merged in blocks of 2^24 through 8 + 1 + 2 host blocks.
+    let many = plan_out_of_core(&info, &policy, DType::U32, 1 << 34, 40 * gib).unwrap();
     assert_eq!(many.runs.len(), 8);
-    assert!(many.runs.iter().all(|r| r.len() == 1 << 31));
     assert_eq!(many.merge, Merge::Blocks { block_len: BLOCK });
     assert_eq!(many.host_bytes, 11 * BLOCK * 4);
-    assert!(many.device_bytes <= h100);
+    assert!(many.device_bytes <= 40 * gib);
     // Where a shorter sort takes more bytes than a longer one (2^24 u32 keys against
     // 2^24 + 1, whose plan differs): every plan stays within its budget.
     let mut planned = 0;
