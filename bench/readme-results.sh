@@ -5,7 +5,9 @@
 # OUT/sort: the sort of one array, V0-V5, tuned, CUB, torch, cupy and the CPU at 2^20 .. 2^26
 # u32 keys (bench/run-gpu.sh); OUT/rows: row sorts beside CUB and torch (bench/run-rows.sh);
 # OUT/topk: top-k beside torch.topk (bench/run-topk.sh); OUT/python-bench.csv: the Python calls
-# beside torch (python -m bitonic.bench, the wheel of bench/pack-python.sh). Then, here:
+# beside torch (python -m bitonic.bench, the wheel of bench/pack-python.sh); OUT/host: host
+# slices of 2^29 and 2^34 u32 keys through the GPU beside the link and rayon (bitonic
+# bench-large). Then, here:
 #   python3 bench/readme-tables.py docs/results/<date>-<commit>-<device>
 set -uo pipefail
 out=${1:?usage: bash bench/readme-results.sh OUT}
@@ -23,6 +25,12 @@ step sort env MIN_EXP=20 MAX_EXP=26 REPEATS=7 BENCH_ARGS="--cpu-max-exp 24 --no-
 step rows env REPEATS=7 bash bench/run-rows.sh "$out/rows"
 step topk env REPEATS=7 KS=1,50,256,1024 DTYPES=f32,bf16 \
   SHAPES="64x128256 256x151936 4096x32768 16384x1024 1x16777216" bash bench/run-topk.sh "$out/topk"
+. "$(dirname "$0")/provenance.sh" # bin
+step host-2p29 "$bin" bench-large --len 2^29 --rayon --repeats 5 -o "$out/host/2p29"
+# 64 GiB of host keys: where the host has the memory for them (and a little more).
+if [ "$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)" -ge 72 ]; then
+  step host-2p34 "$bin" bench-large --len 2^34 --repeats 1 -o "$out/host/2p34"
+fi
 if [ -d .gpu/wheel ]; then
   site=/tmp/bitonic-site
   [ -d "$site/bitonic" ] || python3 -m pip install --quiet --no-index --no-deps --target "$site" .gpu/wheel/*.whl

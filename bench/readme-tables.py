@@ -6,8 +6,8 @@ bench/readme-results.sh (one GPU, one commit), written into README.md between th
     python3 bench/readme-tables.py RUN_DIR [--readme README.md] [--print]
 
 RUN_DIR is the run's folder (docs/results/<date>-<commit>-<device>/): sort/ (bench/run-gpu.sh),
-rows/ (bench/run-rows.sh), topk/ (bench/run-topk.sh) and python-bench.csv (python -m
-bitonic.bench). Every number in the tables comes from those files; nothing is typed in.
+rows/ (bench/run-rows.sh), topk/ (bench/run-topk.sh), python-bench.csv (python -m
+bitonic.bench) and host/*/large.csv (bitonic bench-large). Every number in the tables comes from those files; nothing is typed in.
 """
 
 import argparse
@@ -131,6 +131,37 @@ def python_table(run):
     return out, None
 
 
+def host_table(run):
+    """Host slices through the GPU: each size's cases, with the link's copies beside them."""
+    rows = []
+    for size in sorted(os.listdir(os.path.join(run, "host"))):
+        path = os.path.join(run, "host", size, "large.csv")
+        if os.path.exists(path):
+            rows += read(path)
+    if not rows:
+        raise FileNotFoundError(2, "no bench-large run", os.path.join(run, "host"))
+    names = {"link-htod": "the link alone: pinned memory to the GPU",
+             "link-dtoh": "the link alone: the GPU to pinned memory",
+             "sort": "`Sorter::sort` (one in-memory GPU sort)",
+             "sort_large": "`Sorter::sort_large`",
+             "rayon": "rayon `par_sort_unstable`, all cores"}
+    lens = sorted({int(r["len"]) for r in rows})
+    out = ["| u32 keys, pageable host memory in and out | " + " | ".join(f"{pow2(n)} keys" for n in lens) + " |",
+           "|---|" + "---:|" * len(lens)]
+    for case, label in names.items():
+        cells = []
+        for n in lens:
+            hit = [r for r in rows if r["case"] == case and int(r["len"]) == n]
+            if not hit:
+                cells.append("")
+                continue
+            r = hit[0]
+            how = f" ({r['runs']} runs, {r['merge']})" if case == "sort_large" else ""
+            cells.append(f"{ms(float(r['median_ms']))}{how}")
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return out, first_row(rows)
+
+
 def first_row(rows):
     return rows[0] if rows else None
 
@@ -144,7 +175,7 @@ def main():
     run = a.run.rstrip("/")
     tables = {}
     for area, make in (("sort", sort_table), ("rows", rows_table), ("topk", topk_table),
-                       ("python", python_table)):
+                       ("host", host_table), ("python", python_table)):
         try:
             table, row = make(run)
         except FileNotFoundError as e:

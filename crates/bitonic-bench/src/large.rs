@@ -254,6 +254,7 @@ fn link_times(gpu: &Gpu, bytes: usize, repeats: u32) -> Result<(Vec<f64>, Vec<f6
 fn merge_name(merge: Merge) -> &'static str {
     match merge {
         Merge::None => "none",
+        Merge::Resident { .. } => "resident",
         Merge::ResidentRun { .. } => "two-runs",
         Merge::Blocks { .. } => "blocks",
         _ => "other",

@@ -3,7 +3,13 @@
 //! the device's memory is a number here. `Sorter::sort_large` (src/sorter/out_of_core.rs) carries
 //! it out; the tests here run the schedule on the host.
 //!
-//! **The schedule: two runs, the last one resident.** Keys that fit one in-memory GPU sort
+//! **Every run resident** ([`Merge::Resident`]) when the keys fit the device but one sort of
+//! them does not (its workspace, or past [`MAX_LEN`] keys), and, from
+//! [`crate::policy::HostPolicy::pipeline_from`] keys, in place of one in-memory sort: the keys
+//! go up run by run and stay; the output is made a piece at a time between splitters drawn
+//! from regular samples of the sorted runs, and goes down while the next piece sorts.
+//!
+//! **Past the device's memory: two runs, the last one resident.** Keys that fit one in-memory GPU sort
 //! (the keys and the workspace of the sort `plan_words` plans) take it. Longer ones are cut
 //! into two runs. Run A, the first `len - resident` keys, goes to the GPU, is sorted there and comes back
 //! into its place in the buffer; run B, the rest, is sorted on the GPU and stays there. Then the

@@ -1,9 +1,10 @@
 //! Host sorts past the GPU's memory (issue 54): [`Sorter::sort_large`] carries out the plan of
-//! src/plan/out_of_core.rs. Runs are sorted on the GPU one at a time; then either the backward
-//! merge of two runs, the last kept on the GPU, or the forward merge of many runs in blocks,
-//! whose blocks are put in order on the host at the end. Every merge piece or block is sorted
-//! on the GPU (its keys are a few sorted slices: any sort merges them). The copies run one after
-//! another on the sorter's stream, through the pinned staging of src/cuda/staging.rs.
+//! src/plan/out_of_core.rs. Runs are sorted on the GPU; then the merge of every run kept on the
+//! GPU (two streams: copies on one, sorts on the other), the backward merge of two runs with
+//! the last kept on the GPU, or the forward merge of many runs in blocks, whose blocks are put
+//! in order on the host at the end. Every merge piece or block is sorted on the GPU (its keys
+//! are a few sorted slices: any sort merges them). Copies go through the pinned staging of
+//! src/cuda/staging.rs.
 
 use super::Sorter;
 use crate::cuda::exec::Exec;
@@ -27,12 +28,15 @@ use std::sync::Arc;
 
 impl<'g> Sorter<'g> {
     /// Sorts `keys` in place like [`Sorter::sort`], also when they do not fit in the GPU's
-    /// memory: past it, the keys are sorted on the GPU in runs that fit, and the runs are merged
-    /// on the GPU back into `keys` (docs/design/out-of-core.md). Host memory beyond `keys` stays
-    /// bounded: staging, and for more than two runs spare blocks of about a sixteenth of the
-    /// keys ([`OutOfCorePlan::host_bytes`]). The device memory it takes is what the device has
-    /// free when the call starts less a sixteenth, or [`Sorter::device_memory`]. Keys that fit
-    /// take the in-memory sort. Returns the plan that ran.
+    /// memory: the keys are sorted on the GPU in runs, and the runs are merged on the GPU back
+    /// into `keys` (docs/design/out-of-core.md). Keys the GPU holds stay there while they merge
+    /// (each crosses the link once each way); past that, runs go back to the host between the
+    /// sort and the merge. Host memory beyond `keys` stays bounded: staging, and for more than
+    /// two runs past the GPU's memory spare blocks of about a sixteenth of the keys
+    /// ([`OutOfCorePlan::host_bytes`]). The device memory it takes is what the device has free
+    /// when the call starts less a sixteenth, or [`Sorter::device_memory`]. Keys that one
+    /// in-memory sort takes get it, but from [`crate::policy::HostPolicy::pipeline_from`] keys
+    /// the runs' schedule pipelines the copies with the sorts. Returns the plan that ran.
     ///
     /// If the GPU fails during a merge, `keys` may have lost the keys that were on the GPU or
     /// in host staging (the error says so); [`Sorter::sort_large_into`] never writes its input.
