@@ -6,8 +6,8 @@
 # u32 keys (bench/run-gpu.sh); OUT/rows: row sorts beside CUB and torch (bench/run-rows.sh);
 # OUT/topk: top-k beside torch.topk (bench/run-topk.sh); OUT/python-bench.csv: the Python calls
 # beside torch (python -m bitonic.bench, the wheel of bench/pack-python.sh); OUT/host: host
-# slices of 2^29 and 2^34 u32 keys through the GPU beside the link and rayon (bitonic
-# bench-large). Then, here:
+# slices of 2^29 and (with the host memory) 2^34 u32 keys through the GPU beside the link and
+# rayon (bitonic bench-large). Then, here:
 #   python3 bench/readme-tables.py docs/results/<date>-<commit>-<device>
 set -uo pipefail
 out=${1:?usage: bash bench/readme-results.sh OUT}
@@ -26,11 +26,10 @@ step rows env REPEATS=7 bash bench/run-rows.sh "$out/rows"
 step topk env REPEATS=7 KS=1,50,256,1024 DTYPES=f32,bf16 \
   SHAPES="64x128256 256x151936 4096x32768 16384x1024 1x16777216" bash bench/run-topk.sh "$out/topk"
 . "$(dirname "$0")/provenance.sh" # bin
-step host-2p29 "$bin" bench-large --len 2^29 --rayon --repeats 5 -o "$out/host/2p29"
-# 64 GiB of host keys: where the host has the memory for them (and a little more).
-if [ "$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)" -ge 72 ]; then
-  step host-2p34 "$bin" bench-large --len 2^34 --repeats 1 -o "$out/host/2p34"
-fi
+# 2^34 keys (64 GiB) where the host has the memory for them and a little more.
+lens=2^29
+[ "$(awk '/MemAvailable/ {print int($2 / 1048576)}' /proc/meminfo)" -ge 72 ] && lens=2^29,2^34
+step host "$bin" bench-large --len $lens --rayon-up-to 2^29 --repeats 3 -o "$out/host"
 if [ -d .gpu/wheel ]; then
   site=/tmp/bitonic-site
   [ -d "$site/bitonic" ] || python3 -m pip install --quiet --no-index --no-deps --target "$site" .gpu/wheel/*.whl

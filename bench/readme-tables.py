@@ -7,7 +7,7 @@ bench/readme-results.sh (one GPU, one commit), written into README.md between th
 
 RUN_DIR is the run's folder (docs/results/<date>-<commit>-<device>/): sort/ (bench/run-gpu.sh),
 rows/ (bench/run-rows.sh), topk/ (bench/run-topk.sh), python-bench.csv (python -m
-bitonic.bench) and host/*/large.csv (bitonic bench-large). Every number in the tables comes from those files; nothing is typed in.
+bitonic.bench) and host/large.csv (bitonic bench-large). Every number in the tables comes from those files; nothing is typed in.
 """
 
 import argparse
@@ -133,13 +133,7 @@ def python_table(run):
 
 def host_table(run):
     """Host slices through the GPU: each size's cases, with the link's copies beside them."""
-    rows = []
-    for size in sorted(os.listdir(os.path.join(run, "host"))):
-        path = os.path.join(run, "host", size, "large.csv")
-        if os.path.exists(path):
-            rows += read(path)
-    if not rows:
-        raise FileNotFoundError(2, "no bench-large run", os.path.join(run, "host"))
+    rows = read(os.path.join(run, "host", "large.csv"))
     names = {"link-htod": "the link alone: pinned memory to the GPU",
              "link-dtoh": "the link alone: the GPU to pinned memory",
              "sort": "`Sorter::sort` (one in-memory GPU sort)",

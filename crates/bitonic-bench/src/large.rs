@@ -261,25 +261,48 @@ fn merge_name(merge: Merge) -> &'static str {
     }
 }
 
+/// The measurements as the figures' rows: each case a line, time against the keys.
+pub fn rows(measured: &[Measured]) -> Vec<super::Row> {
+    measured
+        .iter()
+        .map(|m| super::Row {
+            // Ours drawn thicker than the link's and rayon's lines.
+            name: match m.case.starts_with("sort") {
+                true => format!("bitonic-{}", m.case),
+                false => m.case.clone(),
+            },
+            device: m.who.device.clone(),
+            driver: m.who.driver.clone(),
+            commit: m.who.commit.clone(),
+            date: m.who.date.clone(),
+            dtype: m.dtype.into(),
+            n: m.len as u64,
+            metric: super::Metric::EndToEnd,
+            median_ms: m.median_ms,
+            min_ms: m.min_ms,
+            max_ms: m.max_ms,
+            repeats: m.repeats,
+            bytes_moved: None,
+            extrapolated: false,
+        })
+        .collect()
+}
+
 /// The Markdown table of `measured`.
 pub fn report(measured: &[Measured]) -> String {
     let mut out = String::new();
     if let Some(first) = measured.first() {
         out += &format!(
-            "Host slices in and out, {} keys of {}, on {} ({}), commit {}; median of {} (ms).\n\n",
-            first.len,
-            first.dtype,
-            first.who.device,
-            first.who.driver,
-            first.who.commit,
-            first.repeats
+            "Host slices of {} keys in and out, on {} ({}), commit {}; medians (ms).\n\n",
+            first.dtype, first.who.device, first.who.driver, first.who.commit
         );
     }
-    out += "| case | runs | merge | ms | GB/s of keys |\n|---|---:|---|---:|---:|\n";
+    out += "| keys | case | runs | merge | ms | GB/s of keys | repeats |\n";
+    out += "|---:|---|---:|---|---:|---:|---:|\n";
     for m in measured {
         out += &format!(
-            "| {} | {} | {} | {:.1} | {:.1} |\n",
-            m.case, m.runs, m.merge, m.median_ms, m.gb_per_s
+            "| {} | {} | {} | {} | {:.1} | {:.1} | {} |\n",
+            m.len, m.case, m.runs, m.merge, m.median_ms, m.gb_per_s, m.repeats
         );
     }
     out

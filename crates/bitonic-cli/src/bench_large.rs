@@ -10,9 +10,9 @@ use std::process::ExitCode;
 
 #[derive(clap::Args)]
 pub struct Args {
-    /// Keys (e.g. 2^29).
-    #[arg(long, value_parser = crate::ui::parse_len, default_value = "2^29")]
-    len: usize,
+    /// Keys (comma-separated, e.g. 2^29,2^32), each size in turn.
+    #[arg(long, value_delimiter = ',', value_parser = crate::ui::parse_len, default_value = "2^29")]
+    len: Vec<usize>,
     /// Key type: u32 or u64.
     #[arg(long, default_value = "u32",
           value_parser = crate::ui::named(&[DType::U32, DType::U64], DType::name))]
@@ -21,9 +21,9 @@ pub struct Args {
     /// more runs than the device's memory would.
     #[arg(long, value_delimiter = ',', value_parser = crate::ui::parse_len)]
     budgets: Vec<usize>,
-    /// Also time `par_sort_unstable` on every host core.
-    #[arg(long)]
-    rayon: bool,
+    /// Also time `par_sort_unstable` on every host core, for sizes up to this many keys.
+    #[arg(long, value_name = "LEN", value_parser = crate::ui::parse_len)]
+    rayon_up_to: Option<usize>,
     /// Timed repeats, each on fresh keys; the median is reported.
     #[arg(long, default_value_t = 3)]
     repeats: u32,
@@ -39,9 +39,10 @@ pub struct Args {
 
 /// `bitonic bench-large`.
 pub fn run(args: Args) -> Result<ExitCode> {
+    let most = args.len.iter().copied().max().unwrap_or(0);
     crate::ui::check_memory(
-        args.len.checked_mul(args.dtype.size()),
-        &format!("bench-large of {} keys", args.len),
+        most.checked_mul(args.dtype.size()),
+        &format!("bench-large of {most} keys"),
     )?;
     need_gpu(
         "bench-large",
@@ -53,31 +54,51 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let policy = bitonic_bench::policy::with_overrides(gpu.policy(), &args.policy.policy)?;
     let who = measure::Provenance::here();
     eprintln!(
-        "benchmarking {} {} keys through {} ({}), commit {}",
-        args.len,
+        "benchmarking {} keys through {} ({}), commit {}",
         args.dtype.name(),
         who.device,
         who.driver,
         who.commit
     );
-    let cells = large::Cells {
-        len: args.len,
-        budgets: &args.budgets,
-        rayon: args.rayon,
-        repeats: args.repeats.max(1),
-        seed: args.seed,
-    };
-    let bar = StepBar::new(3 + args.budgets.len() + args.rayon as usize);
+    let rayon = |len: usize| args.rayon_up_to.is_some_and(|most| len <= most);
+    let steps: usize = args
+        .len
+        .iter()
+        .map(|&len| 3 + args.budgets.len() + rayon(len) as usize)
+        .sum();
+    let bar = StepBar::new(steps);
     let step = |what: &str| bar.step(what);
-    let measured = match args.dtype {
-        DType::U64 => large::run::<u64>(&cells, &policy, &who, &step)?,
-        _ => large::run::<u32>(&cells, &policy, &who, &step)?,
-    };
+    let mut measured = Vec::new();
+    for &len in &args.len {
+        let cells = large::Cells {
+            len,
+            budgets: &args.budgets,
+            rayon: rayon(len),
+            repeats: args.repeats.max(1),
+            seed: args.seed,
+        };
+        measured.extend(match args.dtype {
+            DType::U64 => large::run::<u64>(&cells, &policy, &who, &step)?,
+            _ => large::run::<u32>(&cells, &policy, &who, &step)?,
+        });
+    }
     bar.finish();
     let lines = measured.iter().map(large::Measured::to_csv);
     write_csv(&args.out.join("large.csv"), large::CSV_HEADER, lines)?;
     let markdown = large::report(&measured);
     crate::io::write_text(&args.out.join("large.md"), &markdown)?;
+    if args.len.len() > 1 {
+        let title = format!(
+            "host {} keys in and out: {}, commit {}",
+            args.dtype.name(),
+            who.device,
+            who.commit
+        );
+        let rows = large::rows(&measured);
+        let metric = bitonic_bench::Metric::EndToEnd;
+        bitonic_bench::figure::time_vs_size(&rows, metric, &title, &args.out, "large")
+            .map_err(anyhow::Error::msg)?;
+    }
     println!("{markdown}");
     Ok(ExitCode::SUCCESS)
 }

@@ -1,6 +1,8 @@
 //! `bitonic sort IN -o OUT`: read (memory-mapped), sort, write atomically.
 
-use crate::io::{check_npy_dtype, check_output, write_keys, Format, KeyFile};
+use crate::io::{
+    check_npy_dtype, check_output, header_of, write_keys, write_mapped, Format, KeyFile,
+};
 use crate::ui::{self, SortOptions};
 use anyhow::Result;
 use bitonic::plan::{Layout, Operation};
@@ -33,6 +35,11 @@ pub struct Args {
     /// instead of the sorted keys. Ties keep their original order.
     #[arg(long)]
     argsort: bool,
+    /// The most GPU memory (bytes; 2^30 and 1G work too) that sorting one whole array may take;
+    /// what the GPU has free when not given. An array that does not fit sorts in runs that are
+    /// merged on the GPU, as an array larger than the GPU's memory does.
+    #[arg(long, value_name = "BYTES", value_parser = ui::parse_len)]
+    gpu_memory: Option<usize>,
     /// Overwrite OUTPUT if it exists, even when it is the input.
     #[arg(long)]
     force: bool,
@@ -54,17 +61,35 @@ pub fn run(args: Args) -> Result<ExitCode> {
         check_npy_dtype(&args.output, file.dtype)?;
     }
     let shape = output_shape(&file, args.rows)?;
-    let sorter = args.options.sorter();
-    // Resolve the backend before touching the output, so a refused `--backend cuda` writes nothing.
-    sorter.plan(Operation::Sort, file.dtype, file.len(), Layout::Whole)?;
+    let sorter = match args.gpu_memory {
+        Some(bytes) => args.options.sorter().device_memory(bytes),
+        None => args.options.sorter(),
+    };
+    // Resolve the backend before touching the output, so a refused `--backend cuda` writes
+    // nothing. (Past one GPU sort's keys, the plan of one such sort: on the GPU, a whole array
+    // sorts in runs of it.)
+    let planned_len = file.len().min(bitonic::plan::MAX_LEN);
+    let whole = sorter.plan(Operation::Sort, file.dtype, planned_len, Layout::Whole)?;
     let format = Format::from_path(&args.output);
     let output_name = ui::output_name(&args.output);
     let started = Instant::now();
+    // Rows only when there are keys: a (R, 0) or (0, N) array has nothing to sort.
+    let row_len = shape.get(1).copied().filter(|_| file.len() > 0);
+    // A pinned --algo sorts the whole array in one sort of that algorithm.
+    let tuned = args.options.algo.is_none();
+    if row_len.is_none() && !args.argsort && tuned && whole.backend == bitonic::Backend::Cuda {
+        let (ran, sort_time) = with_key_type!(file.dtype, K => {
+            sort_whole_on_gpu::<K>(&sorter, &file, &args.output, format, &shape, &progress)?
+        });
+        progress.finish_and_clear();
+        if !args.quiet {
+            report(&file, sort_time, &ran, started);
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
     let (ran, sort_time) = with_key_type!(file.dtype, K => {
         let mut keys = file.keys::<K>()?;
         progress.set_message(format!("sorting {} {} keys", keys.len(), file.dtype));
-        // Rows only when there are keys: a (R, 0) or (0, N) array has nothing to sort.
-        let row_len = shape.get(1).copied().filter(|_| !keys.is_empty());
         // A first GPU use compiles the kernels this sort runs: before the clock starts.
         let layout = match row_len {
             Some(row_len) => Layout::Rows { row_len },
@@ -86,11 +111,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
             let len = row_len.unwrap_or(keys.len()).max(1);
             let out = Output { path: &args.output, format, shape: &shape, progress: &progress };
             // u32 indices while rows fit them, u64 past that.
-            if len <= u32::MAX as usize {
+            let (ran, time) = if len <= u32::MAX as usize {
                 argsort_to_file::<K, u32>(&sorter, &keys, len, &out)?
             } else {
                 argsort_to_file::<K, u64>(&sorter, &keys, len, &out)?
-            }
+            };
+            (ui::describe(&ran), time)
         } else {
             let sort_start = Instant::now();
             let ran = match row_len {
@@ -100,22 +126,92 @@ pub fn run(args: Args) -> Result<ExitCode> {
             let sort_time = sort_start.elapsed();
             progress.set_message(format!("writing {output_name}"));
             write_keys(&args.output, format, &keys, &shape)?;
-            (ran, sort_time)
+            (ui::describe(&ran), sort_time)
         }
     });
     progress.finish_and_clear();
     if !args.quiet {
-        eprintln!(
-            "sorted {} {} keys in {:.2} ms ({}) with {}; {:.2} ms with file input and output",
-            file.len(),
-            file.dtype,
-            ui::millis(sort_time),
-            ui::rate(file.len(), sort_time),
-            ui::describe(&ran),
-            ui::millis(started.elapsed()),
-        );
+        report(&file, sort_time, &ran, started);
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The line a sort prints: keys, time, rate, what ran, and the time with the files.
+fn report(file: &KeyFile, sort_time: std::time::Duration, ran: &str, started: Instant) {
+    eprintln!(
+        "sorted {} {} keys in {:.2} ms ({}) with {ran}; {:.2} ms with file input and output",
+        file.len(),
+        file.dtype,
+        ui::millis(sort_time),
+        ui::rate(file.len(), sort_time),
+        ui::millis(started.elapsed()),
+    );
+}
+
+/// One whole array on the GPU, read from the mapped input file (copied first only where the
+/// file's keys are not aligned for `K`) and sorted by `Sorter::sort_large_into` straight into
+/// the map of the output file ([`write_mapped`]: atomic as every output): in one GPU sort, or
+/// in runs merged on the GPU when the keys do not fit one (more keys than one sort takes, more
+/// bytes than the GPU's memory or `--gpu-memory`). Files larger than the host's memory work:
+/// the system pages both maps. What ran, and the sort's time.
+fn sort_whole_on_gpu<K: bitonic::SortKey>(
+    sorter: &bitonic::Sorter,
+    file: &KeyFile,
+    output: &std::path::Path,
+    format: Format,
+    shape: &[usize],
+    progress: &indicatif::ProgressBar,
+) -> Result<(String, std::time::Duration)> {
+    let copied;
+    let keys: &[K] = match bytemuck::try_cast_slice(file.data()) {
+        Ok(mapped) => mapped,
+        Err(_) => {
+            copied = file.keys::<K>()?;
+            &copied
+        }
+    };
+    // A first GPU use compiles the kernels of one run's sort: before the clock starts.
+    let run_len = keys.len().min(bitonic::plan::MAX_LEN);
+    let one_sort = sorter.prepare(Operation::Sort, file.dtype, run_len, Layout::Whole)?;
+    progress.set_message(format!("sorting {} {} keys", keys.len(), file.dtype));
+    let header = header_of(format, K::DTYPE, shape);
+    let mut sorted = None;
+    // The sorted keys go straight into the output file's map.
+    write_mapped(output, &header, std::mem::size_of_val(keys), |bytes| {
+        let out: &mut [K] = bytemuck::try_cast_slice_mut(bytes)
+            .map_err(|e| anyhow::anyhow!("the output's keys are not aligned: {e}"))?;
+        let sort_start = Instant::now();
+        let plan = sorter.sort_large_into(keys, out)?;
+        sorted = Some((plan, sort_start.elapsed()));
+        progress.set_message(format!("writing {}", ui::output_name(output)));
+        Ok(())
+    })?;
+    let (plan, sort_time) = sorted.expect("the fill ran");
+    let described = match plan.runs.len() {
+        1 => ui::describe(&one_sort),
+        runs => {
+            let device = bitonic::Gpu::get()
+                .map(|g| g.info().name.clone())
+                .unwrap_or_default();
+            let merged = merge_name(plan.merge);
+            format!(
+                "cuda ({} in {runs} runs, merged {merged}) on {device}",
+                one_sort.strategy
+            )
+        }
+    };
+    Ok((described, sort_time))
+}
+
+/// How the runs of an out-of-core sort merged, in words.
+fn merge_name(merge: bitonic::plan::out_of_core::Merge) -> &'static str {
+    use bitonic::plan::out_of_core::Merge;
+    match merge {
+        Merge::Resident { .. } => "with all of them on the GPU",
+        Merge::ResidentRun { .. } => "with the last one on the GPU",
+        Merge::Blocks { .. } => "in blocks",
+        _ => "on the GPU",
+    }
 }
 
 /// Where an argsort's indices go.

@@ -1,4 +1,5 @@
-//! The `bitonic` command on a GPU: every version through `sort --backend cuda`. Ignored without
+//! The `bitonic` command on a GPU: every version through `sort --backend cuda`, and a sort in
+//! runs merged on the GPU (`--gpu-memory` smaller than the keys' sort). Ignored without
 //! a GPU (the summary line counts it), run under `BITONIC_REQUIRE_GPU=1`, where no GPU fails it.
 //! Its own harness (`harness = false`): libtest's flags through libtest-mimic, with the GPU
 //! looked for when the test runs.
@@ -13,15 +14,22 @@ fn main() {
     let args = Arguments::from_args();
     let required = std::env::var("BITONIC_REQUIRE_GPU").as_deref() == Ok("1");
     let missing = bitonic::Gpu::get().err().filter(|_| !required);
-    let trial = Trial::test("gpu_cli_reaches_every_version", || {
-        gpu_cli_reaches_every_version();
-        Ok(())
-    })
-    .with_ignored_flag(missing.is_some());
+    let trials = vec![
+        Trial::test("gpu_cli_reaches_every_version", || {
+            gpu_cli_reaches_every_version();
+            Ok(())
+        })
+        .with_ignored_flag(missing.is_some()),
+        Trial::test("gpu_cli_sorts_in_runs", || {
+            gpu_cli_sorts_in_runs();
+            Ok(())
+        })
+        .with_ignored_flag(missing.is_some()),
+    ];
     if let Some(why) = missing.filter(|_| !args.list && !args.ignored && !args.include_ignored) {
-        eprintln!("note: 1 test ignored, no GPU ({why}); BITONIC_REQUIRE_GPU=1 runs it");
+        eprintln!("note: 2 tests ignored, no GPU ({why}); BITONIC_REQUIRE_GPU=1 runs them");
     }
-    libtest_mimic::run(&args, vec![trial]).exit()
+    libtest_mimic::run(&args, trials).exit()
 }
 
 fn gpu_cli_reaches_every_version() {
@@ -56,6 +64,45 @@ fn gpu_cli_reaches_every_version() {
         bitonic()
             .arg("verify")
             .arg(&output)
+            .arg("--permutation-of")
+            .arg(&input)
+            .assert()
+            .success();
+    }
+}
+
+fn gpu_cli_sorts_in_runs() {
+    if let Err(why) = bitonic::Gpu::get() {
+        panic!("there is no GPU: {why}");
+    }
+    let dir = Dir::new();
+    let input = dir.path("in.npy");
+    bitonic()
+        .args(["gen", "-n", "4194307", "--dtype", "f32"])
+        .arg(&input)
+        .assert()
+        .success();
+    // 16 MiB of keys: 28 MiB of GPU memory holds them but not their sort, 8 MiB not even them.
+    // Into a .npy file, then a raw one.
+    for (budget, desc, name) in [("28M", false, "sorted.npy"), ("8M", true, "sorted.f32")] {
+        let output = dir.path(name);
+        let mut sort = bitonic();
+        sort.args(["sort", "--backend", "cuda", "--gpu-memory", budget]);
+        if desc {
+            sort.arg("--desc");
+        }
+        sort.arg(&input)
+            .arg("-o")
+            .arg(&output)
+            .assert()
+            .success()
+            .stderr(predicate::str::contains(" runs, merged "));
+        let mut verify = bitonic();
+        verify.arg("verify").arg(&output).args(["--dtype", "f32"]);
+        if desc {
+            verify.arg("--desc");
+        }
+        verify
             .arg("--permutation-of")
             .arg(&input)
             .assert()

@@ -390,11 +390,73 @@ pub fn write_keys<K: SortKey>(
     shape: &[usize],
 ) -> Result<(), IoError> {
     write_atomically(path, |out| {
-        if format == Format::Npy {
-            out.write_all(&npy::header(K::DTYPE, shape))?;
-        }
+        out.write_all(&header_of(format, K::DTYPE, shape))?;
         out.write_all(bytemuck::cast_slice(keys))
     })
+}
+
+/// What a key file of `format` holds before its keys: a .npy header, or nothing.
+pub fn header_of(format: Format, dtype: DType, shape: &[usize]) -> Vec<u8> {
+    match format {
+        Format::Npy => npy::header(dtype, shape),
+        Format::Raw => Vec::new(),
+    }
+}
+
+/// Writes a file of `header` and then `len` bytes that `fill` writes in place through a
+/// memory map, atomically as [`write_atomically`]: a temporary file, its room taken on the disk
+/// first (a full disk is an error here, not a fault during the fill), renamed into place when
+/// whole. The output of a sort larger than memory: the system writes the map's pages back as
+/// it needs. `-` (stdout) gets the bytes through a buffer instead.
+pub fn write_mapped(
+    path: &Path,
+    header: &[u8],
+    len: usize,
+    fill: impl FnOnce(&mut [u8]) -> anyhow::Result<()>,
+) -> anyhow::Result<()> {
+    if is_stdio(path) {
+        let mut bytes = crate::ui::alloc_keys::<u8>(len, "the output")?;
+        fill(&mut bytes)?;
+        return Ok(write_atomically(path, |out| {
+            out.write_all(header)?;
+            out.write_all(&bytes)
+        })?);
+    }
+    let io = |error| IoError::Io {
+        path: output_name(path),
+        error,
+    };
+    let target = through_links(path).map_err(io)?;
+    let existing = std::fs::metadata(&target).ok().map(|m| m.permissions());
+    let tmp = temporary_in(folder_of(&target), existing).map_err(io)?;
+    let total = header.len() + len;
+    reserve(tmp.file.as_file(), total).map_err(io)?;
+    if total > 0 {
+        // SAFETY: the file is a new temporary file of ours, which nothing else writes or
+        // truncates while the map lives (it is open, and as long, until it is renamed).
+        let mut map = unsafe { memmap2::MmapMut::map_mut(tmp.file.as_file()) }.map_err(io)?;
+        map[..header.len()].copy_from_slice(header);
+        fill(&mut map[header.len()..])?;
+        map.flush().map_err(io)?;
+    }
+    tmp.file.as_file().sync_all().map_err(io)?;
+    tmp.file.persist(&target).map_err(|e| io(e.error))?;
+    Ok(())
+}
+
+/// Makes `file` `len` bytes long, its blocks allocated on the disk where the system can
+/// (Linux's `posix_fallocate`): writes through a map of it then never fault for want of space.
+fn reserve(file: &File, len: usize) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    if len > 0 {
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: a plain call on an open file descriptor of ours.
+        let code = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) };
+        if code != 0 {
+            return Err(std::io::Error::from_raw_os_error(code));
+        }
+    }
+    file.set_len(len as u64)
 }
 
 /// Writes `text` to `path` atomically ([`write_atomically`]).
@@ -524,4 +586,37 @@ pub fn remove_partial_files() {
         std::fs::remove_file(path).ok();
     }
     std::mem::forget(pending);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mapped_write_lands_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("out.npy");
+        let header = npy::header(DType::U32, &[4]);
+        write_mapped(&path, &header, 16, |bytes| {
+            let keys: &mut [u32] = bytemuck::try_cast_slice_mut(bytes).unwrap();
+            keys.copy_from_slice(&[1, 2, 3, 4]);
+            Ok(())
+        })
+        .unwrap();
+        let written = std::fs::read(&path).unwrap();
+        assert_eq!(&written[..header.len()], &header[..]);
+        assert_eq!(
+            bytemuck::cast_slice::<u8, u32>(&written[header.len()..]),
+            [1, 2, 3, 4]
+        );
+        // A fill that fails leaves the old file, and no partial file beside it.
+        let failed = write_mapped(&path, &[], 8, |_| anyhow::bail!("the sort failed"));
+        assert!(failed.is_err());
+        assert_eq!(std::fs::read(&path).unwrap(), written);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+        // Nothing at all: an empty file.
+        let empty = dir.path().join("empty.bin");
+        write_mapped(&empty, &[], 0, |_| Ok(())).unwrap();
+        assert_eq!(std::fs::read(&empty).unwrap(), Vec::<u8>::new());
+    }
 }
