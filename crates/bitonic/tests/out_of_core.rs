@@ -1,15 +1,18 @@
-//! Sorts past the GPU's memory (`Sorter::sort_large`), forced on any GPU by small device budgets
-//! (`Sorter::device_memory`): every run resident (merged in pieces between sampled splitters),
-//! the two-run schedule (one run kept on the GPU, merged backward) and the many-run one (merged
-//! in blocks, put in order on the host), against std's sort, bit
-//! for bit, for every pattern, both orders, 4-, 8- and 2-byte keys with floats' specials, in
-//! place and into an output (the input then unchanged). Without a GPU the CPU backend sorts.
+//! Sorts past one GPU sort (`Sorter::sort_large`; with values, `sort_pairs_large` and
+//! `argsort_large`), forced on any GPU by small device budgets (`Sorter::device_memory`): every
+//! run resident (merged in pieces between sampled splitters), the two-run schedule (one run kept
+//! on the GPU, merged backward) and the many-run one (merged in blocks, put in order on the
+//! host). Keys against std's sort, bit for bit, for every pattern, both orders, 4-, 8- and
+//! 2-byte keys with floats' specials, in place and into an output (the input then unchanged);
+//! values and indices against a stable sort (ties in their original order, ±0.0 and NaNs tied
+//! in numeric order). Without a GPU the CPU backend sorts.
 
 mod common;
 
 use bitonic::half::f16;
+use bitonic::key::cmp_keys_in;
 use bitonic::plan::out_of_core::Merge;
-use bitonic::{Backend, Error, Order, Sorter};
+use bitonic::{Backend, Error, FloatOrder, Order, SortKey, Sorter};
 use common::harness::{self, tests, Needs};
 use common::{assert_same_bits, gpu, make_keys, reference, Pattern, TestKey, PATTERNS};
 
@@ -18,7 +21,7 @@ fn main() {
         Needs::Nothing => cpu_backend_sorts_whatever_the_length;
         Needs::Gpu =>
             every_run_resident, pipelined_when_one_sort_fits, two_runs_merge_on_the_gpu, many_runs_merge_in_blocks,
-            other_key_types,
+            other_key_types, pairs_keep_their_values, argsorts_number_the_keys,
             into_an_output_leaves_the_input, short_and_empty_inputs, a_budget_too_small_says_what_it_needs;
     ]);
 }
@@ -47,6 +50,15 @@ fn on_gpu(test: &str, budget: usize) -> Sorter<'static> {
 
 fn cpu_backend_sorts_whatever_the_length() {
     for len in [0, 1, 1000, 100_003] {
+        let keys: Vec<i64> = make_keys(len, Pattern::FewDistinct, 2);
+        let sorter = Sorter::new().backend(Backend::Cpu);
+        let (mut got, mut ids) = (keys.clone(), (0..len as u64).collect::<Vec<u64>>());
+        sorter.sort_pairs_large(&mut got, &mut ids).unwrap();
+        let want = stable_order(&keys, Order::Ascending, FloatOrder::Total);
+        assert_eq!(ids, want.iter().map(|&i| i as u64).collect::<Vec<_>>());
+        let mut indices = vec![0u32; len];
+        sorter.argsort_large(&keys, &mut indices).unwrap();
+        assert_eq!(indices, want.iter().map(|&i| i as u32).collect::<Vec<_>>());
         let keys: Vec<f32> = make_keys(len, Pattern::Random, 1);
         let sorter = Sorter::new().backend(Backend::Cpu);
         assert_eq!(check(&sorter, &keys, Order::Descending, "cpu"), Merge::None);
@@ -216,4 +228,115 @@ fn a_budget_too_small_says_what_it_needs() {
         other => panic!("{other:?}"),
     }
     assert_same_bits(&keys, &before, "a refused sort's keys");
+}
+
+/// The stable order of `keys` in `order` and `float`: their indices, ties in index order.
+fn stable_order<K: SortKey>(keys: &[K], order: Order, float: FloatOrder) -> Vec<usize> {
+    let mut indices: Vec<usize> = (0..keys.len()).collect();
+    indices.sort_by(|&a, &b| {
+        let by_key = cmp_keys_in(&keys[a], &keys[b], float);
+        match order {
+            Order::Ascending => by_key,
+            Order::Descending => by_key.reverse(),
+        }
+    });
+    indices
+}
+
+fn pairs_keep_their_values() {
+    let test = "pairs_keep_their_values";
+    let len = (1 << 22) + 7;
+    // Twice the pairs' bytes: every run resident (one sort of them does not fit).
+    let cases = [
+        (Pattern::FewDistinct, Order::Ascending, FloatOrder::Total),
+        (Pattern::Random, Order::Descending, FloatOrder::Numeric),
+        (Pattern::AllEqual, Order::Descending, FloatOrder::Total),
+    ];
+    for (pattern, order, float) in cases {
+        let what = format!("u32 -> u32 {pattern:?} {order:?}");
+        let keys: Vec<u32> = make_keys(len, pattern, 14);
+        let sorter = on_gpu(test, len * 8 * 2).order(order).float_order(float);
+        let (mut got, mut ids) = (keys.clone(), (0..len as u32).collect::<Vec<u32>>());
+        let plan = sorter.sort_pairs_large(&mut got, &mut ids).unwrap();
+        assert!(
+            matches!(plan.merge, Merge::Resident { .. }),
+            "{what}: {plan:?}"
+        );
+        let want = stable_order(&keys, order, float);
+        let want_ids: Vec<u32> = want.iter().map(|&i| i as u32).collect();
+        let want_keys: Vec<u32> = want.iter().map(|&i| keys[i]).collect();
+        assert_same_bits(&ids, &want_ids, &what);
+        assert_same_bits(&got, &want_keys, &what);
+        // f32 keys (NaNs of both signs, ±0.0, infinities) with 8-byte values.
+        let what = format!("f32 -> u64 {pattern:?} {order:?} {float:?}");
+        let keys: Vec<f32> = make_keys(len, pattern, 15);
+        let sorter = on_gpu(test, len * 12 * 2).order(order).float_order(float);
+        let (mut got, mut ids) = (keys.clone(), (0..len as u64).collect::<Vec<u64>>());
+        let plan = sorter.sort_pairs_large(&mut got, &mut ids).unwrap();
+        assert!(
+            matches!(plan.merge, Merge::Resident { .. }),
+            "{what}: {plan:?}"
+        );
+        let want = stable_order(&keys, order, float);
+        let want_ids: Vec<u64> = want.iter().map(|&i| i as u64).collect();
+        assert_same_bits(&ids, &want_ids, &what);
+        let want_keys: Vec<f32> = want.iter().map(|&i| keys[i]).collect();
+        assert_same_bits(&got, &want_keys, &what);
+    }
+    // Too little memory for the pairs themselves: refused, nothing moved.
+    let keys: Vec<u32> = make_keys(len, Pattern::Random, 16);
+    let (mut got, mut ids) = (keys.clone(), vec![7u32; len]);
+    let refused = on_gpu(test, len * 8 / 2).sort_pairs_large(&mut got, &mut ids);
+    assert!(
+        matches!(refused, Err(Error::DeviceMemory { .. })),
+        "{refused:?}"
+    );
+    assert_same_bits(&got, &keys, "refused pairs' keys");
+    assert!(ids.iter().all(|&v| v == 7), "refused pairs' values");
+    // Values of 2 bytes: not sorted out of core.
+    let mut shorts = vec![0u16; len];
+    let refused = on_gpu(test, len * 8 * 2).sort_pairs_large(&mut got, &mut shorts);
+    assert!(matches!(refused, Err(Error::Unsupported(_))), "{refused:?}");
+}
+
+fn argsorts_number_the_keys() {
+    let test = "argsorts_number_the_keys";
+    let len = (1 << 22) + 7;
+    for pattern in [Pattern::Random, Pattern::FewDistinct, Pattern::Sorted] {
+        let keys: Vec<u64> = make_keys(len, pattern, 17);
+        let want = stable_order(&keys, Order::Ascending, FloatOrder::Total);
+        let mut indices = vec![0u32; len];
+        let plan = on_gpu(test, len * 12 * 2)
+            .argsort_large(&keys, &mut indices)
+            .unwrap();
+        assert!(
+            matches!(plan.merge, Merge::Resident { .. }),
+            "{pattern:?}: {plan:?}"
+        );
+        let want32: Vec<u32> = want.iter().map(|&i| i as u32).collect();
+        assert_same_bits(
+            &indices,
+            &want32,
+            &format!("u64 keys, u32 indices, {pattern:?}"),
+        );
+        let mut wide = vec![0i64; len];
+        let sorter = on_gpu(test, len * 16 * 2).order(Order::Descending);
+        sorter.argsort_large(&keys, &mut wide).unwrap();
+        let want = stable_order(&keys, Order::Descending, FloatOrder::Total);
+        let want64: Vec<i64> = want.iter().map(|&i| i as i64).collect();
+        assert_same_bits(
+            &wide,
+            &want64,
+            &format!("u64 keys, i64 indices, {pattern:?}"),
+        );
+    }
+    // Short arrays: one in-memory argsort.
+    let keys: Vec<f32> = make_keys(1000, Pattern::Random, 18);
+    let mut indices = vec![0usize; 1000];
+    let plan = on_gpu(test, 1 << 30)
+        .argsort_large(&keys, &mut indices)
+        .unwrap();
+    assert_eq!(plan.merge, Merge::None);
+    let want = stable_order(&keys, Order::Ascending, FloatOrder::Total);
+    assert_eq!(indices, want);
 }

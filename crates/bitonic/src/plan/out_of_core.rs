@@ -124,21 +124,54 @@ impl OutOfCorePlan {
     }
 }
 
-/// Device bytes of an in-memory GPU sort of `n` keys of `dtype`: the keys and the workspace of
-/// the sort's plan (16-bit keys' widened words included); `usize::MAX` past [`MAX_LEN`] keys,
-/// which no one GPU sort takes.
+/// What an out-of-core sort moves: keys of `dtype`, with values of `value_bytes` each (0: keys
+/// alone; 4 or 8: a key-value sort or an argsort, whose indices are values).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Items {
+    /// The keys' type.
+    pub dtype: DType,
+    /// Bytes of each key's value, 0 for none.
+    pub value_bytes: usize,
+}
+
+impl Items {
+    /// Keys alone.
+    pub fn keys(dtype: DType) -> Items {
+        Items {
+            dtype,
+            value_bytes: 0,
+        }
+    }
+
+    /// Bytes of a key and its value.
+    fn bytes(self) -> usize {
+        self.dtype.size() + self.value_bytes
+    }
+
+    /// The request of an in-memory GPU sort of `n` of them.
+    fn request(self, n: usize) -> Request {
+        let operation = match self.value_bytes {
+            0 => Operation::Sort,
+            value_bytes => Operation::SortPairs { value_bytes },
+        };
+        Request::new(operation, self.dtype, n).backend(Backend::Cuda)
+    }
+}
+
+/// Device bytes of an in-memory GPU sort of `n` `items`: the keys, their values, and the
+/// workspace of the sort's plan (16-bit keys' widened words included); `usize::MAX` past
+/// [`MAX_LEN`] keys, which no one GPU sort takes.
 pub(crate) fn in_memory_bytes(
     facts: &dyn DeviceFacts,
     policy: &Policy,
-    dtype: DType,
+    items: Items,
     n: usize,
 ) -> Result<usize> {
     if n > MAX_LEN {
         return Ok(usize::MAX);
     }
-    let request = Request::new(Operation::Sort, dtype, n).backend(Backend::Cuda);
-    let sort = plan(&request, Some((facts, policy)))?;
-    Ok(n * dtype.size() + sort.workspace_bytes())
+    let sort = plan(&items.request(n), Some((facts, policy)))?;
+    Ok(n * items.bytes() + sort.workspace_bytes())
 }
 
 /// Many keys of `dtype` that one in-memory sort takes in `budget` device bytes (0: none),
@@ -155,7 +188,7 @@ fn most_in_memory(
     let (mut fits, mut fails) = (0usize, (budget / dtype.size()).min(MAX_LEN) + 1);
     while fails - fits > 1 {
         let mid = fits + (fails - fits) / 2;
-        if in_memory_bytes(facts, policy, dtype, mid)? <= budget {
+        if in_memory_bytes(facts, policy, Items::keys(dtype), mid)? <= budget {
             fits = mid;
         } else {
             fails = mid;
@@ -176,20 +209,8 @@ pub fn plan_out_of_core(
     budget: usize,
 ) -> Result<OutOfCorePlan> {
     let key_bytes = dtype.size();
-    let sort_bytes = |n| in_memory_bytes(facts, policy, dtype, n);
-    let host = &policy.host;
-    if len >= host.pipeline_from {
-        let piece = len.div_ceil(host.pipeline_pieces).min(MOST_PIECE);
-        let shape = (host.pipeline_runs, piece);
-        if let Some(plan) = every_run_resident(facts, policy, dtype, len, budget, shape)? {
-            return Ok(plan);
-        }
-    }
-    if sort_bytes(len)? <= budget {
-        return Ok(OutOfCorePlan::in_memory(len, dtype, sort_bytes(len)?));
-    }
-    let shape = (2, MOST_PIECE);
-    if let Some(plan) = every_run_resident(facts, policy, dtype, len, budget, shape)? {
+    let sort_bytes = |n| in_memory_bytes(facts, policy, Items::keys(dtype), n);
+    if let Some(plan) = within_device(facts, policy, Items::keys(dtype), len, budget)? {
         return Ok(plan);
     }
     // A piece of an eighth of the budget's keys (at least MIN_PIECE); the resident run takes
@@ -263,6 +284,55 @@ pub fn plan_out_of_core(
     })
 }
 
+/// The plan of `len` `items` within the device's memory, if they fit `budget`: pipelined (every
+/// run resident) from [`crate::policy::HostPolicy::pipeline_from`] keys, else one in-memory
+/// sort, else every run resident.
+fn within_device(
+    facts: &dyn DeviceFacts,
+    policy: &Policy,
+    items: Items,
+    len: usize,
+    budget: usize,
+) -> Result<Option<OutOfCorePlan>> {
+    let host = &policy.host;
+    if len >= host.pipeline_from {
+        let piece = len.div_ceil(host.pipeline_pieces).min(MOST_PIECE);
+        let shape = (host.pipeline_runs, piece);
+        if let Some(plan) = every_run_resident(facts, policy, items, len, budget, shape)? {
+            return Ok(Some(plan));
+        }
+    }
+    let one_sort = in_memory_bytes(facts, policy, items, len)?;
+    if one_sort <= budget {
+        return Ok(Some(OutOfCorePlan::in_memory(len, items.dtype, one_sort)));
+    }
+    every_run_resident(facts, policy, items, len, budget, (2, MOST_PIECE))
+}
+
+/// The out-of-core sort of `len` keys of `dtype` with values of `value_bytes` (4 or 8) in
+/// `budget` bytes of device memory, for a key-value sort or an argsort: one run, or every run
+/// resident; [`Error::DeviceMemory`] past the device's memory, where pairs are not sorted yet.
+pub fn plan_out_of_core_pairs(
+    facts: &dyn DeviceFacts,
+    policy: &Policy,
+    (dtype, value_bytes): (DType, usize),
+    len: usize,
+    budget: usize,
+) -> Result<OutOfCorePlan> {
+    let items = Items { dtype, value_bytes };
+    match within_device(facts, policy, items, len, budget)? {
+        Some(plan) => Ok(plan),
+        None => Err(Error::DeviceMemory {
+            bytes: len.saturating_mul(items.bytes()),
+            what: format!(
+                "an out-of-core sort of {len} keys of {} bytes with values of {value_bytes}: \
+                 pairs sort only within the GPU's memory (the budget is {budget} bytes)",
+                dtype.size()
+            ),
+        }),
+    }
+}
+
 /// The plan of [`Merge::Resident`] when the keys and what sorts them fit `budget`: the fewest
 /// runs (at least `min_runs`, of at most [`MAX_LEN`] keys) whose sort's workspace fits beside
 /// all the keys, and the longest pieces (at most `most_piece` keys, halved down to about
@@ -270,26 +340,28 @@ pub fn plan_out_of_core(
 fn every_run_resident(
     facts: &dyn DeviceFacts,
     policy: &Policy,
-    dtype: DType,
+    items: Items,
     len: usize,
     budget: usize,
     (min_runs, most_piece): (usize, usize),
 ) -> Result<Option<OutOfCorePlan>> {
-    let key_bytes = dtype.size();
+    let key_bytes = items.dtype.size();
+    // A key and its value, as they lie on the GPU.
+    let item_bytes = items.bytes();
     let Some(room) = budget
-        .checked_sub(len * key_bytes)
+        .checked_sub(len.saturating_mul(item_bytes))
         .filter(|_| key_bytes >= 4)
     else {
         return Ok(None);
     };
-    let sort_bytes = |n| in_memory_bytes(facts, policy, dtype, n);
+    let sort_bytes = |n| in_memory_bytes(facts, policy, items, n);
     let mut runs = len.div_ceil(MAX_LEN).max(min_runs);
     let run_len = loop {
         let run_len = len.div_ceil(runs);
         if run_len < MIN_PIECE {
             return Ok(None);
         }
-        if sort_bytes(run_len)? - run_len * key_bytes <= room {
+        if sort_bytes(run_len)? - run_len * item_bytes <= room {
             break run_len;
         }
         runs *= 2;
@@ -308,8 +380,8 @@ fn every_run_resident(
         }
         piece_len /= 2;
     }
-    let device_bytes = len * key_bytes
-        + (sort_bytes(run_len)? - run_len * key_bytes).max(2 * sort_bytes(capacity(piece_len))?);
+    let device_bytes = len * item_bytes
+        + (sort_bytes(run_len)? - run_len * item_bytes).max(2 * sort_bytes(capacity(piece_len))?);
     Ok(Some(OutOfCorePlan {
         len,
         key_bytes,

@@ -6,6 +6,7 @@
 mod device;
 mod host;
 mod out_of_core;
+mod resident;
 
 pub use device::DeviceWorkspace;
 
@@ -397,5 +398,29 @@ fn rows_layout(len: usize, row_len: usize) -> Layout {
         Layout::Whole
     } else {
         Layout::Rows { row_len }
+    }
+}
+
+/// A driver error of a step of an out-of-core sort (src/sorter/out_of_core.rs), as the
+/// library's error.
+fn cuda_error(context: &str, cause: cudarc::driver::DriverError) -> Error {
+    Error::Cuda {
+        context: context.into(),
+        cause,
+    }
+}
+
+/// An error of an out-of-core merge, which may have cost keys held on the GPU or in host
+/// blocks: the error says so.
+fn during_merge(error: Error) -> Error {
+    match error {
+        Error::Cuda { context, cause } => Error::Cuda {
+            context: format!(
+                "{context} (during an out-of-core merge: the output now holds part of the \
+                 merge, and keys that were on the GPU or in host blocks may be lost)"
+            ),
+            cause,
+        },
+        other => other,
     }
 }

@@ -6,9 +6,9 @@
 //! are a few sorted slices: any sort merges them). Copies go through the pinned staging of
 //! src/cuda/staging.rs.
 
-use super::Sorter;
+use super::resident::Resident;
+use super::{check_index_width, cuda_error, during_merge, Sorter};
 use crate::cuda::exec::Exec;
-use crate::cuda::multi::take;
 use crate::cuda::staging::parallel_copy;
 use crate::cuda::{memory, run, transfer};
 use crate::error::{check_same_len, Error, Result};
@@ -16,15 +16,14 @@ use crate::key::ordered_bits;
 use crate::options::Backend;
 use crate::plan::merge::co_rank_with;
 use crate::plan::out_of_core::{
-    block_merge_by, merge_pieces, order_blocks, piece_capacity, plan_out_of_core, Merge,
+    block_merge_by, merge_pieces, order_blocks, plan_out_of_core, plan_out_of_core_pairs, Merge,
     OutOfCorePlan, Slot,
 };
 use crate::plan::{Layout, Operation, Plan};
-use crate::SortKey;
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, CudaViewMut};
+use crate::{SortIndex, SortKey};
+use cudarc::driver::{CudaSlice, CudaViewMut};
+use rayon::prelude::*;
 use std::collections::HashMap;
-use std::ops::Range;
-use std::sync::Arc;
 
 impl<'g> Sorter<'g> {
     /// Sorts `keys` in place like [`Sorter::sort`], also when they do not fit in the GPU's
@@ -59,31 +58,159 @@ impl<'g> Sorter<'g> {
         self.large(Some(keys), out)
     }
 
+    /// [`Sorter::sort_pairs`] past one GPU sort: `values` (of 4 or 8 bytes) follow their keys,
+    /// stably, through the schedule that keeps every run on the GPU
+    /// ([`crate::plan::out_of_core::Merge::Resident`]), so for keys and values within the GPU's
+    /// memory (or [`Sorter::device_memory`]); past it, [`Error::DeviceMemory`] (key-value
+    /// sorts larger than the GPU are not built yet). Pairs that one sort takes get it.
+    pub fn sort_pairs_large<K: SortKey, V: bytemuck::Pod + Send + Sync>(
+        &self,
+        keys: &mut [K],
+        values: &mut [V],
+    ) -> Result<OutOfCorePlan> {
+        check_same_len(keys.len(), values.len())?;
+        let n = keys.len();
+        let Some((x, plan)) = self.plan_pairs::<K>(n, std::mem::size_of::<V>())? else {
+            self.sort_pairs(keys, values)?;
+            return Ok(OutOfCorePlan::in_memory(n, K::DTYPE, 0));
+        };
+        let Merge::Resident {
+            piece_len,
+            sample_gap,
+        } = plan.merge
+        else {
+            self.sort_pairs(keys, values)?;
+            return Ok(plan);
+        };
+        let shape = (piece_len, sample_gap);
+        match std::mem::size_of::<V>() {
+            4 => {
+                let words = words_of::<V, u32>(values)?;
+                let job = Resident {
+                    keys_in: None,
+                    keys_out: Some(keys),
+                    values: Some(words),
+                };
+                self.merge_every_run(&x, &plan, shape, job)?
+            }
+            _ => {
+                let words = words_of::<V, u64>(values)?;
+                let job = Resident {
+                    keys_in: None,
+                    keys_out: Some(keys),
+                    values: Some(words),
+                };
+                self.merge_every_run(&x, &plan, shape, job)?
+            }
+        }
+        Ok(plan)
+    }
+
+    /// [`Sorter::argsort`] past one GPU sort, through the schedule that keeps every run on the
+    /// GPU, as [`Sorter::sort_pairs_large`]: the indices are numbered on the host and travel as
+    /// the keys' values; `keys` are left as they are.
+    pub fn argsort_large<K: SortKey, I: SortIndex>(
+        &self,
+        keys: &[K],
+        indices: &mut [I],
+    ) -> Result<OutOfCorePlan> {
+        check_same_len(keys.len(), indices.len())?;
+        check_index_width::<I>(keys.len())?;
+        let n = keys.len();
+        let Some((x, plan)) = self.plan_pairs::<K>(n, std::mem::size_of::<I>())? else {
+            self.argsort(keys, indices)?;
+            return Ok(OutOfCorePlan::in_memory(n, K::DTYPE, 0));
+        };
+        let Merge::Resident {
+            piece_len,
+            sample_gap,
+        } = plan.merge
+        else {
+            self.argsort(keys, indices)?;
+            return Ok(plan);
+        };
+        indices
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(i, index)| *index = I::from_usize(i));
+        let shape = (piece_len, sample_gap);
+        match std::mem::size_of::<I>() {
+            4 => {
+                let job = Resident {
+                    keys_in: Some(keys),
+                    keys_out: None,
+                    values: Some(words_of::<I, u32>(indices)?),
+                };
+                self.merge_every_run(&x, &plan, shape, job)?
+            }
+            _ => {
+                let job = Resident {
+                    keys_in: Some(keys),
+                    keys_out: None,
+                    values: Some(words_of::<I, u64>(indices)?),
+                };
+                self.merge_every_run(&x, &plan, shape, job)?
+            }
+        }
+        Ok(plan)
+    }
+
+    /// The GPU call and the plan of a key-value sort (or argsort) of `n` keys `K` with values
+    /// of `value_bytes`, or `None` where the call runs on the CPU.
+    fn plan_pairs<K: SortKey>(
+        &self,
+        n: usize,
+        value_bytes: usize,
+    ) -> Result<Option<(Exec<'_>, OutOfCorePlan)>> {
+        let Some(gpu) = self.large_gpu()? else {
+            return Ok(None);
+        };
+        if !matches!(value_bytes, 4 | 8) {
+            return Err(Error::Unsupported(
+                "values of 4 or 8 bytes in out-of-core key-value sorts on the GPU",
+            ));
+        }
+        let policy = self.policy_ref(gpu);
+        let budget = self.budget(gpu)?;
+        let plan = plan_out_of_core_pairs(gpu, policy, (K::DTYPE, value_bytes), n, budget)?;
+        Ok(Some((self.exec(gpu, policy), plan)))
+    }
+
+    /// The GPU of a large sort: the sorter's, or `None` where it runs on the CPU (a CPU
+    /// backend, or no GPU with [`Backend::Auto`]).
+    fn large_gpu(&self) -> Result<Option<&crate::cuda::Gpu>> {
+        match self.backend {
+            Backend::Cuda | Backend::Auto => match self.device() {
+                Ok(gpu) => Ok(Some(gpu)),
+                Err(why) if self.backend == Backend::Cuda => Err(Error::NoGpu(why)),
+                Err(_) => Ok(None),
+            },
+            _ => Ok(None),
+        }
+    }
+
+    /// The device memory a large sort may take: [`Sorter::device_memory`], else what `gpu`
+    /// has free now less a sixteenth.
+    fn budget(&self, gpu: &crate::cuda::Gpu) -> Result<usize> {
+        match self.device_memory {
+            Some(bytes) => Ok(bytes),
+            None => {
+                let free = gpu.free_memory()?;
+                Ok(free - free / 16)
+            }
+        }
+    }
+
     /// Sorts `input` (or `out` itself, when none) into `out`.
     fn large<K: SortKey>(&self, input: Option<&[K]>, out: &mut [K]) -> Result<OutOfCorePlan> {
         let n = out.len();
-        let gpu = match self.backend {
-            Backend::Cuda | Backend::Auto => match self.device() {
-                Ok(gpu) => Some(gpu),
-                Err(why) if self.backend == Backend::Cuda => return Err(Error::NoGpu(why)),
-                Err(_) => None,
-            },
-            _ => None,
-        };
-        let Some(gpu) = gpu else {
+        let Some(gpu) = self.large_gpu()? else {
             copy_input(input, out);
             self.sort(out)?;
             return Ok(OutOfCorePlan::in_memory(n, K::DTYPE, 0));
         };
         let policy = self.policy_ref(gpu);
-        let budget = match self.device_memory {
-            Some(bytes) => bytes,
-            None => {
-                let free = gpu.free_memory()?;
-                free - free / 16
-            }
-        };
-        let plan = plan_out_of_core(gpu, policy, K::DTYPE, n, budget)?;
+        let plan = plan_out_of_core(gpu, policy, K::DTYPE, n, self.budget(gpu)?)?;
         let x = self.exec(gpu, policy);
         match plan.merge {
             Merge::None => {
@@ -94,8 +221,12 @@ impl<'g> Sorter<'g> {
                 piece_len,
                 sample_gap,
             } => {
-                let shape = (piece_len, sample_gap);
-                self.merge_every_run(&x, &plan, shape, input, out)?
+                let job = Resident::<K, u32> {
+                    keys_in: input,
+                    keys_out: Some(out),
+                    values: None,
+                };
+                self.merge_every_run(&x, &plan, (piece_len, sample_gap), job)?
             }
             Merge::ResidentRun { piece_len } => {
                 self.merge_resident(&x, &plan, piece_len, input, out)?
@@ -103,148 +234,6 @@ impl<'g> Sorter<'g> {
             Merge::Blocks { block_len } => self.merge_blocks(&x, &plan, block_len, input, out)?,
         }
         Ok(plan)
-    }
-
-    /// The schedule with every run resident: the keys go up run by run, each run sorting while
-    /// the next one goes up; splitters from regular samples of the sorted runs cut the output
-    /// into pieces; each piece (its runs' slices, sorted together) goes down while the next one
-    /// sorts. Two streams: copies on one, sorts on the other.
-    fn merge_every_run<K: SortKey>(
-        &self,
-        x: &Exec,
-        plan: &OutOfCorePlan,
-        (piece_len, sample_gap): (usize, usize),
-        input: Option<&[K]>,
-        out: &mut [K],
-    ) -> Result<()> {
-        let n = out.len();
-        let context = x.gpu.context();
-        let new_stream = || {
-            context
-                .new_stream()
-                .map_err(|cause| cuda_error("making a stream", cause))
-        };
-        let (copy_stream, sort_stream) = (new_stream()?, new_stream()?);
-        let copies = Exec {
-            stream: &copy_stream,
-            ..*x
-        };
-        let sorts = Exec {
-            stream: &sort_stream,
-            ..*x
-        };
-        // The keys, as words of their width (what the sample kernel reads), and the pieces'
-        // buffers later: all allocated, and freed, on the sort stream, which waits for the
-        // copies before anything is freed (`Settle`, dropped first), even on an error.
-        let mut words = memory::alloc::<K::Bits>(&sort_stream, n, || "the keys".into())?;
-        let mut buffers: Vec<CudaSlice<K>> = Vec::new();
-        let _settle = Settle(&sort_stream, &copy_stream);
-        join(&copy_stream, &sort_stream)?;
-        let source: &[K] = input.unwrap_or(out);
-        for run in &plan.runs {
-            let keys: &[K::Bits] = bytemuck::cast_slice(&source[run.clone()]);
-            transfer::upload_into(&copies, keys, words.slice_mut(run.clone()))?;
-            join(&sort_stream, &copy_stream)?;
-            let run_words = words.slice_mut(run.clone());
-            self.sort_on_gpu(&sorts, memory::reinterpret::<_, K>(run_words, run.len()))?;
-        }
-        let order = self.key_order();
-        let word = |bits: K::Bits| -> u64 {
-            let key: K = bytemuck::cast_slice::<K::Bits, K>(std::slice::from_ref(&bits))[0];
-            ordered_bits(key, order).into()
-        };
-        // Every `sample_gap`-th key of each sorted run: (word, run, position), in the order of
-        // the stable merge of the runs.
-        let mut run_samples: Vec<Vec<u64>> = Vec::with_capacity(plan.runs.len());
-        let mut samples: Vec<(u64, usize, usize)> = Vec::new();
-        for (r, run) in plan.runs.iter().enumerate() {
-            let at: Vec<usize> = run.clone().step_by(sample_gap).collect();
-            let taken: Vec<u64> = take(&sorts, &words, &at)?.into_iter().map(word).collect();
-            samples.extend(taken.iter().zip(&at).map(|(&w, &p)| (w, r, p - run.start)));
-            run_samples.push(taken);
-        }
-        samples.sort_unstable();
-        let pieces = n.div_ceil(piece_len);
-        // Each run's keys before each splitter: the samples bound it to a window of
-        // `sample_gap` keys, which comes down to be searched.
-        let mut bounds: Vec<Vec<usize>> = plan.runs.iter().map(|_| vec![0]).collect();
-        for t in 1..pieces {
-            let (v, r0, p0) = samples[t * samples.len() / pieces];
-            for (s, run) in plan.runs.iter().enumerate() {
-                let before = |w: u64| if s < r0 { w <= v } else { w < v };
-                let cut = if s == r0 {
-                    p0
-                } else {
-                    let i = run_samples[s].partition_point(|&w| before(w));
-                    if i == 0 {
-                        0
-                    } else {
-                        let from = (i - 1) * sample_gap + 1;
-                        let to = (i * sample_gap).min(run.len());
-                        let mut window = vec![K::zeroed(); to - from];
-                        let view = memory::reinterpret_ref::<_, K>(
-                            &words.slice(run.start + from..run.start + to),
-                            to - from,
-                        );
-                        transfer::download(&sorts, &view, &mut window)?;
-                        from + window.partition_point(|&k| before(ordered_bits(k, order).into()))
-                    }
-                };
-                bounds[s].push(cut);
-            }
-        }
-        for (bound, run) in bounds.iter_mut().zip(&plan.runs) {
-            bound.push(run.len());
-        }
-        // The pieces, two buffers taking turns: piece j + 1 sorts while piece j goes down.
-        let capacity = piece_capacity(plan.runs.len(), piece_len, sample_gap);
-        for _ in 0..2 {
-            buffers.push(memory::alloc::<K>(&sort_stream, capacity, || {
-                "a merge piece".into()
-            })?);
-        }
-        let piece_keys = |j: usize| -> Vec<Range<usize>> {
-            let runs = plan.runs.iter().zip(&bounds);
-            runs.map(|(run, b)| run.start + b[j]..run.start + b[j + 1])
-                .collect()
-        };
-        let mut output_start = 0;
-        // Queues piece j's gather and sort into `buffer`: its length, and an event after it.
-        let sort_piece = |j: usize, buffer: &mut CudaSlice<K>| -> Result<(usize, CudaEvent)> {
-            let mut at = 0;
-            for keys in piece_keys(j) {
-                let len = keys.len();
-                if len > capacity - at {
-                    return Err(Error::Unsupported("an out-of-core piece past its buffer"));
-                }
-                let from = memory::reinterpret_ref::<_, K>(&words.slice(keys), len);
-                sort_stream
-                    .memcpy_dtod(&from, &mut buffer.slice_mut(at..at + len))
-                    .map_err(|cause| cuda_error("gathering a merge piece", cause))?;
-                at += len;
-            }
-            self.sort_on_gpu(&sorts, buffer.slice_mut(0..at))?;
-            let sorted = sort_stream
-                .record_event(None)
-                .map_err(|cause| cuda_error("recording a piece's sort", cause))?;
-            Ok((at, sorted))
-        };
-        let mut sorted = vec![sort_piece(0, &mut buffers[0])?];
-        for j in 0..pieces {
-            if j + 1 < pieces {
-                sorted.push(sort_piece(j + 1, &mut buffers[(j + 1) % 2])?);
-            }
-            let (len, ref done) = sorted[j];
-            copy_stream
-                .wait(done)
-                .map_err(|cause| cuda_error("waiting for a piece's sort", cause))?;
-            let piece = buffers[j % 2].slice(0..len);
-            let output = output_start..output_start + len;
-            transfer::download(&copies, &piece, &mut out[output]).map_err(during_merge)?;
-            output_start += len;
-        }
-        debug_assert_eq!(output_start, n, "the pieces fill the output");
-        Ok(())
     }
 
     /// The two-run schedule: run A sorted into its place in `out`, run B sorted and kept on the
@@ -385,7 +374,7 @@ impl<'g> Sorter<'g> {
     }
 
     /// Sorts keys on the GPU with this sorter's order, in one in-memory sort.
-    fn sort_on_gpu<K: SortKey>(&self, x: &Exec, keys: CudaViewMut<K>) -> Result<Plan> {
+    pub(super) fn sort_on_gpu<K: SortKey>(&self, x: &Exec, keys: CudaViewMut<K>) -> Result<Plan> {
         let request = self
             .request(Operation::Sort, K::DTYPE, keys.len(), Layout::Whole)
             .backend(Backend::Cuda);
@@ -431,49 +420,17 @@ impl<K: SortKey> Spares<K> {
     }
 }
 
+/// `values` as words of their size (`W`: u32 or u64), or an error when they are not aligned
+/// for them.
+fn words_of<V: bytemuck::Pod, W: bytemuck::Pod>(values: &mut [V]) -> Result<&mut [W]> {
+    bytemuck::try_cast_slice_mut(values).map_err(|_| {
+        Error::Unsupported("values not aligned to their size in an out-of-core key-value sort")
+    })
+}
+
 /// `input` copied into `out`, when there is one.
 fn copy_input<K: SortKey>(input: Option<&[K]>, out: &mut [K]) {
     if let Some(keys) = input {
         parallel_copy(out, keys);
-    }
-}
-
-/// Makes the first stream wait for the second's work when dropped, so that buffers freed on
-/// the first after it (declared before it) are freed after the second is done with them.
-struct Settle<'a>(&'a Arc<CudaStream>, &'a Arc<CudaStream>);
-
-impl Drop for Settle<'_> {
-    fn drop(&mut self) {
-        // Best effort: a stream that cannot wait has failed, and the context with it.
-        let _ = self.0.join(self.1);
-    }
-}
-
-/// Makes `waiting` wait for the work queued on `on` so far.
-fn join(waiting: &CudaStream, on: &CudaStream) -> Result<()> {
-    waiting
-        .join(on)
-        .map_err(|cause| cuda_error("ordering two streams", cause))
-}
-
-/// A driver error of the merge, as the library's error.
-fn cuda_error(context: &str, cause: cudarc::driver::DriverError) -> Error {
-    Error::Cuda {
-        context: context.into(),
-        cause,
-    }
-}
-
-/// An error of the merge, which may have cost keys held on the GPU or in host blocks.
-fn during_merge(error: Error) -> Error {
-    match error {
-        Error::Cuda { context, cause } => Error::Cuda {
-            context: format!(
-                "{context} (during an out-of-core merge: the output now holds part of the \
-                 merge, and keys that were on the GPU or in host blocks may be lost)"
-            ),
-            cause,
-        },
-        other => other,
     }
 }

@@ -231,7 +231,8 @@ fn plans_say_what_they_need() {
     };
     assert!(resident.device_bytes <= 20 * gib);
     let capacity = piece_capacity(resident.runs.len(), piece_len, sample_gap);
-    let piece_bytes = 2 * in_memory_bytes(&info, &policy, DType::U32, capacity).unwrap();
+    let piece_bytes =
+        2 * in_memory_bytes(&info, &policy, Items::keys(DType::U32), capacity).unwrap();
     assert!((1 << 32) * 4 + piece_bytes <= 20 * gib, "{resident:?}");
     assert_eq!(resident.host_bytes, 0);
     // Just over the keys' bytes, where the pieces do not fit beside them all: two runs, the
@@ -270,7 +271,9 @@ fn plans_say_what_they_need() {
                     planned += 1;
                     assert!(plan.device_bytes <= budget, "{len}: {plan:?}");
                     for run in &plan.runs {
-                        let bytes = in_memory_bytes(&info, &policy, DType::U32, run.len()).unwrap();
+                        let bytes =
+                            in_memory_bytes(&info, &policy, Items::keys(DType::U32), run.len())
+                                .unwrap();
                         assert!(bytes <= budget, "{len} in {budget}: {run:?}");
                     }
                 }
@@ -294,4 +297,38 @@ fn plans_say_what_they_need() {
     };
     assert!(bytes > 200 << 10, "{bytes}");
     assert!(what.contains("block"), "{what}");
+}
+#[test]
+fn pairs_stay_within_the_device() {
+    let info = DeviceInfo::h100();
+    let policy = Policy::HOPPER;
+    let len = (1usize << 22) + 7;
+    for (dtype, value_bytes) in [
+        (DType::U32, 4),
+        (DType::F32, 8),
+        (DType::U64, 4),
+        (DType::U64, 8),
+    ] {
+        let bytes = len * (dtype.size() + value_bytes);
+        // Twice the pairs' bytes: every run resident, within the budget.
+        let plan =
+            plan_out_of_core_pairs(&info, &policy, (dtype, value_bytes), len, 2 * bytes).unwrap();
+        assert!(matches!(plan.merge, Merge::Resident { .. }), "{plan:?}");
+        assert!(
+            plan.device_bytes <= 2 * bytes && plan.runs.len() >= 2,
+            "{plan:?}"
+        );
+        // Half of them: refused, saying what is missing.
+        let refused = plan_out_of_core_pairs(&info, &policy, (dtype, value_bytes), len, bytes / 2);
+        let Err(Error::DeviceMemory { what, .. }) = refused else {
+            panic!("{refused:?}")
+        };
+        assert!(
+            what.contains("pairs sort only within the GPU's memory"),
+            "{what}"
+        );
+    }
+    // Pairs that one sort takes: one run.
+    let one = plan_out_of_core_pairs(&info, &policy, (DType::U32, 4), 1 << 20, 1 << 30).unwrap();
+    assert_eq!(one.merge, Merge::None);
 }
