@@ -243,6 +243,34 @@ fn stable_order<K: SortKey>(keys: &[K], order: Order, float: FloatOrder) -> Vec<
     indices
 }
 
+/// `sort_pairs_large` of `keys` with their indices as values (of `V`) on `sorter`, whose budget
+/// forces every run resident, against the stable order on the host.
+fn check_pairs<K: TestKey, V: bitonic::SortIndex + bytemuck::Pod + PartialEq + std::fmt::Debug>(
+    sorter: &Sorter,
+    keys: &[K],
+    (order, float): (Order, FloatOrder),
+) {
+    let what = format!(
+        "{} -> {} bytes, {order:?} {float:?}",
+        K::DTYPE.name(),
+        size_of::<V>()
+    );
+    let (mut got, mut ids) = (
+        keys.to_vec(),
+        (0..keys.len()).map(V::from_usize).collect::<Vec<V>>(),
+    );
+    let plan = sorter.sort_pairs_large(&mut got, &mut ids).unwrap();
+    assert!(
+        matches!(plan.merge, Merge::Resident { .. }),
+        "{what}: {plan:?}"
+    );
+    let want = stable_order(keys, order, float);
+    let want_ids: Vec<V> = want.iter().map(|&i| V::from_usize(i)).collect();
+    assert!(ids == want_ids, "{what}: values out of place");
+    let want_keys: Vec<K> = want.iter().map(|&i| keys[i]).collect();
+    assert_same_bits(&got, &want_keys, &what);
+}
+
 fn pairs_keep_their_values() {
     let test = "pairs_keep_their_values";
     let len = (1 << 22) + 7;
@@ -253,35 +281,16 @@ fn pairs_keep_their_values() {
         (Pattern::AllEqual, Order::Descending, FloatOrder::Total),
     ];
     for (pattern, order, float) in cases {
-        let what = format!("u32 -> u32 {pattern:?} {order:?}");
-        let keys: Vec<u32> = make_keys(len, pattern, 14);
-        let sorter = on_gpu(test, len * 8 * 2).order(order).float_order(float);
-        let (mut got, mut ids) = (keys.clone(), (0..len as u32).collect::<Vec<u32>>());
-        let plan = sorter.sort_pairs_large(&mut got, &mut ids).unwrap();
-        assert!(
-            matches!(plan.merge, Merge::Resident { .. }),
-            "{what}: {plan:?}"
-        );
-        let want = stable_order(&keys, order, float);
-        let want_ids: Vec<u32> = want.iter().map(|&i| i as u32).collect();
-        let want_keys: Vec<u32> = want.iter().map(|&i| keys[i]).collect();
-        assert_same_bits(&ids, &want_ids, &what);
-        assert_same_bits(&got, &want_keys, &what);
+        let sorter = |bytes: usize| {
+            on_gpu(test, len * bytes * 2)
+                .order(order)
+                .float_order(float)
+        };
+        let u32s: Vec<u32> = make_keys(len, pattern, 14);
+        check_pairs::<u32, u32>(&sorter(8), &u32s, (order, float));
         // f32 keys (NaNs of both signs, ±0.0, infinities) with 8-byte values.
-        let what = format!("f32 -> u64 {pattern:?} {order:?} {float:?}");
-        let keys: Vec<f32> = make_keys(len, pattern, 15);
-        let sorter = on_gpu(test, len * 12 * 2).order(order).float_order(float);
-        let (mut got, mut ids) = (keys.clone(), (0..len as u64).collect::<Vec<u64>>());
-        let plan = sorter.sort_pairs_large(&mut got, &mut ids).unwrap();
-        assert!(
-            matches!(plan.merge, Merge::Resident { .. }),
-            "{what}: {plan:?}"
-        );
-        let want = stable_order(&keys, order, float);
-        let want_ids: Vec<u64> = want.iter().map(|&i| i as u64).collect();
-        assert_same_bits(&ids, &want_ids, &what);
-        let want_keys: Vec<f32> = want.iter().map(|&i| keys[i]).collect();
-        assert_same_bits(&got, &want_keys, &what);
+        let f32s: Vec<f32> = make_keys(len, pattern, 15);
+        check_pairs::<f32, u64>(&sorter(12), &f32s, (order, float));
     }
     // Too little memory for the pairs themselves: refused, nothing moved.
     let keys: Vec<u32> = make_keys(len, Pattern::Random, 16);

@@ -70,40 +70,16 @@ impl<'g> Sorter<'g> {
     ) -> Result<OutOfCorePlan> {
         check_same_len(keys.len(), values.len())?;
         let n = keys.len();
-        let Some((x, plan)) = self.plan_pairs::<K>(n, std::mem::size_of::<V>())? else {
-            self.sort_pairs(keys, values)?;
-            return Ok(OutOfCorePlan::in_memory(n, K::DTYPE, 0));
-        };
-        let Merge::Resident {
-            piece_len,
-            sample_gap,
-        } = plan.merge
-        else {
-            self.sort_pairs(keys, values)?;
-            return Ok(plan);
-        };
-        let shape = (piece_len, sample_gap);
-        match std::mem::size_of::<V>() {
-            4 => {
-                let words = words_of::<V, u32>(values)?;
-                let job = Resident {
-                    keys_in: None,
-                    keys_out: Some(keys),
-                    values: Some(words),
-                };
-                self.merge_every_run(&x, &plan, shape, job)?
+        match self.route_pairs::<K>(n, std::mem::size_of::<V>())? {
+            PairsRoute::Resident(x, plan, shape) => {
+                self.resident_with_values(&x, (&plan, shape), (None, Some(keys)), values)?;
+                Ok(plan)
             }
-            _ => {
-                let words = words_of::<V, u64>(values)?;
-                let job = Resident {
-                    keys_in: None,
-                    keys_out: Some(keys),
-                    values: Some(words),
-                };
-                self.merge_every_run(&x, &plan, shape, job)?
+            in_memory => {
+                self.sort_pairs(keys, values)?;
+                Ok(in_memory.plan(n, K::DTYPE))
             }
         }
-        Ok(plan)
     }
 
     /// [`Sorter::argsort`] past one GPU sort, through the schedule that keeps every run on the
@@ -117,53 +93,26 @@ impl<'g> Sorter<'g> {
         check_same_len(keys.len(), indices.len())?;
         check_index_width::<I>(keys.len())?;
         let n = keys.len();
-        let Some((x, plan)) = self.plan_pairs::<K>(n, std::mem::size_of::<I>())? else {
-            self.argsort(keys, indices)?;
-            return Ok(OutOfCorePlan::in_memory(n, K::DTYPE, 0));
-        };
-        let Merge::Resident {
-            piece_len,
-            sample_gap,
-        } = plan.merge
-        else {
-            self.argsort(keys, indices)?;
-            return Ok(plan);
-        };
-        indices
-            .par_iter_mut()
-            .enumerate()
-            .for_each(|(i, index)| *index = I::from_usize(i));
-        let shape = (piece_len, sample_gap);
-        match std::mem::size_of::<I>() {
-            4 => {
-                let job = Resident {
-                    keys_in: Some(keys),
-                    keys_out: None,
-                    values: Some(words_of::<I, u32>(indices)?),
-                };
-                self.merge_every_run(&x, &plan, shape, job)?
+        match self.route_pairs::<K>(n, std::mem::size_of::<I>())? {
+            PairsRoute::Resident(x, plan, shape) => {
+                indices
+                    .par_iter_mut()
+                    .enumerate()
+                    .for_each(|(i, index)| *index = I::from_usize(i));
+                self.resident_with_values(&x, (&plan, shape), (Some(keys), None), indices)?;
+                Ok(plan)
             }
-            _ => {
-                let job = Resident {
-                    keys_in: Some(keys),
-                    keys_out: None,
-                    values: Some(words_of::<I, u64>(indices)?),
-                };
-                self.merge_every_run(&x, &plan, shape, job)?
+            in_memory => {
+                self.argsort(keys, indices)?;
+                Ok(in_memory.plan(n, K::DTYPE))
             }
         }
-        Ok(plan)
     }
 
-    /// The GPU call and the plan of a key-value sort (or argsort) of `n` keys `K` with values
-    /// of `value_bytes`, or `None` where the call runs on the CPU.
-    fn plan_pairs<K: SortKey>(
-        &self,
-        n: usize,
-        value_bytes: usize,
-    ) -> Result<Option<(Exec<'_>, OutOfCorePlan)>> {
+    /// Where a key-value sort (or argsort) of `n` keys `K` with values of `value_bytes` runs.
+    fn route_pairs<K: SortKey>(&self, n: usize, value_bytes: usize) -> Result<PairsRoute<'_>> {
         let Some(gpu) = self.large_gpu()? else {
-            return Ok(None);
+            return Ok(PairsRoute::Cpu);
         };
         if !matches!(value_bytes, 4 | 8) {
             return Err(Error::Unsupported(
@@ -173,7 +122,41 @@ impl<'g> Sorter<'g> {
         let policy = self.policy_ref(gpu);
         let budget = self.budget(gpu)?;
         let plan = plan_out_of_core_pairs(gpu, policy, (K::DTYPE, value_bytes), n, budget)?;
-        Ok(Some((self.exec(gpu, policy), plan)))
+        Ok(match plan.merge {
+            Merge::Resident {
+                piece_len,
+                sample_gap,
+            } => PairsRoute::Resident(self.exec(gpu, policy), plan, (piece_len, sample_gap)),
+            _ => PairsRoute::OneSort(plan),
+        })
+    }
+
+    /// The resident schedule of `plan` (`shape`: piece length and sample gap) on keys (read
+    /// from the input, or from the output in place) with `values` of 4 or 8 bytes, moved as
+    /// words of their size.
+    fn resident_with_values<K: SortKey, V: bytemuck::Pod>(
+        &self,
+        x: &Exec,
+        (plan, shape): (&OutOfCorePlan, (usize, usize)),
+        (keys_in, keys_out): (Option<&[K]>, Option<&mut [K]>),
+        values: &mut [V],
+    ) -> Result<()> {
+        if std::mem::size_of::<V>() == 4 {
+            let values = Some(words_of::<V, u32>(values)?);
+            let job = Resident {
+                keys_in,
+                keys_out,
+                values,
+            };
+            return self.merge_every_run(x, plan, shape, job);
+        }
+        let values = Some(words_of::<V, u64>(values)?);
+        let job = Resident {
+            keys_in,
+            keys_out,
+            values,
+        };
+        self.merge_every_run(x, plan, shape, job)
     }
 
     /// The GPU of a large sort: the sorter's, or `None` where it runs on the CPU (a CPU
@@ -417,6 +400,27 @@ impl<K: SortKey> Spares<K> {
         let mut keys = self.free.pop().expect("the schedule's blocks suffice");
         keys.truncate(len);
         keys
+    }
+}
+
+/// Where a key-value sort past one GPU sort runs.
+enum PairsRoute<'a> {
+    /// On the CPU: the sorter's backend, or no GPU.
+    Cpu,
+    /// One in-memory GPU sort takes the pairs.
+    OneSort(OutOfCorePlan),
+    /// Every run resident: the call's device and stream, the plan, and its piece length and
+    /// sample gap.
+    Resident(Exec<'a>, OutOfCorePlan, (usize, usize)),
+}
+
+impl PairsRoute<'_> {
+    /// The plan of a route that sorts in memory: the GPU's, or one run on the CPU.
+    fn plan(self, n: usize, dtype: crate::DType) -> OutOfCorePlan {
+        match self {
+            PairsRoute::OneSort(plan) | PairsRoute::Resident(_, plan, _) => plan,
+            PairsRoute::Cpu => OutOfCorePlan::in_memory(n, dtype, 0),
+        }
     }
 }
 
