@@ -96,8 +96,12 @@ pub fn run(args: Args) -> Result<ExitCode> {
         );
         let rows = large::rows(&measured);
         let metric = bitonic_bench::Metric::EndToEnd;
-        bitonic_bench::figure::time_vs_size(&rows, metric, &title, &args.out, "large")
-            .map_err(anyhow::Error::msg)?;
+        // A host without fonts still gets the data and the table.
+        if let Err(why) =
+            bitonic_bench::figure::time_vs_size(&rows, metric, &title, &args.out, "large")
+        {
+            eprintln!("warning: no figure: {why}");
+        }
     }
     println!("{markdown}");
     Ok(ExitCode::SUCCESS)
