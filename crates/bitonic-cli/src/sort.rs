@@ -35,8 +35,9 @@ pub struct Args {
     /// instead of the sorted keys. Ties keep their original order.
     #[arg(long)]
     argsort: bool,
-    /// The most GPU memory (bytes; 2^30 and 1G work too) that sorting one whole array may take;
-    /// what the GPU has free when not given. An array that does not fit sorts in runs that are
+    /// The most GPU memory (bytes; 2^30 and 1G work too) that sorting one whole array on the
+    /// GPU may take (not rows, --argsort or a pinned --algo, which sort in one GPU sort); what
+    /// the GPU has free when not given. An array that does not fit sorts in runs that are
     /// merged on the GPU, as an array larger than the GPU's memory does.
     #[arg(long, value_name = "BYTES", value_parser = ui::parse_len)]
     gpu_memory: Option<usize>,
@@ -77,7 +78,8 @@ pub fn run(args: Args) -> Result<ExitCode> {
     let row_len = shape.get(1).copied().filter(|_| file.len() > 0);
     // A pinned --algo sorts the whole array in one sort of that algorithm.
     let tuned = args.options.algo.is_none();
-    if row_len.is_none() && !args.argsort && tuned && whole.backend == bitonic::Backend::Cuda {
+    let gpu = whole.backend == bitonic::Backend::Cuda;
+    if row_len.is_none() && !args.argsort && tuned && gpu && file.len() > 0 {
         let (ran, sort_time) = with_key_type!(file.dtype, K => {
             sort_whole_on_gpu::<K>(&sorter, &file, &args.output, format, &shape, &progress)?
         });

@@ -415,11 +415,13 @@ pub fn write_mapped(
     fill: impl FnOnce(&mut [u8]) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     if is_stdio(path) {
-        let mut bytes = crate::ui::alloc_keys::<u8>(len, "the output")?;
-        fill(&mut bytes)?;
+        // Words of 8 bytes, so that the bytes are aligned for any key.
+        let mut words = crate::ui::alloc_keys::<u64>(len.div_ceil(8), "the output")?;
+        let bytes = &mut bytemuck::cast_slice_mut::<u64, u8>(&mut words)[..len];
+        fill(bytes)?;
         return Ok(write_atomically(path, |out| {
             out.write_all(header)?;
-            out.write_all(&bytes)
+            out.write_all(bytes)
         })?);
     }
     let io = |error| IoError::Io {
@@ -452,7 +454,9 @@ fn reserve(file: &File, len: usize) -> std::io::Result<()> {
         use std::os::unix::io::AsRawFd;
         // SAFETY: a plain call on an open file descriptor of ours.
         let code = unsafe { libc::posix_fallocate(file.as_raw_fd(), 0, len as libc::off_t) };
-        if code != 0 {
+        // A file system that cannot reserve blocks (and a C library that does not emulate
+        // it) gets the file's length alone, as elsewhere.
+        if code != 0 && code != libc::EOPNOTSUPP && code != libc::EINVAL {
             return Err(std::io::Error::from_raw_os_error(code));
         }
     }

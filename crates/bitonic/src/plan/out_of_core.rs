@@ -361,7 +361,10 @@ fn every_run_resident(
         if run_len < MIN_PIECE {
             return Ok(None);
         }
-        if sort_bytes(run_len)? - run_len * item_bytes <= room {
+        // The last run may be shorter, and a shorter sort can take more workspace.
+        let last = len - (len.div_ceil(run_len) - 1) * run_len;
+        let workspace = |n: usize| -> Result<usize> { Ok(sort_bytes(n)? - n * item_bytes) };
+        if workspace(run_len)?.max(workspace(last)?) <= room {
             break run_len;
         }
         runs *= 2;
@@ -374,14 +377,17 @@ fn every_run_resident(
     let sample_gap = (run_len >> 12).clamp(64, 1 << 16);
     let mut piece_len = most_piece.min(len);
     let capacity = |piece_len| piece_capacity(runs.len(), piece_len, sample_gap);
-    while 2 * sort_bytes(capacity(piece_len))? > room {
+    while sort_bytes(capacity(piece_len))?.saturating_mul(2) > room {
         if piece_len <= MIN_PIECE {
             return Ok(None);
         }
         piece_len /= 2;
     }
-    let device_bytes = len * item_bytes
-        + (sort_bytes(run_len)? - run_len * item_bytes).max(2 * sort_bytes(capacity(piece_len))?);
+    let last = runs.last().map_or(0, |run| run.len());
+    let run_workspace =
+        (sort_bytes(run_len)? - run_len * item_bytes).max(sort_bytes(last)? - last * item_bytes);
+    let pieces = sort_bytes(capacity(piece_len))?.saturating_mul(2);
+    let device_bytes = len * item_bytes + run_workspace.max(pieces);
     Ok(Some(OutOfCorePlan {
         len,
         key_bytes,

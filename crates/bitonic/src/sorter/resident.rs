@@ -56,6 +56,10 @@ impl Sorter<'_> {
                 .map_err(|cause| cuda_error("making a stream", cause))
         };
         let (copy_stream, sort_stream) = (new_stream()?, new_stream()?);
+        // After the work queued on the call's stream (a workspace being made there, a sort of
+        // the caller's), and before anything queued there later: the schedule's two streams
+        // join it at both ends.
+        join(&sort_stream, x.stream)?;
         let copies = Exec {
             stream: &copy_stream,
             ..*x
@@ -154,16 +158,16 @@ impl Sorter<'_> {
                 .map_err(|cause| cuda_error("recording a piece's sort", cause))?;
             Ok((at, sorted))
         };
-        let mut sorted = vec![sort_piece(0, &mut buffers[0])?];
+        let mut sorted = vec![sort_piece(0, &mut buffers[0]).map_err(during_merge)?];
         let mut output_start = 0;
         for j in 0..pieces {
             if j + 1 < pieces {
-                sorted.push(sort_piece(j + 1, &mut buffers[(j + 1) % 2])?);
+                sorted.push(sort_piece(j + 1, &mut buffers[(j + 1) % 2]).map_err(during_merge)?);
             }
             let (len, ref done) = sorted[j];
             copy_stream
                 .wait(done)
-                .map_err(|cause| cuda_error("waiting for a piece's sort", cause))?;
+                .map_err(|cause| during_merge(cuda_error("waiting for a piece's sort", cause)))?;
             let output = output_start..output_start + len;
             let buffer = &buffers[j % 2];
             if let Some(out) = keys_out.as_deref_mut() {
@@ -178,7 +182,7 @@ impl Sorter<'_> {
             output_start += len;
         }
         debug_assert_eq!(output_start, n, "the pieces fill the output");
-        Ok(())
+        join(x.stream, &sort_stream)
     }
 
     /// Where each run is cut into the pieces: for each run, the piece bounds from 0 to its
@@ -268,13 +272,16 @@ impl Sorter<'_> {
 }
 
 /// Makes the first stream wait for the second's work when dropped, so that buffers freed on
-/// the first after it (declared before it) are freed after the second is done with them.
+/// the first after it (declared before it) are freed after the second is done with them; and
+/// waits for the second (the copies), so that no copy still reads the caller's slices once the
+/// call has returned, even on an error.
 struct Settle<'a>(&'a Arc<CudaStream>, &'a Arc<CudaStream>);
 
 impl Drop for Settle<'_> {
     fn drop(&mut self) {
         // Best effort: a stream that cannot wait has failed, and the context with it.
         let _ = self.0.join(self.1);
+        let _ = self.1.synchronize();
     }
 }
 
