@@ -48,6 +48,46 @@ pub struct Measured {
 }
 
 impl Measured {
+    /// A line of [`CSV_HEADER`]'s columns, as [`Measured::to_csv`] writes it.
+    pub fn from_csv(line: &str) -> Result<Measured> {
+        let cells: Vec<&str> = line.trim_end().split(',').collect();
+        let [_, device, driver, commit, date, dtype, len, case, runs, merge, device_bytes, median, min, max, repeats, gb] =
+            cells[..]
+        else {
+            bail!(
+                "{line:?} does not have the {} columns of a bench-large CSV",
+                16
+            );
+        };
+        let number = |text: &str| -> Result<f64> {
+            text.parse()
+                .map_err(|_| anyhow::anyhow!("{text:?} is not a number in {line:?}"))
+        };
+        let dtype = bitonic::DType::ALL
+            .into_iter()
+            .find(|d| d.name() == dtype)
+            .ok_or_else(|| anyhow::anyhow!("{dtype:?} is not a key type"))?;
+        Ok(Measured {
+            who: Provenance {
+                device: device.into(),
+                driver: driver.into(),
+                commit: commit.into(),
+                date: date.into(),
+            },
+            dtype: dtype.name(),
+            len: number(len)? as usize,
+            case: case.into(),
+            runs: number(runs)? as usize,
+            merge: merge.into(),
+            device_bytes: number(device_bytes)? as usize,
+            median_ms: number(median)?,
+            min_ms: number(min)?,
+            max_ms: number(max)?,
+            repeats: number(repeats)? as u32,
+            gb_per_s: number(gb)?,
+        })
+    }
+
     pub fn to_csv(&self) -> String {
         let w = &self.who;
         format!(
@@ -306,4 +346,22 @@ pub fn report(measured: &[Measured]) -> String {
         );
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_csv_line_reads_back() {
+        let line = "bitonic,NVIDIA H200,CUDA 13.0,cf7e803598,2026-11-29,u32,17179869184,sort_large,8,resident,77613498368,3284.500,3200.000,3300.000,3,20.92";
+        let m = Measured::from_csv(line).unwrap();
+        assert_eq!((m.len, m.runs, m.repeats), (1 << 34, 8, 3));
+        assert_eq!(
+            (m.case.as_str(), m.merge.as_str(), m.dtype),
+            ("sort_large", "resident", "u32")
+        );
+        assert_eq!(m.to_csv(), line);
+        assert!(Measured::from_csv("bitonic,too,few").is_err());
+    }
 }

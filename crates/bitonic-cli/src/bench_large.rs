@@ -35,10 +35,28 @@ pub struct Args {
     out: PathBuf,
     #[command(flatten)]
     policy: PolicyArg,
+    /// Measure nothing: read this large.csv of an earlier run and write its table and figure
+    /// into the output folder (no GPU needed).
+    #[arg(long, value_name = "CSV")]
+    redraw: Option<PathBuf>,
 }
 
 /// `bitonic bench-large`.
 pub fn run(args: Args) -> Result<ExitCode> {
+    if let Some(csv) = &args.redraw {
+        let text =
+            std::fs::read_to_string(csv).with_context(|| format!("reading {}", csv.display()))?;
+        let measured = text
+            .lines()
+            .skip(1)
+            .filter(|line| !line.trim().is_empty())
+            .map(large::Measured::from_csv)
+            .collect::<Result<Vec<_>>>()?;
+        std::fs::create_dir_all(&args.out)
+            .with_context(|| format!("creating {}", args.out.display()))?;
+        report(&measured, &args.out, args.dtype)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let most = args.len.iter().copied().max().unwrap_or(0);
     crate::ui::check_memory(
         most.checked_mul(args.dtype.size()),
@@ -85,24 +103,30 @@ pub fn run(args: Args) -> Result<ExitCode> {
     bar.finish();
     let lines = measured.iter().map(large::Measured::to_csv);
     write_csv(&args.out.join("large.csv"), large::CSV_HEADER, lines)?;
-    let markdown = large::report(&measured);
-    crate::io::write_text(&args.out.join("large.md"), &markdown)?;
-    if args.len.len() > 1 {
+    report(&measured, &args.out, args.dtype)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Writes `measured`'s table (large.md, and on standard output) and, where it spans several
+/// sizes, its figure (large.svg and large.png) into `out`.
+fn report(measured: &[large::Measured], out: &std::path::Path, dtype: DType) -> Result<()> {
+    let markdown = large::report(measured);
+    crate::io::write_text(&out.join("large.md"), &markdown)?;
+    let sizes: std::collections::BTreeSet<usize> = measured.iter().map(|m| m.len).collect();
+    if let (Some(first), true) = (measured.first(), sizes.len() > 1) {
         let title = format!(
             "host {} keys in and out: {}, commit {}",
-            args.dtype.name(),
-            who.device,
-            who.commit
+            dtype.name(),
+            first.who.device,
+            first.who.commit
         );
-        let rows = large::rows(&measured);
+        let rows = large::rows(measured);
         let metric = bitonic_bench::Metric::EndToEnd;
         // A host without fonts still gets the data and the table.
-        if let Err(why) =
-            bitonic_bench::figure::time_vs_size(&rows, metric, &title, &args.out, "large")
-        {
+        if let Err(why) = bitonic_bench::figure::time_vs_size(&rows, metric, &title, out, "large") {
             eprintln!("warning: no figure: {why}");
         }
     }
     println!("{markdown}");
-    Ok(ExitCode::SUCCESS)
+    Ok(())
 }
