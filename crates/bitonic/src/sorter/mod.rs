@@ -401,15 +401,6 @@ fn rows_layout(len: usize, row_len: usize) -> Layout {
     }
 }
 
-/// A driver error of a step of an out-of-core sort (src/sorter/out_of_core.rs), as the
-/// library's error.
-fn cuda_error(context: &str, cause: cudarc::driver::DriverError) -> Error {
-    Error::Cuda {
-        context: context.into(),
-        cause,
-    }
-}
-
 /// An error of an out-of-core merge, which may have cost keys held on the GPU or in host
 /// blocks: the error says so.
 fn during_merge(error: Error) -> Error {

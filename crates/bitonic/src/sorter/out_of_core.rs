@@ -7,11 +7,11 @@
 //! src/cuda/staging.rs.
 
 use super::resident::Resident;
-use super::{check_index_width, cuda_error, during_merge, Sorter};
+use super::{check_index_width, during_merge, Sorter};
 use crate::cuda::exec::Exec;
 use crate::cuda::staging::parallel_copy;
 use crate::cuda::{memory, run, transfer};
-use crate::error::{check_same_len, Error, Result};
+use crate::error::{check_same_len, CudaContext as _, Error, Result};
 use crate::key::ordered_bits;
 use crate::options::Backend;
 use crate::plan::merge::co_rank_with;
@@ -260,7 +260,7 @@ impl<'g> Sorter<'g> {
                     let mut to = piece_keys.slice_mut(from_a..len);
                     x.stream
                         .memcpy_dtod(&from, &mut to)
-                        .map_err(|cause| cuda_error("moving a piece of the resident run", cause))?;
+                        .during(|| "moving a piece of the resident run".into())?;
                 }
                 self.sort_on_gpu(x, piece_keys.slice_mut(0..len))?;
                 transfer::download(x, &piece_keys.slice(0..len), &mut out[piece.output])

@@ -8,11 +8,11 @@
 //!
 //! [`Merge::Resident`]: crate::plan::out_of_core::Merge::Resident
 
-use super::{cuda_error, during_merge, Sorter};
+use super::{during_merge, Sorter};
 use crate::cuda::exec::Exec;
 use crate::cuda::multi::take;
 use crate::cuda::{memory, run, transfer};
-use crate::error::{Error, Result};
+use crate::error::{CudaContext as _, Error, Result};
 use crate::key::{ordered_bits, tied_bits};
 use crate::plan::out_of_core::{piece_capacity, OutOfCorePlan};
 use crate::plan::{Layout, Operation, Plan};
@@ -50,11 +50,7 @@ impl Sorter<'_> {
     ) -> Result<()> {
         let n = plan.len;
         let context = x.gpu.context();
-        let new_stream = || {
-            context
-                .new_stream()
-                .map_err(|cause| cuda_error("making a stream", cause))
-        };
+        let new_stream = || context.new_stream().during(|| "making a stream".into());
         let (copy_stream, sort_stream) = (new_stream()?, new_stream()?);
         // After the work queued on the call's stream (a workspace being made there, a sort of
         // the caller's), and before anything queued there later: the schedule's two streams
@@ -143,11 +139,11 @@ impl Sorter<'_> {
                 let from = memory::reinterpret_ref::<_, K>(&words.slice(range.clone()), len);
                 sort_stream
                     .memcpy_dtod(&from, &mut buffer.keys.slice_mut(at..at + len))
-                    .map_err(|cause| cuda_error("gathering a merge piece", cause))?;
+                    .during(|| "gathering a merge piece".into())?;
                 if let (Some(all), Some(to)) = (on_gpu_values.as_ref(), buffer.values.as_mut()) {
                     sort_stream
                         .memcpy_dtod(&all.slice(range), &mut to.slice_mut(at..at + len))
-                        .map_err(|cause| cuda_error("gathering a merge piece", cause))?;
+                        .during(|| "gathering a merge piece".into())?;
                 }
                 at += len;
             }
@@ -155,7 +151,7 @@ impl Sorter<'_> {
             self.sort_items(&sorts, buffer.keys.slice_mut(0..at), piece_values)?;
             let sorted = sort_stream
                 .record_event(None)
-                .map_err(|cause| cuda_error("recording a piece's sort", cause))?;
+                .during(|| "recording a piece's sort".into())?;
             Ok((at, sorted))
         };
         let mut sorted = vec![sort_piece(0, &mut buffers[0]).map_err(during_merge)?];
@@ -167,7 +163,8 @@ impl Sorter<'_> {
             let (len, ref done) = sorted[j];
             copy_stream
                 .wait(done)
-                .map_err(|cause| during_merge(cuda_error("waiting for a piece's sort", cause)))?;
+                .during(|| "waiting for a piece's sort".into())
+                .map_err(during_merge)?;
             let output = output_start..output_start + len;
             let buffer = &buffers[j % 2];
             if let Some(out) = keys_out.as_deref_mut() {
@@ -287,7 +284,5 @@ impl Drop for Settle<'_> {
 
 /// Makes `waiting` wait for the work queued on `on` so far.
 fn join(waiting: &CudaStream, on: &CudaStream) -> Result<()> {
-    waiting
-        .join(on)
-        .map_err(|cause| cuda_error("ordering two streams", cause))
+    waiting.join(on).during(|| "ordering two streams".into())
 }
