@@ -197,10 +197,12 @@ fn most_in_memory(
     Ok(fits)
 }
 
-/// The out-of-core sort of `len` keys of `dtype` in `budget` bytes of device memory: one run
-/// when the keys fit an in-memory sort; else two, the last resident, where they fit (see the
-/// module's text); else as many runs as one sort each takes, merged in blocks; or
-/// [`Error::DeviceMemory`] with the bytes a sort of one block needs, when not even that fits.
+/// The out-of-core sort of `len` keys of `dtype` in `budget` bytes of device memory: within the
+/// device's memory, one run or every run resident (pipelined from
+/// [`crate::policy::HostPolicy::pipeline_from`] keys); past it two runs, the last resident,
+/// where they fit (see the module's text); else as many runs as one sort each takes, merged
+/// in blocks; or [`Error::DeviceMemory`] with the bytes a sort of one block needs, when not
+/// even that fits.
 pub fn plan_out_of_core(
     facts: &dyn DeviceFacts,
     policy: &Policy,
@@ -219,14 +221,16 @@ pub fn plan_out_of_core(
         .max(MIN_PIECE)
         .min(len)
         .min(MAX_LEN);
-    let beside_piece = budget.saturating_sub(sort_bytes(piece_len)?) / key_bytes;
-    let resident = beside_piece
-        .min(most_in_memory(facts, policy, dtype, budget)?)
-        .min(len);
+    let piece_bytes = sort_bytes(piece_len)?;
+    let beside_piece = budget.saturating_sub(piece_bytes) / key_bytes;
+    // The most keys one sort takes in the budget: the resident run's bound here, the runs'
+    // below.
+    let fits = most_in_memory(facts, policy, dtype, budget)?;
+    let resident = beside_piece.min(fits).min(len);
     let first = len - resident;
     let device_bytes = sort_bytes(first)?
         .max(sort_bytes(resident)?)
-        .max((resident * key_bytes).saturating_add(sort_bytes(piece_len)?));
+        .max((resident * key_bytes).saturating_add(piece_bytes));
     if resident > 0 && device_bytes <= budget {
         return Ok(OutOfCorePlan {
             len,
@@ -241,10 +245,9 @@ pub fn plan_out_of_core(
     // block's, within the budget), merged in blocks: of BLOCK keys, or of the largest power of
     // two of which 16 fit one sort, so that the spare blocks (one a run) hold at most about a
     // sixteenth of the keys.
-    let fits = most_in_memory(facts, policy, dtype, budget)?;
     let block_len = match fits / 16 {
         0 => BLOCK.min(len),
-        half => BLOCK.min(1 << half.ilog2()).max(MIN_BLOCK).min(len),
+        sixteenth => BLOCK.min(1 << sixteenth.ilog2()).max(MIN_BLOCK).min(len),
     };
     let most = fits / block_len * block_len;
     let device_of = |run_len: usize| -> Result<usize> {
@@ -355,17 +358,18 @@ fn every_run_resident(
         return Ok(None);
     };
     let sort_bytes = |n| in_memory_bytes(facts, policy, items, n);
+    let workspace = |n: usize| -> Result<usize> { Ok(sort_bytes(n)? - n * item_bytes) };
     let mut runs = len.div_ceil(MAX_LEN).max(min_runs);
-    let run_len = loop {
+    let (run_len, run_workspace) = loop {
         let run_len = len.div_ceil(runs);
         if run_len < MIN_PIECE {
             return Ok(None);
         }
         // The last run may be shorter, and a shorter sort can take more workspace.
         let last = len - (len.div_ceil(run_len) - 1) * run_len;
-        let workspace = |n: usize| -> Result<usize> { Ok(sort_bytes(n)? - n * item_bytes) };
-        if workspace(run_len)?.max(workspace(last)?) <= room {
-            break run_len;
+        let run_workspace = workspace(run_len)?.max(workspace(last)?);
+        if run_workspace <= room {
+            break (run_len, run_workspace);
         }
         runs *= 2;
     };
@@ -376,17 +380,21 @@ fn every_run_resident(
     // Samples a run: about 4,096, at most 2^16 keys apart.
     let sample_gap = (run_len >> 12).clamp(64, 1 << 16);
     let mut piece_len = most_piece.min(len);
-    let capacity = |piece_len| piece_capacity(runs.len(), piece_len, sample_gap);
-    while sort_bytes(capacity(piece_len))?.saturating_mul(2) > room {
+    // Two pieces' buffers and sorts.
+    let pieces_bytes = |piece_len| -> Result<usize> {
+        let capacity = piece_capacity(runs.len(), piece_len, sample_gap);
+        Ok(sort_bytes(capacity)?.saturating_mul(2))
+    };
+    let pieces = loop {
+        let pieces = pieces_bytes(piece_len)?;
+        if pieces <= room {
+            break pieces;
+        }
         if piece_len <= MIN_PIECE {
             return Ok(None);
         }
         piece_len /= 2;
-    }
-    let last = runs.last().map_or(0, |run| run.len());
-    let run_workspace =
-        (sort_bytes(run_len)? - run_len * item_bytes).max(sort_bytes(last)? - last * item_bytes);
-    let pieces = sort_bytes(capacity(piece_len))?.saturating_mul(2);
+    };
     let device_bytes = len * item_bytes + run_workspace.max(pieces);
     Ok(Some(OutOfCorePlan {
         len,
