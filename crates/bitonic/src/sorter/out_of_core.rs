@@ -75,9 +75,9 @@ impl<'g> Sorter<'g> {
                 self.resident_with_values(&x, (&plan, shape), (None, Some(keys)), values)?;
                 Ok(plan)
             }
-            in_memory => {
+            PairsRoute::InMemory(plan) => {
                 self.sort_pairs(keys, values)?;
-                Ok(in_memory.plan(n, K::DTYPE))
+                Ok(plan)
             }
         }
     }
@@ -102,9 +102,9 @@ impl<'g> Sorter<'g> {
                 self.resident_with_values(&x, (&plan, shape), (Some(keys), None), indices)?;
                 Ok(plan)
             }
-            in_memory => {
+            PairsRoute::InMemory(plan) => {
                 self.argsort(keys, indices)?;
-                Ok(in_memory.plan(n, K::DTYPE))
+                Ok(plan)
             }
         }
     }
@@ -112,7 +112,11 @@ impl<'g> Sorter<'g> {
     /// Where a key-value sort (or argsort) of `n` keys `K` with values of `value_bytes` runs.
     fn route_pairs<K: SortKey>(&self, n: usize, value_bytes: usize) -> Result<PairsRoute<'_>> {
         let Some(gpu) = self.large_gpu()? else {
-            return Ok(PairsRoute::Cpu);
+            return Ok(PairsRoute::InMemory(OutOfCorePlan::in_memory(
+                n,
+                K::DTYPE,
+                0,
+            )));
         };
         if !matches!(value_bytes, 4 | 8) {
             return Err(Error::Unsupported(
@@ -127,7 +131,7 @@ impl<'g> Sorter<'g> {
                 piece_len,
                 sample_gap,
             } => PairsRoute::Resident(self.exec(gpu, policy), plan, (piece_len, sample_gap)),
-            _ => PairsRoute::OneSort(plan),
+            _ => PairsRoute::InMemory(plan),
         })
     }
 
@@ -405,23 +409,12 @@ impl<K: SortKey> Spares<K> {
 
 /// Where a key-value sort past one GPU sort runs.
 enum PairsRoute<'a> {
-    /// On the CPU: the sorter's backend, or no GPU.
-    Cpu,
-    /// One in-memory GPU sort takes the pairs.
-    OneSort(OutOfCorePlan),
+    /// One in-memory sort (the sorter's `sort_pairs` or `argsort`): on the GPU when one sort
+    /// takes the pairs, else on the CPU (the sorter's backend, or no GPU; `device_bytes` 0).
+    InMemory(OutOfCorePlan),
     /// Every run resident: the call's device and stream, the plan, and its piece length and
     /// sample gap.
     Resident(Exec<'a>, OutOfCorePlan, (usize, usize)),
-}
-
-impl PairsRoute<'_> {
-    /// The plan of a route that sorts in memory: the GPU's, or one run on the CPU.
-    fn plan(self, n: usize, dtype: crate::DType) -> OutOfCorePlan {
-        match self {
-            PairsRoute::OneSort(plan) | PairsRoute::Resident(_, plan, _) => plan,
-            PairsRoute::Cpu => OutOfCorePlan::in_memory(n, dtype, 0),
-        }
-    }
 }
 
 /// `values` as words of their size (`W`: u32 or u64), or an error when they are not aligned
