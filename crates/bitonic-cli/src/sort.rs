@@ -79,75 +79,67 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // A pinned --algo sorts the whole array in one sort of that algorithm.
     let tuned = args.options.algo.is_none();
     let gpu = whole.backend == bitonic::Backend::Cuda;
-    if row_len.is_none() && !args.argsort && tuned && gpu && file.len() > 0 {
-        let (ran, sort_time) = with_key_type!(file.dtype, K => {
+    let whole_on_gpu = row_len.is_none() && !args.argsort && tuned && gpu && file.len() > 0;
+    let (ran, sort_time) = if whole_on_gpu {
+        with_key_type!(file.dtype, K => {
             sort_whole_on_gpu::<K>(&sorter, &file, &args.output, format, &shape, &progress)?
-        });
-        progress.finish_and_clear();
-        if !args.quiet {
-            report(&file, sort_time, &ran, started);
-        }
-        return Ok(ExitCode::SUCCESS);
-    }
-    let (ran, sort_time) = with_key_type!(file.dtype, K => {
-        let mut keys = file.keys::<K>()?;
-        progress.set_message(format!("sorting {} {} keys", keys.len(), file.dtype));
-        // A first GPU use compiles the kernels this sort runs: before the clock starts.
-        let layout = match row_len {
-            Some(row_len) => Layout::Rows { row_len },
-            None => Layout::Whole,
-        };
-        if args.argsort {
-            let argsort = Operation::Argsort { index_bytes: 4 };
-            let ran = sorter.prepare(argsort, file.dtype, keys.len(), layout)?;
-            if ran.backend != bitonic::Backend::Cuda {
-                // The CPU argsort pairs each key's ordered word with its index.
-                let pair = std::mem::size_of::<(<K as bitonic::SortKey>::Bits, usize)>();
-                let what = format!("the argsort of {} {} keys", keys.len(), file.dtype);
-                ui::check_memory(keys.len().checked_mul(pair), &what)?;
-            }
-        } else {
-            sorter.prepare(Operation::Sort, file.dtype, keys.len(), layout)?;
-        }
-        if args.argsort {
-            let len = row_len.unwrap_or(keys.len()).max(1);
-            let out = Output { path: &args.output, format, shape: &shape, progress: &progress };
-            // u32 indices while rows fit them, u64 past that.
-            let (ran, time) = if len <= u32::MAX as usize {
-                argsort_to_file::<K, u32>(&sorter, &keys, len, &out)?
+        })
+    } else {
+        with_key_type!(file.dtype, K => {
+            let mut keys = file.keys::<K>()?;
+            progress.set_message(format!("sorting {} {} keys", keys.len(), file.dtype));
+            // A first GPU use compiles the kernels this sort runs: before the clock starts.
+            let layout = match row_len {
+                Some(row_len) => Layout::Rows { row_len },
+                None => Layout::Whole,
+            };
+            if args.argsort {
+                let argsort = Operation::Argsort { index_bytes: 4 };
+                let ran = sorter.prepare(argsort, file.dtype, keys.len(), layout)?;
+                if ran.backend != bitonic::Backend::Cuda {
+                    // The CPU argsort pairs each key's ordered word with its index.
+                    let pair = std::mem::size_of::<(<K as bitonic::SortKey>::Bits, usize)>();
+                    let what = format!("the argsort of {} {} keys", keys.len(), file.dtype);
+                    ui::check_memory(keys.len().checked_mul(pair), &what)?;
+                }
             } else {
-                argsort_to_file::<K, u64>(&sorter, &keys, len, &out)?
-            };
-            (ui::describe(&ran), time)
-        } else {
-            let sort_start = Instant::now();
-            let ran = match row_len {
-                Some(len) => sorter.sort_rows(&mut keys, len)?,
-                None => sorter.sort(&mut keys)?,
-            };
-            let sort_time = sort_start.elapsed();
-            progress.set_message(format!("writing {output_name}"));
-            write_keys(&args.output, format, &keys, &shape)?;
-            (ui::describe(&ran), sort_time)
-        }
-    });
+                sorter.prepare(Operation::Sort, file.dtype, keys.len(), layout)?;
+            }
+            if args.argsort {
+                let len = row_len.unwrap_or(keys.len()).max(1);
+                let out = Output { path: &args.output, format, shape: &shape, progress: &progress };
+                // u32 indices while rows fit them, u64 past that.
+                let (ran, time) = if len <= u32::MAX as usize {
+                    argsort_to_file::<K, u32>(&sorter, &keys, len, &out)?
+                } else {
+                    argsort_to_file::<K, u64>(&sorter, &keys, len, &out)?
+                };
+                (ui::describe(&ran), time)
+            } else {
+                let sort_start = Instant::now();
+                let ran = match row_len {
+                    Some(len) => sorter.sort_rows(&mut keys, len)?,
+                    None => sorter.sort(&mut keys)?,
+                };
+                let sort_time = sort_start.elapsed();
+                progress.set_message(format!("writing {output_name}"));
+                write_keys(&args.output, format, &keys, &shape)?;
+                (ui::describe(&ran), sort_time)
+            }
+        })
+    };
     progress.finish_and_clear();
     if !args.quiet {
-        report(&file, sort_time, &ran, started);
+        eprintln!(
+            "sorted {} {} keys in {:.2} ms ({}) with {ran}; {:.2} ms with file input and output",
+            file.len(),
+            file.dtype,
+            ui::millis(sort_time),
+            ui::rate(file.len(), sort_time),
+            ui::millis(started.elapsed()),
+        );
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// The line a sort prints: keys, time, rate, what ran, and the time with the files.
-fn report(file: &KeyFile, sort_time: std::time::Duration, ran: &str, started: Instant) {
-    eprintln!(
-        "sorted {} {} keys in {:.2} ms ({}) with {ran}; {:.2} ms with file input and output",
-        file.len(),
-        file.dtype,
-        ui::millis(sort_time),
-        ui::rate(file.len(), sort_time),
-        ui::millis(started.elapsed()),
-    );
 }
 
 /// One whole array on the GPU, read from the mapped input file (copied first only where the
@@ -191,16 +183,12 @@ fn sort_whole_on_gpu<K: bitonic::SortKey>(
     let (plan, sort_time) = sorted.expect("the fill ran");
     let described = match plan.runs.len() {
         1 => ui::describe(&one_sort),
-        runs => {
-            let device = bitonic::Gpu::get()
-                .map(|g| g.info().name.clone())
-                .unwrap_or_default();
-            let merged = merge_name(plan.merge);
-            format!(
-                "cuda ({} in {runs} runs, merged {merged}) on {device}",
-                one_sort.strategy
-            )
-        }
+        runs => format!(
+            "cuda ({} in {runs} runs, merged {}) on {}",
+            one_sort.strategy,
+            merge_name(plan.merge),
+            ui::gpu_name()
+        ),
     };
     Ok((described, sort_time))
 }

@@ -225,12 +225,7 @@ pub fn rate(keys: usize, d: Duration) -> String {
 /// "cuda (tuned merge sort) on NVIDIA H100" or "cpu (parallel sort, 16 threads)".
 pub fn describe(ran: &bitonic::Plan) -> String {
     match ran.backend {
-        Backend::Cuda => {
-            let device = bitonic::Gpu::get()
-                .map(|g| g.info().name.clone())
-                .unwrap_or_default();
-            format!("cuda ({}) on {device}", ran.strategy)
-        }
+        Backend::Cuda => format!("cuda ({}) on {}", ran.strategy, gpu_name()),
         Backend::CpuNetworkSerial => format!("{} ({}, 1 thread)", ran.backend, ran.strategy),
         backend => format!(
             "{backend} ({}, {} threads)",
@@ -238,6 +233,13 @@ pub fn describe(ran: &bitonic::Plan) -> String {
             rayon::current_num_threads()
         ),
     }
+}
+
+/// The name of the GPU a call ran on (the process's GPU 0), or nothing where there is none.
+pub fn gpu_name() -> String {
+    bitonic::Gpu::get()
+        .map(|g| g.info().name.clone())
+        .unwrap_or_default()
 }
 
 /// Whether compile messages are silenced (`--quiet`).
