@@ -5,6 +5,7 @@ use crate::io::{
 };
 use crate::ui::{self, SortOptions};
 use anyhow::Result;
+use bitonic::plan::out_of_core::OutOfCorePlan;
 use bitonic::plan::{Layout, Operation};
 use bitonic::{with_key_type, DType};
 use std::path::PathBuf;
@@ -35,10 +36,10 @@ pub struct Args {
     /// instead of the sorted keys. Ties keep their original order.
     #[arg(long)]
     argsort: bool,
-    /// The most GPU memory (bytes; 2^30 and 1G work too) that sorting one whole array on the
-    /// GPU may take (not rows, --argsort or a pinned --algo, which sort in one GPU sort); what
-    /// the GPU has free when not given. An array that does not fit sorts in runs that are
-    /// merged on the GPU, as an array larger than the GPU's memory does.
+    /// The most GPU memory (bytes; 2^30 and 1G work too) that sorting or argsorting one whole
+    /// array on the GPU may take (not rows or a pinned --algo, which sort in one GPU sort);
+    /// what the GPU has free when not given. An array that does not fit sorts in runs that
+    /// are merged on the GPU, as an array larger than the GPU's memory does.
     #[arg(long, value_name = "BYTES", value_parser = ui::parse_len)]
     gpu_memory: Option<usize>,
     /// Overwrite OUTPUT if it exists, even when it is the input.
@@ -79,10 +80,25 @@ pub fn run(args: Args) -> Result<ExitCode> {
     // A pinned --algo sorts the whole array in one sort of that algorithm.
     let tuned = args.options.algo.is_none();
     let gpu = whole.backend == bitonic::Backend::Cuda;
-    let whole_on_gpu = row_len.is_none() && !args.argsort && tuned && gpu && file.len() > 0;
+    let whole_on_gpu = row_len.is_none() && tuned && gpu && file.len() > 0;
     let (ran, sort_time) = if whole_on_gpu {
+        let out = Output {
+            path: &args.output,
+            format,
+            shape: &shape,
+            progress: &progress,
+        };
         with_key_type!(file.dtype, K => {
-            sort_whole_on_gpu::<K>(&sorter, &file, &args.output, format, &shape, &progress)?
+            // u32 indices while the keys fit them, u64 past that.
+            let argsort = |index_bytes| Operation::Argsort { index_bytes };
+            match (args.argsort, file.len() <= u32::MAX as usize) {
+                (false, _) => sort_whole_on_gpu::<K, K>(&sorter, &file, &out, Operation::Sort,
+                    |keys, sorted| sorter.sort_large_into(keys, sorted))?,
+                (true, true) => sort_whole_on_gpu::<K, u32>(&sorter, &file, &out, argsort(4),
+                    |keys, indices| sorter.argsort_large(keys, indices))?,
+                (true, false) => sort_whole_on_gpu::<K, u64>(&sorter, &file, &out, argsort(8),
+                    |keys, indices| sorter.argsort_large(keys, indices))?,
+            }
         })
     } else {
         with_key_type!(file.dtype, K => {
@@ -143,18 +159,18 @@ pub fn run(args: Args) -> Result<ExitCode> {
 }
 
 /// One whole array on the GPU, read from the mapped input file (copied first only where the
-/// file's keys are not aligned for `K`) and sorted by `Sorter::sort_large_into` straight into
-/// the map of the output file ([`write_mapped`]: atomic as every output): in one GPU sort, or
-/// in runs merged on the GPU when the keys do not fit one (more keys than one sort takes, more
-/// bytes than the GPU's memory or `--gpu-memory`). Files larger than the host's memory work:
-/// the system pages both maps. What ran, and the sort's time.
-fn sort_whole_on_gpu<K: bitonic::SortKey>(
+/// file's keys are not aligned for `K`) and sorted (`operation` by `fill`:
+/// `Sorter::sort_large_into`, or `Sorter::argsort_large` into indices `O`) straight into the map of the output file
+/// ([`write_mapped`]: atomic as every output): in one GPU sort, or in runs merged on the GPU
+/// when the keys do not fit one (more keys than one sort takes, more bytes than the GPU's
+/// memory or `--gpu-memory`). Files larger than the host's memory work: the system pages both
+/// maps. What ran, and the sort's time.
+fn sort_whole_on_gpu<K: bitonic::SortKey, O: bitonic::SortKey>(
     sorter: &bitonic::Sorter,
     file: &KeyFile,
-    output: &std::path::Path,
-    format: Format,
-    shape: &[usize],
-    progress: &indicatif::ProgressBar,
+    out: &Output,
+    operation: Operation,
+    fill: impl FnOnce(&[K], &mut [O]) -> bitonic::Result<OutOfCorePlan>,
 ) -> Result<(String, std::time::Duration)> {
     let copied;
     let keys: &[K] = match bytemuck::try_cast_slice(file.data()) {
@@ -166,18 +182,24 @@ fn sort_whole_on_gpu<K: bitonic::SortKey>(
     };
     // A first GPU use compiles the kernels of one run's sort: before the clock starts.
     let run_len = keys.len().min(bitonic::plan::MAX_LEN);
-    let one_sort = sorter.prepare(Operation::Sort, file.dtype, run_len, Layout::Whole)?;
-    progress.set_message(format!("sorting {} {} keys", keys.len(), file.dtype));
-    let header = header_of(format, K::DTYPE, shape);
+    let one_sort = sorter.prepare(operation, file.dtype, run_len, Layout::Whole)?;
+    let doing = match operation {
+        Operation::Sort => "sorting",
+        _ => "argsorting",
+    };
+    let progress = out.progress;
+    progress.set_message(format!("{doing} {} {} keys", keys.len(), file.dtype));
+    let header = header_of(out.format, O::DTYPE, out.shape);
     let mut sorted = None;
-    // The sorted keys go straight into the output file's map.
-    write_mapped(output, &header, std::mem::size_of_val(keys), |bytes| {
-        let out: &mut [K] = bytemuck::try_cast_slice_mut(bytes)
-            .map_err(|e| anyhow::anyhow!("the output's keys are not aligned: {e}"))?;
+    let bytes = keys.len() * std::mem::size_of::<O>();
+    // The sorted keys (or the indices) go straight into the output file's map.
+    write_mapped(out.path, &header, bytes, |bytes| {
+        let to: &mut [O] = bytemuck::try_cast_slice_mut(bytes)
+            .map_err(|e| anyhow::anyhow!("the output's words are not aligned: {e}"))?;
         let sort_start = Instant::now();
-        let plan = sorter.sort_large_into(keys, out)?;
+        let plan = fill(keys, to)?;
         sorted = Some((plan, sort_start.elapsed()));
-        progress.set_message(format!("writing {}", ui::output_name(output)));
+        progress.set_message(format!("writing {}", ui::output_name(out.path)));
         Ok(())
     })?;
     let (plan, sort_time) = sorted.expect("the fill ran");

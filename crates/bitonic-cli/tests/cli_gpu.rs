@@ -25,9 +25,14 @@ fn main() {
             Ok(())
         })
         .with_ignored_flag(missing.is_some()),
+        Trial::test("gpu_cli_argsorts_in_runs", || {
+            gpu_cli_argsorts_in_runs();
+            Ok(())
+        })
+        .with_ignored_flag(missing.is_some()),
     ];
     if let Some(why) = missing.filter(|_| !args.list && !args.ignored && !args.include_ignored) {
-        eprintln!("note: 2 tests ignored, no GPU ({why}); BITONIC_REQUIRE_GPU=1 runs them");
+        eprintln!("note: 3 tests ignored, no GPU ({why}); BITONIC_REQUIRE_GPU=1 runs them");
     }
     libtest_mimic::run(&args, trials).exit()
 }
@@ -127,4 +132,59 @@ fn gpu_cli_sorts_in_runs() {
         .assert()
         .success()
         .stdout(predicate::function(|out: &[u8]| out.len() == 4 * 4194307));
+}
+
+fn gpu_cli_argsorts_in_runs() {
+    if let Err(why) = bitonic::Gpu::get() {
+        panic!("there is no GPU: {why}");
+    }
+    // A thousand distinct keys (ties across every run and block), raw u32.
+    let len = (3 << 20) + 5;
+    let keys: Vec<u32> = (0..len as u32)
+        .map(|i| i.wrapping_mul(2_654_435_761) % 1000)
+        .collect();
+    let dir = Dir::new();
+    let input = dir.path("in.u32");
+    let bytes: Vec<u8> = keys.iter().flat_map(|k| k.to_le_bytes()).collect();
+    std::fs::write(&input, bytes).unwrap();
+    // 8 MiB of GPU memory for 24 MiB of keys and indices: runs merged in blocks, then all
+    // the memory the GPU has: one sort.
+    for (budget, desc, merged) in [("8M", true, true), ("64G", false, false)] {
+        let output = dir.path("perm.u32");
+        let mut argsort = bitonic();
+        argsort.args([
+            "sort",
+            "--argsort",
+            "--backend",
+            "cuda",
+            "--gpu-memory",
+            budget,
+        ]);
+        if desc {
+            argsort.arg("--desc");
+        }
+        let ran = argsort
+            .arg(&input)
+            .arg("-o")
+            .arg(&output)
+            .arg("--force")
+            .assert()
+            .success();
+        let runs = predicate::str::contains(" runs, merged in blocks");
+        match merged {
+            true => ran.stderr(runs),
+            false => ran.stderr(runs.not()),
+        };
+        let written = std::fs::read(&output).unwrap();
+        let got: Vec<u32> = written
+            .chunks_exact(4)
+            .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+            .collect();
+        let mut want: Vec<u32> = (0..len as u32).collect();
+        match desc {
+            true => want.sort_by_key(|&i| std::cmp::Reverse(keys[i as usize])),
+            false => want.sort_by_key(|&i| keys[i as usize]),
+        }
+        assert!(got == want, "{budget}: the stable permutation");
+    }
 }

@@ -5,7 +5,7 @@
 //! host). Keys against std's sort, bit for bit, for every pattern, both orders, 4-, 8- and
 //! 2-byte keys with floats' specials, in place and into an output (the input then unchanged);
 //! values and indices against a stable sort (ties in their original order, ±0.0 and NaNs tied
-//! in numeric order). Without a GPU the CPU backend sorts.
+//! in numeric order), every run resident and merged in blocks. Without a GPU the CPU backend sorts.
 
 mod common;
 
@@ -21,7 +21,8 @@ fn main() {
         Needs::Nothing => cpu_backend_sorts_whatever_the_length;
         Needs::Gpu =>
             every_run_resident, pipelined_when_one_sort_fits, two_runs_merge_on_the_gpu, many_runs_merge_in_blocks,
-            other_key_types, pairs_keep_their_values, argsorts_number_the_keys,
+            other_key_types, pairs_keep_their_values, pairs_past_the_device_merge_in_blocks,
+            argsorts_number_the_keys,
             into_an_output_leaves_the_input, short_and_empty_inputs, a_budget_too_small_says_what_it_needs;
     ]);
 }
@@ -243,14 +244,14 @@ fn stable_order<K: SortKey>(keys: &[K], order: Order, float: FloatOrder) -> Vec<
     indices
 }
 
-/// `sort_pairs_large` of `keys` with their indices as values (of `V`) on `sorter`, whose budget
-/// forces every run resident, against the stable order on the host (keys compared as the sort
-/// compares them: bit for bit in total order).
+/// `sort_pairs_large` of `keys` with their indices as values (of `V`) on `sorter`, against the
+/// stable order on the host (keys compared as the sort compares them: bit for bit in total
+/// order); returns how the runs merged.
 fn check_pairs<K: TestKey, V: bitonic::SortIndex + bytemuck::Pod + PartialEq + std::fmt::Debug>(
     sorter: &Sorter,
     keys: &[K],
     (order, float): (Order, FloatOrder),
-) {
+) -> Merge {
     let what = format!(
         "{} -> {} bytes, {order:?} {float:?}",
         K::DTYPE.name(),
@@ -261,10 +262,6 @@ fn check_pairs<K: TestKey, V: bitonic::SortIndex + bytemuck::Pod + PartialEq + s
         (0..keys.len()).map(V::from_usize).collect::<Vec<V>>(),
     );
     let plan = sorter.sort_pairs_large(&mut got, &mut ids).unwrap();
-    assert!(
-        matches!(plan.merge, Merge::Resident { .. }),
-        "{what}: {plan:?}"
-    );
     let want = stable_order(keys, order, float);
     let want_ids: Vec<V> = want.iter().map(|&i| V::from_usize(i)).collect();
     assert!(ids == want_ids, "{what}: values out of place");
@@ -274,6 +271,35 @@ fn check_pairs<K: TestKey, V: bitonic::SortIndex + bytemuck::Pod + PartialEq + s
         let same = cmp_keys_in(&got[j], &keys[i], float) == std::cmp::Ordering::Equal;
         assert!(same, "{what}: key {j} is {:?}, want {:?}", got[j], keys[i]);
     }
+    plan.merge
+}
+
+/// The stable argsort of `keys` by `sorter`'s large argsort, into indices of `I`, against the
+/// host's; returns how the runs merged.
+fn check_argsort<
+    K: TestKey,
+    I: bitonic::SortIndex + bytemuck::Pod + PartialEq + std::fmt::Debug,
+>(
+    sorter: &Sorter,
+    keys: &[K],
+    (order, float): (Order, FloatOrder),
+    what: &str,
+) -> Merge {
+    let before = keys.to_vec();
+    let mut indices = vec![I::from_usize(0); keys.len()];
+    let plan = sorter
+        .clone()
+        .order(order)
+        .float_order(float)
+        .argsort_large(keys, &mut indices)
+        .unwrap_or_else(|e| panic!("{what}: {e}"));
+    let want: Vec<I> = stable_order(keys, order, float)
+        .into_iter()
+        .map(I::from_usize)
+        .collect();
+    assert!(indices == want, "{what}: indices out of place");
+    assert_same_bits(keys, &before, &format!("{what}: the input"));
+    plan.merge
 }
 
 fn pairs_keep_their_values() {
@@ -292,15 +318,17 @@ fn pairs_keep_their_values() {
                 .float_order(float)
         };
         let u32s: Vec<u32> = make_keys(len, pattern, 14);
-        check_pairs::<u32, u32>(&sorter(8), &u32s, (order, float));
+        let merge = check_pairs::<u32, u32>(&sorter(8), &u32s, (order, float));
+        assert!(matches!(merge, Merge::Resident { .. }), "u32: {merge:?}");
         // f32 keys (NaNs of both signs, ±0.0, infinities) with 8-byte values.
         let f32s: Vec<f32> = make_keys(len, pattern, 15);
-        check_pairs::<f32, u64>(&sorter(12), &f32s, (order, float));
+        let merge = check_pairs::<f32, u64>(&sorter(12), &f32s, (order, float));
+        assert!(matches!(merge, Merge::Resident { .. }), "f32: {merge:?}");
     }
-    // Too little memory for the pairs themselves: refused, nothing moved.
+    // Too little memory for one block's sort: refused, nothing moved.
     let keys: Vec<u32> = make_keys(len, Pattern::Random, 16);
     let (mut got, mut ids) = (keys.clone(), vec![7u32; len]);
-    let refused = on_gpu(test, len * 8 / 2).sort_pairs_large(&mut got, &mut ids);
+    let refused = on_gpu(test, 64 << 10).sort_pairs_large(&mut got, &mut ids);
     assert!(
         matches!(refused, Err(Error::DeviceMemory { .. })),
         "{refused:?}"
@@ -311,6 +339,43 @@ fn pairs_keep_their_values() {
     let mut shorts = vec![0u16; len];
     let refused = on_gpu(test, len * 8 * 2).sort_pairs_large(&mut got, &mut shorts);
     assert!(matches!(refused, Err(Error::Unsupported(_))), "{refused:?}");
+}
+
+fn pairs_past_the_device_merge_in_blocks() {
+    // A quarter of the pairs' bytes: runs of about an eighth, merged in blocks through the
+    // host; ties across runs and blocks (few distinct, all equal) keep their order.
+    let test = "pairs_past_the_device_merge_in_blocks";
+    let len = (3 << 20) + 777;
+    let cases = [
+        (Pattern::FewDistinct, Order::Ascending, FloatOrder::Total),
+        (Pattern::Random, Order::Descending, FloatOrder::Numeric),
+        (Pattern::AllEqual, Order::Ascending, FloatOrder::Numeric),
+        (Pattern::Reversed, Order::Descending, FloatOrder::Total),
+    ];
+    let blocks = |merge: Merge, what: &str| {
+        assert!(matches!(merge, Merge::Blocks { .. }), "{what}: {merge:?}");
+    };
+    for (pattern, order, float) in cases {
+        let sorter = |bytes: usize| {
+            on_gpu(test, len * bytes / 4)
+                .order(order)
+                .float_order(float)
+        };
+        let what = |kind: &str| format!("{kind} {pattern:?} {order:?} {float:?}");
+        let u32s: Vec<u32> = make_keys(len, pattern, 19);
+        let merge = check_pairs::<u32, u32>(&sorter(8), &u32s, (order, float));
+        blocks(merge, &what("u32 -> u32"));
+        let f32s: Vec<f32> = make_keys(len, pattern, 20);
+        let merge = check_pairs::<f32, u64>(&sorter(12), &f32s, (order, float));
+        blocks(merge, &what("f32 -> u64"));
+        let f64s: Vec<f64> = make_keys(len, pattern, 21);
+        let merge = check_argsort::<f64, i64>(&sorter(16), &f64s, (order, float), "f64 argsort");
+        blocks(merge, &what("f64 argsort"));
+        // 16-bit keys sort as widened words: their budget counts those.
+        let halves: Vec<f16> = make_keys(len, pattern, 22);
+        let merge = check_argsort::<f16, u32>(&sorter(8), &halves, (order, float), "f16 argsort");
+        blocks(merge, &what("f16 argsort"));
+    }
 }
 
 fn argsorts_number_the_keys() {

@@ -33,6 +33,11 @@
 //! read ([`block_merge`]), or into one of `runs + 1` spare blocks on the host, which always
 //! suffice (each run has at most one block partly read). Last, the blocks are put in order on
 //! the host, through two staging blocks ([`order_blocks`]): host memory, not the link.
+//!
+//! **With values** (key-value sorts and argsorts, [`plan_out_of_core_pairs`]): one sort, every
+//! run resident, or many runs merged in blocks as above, the values beside their keys in each
+//! sort, copy and spare block. Blocks sort stably and [`co_ranks_by`] cuts ties in run order,
+//! so equal keys keep their order. Pairs have no two-run schedule.
 
 use super::{plan, Operation, Request, MAX_LEN};
 use crate::device::DeviceFacts;
@@ -174,7 +179,7 @@ pub(crate) fn in_memory_bytes(
     Ok(n * items.bytes() + sort.workspace_bytes())
 }
 
-/// Many keys of `dtype` that one in-memory sort takes in `budget` device bytes (0: none),
+/// Many `items` that one in-memory sort takes in `budget` device bytes (0: none),
 /// found by bisection. The bytes mostly grow with the keys, but not always (a plan's runs and
 /// levels change at some lengths: 2^24 + 1 u32 keys take fewer bytes than 2^24), so this is a
 /// length that fits, not always the most, and a shorter one may not fit: callers check the
@@ -182,13 +187,13 @@ pub(crate) fn in_memory_bytes(
 fn most_in_memory(
     facts: &dyn DeviceFacts,
     policy: &Policy,
-    dtype: DType,
+    items: Items,
     budget: usize,
 ) -> Result<usize> {
-    let (mut fits, mut fails) = (0usize, (budget / dtype.size()).min(MAX_LEN) + 1);
+    let (mut fits, mut fails) = (0usize, (budget / items.bytes()).min(MAX_LEN) + 1);
     while fails - fits > 1 {
         let mid = fits + (fails - fits) / 2;
-        if in_memory_bytes(facts, policy, Items::keys(dtype), mid)? <= budget {
+        if in_memory_bytes(facts, policy, items, mid)? <= budget {
             fits = mid;
         } else {
             fails = mid;
@@ -225,7 +230,7 @@ pub fn plan_out_of_core(
     let beside_piece = budget.saturating_sub(piece_bytes) / key_bytes;
     // The most keys one sort takes in the budget: the resident run's bound here, the runs'
     // below.
-    let fits = most_in_memory(facts, policy, dtype, budget)?;
+    let fits = most_in_memory(facts, policy, Items::keys(dtype), budget)?;
     let resident = beside_piece.min(fits).min(len);
     let first = len - resident;
     let device_bytes = sort_bytes(first)?
@@ -241,10 +246,24 @@ pub fn plan_out_of_core(
             host_bytes: 0,
         });
     }
-    // Runs of as many whole blocks as one sort takes (a run's and the last run's sorts, and a
-    // block's, within the budget), merged in blocks: of BLOCK keys, or of the largest power of
-    // two of which 16 fit one sort, so that the spare blocks (one a run) hold at most about a
-    // sixteenth of the keys.
+    in_blocks(facts, policy, Items::keys(dtype), len, budget, fits)
+}
+
+/// The many-run schedule ([`Merge::Blocks`]) of `len` `items` in `budget` device bytes, of
+/// which one sort takes `fits`: runs of as many whole blocks as one sort takes (a run's and the
+/// last run's sorts, and a block's, within the budget), merged in blocks of [`BLOCK`] keys, or
+/// of the largest power of two of which 16 fit one sort, so that the spare blocks (one a run)
+/// hold at most about a sixteenth of the items; [`Error::DeviceMemory`] with the bytes a sort
+/// of one block needs, when not even that fits.
+fn in_blocks(
+    facts: &dyn DeviceFacts,
+    policy: &Policy,
+    items: Items,
+    len: usize,
+    budget: usize,
+    fits: usize,
+) -> Result<OutOfCorePlan> {
+    let sort_bytes = |n| in_memory_bytes(facts, policy, items, n);
     let block_len = match fits / 16 {
         0 => BLOCK.min(len),
         sixteenth => BLOCK.min(1 << sixteenth.ilog2()).max(MIN_BLOCK).min(len),
@@ -263,12 +282,17 @@ pub fn plan_out_of_core(
     while run_len > 0 && device_of(run_len)? > budget {
         run_len -= block_len;
     }
+    let key_bytes = items.dtype.size();
     if run_len == 0 {
+        let values = match items.value_bytes {
+            0 => String::new(),
+            bytes => format!(" with values of {bytes}"),
+        };
         return Err(Error::DeviceMemory {
             bytes: sort_bytes(block_len)?,
             what: format!(
-                "an out-of-core sort of {len} keys of {key_bytes} bytes: one GPU sort of a \
-                 block of {block_len} keys (the budget is {budget} bytes)"
+                "an out-of-core sort of {len} keys of {key_bytes} bytes{values}: one GPU sort \
+                 of a block of {block_len} keys (the budget is {budget} bytes)"
             ),
         });
     }
@@ -276,7 +300,9 @@ pub fn plan_out_of_core(
         .step_by(run_len)
         .map(|start| start..(start + run_len).min(len))
         .collect();
-    let host_bytes = (runs.len() + 1 + STAGING.len()) * block_len * key_bytes;
+    // The spares, the staging blocks, and an argsort's block of keys gathered from the input
+    // (no keys in its spares): within the same bound.
+    let host_bytes = (runs.len() + 1 + STAGING.len()) * block_len * items.bytes();
     Ok(OutOfCorePlan {
         len,
         key_bytes,
@@ -314,7 +340,8 @@ fn within_device(
 
 /// The out-of-core sort of `len` keys of `dtype` with values of `value_bytes` (4 or 8) in
 /// `budget` bytes of device memory, for a key-value sort or an argsort: one run, or every run
-/// resident; [`Error::DeviceMemory`] past the device's memory, where pairs are not sorted yet.
+/// resident, within the device's memory; past it, many runs merged in blocks, as
+/// [`plan_out_of_core`] plans keys past two runs (pairs have no two-run schedule).
 pub fn plan_out_of_core_pairs(
     facts: &dyn DeviceFacts,
     policy: &Policy,
@@ -323,17 +350,11 @@ pub fn plan_out_of_core_pairs(
     budget: usize,
 ) -> Result<OutOfCorePlan> {
     let items = Items { dtype, value_bytes };
-    match within_device(facts, policy, items, len, budget)? {
-        Some(plan) => Ok(plan),
-        None => Err(Error::DeviceMemory {
-            bytes: len.saturating_mul(items.bytes()),
-            what: format!(
-                "an out-of-core sort of {len} keys of {} bytes with values of {value_bytes}: \
-                 pairs sort only within the GPU's memory (the budget is {budget} bytes)",
-                dtype.size()
-            ),
-        }),
+    if let Some(plan) = within_device(facts, policy, items, len, budget)? {
+        return Ok(plan);
     }
+    let fits = most_in_memory(facts, policy, items, budget)?;
+    in_blocks(facts, policy, items, len, budget, fits)
 }
 
 /// The plan of [`Merge::Resident`] when the keys and what sorts them fit `budget`: the fewest

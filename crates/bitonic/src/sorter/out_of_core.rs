@@ -6,13 +6,12 @@
 //! are a few sorted slices: any sort merges them). Copies go through the pinned staging of
 //! src/cuda/staging.rs.
 
-use super::resident::Resident;
 use super::{check_index_width, during_merge, Sorter};
 use crate::cuda::exec::Exec;
 use crate::cuda::staging::parallel_copy;
 use crate::cuda::{memory, run, transfer};
 use crate::error::{check_same_len, CudaContext as _, Error, Result};
-use crate::key::ordered_bits;
+use crate::key::{ordered_bits, tied_bits};
 use crate::options::Backend;
 use crate::plan::merge::co_rank_with;
 use crate::plan::out_of_core::{
@@ -21,9 +20,10 @@ use crate::plan::out_of_core::{
 };
 use crate::plan::{Layout, Operation, Plan};
 use crate::{SortIndex, SortKey};
-use cudarc::driver::{CudaSlice, CudaViewMut};
+use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
 use rayon::prelude::*;
 use std::collections::HashMap;
+use std::ops::Range;
 
 impl<'g> Sorter<'g> {
     /// Sorts `keys` in place like [`Sorter::sort`], also when they do not fit in the GPU's
@@ -58,11 +58,14 @@ impl<'g> Sorter<'g> {
         self.large(Some(keys), out)
     }
 
-    /// [`Sorter::sort_pairs`] past one GPU sort: `values` (of 4 or 8 bytes) follow their keys,
-    /// stably, through the schedule that keeps every run on the GPU
-    /// ([`crate::plan::out_of_core::Merge::Resident`]), so for keys and values within the GPU's
-    /// memory (or [`Sorter::device_memory`]); past it, [`Error::DeviceMemory`] (key-value
-    /// sorts larger than the GPU are not built yet). Pairs that one sort takes get it.
+    /// [`Sorter::sort_pairs`] past one GPU sort and past the GPU's memory: `values` (of 4 or 8
+    /// bytes) follow their keys, stably (equal keys keep their order). Pairs that one sort
+    /// takes get it; pairs within the GPU's memory (or [`Sorter::device_memory`]) go through
+    /// the schedule that keeps every run there
+    /// ([`crate::plan::out_of_core::Merge::Resident`]); past it, runs merged in blocks through
+    /// the host ([`crate::plan::out_of_core::Merge::Blocks`]: spare host blocks of keys and
+    /// values, [`OutOfCorePlan::host_bytes`]). [`Error::DeviceMemory`] when not even one
+    /// block's sort fits.
     pub fn sort_pairs_large<K: SortKey, V: bytemuck::Pod + Send + Sync>(
         &self,
         keys: &mut [K],
@@ -71,8 +74,8 @@ impl<'g> Sorter<'g> {
         check_same_len(keys.len(), values.len())?;
         let n = keys.len();
         match self.route_pairs::<K>(n, std::mem::size_of::<V>())? {
-            PairsRoute::Resident(x, plan, shape) => {
-                self.resident_with_values(&x, (&plan, shape), (None, Some(keys)), values)?;
+            PairsRoute::Runs(x, plan) => {
+                self.runs_with_values(&x, &plan, (None, Some(keys)), values)?;
                 Ok(plan)
             }
             PairsRoute::InMemory(plan) => {
@@ -82,9 +85,10 @@ impl<'g> Sorter<'g> {
         }
     }
 
-    /// [`Sorter::argsort`] past one GPU sort, through the schedule that keeps every run on the
-    /// GPU, as [`Sorter::sort_pairs_large`]: the indices are numbered on the host and travel as
-    /// the keys' values; `keys` are left as they are.
+    /// [`Sorter::argsort`] past one GPU sort and past the GPU's memory, as
+    /// [`Sorter::sort_pairs_large`]: the indices are numbered on the host and travel as the
+    /// keys' values; `keys` are left as they are (merged in blocks, the sorted runs' keys are
+    /// read from `keys` through the runs' indices, a block at a time).
     pub fn argsort_large<K: SortKey, I: SortIndex>(
         &self,
         keys: &[K],
@@ -94,12 +98,12 @@ impl<'g> Sorter<'g> {
         check_index_width::<I>(keys.len())?;
         let n = keys.len();
         match self.route_pairs::<K>(n, std::mem::size_of::<I>())? {
-            PairsRoute::Resident(x, plan, shape) => {
+            PairsRoute::Runs(x, plan) => {
                 indices
                     .par_iter_mut()
                     .enumerate()
                     .for_each(|(i, index)| *index = I::from_usize(i));
-                self.resident_with_values(&x, (&plan, shape), (Some(keys), None), indices)?;
+                self.runs_with_values(&x, &plan, (Some(keys), None), indices)?;
                 Ok(plan)
             }
             PairsRoute::InMemory(plan) => {
@@ -127,40 +131,54 @@ impl<'g> Sorter<'g> {
         let budget = self.budget(gpu)?;
         let plan = plan_out_of_core_pairs(gpu, policy, (K::DTYPE, value_bytes), n, budget)?;
         Ok(match plan.merge {
-            Merge::Resident {
-                piece_len,
-                sample_gap,
-            } => PairsRoute::Resident(self.exec(gpu, policy), plan, (piece_len, sample_gap)),
-            _ => PairsRoute::InMemory(plan),
+            Merge::None => PairsRoute::InMemory(plan),
+            _ => PairsRoute::Runs(self.exec(gpu, policy), plan),
         })
     }
 
-    /// The resident schedule of `plan` (`shape`: piece length and sample gap) on keys (read
-    /// from the input, or from the output in place) with `values` of 4 or 8 bytes, moved as
-    /// words of their size.
-    fn resident_with_values<K: SortKey, V: bytemuck::Pod>(
+    /// The runs' schedule of `plan` on keys (read from the input, or from the output in
+    /// place) with `values` of 4 or 8 bytes, moved as words of their size.
+    fn runs_with_values<K: SortKey, V: bytemuck::Pod>(
         &self,
         x: &Exec,
-        (plan, shape): (&OutOfCorePlan, (usize, usize)),
+        plan: &OutOfCorePlan,
         (keys_in, keys_out): (Option<&[K]>, Option<&mut [K]>),
         values: &mut [V],
     ) -> Result<()> {
         if std::mem::size_of::<V>() == 4 {
             let values = Some(words_of::<V, u32>(values)?);
-            let job = Resident {
+            let job = HostItems {
                 keys_in,
                 keys_out,
                 values,
             };
-            return self.merge_every_run(x, plan, shape, job);
+            return self.merge_runs(x, plan, job);
         }
         let values = Some(words_of::<V, u64>(values)?);
-        let job = Resident {
+        let job = HostItems {
             keys_in,
             keys_out,
             values,
         };
-        self.merge_every_run(x, plan, shape, job)
+        self.merge_runs(x, plan, job)
+    }
+
+    /// Sorts the runs of `plan` and merges them, by its schedule of many runs: every run
+    /// resident, or blocks.
+    fn merge_runs<K: SortKey, V: Word>(
+        &self,
+        x: &Exec,
+        plan: &OutOfCorePlan,
+        job: HostItems<K, V>,
+    ) -> Result<()> {
+        match plan.merge {
+            Merge::Resident {
+                piece_len,
+                sample_gap,
+            } => self.merge_every_run(x, plan, (piece_len, sample_gap), job),
+            Merge::Blocks { block_len } => self.merge_blocks(x, plan, block_len, job),
+            other => unreachable!("{other:?} is not a schedule of many runs"),
+        }
     }
 
     /// The GPU of a large sort: the sorter's, or `None` where it runs on the CPU (a CPU
@@ -204,21 +222,17 @@ impl<'g> Sorter<'g> {
                 copy_input(input, out);
                 self.sort(out)?;
             }
-            Merge::Resident {
-                piece_len,
-                sample_gap,
-            } => {
-                let job = Resident::<K, u32> {
+            Merge::ResidentRun { piece_len } => {
+                self.merge_resident(&x, &plan, piece_len, input, out)?
+            }
+            _ => {
+                let job = HostItems::<K, u32> {
                     keys_in: input,
                     keys_out: Some(out),
                     values: None,
                 };
-                self.merge_every_run(&x, &plan, (piece_len, sample_gap), job)?
+                self.merge_runs(&x, &plan, job)?
             }
-            Merge::ResidentRun { piece_len } => {
-                self.merge_resident(&x, &plan, piece_len, input, out)?
-            }
-            Merge::Blocks { block_len } => self.merge_blocks(&x, &plan, block_len, input, out)?,
         }
         Ok(plan)
     }
@@ -274,80 +288,137 @@ impl<'g> Sorter<'g> {
         Ok(())
     }
 
-    /// The many-run schedule: every run sorted into its place in `out`, then each output block
-    /// made on the GPU from its slices of the runs and written to a block of `out` already read
-    /// or to a spare host block, then the blocks put in order on the host.
-    fn merge_blocks<K: SortKey>(
+    /// The many-run schedule: every run sorted into its place in the output (an argsort's
+    /// runs: their indices alone), then each output block made on the GPU from its slices of
+    /// the runs and written to a block of the output already read or to a spare host block,
+    /// then the blocks put in order on the host. With values, the blocks sort stably and the
+    /// cuts take ties in run order: equal keys keep their order.
+    fn merge_blocks<K: SortKey, V: Word>(
         &self,
         x: &Exec,
         plan: &OutOfCorePlan,
         block_len: usize,
-        input: Option<&[K]>,
-        out: &mut [K],
+        job: HostItems<K, V>,
     ) -> Result<()> {
+        let HostItems {
+            keys_in,
+            mut keys_out,
+            mut values,
+        } = job;
         for run in &plan.runs {
-            let from = input.map(|keys| &keys[run.clone()]);
-            self.sort_run(x, from, &mut out[run.clone()])?;
+            let from = match (keys_in, keys_out.as_deref()) {
+                (Some(keys), _) | (None, Some(keys)) => &keys[run.clone()],
+                (None, None) => unreachable!("the keys come from the input or the output"),
+            };
+            let mut on_gpu = transfer::upload(x, from)?;
+            let mut run_values = match values.as_deref() {
+                Some(host) => Some(transfer::upload(x, &host[run.clone()])?),
+                None => None,
+            };
+            let len = run.len();
+            let device_values = run_values.as_mut().map(|v| v.slice_mut(0..len));
+            self.sort_items(x, on_gpu.slice_mut(0..len), device_values)?;
+            if let Some(out) = keys_out.as_deref_mut() {
+                transfer::download(x, &on_gpu.slice(0..len), &mut out[run.clone()])?;
+            }
+            if let (Some(device), Some(host)) = (run_values, values.as_deref_mut()) {
+                transfer::download(x, &device.slice(0..len), &mut host[run.clone()])?;
+            }
         }
+        // Keys compare as the sort compared them; with values, keys equal by value tie.
         let order = self.key_order();
-        let views: Vec<&[K]> = plan.runs.iter().map(|run| &out[run.clone()]).collect();
-        let blocks = block_merge_by(&views, block_len, |&key| ordered_bits(key, order).into());
-        let n = out.len();
+        let with_values = values.is_some();
+        let word = |key: K| -> u64 {
+            match with_values {
+                true => tied_bits(key, order).into(),
+                false => ordered_bits(key, order).into(),
+            }
+        };
+        // The sorted runs: the output's keys, or an argsort's keys found through its indices.
+        let blocks = match (keys_out.as_deref(), values.as_deref(), keys_in) {
+            (Some(out), _, _) => {
+                let views: Vec<&[K]> = plan.runs.iter().map(|run| &out[run.clone()]).collect();
+                block_merge_by(&views, block_len, |&key| word(key))
+            }
+            (None, Some(indices), Some(keys)) => {
+                let views: Vec<&[V]> = plan.runs.iter().map(|run| &indices[run.clone()]).collect();
+                block_merge_by(&views, block_len, |&i| word(keys[i.index()]))
+            }
+            _ => unreachable!("an argsort has its input and its indices"),
+        };
+        let n = plan.len;
         let block_range = |b: usize| b * block_len..((b + 1) * block_len).min(n);
         // Every host block the merge and the ordering use, allocated before anything is
-        // written: the spares the schedule names and two for staging.
+        // written: the spares the schedule names and two for staging, for the keys and for
+        // the values; an argsort's keys, gathered from the input, stage in one more.
         let spare_count = blocks
             .iter()
             .filter(|block| matches!(block.slot, Slot::Spare(_)))
             .count();
-        let mut spares = Spares::allocate(spare_count + 2, block_len.min(n))?;
+        let blocks_of = |present: bool| if present { spare_count + 2 } else { 0 };
+        let shortest = block_len.min(n);
+        let mut key_spares = Spares::<K>::allocate(blocks_of(keys_out.is_some()), shortest)?;
+        let mut value_spares = Spares::<V>::allocate(blocks_of(with_values), shortest)?;
+        let mut gathered = Spares::<K>::allocate(usize::from(keys_out.is_none()), shortest)?;
         let mut block_keys = memory::alloc::<K>(x.stream, block_len, || "a merge block".into())?;
+        let mut block_values = match with_values {
+            true => Some(memory::alloc::<V>(x.stream, block_len, || {
+                "a merge block".into()
+            })?),
+            false => None,
+        };
         for (b, block) in blocks.iter().enumerate() {
             let len = block_range(b).len();
             let merged = (|| -> Result<()> {
-                let mut at = 0;
-                for (run, slice) in plan.runs.iter().zip(&block.from_runs) {
-                    let keys = &out[run.start + slice.start..run.start + slice.end];
-                    let to = block_keys.slice_mut(at..at + keys.len());
-                    transfer::upload_into(x, keys, to)?;
-                    at += keys.len();
-                }
-                debug_assert_eq!(at, len, "a block's slices fill it");
-                self.sort_on_gpu(x, block_keys.slice_mut(0..len))?;
-                let sorted = block_keys.slice(0..len);
-                match block.slot {
-                    Slot::Buffer(f) => transfer::download(x, &sorted, &mut out[block_range(f)]),
-                    spare => {
-                        let mut keys = spares.take(len);
-                        transfer::download(x, &sorted, &mut keys)?;
-                        spares.held.insert(spare, keys);
-                        Ok(())
+                let slices = plan.runs.iter().zip(&block.from_runs);
+                let slices: Vec<Range<usize>> = slices
+                    .map(|(run, slice)| run.start + slice.start..run.start + slice.end)
+                    .collect();
+                match (keys_out.as_deref(), values.as_deref(), keys_in) {
+                    (Some(out), _, _) => {
+                        upload_slices(x, out, &slices, block_keys.slice_mut(0..len))?
                     }
+                    (None, Some(indices), Some(keys)) => {
+                        let mut staged = gathered.take(len);
+                        let mut at = 0;
+                        for slice in &slices {
+                            let to = &mut staged[at..at + slice.len()];
+                            let from = &indices[slice.clone()];
+                            to.par_iter_mut()
+                                .zip(from.par_iter())
+                                .for_each(|(key, &i)| *key = keys[i.index()]);
+                            at += slice.len();
+                        }
+                        transfer::upload_into(x, &staged, block_keys.slice_mut(0..len))?;
+                        gathered.free.push(staged);
+                    }
+                    _ => unreachable!("an argsort has its input and its indices"),
                 }
+                if let (Some(host), Some(device)) = (values.as_deref(), block_values.as_mut()) {
+                    upload_slices(x, host, &slices, device.slice_mut(0..len))?;
+                }
+                let sorted_values = block_values.as_mut().map(|v| v.slice_mut(0..len));
+                self.sort_items(x, block_keys.slice_mut(0..len), sorted_values)?;
+                if let Some(out) = keys_out.as_deref_mut() {
+                    let sorted = block_keys.slice(0..len);
+                    put_block(x, &sorted, block.slot, (out, &mut key_spares), block_len)?;
+                }
+                if let (Some(out), Some(device)) = (values.as_deref_mut(), block_values.as_ref()) {
+                    let sorted = device.slice(0..len);
+                    put_block(x, &sorted, block.slot, (out, &mut value_spares), block_len)?;
+                }
+                Ok(())
             })();
             merged.map_err(during_merge)?;
         }
         drop(block_keys);
+        drop(block_values);
         let slots: Vec<Slot> = blocks.iter().map(|block| block.slot).collect();
-        for (from, to) in order_blocks(&slots) {
-            match (from, to) {
-                (Slot::Buffer(f), to) => {
-                    let keys = &out[block_range(f)];
-                    let mut staged = spares.take(keys.len());
-                    parallel_copy(&mut staged, keys);
-                    spares.held.insert(to, staged);
-                }
-                (from, Slot::Buffer(t)) => {
-                    let staged = spares.held.remove(&from).expect("a held block");
-                    parallel_copy(&mut out[block_range(t)], &staged);
-                    spares.free.push(staged);
-                }
-                // Between host blocks: a block changes hands, no copy.
-                (from, to) => {
-                    let staged = spares.held.remove(&from).expect("a held block");
-                    spares.held.insert(to, staged);
-                }
-            }
+        if let Some(out) = keys_out {
+            key_spares.put_in_order(out, &slots, block_len);
+        }
+        if let Some(out) = values {
+            value_spares.put_in_order(out, &slots, block_len);
         }
         Ok(())
     }
@@ -378,7 +449,7 @@ struct Spares<K> {
     free: Vec<Vec<K>>,
 }
 
-impl<K: SortKey> Spares<K> {
+impl<K: bytemuck::Pod + Send + Sync> Spares<K> {
     /// `count` free blocks of `block_len` keys, allocated fallibly.
     fn allocate(count: usize, block_len: usize) -> Result<Spares<K>> {
         let mut free = Vec::with_capacity(count);
@@ -402,8 +473,97 @@ impl<K: SortKey> Spares<K> {
     /// than were allocated.
     fn take(&mut self, len: usize) -> Vec<K> {
         let mut keys = self.free.pop().expect("the schedule's blocks suffice");
-        keys.truncate(len);
+        keys.resize(len, K::zeroed());
         keys
+    }
+
+    /// Puts the blocks of `out` (of `block_len` keys, the last maybe shorter) in order: the
+    /// block at `slots[b]` (in `out`, or held here) goes to block b of `out`
+    /// ([`order_blocks`]'s moves, through two of these blocks).
+    fn put_in_order(&mut self, out: &mut [K], slots: &[Slot], block_len: usize) {
+        let n = out.len();
+        let block_range = |b: usize| b * block_len..((b + 1) * block_len).min(n);
+        for (from, to) in order_blocks(slots) {
+            match (from, to) {
+                (Slot::Buffer(f), to) => {
+                    let keys = &out[block_range(f)];
+                    let mut staged = self.take(keys.len());
+                    parallel_copy(&mut staged, keys);
+                    self.held.insert(to, staged);
+                }
+                (from, Slot::Buffer(t)) => {
+                    let staged = self.held.remove(&from).expect("a held block");
+                    parallel_copy(&mut out[block_range(t)], &staged);
+                    self.free.push(staged);
+                }
+                // Between host blocks: a block changes hands, no copy.
+                (from, to) => {
+                    let staged = self.held.remove(&from).expect("a held block");
+                    self.held.insert(to, staged);
+                }
+            }
+        }
+    }
+}
+
+/// A value's word (u32 or u64) on the GPU and the host: an argsort's indices are words too.
+pub(super) trait Word: DeviceRepr + bytemuck::Pod + Into<u64> + Send + Sync {
+    /// The word as an index.
+    fn index(self) -> usize {
+        usize::try_from(self.into()).expect("an index within the host's memory")
+    }
+}
+
+impl Word for u32 {}
+impl Word for u64 {}
+
+/// The caller's host arrays that a sort of many runs reads and writes.
+pub(super) struct HostItems<'a, K, V> {
+    /// The keys to read: the input, or `None` for `keys_out` itself (in place).
+    pub keys_in: Option<&'a [K]>,
+    /// Where the sorted keys go (an argsort keeps none).
+    pub keys_out: Option<&'a mut [K]>,
+    /// The values, read and written back in the keys' order (an argsort's indices, numbered
+    /// before the call).
+    pub values: Option<&'a mut [V]>,
+}
+
+/// Uploads the host `slices` of `from`, one after another, into `to` (as long as they are).
+fn upload_slices<T: bytemuck::Pod + DeviceRepr>(
+    x: &Exec,
+    from: &[T],
+    slices: &[Range<usize>],
+    mut to: CudaViewMut<T>,
+) -> Result<()> {
+    let mut at = 0;
+    for slice in slices {
+        let len = slice.len();
+        transfer::upload_into(x, &from[slice.clone()], to.slice_mut(at..at + len))?;
+        at += len;
+    }
+    debug_assert_eq!(at, to.len(), "the slices fill the block");
+    Ok(())
+}
+
+/// Downloads a sorted block into its slot: block f of `out`, or a spare host block.
+fn put_block<T: bytemuck::Pod + DeviceRepr + Send + Sync>(
+    x: &Exec,
+    sorted: &CudaView<T>,
+    slot: Slot,
+    (out, spares): (&mut [T], &mut Spares<T>),
+    block_len: usize,
+) -> Result<()> {
+    match slot {
+        Slot::Buffer(f) => {
+            let to = f * block_len..(f * block_len + sorted.len()).min(out.len());
+            transfer::download(x, sorted, &mut out[to])
+        }
+        spare => {
+            let mut keys = spares.take(sorted.len());
+            transfer::download(x, sorted, &mut keys)?;
+            spares.held.insert(spare, keys);
+            Ok(())
+        }
     }
 }
 
@@ -412,9 +572,9 @@ enum PairsRoute<'a> {
     /// One in-memory sort (the sorter's `sort_pairs` or `argsort`): on the GPU when one sort
     /// takes the pairs, else on the CPU (the sorter's backend, or no GPU; `device_bytes` 0).
     InMemory(OutOfCorePlan),
-    /// Every run resident: the call's device and stream, the plan, and its piece length and
-    /// sample gap.
-    Resident(Exec<'a>, OutOfCorePlan, (usize, usize)),
+    /// Runs, every one resident or merged in blocks: the call's device and stream, and the
+    /// plan.
+    Runs(Exec<'a>, OutOfCorePlan),
 }
 
 /// `values` as words of their size (`W`: u32 or u64), or an error when they are not aligned

@@ -8,6 +8,7 @@
 //!
 //! [`Merge::Resident`]: crate::plan::out_of_core::Merge::Resident
 
+use super::out_of_core::HostItems;
 use super::{during_merge, Sorter};
 use crate::cuda::exec::Exec;
 use crate::cuda::multi::take;
@@ -20,17 +21,6 @@ use crate::SortKey;
 use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, CudaViewMut, DeviceRepr};
 use std::ops::Range;
 use std::sync::Arc;
-
-/// What the schedule sorts and where it writes.
-pub(super) struct Resident<'a, K, V> {
-    /// The keys to read: the input, or `None` for `keys_out` itself (in place).
-    pub keys_in: Option<&'a [K]>,
-    /// Where the sorted keys go (an argsort keeps none).
-    pub keys_out: Option<&'a mut [K]>,
-    /// The values, read and written back in the keys' order (an argsort's indices, numbered
-    /// before the call).
-    pub values: Option<&'a mut [V]>,
-}
 
 /// One piece's buffers: its keys and, with values, its values.
 struct PieceBuffers<K, V> {
@@ -46,7 +36,7 @@ impl Sorter<'_> {
         x: &Exec,
         plan: &OutOfCorePlan,
         (piece_len, sample_gap): (usize, usize),
-        job: Resident<K, V>,
+        job: HostItems<K, V>,
     ) -> Result<()> {
         let n = plan.len;
         let context = x.gpu.context();
@@ -64,7 +54,7 @@ impl Sorter<'_> {
             stream: &sort_stream,
             ..*x
         };
-        let Resident {
+        let HostItems {
             keys_in,
             mut keys_out,
             mut values,
@@ -243,7 +233,7 @@ impl Sorter<'_> {
 
     /// Sorts keys on the GPU in one in-memory sort, with their values when there are some
     /// (stably: equal keys keep their order).
-    fn sort_items<K: SortKey, V: DeviceRepr + bytemuck::Pod>(
+    pub(super) fn sort_items<K: SortKey, V: DeviceRepr + bytemuck::Pod>(
         &self,
         x: &Exec,
         keys: CudaViewMut<K>,

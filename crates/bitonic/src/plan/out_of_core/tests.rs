@@ -299,7 +299,7 @@ fn plans_say_what_they_need() {
     assert!(what.contains("block"), "{what}");
 }
 #[test]
-fn pairs_stay_within_the_device() {
+fn pairs_past_the_device_merge_in_blocks() {
     let info = DeviceInfo::h100();
     let policy = Policy::HOPPER;
     let len = (1usize << 22) + 7;
@@ -318,15 +318,29 @@ fn pairs_stay_within_the_device() {
             plan.device_bytes <= 2 * bytes && plan.runs.len() >= 2,
             "{plan:?}"
         );
-        // Half of them: refused, saying what is missing.
-        let refused = plan_out_of_core_pairs(&info, &policy, (dtype, value_bytes), len, bytes / 2);
-        let Err(Error::DeviceMemory { what, .. }) = refused else {
+        // Half of them: runs merged in blocks, each step within the budget, the host's
+        // blocks about a sixteenth of the pairs.
+        let budget = bytes / 2;
+        let blocks =
+            plan_out_of_core_pairs(&info, &policy, (dtype, value_bytes), len, budget).unwrap();
+        let Merge::Blocks { block_len } = blocks.merge else {
+            panic!("{blocks:?}")
+        };
+        assert!(blocks.runs.len() >= 3, "{blocks:?}");
+        assert!(blocks.device_bytes <= budget, "{blocks:?}");
+        let whole_blocks = blocks.runs[..blocks.runs.len() - 1].iter();
+        assert!(whole_blocks.clone().all(|run| run.len() % block_len == 0));
+        assert_eq!(blocks.runs.last().unwrap().end, len);
+        let items = dtype.size() + value_bytes;
+        let spares_and_staging = (blocks.runs.len() + 3) * block_len * items;
+        assert_eq!(blocks.host_bytes, spares_and_staging, "{blocks:?}");
+        // Too small for one block's sort: refused, saying what is missing.
+        let refused = plan_out_of_core_pairs(&info, &policy, (dtype, value_bytes), len, 64 << 10);
+        let Err(Error::DeviceMemory { what, bytes }) = refused else {
             panic!("{refused:?}")
         };
-        assert!(
-            what.contains("pairs sort only within the GPU's memory"),
-            "{what}"
-        );
+        assert!(bytes > 64 << 10, "{bytes}");
+        assert!(what.contains(&format!("values of {value_bytes}")), "{what}");
     }
     // Pairs that one sort takes: one run.
     let one = plan_out_of_core_pairs(&info, &policy, (DType::U32, 4), 1 << 20, 1 << 30).unwrap();
