@@ -29,11 +29,25 @@ pub(crate) fn upload_into<T: bytemuck::Pod + DeviceRepr>(
             .memcpy_htod(host, &mut device)
             .during(|| format!("copying {n} keys to the GPU"));
     }
-    let bytes = std::mem::size_of_val(host);
+    upload_parts_into(x, &[host], device)
+}
+
+/// Copies the host `parts`, one after another, into `device` (as long as they are together),
+/// queued on the call's stream, through the pinned staging whatever their size: a gather of
+/// many short slices would otherwise take as many of the driver's slower pageable copies.
+pub(crate) fn upload_parts_into<T: bytemuck::Pod + DeviceRepr>(
+    x: &Exec,
+    parts: &[&[T]],
+    device: CudaViewMut<T>,
+) -> Result<()> {
+    let bytes = device.len() * std::mem::size_of::<T>();
     let mut view = memory::reinterpret::<T, u8>(device, bytes);
-    let host = bytemuck::cast_slice(host);
+    let parts: Vec<&[u8]> = parts
+        .iter()
+        .map(|part| bytemuck::cast_slice(part))
+        .collect();
     x.gpu
-        .with_staging(|stage| stage.upload(x.stream, host, &mut view))
+        .with_staging(|stage| stage.upload(x.stream, &parts, &mut view))
 }
 
 /// Copies `device` into `host` (same length) and waits for the copy.
@@ -42,17 +56,30 @@ pub(crate) fn download<T: bytemuck::Pod + DeviceRepr>(
     device: &CudaView<T>,
     host: &mut [T],
 ) -> Result<()> {
-    if std::mem::size_of_val(host) < MIN_STAGED_BYTES {
-        x.stream
-            .memcpy_dtoh(device, host)
-            .during(|| "copying the results back".into())?;
-    } else {
-        let bytes = std::mem::size_of_val(host);
-        let view = memory::reinterpret_ref::<T, u8>(device, bytes);
-        let host = bytemuck::cast_slice_mut(host);
-        x.gpu
-            .with_staging(|stage| stage.download(x.stream, &view, host))?;
+    if std::mem::size_of_val(host) >= MIN_STAGED_BYTES {
+        return download_staged(x, device, host);
     }
+    x.stream
+        .memcpy_dtoh(device, host)
+        .during(|| "copying the results back".into())?;
+    x.stream
+        .synchronize()
+        .during(|| "waiting for the GPU".into())
+}
+
+/// [`download`] through the pinned staging whatever the size: for the many blocks of a few
+/// MiB of an out-of-core merge, which the driver's pageable copies move at a fraction of the
+/// link's speed.
+pub(crate) fn download_staged<T: bytemuck::Pod + DeviceRepr>(
+    x: &Exec,
+    device: &CudaView<T>,
+    host: &mut [T],
+) -> Result<()> {
+    let bytes = std::mem::size_of_val(host);
+    let view = memory::reinterpret_ref::<T, u8>(device, bytes);
+    let host = bytemuck::cast_slice_mut(host);
+    x.gpu
+        .with_staging(|stage| stage.download(x.stream, &view, host))?;
     x.stream
         .synchronize()
         .during(|| "waiting for the GPU".into())

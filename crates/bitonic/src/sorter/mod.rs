@@ -7,6 +7,7 @@ mod device;
 mod host;
 mod out_of_core;
 mod resident;
+mod schedule;
 
 pub use device::DeviceWorkspace;
 

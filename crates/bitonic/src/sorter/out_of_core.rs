@@ -6,6 +6,7 @@
 //! are a few sorted slices: any sort merges them). Copies go through the pinned staging of
 //! src/cuda/staging.rs.
 
+use super::schedule::{join, two_streams, HostItems, Settle, Word};
 use super::{check_index_width, during_merge, Sorter};
 use crate::cuda::exec::Exec;
 use crate::cuda::staging::parallel_copy;
@@ -360,59 +361,88 @@ impl<'g> Sorter<'g> {
         let mut key_spares = Spares::<K>::allocate(blocks_of(keys_out.is_some()), shortest)?;
         let mut value_spares = Spares::<V>::allocate(blocks_of(with_values), shortest)?;
         let mut gathered = Spares::<K>::allocate(usize::from(keys_out.is_none()), shortest)?;
-        let mut block_keys = memory::alloc::<K>(x.stream, block_len, || "a merge block".into())?;
-        let mut block_values = match with_values {
-            true => Some(memory::alloc::<V>(x.stream, block_len, || {
-                "a merge block".into()
-            })?),
-            false => None,
+        // Two sets of block buffers taking turns on two streams: block b + 1 goes up while
+        // block b sorts, then block b goes down. Allocated, and freed, on the sort stream,
+        // which waits for the copies first (`Settle`, dropped first), even on an error.
+        let (copy_stream, sort_stream) = two_streams(x)?;
+        let copies = Exec {
+            stream: &copy_stream,
+            ..*x
         };
-        for (b, block) in blocks.iter().enumerate() {
-            let len = block_range(b).len();
-            let merged = (|| -> Result<()> {
-                let slices = plan.runs.iter().zip(&block.from_runs);
-                let slices: Vec<Range<usize>> = slices
-                    .map(|(run, slice)| run.start + slice.start..run.start + slice.end)
-                    .collect();
-                match (keys_out.as_deref(), values.as_deref(), keys_in) {
-                    (Some(out), _, _) => {
-                        upload_slices(x, out, &slices, block_keys.slice_mut(0..len))?
-                    }
-                    (None, Some(indices), Some(keys)) => {
-                        let mut staged = gathered.take(len);
-                        let mut at = 0;
-                        for slice in &slices {
-                            let to = &mut staged[at..at + slice.len()];
-                            let from = &indices[slice.clone()];
-                            to.par_iter_mut()
-                                .zip(from.par_iter())
-                                .for_each(|(key, &i)| *key = keys[i.index()]);
-                            at += slice.len();
-                        }
-                        transfer::upload_into(x, &staged, block_keys.slice_mut(0..len))?;
-                        gathered.free.push(staged);
-                    }
-                    _ => unreachable!("an argsort has its input and its indices"),
-                }
-                if let (Some(host), Some(device)) = (values.as_deref(), block_values.as_mut()) {
-                    upload_slices(x, host, &slices, device.slice_mut(0..len))?;
-                }
-                let sorted_values = block_values.as_mut().map(|v| v.slice_mut(0..len));
-                self.sort_items(x, block_keys.slice_mut(0..len), sorted_values)?;
-                if let Some(out) = keys_out.as_deref_mut() {
-                    let sorted = block_keys.slice(0..len);
-                    put_block(x, &sorted, block.slot, (out, &mut key_spares), block_len)?;
-                }
-                if let (Some(out), Some(device)) = (values.as_deref_mut(), block_values.as_ref()) {
-                    let sorted = device.slice(0..len);
-                    put_block(x, &sorted, block.slot, (out, &mut value_spares), block_len)?;
-                }
-                Ok(())
-            })();
-            merged.map_err(during_merge)?;
+        let sorts = Exec {
+            stream: &sort_stream,
+            ..*x
+        };
+        let mut buffers: Vec<BlockBuffers<K, V>> = Vec::with_capacity(2);
+        for _ in 0..2 {
+            let what = || "a merge block".to_string();
+            buffers.push(BlockBuffers {
+                keys: memory::alloc::<K>(&sort_stream, block_len, what)?,
+                values: match with_values {
+                    true => Some(memory::alloc::<V>(&sort_stream, block_len, what)?),
+                    false => None,
+                },
+            });
         }
-        drop(block_keys);
-        drop(block_values);
+        let _settle = Settle(&sort_stream, &copy_stream);
+        join(&copy_stream, &sort_stream)?;
+        // Block b's slices of the runs, as ranges of the host arrays.
+        let slices_of = |b: usize| -> Vec<Range<usize>> {
+            let slices = plan.runs.iter().zip(&blocks[b].from_runs);
+            slices
+                .map(|(run, slice)| run.start + slice.start..run.start + slice.end)
+                .collect()
+        };
+        let merged = (|| -> Result<()> {
+            if !blocks.is_empty() {
+                let source = BlockSource::of(keys_in, keys_out.as_deref(), values.as_deref());
+                source.upload(&copies, &slices_of(0), &mut gathered, &mut buffers[0])?;
+            }
+            for (b, block) in blocks.iter().enumerate() {
+                let len = block_range(b).len();
+                // The block sorts once it is up.
+                join(&sort_stream, &copy_stream)?;
+                let buffer = &mut buffers[b % 2];
+                let sorted_values = buffer.values.as_mut().map(|v| v.slice_mut(0..len));
+                self.sort_items(&sorts, buffer.keys.slice_mut(0..len), sorted_values)?;
+                let sorted = sort_stream
+                    .record_event(None)
+                    .during(|| "recording a block's sort".into())?;
+                // The next block goes up meanwhile, into the buffers whose block went down.
+                if b + 1 < blocks.len() {
+                    let source = BlockSource::of(keys_in, keys_out.as_deref(), values.as_deref());
+                    let next = &mut buffers[(b + 1) % 2];
+                    source.upload(&copies, &slices_of(b + 1), &mut gathered, next)?;
+                }
+                copy_stream
+                    .wait(&sorted)
+                    .during(|| "waiting for a block's sort".into())?;
+                let buffer = &buffers[b % 2];
+                if let Some(out) = keys_out.as_deref_mut() {
+                    let sorted = buffer.keys.slice(0..len);
+                    put_block(
+                        &copies,
+                        &sorted,
+                        block.slot,
+                        (out, &mut key_spares),
+                        block_len,
+                    )?;
+                }
+                if let (Some(out), Some(device)) = (values.as_deref_mut(), buffer.values.as_ref()) {
+                    let sorted = device.slice(0..len);
+                    put_block(
+                        &copies,
+                        &sorted,
+                        block.slot,
+                        (out, &mut value_spares),
+                        block_len,
+                    )?;
+                }
+            }
+            Ok(())
+        })();
+        merged.map_err(during_merge)?;
+        join(x.stream, &sort_stream)?;
         let slots: Vec<Slot> = blocks.iter().map(|block| block.slot).collect();
         if let Some(out) = keys_out {
             key_spares.put_in_order(out, &slots, block_len);
@@ -506,43 +536,76 @@ impl<K: bytemuck::Pod + Send + Sync> Spares<K> {
     }
 }
 
-/// A value's word (u32 or u64) on the GPU and the host: an argsort's indices are words too.
-pub(super) trait Word: DeviceRepr + bytemuck::Pod + Into<u64> + Send + Sync {
-    /// The word as an index.
-    fn index(self) -> usize {
-        usize::try_from(self.into()).expect("an index within the host's memory")
+/// A merge block's buffers on the GPU: its keys and, with values, its values.
+struct BlockBuffers<K, V> {
+    keys: CudaSlice<K>,
+    values: Option<CudaSlice<V>>,
+}
+
+/// Where a merge block's keys and values come from: the sorted runs' keys on the host, or
+/// an argsort's input keys read through the runs' indices; and the runs' values, if any.
+#[derive(Clone, Copy)]
+enum BlockSource<'a, K, V> {
+    Keys(&'a [K], Option<&'a [V]>),
+    ThroughIndices { keys: &'a [K], indices: &'a [V] },
+}
+
+impl<'a, K: SortKey, V: Word> BlockSource<'a, K, V> {
+    /// The source of a merge whose sorted keys are in `keys_out`, or (an argsort) in
+    /// `keys_in` through `values`.
+    fn of(keys_in: Option<&'a [K]>, keys_out: Option<&'a [K]>, values: Option<&'a [V]>) -> Self {
+        match (keys_out, keys_in, values) {
+            (Some(sorted), _, values) => BlockSource::Keys(sorted, values),
+            (None, Some(keys), Some(indices)) => BlockSource::ThroughIndices { keys, indices },
+            _ => unreachable!("an argsort has its input and its indices"),
+        }
+    }
+
+    /// Uploads a block's `slices` of the runs into `buffer`, queued on `x`'s stream: the keys
+    /// (an argsort's gathered on the host into `gathered` first) and the values, each as one
+    /// staged copy of all the slices.
+    fn upload(
+        self,
+        x: &Exec,
+        slices: &[Range<usize>],
+        gathered: &mut Spares<K>,
+        buffer: &mut BlockBuffers<K, V>,
+    ) -> Result<()> {
+        let len: usize = slices.iter().map(|slice| slice.len()).sum();
+        let values = match self {
+            BlockSource::Keys(sorted, values) => {
+                let keys = buffer.keys.slice_mut(0..len);
+                transfer::upload_parts_into(x, &parts_of(sorted, slices), keys)?;
+                values
+            }
+            BlockSource::ThroughIndices { keys, indices } => {
+                let mut staged = gathered.take(len);
+                let mut at = 0;
+                for slice in slices {
+                    let to = &mut staged[at..at + slice.len()];
+                    to.par_iter_mut()
+                        .zip(indices[slice.clone()].par_iter())
+                        .for_each(|(key, &i)| *key = keys[i.index()]);
+                    at += slice.len();
+                }
+                // The staging copy has read `staged` when the upload returns.
+                let uploaded =
+                    transfer::upload_parts_into(x, &[&staged], buffer.keys.slice_mut(0..len));
+                gathered.free.push(staged);
+                uploaded?;
+                Some(indices)
+            }
+        };
+        if let (Some(values), Some(device)) = (values, buffer.values.as_mut()) {
+            transfer::upload_parts_into(x, &parts_of(values, slices), device.slice_mut(0..len))?;
+        }
+        Ok(())
     }
 }
 
-impl Word for u32 {}
-impl Word for u64 {}
-
-/// The caller's host arrays that a sort of many runs reads and writes.
-pub(super) struct HostItems<'a, K, V> {
-    /// The keys to read: the input, or `None` for `keys_out` itself (in place).
-    pub keys_in: Option<&'a [K]>,
-    /// Where the sorted keys go (an argsort keeps none).
-    pub keys_out: Option<&'a mut [K]>,
-    /// The values, read and written back in the keys' order (an argsort's indices, numbered
-    /// before the call).
-    pub values: Option<&'a mut [V]>,
-}
-
-/// Uploads the host `slices` of `from`, one after another, into `to` (as long as they are).
-fn upload_slices<T: bytemuck::Pod + DeviceRepr>(
-    x: &Exec,
-    from: &[T],
-    slices: &[Range<usize>],
-    mut to: CudaViewMut<T>,
-) -> Result<()> {
-    let mut at = 0;
-    for slice in slices {
-        let len = slice.len();
-        transfer::upload_into(x, &from[slice.clone()], to.slice_mut(at..at + len))?;
-        at += len;
-    }
-    debug_assert_eq!(at, to.len(), "the slices fill the block");
-    Ok(())
+/// The `slices` of `all`.
+fn parts_of<'a, T>(all: &'a [T], slices: &[Range<usize>]) -> Vec<&'a [T]> {
+    slices.iter().map(|slice| &all[slice.clone()]).collect()
 }
 
 /// Downloads a sorted block into its slot: block f of `out`, or a spare host block.
@@ -556,11 +619,11 @@ fn put_block<T: bytemuck::Pod + DeviceRepr + Send + Sync>(
     match slot {
         Slot::Buffer(f) => {
             let to = f * block_len..(f * block_len + sorted.len()).min(out.len());
-            transfer::download(x, sorted, &mut out[to])
+            transfer::download_staged(x, sorted, &mut out[to])
         }
         spare => {
             let mut keys = spares.take(sorted.len());
-            transfer::download(x, sorted, &mut keys)?;
+            transfer::download_staged(x, sorted, &mut keys)?;
             spares.held.insert(spare, keys);
             Ok(())
         }

@@ -8,7 +8,7 @@
 //!
 //! [`Merge::Resident`]: crate::plan::out_of_core::Merge::Resident
 
-use super::out_of_core::HostItems;
+use super::schedule::{join, two_streams, HostItems, Settle};
 use super::{during_merge, Sorter};
 use crate::cuda::exec::Exec;
 use crate::cuda::multi::take;
@@ -18,9 +18,8 @@ use crate::key::{ordered_bits, tied_bits};
 use crate::plan::out_of_core::{piece_capacity, OutOfCorePlan};
 use crate::plan::{Layout, Operation, Plan};
 use crate::SortKey;
-use cudarc::driver::{CudaEvent, CudaSlice, CudaStream, CudaViewMut, DeviceRepr};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaViewMut, DeviceRepr};
 use std::ops::Range;
-use std::sync::Arc;
 
 /// One piece's buffers: its keys and, with values, its values.
 struct PieceBuffers<K, V> {
@@ -39,13 +38,7 @@ impl Sorter<'_> {
         job: HostItems<K, V>,
     ) -> Result<()> {
         let n = plan.len;
-        let context = x.gpu.context();
-        let new_stream = || context.new_stream().during(|| "making a stream".into());
-        let (copy_stream, sort_stream) = (new_stream()?, new_stream()?);
-        // After the work queued on the call's stream (a workspace being made there, a sort of
-        // the caller's), and before anything queued there later: the schedule's two streams
-        // join it at both ends.
-        join(&sort_stream, x.stream)?;
+        let (copy_stream, sort_stream) = two_streams(x)?;
         let copies = Exec {
             stream: &copy_stream,
             ..*x
@@ -256,23 +249,4 @@ impl Sorter<'_> {
             run::sort_with_values(x, plan, keys, &mut values, n, workspace)
         })
     }
-}
-
-/// Makes the first stream wait for the second's work when dropped, so that buffers freed on
-/// the first after it (declared before it) are freed after the second is done with them; and
-/// waits for the second (the copies), so that no copy still reads the caller's slices once the
-/// call has returned, even on an error.
-struct Settle<'a>(&'a Arc<CudaStream>, &'a Arc<CudaStream>);
-
-impl Drop for Settle<'_> {
-    fn drop(&mut self) {
-        // Best effort: a stream that cannot wait has failed, and the context with it.
-        let _ = self.0.join(self.1);
-        let _ = self.1.synchronize();
-    }
-}
-
-/// Makes `waiting` wait for the work queued on `on` so far.
-fn join(waiting: &CudaStream, on: &CudaStream) -> Result<()> {
-    waiting.join(on).during(|| "ordering two streams".into())
 }
