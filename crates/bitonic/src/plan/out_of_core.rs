@@ -32,7 +32,8 @@
 //! goes up, is sorted there, and comes back into a block of the buffer whose keys have all been
 //! read ([`block_merge`]), or into one of `runs + 1` spare blocks on the host, which always
 //! suffice (each run has at most one block partly read). Last, the blocks are put in order on
-//! the host, through two staging blocks ([`order_blocks`]): host memory, not the link.
+//! the host, each block copied once but one a cycle, lifted into a staging block
+//! ([`order_blocks`]): host memory, not the link.
 //!
 //! **With values** (key-value sorts and argsorts, [`plan_out_of_core_pairs`]): one sort, every
 //! run resident, or many runs merged in blocks as above, the values beside their keys in each
@@ -45,6 +46,7 @@ use crate::error::{Error, Result};
 use crate::options::Backend;
 use crate::policy::Policy;
 use crate::DType;
+use rayon::prelude::*;
 use std::ops::Range;
 
 /// The smallest merge piece worth a round trip over the link: 2^20 keys.
@@ -90,7 +92,7 @@ pub enum Merge {
     },
     /// More runs (each but the last a whole number of blocks): the forward merge of
     /// [`block_merge`] in blocks of this many keys, into blocks of the buffer already read or
-    /// `runs + 1` spare blocks of host staging, then [`order_blocks`] through two more.
+    /// `runs + 1` spare blocks of host staging, then [`order_blocks`] through one more.
     Blocks {
         /// Keys a block.
         block_len: usize,
@@ -300,9 +302,9 @@ fn in_blocks(
         .step_by(run_len)
         .map(|start| start..(start + run_len).min(len))
         .collect();
-    // The spares, the staging blocks, and an argsort's block of keys gathered from the input
-    // (no keys in its spares): within the same bound.
-    let host_bytes = (runs.len() + 1 + STAGING.len()) * block_len * items.bytes();
+    // The spares (at most runs + 1), the staging block, and an argsort's block of keys
+    // gathered from the input (no keys in its spares): within the same bound.
+    let host_bytes = (runs.len() + 2) * block_len * items.bytes();
     Ok(OutOfCorePlan {
         len,
         key_bytes,
@@ -452,13 +454,16 @@ pub fn co_ranks_by<T>(runs: &[&[T]], at: usize, word: impl Fn(&T) -> u64) -> Vec
     if at == 0 {
         return vec![0; runs.len()];
     }
-    // The at-th smallest word, v: the least x with at least `at` words at or below it.
+    // The at-th smallest word, v: the least x with at least `at` words at or below it, which
+    // lies between the runs' smallest and largest words.
     let at_or_below = |x: u64| -> usize {
         runs.iter()
             .map(|r| r.partition_point(|w| word(w) <= x))
             .sum()
     };
-    let (mut lo, mut hi) = (0u64, u64::MAX);
+    let ends = runs.iter().filter(|r| !r.is_empty());
+    let mut lo = ends.clone().map(|r| word(&r[0])).min().unwrap_or(0);
+    let mut hi = ends.map(|r| word(&r[r.len() - 1])).max().unwrap_or(0);
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
         if at_or_below(mid) >= at {
@@ -551,15 +556,18 @@ pub struct OutputBlock {
 /// blocks. At most `runs + 1` spares are ever used: after b output blocks, b blocks' worth of
 /// keys have been read, and each run has at most one block partly read. The blocks are then put
 /// in order on the host ([`order_blocks`]).
-pub fn block_merge<W: Ord + Copy + Into<u64>>(runs: &[&[W]], block_len: usize) -> Vec<OutputBlock> {
+pub fn block_merge<W: Ord + Copy + Into<u64> + Sync>(
+    runs: &[&[W]],
+    block_len: usize,
+) -> Vec<OutputBlock> {
     block_merge_by(runs, block_len, |&w| w.into())
 }
 
 /// [`block_merge`] of runs of keys sorted by their `word`s (their ordered bits).
-pub fn block_merge_by<T>(
+pub fn block_merge_by<T: Sync>(
     runs: &[&[T]],
     block_len: usize,
-    word: impl Fn(&T) -> u64,
+    word: impl Fn(&T) -> u64 + Sync,
 ) -> Vec<OutputBlock> {
     assert!(block_len > 0, "blocks of at least one key");
     let lens: Vec<usize> = runs.iter().map(|r| r.len()).collect();
@@ -589,9 +597,13 @@ pub fn block_merge_by<T>(
     let (mut used, mut spares) = (vec![false; buffer_blocks], 0usize);
     let mut blocks = Vec::with_capacity(buffer_blocks);
     let mut read = vec![0usize; count];
-    for b in 0..buffer_blocks {
+    // Each block's end in every run: bisections that read the runs at random, on all cores.
+    let all_ends: Vec<Vec<usize>> = (0..buffer_blocks)
+        .into_par_iter()
+        .map(|b| co_ranks_by(runs, block_range(b).end, &word))
+        .collect();
+    for (b, ends) in all_ends.into_iter().enumerate() {
         let out = block_range(b);
-        let ends = co_ranks_by(runs, out.end, &word);
         let from_runs = read.iter().zip(&ends).map(|(&s, &e)| s..e).collect();
         read = ends;
         // A free block of the buffer as long as the output block, else a spare.
@@ -613,50 +625,67 @@ pub fn block_merge_by<T>(
     blocks
 }
 
-/// The two blocks of host staging that [`order_blocks`] copies through.
-pub const STAGING: [Slot; 2] = [Slot::Spare(usize::MAX), Slot::Spare(usize::MAX - 1)];
+/// The one block of host staging that [`order_blocks`] lifts a block of a cycle into.
+pub const STAGING: Slot = Slot::Spare(usize::MAX);
 
 /// The copies, `(from, to)` in order, that put the blocks of [`block_merge`] in order (output
-/// block b into buffer block b; `slots[b]` is where it was written), through the two blocks of
-/// [`STAGING`]: a block out of place is lifted into staging, then each block goes to its place,
-/// the block there (if any) lifted into the other staging block first, until a place no block
-/// holds. Each block moves at most twice; none is overwritten before it moves.
+/// block b into buffer block b; `slots[b]` is where it was written), each block copied once
+/// but one a cycle. First the chains: a buffer block that holds no output block (a hole) is
+/// filled with its own block from where that lies, which leaves a hole there, filled in turn,
+/// until the block came from a spare. What is left out of place are cycles among buffer
+/// blocks: one block of each is lifted into [`STAGING`], which makes a hole, and its chain
+/// ends with the lifted block. No block is overwritten before it moves.
 pub fn order_blocks(slots: &[Slot]) -> Vec<(Slot, Slot)> {
-    let mut at: Vec<Slot> = slots.to_vec();
-    let mut holder: std::collections::HashMap<Slot, usize> =
-        slots.iter().enumerate().map(|(b, &s)| (s, b)).collect();
-    let mut copies = Vec::new();
-    let mut copy = |from: Slot,
-                    to: Slot,
-                    b: usize,
-                    at: &mut Vec<Slot>,
-                    holder: &mut std::collections::HashMap<Slot, usize>| {
-        copies.push((from, to));
-        holder.remove(&from);
-        holder.insert(to, b);
-        at[b] = to;
+    let mut moves = BlockMoves {
+        at: slots.to_vec(),
+        holder: slots.iter().enumerate().map(|(b, &s)| (s, b)).collect(),
+        copies: Vec::new(),
     };
-    for first in 0..slots.len() {
-        if at[first] == Slot::Buffer(first) {
-            continue;
+    for hole in 0..slots.len() {
+        if !moves.holder.contains_key(&Slot::Buffer(hole)) {
+            moves.chain(hole);
         }
-        let mut stage = 0;
-        copy(at[first], STAGING[stage], first, &mut at, &mut holder);
-        let mut moving = first;
+    }
+    for first in 0..slots.len() {
+        if moves.at[first] != Slot::Buffer(first) {
+            let lifted = moves.holder[&Slot::Buffer(first)];
+            moves.copy(lifted, STAGING);
+            moves.chain(first);
+        }
+    }
+    moves.copies
+}
+
+/// Where each block of [`order_blocks`] lies, which block each slot holds, and the copies so
+/// far.
+struct BlockMoves {
+    at: Vec<Slot>,
+    holder: std::collections::HashMap<Slot, usize>,
+    copies: Vec<(Slot, Slot)>,
+}
+
+impl BlockMoves {
+    /// Copies block `b` from where it lies into the free slot `to`.
+    fn copy(&mut self, b: usize, to: Slot) {
+        let from = self.at[b];
+        self.copies.push((from, to));
+        self.holder.remove(&from);
+        self.holder.insert(to, b);
+        self.at[b] = to;
+    }
+
+    /// Fills the hole at buffer block `place` with its block, then the hole that leaves, and
+    /// so on, until a block came from a spare (or from staging).
+    fn chain(&mut self, mut place: usize) {
         loop {
-            let place = Slot::Buffer(moving);
-            let there = holder.get(&place).copied();
-            if let Some(other) = there {
-                copy(place, STAGING[1 - stage], other, &mut at, &mut holder);
-            }
-            copy(STAGING[stage], place, moving, &mut at, &mut holder);
-            match there {
-                Some(other) => (moving, stage) = (other, 1 - stage),
-                None => break,
+            let from = self.at[place];
+            self.copy(place, Slot::Buffer(place));
+            match from {
+                Slot::Buffer(next) => place = next,
+                Slot::Spare(_) => break,
             }
         }
     }
-    copies
 }
 
 #[cfg(test)]

@@ -350,13 +350,13 @@ impl<'g> Sorter<'g> {
         let n = plan.len;
         let block_range = |b: usize| b * block_len..((b + 1) * block_len).min(n);
         // Every host block the merge and the ordering use, allocated before anything is
-        // written: the spares the schedule names and two for staging, for the keys and for
+        // written: the spares the schedule names and one for staging, for the keys and for
         // the values; an argsort's keys, gathered from the input, stage in one more.
         let spare_count = blocks
             .iter()
             .filter(|block| matches!(block.slot, Slot::Spare(_)))
             .count();
-        let blocks_of = |present: bool| if present { spare_count + 2 } else { 0 };
+        let blocks_of = |present: bool| if present { spare_count + 1 } else { 0 };
         let shortest = block_len.min(n);
         let mut key_spares = Spares::<K>::allocate(blocks_of(keys_out.is_some()), shortest)?;
         let mut value_spares = Spares::<V>::allocate(blocks_of(with_values), shortest)?;
@@ -480,19 +480,22 @@ struct Spares<K> {
 }
 
 impl<K: bytemuck::Pod + Send + Sync> Spares<K> {
-    /// `count` free blocks of `block_len` keys, allocated fallibly.
+    /// `count` free blocks of `block_len` keys, allocated fallibly (and filled on all
+    /// cores, a block each).
     fn allocate(count: usize, block_len: usize) -> Result<Spares<K>> {
-        let mut free = Vec::with_capacity(count);
-        for _ in 0..count {
-            let mut keys = Vec::new();
-            keys.try_reserve_exact(block_len)
-                .map_err(|_| Error::HostMemory {
-                    bytes: count * block_len * std::mem::size_of::<K>(),
-                    what: "the spare blocks of an out-of-core merge",
-                })?;
-            keys.resize(block_len, K::zeroed());
-            free.push(keys);
-        }
+        let free = (0..count)
+            .into_par_iter()
+            .map(|_| {
+                let mut keys = Vec::new();
+                keys.try_reserve_exact(block_len)
+                    .map_err(|_| Error::HostMemory {
+                        bytes: count * block_len * std::mem::size_of::<K>(),
+                        what: "the spare blocks of an out-of-core merge",
+                    })?;
+                keys.resize(block_len, K::zeroed());
+                Ok(keys)
+            })
+            .collect::<Result<Vec<Vec<K>>>>()?;
         Ok(Spares {
             held: HashMap::new(),
             free,
@@ -509,12 +512,22 @@ impl<K: bytemuck::Pod + Send + Sync> Spares<K> {
 
     /// Puts the blocks of `out` (of `block_len` keys, the last maybe shorter) in order: the
     /// block at `slots[b]` (in `out`, or held here) goes to block b of `out`
-    /// ([`order_blocks`]'s moves, through two of these blocks).
+    /// ([`order_blocks`]'s moves: within `out`, or through one more of these blocks).
     fn put_in_order(&mut self, out: &mut [K], slots: &[Slot], block_len: usize) {
         let n = out.len();
         let block_range = |b: usize| b * block_len..((b + 1) * block_len).min(n);
         for (from, to) in order_blocks(slots) {
             match (from, to) {
+                (Slot::Buffer(f), Slot::Buffer(t)) => {
+                    let (from, to) = (block_range(f), block_range(t));
+                    if from.start < to.start {
+                        let (before, after) = out.split_at_mut(to.start);
+                        parallel_copy(&mut after[..to.len()], &before[from]);
+                    } else {
+                        let (before, after) = out.split_at_mut(from.start);
+                        parallel_copy(&mut before[to], &after[..from.len()]);
+                    }
+                }
                 (Slot::Buffer(f), to) => {
                     let keys = &out[block_range(f)];
                     let mut staged = self.take(keys.len());
