@@ -32,7 +32,7 @@ pub struct Args {
     /// its number of rows.
     #[arg(long, value_name = "R")]
     rows: Option<usize>,
-    /// Write the sorting permutation (u32 indices, u64 past 2^32 keys; per row with rows)
+    /// Write the sorting permutation (u32 indices, u64 from 2^32 keys; per row with rows)
     /// instead of the sorted keys. Ties keep their original order.
     #[arg(long)]
     argsort: bool,

@@ -57,7 +57,7 @@ impl Staging {
         assert_eq!(total, device.len(), "a copy of as many bytes");
         let (dst, _write) = device.device_ptr_mut(stream);
         // Where the next chunk starts: a part, and a byte in it.
-        let (mut part, mut offset) = (0, 0);
+        let mut cursor = (0, 0);
         for i in 0..total.div_ceil(CHUNK_BYTES) {
             let b = i % 2;
             let len = CHUNK_BYTES.min(total - i * CHUNK_BYTES);
@@ -68,17 +68,7 @@ impl Staging {
             self.done[b]
                 .synchronize()
                 .during(|| "waiting for a staging buffer".into())?;
-            let mut filled = 0;
-            while filled < len {
-                let from = &parts[part][offset..];
-                let take = from.len().min(len - filled);
-                parallel_copy(&mut buffer[filled..filled + take], &from[..take]);
-                filled += take;
-                offset += take;
-                if offset == parts[part].len() {
-                    (part, offset) = (part + 1, 0);
-                }
-            }
+            fill_from_parts(&mut buffer[..len], parts, &mut cursor);
             let at = dst + (i * CHUNK_BYTES) as CUdeviceptr;
             // SAFETY: `at` lies in `device` with room for the chunk (same lengths, checked
             // above), held by the borrow above; the pinned buffer is not touched again until
@@ -143,6 +133,24 @@ impl Staging {
     }
 }
 
+/// Fills `buffer` with the next bytes of `parts` read one after another from `cursor` (a part,
+/// and a byte in it), and moves the cursor past them; the parts from the cursor on hold at
+/// least as many bytes as the buffer.
+fn fill_from_parts(buffer: &mut [u8], parts: &[&[u8]], cursor: &mut (usize, usize)) {
+    let (part, offset) = cursor;
+    let mut filled = 0;
+    while filled < buffer.len() {
+        let from = &parts[*part][*offset..];
+        let take = from.len().min(buffer.len() - filled);
+        parallel_copy(&mut buffer[filled..filled + take], &from[..take]);
+        filled += take;
+        *offset += take;
+        if *offset == parts[*part].len() {
+            (*part, *offset) = (*part + 1, 0);
+        }
+    }
+}
+
 /// memcpy on all cores: one core cannot keep up with the copy engine (or with host memory).
 pub(crate) fn parallel_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
     assert_eq!(dst.len(), src.len(), "a copy of as many elements");
@@ -150,4 +158,40 @@ pub(crate) fn parallel_copy<T: Copy + Send + Sync>(dst: &mut [T], src: &[T]) {
     dst.par_chunks_mut(piece)
         .zip(src.par_chunks(piece))
         .for_each(|(d, s)| d.copy_from_slice(s));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fill_from_parts;
+
+    #[test]
+    fn chunks_are_filled_from_parts_in_order() {
+        // Parts of every length around a chunk's (empty ones, one exactly a chunk long, one
+        // spanning several), cut into chunks of 8 bytes, the last one shorter.
+        let lens = [0, 3, 8, 0, 0, 13, 1, 16, 0, 5];
+        let mut next = 0u8;
+        let parts: Vec<Vec<u8>> = lens
+            .iter()
+            .map(|&len| {
+                (0..len)
+                    .map(|_| {
+                        next = next.wrapping_add(1);
+                        next
+                    })
+                    .collect()
+            })
+            .collect();
+        let parts: Vec<&[u8]> = parts.iter().map(|part| &part[..]).collect();
+        let want: Vec<u8> = parts.concat();
+        for chunk in [1, 3, 8, 13, 46, 100] {
+            let mut got = Vec::new();
+            let mut cursor = (0, 0);
+            for start in (0..want.len()).step_by(chunk) {
+                let mut buffer = vec![0u8; chunk.min(want.len() - start)];
+                fill_from_parts(&mut buffer, &parts, &mut cursor);
+                got.extend_from_slice(&buffer);
+            }
+            assert_eq!(got, want, "chunks of {chunk}");
+        }
+    }
 }

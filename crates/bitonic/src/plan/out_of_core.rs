@@ -276,9 +276,9 @@ fn in_blocks(
             0 => run_len,
             rest => rest,
         };
-        Ok(sort_bytes(run_len)?
-            .max(sort_bytes(last)?)
-            .max(sort_bytes(block_len)?))
+        // The merge: two sets of block buffers taking turns, one of them sorting.
+        let merge = sort_bytes(block_len)?.saturating_add(block_len * items.bytes());
+        Ok(sort_bytes(run_len)?.max(sort_bytes(last)?).max(merge))
     };
     let mut run_len = most;
     while run_len > 0 && device_of(run_len)? > budget {
@@ -291,10 +291,11 @@ fn in_blocks(
             bytes => format!(" with values of {bytes}"),
         };
         return Err(Error::DeviceMemory {
-            bytes: sort_bytes(block_len)?,
+            bytes: sort_bytes(block_len)?.saturating_add(block_len * items.bytes()),
             what: format!(
                 "an out-of-core sort of {len} keys of {key_bytes} bytes{values}: one GPU sort \
-                 of a block of {block_len} keys (the budget is {budget} bytes)"
+                 of a block of {block_len} keys beside a second block (the budget is {budget} \
+                 bytes)"
             ),
         });
     }

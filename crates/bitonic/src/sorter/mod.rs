@@ -402,16 +402,20 @@ fn rows_layout(len: usize, row_len: usize) -> Layout {
     }
 }
 
-/// An error of an out-of-core merge, which may have cost keys held on the GPU or in host
-/// blocks: the error says so.
+/// An error of an out-of-core sort after it began to write the caller's slices, which may have
+/// cost keys (and their values) held on the GPU or in host blocks: the error says so.
 fn during_merge(error: Error) -> Error {
+    const LOST: &str = "during an out-of-core sort: the output now holds part of the sort, and \
+                        keys (with their values) that were on the GPU or in host blocks may be \
+                        lost";
     match error {
         Error::Cuda { context, cause } => Error::Cuda {
-            context: format!(
-                "{context} (during an out-of-core merge: the output now holds part of the \
-                 merge, and keys that were on the GPU or in host blocks may be lost)"
-            ),
+            context: format!("{context} ({LOST})"),
             cause,
+        },
+        Error::DeviceMemory { bytes, what } => Error::DeviceMemory {
+            bytes,
+            what: format!("{what} ({LOST})"),
         },
         other => other,
     }

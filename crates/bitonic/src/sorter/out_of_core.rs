@@ -21,7 +21,7 @@ use crate::plan::out_of_core::{
 };
 use crate::plan::{Layout, Operation, Plan};
 use crate::{SortIndex, SortKey};
-use cudarc::driver::{CudaSlice, CudaView, CudaViewMut, DeviceRepr};
+use cudarc::driver::{CudaEvent, CudaSlice, CudaView, CudaViewMut, DeviceRepr};
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::ops::Range;
@@ -319,11 +319,15 @@ impl<'g> Sorter<'g> {
             let len = run.len();
             let device_values = run_values.as_mut().map(|v| v.slice_mut(0..len));
             self.sort_items(x, on_gpu.slice_mut(0..len), device_values)?;
+            // From here the caller's slices change: a failure may leave a run's keys apart
+            // from their values, or partly copied.
             if let Some(out) = keys_out.as_deref_mut() {
-                transfer::download(x, &on_gpu.slice(0..len), &mut out[run.clone()])?;
+                transfer::download(x, &on_gpu.slice(0..len), &mut out[run.clone()])
+                    .map_err(during_merge)?;
             }
             if let (Some(device), Some(host)) = (run_values, values.as_deref_mut()) {
-                transfer::download(x, &device.slice(0..len), &mut host[run.clone()])?;
+                transfer::download(x, &device.slice(0..len), &mut host[run.clone()])
+                    .map_err(during_merge)?;
             }
         }
         // Keys compare as the sort compared them; with values, keys equal by value tie.
@@ -393,27 +397,37 @@ impl<'g> Sorter<'g> {
                 .map(|(run, slice)| run.start + slice.start..run.start + slice.end)
                 .collect()
         };
+        // Queues block b's sort after its upload, with an event after it.
+        let sort_block = |b: usize, buffer: &mut BlockBuffers<K, V>| -> Result<CudaEvent> {
+            join(&sort_stream, &copy_stream)?;
+            let len = block_range(b).len();
+            let sorted_values = buffer.values.as_mut().map(|v| v.slice_mut(0..len));
+            self.sort_items(&sorts, buffer.keys.slice_mut(0..len), sorted_values)?;
+            sort_stream
+                .record_event(None)
+                .during(|| "recording a block's sort".into())
+        };
         let merged = (|| -> Result<()> {
-            if !blocks.is_empty() {
-                let source = BlockSource::of(keys_in, keys_out.as_deref(), values.as_deref());
-                source.upload(&copies, &slices_of(0), &mut gathered, &mut buffers[0])?;
+            if blocks.is_empty() {
+                return Ok(());
             }
+            let source = BlockSource::of(keys_in, keys_out.as_deref(), values.as_deref());
+            source.upload(&copies, &slices_of(0), &mut gathered, &mut buffers[0])?;
+            let mut sorted = sort_block(0, &mut buffers[0])?;
             for (b, block) in blocks.iter().enumerate() {
                 let len = block_range(b).len();
-                // The block sorts once it is up.
-                join(&sort_stream, &copy_stream)?;
-                let buffer = &mut buffers[b % 2];
-                let sorted_values = buffer.values.as_mut().map(|v| v.slice_mut(0..len));
-                self.sort_items(&sorts, buffer.keys.slice_mut(0..len), sorted_values)?;
-                let sorted = sort_stream
-                    .record_event(None)
-                    .during(|| "recording a block's sort".into())?;
-                // The next block goes up meanwhile, into the buffers whose block went down.
-                if b + 1 < blocks.len() {
-                    let source = BlockSource::of(keys_in, keys_out.as_deref(), values.as_deref());
-                    let next = &mut buffers[(b + 1) % 2];
-                    source.upload(&copies, &slices_of(b + 1), &mut gathered, next)?;
-                }
+                // Block b + 1 goes up while block b sorts (into the buffers whose block went
+                // down last), and sorts while block b goes down.
+                let next_sorted = match b + 1 < blocks.len() {
+                    true => {
+                        let source =
+                            BlockSource::of(keys_in, keys_out.as_deref(), values.as_deref());
+                        let next = &mut buffers[(b + 1) % 2];
+                        source.upload(&copies, &slices_of(b + 1), &mut gathered, next)?;
+                        Some(sort_block(b + 1, next)?)
+                    }
+                    false => None,
+                };
                 copy_stream
                     .wait(&sorted)
                     .during(|| "waiting for a block's sort".into())?;
@@ -437,6 +451,9 @@ impl<'g> Sorter<'g> {
                         (out, &mut value_spares),
                         block_len,
                     )?;
+                }
+                if let Some(next) = next_sorted {
+                    sorted = next;
                 }
             }
             Ok(())

@@ -43,10 +43,10 @@ pub(crate) fn two_streams(x: &Exec) -> Result<(Arc<CudaStream>, Arc<CudaStream>)
     Ok((copy_stream, sort_stream))
 }
 
-/// Makes the first stream wait for the second's work when dropped, so that buffers freed on
-/// the first after it (declared before it) are freed after the second is done with them; and
-/// waits for the second (the copies), so that no copy still reads the caller's slices once the
-/// call has returned, even on an error.
+/// Makes the first stream (the sorts) wait for the second's work (the copies) when dropped, so
+/// that buffers freed on the first after it (declared before it) are freed after the second is
+/// done with them; and waits for both, so that no copy still reads the caller's slices and no
+/// sort still uses the sorter's workspace once the call has returned, even on an error.
 pub(crate) struct Settle<'a>(pub &'a Arc<CudaStream>, pub &'a Arc<CudaStream>);
 
 impl Drop for Settle<'_> {
@@ -54,6 +54,7 @@ impl Drop for Settle<'_> {
         // Best effort: a stream that cannot wait has failed, and the context with it.
         let _ = self.0.join(self.1);
         let _ = self.1.synchronize();
+        let _ = self.0.synchronize();
     }
 }
 
