@@ -17,6 +17,18 @@ pub(crate) struct Exec<'a> {
 }
 
 impl<'a> Exec<'a> {
+    /// The same device and policy on another `stream`.
+    pub(crate) fn on<'s>(&self, stream: &'s Arc<CudaStream>) -> Exec<'s>
+    where
+        'a: 's,
+    {
+        Exec {
+            gpu: self.gpu,
+            policy: self.policy,
+            stream,
+        }
+    }
+
     /// `gpu` with its own policy, on its own stream.
     pub(crate) fn of(gpu: &'a Gpu) -> Exec<'a> {
         Exec {

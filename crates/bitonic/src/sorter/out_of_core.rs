@@ -6,7 +6,7 @@
 //! are a few sorted slices: any sort merges them). Copies go through the pinned staging of
 //! src/cuda/staging.rs.
 
-use super::schedule::{join, two_streams, HostItems, Settle, Word};
+use super::schedule::{join, two_buffer_sets, two_streams, HostItems, ItemBuffers, Settle, Word};
 use super::{check_index_width, during_merge, Sorter};
 use crate::cuda::exec::Exec;
 use crate::cuda::staging::parallel_copy;
@@ -369,25 +369,9 @@ impl<'g> Sorter<'g> {
         // block b sorts, then block b goes down. Allocated, and freed, on the sort stream,
         // which waits for the copies first (`Settle`, dropped first), even on an error.
         let (copy_stream, sort_stream) = two_streams(x)?;
-        let copies = Exec {
-            stream: &copy_stream,
-            ..*x
-        };
-        let sorts = Exec {
-            stream: &sort_stream,
-            ..*x
-        };
-        let mut buffers: Vec<BlockBuffers<K, V>> = Vec::with_capacity(2);
-        for _ in 0..2 {
-            let what = || "a merge block".to_string();
-            buffers.push(BlockBuffers {
-                keys: memory::alloc::<K>(&sort_stream, block_len, what)?,
-                values: match with_values {
-                    true => Some(memory::alloc::<V>(&sort_stream, block_len, what)?),
-                    false => None,
-                },
-            });
-        }
+        let (copies, sorts) = (x.on(&copy_stream), x.on(&sort_stream));
+        let mut buffers =
+            two_buffer_sets::<K, V>(&sort_stream, block_len, with_values, "a merge block")?;
         let _settle = Settle(&sort_stream, &copy_stream);
         join(&copy_stream, &sort_stream)?;
         // Block b's slices of the runs, as ranges of the host arrays.
@@ -398,7 +382,7 @@ impl<'g> Sorter<'g> {
                 .collect()
         };
         // Queues block b's sort after its upload, with an event after it.
-        let sort_block = |b: usize, buffer: &mut BlockBuffers<K, V>| -> Result<CudaEvent> {
+        let sort_block = |b: usize, buffer: &mut ItemBuffers<K, V>| -> Result<CudaEvent> {
             join(&sort_stream, &copy_stream)?;
             let len = block_range(b).len();
             let sorted_values = buffer.values.as_mut().map(|v| v.slice_mut(0..len));
@@ -566,12 +550,6 @@ impl<K: bytemuck::Pod + Send + Sync> Spares<K> {
     }
 }
 
-/// A merge block's buffers on the GPU: its keys and, with values, its values.
-struct BlockBuffers<K, V> {
-    keys: CudaSlice<K>,
-    values: Option<CudaSlice<V>>,
-}
-
 /// Where a merge block's keys and values come from: the sorted runs' keys on the host, or
 /// an argsort's input keys read through the runs' indices; and the runs' values, if any.
 #[derive(Clone, Copy)]
@@ -599,7 +577,7 @@ impl<'a, K: SortKey, V: Word> BlockSource<'a, K, V> {
         x: &Exec,
         slices: &[Range<usize>],
         gathered: &mut Spares<K>,
-        buffer: &mut BlockBuffers<K, V>,
+        buffer: &mut ItemBuffers<K, V>,
     ) -> Result<()> {
         let len: usize = slices.iter().map(|slice| slice.len()).sum();
         let values = match self {

@@ -8,7 +8,7 @@
 //!
 //! [`Merge::Resident`]: crate::plan::out_of_core::Merge::Resident
 
-use super::schedule::{join, two_streams, HostItems, Settle};
+use super::schedule::{join, two_buffer_sets, two_streams, HostItems, ItemBuffers, Settle};
 use super::{during_merge, Sorter};
 use crate::cuda::exec::Exec;
 use crate::cuda::multi::take;
@@ -20,12 +20,6 @@ use crate::plan::{Layout, Operation, Plan};
 use crate::SortKey;
 use cudarc::driver::{CudaEvent, CudaSlice, CudaViewMut, DeviceRepr};
 use std::ops::Range;
-
-/// One piece's buffers: its keys and, with values, its values.
-struct PieceBuffers<K, V> {
-    keys: CudaSlice<K>,
-    values: Option<CudaSlice<V>>,
-}
 
 impl Sorter<'_> {
     /// Runs the schedule of `plan` (`piece_len` keys a piece on average, samples `sample_gap`
@@ -39,14 +33,7 @@ impl Sorter<'_> {
     ) -> Result<()> {
         let n = plan.len;
         let (copy_stream, sort_stream) = two_streams(x)?;
-        let copies = Exec {
-            stream: &copy_stream,
-            ..*x
-        };
-        let sorts = Exec {
-            stream: &sort_stream,
-            ..*x
-        };
+        let (copies, sorts) = (x.on(&copy_stream), x.on(&sort_stream));
         let HostItems {
             keys_in,
             mut keys_out,
@@ -60,7 +47,7 @@ impl Sorter<'_> {
             Some(_) => Some(memory::alloc::<V>(&sort_stream, n, || "the values".into())?),
             None => None,
         };
-        let mut buffers: Vec<PieceBuffers<K, V>> = Vec::new();
+        let mut buffers: Vec<ItemBuffers<K, V>> = Vec::new();
         let _settle = Settle(&sort_stream, &copy_stream);
         join(&copy_stream, &sort_stream)?;
         let source: &[K] = match (keys_in, keys_out.as_deref()) {
@@ -93,16 +80,8 @@ impl Sorter<'_> {
         // The pieces, two sets of buffers taking turns: piece j + 1 sorts while piece j goes
         // down.
         let capacity = piece_capacity(plan.runs.len(), piece_len, sample_gap);
-        for _ in 0..2 {
-            let what = || "a merge piece".to_string();
-            buffers.push(PieceBuffers {
-                keys: memory::alloc::<K>(&sort_stream, capacity, what)?,
-                values: match with_values {
-                    true => Some(memory::alloc::<V>(&sort_stream, capacity, what)?),
-                    false => None,
-                },
-            });
-        }
+        let sets = two_buffer_sets::<K, V>(&sort_stream, capacity, with_values, "a merge piece")?;
+        buffers.extend(sets);
         let pieces = bounds[0].len() - 1;
         let piece_ranges = |j: usize| -> Vec<Range<usize>> {
             let runs = plan.runs.iter().zip(&bounds);
@@ -110,9 +89,7 @@ impl Sorter<'_> {
                 .collect()
         };
         // Queues piece j's gather and sort into `buffer`: its length, and an event after it.
-        let sort_piece = |j: usize,
-                          buffer: &mut PieceBuffers<K, V>|
-         -> Result<(usize, CudaEvent)> {
+        let sort_piece = |j: usize, buffer: &mut ItemBuffers<K, V>| -> Result<(usize, CudaEvent)> {
             let mut at = 0;
             for range in piece_ranges(j) {
                 let len = range.len();

@@ -4,8 +4,9 @@
 //! copies overlap their sorts.
 
 use crate::cuda::exec::Exec;
+use crate::cuda::memory;
 use crate::error::{CudaContext as _, Result};
-use cudarc::driver::{CudaStream, DeviceRepr};
+use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr};
 use std::sync::Arc;
 
 /// The caller's host arrays that a sort of many runs reads and writes.
@@ -29,6 +30,35 @@ pub(crate) trait Word: DeviceRepr + bytemuck::Pod + Into<u64> + Send + Sync {
 
 impl Word for u32 {}
 impl Word for u64 {}
+
+/// The device buffers of one piece or block of a schedule: its keys and, with values, its
+/// values.
+pub(crate) struct ItemBuffers<K, V> {
+    /// The keys.
+    pub keys: CudaSlice<K>,
+    /// The values, if the schedule carries some.
+    pub values: Option<CudaSlice<V>>,
+}
+
+/// Two sets of buffers of `len` items each (`what`: a piece, a block), with values when
+/// `with_values`, allocated on `stream`: a schedule's pieces or blocks take turns in them.
+pub(crate) fn two_buffer_sets<K: DeviceRepr + bytemuck::Pod, V: DeviceRepr + bytemuck::Pod>(
+    stream: &Arc<CudaStream>,
+    len: usize,
+    with_values: bool,
+    what: &str,
+) -> Result<[ItemBuffers<K, V>; 2]> {
+    let set = || -> Result<ItemBuffers<K, V>> {
+        Ok(ItemBuffers {
+            keys: memory::alloc::<K>(stream, len, || what.into())?,
+            values: match with_values {
+                true => Some(memory::alloc::<V>(stream, len, || what.into())?),
+                false => None,
+            },
+        })
+    };
+    Ok([set()?, set()?])
+}
 
 /// A copy stream and a sort stream for a schedule that overlaps them, the sort stream after
 /// the work queued on the call's stream so far (a workspace being made there, a sort of the
