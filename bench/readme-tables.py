@@ -178,10 +178,10 @@ def main():
         if row is not None:
             tables.setdefault("_row", row)
     row = tables.pop("_row")
-    source = (f"One run of `bash bench/readme-results.sh` on an **{row['device']}** ({row['driver']}), "
+    source = (f"The steps of `bash bench/readme-results.sh` on an **{row['device']}** ({row['driver']}), "
               f"commit `{row['commit'][:7]}`, {row['date']}: "
-              f"[{run}]({run}/) holds its CSVs and logs; `python3 bench/readme-tables.py {run}` "
-              "wrote these tables from them.")
+              f"[{run}]({run}/) holds their CSVs and logs (its about.md says how they ran); "
+              f"`python3 bench/readme-tables.py {run}` wrote these tables from them.")
     tables["source"] = [source]
     if a.print:
         for area, lines in tables.items():
