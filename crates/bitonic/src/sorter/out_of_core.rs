@@ -6,13 +6,14 @@
 //! are a few sorted slices: any sort merges them). Copies go through the pinned staging of
 //! src/cuda/staging.rs.
 
-use super::schedule::{join, two_buffer_sets, two_streams, HostItems, ItemBuffers, Settle, Word};
+use super::schedule::{
+    join, merge_word, two_buffer_sets, two_streams, HostItems, ItemBuffers, Settle, Word,
+};
 use super::{check_index_width, during_merge, Sorter};
 use crate::cuda::exec::Exec;
 use crate::cuda::staging::parallel_copy;
 use crate::cuda::{memory, run, transfer};
 use crate::error::{check_same_len, CudaContext as _, Error, Result};
-use crate::key::{ordered_bits, tied_bits};
 use crate::options::Backend;
 use crate::plan::merge::co_rank_with;
 use crate::plan::out_of_core::{
@@ -250,12 +251,12 @@ impl<'g> Sorter<'g> {
         out: &mut [K],
     ) -> Result<()> {
         let (a, b) = (plan.runs[0].clone(), plan.runs[1].clone());
-        self.sort_run(x, input.map(|keys| &keys[a.clone()]), &mut out[a.clone()])?;
+        let run_a = input.map(|keys| &keys[a.clone()]);
+        self.sort_run::<K, u32>(x, run_a, Some(&mut out[a.clone()]), None)?;
         let mut resident = transfer::upload(x, input.map_or(&out[b.clone()], |keys| &keys[b]))?;
         let nb = plan.len - a.len();
         self.sort_on_gpu(x, resident.slice_mut(0..nb))?;
-        let order = self.key_order();
-        let word = |key: K| -> u64 { ordered_bits(key, order).into() };
+        let word = merge_word::<K>(self.key_order(), false);
         // The merge path of each piece's start: A's words from the host, B's read from the GPU
         // one at a time (a bisection reads about 31 of them).
         let resident_word = |j: usize| -> Result<u64> {
@@ -307,49 +308,23 @@ impl<'g> Sorter<'g> {
             mut values,
         } = job;
         for run in &plan.runs {
-            let from = match (keys_in, keys_out.as_deref()) {
-                (Some(keys), _) | (None, Some(keys)) => &keys[run.clone()],
-                (None, None) => unreachable!("the keys come from the input or the output"),
-            };
-            let mut on_gpu = transfer::upload(x, from)?;
-            let mut run_values = match values.as_deref() {
-                Some(host) => Some(transfer::upload(x, &host[run.clone()])?),
-                None => None,
-            };
-            let len = run.len();
-            let device_values = run_values.as_mut().map(|v| v.slice_mut(0..len));
-            self.sort_items(x, on_gpu.slice_mut(0..len), device_values)?;
-            // From here the caller's slices change: a failure may leave a run's keys apart
-            // from their values, or partly copied.
-            if let Some(out) = keys_out.as_deref_mut() {
-                transfer::download(x, &on_gpu.slice(0..len), &mut out[run.clone()])
-                    .map_err(during_merge)?;
-            }
-            if let (Some(device), Some(host)) = (run_values, values.as_deref_mut()) {
-                transfer::download(x, &device.slice(0..len), &mut host[run.clone()])
-                    .map_err(during_merge)?;
-            }
+            let run_in = keys_in.map(|keys| &keys[run.clone()]);
+            let run_out = keys_out.as_deref_mut().map(|out| &mut out[run.clone()]);
+            let run_values = values.as_deref_mut().map(|v| &mut v[run.clone()]);
+            self.sort_run(x, run_in, run_out, run_values)?;
         }
-        // Keys compare as the sort compared them; with values, keys equal by value tie.
-        let order = self.key_order();
         let with_values = values.is_some();
-        let word = |key: K| -> u64 {
-            match with_values {
-                true => tied_bits(key, order).into(),
-                false => ordered_bits(key, order).into(),
-            }
-        };
+        let word = merge_word::<K>(self.key_order(), with_values);
         // The sorted runs: the output's keys, or an argsort's keys found through its indices.
-        let blocks = match (keys_out.as_deref(), values.as_deref(), keys_in) {
-            (Some(out), _, _) => {
-                let views: Vec<&[K]> = plan.runs.iter().map(|run| &out[run.clone()]).collect();
-                block_merge_by(&views, block_len, |&key| word(key))
+        let blocks = match BlockSource::of(keys_in, keys_out.as_deref(), values.as_deref()) {
+            BlockSource::Keys(sorted, _) => {
+                block_merge_by(&parts_of(sorted, &plan.runs), block_len, |&key| word(key))
             }
-            (None, Some(indices), Some(keys)) => {
-                let views: Vec<&[V]> = plan.runs.iter().map(|run| &indices[run.clone()]).collect();
-                block_merge_by(&views, block_len, |&i| word(keys[i.index()]))
+            BlockSource::ThroughIndices { keys, indices } => {
+                block_merge_by(&parts_of(indices, &plan.runs), block_len, |&i| {
+                    word(keys[i.index()])
+                })
             }
-            _ => unreachable!("an argsort has its input and its indices"),
         };
         let n = plan.len;
         let block_range = |b: usize| b * block_len..((b + 1) * block_len).min(n);
@@ -454,12 +429,36 @@ impl<'g> Sorter<'g> {
         Ok(())
     }
 
-    /// Sorts `from` (or `to` itself, when none) on the GPU into `to`.
-    fn sort_run<K: SortKey>(&self, x: &Exec, from: Option<&[K]>, to: &mut [K]) -> Result<()> {
-        let n = to.len();
-        let mut keys: CudaSlice<K> = transfer::upload(x, from.unwrap_or(to))?;
-        self.sort_on_gpu(x, keys.slice_mut(0..n))?;
-        transfer::download(x, &keys.slice(0..n), to)
+    /// Sorts one run on the GPU: its keys, read from `keys_in` (or from `keys_out` itself, in
+    /// place), with their `values` if any (stably); the sorted keys go back into `keys_out`
+    /// (an argsort keeps none) and the values into `values`. A failure while they are copied
+    /// back says that the caller's slices may have lost keys.
+    fn sort_run<K: SortKey, V: Word>(
+        &self,
+        x: &Exec,
+        keys_in: Option<&[K]>,
+        keys_out: Option<&mut [K]>,
+        values: Option<&mut [V]>,
+    ) -> Result<()> {
+        let from = match (keys_in, keys_out.as_deref()) {
+            (Some(keys), _) | (None, Some(keys)) => keys,
+            (None, None) => unreachable!("the keys come from the input or the output"),
+        };
+        let n = from.len();
+        let mut keys: CudaSlice<K> = transfer::upload(x, from)?;
+        let mut on_gpu_values = match values.as_deref() {
+            Some(host) => Some(transfer::upload(x, host)?),
+            None => None,
+        };
+        let device_values = on_gpu_values.as_mut().map(|v| v.slice_mut(0..n));
+        self.sort_items(x, keys.slice_mut(0..n), device_values)?;
+        if let Some(out) = keys_out {
+            transfer::download(x, &keys.slice(0..n), out).map_err(during_merge)?;
+        }
+        if let (Some(device), Some(host)) = (on_gpu_values, values) {
+            transfer::download(x, &device.slice(0..n), host).map_err(during_merge)?;
+        }
+        Ok(())
     }
 
     /// Sorts keys on the GPU with this sorter's order, in one in-memory sort.
@@ -529,21 +528,20 @@ impl<K: bytemuck::Pod + Send + Sync> Spares<K> {
                         parallel_copy(&mut before[to], &after[..from.len()]);
                     }
                 }
-                (Slot::Buffer(f), to) => {
-                    let keys = &out[block_range(f)];
-                    let mut staged = self.take(keys.len());
-                    parallel_copy(&mut staged, keys);
-                    self.held.insert(to, staged);
-                }
                 (from, Slot::Buffer(t)) => {
                     let staged = self.held.remove(&from).expect("a held block");
                     parallel_copy(&mut out[block_range(t)], &staged);
                     self.free.push(staged);
                 }
-                // Between host blocks: a block changes hands, no copy.
-                (from, to) => {
-                    let staged = self.held.remove(&from).expect("a held block");
-                    self.held.insert(to, staged);
+                // A block of a cycle lifted into staging (the only move to the host).
+                (from, staging) => {
+                    let Slot::Buffer(f) = from else {
+                        unreachable!("order_blocks lifts only buffer blocks into staging")
+                    };
+                    let keys = &out[block_range(f)];
+                    let mut staged = self.take(keys.len());
+                    parallel_copy(&mut staged, keys);
+                    self.held.insert(staging, staged);
                 }
             }
         }

@@ -8,13 +8,14 @@
 //!
 //! [`Merge::Resident`]: crate::plan::out_of_core::Merge::Resident
 
-use super::schedule::{join, two_buffer_sets, two_streams, HostItems, ItemBuffers, Settle};
+use super::schedule::{
+    join, merge_word, two_buffer_sets, two_streams, HostItems, ItemBuffers, Settle,
+};
 use super::{during_merge, Sorter};
 use crate::cuda::exec::Exec;
 use crate::cuda::multi::take;
 use crate::cuda::{memory, run, transfer};
 use crate::error::{CudaContext as _, Error, Result};
-use crate::key::{ordered_bits, tied_bits};
 use crate::plan::out_of_core::{piece_capacity, OutOfCorePlan};
 use crate::plan::{Layout, Operation, Plan};
 use crate::SortKey;
@@ -68,14 +69,8 @@ impl Sorter<'_> {
         }
         // Keys compare as the sort compared them: with values, keys equal by value (±0.0,
         // NaNs in numeric order) tie, and ties keep their runs' order.
-        let order = self.key_order();
         let with_values = values.is_some();
-        let word = move |key: K| -> u64 {
-            match with_values {
-                true => tied_bits(key, order).into(),
-                false => ordered_bits(key, order).into(),
-            }
-        };
+        let word = merge_word::<K>(self.key_order(), with_values);
         let bounds = self.cuts(&sorts, plan, (piece_len, sample_gap), &words, word)?;
         // The pieces, two sets of buffers taking turns: piece j + 1 sorts while piece j goes
         // down.

@@ -6,6 +6,8 @@
 use crate::cuda::exec::Exec;
 use crate::cuda::memory;
 use crate::error::{CudaContext as _, Result};
+use crate::key::{ordered_bits, tied_bits, KeyOrder};
+use crate::SortKey;
 use cudarc::driver::{CudaSlice, CudaStream, DeviceRepr};
 use std::sync::Arc;
 
@@ -30,6 +32,19 @@ pub(crate) trait Word: DeviceRepr + bytemuck::Pod + Into<u64> + Send + Sync {
 
 impl Word for u32 {}
 impl Word for u64 {}
+
+/// How a schedule's cuts compare keys: as the sort compared them, by their ordered bits; with
+/// values (`with_values`), keys equal by value (±0.0, NaNs in numeric order) tie, as in the
+/// stable sort, so that ties keep their runs' order.
+pub(crate) fn merge_word<K: SortKey>(
+    order: KeyOrder,
+    with_values: bool,
+) -> impl Fn(K) -> u64 + Copy + Sync {
+    move |key: K| match with_values {
+        true => tied_bits(key, order).into(),
+        false => ordered_bits(key, order).into(),
+    }
+}
 
 /// The device buffers of one piece or block of a schedule: its keys and, with values, its
 /// values.

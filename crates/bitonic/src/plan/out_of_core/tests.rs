@@ -194,6 +194,12 @@ fn check_order(slots: &[Slot]) -> usize {
     for &(from, to) in &copies {
         assert!(!at.contains_key(&to), "{to:?} overwritten: {slots:?}");
         assert!(matches!(to, Slot::Buffer(_)) || to == STAGING, "{to:?}");
+        if to == STAGING {
+            assert!(
+                matches!(from, Slot::Buffer(_)),
+                "only buffer blocks are lifted"
+            );
+        }
         let b = at
             .remove(&from)
             .expect("a copy from a slot that holds a block");
