@@ -9,7 +9,9 @@
 // above a boundary key B, and the first c keys equal to B in index order". The steps find B
 // and c: the largest key (a reduction), min-p's smallest kept key (a reduction), top-k's
 // k-th key (a radix select by counts), top-p's boundary (a radix select by sums of weights).
-// The draw is then one scan of the row in index order. Weights are summed in fixed point
+// The draw then scans, in index order, the one slice in which the running sum of the kept
+// weights passes the target (each block's kept weight comes from top-p's rounds, or a scan,
+// and a prefix over the row's blocks). Weights are summed in fixed point
 // (integers), so every sum is exact, independent of the order of the additions: the same
 // uniform number gives the same token, whatever the launch.
 //
@@ -72,6 +74,13 @@ __device__ __forceinline__ float to_float(LogitF16 v) {
     return f;
 }
 
+// The draw's figures for a block: the boundary keys in blocks before it (index order); the
+// kept weights in blocks before it, in it, and in the row; and how many boundary keys the row
+// keeps (at most those there are).
+struct Draw {
+    u64 ties_before, before, mine, total, keep_ties;
+};
+
 // The shared memory of a block besides the resident keys. At file scope, so that every access
 // is a shared-memory access the compiler can see (no generic pointers).
 struct SampleShared {
@@ -83,6 +92,8 @@ struct SampleShared {
     u64 published;          // this block's part of a row reduction
     u64 row_all, row_lower; // a row reduction's result, and that of the blocks of lower rank
     u64 found[3][2];        // each select round's digit, and the sum above it
+    u64 block_part[2];      // the draw: this block's count of boundary keys, and its weight above them
+    Draw draw;              // the draw's figures for this block (gather_draw)
 };
 static_assert(sizeof(SampleShared) <= KERNEL_SAMPLE_STATIC_SHARED, "the host's budget of static shared memory");
 __shared__ SampleShared sh;
@@ -186,20 +197,14 @@ __device__ __forceinline__ void gather_row(Combine op, const u64 &mine, u32 rank
     }
 }
 
-// The row's combination of each thread's `v` (every block of the cluster), to every thread;
-// and in `before`, the combination of the blocks of lower rank alone (an exclusive prefix
-// across the row's slices, in index order).
-__device__ u64 row_combine(Combine op, u64 v, u32 rank, u32 G, u64 *before = nullptr) {
+// The row's combination of each thread's `v` (every block of the cluster), to every thread.
+__device__ u64 row_combine(Combine op, u64 v, u32 rank, u32 G) {
     v = block_combine(op, v);
-    if (G == 1) {
-        if (before) *before = identity(op);
-        return v;
-    }
+    if (G == 1) return v;
     if (threadIdx.x == 0) sh.published = v;
     row_barrier(G);
     gather_row(op, sh.published, rank, G);
     row_barrier(G); // every block has read `published` (free again), and row_all is written
-    if (before) *before = sh.row_lower;
     return sh.row_all;
 }
 
@@ -321,10 +326,12 @@ struct Select {
 // caller built the first round's, `built`), then sums it across the row, each block a part of
 // the buckets, and the one thread whose bucket reaches the target writes the digit into every
 // block. By sums, round 0 sets the target from the total: top_p × the sum of the weights
-// left, at least 1.
+// left, at least 1; and each round adds to this thread's `above_here` its buckets of this
+// block's histogram above the digit found (keys above the final boundary: the draw's sums).
 template <typename L, bool RESIDENT>
 __device__ void select_round(const Slice<L, RESIDENT> &slice, Scan scan, u32 round, bool built, u32 floor,
-                             bool by_weight, float top_p, u32 max_key, u32 rank, u32 G, Select &sel) {
+                             bool by_weight, float top_p, u32 max_key, u32 rank, u32 G, Select &sel,
+                             u64 &above_here) {
     const u32 shift = round == 0 ? 21 : round == 1 ? 10 : 0;
     const u32 digit_mask = round == 2 ? 0x3ffu : 0x7ffu;
     if (!built) {
@@ -387,9 +394,15 @@ __device__ void select_round(const Slice<L, RESIDENT> &slice, Scan scan, u32 rou
         }
     }
     row_barrier(G); // `found` is written in every block, and `published` is free again
-    sel.prefix |= u32(sh.found[round][0]) << shift;
+    const u32 digit = u32(sh.found[round][0]);
+    sel.prefix |= digit << shift;
     sel.mask |= digit_mask << shift;
     sel.above = sh.found[round][1];
+    // The buckets a thread clears at the next round's start, so no other thread's clear races
+    // this read.
+    if (by_weight)
+        for (u32 b = threadIdx.x; b < SAMPLE_BUCKETS; b += SAMPLE_THREADS)
+            if (b > digit) above_here += sh.sums[b];
 }
 
 // The run of `n` keys a thread takes where it needs them consecutive (index order): an odd
@@ -440,6 +453,39 @@ __device__ Scan list_candidates(const Slice<L, RESIDENT> &slice, u32 floor, cons
     __syncthreads();
     const u32 n = sh.list_len;
     return n <= SAMPLE_LIST ? Scan{true, n} : Scan{false, slice.len};
+}
+
+// Each block's kept weight from its weight above the boundary (`above`) and its count of
+// boundary keys (`ties`; the first `keep_ties` of the row's are kept, in index order), and
+// the row's prefixes over the blocks: the first warp reads every block's pair, a lane a
+// block. Ends with a row barrier, after which no block reads another's shared memory (a block
+// may leave).
+__device__ Draw gather_draw(u64 above, u64 ties, u64 keep_ties, u64 boundary_weight, u32 rank, u32 G) {
+    if (threadIdx.x == 0) sh.block_part[0] = ties, sh.block_part[1] = above;
+    row_barrier(G); // every block's pair is published
+    if (threadIdx.x < WARP_SIZE) {
+        const u32 lane = threadIdx.x;
+        const u64 n = lane < G ? in_block(sh.block_part[0], lane, G) : 0;
+        const u64 a = lane < G ? in_block(sh.block_part[1], lane, G) : 0;
+        const auto inclusive_sum = [&](u64 v) { // over the row's blocks, the first lanes
+#pragma unroll
+            for (u32 d = 1; d < KERNEL_SAMPLE_MOST_BLOCKS; d *= 2) {
+                const u64 other = __shfl_up_sync(FULL_WARP_MASK, v, d);
+                if (lane >= d) v += other;
+            }
+            return v;
+        };
+        const u64 ties_through = inclusive_sum(n), ties_before = ties_through - n;
+        const u64 all_ties = __shfl_sync(FULL_WARP_MASK, ties_through, KERNEL_SAMPLE_MOST_BLOCKS - 1);
+        const u64 keep = min(keep_ties, all_ties);
+        const u64 kept = keep > ties_before ? min(keep - ties_before, n) : 0;
+        const u64 mine = a + kept * boundary_weight;
+        const u64 through = inclusive_sum(mine);
+        const u64 total = __shfl_sync(FULL_WARP_MASK, through, KERNEL_SAMPLE_MOST_BLOCKS - 1);
+        if (lane == rank) sh.draw = {ties_before, through - mine, mine, total, keep};
+    }
+    row_barrier(G); // every block has read the pairs, and this block's figures are written
+    return sh.draw;
 }
 
 // Row `blockIdx.x / blocks_a_row`, slice `blockIdx.x % blocks_a_row` (the block's rank in its
@@ -547,67 +593,82 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
     // first digit, the keys at or above its bucket are all that can be kept: they are listed.
     if (top_k > 0 && u64(top_k) < left) {
         Select sel = {0, 0, 0, u64(top_k)};
-        select_round(slice, scan, 0, count_first_digits, floor, false, 0.0f, max_key, rank, G, sel);
+        u64 unused = 0;
+        select_round(slice, scan, 0, count_first_digits, floor, false, 0.0f, max_key, rank, G, sel, unused);
         if (!scan.listed) scan = list_at_or_above(slice, max(floor, sel.prefix));
-        select_round(slice, scan, 1, false, floor, false, 0.0f, max_key, rank, G, sel);
-        select_round(slice, scan, 2, false, floor, false, 0.0f, max_key, rank, G, sel);
+        select_round(slice, scan, 1, false, floor, false, 0.0f, max_key, rank, G, sel, unused);
+        select_round(slice, scan, 2, false, floor, false, 0.0f, max_key, rank, G, sel, unused);
         boundary = sel.prefix;
     }
 
     // 4. top-p keeps the shortest prefix of the stable descending order whose weights reach p
     // times the sum of those left; p not above 0 (or NaN) keeps the first token alone. After
     // the first digit, the keys of its bucket are the candidates (listed, if the list is free).
+    // Its rounds leave, in `sums_above` and `ties_in_block`, this block's part of the draw's
+    // sums: the weights of its keys above the boundary, and its count of boundary keys.
     const float top_p = top_ps ? top_ps[row] : top_p_all;
+    bool sums_known = false;
+    u64 sums_above = 0, ties_in_block = 0;
     if (top_p != top_p || top_p < 1.0f) {
         if (!(top_p > 0.0f)) {
             boundary = max_key;
             keep_ties = 1;
         } else {
             Select sel = {0, 0, 0, 0};
-            select_round(slice, scan, 0, false, boundary, true, top_p, max_key, rank, G, sel);
+            select_round(slice, scan, 0, false, boundary, true, top_p, max_key, rank, G, sel, sums_above);
             const Scan candidates = scan.listed ? scan : list_candidates(slice, boundary, sel);
-            select_round(slice, candidates, 1, false, boundary, true, top_p, max_key, rank, G, sel);
-            select_round(slice, candidates, 2, false, boundary, true, top_p, max_key, rank, G, sel);
-            u64 n = 0; // the count of the boundary key, which the sums did not keep
-            for_each_key(slice, candidates, [&](u32 k, u32) { n += k == sel.prefix; });
-            const u64 ties = row_combine(COMBINE_SUM, n, rank, G);
-            // above < target <= above + ties × w: w > 0, and some ties reach the target.
-            const u64 w = fixed_weight(sel.prefix, max_key), need = (sel.target - sel.above + w - 1) / w;
+            select_round(slice, candidates, 1, false, boundary, true, top_p, max_key, rank, G, sel, sums_above);
+            select_round(slice, candidates, 2, false, boundary, true, top_p, max_key, rank, G, sel, sums_above);
+            // The count of the boundary key, which the sums did not keep.
+            for_each_key(slice, candidates, [&](u32 k, u32) { ties_in_block += k == sel.prefix; });
+            // above < target <= above + ties × w: w > 0, and some ties reach the target; the
+            // draw keeps at most the ties there are.
+            const u64 w = fixed_weight(sel.prefix, max_key);
             boundary = sel.prefix;
-            keep_ties = need < ties ? need : ties;
+            keep_ties = (sel.target - sel.above + w - 1) / w;
+            sums_known = true;
         }
     }
 
     // 5. The draw: the kept keys in index order, the first at which the running sum of
-    // weights passes u × their total. Each thread takes its run of consecutive keys
-    // (thread_run), whose running sum a block scan and the cluster's prefix start.
+    // weights passes u × their total. Each block's sum of kept weights (from top-p's rounds,
+    // else from a scan of its keys) and the row's prefix over the blocks (gather_draw) pick
+    // the one block where the running sum passes the target; only it scans its keys in runs
+    // (thread_run), whose running sum a block scan starts.
     const ThreadRun r = thread_run(scan.n);
     const u64 boundary_weight = fixed_weight(boundary, max_key);
     u64 ties_here = 0, above_here = 0;
-    for_each_in_run(slice, scan, r.first, r.end, [&](u32 k, u32) {
-        if (k > boundary) above_here += fixed_weight(k, max_key);
-        else if (k == boundary) ++ties_here;
-    });
-    u64 unused, ties_before_block;
-    u64 ties_before = block_exclusive_sum(ties_here, unused);
-    row_combine(COMBINE_SUM, ties_here, rank, G, &ties_before_block);
-    ties_before += ties_before_block;
-    const u64 kept_ties = ties_before >= keep_ties ? 0 : min(keep_ties - ties_before, ties_here);
-    const u64 mine = above_here + kept_ties * boundary_weight;
-    const u64 before_here = block_exclusive_sum(mine, unused);
-    u64 before_block;
-    const u64 total = row_combine(COMBINE_SUM, mine, rank, G, &before_block);
+    const auto tally_runs = [&] {
+        for_each_in_run(slice, scan, r.first, r.end, [&](u32 k, u32) {
+            if (k > boundary) above_here += fixed_weight(k, max_key);
+            else if (k == boundary) ++ties_here;
+        });
+    };
+    if (!sums_known) { // block-uniform
+        tally_runs();
+        sums_above = above_here;
+        ties_in_block = ties_here;
+    }
+    sums_above = block_combine(COMBINE_SUM, sums_above);
+    ties_in_block = block_combine(COMBINE_SUM, ties_in_block);
+    const Draw draw = gather_draw(sums_above, ties_in_block, keep_ties, boundary_weight, rank, G);
     float u = uniform[row];
     if (!(u >= 0.0f)) u = 0.0f;               // NaN and below 0
     u = fminf(u, __uint_as_float(0x3f7fffffu)); // at most 1 - 2^-24
-    const u64 target = u64(double(u) * double(total)); // below total
-    const u64 start = before_block + before_here;
+    const u64 target = u64(double(u) * double(draw.total)); // below total
+    if (!(draw.before <= target && target < draw.before + draw.mine)) return; // block-uniform
+    if (sums_known) tally_runs();
+    u64 unused;
+    const u64 ties_before = draw.ties_before + block_exclusive_sum(ties_here, unused);
+    const u64 kept_ties = ties_before >= draw.keep_ties ? 0 : min(draw.keep_ties - ties_before, ties_here);
+    const u64 mine = above_here + kept_ties * boundary_weight;
+    const u64 start = draw.before + block_exclusive_sum(mine, unused);
     if (start <= target && target < start + mine) {
         u64 running = start, tie = ties_before;
         for (u32 i = r.first; i < r.end; ++i) {
             const u32 k = key_at(slice, scan, i);
             bool kept = k > boundary;
-            if (k == boundary) kept = tie++ < keep_ties;
+            if (k == boundary) kept = tie++ < draw.keep_ties;
             if (!kept) continue;
             running += fixed_weight(k, max_key);
             if (running > target) {

@@ -23,7 +23,8 @@ fn main() {
     harness::run(tests![
         Needs::Gpu =>
             gpu_tokens_equal_the_host_reference, gpu_settings_a_row, gpu_special_rows,
-            gpu_draws_are_repeatable, gpu_bad_shapes_are_refused;
+            gpu_ties_are_kept_in_index_order_across_blocks, gpu_draws_are_repeatable,
+            gpu_bad_shapes_are_refused;
     ]);
 }
 
@@ -216,6 +217,48 @@ fn gpu_special_rows() {
                     &format!("{r:?} {set:?} u={u}"),
                 );
                 assert_eq!(differ, 0);
+            }
+        }
+    }
+}
+
+/// Rows of one finite value among -inf's, whose weights are exact on both sides (1 and 0), so
+/// the tokens must equal the host's at every u: the kept ties (top-p's boundary, top-k's k-th
+/// key, min-p's largest) are the first in index order, across every block of the row's
+/// cluster, and the draw finds the one block whose running sum passes the target.
+fn gpu_ties_are_kept_in_index_order_across_blocks() {
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
+    let sets = [
+        (None, None, Some(0.3)),
+        (None, None, Some(0.5)),
+        (None, Some(1_000), Some(0.77)),
+        (Some(1.0), None, None),
+        (None, Some(40_000), None),
+        (None, None, None),
+    ];
+    let uniform: Vec<f32> = (0..64).map(|i| i as f32 / 64.0 + 1.0 / 256.0).collect();
+    for vocab in [4_099, 20_000, 128_256, 151_936] {
+        // All equal; -inf but every seventh; -inf at random, half of them.
+        for values in 0..3 {
+            let row: Vec<f32> = (0..vocab)
+                .map(|i| match values {
+                    0 => 1.5,
+                    1 if i % 7 == 3 => 1.5,
+                    2 if rng.random::<bool>() => 1.5,
+                    _ => f32::NEG_INFINITY,
+                })
+                .collect();
+            let logits: Vec<f32> = (0..uniform.len()).flat_map(|_| row.clone()).collect();
+            for (min_p, top_k, top_p) in sets {
+                let set = Setting {
+                    min_p,
+                    top_k,
+                    top_p,
+                    ..Setting::default()
+                };
+                let what = format!("{vocab} logits, values {values}, {set:?}");
+                let differ = compare(&logits, vocab, &set.host(), &set.device(), &uniform, &what);
+                assert_eq!(differ, 0, "{what}");
             }
         }
     }
