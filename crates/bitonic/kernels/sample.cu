@@ -60,7 +60,6 @@ __device__ __forceinline__ float float_of_key(u32 k) {
     return __uint_as_float((k & 0x80000000u) ? (k & 0x7fffffffu) : ~k);
 }
 #define KEY_NEG_INF 0x007fffffu // key_of_float(-inf)
-#define KEY_POS_INF 0xff800000u // key_of_float(+inf)
 
 // The logit types, as their bits.
 struct LogitF32 { float x; };
@@ -84,8 +83,10 @@ struct Draw {
 // The shared memory of a block besides the resident keys. At file scope, so that every access
 // is a shared-memory access the compiler can see (no generic pointers).
 struct SampleShared {
-    u32 counts[SAMPLE_BUCKETS];
-    u64 sums[SAMPLE_BUCKETS];
+    union { // a select's histogram: top-k's by counts, then top-p's by sums, never both at once
+        u32 counts[SAMPLE_BUCKETS];
+        u64 sums[SAMPLE_BUCKETS];
+    };
     u64 warp[SAMPLE_WARPS];
     u32 list_keys[SAMPLE_LIST], list_index[SAMPLE_LIST]; // keys a step left, and where they sit
     u32 list_len;
@@ -295,9 +296,10 @@ __device__ __forceinline__ void for_each_in_run(const Slice<L, RESIDENT> &slice,
 }
 
 // A key's weight exp(s - max), the largest 1; with max = +inf, 1 for +inf and 0 otherwise.
+// Without a branch: the largest key's own exponent is 0 (+inf's too, where s - max would be
+// NaN), and with max = +inf every other key's is -inf.
 __device__ __forceinline__ float weight_of(u32 key, u32 max_key) {
-    if (max_key == KEY_POS_INF) return key == KEY_POS_INF ? 1.0f : 0.0f;
-    return expf(float_of_key(key) - float_of_key(max_key));
+    return expf(key == max_key ? 0.0f : float_of_key(key) - float_of_key(max_key));
 }
 // The weight in fixed point: weight × 2^WEIGHT_BITS, rounded (at most 2^WEIGHT_BITS).
 __device__ __forceinline__ u64 fixed_weight(u32 key, u32 max_key) {

@@ -200,7 +200,7 @@ pub(crate) fn tied(map: u32) -> u32 {
 /// of it takes (the rest of the block's shared memory can hold its slice of the row).
 pub(crate) const SAMPLE_THREADS: u32 = 512;
 pub(crate) const SAMPLE_WEIGHT_BITS: u32 = 40;
-pub(crate) const SAMPLE_STATIC_SHARED: usize = 48 << 10;
+pub(crate) const SAMPLE_STATIC_SHARED: usize = 34 << 10;
 /// The most blocks that share a row (a cluster; 8 is the size every sm_90 device runs).
 pub(crate) const SAMPLE_MOST_BLOCKS: u32 = 8;
 /// Rows longer than this are refused by the sampling kernel: their fixed-point sums could

@@ -211,8 +211,8 @@ mod tests {
             ((1, 128_256), (8, 8)),    // one wave: nothing to overlap
             ((16, 128_256), (8, 8)),   // 128 blocks: one wave already
             ((64, 128_256), (4, 8)),   // 256 blocks of 128 KB, or 512 of 64 KB, two an SM
-            ((256, 151_936), (4, 4)),  // 76 KB slices at 8 a row: two still do not fit
-            ((160, 20_000), (1, 2)),   // 80 KB slices, or 40 KB at 2 a row: two fit
+            ((256, 151_936), (4, 8)),  // 76 KB slices at 8 a row: two fit beside the kernel's
+            ((160, 24_000), (1, 2)),   // 96 KB slices, or 48 KB at 2 a row: two fit
             ((256, 1_000), (1, 1)),    // small slices: two fit at once
             ((4096, 500_000), (8, 8)), // the most blocks a row already
         ];
