@@ -7,7 +7,9 @@
 # OUT/topk: top-k beside torch.topk (bench/run-topk.sh); OUT/python-bench.csv: the Python calls
 # beside torch (python -m bitonic.bench, the wheel of bench/pack-python.sh); OUT/host: host
 # slices of 2^29 and (with the host memory) 2^34 u32 keys through the GPU beside the link and
-# rayon (bitonic bench-large). Then, here:
+# rayon (bitonic bench-large); OUT/sample-python-calls.csv: bitonic.sample beside the torch
+# reference path and FlashInfer, when its wheels were carried in .whl/ (it compiles its kernels
+# on first use, so this step comes last). Then, here:
 #   python3 bench/readme-tables.py docs/results/<date>-<commit>-<device>
 set -uo pipefail
 out=${1:?usage: bash bench/readme-results.sh OUT}
@@ -34,5 +36,14 @@ if [ -d .gpu/wheel ]; then
   site=/tmp/bitonic-site
   [ -d "$site/bitonic" ] || python3 -m pip install --quiet --no-index --no-deps --target "$site" .gpu/wheel/*.whl
   step python env PYTHONPATH="$site" python3 -m bitonic.bench --repeats 7 --csv "$out/python-bench.csv"
+  fisite=/tmp/flashinfer-site
+  if ls .whl/flashinfer*.whl > /dev/null 2>&1 && [ ! -d "$fisite/flashinfer" ]; then
+    python3 -m pip install --quiet --no-index --no-deps --no-compile --target "$fisite" .whl/*.whl
+  fi
+  arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1)
+  [ "$arch" = 9.0 ] && arch=9.0a # FlashInfer's Hopper kernels
+  step sample env PYTHONPATH="$site:$fisite" FLASHINFER_WORKSPACE_BASE=/tmp/flashinfer \
+    FLASHINFER_CUDA_ARCH_LIST="$arch" python3 bench/peers/sample_python_calls.py \
+    --csv "$out/sample-python-calls.csv" --commit "${commit:0:7}"
 fi
 exit $status

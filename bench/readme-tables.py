@@ -7,7 +7,9 @@ bench/readme-results.sh (one GPU, one commit), written into README.md between th
 
 RUN_DIR is the run's folder (docs/results/<date>-<commit>-<device>/): sort/ (bench/run-gpu.sh),
 rows/ (bench/run-rows.sh), topk/ (bench/run-topk.sh), python-bench.csv (python -m
-bitonic.bench) and host/large.csv (bitonic bench-large). Every number in the tables comes from those files; nothing is typed in.
+bitonic.bench), host/large.csv (bitonic bench-large) and sample-python-calls.csv
+(bench/peers/sample_python_calls.py). Every number in the tables comes from those files;
+nothing is typed in.
 """
 
 import argparse
@@ -131,6 +133,27 @@ def python_table(run):
     return out, None
 
 
+def sample_table(run):
+    """bitonic.sample beside FlashInfer, f32 and bf16 logits of 128,256 (a Llama 3 vocabulary)."""
+    rows = read(os.path.join(run, "sample-python-calls.csv"))
+    ms_of = {(r["peer"], r["dtype"], int(r["batch"]), int(r["vocab"]), r["filters"]): float(r["ms_per_call"])
+             for r in rows}
+    vocab, dtypes = 128256, ("f32", "bf16")
+    cells = sorted({(int(r["batch"]), r["filters"]) for r in rows if int(r["vocab"]) == vocab})
+    out = ["| batch | filters | " + " | ".join(f"{d}: bitonic / FlashInfer" for d in dtypes)
+           + " | f32: torch reference path |",
+           "|---:|---|" + "---:|" * (len(dtypes) + 1)]
+    for batch, filters in cells:
+        line = []
+        for d in dtypes:
+            a, b = ms_of.get(("bitonic", d, batch, vocab, filters)), ms_of.get(("flashinfer", d, batch, vocab, filters))
+            line.append("" if a is None else ms(a) if b is None else f"{ms(a)} / {ms(b)} ({b / a:.2f}×)")
+        ref = ms_of.get(("torch reference", "f32", batch, vocab, filters))
+        line.append("" if ref is None else ms(ref))
+        out.append(f"| {batch} | {filters.replace('_', '-')} | " + " | ".join(line) + " |")
+    return out, None
+
+
 def host_table(run):
     """Host slices through the GPU: each size's cases, with the link's copies beside them."""
     rows = read(os.path.join(run, "host", "large.csv"))
@@ -169,7 +192,7 @@ def main():
     run = a.run.rstrip("/")
     tables = {}
     for area, make in (("sort", sort_table), ("rows", rows_table), ("topk", topk_table),
-                       ("host", host_table), ("python", python_table)):
+                       ("host", host_table), ("python", python_table), ("sample", sample_table)):
         try:
             table, row = make(run)
         except FileNotFoundError as e:
