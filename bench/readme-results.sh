@@ -8,8 +8,9 @@
 # beside torch (python -m bitonic.bench, the wheel of bench/pack-python.sh); OUT/host: host
 # slices of 2^29 and (with the host memory) 2^34 u32 keys through the GPU beside the link and
 # rayon (bitonic bench-large); OUT/sample-python-calls.csv: bitonic.sample beside the torch
-# reference path and FlashInfer, when its wheels were carried in .whl/ (it compiles its kernels
-# on first use, so this step comes last). Then, here:
+# reference path, and beside FlashInfer where .whl/ holds its wheel and those it needs (only
+# they: they are installed ahead of the system's packages); FlashInfer compiles its kernels on
+# first use, so this step comes last. Then, here:
 #   python3 bench/readme-tables.py docs/results/<date>-<commit>-<device>
 set -uo pipefail
 out=${1:?usage: bash bench/readme-results.sh OUT}
@@ -41,7 +42,7 @@ if [ -d .gpu/wheel ]; then
     python3 -m pip install --quiet --no-index --no-deps --no-compile --target "$fisite" .whl/*.whl
   fi
   arch=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n 1)
-  [ "$arch" = 9.0 ] && arch=9.0a # FlashInfer's Hopper kernels
+  [ "$arch" = 9.0 ] && arch=9.0a # FlashInfer's Hopper kernels (other GPUs: the compute capability as it is)
   step sample env PYTHONPATH="$site:$fisite" FLASHINFER_WORKSPACE_BASE=/tmp/flashinfer \
     FLASHINFER_CUDA_ARCH_LIST="$arch" python3 bench/peers/sample_python_calls.py \
     --csv "$out/sample-python-calls.csv" --commit "${commit:0:7}"

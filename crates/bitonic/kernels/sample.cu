@@ -96,7 +96,9 @@ struct SampleShared {
     u64 block_part[2];      // the draw: this block's count of boundary keys, and its weight above them
     Draw draw;              // the draw's figures for this block (gather_draw)
 };
-static_assert(sizeof(SampleShared) <= KERNEL_SAMPLE_STATIC_SHARED, "the host's budget of static shared memory");
+// sm_90 reports 1 KiB more static shared memory a block than the struct takes (34,064 bytes
+// against 33,032): the budget must hold both.
+static_assert(sizeof(SampleShared) + 1024 <= KERNEL_SAMPLE_STATIC_SHARED, "the host's budget of static shared memory");
 __shared__ SampleShared sh;
 extern __shared__ u32 resident_keys[];
 
@@ -606,8 +608,8 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
     // 4. top-p keeps the shortest prefix of the stable descending order whose weights reach p
     // times the sum of those left; p not above 0 (or NaN) keeps the first token alone. After
     // the first digit, the keys of its bucket are the candidates (listed, if the list is free).
-    // Its rounds leave, in `sums_above` and `ties_in_block`, this block's part of the draw's
-    // sums: the weights of its keys above the boundary, and its count of boundary keys.
+    // Its rounds leave in `sums_above` this block's weight of the keys above the boundary, and
+    // a count after them its keys equal to it in `ties_in_block`: the block's part of the draw.
     const float top_p = top_ps ? top_ps[row] : top_p_all;
     bool sums_known = false;
     u64 sums_above = 0, ties_in_block = 0;
@@ -659,6 +661,9 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
     u = fminf(u, __uint_as_float(0x3f7fffffu)); // at most 1 - 2^-24
     const u64 target = u64(double(u) * double(draw.total)); // below total
     if (!(draw.before <= target && target < draw.before + draw.mine)) return; // block-uniform
+    // The runs' sums add up to the block's `mine` from the rounds: the same fixed-point weights
+    // of the same keys, as exact integers. (Were they ever to differ, the target could fall in
+    // no thread's run and the row would get no token.)
     if (sums_known) tally_runs();
     u64 unused;
     const u64 ties_before = draw.ties_before + block_exclusive_sum(ties_here, unused);

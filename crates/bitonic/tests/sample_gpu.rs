@@ -11,7 +11,7 @@ mod common;
 
 use bitonic::half::{bf16, f16};
 use bitonic::sample::{sample_host, DeviceFilters, DeviceRow, Filters, Logit, PerRow};
-use bitonic::{Error, Sorter};
+use bitonic::{Error, Policy, Sorter};
 use common::gpu;
 use common::harness::{self, tests, Needs};
 use common::setting::Setting;
@@ -23,7 +23,8 @@ fn main() {
     harness::run(tests![
         Needs::Gpu =>
             gpu_tokens_equal_the_host_reference, gpu_settings_a_row, gpu_special_rows,
-            gpu_ties_are_kept_in_index_order_across_blocks, gpu_draws_are_repeatable,
+            gpu_ties_are_kept_in_index_order_across_blocks, gpu_every_cut_of_a_row_draws_alike,
+            gpu_draws_are_repeatable,
             gpu_bad_shapes_are_refused;
     ]);
 }
@@ -81,7 +82,8 @@ fn compare<L: Logit + DeviceRepr>(
     sample_host(logits, vocab, host, uniform, &mut expected).unwrap();
     let d_logits = stream.clone_htod(logits).unwrap();
     let d_uniform = stream.clone_htod(uniform).unwrap();
-    let mut d_tokens = stream.alloc_zeros::<i64>(rows).unwrap();
+    // A row the kernel leaves unwritten keeps a token no row can have.
+    let mut d_tokens = stream.clone_htod(&vec![i64::MIN; rows]).unwrap();
     Sorter::new()
         .gpu(gpu)
         .sample_rows_device(&d_logits, vocab, device, &d_uniform, &mut d_tokens)
@@ -222,10 +224,10 @@ fn gpu_special_rows() {
     }
 }
 
-/// Rows of one finite value among -inf's, whose weights are exact on both sides (1 and 0), so
-/// the tokens must equal the host's at every u: the kept ties (top-p's boundary, top-k's k-th
-/// key, min-p's largest) are the first in index order, across every block of the row's
-/// cluster, and the draw finds the one block whose running sum passes the target.
+/// Rows of one value, alone or among -inf's, whose weights are exact on both sides (1 and 0),
+/// so the tokens must equal the host's at every u: top-p keeps the first of the ties in index
+/// order, across the blocks of the row's cluster (top-k and min-p keep them all), and the draw
+/// finds the one block whose running sum passes the target.
 fn gpu_ties_are_kept_in_index_order_across_blocks() {
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(7);
     let sets = [
@@ -264,6 +266,55 @@ fn gpu_ties_are_kept_in_index_order_across_blocks() {
     }
 }
 
+/// The same rows and uniform numbers give the same tokens however the rows are cut into slices:
+/// the weights are summed as exact integers, so a block's share of the draw (from top-p's
+/// rounds, or from a scan) and the row's prefix over the blocks cannot depend on the cut. 4
+/// rows of 40,000 logits alone take clusters of 8 (`plan::sample`'s tests), 40 of them 4 a
+/// row, 160 one a row with one block an SM, and 2 a row with two.
+fn gpu_every_cut_of_a_row_draws_alike() {
+    let gpu = gpu("gpu_every_cut_of_a_row_draws_alike");
+    let stream = gpu.stream();
+    let mut rng = Xoshiro256PlusPlus::seed_from_u64(11);
+    let vocab = 40_000;
+    let base: Vec<Vec<f32>> = (0..4)
+        .map(|i| row(&mut rng, vocab, 6.0, i % 2 == 1))
+        .collect();
+    let base_u: Vec<f32> = (0..4).map(|_| rng.random::<f32>()).collect();
+    let draw = |rows: usize, blocks_per_sm: u32, set: &Setting| -> Vec<i64> {
+        let logits: Vec<f32> = (0..rows).flat_map(|r| base[r % 4].clone()).collect();
+        let uniform: Vec<f32> = (0..rows).map(|r| base_u[r % 4]).collect();
+        let mut policy = Policy::for_compute_capability(9, 0);
+        policy.sample.blocks_per_sm = blocks_per_sm;
+        let mut tokens = stream.clone_htod(&vec![i64::MIN; rows]).unwrap();
+        Sorter::new()
+            .gpu(gpu)
+            .policy(policy)
+            .sample_rows_device(
+                &stream.clone_htod(&logits).unwrap(),
+                vocab,
+                &set.device(),
+                &stream.clone_htod(&uniform).unwrap(),
+                &mut tokens,
+            )
+            .unwrap();
+        stream.clone_dtoh(&tokens).unwrap()
+    };
+    for set in settings() {
+        let alone = draw(4, 2, &set);
+        assert!(alone.iter().all(|&t| t >= -1), "{set:?}: {alone:?}");
+        for (rows, blocks_per_sm) in [(40, 1), (160, 1), (160, 2)] {
+            let tokens = draw(rows, blocks_per_sm, &set);
+            for (r, &t) in tokens.iter().enumerate() {
+                assert_eq!(
+                    t,
+                    alone[r % 4],
+                    "{set:?}: row {r} of {rows} ({blocks_per_sm} blocks an SM)"
+                );
+            }
+        }
+    }
+}
+
 fn gpu_draws_are_repeatable() {
     let gpu = gpu("gpu_draws_are_repeatable");
     let stream = gpu.stream();
@@ -281,7 +332,7 @@ fn gpu_draws_are_repeatable() {
     };
     let runs: Vec<Vec<i64>> = (0..3)
         .map(|_| {
-            let mut tokens = stream.alloc_zeros::<i64>(rows).unwrap();
+            let mut tokens = stream.clone_htod(&vec![i64::MIN; rows]).unwrap();
             Sorter::new()
                 .gpu(gpu)
                 .sample_rows_device(&d_logits, vocab, &set.device(), &d_uniform, &mut tokens)

@@ -215,6 +215,10 @@ mod tests {
             ((160, 24_000), (1, 2)),   // 96 KB slices, or 48 KB at 2 a row: two fit
             ((256, 1_000), (1, 1)),    // small slices: two fit at once
             ((4096, 500_000), (8, 8)), // the most blocks a row already
+            // The cuts of tests/sample_gpu.rs's gpu_every_cut_of_a_row_draws_alike.
+            ((4, 40_000), (8, 8)),
+            ((40, 40_000), (4, 4)),
+            ((160, 40_000), (1, 2)),
         ];
         for ((rows, vocab), (one_an_sm, two_an_sm)) in cases {
             let one = plan_sample(rows, vocab, &h100, &hopper()).unwrap();
