@@ -9,19 +9,16 @@
 // above a boundary key B, and the first c keys equal to B in index order". The steps find B
 // and c: the largest key (a reduction), min-p's smallest kept key (a reduction), top-k's
 // k-th key (a radix select by counts), top-p's boundary (a radix select by sums of weights).
-// The draw then scans, in index order, the one slice in which the running sum of the kept
-// weights passes the target (each block's kept weight comes from top-p's rounds, or a scan,
-// and a prefix over the row's blocks). Weights are summed in fixed point
-// (integers), so every sum is exact, independent of the order of the additions: the same
-// uniform number gives the same token, whatever the launch.
+// The draw then scans, in index order, the one slice where the running sum of the kept
+// weights passes the target. Weights are summed in fixed point (integers), so every sum is
+// exact, whatever the order of the additions: the same uniform number gives the same token,
+// whatever the launch.
 //
-// What keeps the passes short: the first pass keeps many loads in flight a thread; a radix
-// select's first round lists the keys its later rounds can still pick (a few thousand at most)
-// and scans only those from then on; a round's histogram is summed across the row once, each
-// block a part of the buckets (not every block every bucket); shared memory is read as shared
-// memory (LDS, and ld.shared::cluster for the other blocks of the row), never through generic
-// pointers; and 64-bit sums are added with two native 32-bit atomics, not the
-// compare-and-swap loop that a 64-bit shared-memory atomicAdd compiles to.
+// What keeps the passes short: many loads in flight a thread in the first pass; a select's
+// first round lists the keys its later rounds can still pick, which they alone scan; a round's
+// histogram summed across the row once, each block a part of the buckets; shared memory read
+// as shared memory (LDS, and ld.shared::cluster for the row's other blocks); 64-bit sums added
+// with two native 32-bit atomics (a 64-bit shared atomicAdd is a compare-and-swap loop).
 #include "common/cluster.cuh"
 #include "common/types.cuh"
 
@@ -96,8 +93,7 @@ struct SampleShared {
     u64 block_part[2];      // the draw: this block's count of boundary keys, and its weight above them
     Draw draw;              // the draw's figures for this block (gather_draw)
 };
-// sm_90 reports 1 KiB more static shared memory a block than the struct takes (34,064 bytes
-// against 33,032): the budget must hold both.
+// sm_90 takes 1 KiB more static shared memory a block than the struct (34,064 bytes): both fit.
 static_assert(sizeof(SampleShared) + 1024 <= KERNEL_SAMPLE_STATIC_SHARED, "the host's budget of static shared memory");
 __shared__ SampleShared sh;
 extern __shared__ u32 resident_keys[];
@@ -460,10 +456,9 @@ __device__ Scan list_candidates(const Slice<L, RESIDENT> &slice, u32 floor, cons
 }
 
 // Each block's kept weight from its weight above the boundary (`above`) and its count of
-// boundary keys (`ties`; the first `keep_ties` of the row's are kept, in index order), and
-// the row's prefixes over the blocks: the first warp reads every block's pair, a lane a
-// block. Ends with a row barrier, after which no block reads another's shared memory (a block
-// may leave).
+// boundary keys (`ties`; the row's first `keep_ties` are kept, in index order), and the row's
+// prefixes over the blocks, the first warp reading every block's pair. Ends with a row
+// barrier, after which no block reads another's shared memory (a block may leave).
 __device__ Draw gather_draw(u64 above, u64 ties, u64 keep_ties, u64 boundary_weight, u32 rank, u32 G) {
     if (threadIdx.x == 0) sh.block_part[0] = ties, sh.block_part[1] = above;
     row_barrier(G); // every block's pair is published
@@ -661,9 +656,8 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
     u = fminf(u, __uint_as_float(0x3f7fffffu)); // at most 1 - 2^-24
     const u64 target = u64(double(u) * double(draw.total)); // below total
     if (!(draw.before <= target && target < draw.before + draw.mine)) return; // block-uniform
-    // The runs' sums add up to the block's `mine` from the rounds: the same fixed-point weights
-    // of the same keys, as exact integers. (Were they ever to differ, the target could fall in
-    // no thread's run and the row would get no token.)
+    // The runs' sums add up to the block's `mine` (the same fixed-point weights of the same
+    // keys), or the target could fall in no thread's run and the row would get no token.
     if (sums_known) tally_runs();
     u64 unused;
     const u64 ties_before = draw.ties_before + block_exclusive_sum(ties_here, unused);
