@@ -271,14 +271,14 @@ fn in_blocks(
         sixteenth => BLOCK.min(1 << sixteenth.ilog2()).max(MIN_BLOCK).min(len),
     };
     let most = fits / block_len * block_len;
+    // The merge: two sets of block buffers taking turns, one of them sorting.
+    let merge_bytes = sort_bytes(block_len)?.saturating_add(block_len * items.bytes());
     let device_of = |run_len: usize| -> Result<usize> {
         let last = match len % run_len {
             0 => run_len,
             rest => rest,
         };
-        // The merge: two sets of block buffers taking turns, one of them sorting.
-        let merge = sort_bytes(block_len)?.saturating_add(block_len * items.bytes());
-        Ok(sort_bytes(run_len)?.max(sort_bytes(last)?).max(merge))
+        Ok(sort_bytes(run_len)?.max(sort_bytes(last)?).max(merge_bytes))
     };
     let mut run_len = most;
     while run_len > 0 && device_of(run_len)? > budget {
@@ -291,7 +291,7 @@ fn in_blocks(
             bytes => format!(" with values of {bytes}"),
         };
         return Err(Error::DeviceMemory {
-            bytes: sort_bytes(block_len)?.saturating_add(block_len * items.bytes()),
+            bytes: merge_bytes,
             what: format!(
                 "an out-of-core sort of {len} keys of {key_bytes} bytes{values}: one GPU sort \
                  of a block of {block_len} keys beside a second block (the budget is {budget} \
