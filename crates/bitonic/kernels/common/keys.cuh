@@ -85,11 +85,12 @@ template <typename K> struct SortableMap {
     // All ones where w's top bit is set, else 0.
     __device__ __forceinline__ static K top_bit_mask(K w) { return K(K(0) - K(w >> (sizeof(K) * 8 - 1))); }
 
-    // `test_ties` false leaves out the tests of tied keys, for a map known to tie none.
-    __device__ __forceinline__ K to(K w, bool test_ties = true) const {
+    // `numeric` false leaves out numeric order's rotation and the tests of tied keys, for a map
+    // known to have neither (no MAP_NUMERIC: the rotation is 0 and nothing ties).
+    __device__ __forceinline__ K to(K w, bool numeric = true) const {
         K x = K(w ^ ((top_bit_mask(w) & negative_flip) | flip));
-        x = K(x - rotation);
-        if (test_ties) {
+        if (numeric) {
+            x = K(x - rotation);
             // Untied, neither test can hold. Tests against constants rather than a flag, so that
             // the compiler has no flag to branch on between keys.
             x = x > nan_above ? nan_word : x;
@@ -116,18 +117,20 @@ template <typename K> struct SortableMap {
 template <typename K> __device__ __forceinline__ K to_sortable(K w, u32 map) { return SortableMap<K>(map).to(w); }
 template <typename K> __device__ __forceinline__ K from_sortable(K w, u32 map) { return SortableMap<K>(map).from(w); }
 
-// Whether the tests of tied keys are compiled into a key's map. The hot loops that map every
-// key of a row (the top-k loads: load_chunk, load_chunk_unpadded, filter_tiles,
-// warp_composites) come in two copies, one with the tests and one without, chosen by one branch
-// on MAP_TIED outside the loop, so that a map that ties nothing (every map but a
-// position-keeping one in numeric float order) pays nothing for them; elsewhere the tests run
-// (RuntimeTies), as no-ops for such a map.
-template <bool TIED> struct KnownTies {};
-struct RuntimeTies {};
+// Whether numeric order's work is compiled into a key's map: its rotation and the tests of tied
+// keys. The hot loops that map every key of a row (the top-k loads: load_chunk,
+// load_chunk_unpadded, filter_tiles, warp_composites, map_samples) come in two copies, one with
+// that work and one without, chosen by one branch on MAP_NUMERIC outside the loop, so that a map
+// in the default total order pays three instructions a key (a shift and two logic operations)
+// and no more; elsewhere the whole map runs (RuntimeOrder), its rotation 0 and its tests no-ops
+// for such a map. (With the rotation and the tests in every map, four top-k kernels ran 5-13%
+// longer than before numeric order existed: docs/notes/plan-layer.md.)
+template <bool NUMERIC> struct KnownOrder {};
+struct RuntimeOrder {};
 
-template <typename K> __device__ __forceinline__ K to_sortable(K w, u32 map, RuntimeTies) { return to_sortable(w, map); }
-template <typename K, bool TIED> __device__ __forceinline__ K to_sortable(K w, u32 map, KnownTies<TIED>) {
-    return SortableMap<K>(map).to(w, TIED);
+template <typename K> __device__ __forceinline__ K to_sortable(K w, u32 map, RuntimeOrder) { return to_sortable(w, map); }
+template <typename K, bool NUMERIC> __device__ __forceinline__ K to_sortable(K w, u32 map, KnownOrder<NUMERIC>) {
+    return SortableMap<K>(map).to(w, NUMERIC);
 }
 
 // `map` as the compiler cannot see through. The constants of a SortableMap made from it are

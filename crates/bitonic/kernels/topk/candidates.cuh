@@ -32,12 +32,12 @@ __device__ __forceinline__ u32 claim_slots(u32 count, u32 *total) {
 // that begins 16-byte aligned is loaded in 16-byte vectors, register r of thread t holding
 // element ((r / VEC) x THREADS + t) x VEC + r % VEC; another, element r x THREADS + t. A whole
 // chunk has no bounds to check, so that every load is issued before the first is used; in a
-// shorter one, the vectors past the end are read element by element. With `ties`, the map of
-// every key tests for tied keys or not (the overload below picks). Returns whether the chunk came
+// shorter one, the vectors past the end are read element by element. By `order`, the map of
+// every key does numeric order's work or not (the overload below picks). Returns whether the chunk came
 // in vectors, which chunk_index needs.
-template <typename C, typename In, u32 R, typename Ties>
+template <typename C, typename In, u32 R, typename Order>
 __device__ __forceinline__ bool load_chunk(const In *row_input, u64 begin, u64 end, u32 map,
-                                           typename Held<C, In>::T (&e)[R], u32 &alive, Ties ties) {
+                                           typename Held<C, In>::T (&e)[R], u32 &alive, Order order) {
     typedef typename Held<C, In>::T T;
     const u32 VEC = Vector<In>::N, t = threadIdx.x, len = u32(end - begin);
     alive = 0;
@@ -49,7 +49,7 @@ __device__ __forceinline__ bool load_chunk(const In *row_input, u64 begin, u64 e
                 In v[VEC];
                 Vector<In>::load(row_input + begin + (q * THREADS + t) * VEC, v);
 #pragma unroll
-                for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map, ties);
+                for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map, order);
             }
             alive = R == 32 ? ~0u : (1u << R) - 1;
         } else if (vectors) {
@@ -60,14 +60,14 @@ __device__ __forceinline__ bool load_chunk(const In *row_input, u64 begin, u64 e
                     In v[VEC];
                     Vector<In>::load(row_input + begin + at, v);
 #pragma unroll
-                    for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map, ties);
+                    for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map, order);
                     alive |= (VEC == 32 ? ~0u : (1u << VEC) - 1) << (q * VEC);
                 } else {
 #pragma unroll
                     for (u32 i = 0; i < VEC; i++) {
                         e[q * VEC + i] = padding<T>();
                         if (at + i < len)
-                            e[q * VEC + i] = Held<C, In>::of(row_input[begin + at + i], map, ties),
+                            e[q * VEC + i] = Held<C, In>::of(row_input[begin + at + i], map, order),
                                         alive |= 1u << (q * VEC + i);
                     }
                 }
@@ -79,19 +79,19 @@ __device__ __forceinline__ bool load_chunk(const In *row_input, u64 begin, u64 e
         for (u32 r = 0; r < R; r++) {
             const u64 at = begin + u64(r) * THREADS + t;
             e[r] = padding<T>();
-            if (at < end) e[r] = Held<C, In>::of(row_input[at], map, ties), alive |= 1u << r;
+            if (at < end) e[r] = Held<C, In>::of(row_input[at], map, order), alive |= 1u << r;
         }
     }
     return vectors;
 }
 
-// load_chunk in two copies, with and without the tests of tied keys, picked once (keys.cuh
-// KnownTies).
+// load_chunk in two copies, with and without numeric order's work, picked once (keys.cuh
+// KnownOrder).
 template <typename C, typename In, u32 R>
 __device__ __forceinline__ bool load_chunk(const In *row_input, u64 begin, u64 end, u32 map,
                                            typename Held<C, In>::T (&e)[R], u32 &alive) {
-    if (map & MAP_TIED) return load_chunk<C, In, R>(row_input, begin, end, map, e, alive, KnownTies<true>());
-    return load_chunk<C, In, R>(row_input, begin, end, map, e, alive, KnownTies<false>());
+    if (map & MAP_NUMERIC) return load_chunk<C, In, R>(row_input, begin, end, map, e, alive, KnownOrder<true>());
+    return load_chunk<C, In, R>(row_input, begin, end, map, e, alive, KnownOrder<false>());
 }
 
 // load_chunk as the spread gather needs it, in less code (load_chunk_unpadded): the same
@@ -101,10 +101,10 @@ __device__ __forceinline__ bool load_chunk(const In *row_input, u64 begin, u64 e
 // mapped by the same code, with no branch in its loop, whether the chunk is whole or not: a
 // vector past the end loads the chunk's first vector, and the one vector that the end cuts, if
 // any, is read key by key after the others and put in its registers by selects. The vectors'
-// loads and the misaligned rows' each come in two copies by ties.
+// loads and the misaligned rows' each come in two copies by order.
 //
 // Why: the gather's blocks each run it once, so that every SM fetches its code cold, and
-// load_chunk's copies (whole, partial and misaligned chunks, each by ties, and each kind of key
+// load_chunk's copies (whole, partial and misaligned chunks, each by order, and each kind of key
 // as the compiler unswitched the map) made the gather wait for instructions. With the map hidden
 // (map_here, at the call) the gather is 3,304 SASS instructions (u32) against 8,656, near the
 // base's 2,864 (docs/notes/plan-layer.md). Branches are kept out on purpose: a padding select
@@ -113,9 +113,9 @@ __device__ __forceinline__ bool load_chunk(const In *row_input, u64 begin, u64 e
 // before the last one's map, and the gather took up to 1.8x as long. The radix kernels and the
 // sampled select loop over chunks, so their code is fetched once; they keep load_chunk (compiled
 // with this load instead, the radix kernels spilled more).
-template <typename C, typename In, u32 R, typename Ties>
+template <typename C, typename In, u32 R, typename Order>
 __device__ __forceinline__ void load_vectors_unpadded(const In *chunk, u32 len, u32 map,
-                                                     typename Held<C, In>::T (&e)[R], u32 &alive, Ties ties) {
+                                                     typename Held<C, In>::T (&e)[R], u32 &alive, Order order) {
     typedef typename Held<C, In>::T T;
     const u32 VEC = Vector<In>::N, t = threadIdx.x;
     static_assert(R % VEC == 0, "whole vectors a thread");
@@ -127,7 +127,7 @@ __device__ __forceinline__ void load_vectors_unpadded(const In *chunk, u32 len, 
             In v[VEC];
             Vector<In>::load(chunk + (whole ? at : 0), v);
 #pragma unroll
-            for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map, ties);
+            for (u32 i = 0; i < VEC; i++) e[q * VEC + i] = Held<C, In>::of(v[i], map, order);
             alive |= (whole ? (1u << VEC) - 1 : 0u) << (q * VEC);
         }
     } // else shorter than a vector: no vector load may read past the end, and only the cut one is alive
@@ -137,7 +137,7 @@ __device__ __forceinline__ void load_vectors_unpadded(const In *chunk, u32 len, 
 #pragma unroll
         for (u32 i = 0; i < VEC; i++) {
             const In key = chunk[cut + (i < rest ? i : 0)];
-            part[i] = Held<C, In>::of(key, map, ties);
+            part[i] = Held<C, In>::of(key, map, order);
         }
 #pragma unroll
         for (u32 q = 0; q < R / VEC; q++) {
@@ -153,16 +153,16 @@ __device__ __forceinline__ void load_vectors_unpadded(const In *chunk, u32 len, 
 // first `mine` registers are alive, and the others are loaded as 0. Each load is a predicated
 // one at a constant offset from the thread's first key (a clamped index instead cost a 64-bit
 // address a key, and the misaligned rows' gather a fifth more time).
-template <typename C, typename In, u32 R, typename Ties>
+template <typename C, typename In, u32 R, typename Order>
 __device__ __forceinline__ void load_keys_unpadded(const In *chunk, u32 len, u32 map, typename Held<C, In>::T (&e)[R],
-                                                  u32 &alive, Ties ties) {
+                                                  u32 &alive, Order order) {
     const u32 t = threadIdx.x, mine = t < len ? min(R, (len - t - 1) / THREADS + 1) : 0;
     const In *first = chunk + t;
 #pragma unroll
     for (u32 r = 0; r < R; r++) {
         In key = In(0);
         if (r < mine) key = first[r * THREADS];
-        e[r] = Held<C, In>::of(key, map, ties);
+        e[r] = Held<C, In>::of(key, map, order);
     }
     alive = mine == 32 ? ~0u : (1u << mine) - 1;
 }
@@ -174,17 +174,17 @@ __device__ __forceinline__ bool load_chunk_unpadded(const In *row_input, u64 beg
                                                    typename Held<C, In>::T (&e)[R], u32 &alive) {
     const In *chunk = row_input + begin;
     const u32 len = u32(end - begin);
-    const bool tied = map & MAP_TIED;
+    const bool numeric = map & MAP_NUMERIC;
     alive = 0;
     if constexpr (R % Vector<In>::N == 0) {
         if (reinterpret_cast<u64>(chunk) % 16 == 0) {
-            if (tied) load_vectors_unpadded<C, In, R>(chunk, len, map, e, alive, KnownTies<true>());
-            else load_vectors_unpadded<C, In, R>(chunk, len, map, e, alive, KnownTies<false>());
+            if (numeric) load_vectors_unpadded<C, In, R>(chunk, len, map, e, alive, KnownOrder<true>());
+            else load_vectors_unpadded<C, In, R>(chunk, len, map, e, alive, KnownOrder<false>());
             return true;
         }
     }
-    if (tied) load_keys_unpadded<C, In, R>(chunk, len, map, e, alive, KnownTies<true>());
-    else load_keys_unpadded<C, In, R>(chunk, len, map, e, alive, KnownTies<false>());
+    if (numeric) load_keys_unpadded<C, In, R>(chunk, len, map, e, alive, KnownOrder<true>());
+    else load_keys_unpadded<C, In, R>(chunk, len, map, e, alive, KnownOrder<false>());
     return false;
 }
 

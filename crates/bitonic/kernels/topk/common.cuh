@@ -70,8 +70,8 @@ __device__ __forceinline__ bool better(u32 a, u32 b) { return a > b; }
 // 16-bit words in the top half of a u32, so that their radix digits come first.
 template <typename C, typename In> struct Held {
     typedef In T;
-    template <typename Ties = RuntimeTies> __device__ static T of(In key, u32 map, Ties ties = Ties()) {
-        return to_sortable(key, map, ties);
+    template <typename Order = RuntimeOrder> __device__ static T of(In key, u32 map, Order order = Order()) {
+        return to_sortable(key, map, order);
     }
     __device__ static C composite(T h, u32 index) { return ::composite(h, index); }
     __device__ static bool real(T) { return true; }
@@ -80,8 +80,8 @@ template <typename C, typename In> struct Held {
 };
 template <> struct Held<u64, u16> {
     typedef u32 T;
-    template <typename Ties = RuntimeTies> __device__ static T of(u16 key, u32 map, Ties ties = Ties()) {
-        return u32(to_sortable(key, map, ties)) << 16;
+    template <typename Order = RuntimeOrder> __device__ static T of(u16 key, u32 map, Order order = Order()) {
+        return u32(to_sortable(key, map, order)) << 16;
     }
     __device__ static u64 composite(T h, u32 index) { return ::composite(u16(h >> 16), index); }
     __device__ static bool real(T) { return true; }
@@ -90,7 +90,7 @@ template <> struct Held<u64, u16> {
 };
 template <typename C> struct Held<C, C> {
     typedef C T;
-    template <typename Ties = RuntimeTies> __device__ static T of(const C &c, u32, Ties = Ties()) { return c; }
+    template <typename Order = RuntimeOrder> __device__ static T of(const C &c, u32, Order = Order()) { return c; }
     __device__ static C composite(const T &h, u32) { return h; }
     __device__ static bool real(const T &h) { return better(h, padding<C>()); }
     static const bool PADDED = true;
@@ -98,9 +98,9 @@ template <typename C> struct Held<C, C> {
 
 // The composite of an element `In` at `index` in its row: a key is mapped and paired with its
 // index; a composite (a reduction pass) is one already.
-template <typename C, typename In, typename Ties = RuntimeTies>
-__device__ __forceinline__ C candidate(const In &e, u32 index, u32 map, Ties ties = Ties()) {
-    return Held<C, In>::composite(Held<C, In>::of(e, map, ties), index);
+template <typename C, typename In, typename Order = RuntimeOrder>
+__device__ __forceinline__ C candidate(const In &e, u32 index, u32 map, Order order = Order()) {
+    return Held<C, In>::composite(Held<C, In>::of(e, map, order), index);
 }
 
 // 16 bytes of elements, loaded at once from a 16-byte aligned address.

@@ -37,11 +37,11 @@ template <typename C> __device__ C flush(C *buf, u32 k, u32 slots, u32 *count) {
 }
 
 // filter_chunk's tiles from `from` to `end` of a row, in 16-byte vectors where `vectors`, each
-// key's map with or without the tests of tied keys (`ties`: filter_chunk has a copy of each):
+// key's map with or without numeric order's work (`order`: filter_chunk has a copy of each):
 // the keys better than `threshold` offered to the candidates buf[*count, ...), flushed to
 // their best k (the new threshold) whenever a tile might not fit.
-template <typename C, typename In, typename Ties>
-__device__ __forceinline__ void filter_tiles(const In *row_input, u64 from, u64 end, bool vectors, u32 map, Ties ties,
+template <typename C, typename In, typename Order>
+__device__ __forceinline__ void filter_tiles(const In *row_input, u64 from, u64 end, bool vectors, u32 map, Order order,
                                              u32 slots, u32 k, C *buf, u32 *count, C &threshold) {
     const u32 VEC = Vector<In>::N;
     const u32 TILE = THREADS * VEC;
@@ -57,12 +57,12 @@ __device__ __forceinline__ void filter_tiles(const In *row_input, u64 from, u64 
             Vector<In>::load(row_input + at, e);
 #pragma unroll
             for (u32 v = 0; v < VEC; v++)
-                offer(buf, k, count, threshold, candidate<C, In>(e[v], u32(at + v), map, ties));
+                offer(buf, k, count, threshold, candidate<C, In>(e[v], u32(at + v), map, order));
         } else {
 #pragma unroll
             for (u32 v = 0; v < VEC; v++) {
                 u64 at = tile + v * THREADS + threadIdx.x;
-                if (at < end) offer(buf, k, count, threshold, candidate<C, In>(row_input[at], u32(at), map, ties));
+                if (at < end) offer(buf, k, count, threshold, candidate<C, In>(row_input[at], u32(at), map, order));
             }
         }
     }
@@ -93,8 +93,8 @@ __device__ void filter_chunk(const In *row_input, u64 begin, u64 end, u32 slots,
         offer(buf, k, &count, threshold, candidate<C, In>(row_input[at], u32(at), map));
     }
     const u64 from = begin + head;
-    if (map & MAP_TIED) filter_tiles(row_input, from, end, vectors, map, KnownTies<true>(), slots, k, buf, &count, threshold);
-    else filter_tiles(row_input, from, end, vectors, map, KnownTies<false>(), slots, k, buf, &count, threshold);
+    if (map & MAP_NUMERIC) filter_tiles(row_input, from, end, vectors, map, KnownOrder<true>(), slots, k, buf, &count, threshold);
+    else filter_tiles(row_input, from, end, vectors, map, KnownOrder<false>(), slots, k, buf, &count, threshold);
     __syncthreads();
     if (count > 0) flush(buf, k, slots, &count); // block-uniform: no append since
     for (u32 i = threadIdx.x; i < k; i += THREADS) put(i, buf[i]);

@@ -52,16 +52,16 @@ template <u32 N> __device__ __forceinline__ u64 sample_index(u64 begin, u32 len,
 }
 
 // The samples' keys as words: word(held word, index in the row).
-template <typename C, typename In, u32 N, typename Word, typename Ties>
+template <typename C, typename In, u32 N, typename Word, typename Order>
 __device__ __forceinline__ void map_samples(const In (&keys)[N], u64 begin, u32 len, u32 map,
-                                            typename Held<C, In>::T (&x)[N], const Word &word, Ties ties) {
+                                            typename Held<C, In>::T (&x)[N], const Word &word, Order order) {
 #pragma unroll
-    for (u32 i = 0; i < N; i++) x[i] = word(Held<C, In>::of(keys[i], map, ties), sample_index<N>(begin, len, i));
+    for (u32 i = 0; i < N; i++) x[i] = word(Held<C, In>::of(keys[i], map, order), sample_index<N>(begin, len, i));
 }
 
 // N sample keys a thread of the `len` keys of a row from `begin` (sample_index), as words.
 // Every key is loaded before any is mapped, and the map comes in two copies, with and without
-// the tests of tied keys (keys.cuh KnownTies), picked once. (Mapped as they came, the keys'
+// numeric order's work (keys.cuh KnownOrder), picked once. (Mapped as they came, the keys'
 // loads were issued apart, and the spread select's sample took up to 20% longer:
 // docs/notes/plan-layer.md.)
 template <typename C, typename In, u32 N, typename Word = AsHeld>
@@ -70,8 +70,8 @@ __device__ __forceinline__ void load_samples(const In *row_input, u64 begin, u32
     In keys[N];
 #pragma unroll
     for (u32 i = 0; i < N; i++) keys[i] = row_input[sample_index<N>(begin, len, i)];
-    if (map & MAP_TIED) map_samples<C, In, N>(keys, begin, len, map, x, word, KnownTies<true>());
-    else map_samples<C, In, N>(keys, begin, len, map, x, word, KnownTies<false>());
+    if (map & MAP_NUMERIC) map_samples<C, In, N>(keys, begin, len, map, x, word, KnownOrder<true>());
+    else map_samples<C, In, N>(keys, begin, len, map, x, word, KnownOrder<false>());
 }
 
 // The slots of the filter that takes over a chunk whose sample missed: k and a tile.

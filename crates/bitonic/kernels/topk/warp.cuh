@@ -11,15 +11,15 @@
 // ones are never 0, the padding), which halves the network's compares and shuffles.
 template <typename In> struct WarpComposite {
     typedef u64 C;
-    template <typename Ties> __device__ static C of(In key, u32 index, u32 map, Ties ties) {
-        return candidate<C, In>(key, index, map, ties);
+    template <typename Order> __device__ static C of(In key, u32 index, u32 map, Order order) {
+        return candidate<C, In>(key, index, map, order);
     }
     __device__ static u32 index(C c) { return index_of(c); }
 };
 template <> struct WarpComposite<u16> {
     typedef u32 C;
-    template <typename Ties> __device__ static C of(u16 key, u32 index, u32 map, Ties ties) {
-        return u32(to_sortable(key, map, ties)) << 16 | (~index & 0xffffu);
+    template <typename Order> __device__ static C of(u16 key, u32 index, u32 map, Order order) {
+        return u32(to_sortable(key, map, order)) << 16 | (~index & 0xffffu);
     }
     __device__ static u32 index(C c) { return ~c & 0xffffu; }
 };
@@ -186,20 +186,20 @@ __device__ __forceinline__ bool warp_filter(const typename WarpComposite<In>::C 
 }
 
 // A warp's composites of its row's keys, key[p] being key p x 32 + lane (padding past
-// `row_len`), each key's map with or without the tests of tied keys (`ties`: the warp sort has
+// `row_len`), each key's map with or without numeric order's work (`order`: the warp sort has
 // a copy of each). Every key is mapped (a key past the row's end is a loaded 0) and the padding
 // selected after: straight-line code, whose map constants are worked out once. (A branch a key
 // around its map worked them out again in each branch: bf16 16,384 x 1,024 took up to 1.09x
 // the time; docs/notes/plan-layer.md.)
-template <typename W, typename In, u32 P, typename Ties>
-__device__ __forceinline__ void warp_composites(const In (&key)[P], u64 row_len, u32 map, Ties ties,
+template <typename W, typename In, u32 P, typename Order>
+__device__ __forceinline__ void warp_composites(const In (&key)[P], u64 row_len, u32 map, Order order,
                                                 typename W::C (&x)[P]) {
     const u32 lane = threadIdx.x % WARP_SIZE;
     const u32 len = u32(min(row_len, u64(P * WARP_SIZE)));
 #pragma unroll
     for (u32 p = 0; p < P; p++) {
         const u32 at = p * WARP_SIZE + lane;
-        const typename W::C c = W::of(key[p], at, map, ties);
+        const typename W::C c = W::of(key[p], at, map, order);
         x[p] = at < len ? c : padding<typename W::C>();
     }
 }
@@ -237,8 +237,8 @@ __device__ void topk_warp_sort(const In *input, u64 row_len, u32 rows, u32 k, u3
         // worked out where used (map_here), so that they die with the loads. (The filters
         // hold fewer, and run faster with the constants kept.)
         const u32 load_map = FILTER == WHOLE_ROW ? map_here(map) : map;
-        if (map & MAP_TIED) warp_composites<W>(key, row_len, load_map, KnownTies<true>(), x);
-        else warp_composites<W>(key, row_len, load_map, KnownTies<false>(), x);
+        if (map & MAP_NUMERIC) warp_composites<W>(key, row_len, load_map, KnownOrder<true>(), x);
+        else warp_composites<W>(key, row_len, load_map, KnownOrder<false>(), x);
         if constexpr (FILTER != WHOLE_ROW) {
             if (warp_filter<FILTER, K, In>(x, staged, row_input, row, k, map, values, indices)) continue; // warp-uniform
         }
