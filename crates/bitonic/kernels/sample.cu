@@ -70,165 +70,7 @@ __device__ __forceinline__ float to_float(LogitF16 v) {
     return f;
 }
 
-// The draw's figures for a block: the boundary keys in blocks before it (index order); the
-// kept weights in blocks before it, in it, and in the row; and how many boundary keys the row
-// keeps (at most those there are).
-struct Draw {
-    u64 ties_before, before, mine, total, keep_ties;
-};
-
-// The shared memory of a block besides the resident keys. At file scope, so that every access
-// is a shared-memory access the compiler can see (no generic pointers).
-struct SampleShared {
-    union { // a select's histogram: top-k's by counts, then top-p's by sums, never both at once
-        u32 counts[SAMPLE_BUCKETS];
-        u64 sums[SAMPLE_BUCKETS];
-    };
-    u64 warp[SAMPLE_WARPS];
-    u32 list_keys[SAMPLE_LIST], list_index[SAMPLE_LIST]; // keys a step left, and where they sit
-    u32 list_len;
-    u64 published;          // this block's part of a row reduction
-    u64 row_all, row_lower; // a row reduction's result, and that of the blocks of lower rank
-    u64 found[3][2];        // each select round's digit, and the sum above it
-    u64 block_part[2];      // the draw: this block's count of boundary keys, and its weight above them
-    Draw draw;              // the draw's figures for this block (gather_draw)
-};
-// sm_90 takes 1 KiB more static shared memory a block than the struct (34,064 bytes): both fit.
-static_assert(sizeof(SampleShared) + 1024 <= KERNEL_SAMPLE_STATIC_SHARED, "the host's budget of static shared memory");
-__shared__ SampleShared sh;
-extern __shared__ u32 resident_keys[];
-
-// The row's barrier: the cluster's (common/cluster.cuh), or with G = 1 the block's.
-__device__ __forceinline__ void row_barrier(u32 G) {
-#if __CUDA_ARCH__ >= 900
-    if (G > 1) {
-        cluster_barrier();
-        return;
-    }
-#else
-    if (G > 1) __trap(); // the host launches clusters only on sm_90 and later
-#endif
-    __syncthreads();
-}
-
-#if __CUDA_ARCH__ >= 900
-// The address in the cluster's shared window (a 32-bit shared::cluster address) of this
-// block's shared variable at `mine`, as block `rank` of the row holds it.
-__device__ __forceinline__ u32 in_row_window(const void *mine, u32 rank) {
-    u32 at;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(at) : "r"(u32(__cvta_generic_to_shared(mine))), "r"(rank));
-    return at;
-}
-#endif
-
-// The value of this block's shared variable `mine` as block `rank` of the row holds it: read
-// through the cluster's shared window (ld.shared::cluster), or with G = 1 the block's own.
-// Volatile: never moved across the row's barriers.
-__device__ __forceinline__ u64 in_block(const u64 &mine, u32 rank, u32 G) {
-#if __CUDA_ARCH__ >= 900
-    if (G > 1) {
-        u64 v;
-        asm volatile("ld.shared::cluster.u64 %0, [%1];" : "=l"(v) : "r"(in_row_window(&mine, rank)));
-        return v;
-    }
-#endif
-    return mine;
-}
-__device__ __forceinline__ u32 in_block(const u32 &mine, u32 rank, u32 G) {
-#if __CUDA_ARCH__ >= 900
-    if (G > 1) {
-        u32 v;
-        asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(in_row_window(&mine, rank)));
-        return v;
-    }
-#endif
-    return mine;
-}
-
-// Writes `v` into this block's shared variable `mine` as block `rank` of the row holds it.
-__device__ __forceinline__ void store_in_block(u64 &mine, u32 rank, u32 G, u64 v) {
-#if __CUDA_ARCH__ >= 900
-    if (G > 1) {
-        asm volatile("st.shared::cluster.u64 [%0], %1;" ::"r"(in_row_window(&mine, rank)), "l"(v) : "memory");
-        return;
-    }
-#endif
-    mine = v;
-}
-
-enum Combine { COMBINE_SUM, COMBINE_MAX, COMBINE_MIN };
-__device__ __forceinline__ u64 combine(Combine op, u64 a, u64 b) {
-    return op == COMBINE_SUM ? a + b : op == COMBINE_MAX ? (a > b ? a : b) : (a < b ? a : b);
-}
-__device__ __forceinline__ u64 identity(Combine op) { return op == COMBINE_MIN ? ~0ull : 0; }
-
-// The block's combination of each thread's `v`, returned to every thread.
-__device__ u64 block_combine(Combine op, u64 v) {
-    const u32 lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
-#pragma unroll
-    for (u32 d = WARP_SIZE / 2; d > 0; d /= 2) v = combine(op, v, __shfl_xor_sync(FULL_WARP_MASK, v, d));
-    if (lane == 0) sh.warp[warp] = v;
-    __syncthreads();
-    v = sh.warp[0];
-#pragma unroll
-    for (u32 w = 1; w < SAMPLE_WARPS; ++w) v = combine(op, v, sh.warp[w]);
-    __syncthreads(); // sh.warp is free again
-    return v;
-}
-
-// The combination of one value from each block of the row (`mine`, published by each
-// block's thread 0 before a row barrier): the first warp reads them, a lane a block, and
-// leaves in sh.row_all the combination of all and in sh.row_lower that of the blocks of lower
-// rank. One remote load a block, not one a thread. The caller syncs the block after.
-__device__ __forceinline__ void gather_row(Combine op, const u64 &mine, u32 rank, u32 G) {
-    if (threadIdx.x >= WARP_SIZE) return;
-    const u32 lane = threadIdx.x;
-    const u64 theirs = lane < G ? in_block(mine, lane, G) : identity(op);
-    u64 all = theirs, lower = lane < rank ? theirs : identity(op);
-#pragma unroll
-    for (u32 d = 1; d < KERNEL_SAMPLE_MOST_BLOCKS; d *= 2) { // the row's blocks are the first lanes
-        all = combine(op, all, __shfl_xor_sync(FULL_WARP_MASK, all, d));
-        lower = combine(op, lower, __shfl_xor_sync(FULL_WARP_MASK, lower, d));
-    }
-    if (lane == 0) {
-        sh.row_all = all;
-        sh.row_lower = lower;
-    }
-}
-
-// The row's combination of each thread's `v` (every block of the cluster), to every thread.
-__device__ u64 row_combine(Combine op, u64 v, u32 rank, u32 G) {
-    v = block_combine(op, v);
-    if (G == 1) return v;
-    if (threadIdx.x == 0) sh.published = v;
-    row_barrier(G);
-    gather_row(op, sh.published, rank, G);
-    row_barrier(G); // every block has read `published` (free again), and row_all is written
-    return sh.row_all;
-}
-
-// Exclusive prefix sum of each thread's `v` over the block, in thread order; the block's
-// total in `total`.
-__device__ u64 block_exclusive_sum(u64 v, u64 &total) {
-    const u32 lane = threadIdx.x % WARP_SIZE, warp = threadIdx.x / WARP_SIZE;
-    u64 inclusive = v;
-#pragma unroll
-    for (u32 d = 1; d < WARP_SIZE; d *= 2) {
-        const u64 other = __shfl_up_sync(FULL_WARP_MASK, inclusive, d);
-        if (lane >= d) inclusive += other;
-    }
-    if (lane == WARP_SIZE - 1) sh.warp[warp] = inclusive;
-    __syncthreads();
-    u64 before = 0;
-    total = 0;
-#pragma unroll
-    for (u32 w = 0; w < SAMPLE_WARPS; ++w) {
-        if (w < warp) before += sh.warp[w];
-        total += sh.warp[w];
-    }
-    __syncthreads();
-    return before + inclusive - v;
-}
+#include "sample/row.cuh"
 
 // A block's slice of its row: `len` logits from `logits`, keyed in shared memory (RESIDENT)
 // or keyed again from the logits at each read.
@@ -293,11 +135,17 @@ __device__ __forceinline__ void for_each_in_run(const Slice<L, RESIDENT> &slice,
     for (; i < end; ++i) f(key_at(slice, scan, i), i);
 }
 
-// A key's weight exp(s - max), the largest 1; with max = +inf, 1 for +inf and 0 otherwise.
-// Without a branch: the largest key's own exponent is 0 (+inf's too, where s - max would be
-// NaN), and with max = +inf every other key's is -inf.
+// A key's weight exp(s - max) = 2^((s - max) log2(e)), the largest 1; with max = +inf, 1 for
+// +inf and 0 otherwise. Without a branch: the largest key's own exponent is 0 (+inf's too,
+// where s - max would be NaN), and with max = +inf every other key's is -inf. By the SFU's
+// ex2 (within 2^-22 of its argument's power; the product's rounding adds below 2^-19 for the
+// weights the fixed point keeps) in three instructions, where expf takes eleven: every key
+// of a row is weighed at least once.
 __device__ __forceinline__ float weight_of(u32 key, u32 max_key) {
-    return expf(key == max_key ? 0.0f : float_of_key(key) - float_of_key(max_key));
+    const float d = key == max_key ? 0.0f : float_of_key(key) - float_of_key(max_key);
+    float w;
+    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(w) : "f"(d * 1.44269504f));
+    return w;
 }
 // The weight in fixed point: weight × 2^WEIGHT_BITS, rounded (at most 2^WEIGHT_BITS).
 __device__ __forceinline__ u64 fixed_weight(u32 key, u32 max_key) {
@@ -440,16 +288,45 @@ template <typename L, bool RESIDENT> __device__ Scan list_at_or_above(const Slic
 // Lists the keys of the slice at or above `floor` whose digits so far are the select's
 // (`prefix` under `mask`), in no order (no indices): the candidates of a select's later
 // rounds, where they fit; else the slice stays the scan.
+//
+// A warp takes 32 x SAMPLE_KEYS_IN_FLIGHT keys at a time (every warp the same number of times,
+// so that all its lanes vote) and claims their places with one atomic: a key's place is the
+// warp's claim, then its warp's candidates before it. (An atomic a candidate, which the
+// compiler aggregated over each warp with the lane masks read again each time, took a sixth
+// of top-p's stall samples on random rows: docs/notes/sample.md.)
 template <typename L, bool RESIDENT>
 __device__ Scan list_candidates(const Slice<L, RESIDENT> &slice, u32 floor, const Select &sel) {
+    constexpr u32 B = SAMPLE_KEYS_IN_FLIGHT, STRIDE = SAMPLE_THREADS;
     if (threadIdx.x == 0) sh.list_len = 0;
     __syncthreads();
-    for_each_key(slice, Scan{false, slice.len}, [&](u32 k, u32) {
-        if (k >= floor && (k & sel.mask) == sel.prefix) {
-            const u32 at = atomicAdd(&sh.list_len, 1u);
-            if (at < SAMPLE_LIST) sh.list_keys[at] = k;
+    const u32 lane = threadIdx.x % WARP_SIZE, lanes_below = (1u << lane) - 1;
+    const Scan whole = {false, slice.len};
+    for (u32 first = 0; first < slice.len; first += B * STRIDE) { // block-uniform
+        u32 k[B], votes[B], claim = 0;
+#pragma unroll
+        for (u32 b = 0; b < B; ++b) {
+            const u32 j = first + b * STRIDE + threadIdx.x;
+            k[b] = j < slice.len ? key_at(slice, whole, j) : 0;
         }
-    });
+#pragma unroll
+        for (u32 b = 0; b < B; ++b) {
+            const u32 j = first + b * STRIDE + threadIdx.x;
+            votes[b] = __ballot_sync(0xffffffffu, j < slice.len && k[b] >= floor && (k[b] & sel.mask) == sel.prefix);
+            claim += __popc(votes[b]);
+        }
+        if (claim == 0) continue; // warp-uniform
+        u32 at = 0;
+        if (lane == 0) at = atomicAdd(&sh.list_len, claim);
+        at = __shfl_sync(0xffffffffu, at, 0);
+#pragma unroll
+        for (u32 b = 0; b < B; ++b) {
+            if (votes[b] >> lane & 1) {
+                const u32 place = at + __popc(votes[b] & lanes_below);
+                if (place < SAMPLE_LIST) sh.list_keys[place] = k[b];
+            }
+            at += __popc(votes[b]);
+        }
+    }
     __syncthreads();
     const u32 n = sh.list_len;
     return n <= SAMPLE_LIST ? Scan{true, n} : Scan{false, slice.len};
@@ -529,19 +406,23 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
             atomicAdd(&sh.counts[k >> 21], 1u);
         }
     };
+    // A whole batch (every batch but the last) checks no bounds.
     constexpr u32 LOADS = SAMPLE_LOADS(L), BATCH = SAMPLE_THREADS * LOADS;
-    for (u32 base = 0; base < slice.len; base += BATCH) {
+    const auto take_batch = [&](u32 base, bool whole) {
         const L *at = slice.logits + base + threadIdx.x; // the batch's loads: constant offsets
         L batch[LOADS];
 #pragma unroll
         for (u32 j = 0; j < LOADS; ++j)
-            if (base + j * SAMPLE_THREADS + threadIdx.x < slice.len) batch[j] = at[j * SAMPLE_THREADS];
+            if (whole || base + j * SAMPLE_THREADS + threadIdx.x < slice.len) batch[j] = at[j * SAMPLE_THREADS];
 #pragma unroll
         for (u32 j = 0; j < LOADS; ++j) {
             const u32 i = base + j * SAMPLE_THREADS + threadIdx.x;
-            if (i < slice.len) take(i, batch[j]);
+            if (whole || i < slice.len) take(i, batch[j]);
         }
-    }
+    };
+    u32 base = 0;
+    for (; base + BATCH <= slice.len; base += BATCH) take_batch(base, true);
+    if (base < slice.len) take_batch(base, false);
     const u32 max_key = u32(row_combine(COMBINE_MAX, largest, rank, G)); // syncs the block
     if (max_key <= KEY_NEG_INF) { // nothing above -inf
         if (rank == 0 && threadIdx.x == 0) tokens[row] = -1;

@@ -270,7 +270,7 @@ pub(crate) fn merge_kv(key_bytes: usize, value_bytes: usize) -> &'static KernelM
 }
 
 /// Every header, by the name the files include it by.
-pub static HEADERS: [(&str, &str); 31] = [
+pub static HEADERS: [(&str, &str); 32] = [
     ("common.cuh", embed!("common.cuh")),
     ("common/types.cuh", embed!("common/types.cuh")),
     ("common/cluster.cuh", embed!("common/cluster.cuh")),
@@ -302,6 +302,7 @@ pub static HEADERS: [(&str, &str); 31] = [
     ("topk/sampled.cuh", embed!("topk/sampled.cuh")),
     ("topk/spread.cuh", embed!("topk/spread.cuh")),
     ("topk/warp.cuh", embed!("topk/warp.cuh")),
+    ("sample/row.cuh", embed!("sample/row.cuh")),
 ];
 
 /// The names a source `#include "…"`s.
