@@ -135,17 +135,11 @@ __device__ __forceinline__ void for_each_in_run(const Slice<L, RESIDENT> &slice,
     for (; i < end; ++i) f(key_at(slice, scan, i), i);
 }
 
-// A key's weight exp(s - max) = 2^((s - max) log2(e)), the largest 1; with max = +inf, 1 for
-// +inf and 0 otherwise. Without a branch: the largest key's own exponent is 0 (+inf's too,
-// where s - max would be NaN), and with max = +inf every other key's is -inf. By the SFU's
-// ex2 (within 2^-22 of its argument's power; the product's rounding adds below 2^-19 for the
-// weights the fixed point keeps) in three instructions, where expf takes eleven: every key
-// of a row is weighed at least once.
+// A key's weight exp(s - max), the largest 1; with max = +inf, 1 for +inf and 0 otherwise.
+// Without a branch: the largest key's own exponent is 0 (+inf's too, where s - max would be
+// NaN), and with max = +inf every other key's is -inf.
 __device__ __forceinline__ float weight_of(u32 key, u32 max_key) {
-    const float d = key == max_key ? 0.0f : float_of_key(key) - float_of_key(max_key);
-    float w;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(w) : "f"(d * 1.44269504f));
-    return w;
+    return expf(key == max_key ? 0.0f : float_of_key(key) - float_of_key(max_key));
 }
 // The weight in fixed point: weight × 2^WEIGHT_BITS, rounded (at most 2^WEIGHT_BITS).
 __device__ __forceinline__ u64 fixed_weight(u32 key, u32 max_key) {
@@ -288,45 +282,16 @@ template <typename L, bool RESIDENT> __device__ Scan list_at_or_above(const Slic
 // Lists the keys of the slice at or above `floor` whose digits so far are the select's
 // (`prefix` under `mask`), in no order (no indices): the candidates of a select's later
 // rounds, where they fit; else the slice stays the scan.
-//
-// A warp takes 32 x SAMPLE_KEYS_IN_FLIGHT keys at a time (every warp the same number of times,
-// so that all its lanes vote) and claims their places with one atomic: a key's place is the
-// warp's claim, then its warp's candidates before it. (An atomic a candidate, which the
-// compiler aggregated over each warp with the lane masks read again each time, took a sixth
-// of top-p's stall samples on random rows: docs/notes/sample.md.)
 template <typename L, bool RESIDENT>
 __device__ Scan list_candidates(const Slice<L, RESIDENT> &slice, u32 floor, const Select &sel) {
-    constexpr u32 B = SAMPLE_KEYS_IN_FLIGHT, STRIDE = SAMPLE_THREADS;
     if (threadIdx.x == 0) sh.list_len = 0;
     __syncthreads();
-    const u32 lane = threadIdx.x % WARP_SIZE, lanes_below = (1u << lane) - 1;
-    const Scan whole = {false, slice.len};
-    for (u32 first = 0; first < slice.len; first += B * STRIDE) { // block-uniform
-        u32 k[B], votes[B], claim = 0;
-#pragma unroll
-        for (u32 b = 0; b < B; ++b) {
-            const u32 j = first + b * STRIDE + threadIdx.x;
-            k[b] = j < slice.len ? key_at(slice, whole, j) : 0;
+    for_each_key(slice, Scan{false, slice.len}, [&](u32 k, u32) {
+        if (k >= floor && (k & sel.mask) == sel.prefix) {
+            const u32 at = atomicAdd(&sh.list_len, 1u);
+            if (at < SAMPLE_LIST) sh.list_keys[at] = k;
         }
-#pragma unroll
-        for (u32 b = 0; b < B; ++b) {
-            const u32 j = first + b * STRIDE + threadIdx.x;
-            votes[b] = __ballot_sync(0xffffffffu, j < slice.len && k[b] >= floor && (k[b] & sel.mask) == sel.prefix);
-            claim += __popc(votes[b]);
-        }
-        if (claim == 0) continue; // warp-uniform
-        u32 at = 0;
-        if (lane == 0) at = atomicAdd(&sh.list_len, claim);
-        at = __shfl_sync(0xffffffffu, at, 0);
-#pragma unroll
-        for (u32 b = 0; b < B; ++b) {
-            if (votes[b] >> lane & 1) {
-                const u32 place = at + __popc(votes[b] & lanes_below);
-                if (place < SAMPLE_LIST) sh.list_keys[place] = k[b];
-            }
-            at += __popc(votes[b]);
-        }
-    }
+    });
     __syncthreads();
     const u32 n = sh.list_len;
     return n <= SAMPLE_LIST ? Scan{true, n} : Scan{false, slice.len};
@@ -406,23 +371,19 @@ __device__ void sample_rows(const L *logits, u32 vocab, u32 blocks_a_row, u32 sl
             atomicAdd(&sh.counts[k >> 21], 1u);
         }
     };
-    // A whole batch (every batch but the last) checks no bounds.
     constexpr u32 LOADS = SAMPLE_LOADS(L), BATCH = SAMPLE_THREADS * LOADS;
-    const auto take_batch = [&](u32 base, bool whole) {
+    for (u32 base = 0; base < slice.len; base += BATCH) {
         const L *at = slice.logits + base + threadIdx.x; // the batch's loads: constant offsets
         L batch[LOADS];
 #pragma unroll
         for (u32 j = 0; j < LOADS; ++j)
-            if (whole || base + j * SAMPLE_THREADS + threadIdx.x < slice.len) batch[j] = at[j * SAMPLE_THREADS];
+            if (base + j * SAMPLE_THREADS + threadIdx.x < slice.len) batch[j] = at[j * SAMPLE_THREADS];
 #pragma unroll
         for (u32 j = 0; j < LOADS; ++j) {
             const u32 i = base + j * SAMPLE_THREADS + threadIdx.x;
-            if (whole || i < slice.len) take(i, batch[j]);
+            if (i < slice.len) take(i, batch[j]);
         }
-    };
-    u32 base = 0;
-    for (; base + BATCH <= slice.len; base += BATCH) take_batch(base, true);
-    if (base < slice.len) take_batch(base, false);
+    }
     const u32 max_key = u32(row_combine(COMBINE_MAX, largest, rank, G)); // syncs the block
     if (max_key <= KEY_NEG_INF) { // nothing above -inf
         if (rank == 0 && threadIdx.x == 0) tokens[row] = -1;
