@@ -70,8 +70,6 @@ const NUMBERS: &[Number] = &[
     number!(topk.warp_filter_max_k),
     number!(multi.samples_per_rank),
     number!(sample.blocks_per_sm as u32),
-    number!(sample.most_blocks_a_row as u32),
-    number!(sample.most_blocks_one_row as u32),
     number!(radix.from_row_len),
     number!(radix.one_block_most),
     number!(radix.tile),

@@ -123,8 +123,9 @@ template <typename K> __device__ __forceinline__ K from_sortable(K w, u32 map) {
 // that work and one without, chosen by one branch on MAP_NUMERIC outside the loop, so that a map
 // in the default total order pays three instructions a key (a shift and two logic operations)
 // and no more; elsewhere the whole map runs (RuntimeOrder), its rotation 0 and its tests no-ops
-// for such a map. (With the rotation and the tests in every map, four top-k kernels ran 5-13%
-// longer than before numeric order existed: docs/notes/plan-layer.md.)
+// for such a map. (The copies once split on ties alone; splitting on numeric order took the
+// rotation out too and gave back about 1% on the top-k cells it was meant for:
+// docs/notes/plan-layer.md.)
 template <bool NUMERIC> struct KnownOrder {};
 struct RuntimeOrder {};
 

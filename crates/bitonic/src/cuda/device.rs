@@ -363,23 +363,6 @@ impl DeviceFacts for Gpu {
         shared_bytes: u32,
     ) -> Result<bool> {
         let kernel = self.function(module, tuned_kernel_name(module))?;
-        self.kernel_clusters_fit(&kernel, cluster_blocks, threads, shared_bytes)
-    }
-}
-
-impl Gpu {
-    /// Whether clusters of `cluster_blocks` blocks of `kernel` (`threads` each, with
-    /// `shared_bytes` of dynamic shared memory) run on this device: asked of the driver once a
-    /// kernel and shape, after opting the kernel into clusters past the portable 8 (which the
-    /// launch then needs as well). An error of the query (a driver without clusters, say)
-    /// means: do not use them.
-    pub(crate) fn kernel_clusters_fit(
-        &self,
-        kernel: &CudaFunction,
-        cluster_blocks: u32,
-        threads: u32,
-        shared_bytes: u32,
-    ) -> Result<bool> {
         let key = (
             kernel.cu_function() as usize,
             threads,
@@ -391,7 +374,7 @@ impl Gpu {
             return Ok(fits);
         }
         drop(known);
-        self.allow_shared(kernel, shared_bytes)?;
+        self.allow_shared(&kernel, shared_bytes)?;
         if cluster_blocks > 8 {
             // Beyond the portable 8 a kernel must opt in.
             kernel
@@ -409,7 +392,7 @@ impl Gpu {
         self.ctx
             .bind_to_thread()
             .during(|| "binding the CUDA context".into())?;
-        let clusters = driver::max_active_clusters(kernel, query, cluster_blocks, &self.stream);
+        let clusters = driver::max_active_clusters(&kernel, query, cluster_blocks, &self.stream);
         let fits = matches!(clusters, Ok(n) if n > 0);
         self.cluster_fits
             .lock()

@@ -201,12 +201,8 @@ pub(crate) fn tied(map: u32) -> u32 {
 pub(crate) const SAMPLE_THREADS: u32 = 512;
 pub(crate) const SAMPLE_WEIGHT_BITS: u32 = 40;
 pub(crate) const SAMPLE_STATIC_SHARED: usize = 34 << 10;
-/// The most blocks that share a row, as one cluster: the kernel's bound. Clusters of up to
-/// [`SAMPLE_PORTABLE_BLOCKS`] run on every sm_90 device; larger ones only where the driver
-/// says they fit (src/sorter/device.rs).
-pub(crate) const SAMPLE_MOST_BLOCKS: u32 = 16;
-/// The largest cluster every sm_90 device runs (CUDA's portable cluster size).
-pub(crate) const SAMPLE_PORTABLE_BLOCKS: u32 = 8;
+/// The most blocks that share a row (a cluster; 8 is the size every sm_90 device runs).
+pub(crate) const SAMPLE_MOST_BLOCKS: u32 = 8;
 /// Rows longer than this are refused by the sampling kernel: their fixed-point sums could
 /// overflow 64 bits.
 pub(crate) const SAMPLE_MOST_VOCAB: usize = 1 << (63 - SAMPLE_WEIGHT_BITS);

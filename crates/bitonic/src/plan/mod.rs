@@ -33,10 +33,7 @@ pub use merge::{KeyValuePlan, Levels, MergeLevel, MergePlan};
 pub use passes::PassPlan;
 pub use radix::{LookBack, RadixPlan, RadixShape};
 pub use request::{Layout, Operation, Request};
-pub use sample::{
-    plan_sample, SamplePlan, SAMPLE_MOST_BLOCKS_A_ROW, SAMPLE_MOST_LOGITS_A_ROW,
-    SAMPLE_PORTABLE_BLOCKS_A_ROW,
-};
+pub use sample::{plan_sample, SamplePlan, SAMPLE_MOST_BLOCKS_A_ROW, SAMPLE_MOST_LOGITS_A_ROW};
 pub use seed::SeedPlan;
 pub use topk::{TopkPass, TopkPlan};
 pub use workspace::{Part, Scratch, Workspace};

@@ -6,19 +6,13 @@
 use crate::device::DeviceInfo;
 use crate::error::{Error, Result};
 use crate::kernels::abi::{
-    SAMPLE_MOST_BLOCKS, SAMPLE_MOST_VOCAB, SAMPLE_PORTABLE_BLOCKS, SAMPLE_STATIC_SHARED,
-    SAMPLE_THREADS,
+    SAMPLE_MOST_BLOCKS, SAMPLE_MOST_VOCAB, SAMPLE_STATIC_SHARED, SAMPLE_THREADS,
 };
 use crate::kernels::{self, KernelModule};
 use crate::policy::SamplePolicy;
 
-/// The most blocks a row the kernel takes: a cluster of 16, beyond the portable size
-/// ([`SAMPLE_PORTABLE_BLOCKS_A_ROW`]) that every sm_90 device runs.
+/// The most blocks a row: the largest cluster every sm_90 device runs (a portable size).
 pub const SAMPLE_MOST_BLOCKS_A_ROW: u32 = SAMPLE_MOST_BLOCKS;
-
-/// The largest cluster every sm_90 device runs: where the driver says a plan's larger
-/// clusters do not fit, the call plans again with at most this many blocks a row.
-pub const SAMPLE_PORTABLE_BLOCKS_A_ROW: u32 = SAMPLE_PORTABLE_BLOCKS;
 
 /// The most logits a row that the GPU samples: the fixed-point sums of a longer row's
 /// weights could pass 2^63 (src/kernels/abi.rs).
@@ -59,19 +53,16 @@ impl SamplePlan {
     }
 }
 
-/// The plan of sampling `rows` rows of `vocab` logits on `device`, `top_k` saying whether
-/// some row may select a top-k.
+/// The plan of sampling `rows` rows of `vocab` logits on `device`.
 ///
 /// The blocks a row grow (in powers of two, up to a cluster of
-/// [`SamplePolicy::most_blocks_a_row`], or [`SamplePolicy::most_blocks_one_row`] for one row
-/// without top-k) until the grid has a block for every SM, further until a
+/// [`SAMPLE_MOST_BLOCKS_A_ROW`]) until the grid has a block for every SM, further until a
 /// slice's keys fit in what shared memory a block can have beside the kernel's own, and, where
 /// the grid has more blocks than SMs, until [`SamplePolicy::blocks_per_sm`] blocks fit in an
 /// SM's shared memory together.
 pub fn plan_sample(
     rows: usize,
     vocab: usize,
-    top_k: bool,
     device: &DeviceInfo,
     policy: &SamplePolicy,
 ) -> Result<SamplePlan> {
@@ -82,12 +73,7 @@ pub fn plan_sample(
         )));
     }
     let most = if device.compute_capability.0 >= 9 {
-        let most = if rows == 1 && !top_k {
-            policy.most_blocks_one_row
-        } else {
-            policy.most_blocks_a_row
-        };
-        most.min(SAMPLE_MOST_BLOCKS_A_ROW)
+        SAMPLE_MOST_BLOCKS_A_ROW
     } else {
         1 // no clusters before sm_90
     };
@@ -175,7 +161,7 @@ mod tests {
             ((4096, 2_000_000), (8, 250_000, false)), // 1 MB a slice: read again each step
         ];
         for ((rows, vocab), (blocks, slice, resident)) in cases {
-            let plan = plan_sample(rows, vocab, true, &h100, &hopper()).unwrap();
+            let plan = plan_sample(rows, vocab, &h100, &hopper()).unwrap();
             assert_eq!(
                 (plan.blocks_a_row, plan.slice_len, plan.resident),
                 (blocks, slice, resident),
@@ -192,9 +178,9 @@ mod tests {
             assert_eq!(plan.blocks(), rows as u32 * blocks);
         }
         // Before sm_90: one block a row, resident while the row fits.
-        let plan = plan_sample(1, 24_000, true, &a100(), &hopper()).unwrap();
+        let plan = plan_sample(1, 24_000, &a100(), &hopper()).unwrap();
         assert_eq!((plan.blocks_a_row, plan.resident), (1, true));
-        let plan = plan_sample(1, 128_256, true, &a100(), &hopper()).unwrap();
+        let plan = plan_sample(1, 128_256, &a100(), &hopper()).unwrap();
         assert_eq!(
             (plan.blocks_a_row, plan.resident, plan.shared_bytes),
             (1, false, 0)
@@ -202,61 +188,14 @@ mod tests {
     }
 
     #[test]
-    fn sixteen_blocks_a_row_where_the_policy_allows() {
-        let h100 = DeviceInfo::h100();
-        // The default: 16 for one row without top-k, else 8.
-        for ((rows, top_k), blocks) in [((1, false), 16), ((1, true), 8), ((2, false), 8)] {
-            let plan = plan_sample(rows, 128_256, top_k, &h100, &SamplePolicy::HOPPER).unwrap();
-            assert_eq!(plan.blocks_a_row, blocks, "{rows} rows, top-k {top_k}");
-        }
-        let sixteen = SamplePolicy {
-            most_blocks_a_row: 16,
-            ..SamplePolicy::HOPPER
-        };
-        // (rows, vocab) -> (blocks a row, slice): small batches take 16 SMs a row; past a
-        // wave the cut is the one of 8 (two an SM fit already).
-        let cases = [
-            ((1, 128_256), (16, 8_016)),
-            ((8, 128_256), (16, 8_016)),
-            ((9, 151_936), (16, 9_496)),
-            ((64, 128_256), (8, 16_032)),
-            ((256, 151_936), (8, 18_992)),
-        ];
-        for ((rows, vocab), (blocks, slice)) in cases {
-            let plan = plan_sample(rows, vocab, true, &h100, &sixteen).unwrap();
-            assert_eq!(
-                (plan.blocks_a_row, plan.slice_len),
-                (blocks, slice),
-                "{rows} × {vocab}"
-            );
-        }
-        let plan = plan_sample(1, 128_256, true, &a100(), &sixteen).unwrap();
-        assert_eq!(plan.blocks_a_row, 1, "no clusters before sm_90");
-        for most in [0, 3, 32] {
-            let bad = SamplePolicy {
-                most_blocks_a_row: most,
-                ..SamplePolicy::HOPPER
-            };
-            let e = plan_sample(1, 1_000, true, &h100, &bad).unwrap_err();
-            assert!(e.to_string().contains("most_blocks_a_row"), "{e}");
-            let bad = SamplePolicy {
-                most_blocks_one_row: most,
-                ..SamplePolicy::HOPPER
-            };
-            let e = plan_sample(1, 1_000, false, &h100, &bad).unwrap_err();
-            assert!(e.to_string().contains("most_blocks_one_row"), "{e}");
-        }
-    }
-
-    #[test]
     fn refused_shapes_say_why() {
         let h100 = DeviceInfo::h100();
         for vocab in [0, SAMPLE_MOST_VOCAB] {
-            let e = plan_sample(1, vocab, true, &h100, &hopper()).unwrap_err();
+            let e = plan_sample(1, vocab, &h100, &hopper()).unwrap_err();
             assert!(e.to_string().contains("logits"), "{e}");
         }
-        assert!(plan_sample(1 << 29, 10, true, &h100, &hopper()).is_err());
-        assert!(plan_sample(0, 10, true, &h100, &hopper()).is_ok()); // no rows: nothing to launch
+        assert!(plan_sample(1 << 29, 10, &h100, &hopper()).is_err());
+        assert!(plan_sample(0, 10, &h100, &hopper()).is_ok()); // no rows: nothing to launch
     }
 
     #[test]
@@ -282,8 +221,8 @@ mod tests {
             ((160, 40_000), (1, 2)),
         ];
         for ((rows, vocab), (one_an_sm, two_an_sm)) in cases {
-            let one = plan_sample(rows, vocab, true, &h100, &hopper()).unwrap();
-            let both = plan_sample(rows, vocab, true, &h100, &two).unwrap();
+            let one = plan_sample(rows, vocab, &h100, &hopper()).unwrap();
+            let both = plan_sample(rows, vocab, &h100, &two).unwrap();
             assert_eq!(
                 (one.blocks_a_row, both.blocks_a_row),
                 (one_an_sm, two_an_sm),

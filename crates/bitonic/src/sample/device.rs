@@ -123,16 +123,6 @@ impl<'a> DeviceFilters<'a> {
         .collect()
     }
 
-    /// Whether some row may select a top-k: a `k` of one value above 0, or one a row (the
-    /// plan's business: a call of one row without top-k takes a larger cluster).
-    pub(crate) fn may_select_top_k(&self) -> bool {
-        match self.top_k {
-            None => false,
-            Some(DeviceRow::All(k)) => k > 0,
-            Some(DeviceRow::Each(_)) => true,
-        }
-    }
-
     /// The settings as the kernel takes them, a filter that is not given at its "off" value.
     pub(crate) fn settings(&self) -> Settings<'a> {
         fn setting<'a, T: Copy>(given: Option<DeviceRow<'a, T>>, off: T) -> Setting<'a, T> {

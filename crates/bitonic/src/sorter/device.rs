@@ -9,9 +9,7 @@ use super::{check_index_width, check_rows, check_segments, check_topk, rows_layo
 use crate::cuda::exec::Exec;
 use crate::cuda::run;
 use crate::error::{check_same_len, Error, Result};
-use crate::plan::{
-    plan_sample, Layout, Operation, Plan, Request, SamplePlan, SAMPLE_PORTABLE_BLOCKS_A_ROW,
-};
+use crate::plan::{plan_sample, Layout, Operation, Plan, Request, SamplePlan};
 use crate::sample::{DeviceFilters, Logit};
 use crate::{SortIndex, SortKey};
 use cudarc::driver::{CudaSlice, CudaViewMut, DeviceRepr};
@@ -262,19 +260,8 @@ impl<'g> Sorter<'g> {
         devices.extend(filters.devices());
         let gpu = self.gpu_holding(&devices)?;
         let policy = self.policy_ref(gpu);
+        let plan = plan_sample(rows, vocab, gpu.info(), &policy.sample)?;
         let x = self.exec(gpu, policy);
-        let top_k = filters.may_select_top_k();
-        let mut plan = plan_sample(rows, vocab, top_k, gpu.info(), &policy.sample)?;
-        if !crate::cuda::sample::clusters_fit(&x, &plan, L::DTYPE)? {
-            // Clusters past the portable size are the device's to refuse: at most that many
-            // blocks a row then, planned before anything runs.
-            let portable = crate::policy::SamplePolicy {
-                most_blocks_a_row: SAMPLE_PORTABLE_BLOCKS_A_ROW,
-                most_blocks_one_row: SAMPLE_PORTABLE_BLOCKS_A_ROW,
-                ..policy.sample.clone()
-            };
-            plan = plan_sample(rows, vocab, top_k, gpu.info(), &portable)?;
-        }
         let settings = filters.settings();
         crate::cuda::sample::run(
             &x,
