@@ -11,11 +11,11 @@ mod common;
 
 use bitonic::half::{bf16, f16};
 use bitonic::sample::{sample_host, DeviceFilters, DeviceRow, Filters, Logit, PerRow};
-use bitonic::{Error, Policy, Sorter};
+use bitonic::{Error, Gpu, Policy, Sorter};
 use common::gpu;
 use common::harness::{self, tests, Needs};
 use common::setting::Setting;
-use cudarc::driver::DeviceRepr;
+use cudarc::driver::{CudaSlice, DeviceRepr};
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
@@ -65,6 +65,25 @@ fn row(rng: &mut Xoshiro256PlusPlus, vocab: usize, spread: f32, ties: bool) -> V
         .collect()
 }
 
+/// The tokens `sorter` draws on `gpu` for `logits` (rows of `vocab`) at `uniform` (a number a
+/// row), both already there, read back. A row the kernel leaves unwritten keeps i64::MIN, a
+/// token no row can have.
+fn gpu_tokens<L: Logit + DeviceRepr>(
+    gpu: &Gpu,
+    sorter: Sorter<'_>,
+    logits: &CudaSlice<L>,
+    vocab: usize,
+    filters: &DeviceFilters<'_>,
+    uniform: &CudaSlice<f32>,
+) -> Result<Vec<i64>, Error> {
+    let stream = gpu.stream();
+    let mut tokens = stream.clone_htod(&vec![i64::MIN; uniform.len()]).unwrap();
+    sorter
+        .gpu(gpu)
+        .sample_rows_device(logits, vocab, filters, uniform, &mut tokens)?;
+    Ok(stream.clone_dtoh(&tokens).unwrap())
+}
+
 /// The GPU's tokens for `logits` (rows of `vocab`) against the host's; returns the rows that
 /// differ, printing each.
 fn compare<L: Logit + DeviceRepr>(
@@ -82,13 +101,8 @@ fn compare<L: Logit + DeviceRepr>(
     sample_host(logits, vocab, host, uniform, &mut expected).unwrap();
     let d_logits = stream.clone_htod(logits).unwrap();
     let d_uniform = stream.clone_htod(uniform).unwrap();
-    // A row the kernel leaves unwritten keeps a token no row can have.
-    let mut d_tokens = stream.clone_htod(&vec![i64::MIN; rows]).unwrap();
-    Sorter::new()
-        .gpu(gpu)
-        .sample_rows_device(&d_logits, vocab, device, &d_uniform, &mut d_tokens)
+    let got = gpu_tokens(gpu, Sorter::new(), &d_logits, vocab, device, &d_uniform)
         .unwrap_or_else(|e| panic!("{what}: {e}"));
-    let got = stream.clone_dtoh(&d_tokens).unwrap();
     let mut differ = 0;
     for r in 0..rows {
         if got[r] != expected[r] {
@@ -285,19 +299,15 @@ fn gpu_every_cut_of_a_row_draws_alike() {
         let uniform: Vec<f32> = (0..rows).map(|r| base_u[r % 4]).collect();
         let mut policy = Policy::for_compute_capability(9, 0);
         policy.sample.blocks_per_sm = blocks_per_sm;
-        let mut tokens = stream.clone_htod(&vec![i64::MIN; rows]).unwrap();
-        Sorter::new()
-            .gpu(gpu)
-            .policy(policy)
-            .sample_rows_device(
-                &stream.clone_htod(&logits).unwrap(),
-                vocab,
-                &set.device(),
-                &stream.clone_htod(&uniform).unwrap(),
-                &mut tokens,
-            )
-            .unwrap();
-        stream.clone_dtoh(&tokens).unwrap()
+        gpu_tokens(
+            gpu,
+            Sorter::new().policy(policy),
+            &stream.clone_htod(&logits).unwrap(),
+            vocab,
+            &set.device(),
+            &stream.clone_htod(&uniform).unwrap(),
+        )
+        .unwrap()
     };
     for set in settings() {
         let alone = draw(4, 2, &set);
@@ -332,12 +342,15 @@ fn gpu_draws_are_repeatable() {
     };
     let runs: Vec<Vec<i64>> = (0..3)
         .map(|_| {
-            let mut tokens = stream.clone_htod(&vec![i64::MIN; rows]).unwrap();
-            Sorter::new()
-                .gpu(gpu)
-                .sample_rows_device(&d_logits, vocab, &set.device(), &d_uniform, &mut tokens)
-                .unwrap();
-            stream.clone_dtoh(&tokens).unwrap()
+            gpu_tokens(
+                gpu,
+                Sorter::new(),
+                &d_logits,
+                vocab,
+                &set.device(),
+                &d_uniform,
+            )
+            .unwrap()
         })
         .collect();
     assert_eq!(runs[0], runs[1]);
