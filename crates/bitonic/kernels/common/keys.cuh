@@ -121,11 +121,11 @@ template <typename K> __device__ __forceinline__ K from_sortable(K w, u32 map) {
 // keys. The hot loops that map every key of a row (the top-k loads: load_chunk,
 // load_chunk_unpadded, filter_tiles, warp_composites, map_samples) come in two copies, one with
 // that work and one without, chosen by one branch on MAP_NUMERIC outside the loop, so that a map
-// in the default total order pays three instructions a key (a shift and two logic operations)
-// and no more; elsewhere the whole map runs (RuntimeOrder), its rotation 0 and its tests no-ops
-// for such a map. (The copies once split on ties alone; splitting on numeric order took the
-// rotation out too and gave back about 1% on the top-k cells it was meant for:
-// docs/notes/plan-layer.md.)
+// in the default total order pays four instructions a key (a shift, a select and two logic
+// operations, in the spread gather's SASS) and no more; elsewhere the whole map runs
+// (RuntimeOrder), its rotation 0 and its tests no-ops for such a map. (The copies once split
+// on ties alone; splitting on numeric order took the rotation out too and gave back about 1% on
+// the top-k cells it was meant for: docs/notes/plan-layer.md.)
 template <bool NUMERIC> struct KnownOrder {};
 struct RuntimeOrder {};
 
