@@ -262,8 +262,7 @@ __device__ void topk_spread_select(const In *input, u64 row_len, u32 rows, u32 c
         // The map hidden from the compiler (map_here), here and for the ties' placing, which
         // otherwise compiles the select's key maps once a kind of key: 14,608 SASS
         // instructions (u32), not 18,720, and the block, which runs its code once, no longer
-        // waits for its instructions (1.3 to 2.9 us; measured while the puts still mapped
-        // their keys back, which they no longer do: they read them from the row).
+        // waits for its instructions (1.3 to 2.9 us).
         const Put<K, C> put = {values, indices, row_input, nullptr, row, row, k, map_here(map), true};
         // The ties to place in order: too many to hold beside the better ones, and needed.
         const bool in_order = r.count < need && r.count + r.ties > SPREAD_CAPACITY;

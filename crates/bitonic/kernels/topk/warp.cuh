@@ -15,6 +15,7 @@ template <typename In> struct WarpComposite {
         return candidate<C, In>(key, index, map, order);
     }
     __device__ static u32 index(C c) { return index_of(c); }
+    __device__ static In word(C c) { return In(word_of(c)); }
 };
 template <> struct WarpComposite<u16> {
     typedef u32 C;
@@ -22,14 +23,15 @@ template <> struct WarpComposite<u16> {
         return u32(to_sortable(key, map, order)) << 16 | (~index & 0xffffu);
     }
     __device__ static u32 index(C c) { return ~c & 0xffffu; }
+    __device__ static u16 word(C c) { return u16(c >> 16); }
 };
 
 // Writes the first k of a warp's 32 x P composites, sorted best first in the lane-major layout,
-// as row `row`'s values (the keys they name, read from the row's keys `row_input` as they are:
-// bit for bit, as topk/common.cuh Put) and indices, through the warp's `WARP_SIZE x (P + 1)` composites of
-// shared memory, so that the stores are coalesced: slot i sits at i + i / P (a gap after each
-// lane's P), so that the lanes' writes of one register meet in no bank, nor their reads of
-// consecutive slots at P = 32 (at 2 and 8, two at most).
+// as row `row`'s values (the keys they name, bit for bit: result_key) and indices, through the
+// warp's `WARP_SIZE x (P + 1)` composites of shared memory, so that the stores are coalesced:
+// slot i sits at i + i / P (a gap after each lane's P), so that the lanes' writes of one
+// register meet in no bank, nor their reads of consecutive slots at P = 32 (at 2 and 8, two at
+// most).
 template <typename K, typename In, u32 P>
 __device__ __forceinline__ void warp_put(const typename WarpComposite<In>::C (&x)[P], typename WarpComposite<In>::C *staged,
                                          const In *row_input, u64 row, u32 k, u32 map, K *values,
@@ -39,9 +41,11 @@ __device__ __forceinline__ void warp_put(const typename WarpComposite<In>::C (&x
 #pragma unroll
     for (u32 p = 0; p < P; p++) staged[lane * (P + 1) + p] = x[p];
     __syncwarp();
+    const SortableMap<In> m(map);
     for (u32 i = lane; i < k; i += WARP_SIZE) {
-        const u32 index = W::index(staged[i + i / P]);
-        values[row * k + i] = row_input[index];
+        const typename W::C c = staged[i + i / P];
+        const u32 index = W::index(c);
+        values[row * k + i] = result_key(W::word(c), index, row_input, m);
         store_index(indices, row * k + i, index, map);
     }
     __syncwarp(); // read before the warp's next writes
