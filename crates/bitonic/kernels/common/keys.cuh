@@ -110,8 +110,11 @@ template <typename K> struct SortableMap {
     // must return the input's own bits read those keys again from the input.
     __device__ __forceinline__ bool is_tied_word(K word) const {
         const K x = K(word ^ complement);
-        return zero_span != K(0) && (x == nan_word || x == K(negative_zero + K(1)));
+        return ties() && (x == nan_word || x == K(negative_zero + K(1)));
     }
+
+    // Whether any word stands for several keys (a tied map).
+    __device__ __forceinline__ bool ties() const { return zero_span != K(0); }
 };
 
 template <typename K> __device__ __forceinline__ K to_sortable(K w, u32 map) { return SortableMap<K>(map).to(w); }

@@ -26,12 +26,29 @@ template <> struct WarpComposite<u16> {
     __device__ static u16 word(C c) { return u16(c >> 16); }
 };
 
+// warp_put's stores of row `row`'s first k results from the staged composites, with the index
+// width I (u32, or u64 where the map has MAP_INDEX64) and whether a word may stand for several
+// keys (TIED: a tied map, whose shared words' keys are read back from the row: result_key)
+// known here, so that the loop is a few instructions a result and unrolls. (One loop that
+// chose both per result took about five times the instructions, and the whole-row sort of
+// 16,384 x 1,024 keys at k = 1,024 ran 4-6% slower than the base: docs/notes/plan-layer.md.)
+template <typename W, u32 P, typename I, bool TIED, typename K, typename In>
+__device__ __forceinline__ void warp_put_stores(const typename W::C *staged, const In *row_input, const SortableMap<In> &m,
+                                                u32 k, K *row_values, I *row_indices) {
+    for (u32 i = threadIdx.x % WARP_SIZE; i < k; i += WARP_SIZE) {
+        const typename W::C c = staged[i + i / P];
+        const u32 index = W::index(c);
+        row_values[i] = TIED ? result_key(W::word(c), index, row_input, m) : m.from(W::word(c));
+        row_indices[i] = index;
+    }
+}
+
 // Writes the first k of a warp's 32 x P composites, sorted best first in the lane-major layout,
-// as row `row`'s values (the keys they name, bit for bit: result_key) and indices, through the
-// warp's `WARP_SIZE x (P + 1)` composites of shared memory, so that the stores are coalesced:
-// slot i sits at i + i / P (a gap after each lane's P), so that the lanes' writes of one
-// register meet in no bank, nor their reads of consecutive slots at P = 32 (at 2 and 8, two at
-// most).
+// as row `row`'s values (the keys they name, bit for bit: result_key) and indices (u64 where the
+// map has MAP_INDEX64), through the warp's `WARP_SIZE x (P + 1)` composites of shared memory, so
+// that the stores are coalesced: slot i sits at i + i / P (a gap after each lane's P), so that
+// the lanes' writes of one register meet in no bank, nor their reads of consecutive slots at
+// P = 32 (at 2 and 8, two at most).
 template <typename K, typename In, u32 P>
 __device__ __forceinline__ void warp_put(const typename WarpComposite<In>::C (&x)[P], typename WarpComposite<In>::C *staged,
                                          const In *row_input, u64 row, u32 k, u32 map, K *values,
@@ -42,11 +59,16 @@ __device__ __forceinline__ void warp_put(const typename WarpComposite<In>::C (&x
     for (u32 p = 0; p < P; p++) staged[lane * (P + 1) + p] = x[p];
     __syncwarp();
     const SortableMap<In> m(map);
-    for (u32 i = lane; i < k; i += WARP_SIZE) {
-        const typename W::C c = staged[i + i / P];
-        const u32 index = W::index(c);
-        values[row * k + i] = result_key(W::word(c), index, row_input, m);
-        store_index(indices, row * k + i, index, map);
+    K *row_values = values + row * k;
+    u64 *wide = reinterpret_cast<u64 *>(indices) + row * k;
+    u32 *narrow = indices + row * k;
+    // Warp-uniform choices, each of whose four loops is compiled on its own.
+    if (m.ties()) {
+        if (map & MAP_INDEX64) warp_put_stores<W, P, u64, true>(staged, row_input, m, k, row_values, wide);
+        else warp_put_stores<W, P, u32, true>(staged, row_input, m, k, row_values, narrow);
+    } else {
+        if (map & MAP_INDEX64) warp_put_stores<W, P, u64, false>(staged, row_input, m, k, row_values, wide);
+        else warp_put_stores<W, P, u32, false>(staged, row_input, m, k, row_values, narrow);
     }
     __syncwarp(); // read before the warp's next writes
 }
