@@ -164,26 +164,31 @@ __device__ bool sort_by_digit(const Source &src, W *dst, I *dst_index, u32 m, u3
     __syncthreads();
 
     // 2. Offsets: thread t < 256 scans digit t's counts over the warps, after the totals of the
-    // digits below it (a warp's scan, then the warps' totals).
-    if (threadIdx.x < RADIX_DIGITS) {
-        const u32 d = threadIdx.x;
-        u32 total = 0;
-        for (u32 w = 0; w < warps; ++w) total += counts[w * RADIX_DIGITS + d];
+    // digits below it (a warp's scan, then the warps' totals). The whole block waits between
+    // the two, at __syncthreads: a named barrier of the 256 scanning threads alone saved the
+    // others nothing (they wait at the next barrier anyway), and compute-sanitizer's racecheck
+    // reported hazards across the block barriers after it in blocks of more than 256 threads.
+    const u32 digit = threadIdx.x;
+    u32 total = 0, inclusive = 0;
+    if (digit < RADIX_DIGITS) { // whole warps
+        for (u32 w = 0; w < warps; ++w) total += counts[w * RADIX_DIGITS + digit];
         if (total == m) sh.one_digit = 1;
-        on_counts(d, total);
-        u32 inclusive = total;
+        on_counts(digit, total);
+        inclusive = total;
         for (u32 step = 1; step < WARP_SIZE; step *= 2) {
             const u32 below = __shfl_up_sync(FULL_WARP_MASK, inclusive, step);
             if (lane >= step) inclusive += below;
         }
         if (lane == WARP_SIZE - 1) sh.digit_totals[warp] = inclusive;
-        asm volatile("bar.sync 1, %0;" ::"r"(RADIX_DIGITS) : "memory");  // the 256 scanning threads only
+    }
+    __syncthreads();
+    if (digit < RADIX_DIGITS) {
         u32 start = inclusive - total;
         for (u32 w = 0; w < warp; ++w) start += sh.digit_totals[w];
-        if (starts != nullptr) starts[d] = start;
+        if (starts != nullptr) starts[digit] = start;
         for (u32 w = 0; w < warps; ++w) {
-            const u32 c = counts[w * RADIX_DIGITS + d];
-            counts[w * RADIX_DIGITS + d] = u16(start);
+            const u32 c = counts[w * RADIX_DIGITS + digit];
+            counts[w * RADIX_DIGITS + digit] = u16(start);
             start += c;
         }
     }
