@@ -166,8 +166,9 @@ __device__ bool sort_by_digit(const Source &src, W *dst, I *dst_index, u32 m, u3
     // 2. Offsets: thread t < 256 scans digit t's counts over the warps, after the totals of the
     // digits below it (a warp's scan, then the warps' totals). The whole block waits between
     // the two, at __syncthreads: a named barrier of the 256 scanning threads alone saved the
-    // others nothing (they wait at the next barrier anyway), and compute-sanitizer's racecheck
-    // reported hazards across the block barriers after it in blocks of more than 256 threads.
+    // others nothing (they wait at the next barrier anyway), and with it compute-sanitizer's
+    // racecheck reported hazards between these offsets' writes and the scatter's reads, across
+    // the block barrier between them (docs/notes/plan-layer.md).
     const u32 digit = threadIdx.x;
     u32 total = 0, inclusive = 0;
     if (digit < RADIX_DIGITS) { // whole warps
