@@ -19,7 +19,8 @@ use cudarc::driver::{
 /// reads `input` (rows of keys `In`), each later one the partial results of the one before,
 /// composites of `composite_bytes`, k a chunk, which alternate between the two halves of
 /// `scratch` (`half` bytes each); the last, one chunk a row, writes `values` (the keys it
-/// selected, read back from `input`, which every pass gets as `keys`, rows of the first pass's
+/// selected, mapped back from their words, or read back from `input` where a tied map's word
+/// stands for several keys; every pass gets `input` as `keys`, rows of the first pass's
 /// `row_len`) and `indices` (of `I`: 8-byte ones where the map has `MAP_INDEX64`).
 pub(crate) fn topk_passes<In: DeviceRepr, B: DeviceRepr, I: DeviceRepr>(
     x: &Exec,
