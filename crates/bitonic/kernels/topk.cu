@@ -1,7 +1,7 @@
 // Top-k selection (planned in src/plan/topk/, run by src/cuda/topk.rs): each row's k best keys, sorted, with their indices (u32,
 // or u64 where the map has MAP_INDEX64: common/keys.cuh store_index). The keys written are the
 // input's own, bit for bit: mapped back from their words, or, for a word that stands for several
-// keys (a tied map's NaNs and zeros: topk/common.cuh result_key), read back by their indices from
+// keys (a tied map's NaNs and zeros: common/keys.cuh SortableMap::key_of), read back by their indices from
 // `keys` (rows of `keys_row_len`: the last pass of several reads partial results, not keys). The selects are headers
 // under topk/; this file compiles one part of them and exports its kernels:
 // - topk/common.cuh: composites (a key's sortable word and its index in one word that orders

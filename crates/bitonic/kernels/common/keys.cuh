@@ -115,6 +115,18 @@ template <typename K> struct SortableMap {
 
     // Whether any word stands for several keys (a tied map).
     __device__ __forceinline__ bool ties() const { return zero_span != K(0); }
+
+    // The key that `word` stands for, bit for bit, given the keys it was made from and its
+    // `index` there: `from(word)`, except for a word that stands for several keys
+    // (is_tied_word), whose key is read again from `keys` (so that -0.0 stays -0.0 and a NaN
+    // keeps its payload and sign) where `may_read` (false where the outputs overwrote the keys:
+    // then the canonical key). Every other word reads nothing: reading every result back by its
+    // index scattered the top-k write-outs' loads over the row (half the spread select's
+    // sectors; docs/notes/plan-layer.md).
+    template <typename Index>
+    __device__ __forceinline__ K key_of(K word, const K *keys, Index index, bool may_read = true) const {
+        return may_read && is_tied_word(word) ? keys[index] : from(word);
+    }
 };
 
 template <typename K> __device__ __forceinline__ K to_sortable(K w, u32 map) { return SortableMap<K>(map).to(w); }

@@ -138,20 +138,8 @@ template <> struct Vector<KeyIndex> {
     }
 };
 
-// The key that a result's sortable `word` stands for, bit for bit, given its `index` in the
-// row's keys `row_keys`: the word mapped back, except for a word that stands for several keys
-// (a tied map's NaN and zero words: SortableMap::is_tied_word), whose key is read again from the
-// row, so that -0.0 stays -0.0 and a NaN keeps its payload and sign. (Reading every result back
-// by its index, as the puts once did, scattered the write-out's loads over the row: half the
-// spread select's sectors went to them, and the select ran up to 7% slower:
-// docs/notes/plan-layer.md.)
-template <typename K>
-__device__ __forceinline__ K result_key(K word, u32 index, const K *row_keys, const SortableMap<K> &m) {
-    return m.is_tied_word(word) ? row_keys[index] : m.from(word);
-}
-
 // The result's i-th best composite c of item `item` of a select: for a row's final chunk
-// (`last`), the key it names (result_key, from the row's own keys `row_keys` where it must) to
+// (`last`), the key it names (SortableMap::key_of, from the row's own keys `row_keys` where it must) to
 // `values` of row `row`, and its index to `indices` (u64 where the map has MAP_INDEX64); else c
 // to the item's k partial results.
 template <typename K, typename C> struct Put {
@@ -165,7 +153,7 @@ template <typename K, typename C> struct Put {
     __device__ void operator()(u32 i, const C &c) const {
         if (last) {
             const u32 index = index_of(c);
-            values[row * k + i] = result_key(K(word_of(c)), index, row_keys, SortableMap<K>(map));
+            values[row * k + i] = SortableMap<K>(map).key_of(K(word_of(c)), row_keys, index);
             store_index(indices, row * k + i, index, map);
         } else {
             partials[item * k + i] = c;

@@ -28,7 +28,7 @@ template <> struct WarpComposite<u16> {
 
 // warp_put's stores of row `row`'s first k results from the staged composites, with the index
 // width I (u32, or u64 where the map has MAP_INDEX64) and whether a word may stand for several
-// keys (TIED: a tied map, whose shared words' keys are read back from the row: result_key)
+// keys (TIED: a tied map, whose shared words' keys are read back from the row: SortableMap::key_of)
 // known here, so that the loop is a few instructions a result and unrolls. (One loop that
 // chose both per result took about five times the instructions, and the whole-row sort of
 // 16,384 x 1,024 keys at k = 1,024 ran 4-6% slower than the base: docs/notes/plan-layer.md.)
@@ -38,13 +38,13 @@ __device__ __forceinline__ void warp_put_stores(const typename W::C *staged, con
     for (u32 i = threadIdx.x % WARP_SIZE; i < k; i += WARP_SIZE) {
         const typename W::C c = staged[i + i / P];
         const u32 index = W::index(c);
-        row_values[i] = TIED ? result_key(W::word(c), index, row_input, m) : m.from(W::word(c));
+        row_values[i] = TIED ? m.key_of(W::word(c), row_input, index) : m.from(W::word(c));
         row_indices[i] = index;
     }
 }
 
 // Writes the first k of a warp's 32 x P composites, sorted best first in the lane-major layout,
-// as row `row`'s values (the keys they name, bit for bit: result_key) and indices (u64 where the
+// as row `row`'s values (the keys they name, bit for bit: SortableMap::key_of) and indices (u64 where the
 // map has MAP_INDEX64), through the warp's `WARP_SIZE x (P + 1)` composites of shared memory, so
 // that the stores are coalesced: slot i sits at i + i / P (a gap after each lane's P), so that
 // the lanes' writes of one register meet in no bank, nor their reads of consecutive slots at
