@@ -257,7 +257,7 @@ __device__ void row_radix_sort(const W *keys, W *sorted_keys, u32 *indices, u32 
     for (u32 j = threadIdx.x; j < k; j += blockDim.x) {
         const u32 i = index[from * n + j];
         const W word = words[from * n + j];
-        sorted_keys[out + j] = from_input && m.is_tied_word(word) ? in[i] : m.from(word);
+        sorted_keys[out + j] = m.key_of(word, in, i, from_input);
         store_index(indices, out + j, i, map);
     }
 }
@@ -486,7 +486,7 @@ __device__ __forceinline__ void scatter_ordered(const W *ordered, const u32 *ord
             if (to_col < k) {
                 const u64 out = t.row() * k + to_col;
                 const u32 i = ordered_index[j];
-                keys_out[out] = from_input && m.is_tied_word(word) ? input[row_start + i] : m.from(word);
+                keys_out[out] = m.key_of(word, input, row_start + i, from_input);
                 store_index(index_out, out, i, map);
             }
         } else {
