@@ -56,8 +56,8 @@ pub enum FloatOrder {
     /// A sort of keys alone, and a top-k, give every key back bit for bit. A sort that keeps
     /// positions (argsort, key-value sort, top-k) keeps equal keys in input order; the keys an
     /// argsort or key-value sort writes equal the input's by value: on the GPU they are
-    /// canonical (`-0.0` as `+0.0`, every NaN as the positive quiet NaN). Indices always name
-    /// the input's own keys.
+    /// canonical (`-0.0` as `+0.0`, every NaN as the positive quiet NaN), but in rows of one
+    /// key, which are left as they are. Indices always name the input's own keys.
     Numeric,
 }
 

@@ -19,7 +19,8 @@ fn main() {
         Needs::Gpu =>
             gpu_key_value_every_type_and_pattern, gpu_key_value_with_groups_of_equal_keys,
             gpu_key_value_multiway_levels, gpu_radix_tiles_and_rows,
-            gpu_rows_of_many_lengths, gpu_segments_of_different_lengths, gpu_sort_pairs_device;
+            gpu_rows_of_many_lengths, gpu_pair_passes_in_place, gpu_segments_of_different_lengths,
+            gpu_sort_pairs_device;
     ]);
 }
 
@@ -93,11 +94,17 @@ fn check_rows_under<K: TestKey>(
     backends: &[Backend],
     policy: Option<&Policy>,
 ) {
-    let data = make_keys::<K>(
-        rows * row_len,
-        Pattern::Random,
-        (rows * 31 + row_len) as u64,
-    );
+    check_rows_of::<K>((rows, row_len), Pattern::Random, backends, policy);
+}
+
+/// [`check_rows_under`] of keys in `pattern`.
+fn check_rows_of<K: TestKey>(
+    (rows, row_len): (usize, usize),
+    pattern: Pattern,
+    backends: &[Backend],
+    policy: Option<&Policy>,
+) {
+    let data = make_keys::<K>(rows * row_len, pattern, (rows * 31 + row_len) as u64);
     let len = row_len.max(1);
     for &backend in backends {
         for order in ORDERS {
@@ -412,6 +419,73 @@ fn gpu_rows_of_many_lengths() {
     rows_of_many_lengths_on(GPU);
     check_rows::<u32>(16, 1 << 16, GPU);
     check_rows::<f64>(3, 100_003, GPU);
+}
+
+/// The argsort of rows in the pair passes, in place (no radix sort): one pass a row (a tile, or
+/// a cluster's tiles) and several, keys of 2, 4 and 8 bytes, every pattern, both orders; small
+/// enough for compute-sanitizer.
+fn gpu_pair_passes_in_place() {
+    let gpu = gpu("gpu_pair_passes_in_place");
+    let mut pairs = Policy::HOPPER.clone();
+    pairs.radix.from_row_len = usize::MAX;
+    let policy = Some(&pairs);
+    for shape in [
+        (7, 3),
+        (100, 33),
+        (9, 1023),
+        (3, 4096),
+        (2, 20_001),
+        (1, 1 << 18),
+    ] {
+        for pattern in PATTERNS {
+            check_rows_of::<f32>(shape, pattern, GPU, policy);
+            check_rows_of::<bitonic::half::bf16>(shape, pattern, GPU, policy);
+            check_rows_of::<i64>(shape, pattern, GPU, policy);
+            // The keys written back in place, in numeric order: canonical where it ties them.
+            check_keys_in_place::<f32>(gpu, shape, pattern, &pairs);
+            check_keys_in_place::<bitonic::half::f16>(gpu, shape, pattern, &pairs);
+        }
+        check_rows_of::<bitonic::half::f16>(shape, Pattern::FewDistinct, GPU, policy);
+        check_rows_of::<f64>(shape, Pattern::Random, GPU, policy);
+    }
+}
+
+/// The keys and u32 indices `argsort_rows_device` leaves in place under `policy`, in numeric
+/// float order, both directions: each key the canonical form of the input key its index names,
+/// the indices the stable permutation.
+fn check_keys_in_place<K: TestKey>(
+    gpu: &bitonic::Gpu,
+    (rows, row_len): (usize, usize),
+    pattern: Pattern,
+    policy: &Policy,
+) {
+    let stream = gpu.stream();
+    let keys = make_keys::<K>(rows * row_len, pattern, row_len as u64);
+    for order in ORDERS {
+        let numeric = bitonic::FloatOrder::Numeric;
+        let sorter = Sorter::new().gpu(gpu).order(order).float_order(numeric);
+        let sorter = sorter.policy(policy.clone());
+        let mut device = stream.clone_htod(&keys).unwrap();
+        let mut indices = stream.alloc_zeros::<u32>(keys.len()).unwrap();
+        sorter
+            .argsort_rows_device(&mut device, &mut indices, row_len)
+            .unwrap();
+        let (got, got_indices) = (
+            stream.clone_dtoh(&device).unwrap(),
+            stream.clone_dtoh(&indices).unwrap(),
+        );
+        let mut want_indices = vec![0u32; keys.len()];
+        let cpu = Sorter::new().backend(Backend::Cpu).order(order);
+        cpu.float_order(numeric)
+            .argsort_rows(&keys, &mut want_indices, row_len)
+            .unwrap();
+        let what = format!("{:?} {rows}x{row_len} {pattern:?} {order:?}", K::DTYPE);
+        assert_eq!(got_indices, want_indices, "indices in place {what}");
+        let want: Vec<K> = (want_indices.iter().enumerate())
+            .map(|(i, &p)| keys[i - i % row_len + p as usize].canonical())
+            .collect();
+        assert_same_bits(&got, &want, &format!("keys in place {what}"));
+    }
 }
 
 fn gpu_segments_of_different_lengths() {

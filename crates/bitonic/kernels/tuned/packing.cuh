@@ -1,6 +1,7 @@
 // Key-index pairs made as the first pass loads the caller's keys and taken apart as the last
-// pass stores them (Packing, common/layout.cuh): a stable sort of rows with indices, or a
-// top-k by sorting, in the tuned passes alone (src/cuda/rows.rs `select_rows`).
+// pass stores them (Packing, common/layout.cuh): a stable sort of rows with indices (an argsort
+// in place, or a top-k by sorting into outputs of its own), in the tuned passes alone
+// (src/cuda/rows.rs).
 //
 // A pair orders by the mapped key, then by the index in its row, so equal keys keep their
 // input order in either direction (descending complements the key, not the index). A key of
@@ -30,10 +31,21 @@ __device__ __forceinline__ void pack_pair(KeyIndex &word, const Packing &pk, u32
 
 __device__ __forceinline__ u32 index_of(u64 word) { return u32(word); }
 __device__ __forceinline__ u32 index_of(const KeyIndex &word) { return word.index; }
+__device__ __forceinline__ u64 key_word(u64 word) { return word >> 32; }
+__device__ __forceinline__ u64 key_word(const KeyIndex &word) { return word.key; }
 
-// Stores the pair sorted into slot g, if its column is among the first k of its row: its
-// index, and the caller's key it names, bit for bit (so -0.0 and NaN payloads survive a map
-// that ties them), to the outputs' rows of k.
+// Writes the key that `word` (a key of type W, mapped) stands for to output `out`: the caller's
+// own bits (SortableMap::key_of reads a tied word's key again from input key `from`), or where
+// the outputs are the keys themselves (an argsort in place, whose other keys may already be
+// overwritten) the canonical key.
+template <typename W> __device__ __forceinline__ void put_key(const Packing &pk, u64 out, u64 from, W word) {
+    const bool may_read = pk.values != pk.keys;
+    static_cast<W *>(pk.values)[out] = SortableMap<W>(pk.map).key_of(word, static_cast<const W *>(pk.keys), from, may_read);
+}
+
+// Stores the pair sorted into slot g, if its column is among the first k of its row: its index,
+// and its key (put_key), to the outputs' rows of k. Values may be the keys: an argsort in place,
+// k the whole row, each block writing only the slots it packed from.
 template <typename K>
 __device__ __forceinline__ void unpack_pair(const Packing &pk, const RowLayout &layout, u32 g, const K &word) {
     const u32 col = g & ((1u << layout.row_bits) - 1);
@@ -43,9 +55,9 @@ __device__ __forceinline__ void unpack_pair(const Packing &pk, const RowLayout &
     const u32 index = index_of(word);
     const u64 from = row * layout.row_len + index;
     switch (pk.key_bytes) {
-    case 2: static_cast<u16 *>(pk.values)[out] = static_cast<const u16 *>(pk.keys)[from]; break;
-    case 4: static_cast<u32 *>(pk.values)[out] = static_cast<const u32 *>(pk.keys)[from]; break;
-    default: static_cast<u64 *>(pk.values)[out] = static_cast<const u64 *>(pk.keys)[from]; break;
+    case 2: put_key<u16>(pk, out, from, u16(key_word(word))); break;
+    case 4: put_key<u32>(pk, out, from, u32(key_word(word))); break;
+    default: put_key<u64>(pk, out, from, key_word(word)); break;
     }
     store_index(pk.indices, out, index, pk.map);
 }

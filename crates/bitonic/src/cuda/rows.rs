@@ -1,4 +1,4 @@
-//! Segments, and key-index pairs over rows (kernels/pairs.cu): the strategies
+//! Segments, and key-index pairs over rows (kernels/tuned/packing.cuh): the strategies
 //! [`Strategy::SegmentPasses`](crate::Strategy::SegmentPasses) and
 //! [`Strategy::PairPasses`](crate::Strategy::PairPasses). Uniform rows of keys alone are a
 //! shorter plan of the tuned passes (src/cuda/passes.rs).
@@ -10,22 +10,23 @@
 //! the padding never costs more than the segments themselves.
 //!
 //! **Stability.** Argsorts and key-value sorts of rows sort (key, index-in-row) pairs: equal
-//! keys keep index order. A 32-bit key packs with its index into one u64 word; a 64-bit key
-//! and its index make a 16-byte `KeyIndex`; values follow the indices (`gather`).
+//! keys keep index order. A key of 2 or 4 bytes packs with its index into one u64 word; a
+//! 64-bit key and its index make a 16-byte `KeyIndex`; values follow the indices (`gather`).
 //!
-//! **Top-k by sorting, and sorts into outputs of their own.** [`select_rows`] packs and
-//! unpacks inside the passes (kernels/tuned/packing.cuh): the first pass reads the caller's
-//! keys and makes their pairs, the last writes each row's first k indices and the caller's
-//! keys they name, bit for bit. With k the whole row, that is a stable sort with indices that
-//! leaves its input alone, in the passes' launches only.
+//! **Packed in the passes.** No launch of its own packs or unpacks (kernels/tuned/packing.cuh):
+//! the first pass reads the caller's keys and makes their pairs, the last writes the keys and
+//! their indices. An argsort in place ([`sort_pairs`]) writes each key back from its pair (the
+//! canonical key where the map ties keys); a top-k by sorting ([`select_rows`]) writes each
+//! row's first k indices and the caller's keys they name, bit for bit, into outputs of its
+//! own. With k the whole row, that is a stable sort with indices that leaves its input alone.
 
 use super::exec::Exec;
-use super::launch::keys::{gather, pack_pairs, unpack_pairs};
+use super::launch::keys::gather;
 use super::launch::passes::PackedRows;
 use super::memory::{self, Scratchpad};
 use super::passes;
 use crate::error::{CudaContext as _, Result};
-use crate::kernels::abi::{KeyIndex, MAP_INDEX64};
+use crate::kernels::abi::KeyIndex;
 use crate::kernels::kernel_width;
 use crate::kernels::{self};
 use crate::network::padded_len;
@@ -78,9 +79,10 @@ pub(crate) fn sort_segments<B: DeviceRepr>(
     Ok(())
 }
 
-/// Sorts every row of `row_len` words stably and writes each sorted word's index in its row
-/// before the sort to `indices` (4- or 8-byte): (key, index) pairs packed (the key mapped by
-/// `map`), sorted by the plan's passes, and unpacked (unmapped).
+/// Sorts every row of `row_len` words stably in place and writes each sorted word's index in
+/// its row before the sort to `indices` (4- or 8-byte), in the plan's passes over key-index
+/// pairs (the key mapped by `map`): the first packs the words as it loads, the last writes
+/// them back from their pairs (canonical where `map` ties keys) with their indices.
 pub(crate) fn sort_pairs<B: DeviceRepr, I: DeviceRepr>(
     x: &Exec,
     plan: &PairPlan,
@@ -89,38 +91,14 @@ pub(crate) fn sort_pairs<B: DeviceRepr, I: DeviceRepr>(
     (row_len, map): (usize, u32),
     pad: &mut Scratchpad,
 ) -> Result<()> {
-    if plan.pair_bytes == 8 {
-        sort_pairs_as::<B, u64, I>(x, plan, words, indices, (row_len, map), pad)
-    } else {
-        sort_pairs_as::<B, KeyIndex, I>(x, plan, words, indices, (row_len, map), pad)
-    }
-}
-
-/// [`sort_pairs`] with pairs of type `P`.
-fn sort_pairs_as<B: DeviceRepr, P: DeviceRepr + bytemuck::Pod, I: DeviceRepr>(
-    x: &Exec,
-    plan: &PairPlan,
-    words: &mut CudaViewMut<B>,
-    indices: &mut CudaViewMut<I>,
-    (row_len, map): (usize, u32),
-    pad: &mut Scratchpad,
-) -> Result<()> {
     let n = words.len();
-    let mut pairs = pad.take::<P>(Scratch::Pairs, n);
-    let w = kernel_width::<B>();
-    let cfg = x.elementwise(n);
-    let pack = x.function(&kernels::PAIRS, &format!("pack_{w}"))?;
-    pack_pairs(x, &pack, cfg, words, &mut pairs, (row_len as u32, map))
-        .during(|| format!("launching pack_{w}"))?;
-    passes::run(x, &plan.passes, plan.passes.layout, None, &mut pairs)?;
-    let unpack = x.function(&kernels::PAIRS, &format!("unpack_{w}"))?;
-    let wide = if std::mem::size_of::<I>() == 8 {
-        MAP_INDEX64
-    } else {
-        0
-    };
-    unpack_pairs(x, &unpack, cfg, &mut pairs, words, indices, map | wide)
-        .during(|| format!("launching unpack_{w}"))
+    if plan.passes.passes.is_empty() {
+        // Rows of one key: each is sorted, its index 0.
+        return zero(x, indices);
+    }
+    let between = plan.passes.pairs_between_passes(n);
+    let rows = PackedRows::in_place(x, words, indices, row_len, map);
+    run_packed::<B>(x, &plan.passes, &rows, between, pad)
 }
 
 /// Sorts every row of `row_len` words stably and moves `values` (4- or 8-byte elements) with
@@ -174,21 +152,38 @@ pub(crate) fn select_rows<K: DeviceRepr, I: DeviceRepr>(
         x.stream
             .memcpy_dtod(keys, values)
             .during(|| format!("copying {n} rows of one key"))?;
-        let bytes = n * std::mem::size_of::<I>();
-        let mut zeros = memory::reinterpret::<I, u8>(indices.slice_mut(..), bytes);
-        return x
-            .stream
-            .memset_zeros(&mut zeros)
-            .during(|| format!("zeroing {n} indices"));
+        return zero(x, indices);
     }
     let between = plan.pairs_between_passes(n);
     let rows = PackedRows::new(x, keys, (values, indices), (row_len, k), map);
-    // The pairs of the keys' width (the launches check it against the kernel's words).
+    run_packed::<K>(x, plan, &rows, between, pad)
+}
+
+/// Runs the packed `plan` over `rows` of keys of type `K`, the pairs between its passes
+/// (`between` of them) in the workspace's [`Scratch::Pairs`]: u64 words for keys of 2 or 4
+/// bytes, 16-byte key-index pairs for 8 (the launches check them against the kernel's words).
+fn run_packed<K>(
+    x: &Exec,
+    plan: &PassPlan,
+    rows: &PackedRows<'_>,
+    between: usize,
+    pad: &mut Scratchpad,
+) -> Result<()> {
     if std::mem::size_of::<K>() <= 4 {
         let mut pairs = pad.take::<u64>(Scratch::Pairs, between);
-        passes::run_packed(x, plan, &mut pairs, &rows)
+        passes::run_packed(x, plan, &mut pairs, rows)
     } else {
         let mut pairs = pad.take::<KeyIndex>(Scratch::Pairs, between);
-        passes::run_packed(x, plan, &mut pairs, &rows)
+        passes::run_packed(x, plan, &mut pairs, rows)
     }
+}
+
+/// Zeroes `indices`: the index of every key of rows of one key.
+fn zero<I: DeviceRepr>(x: &Exec, indices: &mut CudaViewMut<I>) -> Result<()> {
+    let n = indices.len();
+    let bytes = n * std::mem::size_of::<I>();
+    let mut zeros = memory::reinterpret::<I, u8>(indices.slice_mut(..), bytes);
+    x.stream
+        .memset_zeros(&mut zeros)
+        .during(|| format!("zeroing {n} indices"))
 }

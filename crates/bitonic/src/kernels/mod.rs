@@ -111,7 +111,7 @@ pub static TUNED_U32_NARROW: [KernelModule; 6] =
 pub static TUNED_U64: [KernelModule; 6] = tuned_modules!("u64", 9, 10, 11, 12, 13, 14);
 /// The tuned pass on 16-byte key-index pairs, 16 a thread in at most 256 threads (2^9 to 2^12).
 pub static TUNED_KV64: [KernelModule; 4] = tuned_modules!("kv64", 9, 10, 11, 12);
-/// Key-index pairs: pack, unpack, gather.
+/// The values of a key-value sort of rows, gathered by the indices of the rows' argsort.
 pub static PAIRS: KernelModule = kernel_module!("pairs.cu");
 /// Merge paths, tile merges and merge levels of words alone.
 pub static MERGE_WORDS: KernelModule = kernel_module!("merge.cu", "words");

@@ -215,10 +215,10 @@ pub enum Steps {
     },
 }
 
-/// Key-index pairs through the tuned passes over rows: `pack` makes each key's pair (a u32
-/// key and its index in one u64, a u64 key and its index in a 16-byte `KeyIndex`), the passes
-/// sort the pairs, `unpack` writes the keys and indices; a key-value sort then gathers the
-/// values by the indices.
+/// Key-index pairs through the tuned passes over rows, in place: the first pass packs each
+/// key with its index in its row (a key of 2 or 4 bytes and its index in one u64, a u64 key
+/// and its index in a 16-byte `KeyIndex`), the last writes the keys and indices back
+/// (src/cuda/rows.rs `sort_pairs`); a key-value sort then gathers the values by the indices.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PairPlan {
     /// Bytes of a pair: 8 or 16.
@@ -396,8 +396,8 @@ fn gpu_plan(
     // float map), except in the top-k by composites, which reads them as they are.
     let by_sorting =
         matches!(request.operation, Operation::Topk { .. }) && !strategy.selects_by_composites();
-    // The top-k by the pair passes packs them as they are too.
-    let packs = by_sorting && strategy == Strategy::PairPasses;
+    // The pair passes pack them as they are too.
+    let packs = strategy == Strategy::PairPasses;
     // So does the radix sort, which reads every key as it is.
     let radix = matches!(strategy, Strategy::RowRadix | Strategy::RadixSort);
     let widened = dtype.size() == 2 && !strategy.selects_by_composites() && !packs && !radix;
@@ -603,7 +603,9 @@ impl Context<'_> {
                     workspace.add(Scratch::Pairs, passes.pairs_between_passes(n), pair_bytes);
                     return Ok(Steps::TopkByPairPasses(passes));
                 }
-                sort_workspace.add(Scratch::Pairs, n, pair_bytes);
+                // The passes pack the keys in place and write them back with their indices.
+                let between = passes.pairs_between_passes(n);
+                sort_workspace.add(Scratch::Pairs, between, pair_bytes);
                 let gather = (!positions).then_some(values);
                 if gather.is_some() {
                     sort_workspace.add(Scratch::Indices, n, 4);
@@ -671,7 +673,10 @@ fn steps_modules(steps: &Steps) -> Vec<&'static KernelModule> {
             let merge = kernels::merge_kv(kv.key_bytes, kv.value_bytes);
             [kv.runs.modules(), vec![merge]].concat()
         }
-        Steps::Pairs(p) => [p.passes.modules(), vec![&kernels::PAIRS]].concat(),
+        Steps::Pairs(p) if p.gather.is_some() => {
+            [p.passes.modules(), vec![&kernels::PAIRS]].concat()
+        }
+        Steps::Pairs(p) => p.passes.modules(),
         Steps::Topk(t) => t.modules(),
         Steps::Radix(_) => vec![&kernels::RADIX],
         Steps::TopkBySorting {

@@ -341,7 +341,8 @@ fn modules_and_workspaces_of_each_strategy() {
     assert_eq!(names(&kv), ["tuned.cu[u32, 2^14]", "merge.cu[kv_u32_u64]"]);
     let spare_values = kv.workspace.part(Scratch::SpareValues).unwrap();
     assert_eq!(spare_values.bytes, 8 * n);
-    // Pairs over rows with values: the pairs, the indices and the values' copy.
+    // Pairs over rows with values: the pairs (none between the passes of one), the indices and
+    // the values' copy.
     let pairs = Request::new(Operation::SortPairs { value_bytes: 4 }, DType::U64, n).rows(1024);
     let pairs = h100_plan(&pairs);
     assert_eq!(names(&pairs), ["tuned.cu[kv64, 2^12]", "pairs.cu"]);
@@ -408,6 +409,35 @@ fn modules_and_workspaces_of_each_strategy() {
             passes.pass_count() > 1,
             row_len > 8192,
             "{dtype:?} {row_len}"
+        );
+    }
+    // An argsort of rows in the pair passes packs in place the same way (16-bit keys as they
+    // are): one tuned module, no widening, the pairs' scratch only between passes.
+    for (dtype, row_len, passes_of_row) in [
+        (DType::F32, 256, 1),
+        (DType::BF16, 1024, 1),
+        (DType::U64, 4096, 1),
+        (DType::F32, 1 << 20, 2),
+    ] {
+        let n = 4 * row_len;
+        let argsort = Operation::Argsort { index_bytes: 8 };
+        let request = Request::new(argsort, dtype, n).rows(row_len);
+        let rows = h100_plan_under(&request.backend(Backend::Cuda), &no_radix());
+        let Steps::Pairs(pairs) = &rows.steps else {
+            panic!("{dtype:?}: the pair passes, not {:?}", rows.steps);
+        };
+        assert_eq!(rows.modules, [pairs.passes.module], "{dtype:?}");
+        assert_eq!((rows.widen, pairs.gather), (None, None), "{dtype:?}");
+        let between = if passes_of_row > 1 { n } else { 0 };
+        assert_eq!(
+            parts(&rows),
+            [(Scratch::Pairs, between * pairs.pair_bytes)],
+            "{dtype:?} {row_len}"
+        );
+        assert_eq!(
+            pairs.passes.pass_count() > 1,
+            passes_of_row > 1,
+            "{dtype:?}"
         );
     }
     // A sort of rows of one key runs no pass (sorted already): nothing to compile.

@@ -1,6 +1,6 @@
 //! The small kernels around the sorts: the key map of the seed versions and the widening of
 //! 16-bit keys (kernels/map_keys.cu), the seed versions' launches (kernels/v*.cu), and the
-//! key-index pairs of rows (kernels/pairs.cu).
+//! values of a key-value sort of rows, gathered by their indices (kernels/pairs.cu).
 
 use super::launch;
 use crate::cuda::exec::Exec;
@@ -92,54 +92,6 @@ pub(crate) fn seed_kernel<B: DeviceRepr>(
             for size in sizes {
                 l.arg(size);
             }
-        })
-    }
-}
-
-/// kernels/pairs.cu `pack_{u32,u64}(keys, pairs, n, row_len, map)`: (key, index-in-row)
-/// pairs, the key mapped.
-pub(crate) fn pack_pairs<B: DeviceRepr, P: DeviceRepr>(
-    x: &Exec,
-    kernel: &CudaFunction,
-    cfg: LaunchConfig,
-    words: &mut CudaViewMut<B>,
-    pairs: &mut CudaViewMut<P>,
-    (row_len, map): (u32, u32),
-) -> Result<(), DriverError> {
-    let n = words.len() as u32;
-    assert_eq!(words.len(), pairs.len(), "a pair a key");
-    // SAFETY: pack_W(const W *keys, P *pairs, u32 n, u32 row_len, u32 map).
-    unsafe {
-        launch(x, kernel, cfg, |l| {
-            l.arg(words).arg(pairs).arg(&n).arg(&row_len).arg(&map);
-        })
-    }
-}
-
-/// kernels/pairs.cu `unpack_{u32,u64}(pairs, keys, indices, n, map)`: sorted pairs back into
-/// keys (unmapped) and their indices, 8-byte ones where `map` has `MAP_INDEX64`.
-pub(crate) fn unpack_pairs<B: DeviceRepr, P: DeviceRepr, I: DeviceRepr>(
-    x: &Exec,
-    kernel: &CudaFunction,
-    cfg: LaunchConfig,
-    pairs: &mut CudaViewMut<P>,
-    words: &mut CudaViewMut<B>,
-    indices: &mut CudaViewMut<I>,
-    map: u32,
-) -> Result<(), DriverError> {
-    let n = words.len() as u32;
-    assert!(pairs.len() == words.len() && indices.len() >= words.len());
-    let wide = map & crate::kernels::abi::MAP_INDEX64 != 0;
-    assert_eq!(
-        std::mem::size_of::<I>(),
-        if wide { 8 } else { 4 },
-        "the indices' width"
-    );
-    // SAFETY: unpack_W(const P *pairs, W *keys, u32 *indices, u32 n, u32 map), which writes n
-    // indices of the width the flag says (checked above).
-    unsafe {
-        launch(x, kernel, cfg, |l| {
-            l.arg(pairs).arg(words).arg(indices).arg(&n).arg(&map);
         })
     }
 }

@@ -14,15 +14,16 @@ use cudarc::driver::{
 };
 
 /// The caller's buffers that the packing passes of a plan read and write
-/// (kernels/tuned/packing.cuh): keys in rows, and `k` values and indices a row. Made only from
-/// typed views whose lengths it checks, and holding their borrows until it is dropped (after
-/// the passes are queued): what makes a packing launch safe.
+/// (kernels/tuned/packing.cuh): keys in rows, and `k` values and indices a row, or for an
+/// argsort in place the keys themselves and every index. Made only from typed views whose
+/// lengths it checks, and holding their borrows until it is dropped (after the passes are
+/// queued): what makes a packing launch safe.
 pub(crate) struct PackedRows<'a> {
     /// The kernels' struct, its flags 0 (each pass gets its own: [`PackedRows::packing`]).
     packing: Packing,
     keys: usize,
     row_len: usize,
-    _borrows: [SyncOnDrop<'a>; 3],
+    _borrows: Vec<SyncOnDrop<'a>>,
 }
 
 impl<'a> PackedRows<'a> {
@@ -36,34 +37,45 @@ impl<'a> PackedRows<'a> {
         (row_len, k): (usize, usize),
         map: u32,
     ) -> PackedRows<'a> {
-        let (key_bytes, index_bytes) = (std::mem::size_of::<K>(), std::mem::size_of::<I>());
-        assert!(matches!(key_bytes, 2 | 4 | 8), "keys of 2, 4 or 8 bytes");
-        assert!(matches!(index_bytes, 4 | 8), "indices of 4 or 8 bytes");
-        assert!(row_len > 0 && keys.len() % row_len == 0, "whole rows");
-        let rows = keys.len() / row_len;
+        let rows = check_rows::<K, I>(keys.len(), row_len);
         assert!((1..=row_len).contains(&k), "k of a row");
         assert_eq!(
             (values.len(), indices.len()),
             (rows * k, rows * k),
             "k a row"
         );
-        let index64 = if index_bytes == 8 { MAP_INDEX64 } else { 0 };
         let (keys_at, read) = keys.device_ptr(x.stream);
         let (values_at, values_write) = values.device_ptr_mut(x.stream);
         let (indices_at, indices_write) = indices.device_ptr_mut(x.stream);
         PackedRows {
-            packing: Packing {
-                keys: keys_at,
-                values: values_at,
-                indices: indices_at,
-                k: k as u32,
-                key_bytes: key_bytes as u32,
-                map: (map & !MAP_INDEX64) | index64,
-                flags: 0,
-            },
+            packing: packing::<K, I>((keys_at, values_at, indices_at), k, map),
             keys: keys.len(),
             row_len,
-            _borrows: [read, values_write, indices_write],
+            _borrows: vec![read, values_write, indices_write],
+        }
+    }
+
+    /// `keys` in rows of `row_len` sorted in place, each key's index in its row before the
+    /// sort to `indices` (as many): the kernels see values that are the keys, and write each
+    /// key back from its word (the canonical key where `map` ties keys) rather than reading
+    /// the input again. Panics where the lengths disagree.
+    pub(crate) fn in_place<K: DeviceRepr, I: DeviceRepr>(
+        x: &'a Exec,
+        keys: &'a mut CudaViewMut<'_, K>,
+        indices: &'a mut CudaViewMut<'_, I>,
+        row_len: usize,
+        map: u32,
+    ) -> PackedRows<'a> {
+        check_rows::<K, I>(keys.len(), row_len);
+        assert_eq!(indices.len(), keys.len(), "an index a key");
+        let len = keys.len();
+        let (keys_at, write) = keys.device_ptr_mut(x.stream);
+        let (indices_at, indices_write) = indices.device_ptr_mut(x.stream);
+        PackedRows {
+            packing: packing::<K, I>((keys_at, keys_at, indices_at), row_len, map),
+            keys: len,
+            row_len,
+            _borrows: vec![write, indices_write],
         }
     }
 
@@ -87,6 +99,35 @@ impl<'a> PackedRows<'a> {
             flags,
             ..self.packing
         }
+    }
+}
+
+/// The rows of `keys` keys of type `K` with indices of type `I`: panics where `row_len` does
+/// not cut them into whole rows or a width is not the kernels'.
+fn check_rows<K, I>(keys: usize, row_len: usize) -> usize {
+    let (key_bytes, index_bytes) = (std::mem::size_of::<K>(), std::mem::size_of::<I>());
+    assert!(matches!(key_bytes, 2 | 4 | 8), "keys of 2, 4 or 8 bytes");
+    assert!(matches!(index_bytes, 4 | 8), "indices of 4 or 8 bytes");
+    assert!(row_len > 0 && keys % row_len == 0, "whole rows");
+    keys / row_len
+}
+
+/// The kernels' `Packing` (flags 0) of keys of type `K` at `keys`, `k` values a row at
+/// `values` and indices of type `I` at `indices`.
+fn packing<K, I>((keys, values, indices): (u64, u64, u64), k: usize, map: u32) -> Packing {
+    let index64 = if std::mem::size_of::<I>() == 8 {
+        MAP_INDEX64
+    } else {
+        0
+    };
+    Packing {
+        keys,
+        values,
+        indices,
+        k: k as u32,
+        key_bytes: std::mem::size_of::<K>() as u32,
+        map: (map & !MAP_INDEX64) | index64,
+        flags: 0,
     }
 }
 
