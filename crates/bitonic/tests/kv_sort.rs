@@ -19,8 +19,8 @@ fn main() {
         Needs::Gpu =>
             gpu_key_value_every_type_and_pattern, gpu_key_value_with_groups_of_equal_keys,
             gpu_key_value_multiway_levels, gpu_radix_tiles_and_rows,
-            gpu_rows_of_many_lengths, gpu_pair_passes_in_place, gpu_segments_of_different_lengths,
-            gpu_sort_pairs_device;
+            gpu_rows_of_many_lengths, gpu_pair_passes_in_place, pair_passes_for_the_sanitizer,
+            gpu_segments_of_different_lengths, gpu_sort_pairs_device;
     ]);
 }
 
@@ -422,22 +422,34 @@ fn gpu_rows_of_many_lengths() {
 }
 
 /// The argsort of rows in the pair passes, in place (no radix sort): one pass a row (a tile, or
-/// a cluster's tiles) and several, keys of 2, 4 and 8 bytes, every pattern, both orders; small
-/// enough for compute-sanitizer.
+/// a cluster's tiles) and several, keys of 2, 4 and 8 bytes, every pattern, both orders.
 fn gpu_pair_passes_in_place() {
-    let gpu = gpu("gpu_pair_passes_in_place");
-    let mut pairs = Policy::HOPPER.clone();
-    pairs.radix.from_row_len = usize::MAX;
-    let policy = Some(&pairs);
-    for shape in [
+    let shapes = [
         (7, 3),
         (100, 33),
         (9, 1023),
         (3, 4096),
         (2, 20_001),
         (1, 1 << 18),
-    ] {
-        for pattern in PATTERNS {
+    ];
+    pair_passes_in_place("gpu_pair_passes_in_place", &shapes, &PATTERNS);
+}
+
+/// [`gpu_pair_passes_in_place`] small enough for compute-sanitizer: one pass, a cluster's pass
+/// and several passes.
+fn pair_passes_for_the_sanitizer() {
+    let shapes = [(7, 3), (9, 1023), (2, 20_001), (1, 1 << 18)];
+    let patterns = [Pattern::Random, Pattern::FewDistinct];
+    pair_passes_in_place("pair_passes_for_the_sanitizer", &shapes, &patterns);
+}
+
+fn pair_passes_in_place(test: &str, shapes: &[(usize, usize)], patterns: &[Pattern]) {
+    let gpu = gpu(test);
+    let mut pairs = Policy::HOPPER.clone();
+    pairs.radix.from_row_len = usize::MAX;
+    let policy = Some(&pairs);
+    for &shape in shapes {
+        for &pattern in patterns {
             check_rows_of::<f32>(shape, pattern, GPU, policy);
             check_rows_of::<bitonic::half::bf16>(shape, pattern, GPU, policy);
             check_rows_of::<i64>(shape, pattern, GPU, policy);

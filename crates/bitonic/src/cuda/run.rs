@@ -49,21 +49,30 @@ pub(crate) fn sort_with_values<K: SortKey, V: DeviceRepr + bytemuck::Pod>(
 ) -> Result<()> {
     check_width::<V>()?;
     let mut pad = Scratchpad::new(workspace, &plan.workspace)?;
-    let map = plan.map;
-    if let Steps::Radix(radix) = &plan.steps {
+    let (map, n) = (plan.map, keys.len());
+    match &plan.steps {
         // An argsort (every index written) or a key-value sort of 4-byte values (the values
         // read and written back in order): the keys as they are (16-bit ones too), sorted in
         // place.
-        let n = keys.len();
-        return with_word_of_width!(K, W => {
+        Steps::Radix(radix) => with_word_of_width!(K, W => {
             let mut words = memory::reinterpret::<K, W>(keys, n);
             let outputs = (&mut words, &mut *values);
             radix::run(x, radix, RadixInput::InPlace, outputs, map, &mut pad)
-        });
+        }),
+        // The pair passes pack the keys as they are (16-bit ones too) and write them back in
+        // place; a key-value sort then gathers its values.
+        Steps::Pairs(pairs) => with_word_of_width!(K, W => {
+            let mut words = memory::reinterpret::<K, W>(keys, n);
+            let shape = (row_len, map);
+            match pairs.gather {
+                Some(_) => rows::sort_pairs_with_values(x, pairs, &mut words, values, shape, &mut pad),
+                None => rows::sort_pairs(x, pairs, &mut words, values, shape, &mut pad),
+            }
+        }),
+        _ => with_words(x, plan, keys, &mut pad, |words, pad| {
+            sorting_steps(x, &plan.steps, words, values, map, pad)
+        }),
     }
-    with_words(x, plan, keys, &mut pad, |words, pad| {
-        sorting_steps(x, &plan.steps, words, values, (row_len, map), pad)
-    })
 }
 
 /// Selects each row's first `k` keys of a stable sort in the plan's order into `values` and
@@ -114,15 +123,14 @@ pub(crate) fn select<K: SortKey, I: DeviceRepr + bytemuck::Pod>(
                         .during(|| format!("copying {n} keys to select from"))?;
                 }
             }
-            let row = (row_len, plan.map);
             let shape = (row_len as u64, k as u64);
             let cfg = x.elementwise(indices.len());
             match take_indices {
                 // k is the whole row: the sort writes the caller's indices.
-                None => sorting_steps(x, sort, &mut sorted, indices, row, &mut pad)?,
+                None => sorting_steps(x, sort, &mut sorted, indices, plan.map, &mut pad)?,
                 Some(take_indices) => {
                     let mut all = pad.take::<I>(Scratch::SortedIndices, n);
-                    sorting_steps(x, sort, &mut sorted, &mut all, row, &mut pad)?;
+                    sorting_steps(x, sort, &mut sorted, &mut all, plan.map, &mut pad)?;
                     let name = format!("topk_take_{}", kernel_width::<I>());
                     let f = x.function(take_indices, &name)?;
                     topk_take(x, &f, cfg, &all.as_view(), shape, indices)
@@ -148,24 +156,19 @@ pub(crate) fn select<K: SortKey, I: DeviceRepr + bytemuck::Pod>(
     }
 }
 
-/// The stable sorts: the key-value merge sort (values, or positions for an argsort) and the
-/// pair passes (indices, and a key-value sort's gather of its values).
+/// The stable sort of words: the key-value merge sort (values, or positions for an argsort).
 fn sorting_steps<W: DeviceRepr + bytemuck::Pod, V: DeviceRepr + bytemuck::Pod>(
     x: &Exec,
     steps: &Steps,
     words: &mut CudaViewMut<W>,
     values: &mut CudaViewMut<V>,
-    (row_len, map): (usize, u32),
+    map: u32,
     pad: &mut Scratchpad,
 ) -> Result<()> {
     match steps {
         Steps::Nothing => Ok(()),
         Steps::KeyValue(plan) => kv::run(x, plan, words, values, map, pad),
-        Steps::Pairs(plan) if plan.gather.is_some() => {
-            rows::sort_pairs_with_values(x, plan, words, values, (row_len, map), pad)
-        }
-        Steps::Pairs(plan) => rows::sort_pairs(x, plan, words, values, (row_len, map), pad),
-        other => unreachable!("{other:?} is not a stable sort"),
+        other => unreachable!("{other:?} is not a key-value merge sort"),
     }
 }
 
