@@ -425,6 +425,7 @@ fn gpu_rows_of_many_lengths() {
 /// a cluster's tiles) and several, keys of 2, 4 and 8 bytes, every pattern, both orders.
 fn gpu_pair_passes_in_place() {
     let shapes = [
+        (5, 1),
         (7, 3),
         (100, 33),
         (9, 1023),
@@ -454,23 +455,28 @@ fn pair_passes_in_place(test: &str, shapes: &[(usize, usize)], patterns: &[Patte
             check_rows_of::<bitonic::half::bf16>(shape, pattern, GPU, policy);
             check_rows_of::<i64>(shape, pattern, GPU, policy);
             // The keys written back in place, in numeric order: canonical where it ties them.
-            check_keys_in_place::<f32>(gpu, shape, pattern, &pairs);
-            check_keys_in_place::<bitonic::half::f16>(gpu, shape, pattern, &pairs);
+            check_keys_in_place::<f32, u32>(gpu, shape, pattern, &pairs);
+            check_keys_in_place::<f32, i64>(gpu, shape, pattern, &pairs);
+            check_keys_in_place::<bitonic::half::f16, u32>(gpu, shape, pattern, &pairs);
+            check_keys_in_place::<bitonic::half::bf16, u32>(gpu, shape, pattern, &pairs);
+            check_keys_in_place::<f64, u64>(gpu, shape, pattern, &pairs);
         }
         check_rows_of::<bitonic::half::f16>(shape, Pattern::FewDistinct, GPU, policy);
         check_rows_of::<f64>(shape, Pattern::Random, GPU, policy);
     }
 }
 
-/// The keys and u32 indices `argsort_rows_device` leaves in place under `policy`, in numeric
-/// float order, both directions: each key the canonical form of the input key its index names,
-/// the indices the stable permutation.
-fn check_keys_in_place<K: TestKey>(
+/// The keys and indices `argsort_rows_device` leaves in place under `policy`, in numeric float
+/// order, both directions: each key the canonical form of the input key its index names (rows
+/// of one key are left as they are), the indices the stable permutation.
+fn check_keys_in_place<K: TestKey, I>(
     gpu: &bitonic::Gpu,
     (rows, row_len): (usize, usize),
     pattern: Pattern,
     policy: &Policy,
-) {
+) where
+    I: bitonic::SortIndex + Into<i128> + PartialEq + std::fmt::Debug,
+{
     let stream = gpu.stream();
     let keys = make_keys::<K>(rows * row_len, pattern, row_len as u64);
     for order in ORDERS {
@@ -478,7 +484,8 @@ fn check_keys_in_place<K: TestKey>(
         let sorter = Sorter::new().gpu(gpu).order(order).float_order(numeric);
         let sorter = sorter.policy(policy.clone());
         let mut device = stream.clone_htod(&keys).unwrap();
-        let mut indices = stream.alloc_zeros::<u32>(keys.len()).unwrap();
+        let zeros = vec![I::from_usize(0); keys.len()];
+        let mut indices = stream.clone_htod(&zeros).unwrap();
         sorter
             .argsort_rows_device(&mut device, &mut indices, row_len)
             .unwrap();
@@ -486,7 +493,7 @@ fn check_keys_in_place<K: TestKey>(
             stream.clone_dtoh(&device).unwrap(),
             stream.clone_dtoh(&indices).unwrap(),
         );
-        let mut want_indices = vec![0u32; keys.len()];
+        let mut want_indices = vec![I::from_usize(0); keys.len()];
         let cpu = Sorter::new().backend(Backend::Cpu).order(order);
         cpu.float_order(numeric)
             .argsort_rows(&keys, &mut want_indices, row_len)
@@ -494,7 +501,8 @@ fn check_keys_in_place<K: TestKey>(
         let what = format!("{:?} {rows}x{row_len} {pattern:?} {order:?}", K::DTYPE);
         assert_eq!(got_indices, want_indices, "indices in place {what}");
         let want: Vec<K> = (want_indices.iter().enumerate())
-            .map(|(i, &p)| keys[i - i % row_len + p as usize].canonical())
+            .map(|(i, &p)| keys[i - i % row_len + p.into() as usize])
+            .map(|key| if row_len == 1 { key } else { key.canonical() })
             .collect();
         assert_same_bits(&got, &want, &format!("keys in place {what}"));
     }

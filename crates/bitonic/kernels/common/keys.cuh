@@ -3,7 +3,7 @@
 //
 // A map argument may also carry a flag that is no part of the key map, which to_sortable and
 // from_sortable ignore (they read MAP_KIND_MASK and single flags): MAP_INDEX64 tells a kernel
-// that writes indices (the top-k kernels, pairs.cu's unpack_*, radix.cu's last stores) to write
+// that writes indices (the top-k kernels, tuned/packing.cuh's unpack_pair, radix.cu's last stores) to write
 // each as a u64 instead of a u32 (store_index); its `indices` parameter keeps its type, u32 *,
 // and then points to u64s. Kernels that write no indices ignore it.
 #pragma once

@@ -29,6 +29,7 @@ static_assert(sizeof(RowLayout) == KERNEL_ROW_LAYOUT_BYTES, "RowLayout differs f
 struct Packing {
     const void *keys; // the caller's keys, key_bytes each, in the layout's rows
     void *values;     // k a row: the caller's keys that sort first in their row, their own bits
+                      // (or `keys` itself: an argsort in place, written from the words)
     u32 *indices;     // k a row: their indices in the row (u64s where map has MAP_INDEX64)
     u32 k;
     u32 key_bytes; // 2 or 4 (in u64 words: key in the high half) or 8 (in KeyIndex words)

@@ -1,6 +1,7 @@
 //! Carries out a [`Plan`] on device buffers: the one entry from the sorter into the runners.
 //! Each function cuts the call's workspace into the plan's parts, sees the keys as the words
-//! the plan sorts (16-bit keys widened into the workspace and narrowed back after, others
+//! the plan sorts (16-bit keys widened into the workspace and narrowed back after where the
+//! plan says, others, and the 16-bit keys of the radix sorts and the pair passes,
 //! reinterpreted in place), and calls the runner of the plan's steps. Nothing here decides
 //! what runs: the plan did.
 

@@ -99,7 +99,9 @@ impl RowLayout {
 pub(crate) struct Packing {
     /// Device address of the caller's keys, `key_bytes` each, in the layout's rows.
     pub(crate) keys: u64,
-    /// Device address of `k` keys a row: those that sort first, the caller's own bits.
+    /// Device address of `k` keys a row: those that sort first, the caller's own bits; or the
+    /// keys themselves (an argsort in place, `k` the whole row), then written back from their
+    /// words (canonical where the map ties keys).
     pub(crate) values: u64,
     /// Device address of their `k` indices a row (u32, or u64 with [`MAP_INDEX64`]).
     pub(crate) indices: u64,

@@ -594,8 +594,8 @@ impl Context<'_> {
             _ => {
                 let pair_bytes = pair_bytes_of(word_bytes);
                 let layout = RowLayout::rows(n, row_len);
-                // The pack (its own launch, or a top-k's first pass) maps the keys; the passes
-                // sort pairs as they are.
+                // The first pass maps the keys as it packs them; the passes sort pairs as they
+                // are.
                 let passes = passes::plan_passes(facts, policy, pair_bytes, layout, 0, false)?;
                 if topk {
                     // A top-k of rows: the passes themselves pack the input's keys (16-bit ones

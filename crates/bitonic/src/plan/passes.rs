@@ -78,7 +78,8 @@ impl PassPlan {
     }
 
     /// Pairs the workspace holds between the passes of a packed plan over `n` keys
-    /// (src/cuda/rows.rs `select_rows`): none where one pass both packs and unpacks.
+    /// (src/cuda/rows.rs `sort_pairs`, `select_rows`): none where one pass both packs and
+    /// unpacks.
     pub(crate) fn pairs_between_passes(&self, n: usize) -> usize {
         if self.passes.len() > 1 {
             n
