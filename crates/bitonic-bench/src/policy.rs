@@ -71,6 +71,7 @@ const NUMBERS: &[Number] = &[
     number!(multi.samples_per_rank),
     number!(sample.blocks_per_sm as u32),
     number!(radix.from_row_len),
+    number!(radix.keys_from_row_len),
     number!(radix.one_block_most),
     number!(radix.tile),
     number!(radix.tile_threads as u32),

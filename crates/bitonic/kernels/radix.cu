@@ -1,7 +1,9 @@
 // Stable least-significant-digit radix sorts with indices: the argsorts of rows and the top-k of
 // rows by sorting (which, with k the whole row, is the stable sort with indices), for keys of
 // 2, 4 and 8 bytes (src/cuda/radix.rs; src/plan/mod.rs Strategy::RowRadix, Strategy::RadixSort).
-// The passes also carry a key-value sort's 4-byte values where the indices would go.
+// The passes also carry a key-value sort's 4-byte values where the indices would go, and sort
+// long rows of keys alone with no index at all (src/plan/choose.rs: their network's stages
+// grow as the square of a row's bits, the passes' as its bytes).
 //
 // Why radix: the network sorts (key, index) pairs, 64-bit words, and compares them in every one
 // of its log2(n)^2/2 steps, so indices cost it 4-5x the keys-only sort. A radix sort is stable
@@ -398,8 +400,9 @@ __device__ __forceinline__ u32 look_back(const u64 *row_status, u32 b, u32 d) {
 // the map has MAP_INDEX64): the words unmapped, or, for a word that stands for several keys
 // under a tied map and with `from_input` (outputs that are not the input), the input's own key,
 // `input`, by index; the others store every word to `keys_out` and its u32 index to
-// `index_out`, in rows of row_len. The keys go from global memory to registers and once through
-// shared memory, in the digit's order.
+// `index_out`, in rows of row_len. A sort of keys alone passes a null `index_out` (and
+// `index_from_columns` on every digit): it reads and stores no index, only its keys. The keys go
+// from global memory to registers and once through shared memory, in the digit's order.
 // Shared memory: 256 u32 bases, then warps × 256 u16 counts, then `tile` keys and their u32
 // indices (src/plan/radix.rs tile_shared_bytes); tile ≤ 512 × warps.
 template <typename W>
@@ -487,11 +490,11 @@ __device__ __forceinline__ void scatter_ordered(const W *ordered, const u32 *ord
                 const u64 out = t.row() * k + to_col;
                 const u32 i = ordered_index[j];
                 keys_out[out] = m.key_of(word, input, row_start + i, from_input);
-                store_index(index_out, out, i, map);
+                if (index_out != nullptr) store_index(index_out, out, i, map);
             }
         } else {
             keys_out[to] = word;
-            index_out[to] = ordered_index[j];
+            if (index_out != nullptr) index_out[to] = ordered_index[j];
         }
     }
 }

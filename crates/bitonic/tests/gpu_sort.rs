@@ -3,7 +3,8 @@
 
 mod common;
 
-use bitonic::{cuda::Gpu, Backend, Order, Policy, SortKey, Sorter, Strategy, Version};
+use bitonic::half::{bf16, f16};
+use bitonic::{cuda::Gpu, Backend, FloatOrder, Order, Policy, SortKey, Sorter, Strategy, Version};
 use common::harness::{self, tests, Needs};
 use common::{assert_same_bits, gpu, make_keys, reference, TestKey, PATTERNS};
 
@@ -15,7 +16,9 @@ fn main() {
             tuned_cluster_boundaries_u32, tuned_cluster_boundaries_f32,
             tuned_cluster_boundaries_i64, tuned_graphs_follow_their_buffers,
             multiway_merge_levels_u32, multiway_merge_levels_f32, multiway_merge_levels_i64,
-            multiway_merge_levels_f64;
+            multiway_merge_levels_f64,
+            long_rows_u32, long_rows_i32, long_rows_u64, long_rows_i64, long_rows_f32,
+            long_rows_f64, long_rows_f16, long_rows_bf16;
         Needs::NoGpu => cuda_request_without_gpu_is_a_clear_error;
     ]);
 }
@@ -277,4 +280,87 @@ fn multiway_merge_levels_i64() {
 }
 fn multiway_merge_levels_f64() {
     multiway_merge_levels_one_type::<f64>("multiway_merge_levels_f64");
+}
+
+/// Rows of keys alone through the radix passes (their indices dropped), for every key type:
+/// under a policy that sends rows of any length there (lengths around the passes' tile, which
+/// rows span several of), and from the device policy's own row length; against std's sort row
+/// by row, bit for bit, and in numeric float order against the network's passes on the same
+/// keys (both map losslessly, so their bits agree too).
+fn long_rows_one_type<K: TestKey>(test: &str) {
+    let gpu = gpu(test);
+    let device = gpu.policy();
+    let mut every_row = device.clone();
+    every_row.radix.keys_from_row_len = 2;
+    let mut never = device.clone();
+    never.radix.keys_from_row_len = usize::MAX;
+    let (tile, from) = (device.radix.tile, device.radix.keys_from_row_len);
+    let forced = [
+        (2, 2),
+        (3, 255),
+        (2, 256),
+        (4, 1000),
+        (2, tile - 1),
+        (3, tile),
+        (2, tile + 1),
+    ];
+    let forced = forced.into_iter().map(|shape| (shape, &every_row));
+    let own = [
+        ((2, from), &device),
+        ((3, from + 1), &device),
+        ((2, 3 * tile + 17), &every_row),
+    ];
+    for (round, ((rows, row_len), policy)) in forced.chain(own).enumerate() {
+        for pattern in PATTERNS {
+            let keys = make_keys::<K>(rows * row_len, pattern, 40 + round as u64);
+            for order in [Order::Ascending, Order::Descending] {
+                let what = format!("{:?} {rows}x{row_len} {pattern:?} {order:?}", K::DTYPE);
+                let sorter = Sorter::new().gpu(gpu).order(order).policy(policy.clone());
+                let mut got = keys.clone();
+                let ran = sorter.sort_rows(&mut got, row_len).unwrap();
+                assert_eq!(ran.strategy, Strategy::RadixSort, "{what}: {ran}");
+                let want: Vec<K> = keys
+                    .chunks(row_len)
+                    .flat_map(|row| reference(row, order))
+                    .collect();
+                assert_same_bits(&got, &want, &what);
+                // Numeric float order, against the network's passes.
+                let numeric = sorter.float_order(FloatOrder::Numeric);
+                let mut by_radix = keys.clone();
+                numeric.sort_rows(&mut by_radix, row_len).unwrap();
+                let mut by_network = keys.clone();
+                let ran = numeric
+                    .policy(never.clone())
+                    .sort_rows(&mut by_network, row_len)
+                    .unwrap();
+                assert_eq!(ran.strategy, Strategy::NetworkPasses, "{what}: {ran}");
+                assert_same_bits(&by_radix, &by_network, &format!("{what} numeric"));
+            }
+        }
+    }
+}
+
+fn long_rows_u32() {
+    long_rows_one_type::<u32>("long_rows_u32");
+}
+fn long_rows_i32() {
+    long_rows_one_type::<i32>("long_rows_i32");
+}
+fn long_rows_u64() {
+    long_rows_one_type::<u64>("long_rows_u64");
+}
+fn long_rows_i64() {
+    long_rows_one_type::<i64>("long_rows_i64");
+}
+fn long_rows_f32() {
+    long_rows_one_type::<f32>("long_rows_f32");
+}
+fn long_rows_f64() {
+    long_rows_one_type::<f64>("long_rows_f64");
+}
+fn long_rows_f16() {
+    long_rows_one_type::<f16>("long_rows_f16");
+}
+fn long_rows_bf16() {
+    long_rows_one_type::<bf16>("long_rows_bf16");
 }

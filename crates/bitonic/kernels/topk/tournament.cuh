@@ -57,11 +57,11 @@ __device__ __forceinline__ void block_best(T (&x)[P], T (&list)[V], T *lists) {
 // Element i of a list that block_best left in warp 0, from lane i % 32 of it: `at` gets it,
 // read by any thread after a barrier.
 template <u32 V, typename T> __device__ __forceinline__ void publish(const T (&list)[V], u32 i, T *at) {
-    if (threadIdx.x == i % WARP_SIZE) {
+    // Each register tests its own element number, so `list` is never indexed at run time
+    // (`list[i / 32]` would put it on the stack).
 #pragma unroll
-        for (u32 v = 0; v < V; v++)
-            if (v == i / WARP_SIZE) *at = list[v];
-    }
+    for (u32 v = 0; v < V; v++)
+        if (threadIdx.x < WARP_SIZE && v * WARP_SIZE + threadIdx.x == i) *at = list[v];
 }
 
 // Step 1 with one group a thread, by a tournament: the need-th best of the threads' best

@@ -21,15 +21,21 @@ use cudarc::driver::{CudaFunction, CudaView, CudaViewMut, DeviceRepr};
 /// Sorts the plan's rows of `input` (words of a key's width, read as they are; their order is
 /// the key map `map`'s) stably and writes the first k of each row to `sorted` and their
 /// indices in their row to `indices` (4- or 8-byte), k a row; or, where the plan carries
-/// values (`RadixPlan::values`), the 4-byte values `indices` held, in the keys' order.
+/// values (`RadixPlan::values`), the 4-byte values `indices` held, in the keys' order; or,
+/// for keys alone (`indices` None, the plan's `indices` false), the keys only.
 pub(crate) fn run<W: DeviceRepr + bytemuck::Pod, I: DeviceRepr + bytemuck::Pod>(
     x: &Exec,
     plan: &RadixPlan,
     input: RadixInput<W>,
-    (sorted, indices): (&mut CudaViewMut<W>, &mut CudaViewMut<I>),
+    (sorted, indices): (&mut CudaViewMut<W>, Option<&mut CudaViewMut<I>>),
     map: u32,
     pad: &mut Scratchpad,
 ) -> Result<()> {
+    assert_eq!(
+        indices.is_some(),
+        plan.indices,
+        "indices where the plan has them"
+    );
     let RadixPlan {
         rows, row_len, k, ..
     } = *plan;
@@ -49,6 +55,8 @@ pub(crate) fn run<W: DeviceRepr + bytemuck::Pod, I: DeviceRepr + bytemuck::Pod>(
         } => {
             // (its indices are 16-bit, made in shared memory: the plan sends values to passes)
             assert!(!plan.values, "one block a row carries no values");
+            let indices = indices
+                .expect("one block a row writes indices: the plan sends keys alone to passes");
             let name = format!("row_radix_sort_{w}");
             let f = x.function_sharing(&kernels::RADIX, &name, shared_bytes)?;
             let cfg = config(rows as u32, threads, shared_bytes);
@@ -65,9 +73,17 @@ pub(crate) fn run<W: DeviceRepr + bytemuck::Pod, I: DeviceRepr + bytemuck::Pod>(
         } => {
             let n = rows * row_len;
             let words = pad.take::<W>(Scratch::RadixKeys, buffers * n);
-            let index = pad.take::<u32>(Scratch::RadixIndices, buffers * n);
             let (mut keys_a, mut keys_b) = memory::split(words, n);
-            let (mut index_a, mut index_b) = memory::split(index, n);
+            // Keys alone carry no index between digits.
+            let (mut index_a, mut index_b) = match indices {
+                Some(_) => {
+                    let index = pad.take::<u32>(Scratch::RadixIndices, buffers * n);
+                    let (a, b) = memory::split(index, n);
+                    (Some(a), Some(b))
+                }
+                None => (None, None),
+            };
+            let mut indices = indices;
             let digits = std::mem::size_of::<W>();
             let tiles = (len, tile as u32, tiles_a_row as u32);
             let blocks = (rows * tiles_a_row) as u32;
@@ -121,14 +137,15 @@ pub(crate) fn run<W: DeviceRepr + bytemuck::Pod, I: DeviceRepr + bytemuck::Pod>(
                 RadixInput::Keys(keys) => Some(keys),
                 RadixInput::InPlace => None,
             };
-            let to_a = (&mut keys_a, &mut index_a);
+            let to_a = (&mut keys_a, index_a.as_mut());
             // The first digit makes the indices, or reads the values from the output array.
             let values = plan.values.then(|| {
                 // (the last digit reads the input's keys by index for no value)
                 assert!(input.is_none(), "values sort in place");
                 assert!(std::mem::size_of::<I>() == 4, "values of 4 bytes");
                 assert!(k == row_len, "values come back whole rows");
-                memory::reinterpret_ref::<I, u32>(&indices.as_view(), n)
+                let values = indices.as_ref().expect("values travel as indices");
+                memory::reinterpret_ref::<I, u32>(&values.as_view(), n)
             });
             match input {
                 Some(keys) => pass.run(x, 0, (keys, values.as_ref()), input, to_a, scratch)?,
@@ -145,13 +162,13 @@ pub(crate) fn run<W: DeviceRepr + bytemuck::Pod, I: DeviceRepr + bytemuck::Pod>(
                 } else {
                     (&keys_b, &index_b, &mut keys_a, &mut index_a)
                 };
-                let (keys, index) = (from.as_view(), from_index.as_view());
-                let source = (&keys, Some(&index));
+                let (keys, index) = (from.as_view(), from_index.as_ref().map(|i| i.as_view()));
+                let source = (&keys, index.as_ref());
                 if digit + 1 == digits {
-                    let outputs = (&mut *sorted, &mut *indices);
+                    let outputs = (&mut *sorted, indices.as_deref_mut());
                     pass.run(x, digit, source, input, outputs, scratch)?;
                 } else {
-                    pass.run(x, digit, source, input, (to, to_index), scratch)?;
+                    pass.run(x, digit, source, input, (to, to_index.as_mut()), scratch)?;
                 }
             }
             Ok(())
@@ -191,7 +208,7 @@ impl DigitPass {
         digit: usize,
         (keys, index): (&CudaView<W>, Option<&CudaView<u32>>),
         input: Option<&CudaView<W>>,
-        (keys_out, index_out): (&mut CudaViewMut<W>, &mut CudaViewMut<I>),
+        (keys_out, index_out): (&mut CudaViewMut<W>, Option<&mut CudaViewMut<I>>),
         look_back: &mut LookBackWords,
     ) -> Result<()> {
         let shift = 8 * digit as u32;

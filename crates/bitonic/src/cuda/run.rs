@@ -27,6 +27,15 @@ pub(crate) fn sort<K: SortKey>(
     workspace: CudaViewMut<u8>,
 ) -> Result<()> {
     let mut pad = Scratchpad::new(workspace, &plan.workspace)?;
+    if let Steps::Radix(radix) = &plan.steps {
+        // Long rows: the keys as they are (16-bit ones too), sorted in place, no index.
+        let n = keys.len();
+        return with_word_of_width!(K, W => {
+            let mut words = memory::reinterpret::<K, W>(keys, n);
+            let outputs = (&mut words, None::<&mut CudaViewMut<u32>>);
+            radix::run(x, radix, RadixInput::InPlace, outputs, plan.map, &mut pad)
+        });
+    }
     with_words(x, plan, keys, &mut pad, |words, pad| match &plan.steps {
         Steps::Nothing => Ok(()),
         Steps::Seed(s) => seed::run(x, s, words),
@@ -57,7 +66,7 @@ pub(crate) fn sort_with_values<K: SortKey, V: DeviceRepr + bytemuck::Pod>(
         // place.
         Steps::Radix(radix) => with_word_of_width!(K, W => {
             let mut words = memory::reinterpret::<K, W>(keys, n);
-            let outputs = (&mut words, &mut *values);
+            let outputs = (&mut words, Some(&mut *values));
             radix::run(x, radix, RadixInput::InPlace, outputs, map, &mut pad)
         }),
         // The pair passes pack the keys as they are (16-bit ones too) and write them back in
@@ -100,7 +109,7 @@ pub(crate) fn select<K: SortKey, I: DeviceRepr + bytemuck::Pod>(
         Steps::Radix(r) => with_word_of_width!(K, W => {
             let words = memory::reinterpret_ref::<K, W>(keys, keys.len());
             let mut best = memory::reinterpret::<K, W>(values, indices.len());
-            radix::run(x, r, RadixInput::Keys(&words), (&mut best, indices), plan.map, &mut pad)
+            radix::run(x, r, RadixInput::Keys(&words), (&mut best, Some(indices)), plan.map, &mut pad)
         }),
         Steps::TopkByPairPasses(passes) => {
             let mut values = values;

@@ -10,7 +10,7 @@
 pub(crate) mod abi;
 
 /// One NVRTC compile and one CUDA module: a kernel file, or one part of it.
-#[derive(Debug, PartialEq, Eq, Hash)]
+#[derive(PartialEq, Eq, Hash)]
 pub struct KernelModule {
     /// The file name under `kernels/`.
     pub file: &'static str,
@@ -45,6 +45,14 @@ impl KernelModule {
             .tile_bits
             .map(|bits| format!("KERNEL_TUNED_TILE_BITS={bits}"));
         part.into_iter().chain(tile).collect()
+    }
+}
+
+/// Debug names the module (`tuned.cu[u32, 2^14]`) and leaves its source out, so that a plan's
+/// Debug stays readable.
+impl std::fmt::Debug for KernelModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "KernelModule({})", self.name())
     }
 }
 

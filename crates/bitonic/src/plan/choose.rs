@@ -21,7 +21,8 @@ use crate::policy::{Policy, TopkPolicy};
 ///   radix select or the filter ([`topk::variant`]); past it, the rows' stable argsort, of
 ///   which the first k are kept.
 /// * One array of keys alone longer than [`crate::policy::MergePolicy::above_of`] its key width
-///   sorts as a merge sort; shorter ones, and rows, by the network's passes. Argsorts and
+///   sorts as a merge sort; shorter ones, and rows, by the network's passes, except rows of
+///   [`crate::policy::RadixPolicy::keys_from_row_len`] keys or more: the radix passes. Argsorts and
 ///   key-value sorts of one array run the key-value merge sort, of rows the key-index pairs.
 pub(crate) fn choose(
     request: &Request,
@@ -99,6 +100,12 @@ fn gpu_strategy(request: &Request, info: &DeviceInfo, policy: &Policy) -> Result
     if radix_sorts && !matches!(layout, Layout::Segments { .. }) {
         if let Some(radix) = radix(request, info, policy) {
             return Ok(radix);
+        }
+    }
+    // Long rows of keys alone: the radix passes, their indices dropped.
+    if let (Layout::Rows { row_len }, Operation::Sort) = (&layout, request.operation) {
+        if *row_len >= policy.radix.keys_from_row_len.max(2) {
+            return Ok(Strategy::RadixSort);
         }
     }
     Ok(match (&layout, with_values) {

@@ -155,6 +155,12 @@ pub enum Fallback {
         /// Bytes the merge sort's workspace takes.
         needed: usize,
     },
+    /// The radix passes' arrays (`needed` bytes) for long rows of keys alone did not fit: the
+    /// network's passes, which sort in place, run instead.
+    NoRoomForRadixSort {
+        /// Bytes the radix passes' workspace takes.
+        needed: usize,
+    },
 }
 
 impl std::fmt::Display for Fallback {
@@ -163,6 +169,10 @@ impl std::fmt::Display for Fallback {
             Fallback::NoRoomForMergeSort { needed } => write!(
                 f,
                 "no room for the merge sort's {needed} bytes of workspace: the network's passes"
+            ),
+            Fallback::NoRoomForRadixSort { needed } => write!(
+                f,
+                "no room for the radix sort's {needed} bytes of workspace: the network's passes"
             ),
         }
     }
@@ -303,8 +313,9 @@ pub fn plan(request: &Request, gpu: Option<(&dyn DeviceFacts, &Policy)>) -> Resu
     plan_within(request, gpu, None)
 }
 
-/// [`plan`] within `budget` bytes of workspace, when given: a merge sort that needs more
-/// gives way to the network's passes ([`Fallback::NoRoomForMergeSort`]); a plan that still
+/// [`plan`] within `budget` bytes of workspace, when given: a merge sort, or a radix sort of
+/// rows of keys alone, that needs more gives way to the network's passes
+/// ([`Fallback::NoRoomForMergeSort`], [`Fallback::NoRoomForRadixSort`]); a plan that still
 /// needs more is [`Error::DeviceMemory`].
 pub fn plan_within(
     request: &Request,
@@ -328,6 +339,11 @@ pub fn plan_within(
         Strategy::MergeSort => {
             let mut passes = gpu_plan(request, facts, policy, Strategy::NetworkPasses)?;
             passes.fallback = Some(Fallback::NoRoomForMergeSort { needed });
+            passes
+        }
+        Strategy::RadixSort if request.operation == Operation::Sort => {
+            let mut passes = gpu_plan(request, facts, policy, Strategy::NetworkPasses)?;
+            passes.fallback = Some(Fallback::NoRoomForRadixSort { needed });
             passes
         }
         _ => plan,
@@ -523,12 +539,13 @@ impl Context<'_> {
                 let shape = (n / row_len, row_len, k);
                 let key_bytes = self.request.dtype.size();
                 let values = matches!(self.request.operation, Operation::SortPairs { .. });
+                let indices = self.request.operation != Operation::Sort;
                 Steps::Radix(radix::plan_radix(
                     self.info(),
                     &policy.radix,
                     strategy,
                     shape,
-                    (key_bytes, values),
+                    (key_bytes, values, indices),
                     workspace,
                 )?)
             }

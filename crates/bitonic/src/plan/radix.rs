@@ -64,6 +64,9 @@ pub struct RadixPlan {
     /// digit reads them from the values' array, the last writes them back there in order
     /// (passes only, in place, k the whole row).
     pub values: bool,
+    /// The passes carry and write indices; false for keys alone (passes only, in place, k the
+    /// whole row), which move nothing but their keys.
+    pub indices: bool,
 }
 
 /// The words of the passes' look-back over rows of several tiles (kernels/radix.cu
@@ -141,11 +144,13 @@ pub(crate) fn plan_radix(
     policy: &RadixPolicy,
     strategy: Strategy,
     (rows, row_len, k): (usize, usize, usize),
-    (key_bytes, values): (usize, bool),
+    (key_bytes, values, indices): (usize, bool, bool),
     workspace: &mut Workspace,
 ) -> Result<RadixPlan> {
-    // One block a row makes 16-bit indices in shared memory: values take the passes.
+    // One block a row makes 16-bit indices in shared memory: values and keys alone take the
+    // passes.
     assert!(!values || (strategy == Strategy::RadixSort && k == row_len));
+    assert!(indices || (!values && strategy == Strategy::RadixSort && k == row_len));
     let shape = if strategy == Strategy::RowRadix {
         let threads = one_block_threads(row_len);
         let shared = one_block_shared_bytes(row_len, key_bytes, threads);
@@ -180,7 +185,9 @@ pub(crate) fn plan_radix(
         let buffers = if key_bytes <= 2 { 1 } else { 2 };
         let n = rows * row_len;
         workspace.add(Scratch::RadixKeys, buffers * n, key_bytes);
-        workspace.add(Scratch::RadixIndices, buffers * n, 4);
+        if indices {
+            workspace.add(Scratch::RadixIndices, buffers * n, 4);
+        }
         // A row of one tile is its ordered tile: nothing to count or look back at.
         let look_back = (tiles_a_row > 1).then(|| LookBack {
             status: rows * tiles_a_row * DIGITS,
@@ -205,6 +212,7 @@ pub(crate) fn plan_radix(
         key_bytes,
         shape,
         values,
+        indices,
     })
 }
 
@@ -224,7 +232,15 @@ mod tests {
             true => Strategy::RowRadix,
             false => Strategy::RadixSort,
         };
-        plan_radix(info, policy, strategy, shape, (key_bytes, false), workspace).unwrap()
+        plan_radix(
+            info,
+            policy,
+            strategy,
+            shape,
+            (key_bytes, false, true),
+            workspace,
+        )
+        .unwrap()
     }
 
     #[test]
@@ -266,7 +282,7 @@ mod tests {
             &policy,
             Strategy::RadixSort,
             (1024, 4096, 4096),
-            (4, true),
+            (4, true, true),
             &mut w,
         )
         .unwrap();
@@ -279,6 +295,23 @@ mod tests {
             }
         ));
         assert!(w.part(Scratch::RadixLookBack).is_none());
+        // Keys alone: their arrays, no index array.
+        let mut w = Workspace::none();
+        let p = plan_radix(
+            &info,
+            &policy,
+            Strategy::RadixSort,
+            (256, 151_936, 151_936),
+            (4, false, false),
+            &mut w,
+        )
+        .unwrap();
+        assert!(!p.indices);
+        assert_eq!(
+            w.part(Scratch::RadixKeys).unwrap().bytes,
+            2 * 4 * 256 * 151_936
+        );
+        assert!(w.part(Scratch::RadixIndices).is_none());
         // 16-bit keys: two digits, one array between them; 8-byte keys of 2^14 do not fit a
         // block (2^14 × 20 bytes > 227 KiB).
         let mut w = Workspace::none();

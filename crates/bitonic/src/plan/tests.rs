@@ -1,7 +1,7 @@
 //! What runs for each input: the plan's tables, on the CPU, for an H100 and Hopper's policy.
 
 use super::*;
-use crate::policy::TopkPolicy;
+use crate::policy::{RadixPolicy, TopkPolicy};
 use Strategy::*;
 
 const H100: fn() -> DeviceInfo = DeviceInfo::h100;
@@ -72,6 +72,10 @@ fn what_runs_for_each_input() {
         (sort(1 << 29), false, Backend::Cpu, CpuSort),
         (sort(1 << 24).rows(1 << 24), true, Backend::Cuda, MergeSort),
         (sort(1 << 24).rows(1024), true, Backend::Cuda, NetworkPasses),
+        // Long rows of keys alone: the radix passes, from the policy's row length.
+        (sort(1 << 24).rows(RadixPolicy::KEYS_MEASURED_FROM - 1), true, Backend::Cuda, NetworkPasses),
+        (sort(1 << 24).rows(RadixPolicy::KEYS_MEASURED_FROM), true, Backend::Cuda, RadixSort),
+        (sort(1 << 24).rows(151_936), true, Backend::Cuda, RadixSort),
         (sort(1 << 24).layout(segments), true, Backend::Cuda, SegmentPasses),
         // Argsorts: radix sorts from rows of 4,096 keys (see radix_sorts_by_policy), the pair
         // passes below.
@@ -462,7 +466,7 @@ fn modules_and_workspaces_of_each_strategy() {
 }
 
 #[test]
-fn a_merge_sort_without_room_for_its_workspace_falls_back_to_the_passes() {
+fn a_merge_or_radix_sort_without_room_for_its_workspace_falls_back_to_the_passes() {
     let info = H100();
     let gpu = Some((&info as &dyn DeviceFacts, &Policy::HOPPER));
     let r = Request::new(Operation::Sort, DType::U32, 1 << 24);
@@ -479,6 +483,18 @@ fn a_merge_sort_without_room_for_its_workspace_falls_back_to_the_passes() {
         "{fallen}"
     );
     assert_eq!(plan_within(&r, gpu, Some(needed)).unwrap(), full);
+    // Long rows of keys alone: the radix passes' arrays, else the passes in place.
+    let rows = Request::new(Operation::Sort, DType::F32, 1 << 24).rows(1 << 17);
+    let full = plan(&rows, gpu).unwrap();
+    assert_eq!(full.strategy, RadixSort);
+    let needed = full.workspace_bytes();
+    let fallen = plan_within(&rows, gpu, Some(needed - 1)).unwrap();
+    assert_eq!(fallen.strategy, NetworkPasses);
+    assert_eq!(
+        fallen.fallback,
+        Some(Fallback::NoRoomForRadixSort { needed })
+    );
+    assert_eq!(fallen.workspace_bytes(), 0);
     // 16-bit keys widen into a workspace the passes need too: too little memory is an error.
     let half = Request::new(Operation::Sort, DType::F16, 1 << 24);
     assert!(matches!(

@@ -3,13 +3,18 @@
 
 /// The tuning of the stable radix sorts of rows with indices: argsorts, the top-k of rows by
 /// sorting (the stable sort with indices where k is the whole row), and key-value sorts of
-/// 4-byte values.
+/// 4-byte values; and of long rows of keys alone, which the same passes sort without indices.
 #[non_exhaustive]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RadixPolicy {
     /// Rows of at least this many keys take a radix sort; shorter ones the pair passes of the
     /// tuned network (and one shorter array the key-value merge sort). `usize::MAX`: never.
     pub from_row_len: usize,
+    /// Rows of keys alone of at least this many keys take the radix passes too (their indices
+    /// made and dropped in the workspace), where the network's passes, whose stages grow as
+    /// the square of a row's bits, cost more; shorter ones, and one array, the network or
+    /// the merge sort. `usize::MAX`: never.
+    pub keys_from_row_len: usize,
     /// Rows of at most this many keys (and at most 2^16, whose indices fit 16 bits) sort in one
     /// block a row in shared memory, where they fit; longer ones in a pass a digit over tiles.
     pub one_block_most: usize,
@@ -32,6 +37,7 @@ impl RadixPolicy {
     /// shared array (362da7d).
     pub const HOPPER: RadixPolicy = RadixPolicy {
         from_row_len: Self::MEASURED_FROM,
+        keys_from_row_len: Self::KEYS_MEASURED_FROM,
         one_block_most: 1 << 14,
         tile: 8192,
         tile_threads: 512,
@@ -41,6 +47,10 @@ impl RadixPolicy {
     /// 0.57 at 4096 × 4096, 0.53 against 0.90 at 1024 × 16384; they lost at 1,024: 0.54 against
     /// 0.47 at 16384 × 1024; 2,048 not measured).
     pub const MEASURED_FROM: usize = 4096;
+
+    /// The shortest rows of keys alone the radix passes won on, against the network's passes:
+    /// docs/notes/rows.md "Keys alone of long rows".
+    pub const KEYS_MEASURED_FROM: usize = 1 << 16;
 
     /// The most keys of a row one block could sort: its 16-bit indices' limit. (The block's
     /// threads limit it further: a warp each [`RadixPolicy::KEYS_A_WARP`] keys, so 2^14 keys of

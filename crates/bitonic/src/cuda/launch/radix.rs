@@ -106,7 +106,8 @@ pub(crate) struct ScatterArrays<'v, 'a, 'b, 'c, W, I> {
     pub(crate) from_input: bool,
     pub(crate) index_in: Option<&'v CudaView<'a, u32>>,
     pub(crate) keys_out: &'v mut CudaViewMut<'b, W>,
-    pub(crate) index_out: &'v mut CudaViewMut<'c, I>,
+    /// None for a sort of keys alone: no index is stored (nor read).
+    pub(crate) index_out: Option<&'v mut CudaViewMut<'c, I>>,
 }
 
 /// One digit's look-back words of a store pass over rows of several tiles: its status words
@@ -144,11 +145,12 @@ pub(crate) fn radix_scatter<W: DeviceRepr, I: DeviceRepr>(
         index_out,
     } = arrays;
     let kept = if last { rows * k as usize } else { n };
-    assert!(keys.len() >= n && keys_out.len() >= kept && index_out.len() >= kept);
+    assert!(keys.len() >= n && keys_out.len() >= kept);
+    assert!(index_out.as_ref().map_or(true, |index| index.len() >= kept));
     assert!(index_in.map_or(true, |index| index.len() >= n));
     assert!(
-        first || index_in.is_some(),
-        "only the first digit makes its indices"
+        first || index_in.is_some() || index_out.is_none(),
+        "only the first digit makes its indices (or keys alone, which store none)"
     );
     assert!(!from_input || input.len() >= n);
     // Rows of one tile read no look-back word: null pointers stand in.
@@ -172,7 +174,8 @@ pub(crate) fn radix_scatter<W: DeviceRepr, I: DeviceRepr>(
     // `index_from_columns`, when the null pointer stands in) of `index_in`, (where
     // `from_input`) the input's keys its indices name, and, over rows of several tiles, its
     // row's counts, its row's earlier tiles' status words, and the next tile's number, which
-    // it increments, and writes its own status words; it writes each key and index at its
+    // it increments, and writes its own status words; it writes each key and (unless
+    // `index_out` is the null pointer: keys alone) its index at its
     // place in its row, below n (each row's places are its own), or for the last digit the
     // first k of each row (the lengths asserted above; u64 indices only where the caller's I
     // is). Rows of one tile read no look-back word (null pointers).
@@ -183,7 +186,11 @@ pub(crate) fn radix_scatter<W: DeviceRepr, I: DeviceRepr>(
                 Some(index) => l.arg(index),
                 None => l.arg(&null),
             };
-            l.arg(keys_out).arg(index_out);
+            l.arg(keys_out);
+            match index_out {
+                Some(index) => l.arg(index),
+                None => l.arg(&null),
+            };
             match &mut look_back {
                 Some(looked) => l
                     .arg(&looked.row_counts)
