@@ -19,6 +19,7 @@
 //! The tables in src/plan/tests.rs say, case by case, what runs.
 
 mod choose;
+mod fallback;
 pub(crate) mod merge;
 pub mod out_of_core;
 pub(crate) mod passes;
@@ -29,6 +30,7 @@ pub(crate) mod seed;
 pub(crate) mod topk;
 mod workspace;
 
+pub use fallback::Fallback;
 pub use merge::{KeyValuePlan, Levels, MergeLevel, MergePlan};
 pub use passes::PassPlan;
 pub use radix::{LookBack, RadixPlan, RadixShape};
@@ -141,39 +143,6 @@ impl std::fmt::Display for Strategy {
             Strategy::TopkFilter => f.write_str("top-k threshold filter"),
             Strategy::RowRadix => f.write_str("radix sort a block a row"),
             Strategy::RadixSort => f.write_str("radix sort in passes"),
-        }
-    }
-}
-
-/// Why a plan is not the one the request would get with memory to spare.
-#[non_exhaustive]
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Fallback {
-    /// The merge sort's spare array and merge paths (`needed` bytes) did not fit the device
-    /// memory there was: the network's passes, which sort in place, run instead.
-    NoRoomForMergeSort {
-        /// Bytes the merge sort's workspace takes.
-        needed: usize,
-    },
-    /// The radix passes' arrays (`needed` bytes) for long rows of keys alone did not fit: the
-    /// network's passes, which sort in place, run instead.
-    NoRoomForRadixSort {
-        /// Bytes the radix passes' workspace takes.
-        needed: usize,
-    },
-}
-
-impl std::fmt::Display for Fallback {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Fallback::NoRoomForMergeSort { needed } => write!(
-                f,
-                "no room for the merge sort's {needed} bytes of workspace: the network's passes"
-            ),
-            Fallback::NoRoomForRadixSort { needed } => write!(
-                f,
-                "no room for the radix sort's {needed} bytes of workspace: the network's passes"
-            ),
         }
     }
 }
