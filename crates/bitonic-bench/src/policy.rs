@@ -72,6 +72,7 @@ const NUMBERS: &[Number] = &[
     number!(sample.blocks_per_sm as u32),
     number!(radix.from_row_len),
     number!(radix.keys_from_row_len),
+    number!(radix.keys_pow2_from_row_len),
     number!(radix.one_block_most),
     number!(radix.tile),
     number!(radix.tile_threads as u32),

@@ -22,7 +22,8 @@ use crate::policy::{Policy, TopkPolicy};
 ///   which the first k are kept.
 /// * One array of keys alone longer than [`crate::policy::MergePolicy::above_of`] its key width
 ///   sorts as a merge sort; shorter ones, and rows, by the network's passes, except rows of
-///   [`crate::policy::RadixPolicy::keys_from_row_len`] keys or more: the radix passes. Argsorts and
+///   2- or 4-byte keys from [`crate::policy::RadixPolicy::keys_from_row_len`] keys (from
+///   `keys_pow2_from_row_len` for rows of a power of two): the radix passes. Argsorts and
 ///   key-value sorts of one array run the key-value merge sort, of rows the key-index pairs.
 pub(crate) fn choose(
     request: &Request,
@@ -102,9 +103,14 @@ fn gpu_strategy(request: &Request, info: &DeviceInfo, policy: &Policy) -> Result
             return Ok(radix);
         }
     }
-    // Long rows of keys alone: the radix passes, their indices dropped.
+    // Long rows of 2- and 4-byte keys alone: the radix passes, with no index.
     if let (Layout::Rows { row_len }, Operation::Sort) = (&layout, request.operation) {
-        if *row_len >= policy.radix.keys_from_row_len.max(2) {
+        let from = if row_len.is_power_of_two() {
+            policy.radix.keys_pow2_from_row_len
+        } else {
+            policy.radix.keys_from_row_len
+        };
+        if key_bytes <= 4 && *row_len >= from.max(2) {
             return Ok(Strategy::RadixSort);
         }
     }

@@ -21,6 +21,10 @@ fn sort(len: usize) -> Request {
     Request::new(Operation::Sort, DType::U32, len)
 }
 
+fn sort_of(len: usize, dtype: DType) -> Request {
+    Request::new(Operation::Sort, dtype, len)
+}
+
 fn argsort(len: usize) -> Request {
     Request::new(Operation::Argsort { index_bytes: 4 }, DType::U32, len)
 }
@@ -73,9 +77,15 @@ fn what_runs_for_each_input() {
         (sort(1 << 24).rows(1 << 24), true, Backend::Cuda, MergeSort),
         (sort(1 << 24).rows(1024), true, Backend::Cuda, NetworkPasses),
         // Long rows of keys alone: the radix passes, from the policy's row length.
+        // Long rows of keys alone not a power of two: the radix passes from the policy's row
+        // length (of a power of two, and of 8-byte keys, the network's passes).
         (sort(1 << 24).rows(RadixPolicy::KEYS_MEASURED_FROM - 1), true, Backend::Cuda, NetworkPasses),
-        (sort(1 << 24).rows(RadixPolicy::KEYS_MEASURED_FROM), true, Backend::Cuda, RadixSort),
+        (sort(1 << 24).rows(RadixPolicy::KEYS_MEASURED_FROM + 1), true, Backend::Cuda, RadixSort),
+        (sort(1 << 24).rows(RadixPolicy::KEYS_MEASURED_FROM), true, Backend::Cuda, NetworkPasses),
+        (sort(1 << 24).rows(1 << 18), true, Backend::Cuda, NetworkPasses),
         (sort(1 << 24).rows(151_936), true, Backend::Cuda, RadixSort),
+        (sort_of(1 << 24, DType::BF16).rows(128_256), true, Backend::Cuda, RadixSort),
+        (sort_of(1 << 24, DType::U64).rows(151_936), true, Backend::Cuda, NetworkPasses),
         (sort(1 << 24).layout(segments), true, Backend::Cuda, SegmentPasses),
         // Argsorts: radix sorts from rows of 4,096 keys (see radix_sorts_by_policy), the pair
         // passes below.
@@ -484,7 +494,7 @@ fn a_merge_or_radix_sort_without_room_for_its_workspace_falls_back_to_the_passes
     );
     assert_eq!(plan_within(&r, gpu, Some(needed)).unwrap(), full);
     // Long rows of keys alone: the radix passes' arrays, else the passes in place.
-    let rows = Request::new(Operation::Sort, DType::F32, 1 << 24).rows(1 << 17);
+    let rows = Request::new(Operation::Sort, DType::F32, 256 * 151_936).rows(151_936);
     let full = plan(&rows, gpu).unwrap();
     assert_eq!(full.strategy, RadixSort);
     let needed = full.workspace_bytes();

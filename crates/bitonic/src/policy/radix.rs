@@ -10,11 +10,15 @@ pub struct RadixPolicy {
     /// Rows of at least this many keys take a radix sort; shorter ones the pair passes of the
     /// tuned network (and one shorter array the key-value merge sort). `usize::MAX`: never.
     pub from_row_len: usize,
-    /// Rows of keys alone of at least this many keys take the radix passes too (their indices
-    /// made and dropped in the workspace), where the network's passes, whose stages grow as
-    /// the square of a row's bits, cost more; shorter ones, and one array, the network or
-    /// the merge sort. `usize::MAX`: never.
+    /// Rows of 2- or 4-byte keys alone of at least this many keys, of a length that is not a
+    /// power of two, take the radix passes too, with no index: the network's passes pad such
+    /// rows to a power of two and address them slot by slot. Shorter rows, 8-byte keys and
+    /// one array take the network or the merge sort. `usize::MAX`: never.
     pub keys_from_row_len: usize,
+    /// Rows of 2- or 4-byte keys alone whose length is a power of two take the radix passes
+    /// from this many keys (the network's passes read such rows whole, without padding).
+    /// `usize::MAX`: never.
+    pub keys_pow2_from_row_len: usize,
     /// Rows of at most this many keys (and at most 2^16, whose indices fit 16 bits) sort in one
     /// block a row in shared memory, where they fit; longer ones in a pass a digit over tiles.
     pub one_block_most: usize,
@@ -38,6 +42,7 @@ impl RadixPolicy {
     pub const HOPPER: RadixPolicy = RadixPolicy {
         from_row_len: Self::MEASURED_FROM,
         keys_from_row_len: Self::KEYS_MEASURED_FROM,
+        keys_pow2_from_row_len: usize::MAX,
         one_block_most: 1 << 14,
         tile: 8192,
         tile_threads: 512,
@@ -48,8 +53,11 @@ impl RadixPolicy {
     /// 0.47 at 16384 × 1024; 2,048 not measured).
     pub const MEASURED_FROM: usize = 4096;
 
-    /// The shortest rows of keys alone the radix passes won on, against the network's passes:
-    /// docs/notes/rows.md "Keys alone of long rows".
+    /// The shortest rows of keys alone, of a length that is not a power of two, that the radix
+    /// passes won on against the network's passes (u32: 64 × 128,256 0.333 ms against 0.377,
+    /// 256 × 151,936 1.42 against 3.56; rows of a power of two from 2^12 to 2^18 keys the
+    /// network won, 0.155 against 0.678 to 0.560 against 0.648: docs/notes/rows.md "Keys alone
+    /// of long rows").
     pub const KEYS_MEASURED_FROM: usize = 1 << 16;
 
     /// The most keys of a row one block could sort: its 16-bit indices' limit. (The block's
