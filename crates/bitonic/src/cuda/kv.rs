@@ -37,10 +37,7 @@ where
     if n < 2 {
         // Sorted already (the tuned sort would not even map a single key).
         if plan.positions && n == 1 {
-            let bytes = std::mem::size_of::<V>();
-            let mut position = super::memory::reinterpret::<V, u8>(values.slice_mut(..), bytes);
-            x.stream
-                .memset_zeros(&mut position)
+            super::memory::zero(x.stream, values)
                 .during(|| "writing the position of a single key".into())?;
         }
         return Ok(());

@@ -13,6 +13,16 @@ use cudarc::driver::sys::CUresult;
 use cudarc::driver::{CudaSlice, CudaStream, CudaView, CudaViewMut, DeviceRepr};
 use std::sync::Arc;
 
+/// Zeroes every byte of `view` on `stream` (an index 0, a position 0).
+pub(crate) fn zero<T: DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    view: &mut CudaViewMut<T>,
+) -> std::result::Result<(), cudarc::driver::DriverError> {
+    let bytes = view.len() * std::mem::size_of::<T>();
+    let mut zeros = reinterpret::<T, u8>(view.slice_mut(..), bytes);
+    stream.memset_zeros(&mut zeros)
+}
+
 /// A buffer of `n` elements on `stream` (at least one: the driver refuses empty ones) that the
 /// call writes before anything reads it; `what` names it in the error when the device has no
 /// room ([`Error::DeviceMemory`]).

@@ -94,7 +94,9 @@ pub(crate) fn sort_pairs<B: DeviceRepr, I: DeviceRepr>(
     let n = words.len();
     if plan.passes.passes.is_empty() {
         // Rows of one key: each is sorted, its index 0.
-        return zero(x, indices);
+        // (rows of one key: every index is 0)
+        return memory::zero(x.stream, indices)
+            .during(|| "zeroing the indices of rows of one key".into());
     }
     let between = plan.passes.pairs_between_passes(n);
     let rows = PackedRows::in_place(x, words, indices, row_len, map);
@@ -152,7 +154,9 @@ pub(crate) fn select_rows<K: DeviceRepr, I: DeviceRepr>(
         x.stream
             .memcpy_dtod(keys, values)
             .during(|| format!("copying {n} rows of one key"))?;
-        return zero(x, indices);
+        // (rows of one key: every index is 0)
+        return memory::zero(x.stream, indices)
+            .during(|| "zeroing the indices of rows of one key".into());
     }
     let between = plan.pairs_between_passes(n);
     let rows = PackedRows::new(x, keys, (values, indices), (row_len, k), map);
@@ -176,14 +180,4 @@ fn run_packed<K>(
         let mut pairs = pad.take::<KeyIndex>(Scratch::Pairs, between);
         passes::run_packed(x, plan, &mut pairs, rows)
     }
-}
-
-/// Zeroes `indices`: the index of every key of rows of one key.
-fn zero<I: DeviceRepr>(x: &Exec, indices: &mut CudaViewMut<I>) -> Result<()> {
-    let n = indices.len();
-    let bytes = n * std::mem::size_of::<I>();
-    let mut zeros = memory::reinterpret::<I, u8>(indices.slice_mut(..), bytes);
-    x.stream
-        .memset_zeros(&mut zeros)
-        .during(|| format!("zeroing {n} indices"))
 }
