@@ -7,7 +7,8 @@
 # writes the spare buffer) and even, u64 runs of half a tile in tiles of their own (past 2^21
 # keys), the key-value merge of the argsorts, and the network's passes below the merge sort.
 # Each sort is checked sorted (and a permutation of its input) by `bitonic verify`, each argsort
-# by a short Python check (stable ascending order, every index once).
+# by a short Python check (stable ascending order, every index once). Last, the row sorts of
+# bench-rows on rows that take the radix passes.
 set -uo pipefail
 bin=${1:-.gpu/bin/bitonic}
 tmp=$(mktemp -d)
@@ -71,5 +72,8 @@ argsort i64 2097929 asc
 sort f64 2097929 asc
 sort f64 4206649 desc
 LIST
+# Rows in the radix passes: keys alone (no index), the argsort and the key-value sort of u32
+# rows of a length that is not a power of two, each timed once.
+check "rows 3x151936 (radix passes)" sanitize bench-rows --shapes 3x151936 --repeats 1 -o "$tmp/rows"
 rm -rf "$tmp"
 exit $status

@@ -50,12 +50,12 @@ template <typename K> __device__ __forceinline__ K load_key(const Pass<K> &p, u3
     u32 at = key_index(p.layout, global_index(p, i));
     if (at == PADDING) return largest_key<K>(); // acts as +inf and never moves
     K key = p.src[at];
-    return (p.map & MAP_ON_LOAD) ? to_sortable(key, p.map) : key;
+    return (p.map & MAP_ON_LOAD) ? to_sortable(key, map_here(p.map)) : key;
 }
 
 template <typename K> __device__ __forceinline__ void store_key(const Pass<K> &p, u32 i, K key) {
     u32 at = key_index(p.layout, global_index(p, i));
-    if (at != PADDING) p.keys[at] = (p.map & MAP_ON_STORE) ? from_sortable(key, p.map) : key;
+    if (at != PADDING) p.keys[at] = (p.map & MAP_ON_STORE) ? from_sortable(key, map_here(p.map)) : key;
 }
 
 // 16 bytes of keys (4 u32, 2 u64 or one KeyIndex) in one vector access.
@@ -123,7 +123,7 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, u32 stop,
         for (u32 r = 0; r < E; ++r) {
             u32 g_r = ((r & half_bit) ? g_hi : g_lo) ^ ((r & ~half_bit) << rshift);
             K key = g_r < p.layout.n ? p.src[g_r] : largest_key<K>();
-            k[r] = (p.map & MAP_ON_LOAD) && g_r < p.layout.n ? to_sortable(key, p.map) : key;
+            k[r] = (p.map & MAP_ON_LOAD) && g_r < p.layout.n ? to_sortable(key, map_here(p.map)) : key;
         }
     } else if (thread_mirror == 0) { // most groups: every address a constant offset
 #pragma unroll
@@ -148,7 +148,7 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, u32 stop,
 #pragma unroll
         for (u32 r = 0; r < E; ++r) {
             u32 g_r = ((r & half_bit) ? g_hi : g_lo) ^ ((r & ~half_bit) << rshift);
-            if (g_r < p.layout.n) p.keys[g_r] = (p.map & MAP_ON_STORE) ? from_sortable(k[r], p.map) : k[r];
+            if (g_r < p.layout.n) p.keys[g_r] = (p.map & MAP_ON_STORE) ? from_sortable(k[r], map_here(p.map)) : k[r];
         }
     } else if (thread_mirror == 0) {
 #pragma unroll
@@ -182,7 +182,7 @@ template <typename K> __device__ __forceinline__ void load_vector(const Pass<K> 
     if (at + V <= p.layout.n) {
         Vector16<K>::load(p.src + at, k);
 #pragma unroll
-        for (u32 e = 0; e < V; ++e) k[e] = (p.map & MAP_ON_LOAD) ? to_sortable(k[e], p.map) : k[e];
+        for (u32 e = 0; e < V; ++e) k[e] = (p.map & MAP_ON_LOAD) ? to_sortable(k[e], map_here(p.map)) : k[e];
     } else {
 #pragma unroll
         for (u32 e = 0; e < V; ++e) k[e] = load_key(p, i + e);
@@ -193,7 +193,7 @@ template <typename K> __device__ __forceinline__ void store_vector(const Pass<K>
     const u32 V = Vector16<K>::KEYS, at = global_index(p, i);
     if (at + V <= p.layout.n) {
 #pragma unroll
-        for (u32 e = 0; e < V; ++e) k[e] = (p.map & MAP_ON_STORE) ? from_sortable(k[e], p.map) : k[e];
+        for (u32 e = 0; e < V; ++e) k[e] = (p.map & MAP_ON_STORE) ? from_sortable(k[e], map_here(p.map)) : k[e];
         Vector16<K>::store(p.keys + at, k);
     } else {
 #pragma unroll
