@@ -45,7 +45,10 @@ template <typename K> __device__ __forceinline__ bool direct_group(const Pass<K>
            (!holds_pairs<K> || p.packing.flags == 0);
 }
 
-// One key by tile index, for the staging loops.
+// One key by tile index, for the staging loops. Every map of a key in a pass goes through
+// map_here (common/keys.cuh), so that the key map's constants are made where a key is mapped
+// and not held across the network's registers (held, they made the one-pass sort of 2^15 u32
+// keys 6% slower: docs/notes/plan-layer.md "The tuned passes' map").
 template <typename K> __device__ __forceinline__ K load_key(const Pass<K> &p, u32 i) {
     u32 at = key_index(p.layout, global_index(p, i));
     if (at == PADDING) return largest_key<K>(); // acts as +inf and never moves
