@@ -45,23 +45,17 @@ template <typename K> __device__ __forceinline__ bool direct_group(const Pass<K>
            (!holds_pairs<K> || p.packing.flags == 0);
 }
 
-// One key by tile index, for the staging loops. Every map of keys in a pass takes the map
-// through map_here (common/keys.cuh) once, next to the keys it maps, so that the key map's
-// constants are made there and not held across the network's registers (held, they made the
-// one-pass sort of 2^15 u32 keys 6% slower); in a loop of loads, once before the loop, whose
-// loads then go out together (map_here in every key's map made the strided passes of 2^19 to
-// 2^21 keys up to 20% slower: docs/notes/plan-layer.md "The tournament's stack and the tuned
-// passes' map").
+// One key by tile index, for the staging loops.
 template <typename K> __device__ __forceinline__ K load_key(const Pass<K> &p, u32 i) {
     u32 at = key_index(p.layout, global_index(p, i));
     if (at == PADDING) return largest_key<K>(); // acts as +inf and never moves
     K key = p.src[at];
-    return (p.map & MAP_ON_LOAD) ? to_sortable(key, map_here(p.map)) : key;
+    return (p.map & MAP_ON_LOAD) ? to_sortable(key, p.map) : key;
 }
 
 template <typename K> __device__ __forceinline__ void store_key(const Pass<K> &p, u32 i, K key) {
     u32 at = key_index(p.layout, global_index(p, i));
-    if (at != PADDING) p.keys[at] = (p.map & MAP_ON_STORE) ? from_sortable(key, map_here(p.map)) : key;
+    if (at != PADDING) p.keys[at] = (p.map & MAP_ON_STORE) ? from_sortable(key, p.map) : key;
 }
 
 // 16 bytes of keys (4 u32, 2 u64 or one KeyIndex) in one vector access.
@@ -125,12 +119,11 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, u32 stop,
 
     K k[E];
     if (direct_in) {
-        const u32 map = map_here(p.map); // once, before the loads, which go out together
 #pragma unroll
         for (u32 r = 0; r < E; ++r) {
             u32 g_r = ((r & half_bit) ? g_hi : g_lo) ^ ((r & ~half_bit) << rshift);
             K key = g_r < p.layout.n ? p.src[g_r] : largest_key<K>();
-            k[r] = (map & MAP_ON_LOAD) && g_r < p.layout.n ? to_sortable(key, map) : key;
+            k[r] = (p.map & MAP_ON_LOAD) && g_r < p.layout.n ? to_sortable(key, p.map) : key;
         }
     } else if (thread_mirror == 0) { // most groups: every address a constant offset
 #pragma unroll
@@ -152,11 +145,10 @@ __device__ int register_group(const Pass<K> &p, K *tile, u32 b, int g, u32 stop,
     g -= int(count);
     const bool direct_out = g < int(stop) && b == p.b_last && direct;
     if (direct_out) {
-        const u32 map = map_here(p.map);
 #pragma unroll
         for (u32 r = 0; r < E; ++r) {
             u32 g_r = ((r & half_bit) ? g_hi : g_lo) ^ ((r & ~half_bit) << rshift);
-            if (g_r < p.layout.n) p.keys[g_r] = (map & MAP_ON_STORE) ? from_sortable(k[r], map) : k[r];
+            if (g_r < p.layout.n) p.keys[g_r] = (p.map & MAP_ON_STORE) ? from_sortable(k[r], p.map) : k[r];
         }
     } else if (thread_mirror == 0) {
 #pragma unroll
@@ -189,9 +181,8 @@ template <typename K> __device__ __forceinline__ void load_vector(const Pass<K> 
     const u32 V = Vector16<K>::KEYS, at = global_index(p, i);
     if (at + V <= p.layout.n) {
         Vector16<K>::load(p.src + at, k);
-        const u32 map = map_here(p.map);
 #pragma unroll
-        for (u32 e = 0; e < V; ++e) k[e] = (map & MAP_ON_LOAD) ? to_sortable(k[e], map) : k[e];
+        for (u32 e = 0; e < V; ++e) k[e] = (p.map & MAP_ON_LOAD) ? to_sortable(k[e], p.map) : k[e];
     } else {
 #pragma unroll
         for (u32 e = 0; e < V; ++e) k[e] = load_key(p, i + e);
@@ -201,9 +192,8 @@ template <typename K> __device__ __forceinline__ void load_vector(const Pass<K> 
 template <typename K> __device__ __forceinline__ void store_vector(const Pass<K> &p, u32 i, K *k) {
     const u32 V = Vector16<K>::KEYS, at = global_index(p, i);
     if (at + V <= p.layout.n) {
-        const u32 map = map_here(p.map);
 #pragma unroll
-        for (u32 e = 0; e < V; ++e) k[e] = (map & MAP_ON_STORE) ? from_sortable(k[e], map) : k[e];
+        for (u32 e = 0; e < V; ++e) k[e] = (p.map & MAP_ON_STORE) ? from_sortable(k[e], p.map) : k[e];
         Vector16<K>::store(p.keys + at, k);
     } else {
 #pragma unroll
