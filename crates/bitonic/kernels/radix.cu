@@ -395,7 +395,7 @@ __device__ __forceinline__ u32 look_back(const u64 *row_status, u32 b, u32 d) {
 // (`first`) reads the input's keys and maps them, and with `index_from_columns` makes each
 // index from its column (`index_in` is not read; without it, `index_in` holds a key-value
 // sort's 4-byte values, which travel as the indices do); the others read sortable words and
-// their u32 indices. The last digit
+// their u32 indices (keys alone: no index, below). The last digit
 // (`last`) stores the first k keys of each row and their indices in rows of k (u64 indices where
 // the map has MAP_INDEX64): the words unmapped, or, for a word that stands for several keys
 // under a tied map and with `from_input` (outputs that are not the input), the input's own key,

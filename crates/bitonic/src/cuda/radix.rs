@@ -1,6 +1,7 @@
 //! Runs a [`RadixPlan`] (kernels/radix.cu): the stable radix sort with indices of rows, for
 //! argsorts and for the top-k of rows by sorting, or with a key-value sort's 4-byte values in
-//! the indices' place ([`RadixPlan::values`]). One block a row is one launch; the passes over
+//! the indices' place ([`RadixPlan::values`]), or of long rows of keys alone with no index
+//! ([`RadixPlan::indices`] false). One block a row is one launch; the passes over
 //! tiles take one launch a digit from the lowest, each a store of each tile in the digit's
 //! order, from the input to the workspace's arrays, from one of them to the other, and from the
 //! last to the outputs; where rows span several tiles, after a zeroing of the look-back's words

@@ -169,8 +169,8 @@ pub static TOPK_RADIX_U64: [KernelModule; 3] = [
     kernel_module!("topk.cu", "u64_r32"),
 ];
 
-/// The stable radix sorts with indices of rows: one block a row, or a pass a digit over tiles
-/// (src/plan/radix.rs).
+/// The stable radix sorts of rows (with indices, or of long rows of keys alone without): one
+/// block a row, or a pass a digit over tiles (src/plan/radix.rs).
 pub static RADIX: KernelModule = kernel_module!("radix.cu");
 
 /// Sampling a token from each row of logits (src/sample/, src/plan/sample.rs).

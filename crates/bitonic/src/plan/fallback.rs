@@ -11,7 +11,9 @@ pub enum Fallback {
         needed: usize,
     },
     /// The radix passes' arrays (`needed` bytes) for long rows of keys alone did not fit: the
-    /// network's passes, which sort in place, run instead.
+    /// network's passes run instead, in place for 4-byte keys. (16-bit keys widen into 4 bytes
+    /// a key for the network, more than their radix arrays take, so for them the fallback
+    /// never fits where the radix sort did not: the call is then out of memory.)
     NoRoomForRadixSort {
         /// Bytes the radix passes' workspace takes.
         needed: usize,

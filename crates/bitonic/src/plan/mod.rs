@@ -13,8 +13,9 @@
 //! may compile it); [`DeviceInfo::h100`]'s facts answer from a table.
 //!
 //! When the device memory a plan needs cannot be had, the sorter asks for a plan within the
-//! memory there is ([`plan_within`]): the merge sort gives way to the network's passes, which
-//! need no spare array, and the plan says so ([`Plan::fallback`]).
+//! memory there is ([`plan_within`]): the merge sort, and the radix sort of rows of keys alone,
+//! give way to the network's passes, which need no spare array, and the plan says so
+//! ([`Plan::fallback`]).
 //!
 //! The tables in src/plan/tests.rs say, case by case, what runs.
 
@@ -94,8 +95,9 @@ pub enum Strategy {
     /// A stable radix sort with indices of rows short enough for one block each, in shared
     /// memory: argsorts, and top-k by sorting.
     RowRadix,
-    /// A stable radix sort with indices, a pass a digit over tiles of the rows: argsorts and
-    /// top-k by sorting of longer rows, one array too.
+    /// A stable radix sort, a pass a digit over tiles of the rows: argsorts, key-value sorts
+    /// and top-k by sorting of longer rows (one array too), with indices; long rows of keys
+    /// alone, without.
     RadixSort,
 }
 
@@ -169,8 +171,9 @@ pub enum Steps {
     Pairs(PairPlan),
     /// A top-k by composites.
     Topk(TopkPlan),
-    /// A stable radix sort with indices: an argsort, or a top-k by sorting, which writes the
-    /// first k keys of each row and their indices.
+    /// A stable radix sort: an argsort, a key-value sort, or a top-k by sorting, which writes
+    /// the first k keys of each row and their indices; or long rows of keys alone, in place
+    /// with no index ([`RadixPlan::indices`]).
     Radix(RadixPlan),
     /// A top-k by sorting of rows in the tuned passes over key-index pairs alone: the first
     /// pass packs each key it reads from the input with its index in its row, and the last

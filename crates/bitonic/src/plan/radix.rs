@@ -1,6 +1,7 @@
-//! The stable radix sorts with indices (kernels/radix.cu, run by src/cuda/radix.rs): argsorts
-//! of rows, and the top-k of rows by sorting, whose first k keys a row they write with their
-//! indices; and key-value sorts of 4-byte values, which the passes carry in the indices' place.
+//! The stable radix sorts (kernels/radix.cu, run by src/cuda/radix.rs): argsorts of rows, and
+//! the top-k of rows by sorting, whose first k keys a row they write with their indices;
+//! key-value sorts of 4-byte values, which the passes carry in the indices' place; and long rows
+//! of keys alone, which the passes sort with no index ([`RadixPlan::indices`]).
 //! A row of at most [`RadixPolicy::one_block_most`] keys sorts in one block in shared memory
 //! ([`RadixShape::OneBlockARow`]); a longer row, or one that does not fit, in a pass a digit
 //! over tiles of the rows ([`RadixShape::Passes`]).
@@ -9,7 +10,7 @@
 //! writes it and its index once. The passes move, for each of W digits, the key twice (counted,
 //! then read to be stored) and once its index, and store both: (3W + 8) bytes a digit, less
 //! the first digit's index read (which makes the index, or reads a value), the last one's
-//! stores only for the first k.
+//! stores only for the first k. Keys alone move the key alone: 3W bytes a digit.
 
 use super::workspace::{Scratch, Workspace};
 use super::Strategy;
@@ -40,7 +41,8 @@ pub enum RadixShape {
         tiles_a_row: usize,
         /// Dynamic shared memory of a storing block.
         shared_bytes: u32,
-        /// Arrays of keys and indices between passes: one for two digits, else two.
+        /// Arrays of keys (and of indices, unless keys alone) between passes: one for two
+        /// digits, else two.
         buffers: usize,
         /// The look-back's words ([`LookBack`]), where rows span several tiles.
         look_back: Option<LookBack>,

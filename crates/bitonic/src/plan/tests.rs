@@ -76,7 +76,6 @@ fn what_runs_for_each_input() {
         (sort(1 << 29), false, Backend::Cpu, CpuSort),
         (sort(1 << 24).rows(1 << 24), true, Backend::Cuda, MergeSort),
         (sort(1 << 24).rows(1024), true, Backend::Cuda, NetworkPasses),
-        // Long rows of keys alone: the radix passes, from the policy's row length.
         // Long rows of keys alone not a power of two: the radix passes from the policy's row
         // length (of a power of two, and of 8-byte keys, the network's passes).
         (sort(1 << 24).rows(RadixPolicy::KEYS_MEASURED_FROM - 1), true, Backend::Cuda, NetworkPasses),
@@ -493,7 +492,7 @@ fn a_merge_or_radix_sort_without_room_for_its_workspace_falls_back_to_the_passes
         "{fallen}"
     );
     assert_eq!(plan_within(&r, gpu, Some(needed)).unwrap(), full);
-    // Long rows of keys alone: the radix passes' arrays, else the passes in place.
+    // Long rows of 4-byte keys alone: the radix passes' arrays, else the passes in place.
     let rows = Request::new(Operation::Sort, DType::F32, 256 * 151_936).rows(151_936);
     let full = plan(&rows, gpu).unwrap();
     assert_eq!(full.strategy, RadixSort);

@@ -1,7 +1,7 @@
 //! Tuning per GPU architecture, one small policy per algorithm: the tuned network's passes
 //! ([`SortPolicy`]), the merge sorts ([`MergePolicy`]), the top-k selections ([`TopkPolicy`]),
 //! the sorts across GPUs ([`MultiGpuPolicy`]), sampling ([`SamplePolicy`]), the radix sorts
-//! with indices ([`RadixPolicy`]) and host slices through the GPU ([`HostPolicy`]).
+//! ([`RadixPolicy`]) and host slices through the GPU ([`HostPolicy`]).
 //!
 //! Every number here was measured (docs/notes/ tells how; docs/design/ what each does); none is
 //! read from the environment. [`Policy::for_device`] picks the policy of a device's
@@ -51,7 +51,7 @@ pub struct Policy {
     pub multi: MultiGpuPolicy,
     /// Sampling.
     pub sample: SamplePolicy,
-    /// The radix sorts with indices.
+    /// The radix sorts (with indices, and of long rows of keys alone).
     pub radix: RadixPolicy,
     /// Host slices through the GPU.
     pub host: HostPolicy,

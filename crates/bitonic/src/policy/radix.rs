@@ -53,11 +53,12 @@ impl RadixPolicy {
     /// 0.47 at 16384 × 1024; 2,048 not measured).
     pub const MEASURED_FROM: usize = 4096;
 
-    /// The shortest rows of keys alone, of a length that is not a power of two, that the radix
-    /// passes won on against the network's passes (u32: 64 × 128,256 0.333 ms against 0.377,
-    /// 256 × 151,936 1.42 against 3.56; rows of a power of two from 2^12 to 2^18 keys the
-    /// network won, 0.155 against 0.678 to 0.560 against 0.648: docs/notes/rows.md "Keys alone
-    /// of long rows").
+    /// Where rows of keys alone, of a length that is not a power of two, start to take the radix
+    /// passes. The radix passes won on both such rows measured (u32: 64 × 128,256 0.333 ms
+    /// against the network's 0.377, 256 × 151,936 1.42 against 3.56); rows of a power of two
+    /// from 2^12 to 2^18 keys the network won (0.155 against 0.678 to 0.560 against 0.648).
+    /// 2^16 is the power of two below the shorter measured row, not itself measured: rows from
+    /// 2^16 to 128,255 keys are an extrapolation (docs/notes/rows.md "Keys alone of long rows").
     pub const KEYS_MEASURED_FROM: usize = 1 << 16;
 
     /// The most keys of a row one block could sort: its 16-bit indices' limit. (The block's

@@ -299,7 +299,8 @@ impl<'g> Sorter<'g> {
 }
 
 /// A GPU call's plan on `x`'s device, its kernels loaded, and its workspace: the caller's
-/// (the plan then fits it: a merge sort without room gives way to the network's passes), or
+/// (the plan then fits it: a merge sort, or a radix sort of keys alone, without room gives way
+/// to the network's passes), or
 /// allocated on the call's stream (on failure, the plan within the memory that allocation
 /// failed to get, or [`Error::DeviceMemory`]).
 fn plan_with_workspace<'w>(
