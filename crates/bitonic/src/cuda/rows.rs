@@ -94,7 +94,6 @@ pub(crate) fn sort_pairs<B: DeviceRepr, I: DeviceRepr>(
     let n = words.len();
     if plan.passes.passes.is_empty() {
         // Rows of one key: each is sorted, its index 0.
-        // (rows of one key: every index is 0)
         return memory::zero(x.stream, indices)
             .during(|| "zeroing the indices of rows of one key".into());
     }
@@ -154,7 +153,6 @@ pub(crate) fn select_rows<K: DeviceRepr, I: DeviceRepr>(
         x.stream
             .memcpy_dtod(keys, values)
             .during(|| format!("copying {n} rows of one key"))?;
-        // (rows of one key: every index is 0)
         return memory::zero(x.stream, indices)
             .during(|| "zeroing the indices of rows of one key".into());
     }
